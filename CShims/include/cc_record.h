@@ -1,0 +1,182 @@
+/* cc_record.h — the one crash-record layout shared by the C writer and every reader. */
+/*
+ * A record file is:
+ *
+ *     cc_file_header_t                      (32 bytes, fixed)
+ *     section*                              (any number, in writing order)
+ *
+ * and each section is:
+ *
+ *     cc_section_header_t  { type, length } (8 bytes)
+ *     payload              length bytes
+ *     uint32_t crc                          CRC-32 (IEEE, zlib's) of header + payload
+ *
+ * All integers are little-endian (the writer refuses other byte orders at compile time) and
+ * every struct below has a fixed size checked with _Static_assert, so a reader in any
+ * language can parse a record without this header. Sections are written to the file one
+ * at a time with a single write(2) each, so a record cut short (the handler crashed, the
+ * disk filled, the machine lost power) still yields every section before the cut; the
+ * per-section CRC tells a torn or damaged section from a whole one.
+ *
+ * A record is complete only when its last section is CC_SEC_END. The writer creates the
+ * file as "<name>.ccrec.partial" and renames it to "<name>.ccrec" after CC_SEC_END, so a
+ * reader never mistakes a half-written file for a whole one: a ".partial" file whose
+ * writer is gone is an incomplete record, to be read for what it holds.
+ *
+ * Versioning: readers accept any version <= the one they know and skip section types
+ * they do not know (the length says how far). A change that alters an existing struct
+ * bumps CC_RECORD_VERSION.
+ */
+#ifndef CC_RECORD_H
+#define CC_RECORD_H
+
+#include <stdint.h>
+
+#define CC_RECORD_MAGIC       "CCRECORD"   /* 8 bytes, no terminator in the file */
+#define CC_RECORD_VERSION     1
+#define CC_RECORD_EXTENSION   ".ccrec"
+#define CC_RECORD_PARTIAL_EXTENSION ".ccrec.partial"
+/* Readers refuse a section longer than this as corrupt (the writer never exceeds it). */
+#define CC_SECTION_MAX_LENGTH (256u * 1024u)
+
+enum cc_arch {
+    CC_ARCH_UNKNOWN = 0,
+    CC_ARCH_X86_64 = 1,
+    CC_ARCH_AARCH64 = 2,
+};
+
+typedef struct {
+    char     magic[8];       /* CC_RECORD_MAGIC */
+    uint16_t version;        /* CC_RECORD_VERSION */
+    uint16_t header_size;    /* sizeof(cc_file_header_t) */
+    uint16_t arch;           /* enum cc_arch */
+    uint8_t  byte_order;     /* 1 = little-endian */
+    uint8_t  pointer_size;   /* 8 */
+    uint32_t flags;          /* reserved, 0 */
+    uint32_t reserved0;
+    uint32_t reserved1;
+    uint32_t header_crc;     /* CRC-32 of the 28 bytes before it */
+} cc_file_header_t;
+_Static_assert(sizeof(cc_file_header_t) == 32, "cc_file_header_t layout");
+
+typedef struct {
+    uint32_t type;           /* enum cc_section_type */
+    uint32_t length;         /* payload bytes, excluding this header and the trailing CRC */
+} cc_section_header_t;
+_Static_assert(sizeof(cc_section_header_t) == 8, "cc_section_header_t layout");
+
+enum cc_section_type {
+    CC_SEC_CRASH      = 1,   /* cc_sec_crash_t: the signal */
+    CC_SEC_PROCESS    = 2,   /* cc_sec_process_t: pid, tid, clocks */
+    CC_SEC_STRING     = 3,   /* cc_sec_string_t + UTF-8 bytes (not NUL-terminated) */
+    CC_SEC_REGISTERS  = 4,   /* cc_sec_registers_t + count * cc_register_t */
+    CC_SEC_MEMORY     = 5,   /* cc_sec_memory_t + the bytes read at address */
+    CC_SEC_THREAD     = 6,   /* cc_sec_thread_t + frame_count * uint64_t pc */
+    CC_SEC_IMAGE      = 7,   /* cc_sec_image_t + path bytes */
+    CC_SEC_BREADCRUMB = 8,   /* cc_sec_breadcrumb_t + message bytes */
+    CC_SEC_APP_END    = 9,   /* the compensating $AppEnd event, one JSON object */
+    CC_SEC_END        = 10,  /* cc_sec_end_t: the record is complete */
+};
+
+/* CC_SEC_CRASH flags */
+#define CC_CRASH_FROM_PROCESS   0x1u  /* sent by a process (kill, tgkill, sigqueue): sender_* valid */
+#define CC_CRASH_FAULT_ADDRESS  0x2u  /* fault_address is meaningful (SEGV, BUS, FPE, ILL, TRAP from the kernel) */
+
+typedef struct {
+    int32_t  signo;
+    int32_t  code;                  /* si_code */
+    uint64_t fault_address;         /* si_addr */
+    int32_t  sender_pid;
+    uint32_t sender_uid;
+    uint32_t flags;                 /* CC_CRASH_* */
+    int32_t  errno_at_crash;
+    char     signal_name[16];       /* "SIGSEGV", NUL-padded */
+    char     code_name[32];         /* "SEGV_MAPERR", NUL-padded */
+    char     code_description[80];  /* "address not mapped to object", NUL-padded */
+} cc_sec_crash_t;
+_Static_assert(sizeof(cc_sec_crash_t) == 160, "cc_sec_crash_t layout");
+
+typedef struct {
+    int32_t  pid;
+    int32_t  tid;                   /* the crashing thread */
+    int32_t  ppid;
+    uint32_t uid;
+    int64_t  start_wall_ns;         /* CLOCK_REALTIME when CrashCapture started */
+    int64_t  crash_wall_ns;         /* CLOCK_REALTIME in the handler */
+    int64_t  start_mono_ns;         /* CLOCK_MONOTONIC when CrashCapture started */
+    int64_t  crash_mono_ns;         /* CLOCK_MONOTONIC in the handler */
+    char     thread_name[16];       /* the crashing thread's name, NUL-padded */
+} cc_sec_process_t;
+_Static_assert(sizeof(cc_sec_process_t) == 64, "cc_sec_process_t layout");
+
+enum cc_string_key {
+    CC_STR_APP_NAME        = 1,
+    CC_STR_APP_VERSION     = 2,
+    CC_STR_EXECUTABLE_PATH = 3,
+    CC_STR_FATAL_MESSAGE   = 4,     /* the Swift runtime's fatal-error message */
+    CC_STR_KERNEL          = 5,     /* uname: sysname release version machine */
+    CC_STR_NOTE            = 6,     /* something the writer wants a reader to know */
+};
+
+typedef struct {
+    uint32_t key;                   /* enum cc_string_key */
+} cc_sec_string_t;
+_Static_assert(sizeof(cc_sec_string_t) == 4, "cc_sec_string_t layout");
+
+typedef struct {
+    char     name[8];               /* "rip", "x29", NUL-padded */
+    uint64_t value;
+} cc_register_t;
+_Static_assert(sizeof(cc_register_t) == 16, "cc_register_t layout");
+
+typedef struct {
+    uint32_t arch;                  /* enum cc_arch */
+    uint32_t count;
+} cc_sec_registers_t;
+_Static_assert(sizeof(cc_sec_registers_t) == 8, "cc_sec_registers_t layout");
+
+typedef struct {
+    uint64_t address;               /* address of the first byte that follows */
+    char     label[8];              /* "pc", "sp", NUL-padded */
+} cc_sec_memory_t;
+_Static_assert(sizeof(cc_sec_memory_t) == 16, "cc_sec_memory_t layout");
+
+/* CC_SEC_THREAD flags */
+#define CC_THREAD_CRASHED          0x1u  /* the thread the signal hit */
+#define CC_THREAD_FROM_CONTEXT     0x2u  /* frames unwound from the signal context: frame 0 is the exact pc */
+#define CC_THREAD_TRUNCATED        0x4u  /* the unwind stopped at the frame limit */
+#define CC_THREAD_NO_STACK         0x8u  /* the thread did not answer in time: no frames */
+
+typedef struct {
+    int32_t  tid;
+    uint32_t flags;                 /* CC_THREAD_* */
+    char     name[16];              /* NUL-padded */
+    uint32_t frame_count;           /* uint64_t program counters follow; frame 0 innermost */
+    uint32_t reserved;
+} cc_sec_thread_t;
+_Static_assert(sizeof(cc_sec_thread_t) == 32, "cc_sec_thread_t layout");
+
+typedef struct {
+    uint64_t base;                  /* address the image's first byte (ELF header) is mapped at */
+    uint64_t size;                  /* bytes from base to the end of its last mapping */
+    uint32_t build_id_length;       /* 0 when the image has no GNU build-id note */
+    uint32_t flags;                 /* bit 0: the main executable */
+    uint8_t  build_id[32];
+} cc_sec_image_t;
+_Static_assert(sizeof(cc_sec_image_t) == 56, "cc_sec_image_t layout");
+#define CC_IMAGE_MAIN_EXECUTABLE 0x1u
+
+typedef struct {
+    int64_t  wall_ns;               /* CLOCK_REALTIME when the breadcrumb was left */
+    uint32_t level;                 /* 0 trace ... 6 critical (swift-log's order) */
+    uint32_t reserved;
+} cc_sec_breadcrumb_t;
+_Static_assert(sizeof(cc_sec_breadcrumb_t) == 16, "cc_sec_breadcrumb_t layout");
+
+typedef struct {
+    uint32_t section_count;         /* sections before this one */
+    uint32_t reserved;
+} cc_sec_end_t;
+_Static_assert(sizeof(cc_sec_end_t) == 8, "cc_sec_end_t layout");
+
+#endif /* CC_RECORD_H */
