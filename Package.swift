@@ -23,18 +23,22 @@ let package = Package(
             name: "CrashCapture",
             dependencies: ["CShims", .product(name: "Logging", package: "swift-log")]
         ),
+        // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
+        .target(name: "CrashSymbolication", dependencies: ["CrashCapture"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
+        // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
+        .target(name: "CrashScenarios", dependencies: ["CrashCapture", "CCrashScenarios", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "CCrashScenarios",
+                "CrashCapture", "CrashScenarios", "CrashSymbolication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CShims", "crash-harness"]
+            dependencies: ["CrashCapture", "CShims", "CrashScenarios", "CrashSymbolication", "crash-harness"]
         ),
     ]
 )

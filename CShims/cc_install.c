@@ -1,0 +1,235 @@
+/* cc_install.c — install and uninstall: everything the handler needs, prepared before any signal. */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+cc__state_t cc__g = {
+    .dir_fd = -1,
+    .safe_read_pipe = { -1, -1 },
+    .signals = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP },
+    .writer = { .fd = -1 },
+};
+
+static pthread_key_t g_altstack_key;
+static pthread_once_t g_altstack_key_once = PTHREAD_ONCE_INIT;
+
+/* The alternate stack's size: 64 KiB, or four times what the kernel asks for on this CPU
+ * (AVX-512 state makes signal frames large), whichever is larger. */
+static size_t cc__altstack_size(void) {
+    size_t size = CC__ALTSTACK_SIZE;
+    long minimum = sysconf(_SC_SIGSTKSZ);
+    if (minimum > 0 && (size_t)minimum * 4 > size) size = (size_t)minimum * 4;
+    return size;
+}
+
+/* Thread exit: takes down the alternate stack cc_prepare_current_thread mapped. */
+static void cc__altstack_release(void *mapping) {
+    size_t page = (size_t)getpagesize();
+    stack_t current;
+    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_ONSTACK) &&
+        current.ss_sp == (char *)mapping + page) {
+        stack_t off = { .ss_flags = SS_DISABLE };
+        sigaltstack(&off, 0);
+    }
+    munmap(mapping, cc__altstack_size() + page);
+}
+
+static void cc__altstack_key_create(void) { pthread_key_create(&g_altstack_key, cc__altstack_release); }
+
+int cc_prepare_current_thread(void) {
+    size_t size = cc__altstack_size(), page = (size_t)getpagesize();
+    stack_t current;
+    /* Keep an existing alternate stack that is big enough (the Swift runtime, or the host
+     * program, may have set one up): replacing it would pull it out from under its owner. */
+    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_DISABLE) && current.ss_size >= size / 2) {
+        return 0;
+    }
+    void *mapping = mmap(0, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapping == MAP_FAILED) return -1;
+    mprotect(mapping, page, PROT_NONE); /* guard page: an overflow of the alternate stack faults */
+    stack_t stack = { .ss_sp = (char *)mapping + page, .ss_size = size, .ss_flags = 0 };
+    if (sigaltstack(&stack, 0) != 0) { munmap(mapping, size + page); return -1; }
+    pthread_once(&g_altstack_key_once, cc__altstack_key_create);
+    pthread_setspecific(g_altstack_key, mapping);
+    return 0;
+}
+
+/*
+ * Threads created after install get an alternate stack too, so a stack overflow on any thread
+ * is recorded. There is no thread-creation hook in glibc, so CrashCapture wraps
+ * pthread_create: this definition, linked into the executable, is the one every library's
+ * pthread_create call resolves to; it starts the thread in a trampoline that sets up the
+ * alternate stack before the real start routine. Before install, or with
+ * CC_FLAG_NO_ALTSTACK_NEW_THREADS, it passes straight through.
+ */
+typedef int (*cc__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static _Atomic(cc__pthread_create_fn) g_real_pthread_create;
+
+typedef struct { void *(*start)(void *); void *arg; } cc__thread_start_t;
+
+static void *cc__thread_trampoline(void *p) {
+    cc__thread_start_t start = *(cc__thread_start_t *)p;
+    free(p);
+    cc_prepare_current_thread();
+    return start.start(start.arg);
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    cc__pthread_create_fn real = atomic_load(&g_real_pthread_create);
+    if (!real) {
+        real = (cc__pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (!real) return EAGAIN;
+        atomic_store(&g_real_pthread_create, real);
+    }
+    if (!atomic_load(&cc__g.altstack_new_threads)) return real(thread, attr, start, arg);
+    cc__thread_start_t *boxed = malloc(sizeof *boxed);
+    if (!boxed) return real(thread, attr, start, arg);
+    boxed->start = start;
+    boxed->arg = arg;
+    int rc = real(thread, attr, cc__thread_trampoline, boxed);
+    if (rc != 0) free(boxed);
+    return rc;
+}
+
+int cc_set_app_end_fragment(const char *fragment) {
+    size_t length = cc__strnlen(fragment, CC__FRAGMENT_MAX);
+    if (length >= CC__FRAGMENT_MAX) return -1;
+    /* Fill the buffer not currently published, then publish it. Two updates racing each other
+     * are the caller's to serialise (the Swift side holds a lock). */
+    const char *current = atomic_load(&cc__g.fragment);
+    char *next = current == cc__g.fragments[0] ? cc__g.fragments[1] : cc__g.fragments[0];
+    cc__strlcpy(next, fragment, CC__FRAGMENT_MAX);
+    atomic_store(&cc__g.fragment, next);
+    return 0;
+}
+
+const char *cc_record_directory(void) { return cc__g.directory; }
+
+int cc_is_installed(void) { return atomic_load(&cc__g.install_state) == 2; }
+
+static void cc__close_resources(void) {
+    if (cc__g.dir_fd >= 0) close(cc__g.dir_fd);
+    if (cc__g.safe_read_pipe[0] >= 0) close(cc__g.safe_read_pipe[0]);
+    if (cc__g.safe_read_pipe[1] >= 0) close(cc__g.safe_read_pipe[1]);
+    cc__g.dir_fd = -1;
+    cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
+}
+
+int cc_install(const cc_config_t *config, int *err_errno) {
+    if (err_errno) *err_errno = 0;
+    if (!config || !config->directory || !config->directory[0]) return CC_ERR_ARGUMENT;
+    if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
+    /* setuid/setgid programs: a record would hold memory of a privileged process in a place
+     * an unprivileged user may read. Stay off, as core dumps do. */
+    if (getauxval(AT_SECURE)) return CC_ERR_SECURE;
+
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) {
+        return expected == 2 ? CC_ALREADY_INSTALLED : CC_ERR_BUSY;
+    }
+
+    cc__g.dir_fd = open(config->directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cc__g.dir_fd < 0) {
+        if (err_errno) *err_errno = errno;
+        atomic_store(&cc__g.install_state, 0);
+        return CC_ERR_DIRECTORY;
+    }
+    fchmod(cc__g.dir_fd, 0700);
+    cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
+    cc__strlcpy(cc__g.app_name, config->app_name, sizeof cc__g.app_name);
+    cc__strlcpy(cc__g.app_version, config->app_version, sizeof cc__g.app_version);
+    if (config->app_end_fragment) cc_set_app_end_fragment(config->app_end_fragment);
+    cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
+    if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
+    cc__g.flags = config->flags;
+    cc__g.pid = getpid();
+    cc__g.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
+    cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
+    atomic_store(&cc__g.crash_tid, 0);
+    atomic_store(&cc__g.record_done, 0);
+
+    cc__crc32_init();
+    cc__random_bytes(&cc__g.random_seed, sizeof cc__g.random_seed);
+    ssize_t n = readlink("/proc/self/exe", cc__g.executable_path, sizeof cc__g.executable_path - 1);
+    cc__g.executable_path[n > 0 ? n : 0] = 0;
+    struct utsname uts;
+    if (uname(&uts) == 0) {
+        char *k = cc__g.kernel;
+        size_t room = sizeof cc__g.kernel, used = 0;
+        const char *parts[4] = { uts.sysname, uts.release, uts.version, uts.machine };
+        for (int i = 0; i < 4; i++) {
+            if (i && used + 1 < room) k[used++] = ' ';
+            used += cc__strlcpy(k + used, parts[i], room - used);
+        }
+    }
+    if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
+
+    /* The Swift runtime keeps the text of the last fatal error behind an exported accessor.
+     * Resolve it now (dlsym is not async-signal-safe); the handler only loads the pointer. */
+    typedef const char *_Atomic *(*cc__fatal_buffer_fn)(void);
+    cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
+    cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
+
+    cc__unwind_warm_up();
+    cc_prepare_current_thread();
+    /* Other threads' stacks (see cc_threads.c); nothing is lost if the signal is taken. */
+    if (!(config->flags & CC_FLAG_NO_THREAD_STACKS)) {
+        int signo = config->thread_dump_signal ? config->thread_dump_signal : SIGRTMAX - 3;
+        cc__threads_install(signo);
+    }
+
+    /* The fatal signals. SA_SIGINFO: we need si_code, si_addr and the context to unwind.
+     * SA_ONSTACK: a stack overflow leaves no stack to run on but the alternate one.
+     * Not SA_NODEFER: the same signal raised again inside the handler must end the process
+     * (the kernel forces the default action on a blocked synchronous fault).
+     * Not SA_RESETHAND: threads crashing at the same time must all reach us; we restore the
+     * previous action ourselves when chaining. The mask stays empty so that a different fatal
+     * signal inside the handler reaches it and is turned into death by the original one. */
+    struct sigaction action = { 0 };
+    action.sa_sigaction = cc__handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    for (int i = 0; i < CC__SIGNAL_COUNT; i++) {
+        if (sigaction(cc__g.signals[i], &action, &cc__g.previous[i]) != 0) {
+            int saved = errno;
+            for (int j = i - 1; j >= 0; j--) sigaction(cc__g.signals[j], &cc__g.previous[j], 0);
+            cc__threads_uninstall();
+            cc__close_resources();
+            if (err_errno) *err_errno = saved;
+            atomic_store(&cc__g.install_state, 0);
+            return CC_ERR_SIGACTION;
+        }
+    }
+    if (!(config->flags & CC_FLAG_NO_ALTSTACK_NEW_THREADS)) atomic_store(&cc__g.altstack_new_threads, 1);
+    atomic_store(&cc__g.install_state, 2);
+    return CC_INSTALLED;
+}
+
+int cc_uninstall(void) {
+    int expected = 2;
+    if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) return -1;
+    atomic_store(&cc__g.altstack_new_threads, 0);
+    for (int i = CC__SIGNAL_COUNT - 1; i >= 0; i--) {
+        struct sigaction current;
+        /* Only put back what we replaced: a handler installed after us stays. */
+        if (sigaction(cc__g.signals[i], 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+            current.sa_sigaction == cc__handler) {
+            sigaction(cc__g.signals[i], &cc__g.previous[i], 0);
+        }
+    }
+    cc__threads_uninstall();
+    cc__close_resources();
+    atomic_store(&cc__g.install_state, 0);
+    return 0;
+}

@@ -1,0 +1,153 @@
+/* cc_internal.h — the C core's shared state and internal functions (cc__ prefix). */
+#ifndef CC_INTERNAL_H
+#define CC_INTERNAL_H
+
+#include "cc_boot.h"
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <libunwind.h>
+#include "include/crashcapture.h"
+
+#define CC__SIGNAL_COUNT       6
+#define CC__DEFAULT_FRAMES     256
+#define CC__MAX_FRAMES         512
+#define CC__MAX_OTHER_THREADS  64
+#define CC__OTHER_FRAMES       64
+#define CC__BREADCRUMB_SLOTS   64
+#define CC__BREADCRUMB_TEXT    232
+#define CC__FRAGMENT_MAX       4096
+#define CC__SECTION_BUFFER     (64 * 1024)
+#define CC__PATH_MAX           4096
+#define CC__ALTSTACK_SIZE      (64 * 1024)
+#define CC__MESSAGE_MAX        4096
+
+/* One breadcrumb slot: a seqlock (even = stable, odd = being written). */
+typedef struct {
+    _Atomic uint64_t seq;
+    int64_t wall_ns;
+    uint32_t level;
+    uint32_t length;
+    char text[CC__BREADCRUMB_TEXT];
+} cc__breadcrumb_slot_t;
+
+/* The record being written: one section assembled at a time in `buffer`, then one write(2). */
+typedef struct {
+    int fd;
+    int failed;                  /* a write failed (disk full, EIO): stop writing, still chain */
+    uint32_t section_count;
+    size_t length;               /* payload bytes in the open section */
+    int overflow;                /* the open section was cut at the buffer's end */
+    uint32_t type;
+    unsigned char buffer[CC__SECTION_BUFFER + 16];
+} cc__writer_t;
+
+/* Handshake with another thread that is asked for its stack (see cc_threads.c). */
+enum { CC__DUMP_IDLE = 0, CC__DUMP_REQUESTED = 1, CC__DUMP_WORKING = 2, CC__DUMP_DONE = 3 };
+
+/* All mutable state of the C core, in one place. Everything the handler needs is prepared
+ * here at install time; the handler only reads it or writes the fields marked (handler). */
+typedef struct {
+    _Atomic int install_state;   /* 0 off, 1 busy (installing / uninstalling), 2 installed */
+    int signals[CC__SIGNAL_COUNT];
+    struct sigaction previous[CC__SIGNAL_COUNT];
+    int dir_fd;
+    char directory[CC__PATH_MAX];
+    char app_name[256];
+    char app_version[128];
+    char executable_path[CC__PATH_MAX];
+    char kernel[512];
+    uint32_t max_frames;
+    uint32_t flags;
+    pid_t pid;
+    int64_t start_wall_ns;
+    int64_t start_mono_ns;
+    uint64_t random_seed;
+    int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
+    const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL */
+
+    /* $AppEnd fragment, double-buffered: writers fill the idle buffer then swap the pointer. */
+    char fragments[2][CC__FRAGMENT_MAX];
+    _Atomic(const char *) fragment;
+
+    /* Breadcrumbs. */
+    _Atomic uint64_t breadcrumb_head;
+    cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
+
+    /* Alternate stacks for new threads. */
+    _Atomic int altstack_new_threads;
+
+    /* Other threads' stacks. */
+    int dump_signal;             /* 0 when disabled */
+    struct sigaction dump_previous;
+    _Atomic int dump_state;
+    _Atomic pid_t dump_target;
+    uint32_t dump_count;
+    uint64_t dump_frames[CC__OTHER_FRAMES];
+
+    /* (handler) the crash being recorded. */
+    _Atomic pid_t crash_tid;     /* thread writing the record; 0 = none yet */
+    _Atomic int record_done;
+    int crash_signo;
+    cc__writer_t writer;
+    unw_context_t unwind_context;
+    unw_cursor_t unwind_cursor;
+    uint64_t frames[CC__MAX_FRAMES];
+    char scratch[CC__PATH_MAX + 512];
+    char file_name[128];
+    char partial_name[160];
+} cc__state_t;
+
+extern cc__state_t cc__g;
+
+/* cc_safeio.c — all async-signal-safe. */
+pid_t cc__gettid(void);
+int64_t cc__clock_ns(clockid_t clock);
+int cc__write_all(int fd, const void *data, size_t len);
+size_t cc__strlcpy(char *dst, const char *src, size_t size);
+size_t cc__strnlen(const char *s, size_t max);
+int cc__streq(const char *a, const char *b);
+size_t cc__fmt_u64(char *out, uint64_t value);            /* decimal, no NUL; returns length */
+size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-padded to digits */
+size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
+void cc__random_bytes(void *out, size_t len);
+void cc__crc32_init(void);
+
+/* cc_names.c — async-signal-safe lookups. */
+const char *cc__code_name(int signo, int code);
+const char *cc__code_description(int signo, int code);
+
+/* cc_writer.c — async-signal-safe record writer. */
+int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name);
+void cc__section_begin(cc__writer_t *w, uint32_t type);
+void cc__section_put(cc__writer_t *w, const void *data, size_t len);
+void cc__section_puts(cc__writer_t *w, const char *s);
+void cc__section_end(cc__writer_t *w);
+void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
+
+/* cc_unwind.c */
+void cc__unwind_warm_up(void);                                           /* install time */
+uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
+                            uint64_t *frames, uint32_t max, int *truncated); /* async-signal-safe */
+void cc__write_registers(cc__writer_t *w, const ucontext_t *uc);         /* async-signal-safe */
+uint64_t cc__context_pc(const ucontext_t *uc);
+uint64_t cc__context_sp(const ucontext_t *uc);
+
+/* cc_images.c — async-signal-safe. */
+void cc__write_images(cc__writer_t *w);
+
+/* cc_threads.c */
+int cc__threads_install(int signo);                                      /* install time */
+void cc__threads_uninstall(void);
+void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid);        /* async-signal-safe */
+void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
+
+/* cc_breadcrumbs.c — async-signal-safe. */
+void cc__write_breadcrumbs(cc__writer_t *w);
+
+/* cc_handler.c */
+void cc__handler(int signo, siginfo_t *info, void *context);
+
+#endif /* CC_INTERNAL_H */

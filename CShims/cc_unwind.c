@@ -1,0 +1,121 @@
+/* cc_unwind.c — the crashing thread's frames from the signal context with libunwind, and its registers. */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#include <string.h>
+#include <ucontext.h>
+
+/* Install time (not async-signal-safe): libunwind initialises its global tables on first use,
+ * behind a lock and pthread_once. Doing one full unwind here means the handler never takes
+ * that path. Per-thread caching keeps the handler off the global cache's lock. */
+void cc__unwind_warm_up(void) {
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (unw_getcontext(&context) != 0) return;
+    if (unw_init_local(&cursor, &context) != 0) return;
+    for (int i = 0; i < 64 && unw_step(&cursor) > 0; i++) {
+        unw_word_t ip;
+        unw_get_reg(&cursor, UNW_REG_IP, &ip);
+    }
+}
+
+/* async-signal-safe: program counter and stack pointer of an interrupted context. */
+uint64_t cc__context_pc(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uint64_t)uc->uc_mcontext.pc;
+#else
+    (void)uc; return 0;
+#endif
+}
+
+uint64_t cc__context_sp(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uint64_t)uc->uc_mcontext.sp;
+#else
+    (void)uc; return 0;
+#endif
+}
+
+/* async-signal-safe: unwinds the interrupted thread, starting from the signal context (not from
+ * the handler's own frames), so frame 0 is the exact faulting pc. libunwind documents
+ * unw_init_local2 / unw_step / unw_get_reg as signal-safe for local unwinding. Stops at `max`,
+ * at pc 0, or when a step makes no progress (same pc and sp twice). `context` and `cursor` are
+ * caller-owned static storage (too large for a small alternate stack). */
+uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
+                            uint64_t *frames, uint32_t max, int *truncated) {
+    *truncated = 0;
+    if (max == 0) return 0;
+    /* On x86-64 and aarch64 libunwind's unw_context_t is a ucontext_t. */
+    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "unw_context_t is ucontext_t");
+    const unsigned char *src = (const unsigned char *)uc;
+    unsigned char *dst = (unsigned char *)context;
+    for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
+
+    uint32_t count = 0;
+    if (unw_init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
+        frames[count++] = cc__context_pc(uc);
+        return count;
+    }
+    unw_word_t last_ip = 0, last_sp = 0;
+    for (;;) {
+        unw_word_t ip = 0, sp = 0;
+        if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+        unw_get_reg(cursor, UNW_REG_SP, &sp);
+        if (count > 0 && ip == last_ip && sp == last_sp) break;
+        if (count == max) { *truncated = 1; break; }
+        frames[count++] = (uint64_t)ip;
+        last_ip = ip;
+        last_sp = sp;
+        if (unw_step(cursor) <= 0) break;
+    }
+    if (count == 0) frames[count++] = cc__context_pc(uc);
+    return count;
+}
+
+/* async-signal-safe: CC_SEC_REGISTERS for the interrupted context. */
+void cc__write_registers(cc__writer_t *w, const ucontext_t *uc) {
+    cc__section_begin(w, CC_SEC_REGISTERS);
+#if defined(__x86_64__)
+    static const struct { const char *name; int index; } regs[] = {
+        { "rax", REG_RAX }, { "rbx", REG_RBX }, { "rcx", REG_RCX }, { "rdx", REG_RDX },
+        { "rdi", REG_RDI }, { "rsi", REG_RSI }, { "rbp", REG_RBP }, { "rsp", REG_RSP },
+        { "r8", REG_R8 }, { "r9", REG_R9 }, { "r10", REG_R10 }, { "r11", REG_R11 },
+        { "r12", REG_R12 }, { "r13", REG_R13 }, { "r14", REG_R14 }, { "r15", REG_R15 },
+        { "rip", REG_RIP }, { "eflags", REG_EFL }, { "trapno", REG_TRAPNO }, { "err", REG_ERR },
+        { "cr2", REG_CR2 },
+    };
+    cc_sec_registers_t head = { .arch = CC_ARCH_X86_64, .count = sizeof regs / sizeof regs[0] };
+    cc__section_put(w, &head, sizeof head);
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+        cc_register_t r = { .value = (uint64_t)uc->uc_mcontext.gregs[regs[i].index] };
+        cc__strlcpy(r.name, regs[i].name, sizeof r.name);
+        cc__section_put(w, &r, sizeof r);
+    }
+#elif defined(__aarch64__)
+    static const char *names[31] = {
+        "x0","x1","x2","x3","x4","x5","x6","x7","x8","x9","x10","x11","x12","x13","x14","x15",
+        "x16","x17","x18","x19","x20","x21","x22","x23","x24","x25","x26","x27","x28","fp","lr" };
+    cc_sec_registers_t head = { .arch = CC_ARCH_AARCH64, .count = 34 };
+    cc__section_put(w, &head, sizeof head);
+    for (int i = 0; i < 31; i++) {
+        cc_register_t r = { .value = uc->uc_mcontext.regs[i] };
+        cc__strlcpy(r.name, names[i], sizeof r.name);
+        cc__section_put(w, &r, sizeof r);
+    }
+    cc_register_t sp = { .name = "sp", .value = uc->uc_mcontext.sp };
+    cc_register_t pc = { .name = "pc", .value = uc->uc_mcontext.pc };
+    cc_register_t ps = { .name = "pstate", .value = uc->uc_mcontext.pstate };
+    cc__section_put(w, &sp, sizeof sp);
+    cc__section_put(w, &pc, sizeof pc);
+    cc__section_put(w, &ps, sizeof ps);
+#else
+    cc_sec_registers_t head = { .arch = CC_ARCH_UNKNOWN, .count = 0 };
+    cc__section_put(w, &head, sizeof head);
+#endif
+    cc__section_end(w);
+}

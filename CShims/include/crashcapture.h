@@ -1,0 +1,79 @@
+/* crashcapture.h — the C core's public API, imported by the Swift module CrashCapture. */
+#ifndef CRASHCAPTURE_H
+#define CRASHCAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cc_record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Results of cc_install. */
+enum cc_install_result {
+    CC_INSTALLED = 0,            /* handlers are in place */
+    CC_ALREADY_INSTALLED = 1,    /* a previous call installed them; nothing changed */
+    CC_ERR_SECURE = -1,          /* setuid/setgid (AT_SECURE) process: capture stays off */
+    CC_ERR_DIRECTORY = -2,       /* the record directory could not be opened (errno in *err_errno) */
+    CC_ERR_SIGACTION = -3,       /* a handler could not be installed; everything was rolled back */
+    CC_ERR_ARGUMENT = -4,        /* a required field is missing or too long */
+    CC_ERR_BUSY = -5,            /* another thread is installing or uninstalling right now */
+};
+
+/* Configuration flags. */
+#define CC_FLAG_NO_THREAD_STACKS        0x1u  /* do not ask other threads for their stacks */
+#define CC_FLAG_TEST_CRASH_IN_HANDLER   0x2u  /* test hook: fault inside the handler after the first sections */
+#define CC_FLAG_NO_ALTSTACK_NEW_THREADS 0x4u  /* do not give threads created later an alternate stack */
+
+typedef struct {
+    const char *directory;       /* existing directory for records; opened once at install */
+    const char *app_name;        /* copied; at most 255 bytes */
+    const char *app_version;     /* copied; at most 127 bytes */
+    /* JSON members of the compensating $AppEnd event, pre-escaped, ending in the opening of
+     * "properties" with a trailing comma, e.g.
+     *   "type":"track","event":"$AppEnd",...,"properties":{"$os":"Linux",
+     * The handler completes it with _track_id, time, $event_duration and crash facts. */
+    const char *app_end_fragment;
+    uint32_t max_frames;         /* crashing-thread frames to record; 0 = default (256) */
+    uint32_t flags;              /* CC_FLAG_* */
+    int thread_dump_signal;      /* signal used to ask other threads for stacks; 0 = SIGRTMAX-3 */
+} cc_config_t;
+
+/* Installs the handlers. Not async-signal-safe; call from ordinary code.
+ * Returns an enum cc_install_result; on CC_ERR_DIRECTORY *err_errno holds errno. */
+int cc_install(const cc_config_t *config, int *err_errno);
+
+/* Restores the actions that were in place before cc_install, where ours is still installed.
+ * Returns 0, or -1 when nothing was installed. Not async-signal-safe. */
+int cc_uninstall(void);
+
+/* 1 while handlers are installed. */
+int cc_is_installed(void);
+
+/* Replaces the $AppEnd fragment (after login/logout or new super properties). Lock-free:
+ * a crash at any moment sees either the old or the new fragment, whole. Returns -1 if too long. */
+int cc_set_app_end_fragment(const char *fragment);
+
+/* Leaves a breadcrumb in the lock-free ring the handler copies into the record.
+ * Async-signal-safe and thread-safe; messages longer than the slot are cut. */
+void cc_breadcrumb(uint32_t level, const char *message, size_t length);
+
+/* Gives the calling thread an alternate signal stack (keeping an existing one that is large
+ * enough) so a stack overflow on it can still be recorded. Called for the installing thread
+ * and, through the pthread_create wrapper, for every thread created after install. */
+int cc_prepare_current_thread(void);
+
+/* Where records are written: the directory given at install ("" before). */
+const char *cc_record_directory(void);
+
+/* Signal number → "SIGSEGV"; NULL when unknown. Async-signal-safe. */
+const char *cc_signal_name(int signo);
+
+/* CRC-32 (IEEE, as zlib) of len bytes, continuing from crc (start with 0). Async-signal-safe. */
+uint32_t cc_crc32(uint32_t crc, const void *data, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CRASHCAPTURE_H */

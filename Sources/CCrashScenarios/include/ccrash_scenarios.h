@@ -1,0 +1,38 @@
+/* ccrash_scenarios.h — deliberate crashes for crash-harness, each dying exactly as its name says. */
+#ifndef CCRASH_SCENARIOS_H
+#define CCRASH_SCENARIOS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void cch_null_dereference(void);
+void cch_write_read_only(void);
+void cch_wild_pointer(void);
+void cch_stack_overflow(void);
+void cch_abort(void);
+void cch_assert(void);
+/* SIGBUS: touches a page of a mapped file that was truncated; the file is made in `directory`. */
+void cch_sigbus(const char *directory);
+void cch_divide_by_zero(void);
+void cch_illegal_instruction(void);
+void cch_builtin_trap(void);
+/* Overwrites the header of the chunk after a large allocation and frees it: glibc aborts
+ * from inside free() while holding its arena lock. */
+void cch_heap_corruption(void);
+/* Installs a SIGSEGV/SIGILL... handler that writes `marker` to stderr and returns. */
+void cch_install_handler_before(const char *marker);
+/* Installs, over whatever is there (CrashCapture), a SIGSEGV handler that writes `marker` to
+ * stderr and then calls the handler it replaced. */
+void cch_install_handler_after(const char *marker);
+/* Runs `count` threads that meet at a barrier and then all dereference null at once. */
+void cch_concurrent_crashes(int count);
+/* Sends `signo` to this process from another process (/bin/kill) and waits to die. */
+void cch_signal_from_other_process(int signo);
+/* exit(status) from a secondary thread while the main thread sleeps. */
+void cch_exit_from_thread(int status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,268 @@
+// CrashCapture.swift — the one call a program makes to have its crashes recorded.
+import CShims
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+
+/// Records fatal signals (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP) of this process
+/// as crash records on disk, then lets the process die exactly as it would have.
+///
+/// ```swift
+/// try CrashCapture.start(.init(directory: "/var/lib/myapp/crashes", appName: "myapp", appVersion: "1.4.2"))
+/// ```
+///
+/// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
+/// type only prepares it. Records are read back with ``CrashRecordReader``.
+public enum CrashCapture {
+    /// The version of this library, as it appears in `$lib_version`.
+    public static let libraryVersion = "0.1.0"
+    /// The `$lib` value of events this library produces.
+    public static let libraryName = "CrashCapture"
+    /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
+    public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
+
+    /// What ``start(_:)`` did.
+    public enum StartResult: Equatable, Sendable {
+        /// Handlers are installed; crashes from now on are recorded.
+        case installed
+        /// An earlier call installed them; this call changed nothing.
+        case alreadyInstalled
+        /// `CRASHCAPTURE_DISABLE=1` is set: nothing was installed.
+        case disabledByEnvironment
+        /// The process runs setuid/setgid (`AT_SECURE`): capture stays off, as core dumps do.
+        case disabledInSecureProcess
+    }
+
+    /// Installs the crash handlers. Calling it again is harmless (returns `.alreadyInstalled`).
+    ///
+    /// Creates `configuration.directory` (mode 0700) if it does not exist.
+    /// - Throws: ``CrashCaptureError`` when the directory cannot be created or opened, a
+    ///   handler cannot be installed (everything is rolled back then), or a configuration
+    ///   field is too long.
+    @discardableResult
+    public static func start(_ configuration: CrashCaptureConfiguration) throws -> StartResult {
+        if let value = ProcessInfo.processInfo.environment[disableEnvironmentVariable],
+           ["1", "true", "yes"].contains(value.lowercased()) {
+            return .disabledByEnvironment
+        }
+        if cc_is_installed() != 0 { return .alreadyInstalled }
+        try Directory.create(configuration.directory)
+        let fragment = AppEndFragment.make(configuration: configuration, identity: identityStore.identity)
+        var errnoValue: Int32 = 0
+        let result: Int32 = configuration.directory.withCString { dir in
+            configuration.appName.withCString { name in
+                configuration.appVersion.withCString { version in
+                    fragment.withCString { fragmentPointer in
+                        var config = cc_config_t()
+                        config.directory = dir
+                        config.app_name = name
+                        config.app_version = version
+                        config.app_end_fragment = fragmentPointer
+                        config.max_frames = UInt32(clamping: configuration.maxFrames)
+                        var flags: UInt32 = 0
+                        if !configuration.recordOtherThreads { flags |= UInt32(CC_FLAG_NO_THREAD_STACKS) }
+                        if !configuration.alternateStacksForNewThreads { flags |= UInt32(CC_FLAG_NO_ALTSTACK_NEW_THREADS) }
+                        if configuration._testCrashInsideHandler { flags |= UInt32(CC_FLAG_TEST_CRASH_IN_HANDLER) }
+                        config.flags = flags
+                        config.thread_dump_signal = configuration.threadDumpSignal ?? 0
+                        return cc_install(&config, &errnoValue)
+                    }
+                }
+            }
+        }
+        switch result {
+        case Int32(CC_INSTALLED.rawValue):
+            identityStore.configuration = configuration
+            return .installed
+        case Int32(CC_ALREADY_INSTALLED.rawValue):
+            return .alreadyInstalled
+        case CC_ERR_SECURE.rawValue:
+            return .disabledInSecureProcess
+        case CC_ERR_DIRECTORY.rawValue:
+            throw CrashCaptureError(operation: "open record directory \(configuration.directory)", errno: errnoValue)
+        case CC_ERR_SIGACTION.rawValue:
+            throw CrashCaptureError(operation: "sigaction", errno: errnoValue)
+        case CC_ERR_BUSY.rawValue:
+            throw CrashCaptureError(operation: "start (another thread is starting or stopping CrashCapture)", errno: EBUSY)
+        default:
+            throw CrashCaptureError(operation: "start (invalid configuration)", errno: EINVAL)
+        }
+    }
+
+    /// Puts back the signal actions that were there before ``start(_:)``, where ours is still
+    /// installed. Meant for tests and for programs that hand crash handling to something else.
+    /// Returns `false` if nothing was installed.
+    @discardableResult
+    public static func stop() -> Bool { cc_uninstall() == 0 }
+
+    /// Whether the handlers are installed now.
+    public static var isInstalled: Bool { cc_is_installed() != 0 }
+
+    /// The directory records are written to, or `nil` before ``start(_:)``.
+    public static var recordDirectory: String? {
+        let directory = String(cString: cc_record_directory())
+        return directory.isEmpty ? nil : directory
+    }
+
+    /// Leaves a breadcrumb: a short message the next crash record will carry (the last 64 are
+    /// kept; longer messages are cut at 232 bytes). Lock-free, safe from any thread, never fails.
+    public static func leaveBreadcrumb(_ message: String, level: Logger.Level = .info) {
+        var message = message
+        message.withUTF8 { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                cc_breadcrumb(UInt32(level.breadcrumbLevel), chars.baseAddress, chars.count)
+            }
+        }
+    }
+
+    /// Tells the crash handler who the user is, so the compensating `$AppEnd` of a crash carries
+    /// the same `distinct_id`, `anonymous_id` and `login_id` as the session's other events.
+    /// Safe to call at any time, before or after ``start(_:)``.
+    public static func setIdentity(_ identity: EventIdentity) {
+        identityStore.update(identity)
+    }
+
+    /// Gives the calling thread an alternate signal stack so a stack overflow on it can be
+    /// recorded. Threads created after ``start(_:)`` get one automatically; call this only on
+    /// threads that existed before it. Returns `false` if no stack could be set up.
+    @discardableResult
+    public static func prepareCurrentThread() -> Bool { cc_prepare_current_thread() == 0 }
+
+    static let identityStore = IdentityStore()
+}
+
+/// What ``CrashCapture/start(_:)`` needs to know.
+public struct CrashCaptureConfiguration: Sendable {
+    /// Directory for crash records; created with mode 0700 if missing.
+    public var directory: String
+    /// Recorded in every crash record and as `$app_name`.
+    public var appName: String
+    /// Recorded in every crash record and as `$app_version`.
+    public var appVersion: String
+    /// Most frames recorded for the crashing thread (1...512).
+    public var maxFrames: Int
+    /// Ask the other threads for their stacks at crash time (see README, "Other threads").
+    public var recordOtherThreads: Bool
+    /// Give threads created after start an alternate signal stack (needed to record a stack
+    /// overflow on them). Done by wrapping `pthread_create`.
+    public var alternateStacksForNewThreads: Bool
+    /// Signal used to ask other threads for their stacks; `nil` means `SIGRTMAX-3`. Only used if
+    /// no handler is installed for it at start.
+    public var threadDumpSignal: Int32?
+    /// Extra properties merged into the compensating `$AppEnd` (string values).
+    public var superProperties: [String: String]
+    /// Test hook: fault inside the signal handler after the first sections are written.
+    public var _testCrashInsideHandler: Bool
+
+    /// - Parameters:
+    ///   - directory: where records go; created (0700) if missing.
+    ///   - appName: the program's name, e.g. `"inventory-service"`.
+    ///   - appVersion: the program's version, e.g. `"2.3.0"`.
+    public init(directory: String, appName: String, appVersion: String) {
+        self.directory = directory
+        self.appName = appName
+        self.appVersion = appVersion
+        self.maxFrames = 256
+        self.recordOtherThreads = true
+        self.alternateStacksForNewThreads = true
+        self.threadDumpSignal = nil
+        self.superProperties = [:]
+        self._testCrashInsideHandler = false
+    }
+}
+
+extension CrashCapture {
+    /// The configuration type of ``CrashCapture/start(_:)``.
+    public typealias Configuration = CrashCaptureConfiguration
+}
+
+/// Who the events belong to (the Sensors model: anonymous until login).
+public struct EventIdentity: Sendable, Equatable {
+    /// The id created once per installation and kept across runs.
+    public var anonymousID: String?
+    /// The logged-in user's id, if any.
+    public var loginID: String?
+    /// `loginID` when logged in, else `anonymousID`.
+    public var distinctID: String? { loginID ?? anonymousID }
+
+    public init(anonymousID: String? = nil, loginID: String? = nil) {
+        self.anonymousID = anonymousID
+        self.loginID = loginID
+    }
+}
+
+/// A failed system call made by ``CrashCapture``: which operation, and errno.
+public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
+    /// What was being done, e.g. `"mkdir /var/crashes"`.
+    public var operation: String
+    /// The errno it failed with.
+    public var errno: Int32
+
+    public init(operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
+    public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
+}
+
+/// Serialises identity updates and republishes the `$AppEnd` fragment the handler reads.
+final class IdentityStore: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _identity = EventIdentity()
+    private var _configuration: CrashCaptureConfiguration?
+
+    var identity: EventIdentity { lock.withLock { _identity } }
+
+    var configuration: CrashCaptureConfiguration? {
+        get { lock.withLock { _configuration } }
+        set { lock.withLock { _configuration = newValue } }
+    }
+
+    func update(_ identity: EventIdentity) {
+        lock.withLock {
+            _identity = identity
+            if let configuration = _configuration {
+                _ = cc_set_app_end_fragment(AppEndFragment.make(configuration: configuration, identity: identity))
+            }
+        }
+    }
+}
+
+enum Directory {
+    /// `mkdir -p` with mode 0700 for what it creates; the last component must not be a symlink.
+    static func create(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            return
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path { try create(parent) }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw CrashCaptureError(operation: "mkdir \(path)", errno: errno)
+        }
+    }
+}
+
+extension Logger.Level {
+    /// 0 trace ... 6 critical, the order swift-log declares them in.
+    var breadcrumbLevel: Int {
+        switch self {
+        case .trace: return 0
+        case .debug: return 1
+        case .info: return 2
+        case .notice: return 3
+        case .warning: return 4
+        case .error: return 5
+        case .critical: return 6
+        }
+    }
+}
+
+/// "SIGSEGV" for 11; "signal N" for a signal without a conventional name here.
+public func signalName(_ signo: Int32) -> String {
+    if let name = cc_signal_name(signo) { return String(cString: name) }
+    return "signal \(signo)"
+}

@@ -1,0 +1,400 @@
+// CrashRecord.swift — the typed model of one crash record, as read by `CrashRecordReader`.
+//
+// The on-disk layout lives in CShims/include/cc_record.h; this file only describes what a
+// reader makes of it. Every type here is a plain value: `Sendable`, `Equatable`, and free of
+// any reference to the bytes it came from.
+
+/// One crash record: what the signal handler wrote about a process that died.
+///
+/// A record may be incomplete (the handler itself crashed, the disk filled, the machine lost
+/// power); it then holds every section written before the cut, and `completeness` says why
+/// it stops where it does.
+public struct CrashRecord: Sendable, Equatable {
+    /// The record format version from the file header (1 ... `CC_RECORD_VERSION`).
+    public var version: Int
+    /// The CPU architecture of the crashed process, from the file header.
+    public var architecture: Architecture
+    /// Whether the record ends with its end section, and if not, why not.
+    public var completeness: Completeness
+    /// The signal that killed the process, if the record got that far.
+    public var signal: SignalInfo?
+    /// Identity and clocks of the crashed process.
+    public var process: CrashedProcess?
+    /// The application's name, as configured when CrashCapture was installed.
+    public var appName: String?
+    /// The application's version, as configured when CrashCapture was installed.
+    public var appVersion: String?
+    /// The path of the crashed executable.
+    public var executablePath: String?
+    /// The Swift runtime's fatal-error message, when the crash was a `fatalError` or a trap
+    /// with a message.
+    public var fatalMessage: String?
+    /// The kernel the process ran on (`uname`: sysname release version machine).
+    public var kernel: String?
+    /// Notes, in order: every note the writer left (`CC_STR_NOTE`), followed by any the
+    /// reader added about the record's shape (for example trailing bytes after the end).
+    public var notes: [String]
+    /// The crashing thread's registers at the moment of the signal, in the writer's order.
+    public var registers: [Register]
+    /// Memory windows the writer copied (around the pc, the stack pointer, ...).
+    public var memory: [MemoryWindow]
+    /// The threads of the process, in the writer's order.
+    public var threads: [CrashThread]
+    /// The images (executable and shared objects) mapped into the process.
+    public var images: [CrashImage]
+    /// Breadcrumbs the application left before the crash, oldest first.
+    public var breadcrumbs: [Breadcrumb]
+    /// The raw JSON text of the compensating `$AppEnd` event (`CC_SEC_APP_END`), unvalidated.
+    public var appEndJSON: String?
+    /// Section types this reader skipped because it does not know them, in file order.
+    public var unknownSectionTypes: [UInt32]
+    /// How many whole sections (checksum verified, including unknown ones and the end
+    /// section) the reader accepted.
+    public var sectionCount: Int
+
+    /// Creates a record; every field defaults to "nothing known".
+    public init(
+        version: Int = 1,
+        architecture: Architecture = .unknown(0),
+        completeness: Completeness = .complete,
+        signal: SignalInfo? = nil,
+        process: CrashedProcess? = nil,
+        appName: String? = nil,
+        appVersion: String? = nil,
+        executablePath: String? = nil,
+        fatalMessage: String? = nil,
+        kernel: String? = nil,
+        notes: [String] = [],
+        registers: [Register] = [],
+        memory: [MemoryWindow] = [],
+        threads: [CrashThread] = [],
+        images: [CrashImage] = [],
+        breadcrumbs: [Breadcrumb] = [],
+        appEndJSON: String? = nil,
+        unknownSectionTypes: [UInt32] = [],
+        sectionCount: Int = 0
+    ) {
+        self.version = version
+        self.architecture = architecture
+        self.completeness = completeness
+        self.signal = signal
+        self.process = process
+        self.appName = appName
+        self.appVersion = appVersion
+        self.executablePath = executablePath
+        self.fatalMessage = fatalMessage
+        self.kernel = kernel
+        self.notes = notes
+        self.registers = registers
+        self.memory = memory
+        self.threads = threads
+        self.images = images
+        self.breadcrumbs = breadcrumbs
+        self.appEndJSON = appEndJSON
+        self.unknownSectionTypes = unknownSectionTypes
+        self.sectionCount = sectionCount
+    }
+
+    /// `true` when the record ends with its end section.
+    public var isComplete: Bool {
+        completeness == .complete
+    }
+
+    /// The first thread marked as the one the signal hit, if any.
+    public var crashedThread: CrashThread? {
+        threads.first { $0.crashed }
+    }
+
+    /// The first image whose mapped range contains `address`, if any.
+    public func image(containing address: UInt64) -> CrashImage? {
+        images.first { $0.contains(address) }
+    }
+}
+
+extension CrashRecord {
+    /// The CPU architecture a record was written on.
+    public enum Architecture: Sendable, Equatable, Hashable, CustomStringConvertible {
+        /// x86-64 (`CC_ARCH_X86_64`).
+        case x86_64
+        /// 64-bit ARM (`CC_ARCH_AARCH64`).
+        case aarch64
+        /// Any other value, including `CC_ARCH_UNKNOWN` (0).
+        case unknown(UInt16)
+
+        /// Maps the header's `arch` field to an architecture.
+        public init(rawValue: UInt16) {
+            switch rawValue {
+            case 1: self = .x86_64
+            case 2: self = .aarch64
+            default: self = .unknown(rawValue)
+            }
+        }
+
+        /// The header's `arch` value for this architecture.
+        public var rawValue: UInt16 {
+            switch self {
+            case .x86_64: return 1
+            case .aarch64: return 2
+            case .unknown(let value): return value
+            }
+        }
+
+        /// "x86_64", "aarch64", or "unknown(N)".
+        public var description: String {
+            switch self {
+            case .x86_64: return "x86_64"
+            case .aarch64: return "aarch64"
+            case .unknown(let value): return "unknown(\(value))"
+            }
+        }
+    }
+
+    /// Whether a record was finished by its writer.
+    public enum Completeness: Sendable, Equatable, Hashable {
+        /// The record ends with its end section.
+        case complete
+        /// The record stops early; `reason` says where and why, in one human line.
+        case incomplete(reason: String)
+    }
+}
+
+/// The signal that ended the process (`CC_SEC_CRASH`).
+public struct SignalInfo: Sendable, Equatable {
+    /// The signal number (`si_signo`), e.g. 11 for SIGSEGV.
+    public var number: Int32
+    /// The signal's name as the writer knew it, e.g. "SIGSEGV"; empty if unknown.
+    public var name: String
+    /// The signal code (`si_code`).
+    public var code: Int32
+    /// The code's name, e.g. "SEGV_MAPERR"; empty if unknown.
+    public var codeName: String
+    /// A human description of the code, e.g. "address not mapped to object"; empty if unknown.
+    public var codeDescription: String
+    /// The faulting address (`si_addr`); `nil` unless the kernel reported a fault address
+    /// (`CC_CRASH_FAULT_ADDRESS`).
+    public var faultAddress: UInt64?
+    /// The process that sent the signal; `nil` unless it came from a process
+    /// (`CC_CRASH_FROM_PROCESS`: kill, tgkill, sigqueue).
+    public var sender: Sender?
+    /// The value of `errno` when the handler started.
+    public var errnoAtCrash: Int32
+
+    /// The process that sent a signal.
+    public struct Sender: Sendable, Equatable {
+        /// The sender's process id.
+        public var pid: Int32
+        /// The sender's real user id.
+        public var uid: UInt32
+
+        /// Creates a sender.
+        public init(pid: Int32, uid: UInt32) {
+            self.pid = pid
+            self.uid = uid
+        }
+    }
+
+    /// Creates a signal description.
+    public init(
+        number: Int32,
+        name: String = "",
+        code: Int32 = 0,
+        codeName: String = "",
+        codeDescription: String = "",
+        faultAddress: UInt64? = nil,
+        sender: Sender? = nil,
+        errnoAtCrash: Int32 = 0
+    ) {
+        self.number = number
+        self.name = name
+        self.code = code
+        self.codeName = codeName
+        self.codeDescription = codeDescription
+        self.faultAddress = faultAddress
+        self.sender = sender
+        self.errnoAtCrash = errnoAtCrash
+    }
+}
+
+/// The crashed process's identity and clocks (`CC_SEC_PROCESS`).
+public struct CrashedProcess: Sendable, Equatable {
+    /// The process id.
+    public var pid: Int32
+    /// The thread id of the crashing thread.
+    public var tid: Int32
+    /// The parent process id.
+    public var ppid: Int32
+    /// The real user id.
+    public var uid: UInt32
+    /// `CLOCK_REALTIME` in nanoseconds when CrashCapture started.
+    public var startWallNanoseconds: Int64
+    /// `CLOCK_REALTIME` in nanoseconds in the signal handler.
+    public var crashWallNanoseconds: Int64
+    /// `CLOCK_MONOTONIC` in nanoseconds when CrashCapture started.
+    public var startMonotonicNanoseconds: Int64
+    /// `CLOCK_MONOTONIC` in nanoseconds in the signal handler.
+    public var crashMonotonicNanoseconds: Int64
+    /// The crashing thread's name; empty if it had none.
+    public var threadName: String
+
+    /// Creates a process description.
+    public init(
+        pid: Int32,
+        tid: Int32,
+        ppid: Int32 = 0,
+        uid: UInt32 = 0,
+        startWallNanoseconds: Int64 = 0,
+        crashWallNanoseconds: Int64 = 0,
+        startMonotonicNanoseconds: Int64 = 0,
+        crashMonotonicNanoseconds: Int64 = 0,
+        threadName: String = ""
+    ) {
+        self.pid = pid
+        self.tid = tid
+        self.ppid = ppid
+        self.uid = uid
+        self.startWallNanoseconds = startWallNanoseconds
+        self.crashWallNanoseconds = crashWallNanoseconds
+        self.startMonotonicNanoseconds = startMonotonicNanoseconds
+        self.crashMonotonicNanoseconds = crashMonotonicNanoseconds
+        self.threadName = threadName
+    }
+
+    /// Seconds from CrashCapture's start to the crash on the monotonic clock
+    /// (`crashMonotonicNanoseconds - startMonotonicNanoseconds`); never traps, even on
+    /// nonsense clocks.
+    public var uptimeSeconds: Double {
+        let (difference, overflow) = crashMonotonicNanoseconds
+            .subtractingReportingOverflow(startMonotonicNanoseconds)
+        if overflow {
+            return (Double(crashMonotonicNanoseconds) - Double(startMonotonicNanoseconds)) / 1e9
+        }
+        return Double(difference) / 1e9
+    }
+}
+
+/// One register of the crashing thread (`CC_SEC_REGISTERS`).
+public struct Register: Sendable, Equatable {
+    /// The register's name, e.g. "rip" or "x29".
+    public var name: String
+    /// The register's value.
+    public var value: UInt64
+
+    /// Creates a register.
+    public init(name: String, value: UInt64) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A window of process memory the writer copied (`CC_SEC_MEMORY`).
+public struct MemoryWindow: Sendable, Equatable {
+    /// What the window is around, e.g. "pc" or "sp".
+    public var label: String
+    /// The address of `bytes[0]` in the crashed process.
+    public var address: UInt64
+    /// The bytes read at `address`.
+    public var bytes: [UInt8]
+
+    /// Creates a memory window.
+    public init(label: String, address: UInt64, bytes: [UInt8]) {
+        self.label = label
+        self.address = address
+        self.bytes = bytes
+    }
+}
+
+/// One thread of the crashed process and its backtrace (`CC_SEC_THREAD`).
+public struct CrashThread: Sendable, Equatable {
+    /// The thread id.
+    public var tid: Int32
+    /// The thread's name; empty if it had none.
+    public var name: String
+    /// `true` for the thread the signal hit (`CC_THREAD_CRASHED`).
+    public var crashed: Bool
+    /// `true` when the frames were unwound from the signal context, so `frames[0]` is the
+    /// exact pc of the fault (`CC_THREAD_FROM_CONTEXT`).
+    public var framesFromSignalContext: Bool
+    /// `true` when the unwind stopped at the writer's frame limit (`CC_THREAD_TRUNCATED`).
+    public var truncated: Bool
+    /// `true` when the thread did not answer in time, so it has no frames (`CC_THREAD_NO_STACK`).
+    public var stackUnavailable: Bool
+    /// Program counters, innermost first.
+    public var frames: [UInt64]
+
+    /// Creates a thread.
+    public init(
+        tid: Int32,
+        name: String = "",
+        crashed: Bool = false,
+        framesFromSignalContext: Bool = false,
+        truncated: Bool = false,
+        stackUnavailable: Bool = false,
+        frames: [UInt64] = []
+    ) {
+        self.tid = tid
+        self.name = name
+        self.crashed = crashed
+        self.framesFromSignalContext = framesFromSignalContext
+        self.truncated = truncated
+        self.stackUnavailable = stackUnavailable
+        self.frames = frames
+    }
+}
+
+/// An executable or shared object mapped into the crashed process (`CC_SEC_IMAGE`).
+public struct CrashImage: Sendable, Equatable {
+    /// The image's path as mapped.
+    public var path: String
+    /// The address the image's first byte (its ELF header) is mapped at.
+    public var base: UInt64
+    /// Bytes from `base` to the end of the image's last mapping.
+    public var size: UInt64
+    /// The GNU build-id (usually 20 bytes); empty when the image has none.
+    public var buildID: [UInt8]
+    /// `true` for the main executable (`CC_IMAGE_MAIN_EXECUTABLE`).
+    public var isMainExecutable: Bool
+
+    /// Creates an image.
+    public init(path: String, base: UInt64, size: UInt64, buildID: [UInt8] = [], isMainExecutable: Bool = false) {
+        self.path = path
+        self.base = base
+        self.size = size
+        self.buildID = buildID
+        self.isMainExecutable = isMainExecutable
+    }
+
+    /// The build-id as lowercase hex, e.g. "9f1c..."; empty when there is none.
+    public var buildIDHex: String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(buildID.count * 2)
+        for byte in buildID {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `true` when `address` lies in `base ..< base + size`.
+    public func contains(_ address: UInt64) -> Bool {
+        address >= base && address &- base < size
+    }
+}
+
+/// A breadcrumb the application left before the crash (`CC_SEC_BREADCRUMB`).
+public struct Breadcrumb: Sendable, Equatable {
+    /// `CLOCK_REALTIME` in nanoseconds when the breadcrumb was left.
+    public var wallNanoseconds: Int64
+    /// The level, in swift-log's order: 0 trace, 1 debug, 2 info, 3 notice, 4 warning,
+    /// 5 error, 6 critical. Other values are passed through as written.
+    public var level: UInt32
+    /// The breadcrumb's message.
+    public var message: String
+
+    /// Creates a breadcrumb.
+    public init(wallNanoseconds: Int64, level: UInt32, message: String) {
+        self.wallNanoseconds = wallNanoseconds
+        self.level = level
+        self.message = message
+    }
+}

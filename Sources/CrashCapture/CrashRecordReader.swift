@@ -1,0 +1,562 @@
+// CrashRecordReader.swift — turns the bytes of a crash record into a `CrashRecord`.
+//
+// Records are untrusted input: a file may be cut short, damaged, foreign, or hostile. The
+// reader never traps on any input — every read is bounds checked, every size computed
+// without overflow — and it keeps every whole section before the first damaged one.
+// The layout comes from CShims/include/cc_record.h via the imported C structs, so the writer
+// and this reader share one definition of every size and offset.
+
+import CShims
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a crash record could not be read at all.
+///
+/// A record that is merely cut short or damaged after its header is not an error: the
+/// reader returns what it found with `CrashRecord.Completeness.incomplete(reason:)`.
+public enum CrashRecordError: Error, Equatable, CustomStringConvertible {
+    /// The file could not be opened or read, is not a regular file, or is a symbolic link.
+    case unreadable(path: String, reason: String)
+    /// The file is larger than the reader's size limit.
+    case tooLarge(size: Int, limit: Int)
+    /// The file or byte buffer is empty.
+    case empty
+    /// The bytes are not a crash record (too short for the header, or the wrong magic).
+    case notACrashRecord(reason: String)
+    /// The record's version is 0 or newer than this reader knows (`CC_RECORD_VERSION`).
+    case unsupportedVersion(Int)
+    /// The file header is damaged (checksum mismatch, impossible size, wrong byte order).
+    case corruptHeader(reason: String)
+
+    /// One human line, e.g. "not a crash record: bad magic".
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason):
+            return "cannot read crash record \(path): \(reason)"
+        case .tooLarge(let size, let limit):
+            return "crash record too large: \(size) bytes, limit \(limit)"
+        case .empty:
+            return "crash record is empty"
+        case .notACrashRecord(let reason):
+            return "not a crash record: \(reason)"
+        case .unsupportedVersion(let version):
+            return "unsupported crash record version \(version) (this reader knows 1...\(CrashRecordReader.knownVersion))"
+        case .corruptHeader(let reason):
+            return "corrupt crash record header: \(reason)"
+        }
+    }
+}
+
+/// Reads crash records written by CrashCapture's signal handler.
+public enum CrashRecordReader {
+    /// The largest record `read(path:sizeLimit:)` accepts by default: 16 MiB.
+    public static let defaultSizeLimit: Int = 16 * 1024 * 1024
+
+    /// The newest record version this reader understands (`CC_RECORD_VERSION`).
+    static let knownVersion = Int(CC_RECORD_VERSION)
+
+    /// Reads and parses the record at `path`.
+    ///
+    /// The file is opened with `O_NOFOLLOW` (a symbolic link is refused) and `O_NONBLOCK`
+    /// (a FIFO cannot stall the reader), must be a regular file, and must not exceed
+    /// `sizeLimit` bytes.
+    ///
+    /// - Throws: `CrashRecordError` when the file cannot be read or is not a readable
+    ///   record; a record cut short or damaged after its header is returned, not thrown,
+    ///   with `completeness == .incomplete(reason:)`.
+    public static func read(path: String, sizeLimit: Int = defaultSizeLimit) throws -> CrashRecord {
+        let bytes = try readFile(path: path, sizeLimit: sizeLimit)
+        return try parse(bytes)
+    }
+
+    /// Parses a record held in memory.
+    ///
+    /// Any collection of bytes is accepted; it is copied into an array once (free for an
+    /// `Array`). Never traps on any input.
+    ///
+    /// - Throws: `CrashRecordError.empty`, `.notACrashRecord`, `.unsupportedVersion` or
+    ///   `.corruptHeader` when the file header is unusable. Damage after the header is
+    ///   reported through `CrashRecord.completeness` instead.
+    public static func parse<Bytes: Collection>(_ bytes: Bytes) throws -> CrashRecord where Bytes.Element == UInt8 {
+        var parser = RecordParser(bytes: Array(bytes))
+        return try parser.parse()
+    }
+}
+
+// MARK: - CRC-32
+
+/// CRC-32 as zlib computes it (IEEE 802.3 polynomial, reflected, initial value and final
+/// xor 0xFFFFFFFF); the checksum of "123456789" is 0xCBF43926.
+enum CRC32 {
+    /// The reflected polynomial 0x04C11DB7.
+    static let polynomial: UInt32 = 0xEDB8_8320
+
+    /// The byte-at-a-time lookup table.
+    static let table: [UInt32] = (0 ..< 256).map { index -> UInt32 in
+        var crc = UInt32(index)
+        for _ in 0 ..< 8 {
+            crc = (crc & 1) != 0 ? (crc >> 1) ^ polynomial : crc >> 1
+        }
+        return crc
+    }
+
+    /// The CRC-32 of `bytes`, continuing from `initial` like zlib's `crc32(initial, ...)`:
+    /// `checksum(b, initial: checksum(a)) == checksum(a + b)`, and `initial` 0 starts afresh.
+    static func checksum<C: Collection>(_ bytes: C, initial: UInt32 = 0) -> UInt32 where C.Element == UInt8 {
+        let table = self.table
+        var crc = ~initial
+        for byte in bytes {
+            crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+        }
+        return ~crc
+    }
+}
+
+// MARK: - File access
+
+/// Reads the whole regular file at `path`, refusing symbolic links, non-regular files and
+/// files over `sizeLimit` bytes.
+private func readFile(path: String, sizeLimit: Int) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    if fd < 0 {
+        let code = errno
+        if code == ELOOP {
+            throw CrashRecordError.unreadable(path: path, reason: "is a symbolic link")
+        }
+        throw CrashRecordError.unreadable(path: path, reason: errorText(code))
+    }
+    defer { _ = close(fd) }
+
+    var info = stat()
+    if fstat(fd, &info) != 0 {
+        throw CrashRecordError.unreadable(path: path, reason: errorText(errno))
+    }
+    guard (info.st_mode & S_IFMT) == S_IFREG else {
+        let kind = (info.st_mode & S_IFMT) == S_IFDIR ? "is a directory" : "is not a regular file"
+        throw CrashRecordError.unreadable(path: path, reason: kind)
+    }
+    let statedSize = Int(exactly: info.st_size) ?? Int.max
+    guard statedSize <= sizeLimit else {
+        throw CrashRecordError.tooLarge(size: statedSize, limit: sizeLimit)
+    }
+
+    // The file may still be growing (a ".partial" whose writer is alive): read to EOF, but
+    // never keep more than `sizeLimit` bytes.
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(max(0, statedSize))
+    let chunkSize = 64 * 1024
+    var chunk = [UInt8](repeating: 0, count: chunkSize)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { buffer -> Int in
+            read(fd, buffer.baseAddress, buffer.count)
+        }
+        if count < 0 {
+            let code = errno
+            if code == EINTR { continue }
+            throw CrashRecordError.unreadable(path: path, reason: errorText(code))
+        }
+        if count == 0 { break }
+        bytes.append(contentsOf: chunk[0 ..< min(count, chunkSize)])
+        if bytes.count > sizeLimit {
+            throw CrashRecordError.tooLarge(size: bytes.count, limit: sizeLimit)
+        }
+    }
+    return bytes
+}
+
+/// `strerror` text for an errno value.
+private func errorText(_ code: Int32) -> String {
+    guard let text = strerror(code) else { return "error \(code)" }
+    return String(cString: text)
+}
+
+// MARK: - Layout
+
+/// Sizes and offsets of the C structs in cc_record.h, so the reader never re-types them.
+private enum Layout {
+    static func size<S>(_: S.Type) -> Int {
+        MemoryLayout<S>.size
+    }
+
+    /// The offset of a stored field of an imported C struct. Imported C fields always have
+    /// a fixed offset; the fallback is unreachable but avoids a force-unwrap.
+    static func offset<S, T>(_ field: KeyPath<S, T>) -> Int {
+        MemoryLayout<S>.offset(of: field) ?? 0
+    }
+
+    /// The size of a field of an imported C struct (a `char[N]` array imports as a tuple
+    /// of N `CChar`s, whose size is N).
+    static func size<S, T>(_: KeyPath<S, T>) -> Int {
+        MemoryLayout<T>.size
+    }
+
+    static let fileHeaderSize = size(cc_file_header_t.self)
+    static let sectionHeaderSize = size(cc_section_header_t.self)
+    static let sectionCRCSize = MemoryLayout<UInt32>.size
+    static let magic: [UInt8] = Array(CC_RECORD_MAGIC.utf8)
+    static let sectionMaxLength = Int(CC_SECTION_MAX_LENGTH)
+}
+
+// MARK: - Bounds-checked byte access
+
+/// A bounds-checked, little-endian view of `count` bytes starting at `start` in `bytes`.
+/// Reads outside the view yield 0 or empty values instead of trapping.
+private struct ByteView {
+    let bytes: [UInt8]
+    let start: Int
+    let count: Int
+
+    init(bytes: [UInt8], start: Int, count: Int) {
+        self.bytes = bytes
+        // Clamp to the array so no later read can leave it.
+        let safeStart = min(max(0, start), bytes.count)
+        self.start = safeStart
+        self.count = min(max(0, count), bytes.count - safeStart)
+    }
+
+    /// The little-endian unsigned integer of `width` bytes at `offset`, or 0 if it does not fit.
+    private func unsigned(at offset: Int, width: Int) -> UInt64 {
+        guard offset >= 0, width <= count, offset <= count - width else { return 0 }
+        var value: UInt64 = 0
+        for index in stride(from: width - 1, through: 0, by: -1) {
+            value = (value << 8) | UInt64(bytes[start + offset + index])
+        }
+        return value
+    }
+
+    func u8(_ offset: Int) -> UInt8 { UInt8(truncatingIfNeeded: unsigned(at: offset, width: 1)) }
+    func u16(_ offset: Int) -> UInt16 { UInt16(truncatingIfNeeded: unsigned(at: offset, width: 2)) }
+    func u32(_ offset: Int) -> UInt32 { UInt32(truncatingIfNeeded: unsigned(at: offset, width: 4)) }
+    func i32(_ offset: Int) -> Int32 { Int32(truncatingIfNeeded: unsigned(at: offset, width: 4)) }
+    func u64(_ offset: Int) -> UInt64 { unsigned(at: offset, width: 8) }
+    func i64(_ offset: Int) -> Int64 { Int64(truncatingIfNeeded: unsigned(at: offset, width: 8)) }
+
+    /// The bytes `offset ..< offset + length`, clipped to the view.
+    func slice(_ offset: Int, _ length: Int) -> ArraySlice<UInt8> {
+        let lower = min(max(0, offset), count)
+        let upper = min(lower + min(max(0, length), count - lower), count)
+        return bytes[(start + lower) ..< (start + upper)]
+    }
+
+    /// Everything from `offset` to the end of the view.
+    func tail(from offset: Int) -> ArraySlice<UInt8> {
+        slice(offset, count)
+    }
+
+    /// A NUL-padded fixed `char[length]` at `offset`: bytes up to the first NUL, as UTF-8
+    /// with invalid sequences repaired.
+    func fixedString(_ offset: Int, _ length: Int) -> String {
+        let field = slice(offset, length)
+        let end = field.firstIndex(of: 0) ?? field.endIndex
+        return String(decoding: field[field.startIndex ..< end], as: UTF8.self)
+    }
+
+    /// Variable-length text from `offset` to the end of the view, as UTF-8 with repair.
+    /// Bounded by `CC_SECTION_MAX_LENGTH`, since it never leaves its section.
+    func text(from offset: Int) -> String {
+        String(decoding: tail(from: offset), as: UTF8.self)
+    }
+}
+
+// MARK: - Parsing
+
+/// Why a section stops the parse.
+private struct SectionDamage: Error {
+    let reason: String
+}
+
+private struct RecordParser {
+    let bytes: [UInt8]
+    var record = CrashRecord()
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    mutating func parse() throws -> CrashRecord {
+        let headerSize = try parseHeader()
+        record.completeness = parseSections(from: headerSize)
+        return record
+    }
+
+    // MARK: Header
+
+    /// Validates the file header and returns where the sections start.
+    private mutating func parseHeader() throws -> Int {
+        if bytes.isEmpty { throw CrashRecordError.empty }
+        guard bytes.count >= Layout.fileHeaderSize else {
+            throw CrashRecordError.notACrashRecord(
+                reason: "\(bytes.count) bytes is too short for the \(Layout.fileHeaderSize)-byte header")
+        }
+        let header = ByteView(bytes: bytes, start: 0, count: Layout.fileHeaderSize)
+
+        let magicOffset = Layout.offset(\cc_file_header_t.magic)
+        guard Array(header.slice(magicOffset, Layout.magic.count)) == Layout.magic else {
+            throw CrashRecordError.notACrashRecord(reason: "bad magic")
+        }
+
+        let version = Int(header.u16(Layout.offset(\cc_file_header_t.version)))
+        guard version >= 1, version <= CrashRecordReader.knownVersion else {
+            throw CrashRecordError.unsupportedVersion(version)
+        }
+
+        let crcOffset = Layout.offset(\cc_file_header_t.header_crc)
+        let storedCRC = header.u32(crcOffset)
+        let computedCRC = CRC32.checksum(header.slice(0, crcOffset))
+        guard storedCRC == computedCRC else {
+            throw CrashRecordError.corruptHeader(reason: "header checksum mismatch")
+        }
+
+        let byteOrder = header.u8(Layout.offset(\cc_file_header_t.byte_order))
+        guard byteOrder == 1 else {
+            throw CrashRecordError.corruptHeader(
+                reason: "byte order \(byteOrder) is not little-endian (1)")
+        }
+
+        let headerSize = Int(header.u16(Layout.offset(\cc_file_header_t.header_size)))
+        guard headerSize >= Layout.fileHeaderSize, headerSize <= bytes.count else {
+            throw CrashRecordError.corruptHeader(
+                reason: "impossible header size \(headerSize) in a \(bytes.count)-byte file")
+        }
+
+        record.version = version
+        record.architecture = .init(rawValue: header.u16(Layout.offset(\cc_file_header_t.arch)))
+        return headerSize
+    }
+
+    // MARK: Sections
+
+    /// Reads sections from `start` until the end section, the end of the data, or the first
+    /// damaged section, and says which of those it was.
+    private mutating func parseSections(from start: Int) -> CrashRecord.Completeness {
+        var offset = start
+        while true {
+            let remaining = bytes.count - offset
+            if remaining <= 0 {
+                return .incomplete(reason: "no end section: the writer stopped before finishing")
+            }
+            if remaining < Layout.sectionHeaderSize {
+                return .incomplete(
+                    reason: "truncated: \(remaining) bytes of a section header at offset \(offset)")
+            }
+            let header = ByteView(bytes: bytes, start: offset, count: Layout.sectionHeaderSize)
+            let type = header.u32(Layout.offset(\cc_section_header_t.type))
+            let length = Int(header.u32(Layout.offset(\cc_section_header_t.length)))
+            if length > Layout.sectionMaxLength {
+                return .incomplete(
+                    reason: "corrupt section length \(length) at offset \(offset) (limit \(Layout.sectionMaxLength))")
+            }
+            let total = Layout.sectionHeaderSize + length + Layout.sectionCRCSize
+            if remaining < total {
+                return .incomplete(
+                    reason: "truncated: section type \(type) at offset \(offset) needs \(total) bytes, \(remaining) remain")
+            }
+
+            let whole = ByteView(bytes: bytes, start: offset, count: total)
+            let covered = Layout.sectionHeaderSize + length
+            guard whole.u32(covered) == CRC32.checksum(whole.slice(0, covered)) else {
+                return .incomplete(reason: "corrupt section at offset \(offset): checksum mismatch")
+            }
+
+            let payload = ByteView(bytes: bytes, start: offset + Layout.sectionHeaderSize, count: length)
+            let isEnd: Bool
+            do {
+                isEnd = try decodeSection(type: type, payload)
+            } catch let damage as SectionDamage {
+                return .incomplete(reason: "corrupt section at offset \(offset): \(damage.reason)")
+            } catch {
+                return .incomplete(reason: "corrupt section at offset \(offset): \(error)")
+            }
+            record.sectionCount += 1
+            offset += total
+
+            if isEnd {
+                let trailing = bytes.count - offset
+                if trailing > 0 {
+                    record.notes.append("\(trailing) trailing bytes after the end section")
+                }
+                return .complete
+            }
+        }
+    }
+
+    /// Decodes one checksum-verified section into `record`; returns `true` for the end section.
+    private mutating func decodeSection(type: UInt32, _ payload: ByteView) throws -> Bool {
+        switch type {
+        case CC_SEC_CRASH.rawValue: try decodeCrash(payload)
+        case CC_SEC_PROCESS.rawValue: try decodeProcess(payload)
+        case CC_SEC_STRING.rawValue: try decodeString(payload)
+        case CC_SEC_REGISTERS.rawValue: try decodeRegisters(payload)
+        case CC_SEC_MEMORY.rawValue: try decodeMemory(payload)
+        case CC_SEC_THREAD.rawValue: try decodeThread(payload)
+        case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
+        case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
+        case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
+        case CC_SEC_END.rawValue:
+            try decodeEnd(payload)
+            return true
+        default:
+            record.unknownSectionTypes.append(type)
+        }
+        return false
+    }
+
+    /// Fails unless the payload holds at least the fixed struct `S`.
+    private func require<S>(_ payload: ByteView, holds _: S.Type, _ name: String) throws {
+        let size = Layout.size(S.self)
+        guard payload.count >= size else {
+            throw SectionDamage(reason: "\(name) payload is \(payload.count) bytes, shorter than its \(size)-byte struct")
+        }
+    }
+
+    private mutating func decodeCrash(_ p: ByteView) throws {
+        typealias S = cc_sec_crash_t
+        try require(p, holds: S.self, "crash")
+        let flags = p.u32(Layout.offset(\S.flags))
+        var sender: SignalInfo.Sender?
+        if flags & CC_CRASH_FROM_PROCESS != 0 {
+            sender = .init(pid: p.i32(Layout.offset(\S.sender_pid)), uid: p.u32(Layout.offset(\S.sender_uid)))
+        }
+        record.signal = SignalInfo(
+            number: p.i32(Layout.offset(\S.signo)),
+            name: p.fixedString(Layout.offset(\S.signal_name), Layout.size(\S.signal_name)),
+            code: p.i32(Layout.offset(\S.code)),
+            codeName: p.fixedString(Layout.offset(\S.code_name), Layout.size(\S.code_name)),
+            codeDescription: p.fixedString(Layout.offset(\S.code_description), Layout.size(\S.code_description)),
+            faultAddress: flags & CC_CRASH_FAULT_ADDRESS != 0 ? p.u64(Layout.offset(\S.fault_address)) : nil,
+            sender: sender,
+            errnoAtCrash: p.i32(Layout.offset(\S.errno_at_crash))
+        )
+    }
+
+    private mutating func decodeProcess(_ p: ByteView) throws {
+        typealias S = cc_sec_process_t
+        try require(p, holds: S.self, "process")
+        record.process = CrashedProcess(
+            pid: p.i32(Layout.offset(\S.pid)),
+            tid: p.i32(Layout.offset(\S.tid)),
+            ppid: p.i32(Layout.offset(\S.ppid)),
+            uid: p.u32(Layout.offset(\S.uid)),
+            startWallNanoseconds: p.i64(Layout.offset(\S.start_wall_ns)),
+            crashWallNanoseconds: p.i64(Layout.offset(\S.crash_wall_ns)),
+            startMonotonicNanoseconds: p.i64(Layout.offset(\S.start_mono_ns)),
+            crashMonotonicNanoseconds: p.i64(Layout.offset(\S.crash_mono_ns)),
+            threadName: p.fixedString(Layout.offset(\S.thread_name), Layout.size(\S.thread_name))
+        )
+    }
+
+    private mutating func decodeString(_ p: ByteView) throws {
+        typealias S = cc_sec_string_t
+        try require(p, holds: S.self, "string")
+        let text = p.text(from: Layout.size(S.self))
+        switch p.u32(Layout.offset(\S.key)) {
+        case CC_STR_APP_NAME.rawValue: record.appName = text
+        case CC_STR_APP_VERSION.rawValue: record.appVersion = text
+        case CC_STR_EXECUTABLE_PATH.rawValue: record.executablePath = text
+        case CC_STR_FATAL_MESSAGE.rawValue: record.fatalMessage = text
+        case CC_STR_KERNEL.rawValue: record.kernel = text
+        case CC_STR_NOTE.rawValue: record.notes.append(text)
+        default: break  // A key from a newer writer: nothing to put it in.
+        }
+    }
+
+    private mutating func decodeRegisters(_ p: ByteView) throws {
+        typealias S = cc_sec_registers_t
+        typealias R = cc_register_t
+        try require(p, holds: S.self, "registers")
+        let count = Int(p.u32(Layout.offset(\S.count)))
+        let fixed = Layout.size(S.self)
+        let entry = Layout.size(R.self)
+        let (needed, overflow) = count.multipliedReportingOverflow(by: entry)
+        guard !overflow, needed <= p.count - fixed else {
+            throw SectionDamage(reason: "\(count) registers do not fit in a \(p.count)-byte payload")
+        }
+        var registers: [Register] = []
+        registers.reserveCapacity(count)
+        for index in 0 ..< count {
+            let base = fixed + index * entry
+            registers.append(Register(
+                name: p.fixedString(base + Layout.offset(\R.name), Layout.size(\R.name)),
+                value: p.u64(base + Layout.offset(\R.value))
+            ))
+        }
+        record.registers.append(contentsOf: registers)
+    }
+
+    private mutating func decodeMemory(_ p: ByteView) throws {
+        typealias S = cc_sec_memory_t
+        try require(p, holds: S.self, "memory")
+        record.memory.append(MemoryWindow(
+            label: p.fixedString(Layout.offset(\S.label), Layout.size(\S.label)),
+            address: p.u64(Layout.offset(\S.address)),
+            bytes: Array(p.tail(from: Layout.size(S.self)))
+        ))
+    }
+
+    private mutating func decodeThread(_ p: ByteView) throws {
+        typealias S = cc_sec_thread_t
+        try require(p, holds: S.self, "thread")
+        let count = Int(p.u32(Layout.offset(\S.frame_count)))
+        let fixed = Layout.size(S.self)
+        let entry = MemoryLayout<UInt64>.size
+        let (needed, overflow) = count.multipliedReportingOverflow(by: entry)
+        guard !overflow, needed <= p.count - fixed else {
+            throw SectionDamage(reason: "\(count) frames do not fit in a \(p.count)-byte thread payload")
+        }
+        var frames: [UInt64] = []
+        frames.reserveCapacity(count)
+        for index in 0 ..< count {
+            frames.append(p.u64(fixed + index * entry))
+        }
+        let flags = p.u32(Layout.offset(\S.flags))
+        record.threads.append(CrashThread(
+            tid: p.i32(Layout.offset(\S.tid)),
+            name: p.fixedString(Layout.offset(\S.name), Layout.size(\S.name)),
+            crashed: flags & CC_THREAD_CRASHED != 0,
+            framesFromSignalContext: flags & CC_THREAD_FROM_CONTEXT != 0,
+            truncated: flags & CC_THREAD_TRUNCATED != 0,
+            stackUnavailable: flags & CC_THREAD_NO_STACK != 0,
+            frames: frames
+        ))
+    }
+
+    private mutating func decodeImage(_ p: ByteView) throws {
+        typealias S = cc_sec_image_t
+        try require(p, holds: S.self, "image")
+        // build_id_length beyond the 32-byte field cannot come from the writer; keep what
+        // the field can hold rather than dropping the image.
+        let capacity = Layout.size(\S.build_id)
+        let buildIDLength = min(Int(p.u32(Layout.offset(\S.build_id_length))), capacity)
+        record.images.append(CrashImage(
+            path: p.text(from: Layout.size(S.self)),
+            base: p.u64(Layout.offset(\S.base)),
+            size: p.u64(Layout.offset(\S.size)),
+            buildID: Array(p.slice(Layout.offset(\S.build_id), buildIDLength)),
+            isMainExecutable: p.u32(Layout.offset(\S.flags)) & CC_IMAGE_MAIN_EXECUTABLE != 0
+        ))
+    }
+
+    private mutating func decodeBreadcrumb(_ p: ByteView) throws {
+        typealias S = cc_sec_breadcrumb_t
+        try require(p, holds: S.self, "breadcrumb")
+        record.breadcrumbs.append(Breadcrumb(
+            wallNanoseconds: p.i64(Layout.offset(\S.wall_ns)),
+            level: p.u32(Layout.offset(\S.level)),
+            message: p.text(from: Layout.size(S.self))
+        ))
+    }
+
+    private mutating func decodeEnd(_ p: ByteView) throws {
+        typealias S = cc_sec_end_t
+        try require(p, holds: S.self, "end")
+        let declared = Int(p.u32(Layout.offset(\S.section_count)))
+        if declared != record.sectionCount {
+            record.notes.append(
+                "the end section counts \(declared) sections before it, but \(record.sectionCount) were read")
+        }
+    }
+}

@@ -1,0 +1,19 @@
+// Levels.swift — the fixed level1 → level5 call chain every scenario crashes under.
+//
+// @inline(never) keeps each level a real function in -O builds, and the work after each call
+// keeps the call out of tail position, so no level's frame is replaced by the next (a tail
+// call would make level1 vanish from the stack in release builds).
+
+nonisolated(unsafe) public var levelSink = 0
+
+@inline(never) public func level1(_ body: () -> Void) { level2(body); levelSink &+= 1 }
+@inline(never) public func level2(_ body: () -> Void) { level3(body); levelSink &+= 2 }
+@inline(never) public func level3(_ body: () -> Void) { level4(body); levelSink &+= 3 }
+@inline(never) public func level4(_ body: () -> Void) { level5(body); levelSink &+= 4 }
+@inline(never) public func level5(_ body: () -> Void) { body(); levelSink &+= 5 }
+
+/// The level names innermost first, as they appear in a crashed thread's frames.
+public let levelChain = ["level5", "level4", "level3", "level2", "level1"]
+
+/// A value the optimiser cannot see through.
+@inline(never) public func opaque<T>(_ value: T) -> T { value }

@@ -1,0 +1,264 @@
+// Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
+import CCrashScenarios
+import CrashCapture
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One way a program can end, with what a correct crash reporter must leave behind.
+public struct Scenario: Sendable {
+    /// How the process must end.
+    public enum Ending: Sendable, Equatable, CustomStringConvertible {
+        case signal(Int32)
+        case exit(Int32)
+
+        public var description: String {
+            switch self {
+            case .signal(let s): return signalName(s)
+            case .exit(let code): return "exit \(code)"
+            }
+        }
+    }
+
+    /// What the crash record must say; `nil` on a scenario means no record may appear.
+    public struct RecordExpectation: Sendable {
+        /// Signal in the record.
+        public var signal: Int32
+        /// si_code name, e.g. "SEGV_MAPERR" (nil: not checked).
+        public var codeName: String?
+        /// Function names that must appear in this order (innermost first) among the crashed
+        /// thread's symbolicated frames; each matches a frame whose name contains it.
+        public var frames: [String]
+        /// Substring of the Swift fatal-error message, if the scenario has one.
+        public var message: String?
+        /// The runtime only reports `message` in debug builds (-O drops the stdlib's texts).
+        public var messageOnlyInDebug: Bool = false
+        /// The fault address the record must carry.
+        public var faultAddress: UInt64?
+        /// The signal came from another process (sender pid is not ours).
+        public var fromOtherProcess: Bool = false
+        /// The record may lack its end section (the handler itself crashed).
+        public var mayBeIncomplete: Bool = false
+        /// The unwind is expected to stop at the frame limit (runaway recursion).
+        public var truncatedFrames: Bool = false
+        /// The crashed thread is not the main thread.
+        public var crashedOffMainThread: Bool = false
+    }
+
+    /// The scenario's name on the command line.
+    public let name: String
+    /// What the scenario proves, one line.
+    public let summary: String
+    public let ending: Ending
+    public let record: RecordExpectation?
+    /// Text that must appear on the child's stderr (e.g. a chained handler's marker).
+    public let stderrContains: [String]
+    /// Environment for the child on top of the harness defaults.
+    public let environment: [String: String]
+    /// Runs before CrashCapture starts (to install a handler that must be chained).
+    let beforeStart: (@Sendable () -> Void)?
+    /// Adjusts the configuration.
+    let configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)?
+    /// Performs the scenario (inside level5 unless it manages its own threads).
+    let perform: @Sendable (ScenarioContext) -> Void
+
+    init(
+        _ name: String, _ summary: String, ending: Ending, record: RecordExpectation?,
+        stderrContains: [String] = [], environment: [String: String] = [:],
+        beforeStart: (@Sendable () -> Void)? = nil,
+        configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)? = nil,
+        perform: @escaping @Sendable (ScenarioContext) -> Void
+    ) {
+        self.name = name
+        self.summary = summary
+        self.ending = ending
+        self.record = record
+        self.stderrContains = stderrContains
+        self.environment = environment
+        self.beforeStart = beforeStart
+        self.configure = configure
+        self.perform = perform
+    }
+}
+
+/// What a scenario may use while it runs.
+public struct ScenarioContext: Sendable {
+    /// The record directory (also a scratch place for files the scenario needs).
+    public let directory: String
+}
+
+/// Swift traps (force-unwrap, overflow, fatalError) are `ud2` on x86-64 and `brk` on arm64.
+#if arch(x86_64)
+public let swiftTrapSignal = SIGILL
+let swiftTrapCode = "ILL_ILLOPN"
+let builtinTrapSignal = SIGILL
+#else
+public let swiftTrapSignal = SIGTRAP
+let swiftTrapCode = "TRAP_BRKPT"
+let builtinTrapSignal = SIGTRAP
+#endif
+
+/// Runs `body` under the level chain on a new thread and never returns (the thread ends us).
+func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) -> Never {
+    let thread = Thread { level1 { body() } }
+    thread.stackSize = stackSize
+    thread.start()
+    while true { sleep(60) }
+}
+
+@inline(never) func forceUnwrapNil() { let value: Int? = opaque(nil); levelSink &+= value! }
+@inline(never) func indexOutOfRange() { let array = opaque([1, 2, 3]); levelSink &+= array[opaque(5)] }
+@inline(never) func integerOverflow() { levelSink &+= opaque(Int.max) + opaque(1) }
+
+public enum Scenarios {
+    static let chain = levelChain
+    static let chained = "crash-harness: user handler ran\n"
+    static let late = "crash-harness: late handler ran\n"
+
+    /// Every scenario, in the order `list` prints them.
+    public static let all: [Scenario] = [
+        Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0))
+        { _ in level1 { cch_null_dereference() } },
+        Scenario("write-read-only", "a write to a read-only page is recorded as SEGV_ACCERR",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_ACCERR", frames: ["cch_write_read_only"] + chain))
+        { _ in level1 { cch_write_read_only() } },
+        Scenario("wild-pointer", "a write to an unmapped address keeps that address",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_wild_pointer"] + chain, faultAddress: 0x3ead_0000_beef))
+        { _ in level1 { cch_wild_pointer() } },
+        Scenario("stack-overflow-main", "runaway recursion on the main thread is recorded from the alternate stack",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true))
+        { _ in level1 { cch_stack_overflow() } },
+        Scenario("stack-overflow-thread", "runaway recursion on a thread created after start is recorded",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true, crashedOffMainThread: true))
+        { _ in onSecondaryThread(stackSize: 512 << 10) { cch_stack_overflow() } },
+        Scenario("abort", "abort() is recorded as SIGABRT sent by the process itself",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain))
+        { _ in level1 { cch_abort() } },
+        Scenario("c-assert", "a failed C assert() aborts and is recorded",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["cch_assert"] + chain))
+        { _ in level1 { cch_assert() } },
+        Scenario("sigbus", "touching a truncated mmap'd file is recorded as SIGBUS BUS_ADRERR",
+                 ending: .signal(SIGBUS),
+                 record: .init(signal: SIGBUS, codeName: "BUS_ADRERR", frames: ["cch_sigbus"] + chain))
+        { context in level1 { cch_sigbus(context.directory) } },
+        Scenario("divide-by-zero", "integer division by zero is recorded as SIGFPE FPE_INTDIV (x86-64)",
+                 ending: .signal(SIGFPE),
+                 record: .init(signal: SIGFPE, codeName: "FPE_INTDIV", frames: ["cch_divide_by_zero"] + chain))
+        { _ in level1 { cch_divide_by_zero() } },
+        Scenario("illegal-instruction", "an undefined instruction is recorded as SIGILL",
+                 ending: .signal(SIGILL),
+                 record: .init(signal: SIGILL, frames: ["cch_illegal_instruction"] + chain))
+        { _ in level1 { cch_illegal_instruction() } },
+        Scenario("builtin-trap", "__builtin_trap() is recorded (SIGILL on x86-64, SIGTRAP on arm64)",
+                 ending: .signal(builtinTrapSignal),
+                 record: .init(signal: builtinTrapSignal, frames: ["cch_builtin_trap"] + chain))
+        { _ in level1 { cch_builtin_trap() } },
+        Scenario("force-unwrap-nil", "a Swift force-unwrap of nil is recorded with the runtime's message",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain,
+                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true))
+        { _ in level1 { forceUnwrapNil() } },
+        Scenario("array-index-out-of-range", "a Swift array index out of range is recorded with its message",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "Index out of range", messageOnlyInDebug: true))
+        { _ in level1 { indexOutOfRange() } },
+        Scenario("fatal-error", "Swift fatalError(\"…\") is recorded with its text",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness fatalError text"))
+        { _ in level1 { fatalError("crash-harness fatalError text") } },
+        Scenario("precondition", "a failed Swift precondition is recorded with its text",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness precondition text", messageOnlyInDebug: true))
+        { _ in level1 { precondition(opaque(false), "crash-harness precondition text") } },
+        Scenario("integer-overflow", "Swift arithmetic overflow traps and is recorded",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain))
+        { _ in level1 { integerOverflow() } },
+        Scenario("secondary-thread", "a crash on a secondary thread is recorded from that thread",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, crashedOffMainThread: true))
+        { _ in onSecondaryThread { cch_null_dereference() } },
+        Scenario("task-crash", "a crash inside a Swift concurrency Task is recorded",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain,
+                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true,
+                               crashedOffMainThread: true))
+        { _ in
+            Task.detached { level1 { forceUnwrapNil() } }
+            while true { sleep(60) }
+        },
+        Scenario("concurrent-crashes", "eight threads crashing at once leave one complete record and no hang",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_at_barrier"],
+                               crashedOffMainThread: true))
+        { _ in level1 { cch_concurrent_crashes(8) } },
+        Scenario("heap-corruption", "glibc aborting inside free() (arena lock held) is recorded without deadlock",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["cch_heap_corruption"] + chain))
+        { _ in level1 { cch_heap_corruption() } },
+        Scenario("crash-in-handler", "a fault inside the crash handler still ends the process with the original signal",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),
+                 configure: { $0._testCrashInsideHandler = true })
+        { _ in level1 { cch_abort() } },
+        Scenario("signal-from-other-process", "kill -SEGV from another process is recorded with the sender",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SI_USER", frames: chain, fromOtherProcess: true))
+        { _ in level1 { cch_signal_from_other_process(SIGSEGV) } },
+        Scenario("handler-before", "a handler installed before CrashCapture still runs, and the process still dies",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),
+                 stderrContains: [chained],
+                 beforeStart: { cch_install_handler_before(chained) })
+        { _ in level1 { cch_null_dereference() } },
+        Scenario("handler-after", "a handler installed after CrashCapture that chains to it still gets the record written",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),
+                 stderrContains: [late])
+        { _ in
+            cch_install_handler_after(late)
+            level1 { cch_null_dereference() }
+        },
+        Scenario("swift-backtracer", "the Swift runtime's backtracer still prints after CrashCapture wrote its record",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 stderrContains: ["Program crashed"],
+                 environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,symbolicate=off"])
+        { _ in level1 { cch_null_dereference() } },
+        Scenario("sigkill", "SIGKILL ends the process and no handler can run: no record",
+                 ending: .signal(SIGKILL), record: nil)
+        { _ in level1 { kill(getpid(), SIGKILL) } },
+        Scenario("clean-exit", "a normal exit leaves no crash record",
+                 ending: .exit(0), record: nil)
+        { _ in level1 { exit(0) } },
+        Scenario("exit-from-thread", "exit() from a secondary thread ends the process with that status and no record",
+                 ending: .exit(3), record: nil)
+        { _ in level1 { cch_exit_from_thread(3) } },
+    ]
+
+    /// The scenario called `name`, if any.
+    public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
+
+    /// Performs `scenario` in this process: starts CrashCapture writing to `directory`, then
+    /// dies (or exits) as the scenario says. Returns only if the scenario failed to end the
+    /// process, which the caller reports.
+    public static func perform(_ scenario: Scenario, directory: String) throws {
+        scenario.beforeStart?()
+        var configuration = CrashCaptureConfiguration(directory: directory, appName: "crash-harness", appVersion: CrashCapture.libraryVersion)
+        scenario.configure?(&configuration)
+        CrashCapture.setIdentity(EventIdentity(anonymousID: "crash-harness-anonymous"))
+        try CrashCapture.start(configuration)
+        CrashCapture.leaveBreadcrumb("scenario \(scenario.name) starting", level: .notice)
+        CrashCapture.leaveBreadcrumb("about to crash", level: .warning)
+        scenario.perform(ScenarioContext(directory: directory))
+    }
+}

@@ -1,0 +1,97 @@
+// ELFFile.swift — the two facts symbolication needs from a binary on disk: its build-id and its first load address.
+import Foundation
+
+/// Reads an ELF64 little-endian file's GNU build-id and the virtual address of its first
+/// `PT_LOAD` segment. The file is untrusted: every offset is bounds-checked and a malformed
+/// file yields an error, never a crash.
+public struct ELFFile: Sendable {
+    /// The GNU build-id note's bytes, or empty when the file has none.
+    public let buildID: [UInt8]
+    /// `p_vaddr` of the first PT_LOAD, rounded down to its page: subtract it from the image's
+    /// load address to get the load bias.
+    public let firstLoadAddress: UInt64
+
+    /// Why a file could not be read as ELF.
+    public struct Error: Swift.Error, CustomStringConvertible, Equatable {
+        public let path: String
+        public let reason: String
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    /// Reads only the headers and notes (a few KiB at most) from `path`.
+    /// - Throws: ``ELFFile/Error`` when the file cannot be opened or is not ELF64 little-endian.
+    public init(path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw Error(path: path, reason: "cannot open")
+        }
+        defer { try? handle.close() }
+        func read(_ offset: UInt64, _ count: Int) -> [UInt8] {
+            guard count > 0, count <= 1 << 20, (try? handle.seek(toOffset: offset)) != nil else { return [] }
+            return [UInt8]((try? handle.read(upToCount: count)) ?? Data())
+        }
+        let header = read(0, 64)
+        guard header.count == 64, header[0] == 0x7F, header[1] == 0x45, header[2] == 0x4C, header[3] == 0x46 else {
+            throw Error(path: path, reason: "not an ELF file")
+        }
+        guard header[4] == 2, header[5] == 1 else { throw Error(path: path, reason: "not ELF64 little-endian") }
+        let phoff = header.u64(at: 32)
+        let phentsize = Int(header.u16(at: 54))
+        let phnum = Int(header.u16(at: 56))
+        guard phentsize == 56, phnum > 0, phnum <= 256 else { throw Error(path: path, reason: "bad program headers") }
+        let table = read(phoff, phentsize * phnum)
+        guard table.count == phentsize * phnum else { throw Error(path: path, reason: "truncated program headers") }
+        var firstLoad: UInt64?
+        var buildID: [UInt8] = []
+        for index in 0..<phnum {
+            let base = index * phentsize
+            let type = table.u32(at: base)
+            if type == 1, firstLoad == nil { firstLoad = table.u64(at: base + 16) & ~0xFFF }
+            if type == 4, buildID.isEmpty {
+                let offset = table.u64(at: base + 8)
+                let size = Int(min(table.u64(at: base + 32), 1 << 16))
+                buildID = Self.buildID(inNotes: read(offset, size))
+            }
+        }
+        self.buildID = buildID
+        self.firstLoadAddress = firstLoad ?? 0
+    }
+
+    /// The NT_GNU_BUILD_ID descriptor in a PT_NOTE segment's bytes, or empty.
+    static func buildID(inNotes notes: [UInt8]) -> [UInt8] {
+        var offset = 0
+        while offset + 12 <= notes.count {
+            let nameSize = Int(notes.u32(at: offset))
+            let descSize = Int(notes.u32(at: offset + 4))
+            let type = notes.u32(at: offset + 8)
+            let nameStart = offset + 12
+            let descStart = nameStart + ((nameSize + 3) & ~3)
+            let next = descStart + ((descSize + 3) & ~3)
+            guard nameSize <= notes.count, descSize <= notes.count, next <= notes.count, next > offset else { break }
+            if type == 3, nameSize == 4, Array(notes[nameStart..<nameStart + 3]) == [0x47, 0x4E, 0x55] {
+                return Array(notes[descStart..<descStart + descSize])
+            }
+            offset = next
+        }
+        return []
+    }
+}
+
+extension Array where Element == UInt8 {
+    func u16(at offset: Int) -> UInt16 {
+        guard offset >= 0, offset + 2 <= count else { return 0 }
+        return UInt16(self[offset]) | UInt16(self[offset + 1]) << 8
+    }
+    func u32(at offset: Int) -> UInt32 {
+        guard offset >= 0, offset + 4 <= count else { return 0 }
+        return (0..<4).reduce(0) { $0 | UInt32(self[offset + $1]) << (8 * UInt32($1)) }
+    }
+    func u64(at offset: Int) -> UInt64 {
+        guard offset >= 0, offset + 8 <= count else { return 0 }
+        return (0..<8).reduce(0) { $0 | UInt64(self[offset + $1]) << (8 * UInt64($1)) }
+    }
+}
+
+/// Lowercase hex of bytes, the way build-ids are written.
+public func hexString(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+}

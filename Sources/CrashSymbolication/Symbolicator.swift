@@ -1,0 +1,185 @@
+// Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
+import CrashCapture
+import Foundation
+
+/// One source-level frame. An address that hit inlined code yields several, innermost first;
+/// all but the last have `inlined == true`.
+public struct SymbolicatedFrame: Sendable, Equatable {
+    /// The address as recorded.
+    public var address: UInt64
+    /// Path of the image the address falls in, if any.
+    public var image: String?
+    /// The address relative to the image's load bias (what `llvm-symbolizer --obj` takes).
+    public var imageOffset: UInt64?
+    /// Demangled function name, or nil when unknown.
+    public var symbol: String?
+    public var file: String?
+    public var line: Int?
+    public var column: Int?
+    /// True for a frame that was inlined into the one after it.
+    public var inlined: Bool
+    /// Why no symbol is shown, when none is (e.g. "build-id differs").
+    public var problem: String?
+}
+
+/// Turns recorded addresses into names with the toolchain's `llvm-symbolizer`.
+///
+/// Why llvm-symbolizer rather than a home-made DWARF reader: it already understands DWARF 5,
+/// split debug info, inlined subroutines and (in the Swift toolchain's build) Swift
+/// demangling, and it is on every machine that has the toolchain. It never sees a binary
+/// whose build-id differs from the record's: such frames say so instead of showing a name.
+public final class Symbolicator: @unchecked Sendable {
+    /// Path of the llvm-symbolizer used.
+    public let symbolizerPath: String
+    private let searchDirectories: [String]
+    private var resolved: [String: Resolution] = [:]
+    private let lock = NSLock()
+
+    enum Resolution { case file(path: String, bias: UInt64), problem(String) }
+
+    /// What went wrong finding the tool.
+    public struct Error: Swift.Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// - Parameters:
+    ///   - symbolizer: explicit path of llvm-symbolizer; by default found on PATH or next to `swift`.
+    ///   - symbolDirectories: extra directories searched by build-id (`<dir>/<hex>`,
+    ///     `<dir>/.build-id/xx/rest.debug`, `<dir>/<basename>`).
+    /// - Throws: ``Symbolicator/Error`` when no llvm-symbolizer can be found.
+    public init(symbolizer: String? = nil, symbolDirectories: [String] = []) throws {
+        guard let path = symbolizer ?? Self.findSymbolizer() else {
+            throw Error(description: "llvm-symbolizer not found (install the Swift toolchain or put it on PATH)")
+        }
+        self.symbolizerPath = path
+        self.searchDirectories = symbolDirectories
+    }
+
+    static func findSymbolizer() -> String? {
+        var candidates: [String] = []
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") {
+            candidates.append("\(dir)/llvm-symbolizer")
+            let swift = "\(dir)/swift"
+            if FileManager.default.isExecutableFile(atPath: swift) {
+                let real = (try? FileManager.default.destinationOfSymbolicLink(atPath: swift)) ?? swift
+                let toolDir = real.hasPrefix("/") ? (real as NSString).deletingLastPathComponent : String(dir)
+                candidates.append("\(toolDir)/llvm-symbolizer")
+            }
+        }
+        candidates.append("/opt/swift/usr/bin/llvm-symbolizer")
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Symbolicates a thread's frames. `firstIsExact` says frame 0 is a precise pc (from a signal
+    /// context); other frames are return addresses and are looked up one byte earlier, so the
+    /// line is the call's, not the next statement's.
+    public func symbolicate(frames: [UInt64], firstIsExact: Bool, images: [CrashImage]) -> [[SymbolicatedFrame]] {
+        var result: [[SymbolicatedFrame]] = frames.map { [SymbolicatedFrame(address: $0, inlined: false)] }
+        var byImage: [Int: [(index: Int, lookup: UInt64)]] = [:]
+        for (index, address) in frames.enumerated() {
+            guard let imageIndex = images.firstIndex(where: { $0.contains(address) }) else {
+                result[index][0].problem = "not in any loaded image"
+                continue
+            }
+            result[index][0].image = images[imageIndex].path
+            let lookup = (index == 0 && firstIsExact) || address == 0 ? address : address - 1
+            byImage[imageIndex, default: []].append((index, lookup))
+        }
+        for (imageIndex, entries) in byImage {
+            let image = images[imageIndex]
+            switch resolve(image) {
+            case .problem(let reason):
+                for entry in entries {
+                    result[entry.index][0].problem = reason
+                    result[entry.index][0].imageOffset = entry.lookup &- image.base
+                }
+            case .file(let path, let bias):
+                let offsets = entries.map { $0.lookup &- bias }
+                let answers = run(object: path, offsets: offsets)
+                for (position, entry) in entries.enumerated() {
+                    let address = frames[entry.index]
+                    var symbolicated = position < answers.count ? answers[position] : []
+                    if symbolicated.isEmpty {
+                        result[entry.index][0].imageOffset = offsets[position]
+                        result[entry.index][0].problem = "no symbol"
+                        continue
+                    }
+                    for i in symbolicated.indices {
+                        symbolicated[i].address = address
+                        symbolicated[i].image = image.path
+                        symbolicated[i].imageOffset = offsets[position]
+                        symbolicated[i].inlined = i < symbolicated.count - 1
+                    }
+                    result[entry.index] = symbolicated
+                }
+            }
+        }
+        return result
+    }
+
+    /// Finds a file whose build-id matches the image's; never one that differs.
+    func resolve(_ image: CrashImage) -> Resolution {
+        let key = "\(image.path)|\(image.buildIDHex)|\(image.base)"
+        lock.lock()
+        defer { lock.unlock() }
+        if let known = resolved[key] { return known }
+        let answer = findFile(for: image)
+        resolved[key] = answer
+        return answer
+    }
+
+    private func findFile(for image: CrashImage) -> Resolution {
+        var candidates = [image.path]
+        let hex = image.buildIDHex
+        for dir in searchDirectories {
+            if hex.count > 2 {
+                candidates.append("\(dir)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2)).debug")
+                candidates.append("\(dir)/\(hex)")
+                candidates.append("\(dir)/\(hex).debug")
+            }
+            candidates.append("\(dir)/\((image.path as NSString).lastPathComponent)")
+        }
+        var firstProblem: String?
+        for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {
+            guard let elf = try? ELFFile(path: candidate) else {
+                firstProblem = firstProblem ?? "\(candidate) is not a readable ELF file"
+                continue
+            }
+            if image.buildID.isEmpty || elf.buildID == image.buildID {
+                // The image's load bias: where it was mapped minus where it asked to be.
+                return .file(path: candidate, bias: image.base &- elf.firstLoadAddress)
+            }
+            firstProblem = firstProblem
+                ?? "build-id differs: record has \(hex), \(candidate) has \(hexString(elf.buildID).isEmpty ? "none" : hexString(elf.buildID))"
+        }
+        return .problem(firstProblem ?? "no binary with build-id \(hex.isEmpty ? "(none recorded)" : hex) found")
+    }
+
+    /// One llvm-symbolizer run for many offsets in one object; JSON output, inlined frames on.
+    private func run(object: String, offsets: [UInt64]) -> [[SymbolicatedFrame]] {
+        let output = FileManager.default.temporaryDirectory
+            .appendingPathComponent("symbolizer-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).json").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let arguments = ["--obj=\(object)", "--output-style=JSON", "--inlines", "--demangle", "--relativenames"]
+            + offsets.map { "0x" + String($0, radix: 16) }
+        guard let child = try? ChildProcess.run(symbolizerPath, arguments, stdout: output, timeout: 120),
+              child.ending == .exited(0),
+              let data = FileManager.default.contents(atPath: output) else { return [] }
+        guard let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
+        return array.map { entry in
+            let symbols = entry["Symbol"] as? [[String: Any]] ?? []
+            return symbols.compactMap { symbol -> SymbolicatedFrame? in
+                let name = symbol["FunctionName"] as? String ?? ""
+                if name.isEmpty || name == "??" { return nil }
+                let file = symbol["FileName"] as? String ?? ""
+                let line = symbol["Line"] as? Int ?? 0
+                let column = symbol["Column"] as? Int ?? 0
+                return SymbolicatedFrame(
+                    address: 0, image: nil, imageOffset: nil, symbol: name,
+                    file: file.isEmpty ? nil : file, line: line > 0 ? line : nil, column: column > 0 ? column : nil,
+                    inlined: false, problem: nil)
+            }
+        }
+    }
+}

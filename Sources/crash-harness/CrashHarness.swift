@@ -1,0 +1,169 @@
+// CrashHarness.swift — crash-harness: every way a Linux Swift program dies, performed and verified.
+import ArgumentParser
+import CrashCapture
+import CrashScenarios
+import CrashSymbolication
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct CrashHarness: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash-harness",
+        abstract: "Performs and verifies every way a Linux Swift program can die under CrashCapture.",
+        subcommands: [List.self, Run.self, Verify.self]
+    )
+}
+
+#if DEBUG
+let buildConfiguration = "debug"
+#else
+let buildConfiguration = "release"
+#endif
+
+extension CrashHarness {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lists the scenarios: name, expected ending, what it proves.")
+
+        @Flag(help: "Print JSON (with the harness's build configuration).")
+        var json = false
+
+        func run() throws {
+            if json {
+                let rows: [[String: Any]] = Scenarios.all.map {
+                    ["name": $0.name, "ending": $0.ending.description, "record": $0.record != nil, "summary": $0.summary]
+                }
+                let object: [String: Any] = ["build": buildConfiguration, "scenarios": rows]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            let width = Scenarios.all.map(\.name.count).max() ?? 0
+            for scenario in Scenarios.all {
+                let name = scenario.name.padding(toLength: width, withPad: " ", startingAt: 0)
+                let ending = scenario.ending.description.padding(toLength: 8, withPad: " ", startingAt: 0)
+                print("\(name)  \(ending)  \(scenario.summary)")
+            }
+        }
+    }
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Starts CrashCapture writing to DIR, then performs the scenario in this process.")
+
+        @Argument(help: "Scenario name (see `list`).")
+        var scenario: String
+
+        @Option(help: "Directory for crash records.")
+        var dir: String
+
+        func validate() throws {
+            guard Scenarios.named(scenario) != nil else {
+                throw ValidationError("unknown scenario '\(scenario)'; `crash-harness list` shows them")
+            }
+        }
+
+        func run() throws {
+            try Scenarios.perform(Scenarios.named(scenario)!, directory: dir)
+            // A scenario that returns did not end the process as it should have.
+            FileHandle.standardError.write(Data("crash-harness: scenario \(scenario) returned\n".utf8))
+            throw ExitCode(70)
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Runs scenarios as child processes and checks how each ended and the record it left.")
+
+        @Option(help: "Runs per scenario.")
+        var runs = 1
+
+        @Option(name: .customLong("scenario"), help: "Only this scenario (repeatable).")
+        var scenarios: [String] = []
+
+        @Option(help: "Seconds before a run counts as hung.")
+        var timeout: Double = 60
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        @Flag(help: "Print each failure as it happens.")
+        var verbose = false
+
+        func validate() throws {
+            guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
+            for name in scenarios where Scenarios.named(name) == nil {
+                throw ValidationError("unknown scenario '\(name)'")
+            }
+        }
+
+        func run() throws {
+            let harness = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+            let selected = scenarios.isEmpty ? Scenarios.all : scenarios.compactMap(Scenarios.named)
+            let symbolicator = try Symbolicator()
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("crash-harness-\(getpid())").path
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            var rows: [(scenario: Scenario, passed: Int, times: [Double], failures: [String])] = []
+            for scenario in selected {
+                var passed = 0
+                var times: [Double] = []
+                var failures: [String] = []
+                for index in 0..<runs {
+                    let directory = "\(scratch)/\(scenario.name)-\(index)"
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                    let outcome = try ScenarioRunner.run(scenario, harness: harness, directory: directory, timeout: timeout)
+                    let report = ScenarioRunner.verify(outcome, scenario: scenario, symbolicator: symbolicator,
+                                                       debugHarness: buildConfiguration == "debug")
+                    times.append(outcome.seconds)
+                    if report.passed { passed += 1 } else {
+                        failures.append(contentsOf: report.failures.map { "run \(index + 1): \($0)" })
+                        if verbose { report.failures.forEach { print("\(scenario.name) run \(index + 1): \($0)") } }
+                    }
+                    try? FileManager.default.removeItem(atPath: directory)
+                }
+                rows.append((scenario, passed, times, failures))
+            }
+            let failed = rows.contains { $0.passed < runs }
+            if json {
+                let object: [String: Any] = [
+                    "build": buildConfiguration,
+                    "runs": runs,
+                    "passed": !failed,
+                    "scenarios": rows.map { row -> [String: Any] in
+                        ["name": row.scenario.name, "runs": runs, "passed": row.passed,
+                         "medianSeconds": median(row.times), "failures": Array(row.failures.prefix(20))]
+                    },
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                let width = max(8, rows.map(\.scenario.name.count).max() ?? 0)
+                print("scenario".padding(toLength: width, withPad: " ", startingAt: 0) + "  runs  passed  median exit (ms)")
+                for row in rows {
+                    let name = row.scenario.name.padding(toLength: width, withPad: " ", startingAt: 0)
+                    print("\(name)  \(pad(runs, 4))  \(pad(row.passed, 6))  \(String(format: "%.1f", median(row.times) * 1000))")
+                }
+                for row in rows where !row.failures.isEmpty {
+                    print("\nFAILED \(row.scenario.name):")
+                    row.failures.prefix(10).forEach { print("  \($0)") }
+                }
+                let total = rows.reduce(0) { $0 + $1.passed }
+                print("\(total) passed, \(rows.count * runs - total) failed")
+            }
+            if failed { throw ExitCode.failure }
+        }
+
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        }
+
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: " ", count: max(0, width - text.count)) + text
+        }
+    }
+}
