@@ -28,7 +28,13 @@ let package = Package(
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
-        .target(name: "CrashScenarios", dependencies: ["CrashCapture", "CCrashScenarios", "CrashSymbolication"]),
+        .target(
+            name: "CrashScenarios",
+            dependencies: [
+                "CrashCapture", "CCrashScenarios", "CrashSymbolication",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "crash-harness",
             dependencies: [

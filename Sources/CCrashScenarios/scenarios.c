@@ -95,9 +95,10 @@ __attribute__((noinline)) void cch_heap_corruption(void) {
     /* 4096 bytes is past the tcache, so free() takes the arena lock before it checks the
      * next chunk. Overwriting that chunk's size field with 1 ("size 0, previous in use")
      * makes glibc report "free(): invalid next size (normal)" and abort with the lock held. */
-    char *a = malloc(4096);
-    char *b = malloc(4096);
-    size_t *next_size = (size_t *)(a + malloc_usable_size(a));
+    /* volatile: an optimiser may otherwise pair malloc with free and drop both. */
+    char *volatile a = malloc(4096);
+    char *volatile b = malloc(4096);
+    volatile size_t *next_size = (volatile size_t *)(a + malloc_usable_size(a));
     *next_size = 0x1;
     free(a);
     cch_sink += (intptr_t)b[0];

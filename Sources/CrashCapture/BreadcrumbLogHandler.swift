@@ -30,13 +30,10 @@ public struct BreadcrumbLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?,
-        source: String, file: String, function: String, line: UInt
-    ) {
-        if level >= logLevel {
-            CrashCapture.leaveBreadcrumb("[\(label)] \(message)", level: level)
+    public func log(event: LogEvent) {
+        if event.level >= logLevel {
+            CrashCapture.leaveBreadcrumb("[\(label)] \(event.message)", level: event.level)
         }
-        upstream?.log(level: level, message: message, metadata: metadata, source: source, file: file, function: function, line: line)
+        upstream?.log(event: event)
     }
 }

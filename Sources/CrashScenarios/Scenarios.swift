@@ -2,6 +2,7 @@
 import CCrashScenarios
 import CrashCapture
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -258,6 +259,9 @@ public enum Scenarios {
         CrashCapture.setIdentity(EventIdentity(anonymousID: "crash-harness-anonymous"))
         try CrashCapture.start(configuration)
         CrashCapture.leaveBreadcrumb("scenario \(scenario.name) starting", level: .notice)
+        var logger = Logger(label: "crash-harness") { BreadcrumbLogHandler(label: $0) }
+        logger.logLevel = .info
+        logger.info("performing \(scenario.name)")
         CrashCapture.leaveBreadcrumb("about to crash", level: .warning)
         scenario.perform(ScenarioContext(directory: directory))
     }

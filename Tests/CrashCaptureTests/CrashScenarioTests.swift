@@ -1,0 +1,219 @@
+// CrashScenarioTests.swift — real crashes in child processes: the signal they died of and the record they left.
+import CrashCapture
+import CrashScenarios
+import CrashSymbolication
+import Foundation
+import XCTest
+
+final class CrashScenarioTests: XCTestCase {
+    func testANullDereferenceLeavesACompleteRecordWithFramesImagesBreadcrumbsAndAppEnd() throws {
+        let run = try Harness.run("null-dereference")
+        let record = try XCTUnwrap(run.record)
+        XCTAssertTrue(record.isComplete)
+        let signal = try XCTUnwrap(record.signal)
+        XCTAssertEqual(signal.number, SIGSEGV)
+        XCTAssertEqual(signal.codeDescription, "address not mapped to object")
+        XCTAssertEqual(signal.faultAddress, 0)
+        XCTAssertNil(signal.sender)
+
+        // Frames: the exact pc first, then the level chain, with source lines in Levels.swift.
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertTrue(thread.framesFromSignalContext)
+        let symbolicated = Harness.symbolicator.symbolicate(frames: thread.frames, firstIsExact: true, images: record.images)
+        XCTAssertEqual(symbolicated.first?.last?.symbol, "cch_null_dereference")
+        let level3 = try XCTUnwrap(symbolicated.joined().first { $0.symbol?.contains("level3") == true })
+        XCTAssertEqual(level3.file.map { ($0 as NSString).lastPathComponent }, "Levels.swift")
+        XCTAssertNotNil(level3.line)
+
+        // Registers and memory windows agree with the frames.
+        let rip = try XCTUnwrap(record.registers.first { $0.name == "rip" || $0.name == "pc" })
+        XCTAssertEqual(rip.value, thread.frames.first)
+        let pcWindow = try XCTUnwrap(record.memory.first { $0.label == "pc" })
+        XCTAssertTrue(pcWindow.address <= rip.value && rip.value < pcWindow.address + UInt64(pcWindow.bytes.count))
+
+        // Images carry the same build-ids as the files on disk.
+        let main = try XCTUnwrap(record.images.first { $0.isMainExecutable })
+        XCTAssertEqual(main.path, record.executablePath)
+        XCTAssertEqual(main.buildID, try ELFFile(path: main.path).buildID)
+        let libc = try XCTUnwrap(record.images.first { $0.path.contains("libc.so") })
+        XCTAssertEqual(libc.buildID, try ELFFile(path: libc.path).buildID)
+        XCTAssertFalse(libc.buildID.isEmpty)
+
+        // Breadcrumbs left before the crash, in order, with their levels.
+        XCTAssertEqual(record.breadcrumbs.map(\.message),
+                       ["scenario null-dereference starting", "[crash-harness] performing null-dereference", "about to crash"])
+        XCTAssertEqual(record.breadcrumbs.last?.level, 4)
+
+        // The compensating $AppEnd, in the tracking store's event shape.
+        let process = try XCTUnwrap(record.process)
+        let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(record.appEndJSON).utf8)) as? [String: Any])
+        XCTAssertEqual(event["event"] as? String, "$AppEnd")
+        XCTAssertEqual(event["type"] as? String, "track")
+        XCTAssertEqual(event["distinct_id"] as? String, "crash-harness-anonymous")
+        XCTAssertEqual((event["time"] as? NSNumber)?.int64Value, process.crashWallNanoseconds / 1_000_000)
+        let properties = try XCTUnwrap(event["properties"] as? [String: Any])
+        XCTAssertEqual(properties["$os"] as? String, "Linux")
+        XCTAssertEqual(properties["$app_version"] as? String, CrashCapture.libraryVersion)
+        XCTAssertEqual(properties["$crash_signal"] as? String, "SIGSEGV")
+        let duration = try XCTUnwrap((properties["$event_duration"] as? NSNumber)?.doubleValue)
+        XCTAssertEqual(duration, process.uptimeSeconds, accuracy: 0.002)
+
+        // Files: directory 0700, record 0600, final name, no partial left behind.
+        XCTAssertEqual(try permissions(run.directory), 0o700)
+        let files = try FileManager.default.contentsOfDirectory(atPath: run.directory)
+        XCTAssertEqual(files.count, 1)
+        XCTAssertTrue(files[0].hasPrefix("crash-") && files[0].hasSuffix(".ccrec"), files[0])
+        XCTAssertEqual(try permissions(run.directory + "/" + files[0]), 0o600)
+        XCTAssertEqual(properties["$crash_record"] as? String, files[0])
+    }
+
+    func testAbortIsRecordedAsSIGABRTSentByTheProcessItself() throws {
+        let run = try Harness.run("abort")
+        let record = try XCTUnwrap(run.record)
+        let sender = try XCTUnwrap(record.signal?.sender)
+        XCTAssertEqual(sender.pid, record.process?.pid)
+    }
+
+    func testSIGBUSFromATruncatedMappingIsRecorded() throws {
+        let record = try XCTUnwrap(try Harness.run("sigbus").record)
+        XCTAssertEqual(record.signal?.codeName, "BUS_ADRERR")
+        XCTAssertNotNil(record.signal?.faultAddress)
+    }
+
+    func testIntegerDivideByZeroIsRecordedAsSIGFPE() throws {
+        #if arch(x86_64)
+        let record = try XCTUnwrap(try Harness.run("divide-by-zero").record)
+        XCTAssertEqual(record.signal?.codeDescription, "integer divide by zero")
+        #else
+        throw XCTSkip("integer division by zero does not trap on this architecture")
+        #endif
+    }
+
+    func testAnIllegalInstructionIsRecordedAsSIGILL() throws {
+        let record = try XCTUnwrap(try Harness.run("illegal-instruction").record)
+        XCTAssertEqual(record.signal?.number, SIGILL)
+    }
+
+    func testASwiftForceUnwrapOfNilCarriesTheRuntimesMessage() throws {
+        let record = try XCTUnwrap(try Harness.run("force-unwrap-nil").record)
+        XCTAssertEqual(record.signal?.number, swiftTrapSignal)
+        // The debug harness always reports the message (the runner checks release separately).
+        XCTAssertTrue(record.fatalMessage?.contains("Unexpectedly found nil while unwrapping an Optional value") == true,
+                      record.fatalMessage ?? "no message")
+    }
+
+    func testFatalErrorTextIsRecorded() throws {
+        let record = try XCTUnwrap(try Harness.run("fatal-error").record)
+        XCTAssertTrue(record.fatalMessage?.contains("crash-harness fatalError text") == true)
+    }
+
+    func testAStackOverflowOnTheMainThreadIsRecordedFromTheAlternateStack() throws {
+        let record = try XCTUnwrap(try Harness.run("stack-overflow-main").record)
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertTrue(thread.truncated)
+        XCTAssertEqual(thread.frames.count, 256)
+        XCTAssertEqual(thread.tid, record.process?.pid)
+    }
+
+    func testAStackOverflowOnASecondaryThreadIsRecorded() throws {
+        let record = try XCTUnwrap(try Harness.run("stack-overflow-thread").record)
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertNotEqual(thread.tid, record.process?.pid)
+        XCTAssertTrue(Harness.symbols(thread, in: record).prefix(5).allSatisfy { $0.contains("cch_recurse") })
+    }
+
+    func testAHandlerInstalledBeforeCrashCaptureStillRunsAndTheProcessStillDies() throws {
+        let run = try Harness.run("handler-before")
+        XCTAssertTrue(run.report.outcome.stderr.contains("user handler ran"))
+        XCTAssertEqual(run.report.outcome.ending, .signal(SIGSEGV))
+        XCTAssertTrue(run.record?.isComplete == true)
+    }
+
+    func testAHandlerInstalledAfterCrashCaptureThatChainsStillGetsOurRecord() throws {
+        let run = try Harness.run("handler-after")
+        XCTAssertTrue(run.report.outcome.stderr.contains("late handler ran"))
+        XCTAssertTrue(run.record?.isComplete == true)
+    }
+
+    func testTheSwiftBacktracerStillPrintsAfterOurRecord() throws {
+        let run = try Harness.run("swift-backtracer")
+        XCTAssertTrue(run.report.outcome.stderr.contains("Program crashed"), run.report.outcome.stderr)
+        XCTAssertTrue(run.record?.isComplete == true)
+    }
+
+    func testEightThreadsCrashingAtOnceLeaveOneCompleteRecordWithTheOthersStacks() throws {
+        let run = try Harness.run("concurrent-crashes")
+        let record = try XCTUnwrap(run.record)
+        XCTAssertTrue(record.isComplete)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: run.directory).count, 1)
+        // Main + 8 crashing threads, each listed once.
+        XCTAssertGreaterThanOrEqual(record.threads.count, 9)
+        XCTAssertEqual(Set(record.threads.map(\.tid)).count, record.threads.count)
+        // The seven that lost the race answered the stack request while waiting in our handler.
+        let losers = record.threads.filter { !$0.crashed && Harness.symbols($0, in: record).contains { $0.contains("cch_crash_at_barrier") } }
+        XCTAssertEqual(losers.count, 7, "\(record.threads.map { Harness.symbols($0, in: record).prefix(6) })")
+    }
+
+    func testTheOtherThreadsStacksAreRecordedWhenTheyAnswer() throws {
+        let record = try XCTUnwrap(try Harness.run("secondary-thread").record)
+        let main = try XCTUnwrap(record.threads.first { $0.tid == record.process?.pid })
+        XCTAssertFalse(main.crashed)
+        XCTAssertFalse(main.stackUnavailable)
+        XCTAssertTrue(Harness.symbols(main, in: record).contains { $0.contains("onSecondaryThread") })
+    }
+
+    func testAFaultInsideTheHandlerEndsTheProcessWithTheOriginalSignalAndKeepsWhatWasWritten() throws {
+        let run = try Harness.run("crash-in-handler")
+        let record = try XCTUnwrap(run.record)
+        XCTAssertFalse(record.isComplete)
+        XCTAssertEqual(record.signal?.number, SIGABRT)
+        XCTAssertNotNil(record.appEndJSON, "the $AppEnd is written before the registers, where the test fault strikes")
+        let files = try FileManager.default.contentsOfDirectory(atPath: run.directory)
+        XCTAssertEqual(files.count, 1)
+        XCTAssertTrue(files[0].hasSuffix(".ccrec.partial"))
+    }
+
+    func testASignalFromAnotherProcessRecordsItsSender() throws {
+        let record = try XCTUnwrap(try Harness.run("signal-from-other-process").record)
+        let sender = try XCTUnwrap(record.signal?.sender)
+        XCTAssertNotEqual(sender.pid, record.process?.pid)
+        XCTAssertEqual(sender.uid, getuid())
+    }
+
+    func testHeapCorruptionAbortingInsideFreeDoesNotDeadlock() throws {
+        let run = try Harness.run("heap-corruption")
+        XCTAssertTrue(run.report.outcome.stderr.contains("free()"), run.report.outcome.stderr)
+        XCTAssertTrue(run.record?.isComplete == true)
+    }
+
+    func testEveryScenarioInTheTableEndsAsExpectedInTheDebugHarness() throws {
+        for scenario in Scenarios.all {
+            _ = try Harness.run(scenario.name)
+        }
+    }
+
+    func testEveryScenarioInTheTableEndsAsExpectedInTheReleaseHarness() throws {
+        guard let release = Harness.release else {
+            throw XCTSkip("set CRASH_HARNESS_RELEASE to a release build of crash-harness (scripts/test.sh does)")
+        }
+        XCTAssertFalse(try Harness.isDebugBuild(release))
+        for scenario in Scenarios.all {
+            _ = try Harness.run(scenario.name, binary: release)
+        }
+    }
+
+    func testCrashCaptureDisableEnvironmentVariableInstallsNothing() throws {
+        let scenario = try XCTUnwrap(Scenarios.named("null-dereference"))
+        let directory = try Harness.scratchDirectory("disabled")
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment[CrashCapture.disableEnvironmentVariable] = "1"
+        let child = try ChildProcess.run(Harness.debug, ["run", scenario.name, "--dir", directory], environment: environment)
+        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [])
+    }
+
+    private func permissions(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+}

@@ -1,0 +1,177 @@
+// InstallTests.swift — start/stop in this process: idempotence, rollback of what we replaced, directories, threads, stacks.
+import CShims
+@testable import CrashCapture
+import Foundation
+import XCTest
+
+final class InstallTests: XCTestCase {
+    var directory = ""
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("install-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/records").path
+        unsetenv(CrashCapture.disableEnvironmentVariable)
+    }
+
+    override func tearDown() {
+        CrashCapture.stop()
+        unsetenv(CrashCapture.disableEnvironmentVariable)
+    }
+
+    private func config() -> CrashCaptureConfiguration {
+        CrashCaptureConfiguration(directory: directory, appName: "install-tests", appVersion: "1.0")
+    }
+
+    private func currentAction(_ signo: Int32) -> sigaction {
+        var action = sigaction()
+        sigaction(signo, nil, &action)
+        return action
+    }
+
+    private func handlerAddress(_ action: sigaction) -> UInt {
+        unsafeBitCast(action.__sigaction_handler, to: UInt.self)
+    }
+
+    func testStartingTwiceIsHarmlessAndStopRestoresThePreviousActions() throws {
+        let before = [SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP].map { handlerAddress(currentAction($0)) }
+        XCTAssertEqual(try CrashCapture.start(config()), .installed)
+        XCTAssertTrue(CrashCapture.isInstalled)
+        let installed = currentAction(SIGSEGV)
+        XCTAssertNotEqual(installed.sa_flags & SA_SIGINFO, 0)
+        XCTAssertNotEqual(installed.sa_flags & Int32(SA_ONSTACK), 0)
+        XCTAssertEqual(installed.sa_flags & Int32(bitPattern: UInt32(SA_RESETHAND)), 0)
+        XCTAssertEqual(try CrashCapture.start(config()), .alreadyInstalled)
+        XCTAssertEqual(handlerAddress(currentAction(SIGSEGV)), handlerAddress(installed), "a second start must not reinstall")
+        XCTAssertTrue(CrashCapture.stop())
+        XCTAssertFalse(CrashCapture.isInstalled)
+        XCTAssertFalse(CrashCapture.stop())
+        let after = [SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP].map { handlerAddress(currentAction($0)) }
+        XCTAssertEqual(after, before)
+    }
+
+    func testStopLeavesAHandlerInstalledAfterUsInPlace() throws {
+        try CrashCapture.start(config())
+        let original = currentAction(SIGBUS)
+        var mine = sigaction()
+        mine.__sigaction_handler.sa_handler = { _ in }
+        sigaction(SIGBUS, &mine, nil)
+        CrashCapture.stop()
+        XCTAssertEqual(handlerAddress(currentAction(SIGBUS)), handlerAddress(mine))
+        var restore = original
+        sigaction(SIGBUS, &restore, nil)
+    }
+
+    func testStartCreatesTheRecordDirectoryWithMode0700() throws {
+        try CrashCapture.start(config())
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory)
+        XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o700)
+        XCTAssertEqual(CrashCapture.recordDirectory, directory)
+    }
+
+    func testStartThrowsAClearErrorWhenTheDirectoryCannotBeMade() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-dir-\(getpid())").path
+        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        var configuration = config()
+        configuration.directory = file + "/records"
+        XCTAssertThrowsError(try CrashCapture.start(configuration)) { error in
+            let failure = error as? CrashCaptureError
+            XCTAssertEqual(failure?.errno, ENOTDIR, "\(error)")
+            XCTAssertTrue("\(error)".contains("mkdir"), "\(error)")
+        }
+        XCTAssertFalse(CrashCapture.isInstalled)
+    }
+
+    func testARecordDirectoryThatIsASymlinkIsRefused() throws {
+        let real = directory + "-real"
+        try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: directory, withDestinationPath: real)
+        XCTAssertThrowsError(try CrashCapture.start(config())) { error in
+            XCTAssertTrue([ELOOP, ENOTDIR].contains((error as? CrashCaptureError)?.errno ?? 0), "\(error)")
+            XCTAssertTrue("\(error)".contains("open record directory"), "\(error)")
+        }
+    }
+
+    func testTheDisableEnvironmentVariableInstallsNothing() throws {
+        setenv(CrashCapture.disableEnvironmentVariable, "1", 1)
+        XCTAssertEqual(try CrashCapture.start(config()), .disabledByEnvironment)
+        XCTAssertFalse(CrashCapture.isInstalled)
+    }
+
+    func testStartAddsNoThreadAndNoTimer() throws {
+        let before = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
+        try CrashCapture.start(config())
+        usleep(20_000)
+        let after = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
+        XCTAssertEqual(after, before)
+        let timers = (try? String(contentsOfFile: "/proc/self/timers", encoding: .utf8)) ?? ""
+        XCTAssertFalse(timers.contains("signal:"), timers)
+    }
+
+    func testThreadsCreatedAfterStartGetAnAlternateStack() throws {
+        try CrashCapture.start(config())
+        XCTAssertEqual(alternateStackOnNewThread().flags & Int32(SS_DISABLE), 0)
+        XCTAssertGreaterThanOrEqual(alternateStackOnNewThread().size, 64 * 1024)
+        CrashCapture.stop()
+        XCTAssertNotEqual(alternateStackOnNewThread().flags & Int32(SS_DISABLE), 0, "after stop, new threads are left alone")
+    }
+
+    func testAnExistingLargeEnoughAlternateStackIsKept() throws {
+        let result = onNewThread { () -> (before: UInt, after: UInt) in
+            let size = 256 * 1024
+            let memory = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+            var mine = stack_t(ss_sp: memory, ss_flags: 0, ss_size: size)
+            sigaltstack(&mine, nil)
+            _ = cc_prepare_current_thread()
+            var now = stack_t()
+            sigaltstack(nil, &now)
+            var off = stack_t(ss_sp: nil, ss_flags: Int32(SS_DISABLE), ss_size: 0)
+            sigaltstack(&off, nil)
+            memory.deallocate()
+            return (UInt(bitPattern: memory), UInt(bitPattern: now.ss_sp))
+        }
+        XCTAssertEqual(result.after, result.before)
+    }
+
+    func testTheWriterAndTheReaderComputeTheSameChecksum() {
+        var generator = SystemRandomNumberGenerator()
+        for length in [0, 1, 7, 64, 4096] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let c = bytes.withUnsafeBytes { cc_crc32(0, $0.baseAddress, $0.count) }
+            XCTAssertEqual(c, CRC32.checksum(bytes))
+        }
+    }
+
+    func testSignalNamesAreTheConventionalOnes() {
+        XCTAssertEqual(signalName(SIGSEGV), "SIGSEGV")
+        XCTAssertEqual(signalName(SIGTRAP), "SIGTRAP")
+        XCTAssertEqual(signalName(1234), "signal 1234")
+    }
+
+    // MARK: helpers
+
+    private func alternateStackOnNewThread() -> (flags: Int32, size: Int) {
+        onNewThread { () -> (Int32, Int) in
+            var stack = stack_t()
+            sigaltstack(nil, &stack)
+            return (stack.ss_flags, stack.ss_size)
+        }
+    }
+
+    private func onNewThread<T>(_ body: @escaping () -> T) -> T {
+        let box = ThreadResultBox<T>()
+        let thread = Thread {
+            box.value = body()
+            box.done.signal()
+        }
+        thread.start()
+        box.done.wait()
+        return box.value!
+    }
+}
+
+private final class ThreadResultBox<T>: @unchecked Sendable {
+    var value: T?
+    let done = DispatchSemaphore(value: 0)
+}
