@@ -5,11 +5,14 @@ let package = Package(
     name: "CrashCapture",
     products: [
         .library(name: "CrashCapture", targets: ["CrashCapture"]),
+        .library(name: "CrashTracking", targets: ["CrashTracking"]),
+        .library(name: "CrashReporter", targets: ["CrashReporter"]),
         .executable(name: "crash-harness", targets: ["crash-harness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
@@ -19,10 +22,21 @@ let package = Package(
             cSettings: [.unsafeFlags(["-fno-omit-frame-pointer"])],
             linkerSettings: [.linkedLibrary("unwind")]
         ),
+        // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
+        .target(name: "CrashEvents"),
         .target(
             name: "CrashCapture",
-            dependencies: ["CShims", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CShims", "CrashEvents", .product(name: "Logging", package: "swift-log")]
         ),
+        // zlib, for the gzip body of uploads.
+        .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
+        // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
+        .target(
+            name: "CrashTracking",
+            dependencies: ["CrashEvents", "CZlib", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // Next launch: crash records and run markers become events in the store.
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashTracking"]),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
         .target(name: "CrashSymbolication", dependencies: ["CrashCapture"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
@@ -41,6 +55,10 @@ let package = Package(
                 "CrashCapture", "CrashScenarios", "CrashSymbolication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .testTarget(
+            name: "CrashTrackingTests",
+            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "crash-harness"]
         ),
         .testTarget(
             name: "CrashCaptureTests",

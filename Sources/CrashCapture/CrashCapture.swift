@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 #endif
 import Logging
+@_exported import CrashEvents
 
 /// Records fatal signals (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP) of this process
 /// as crash records on disk, then lets the process die exactly as it would have.
@@ -17,9 +18,9 @@ import Logging
 /// type only prepares it. Records are read back with ``CrashRecordReader``.
 public enum CrashCapture {
     /// The version of this library, as it appears in `$lib_version`.
-    public static let libraryVersion = "0.1.0"
+    public static let libraryVersion = EventLibrary.version
     /// The `$lib` value of events this library produces.
-    public static let libraryName = "CrashCapture"
+    public static let libraryName = EventLibrary.name
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
 
@@ -176,21 +177,6 @@ public struct CrashCaptureConfiguration: Sendable {
 extension CrashCapture {
     /// The configuration type of ``CrashCapture/start(_:)``.
     public typealias Configuration = CrashCaptureConfiguration
-}
-
-/// Who the events belong to (the Sensors model: anonymous until login).
-public struct EventIdentity: Sendable, Equatable {
-    /// The id created once per installation and kept across runs.
-    public var anonymousID: String?
-    /// The logged-in user's id, if any.
-    public var loginID: String?
-    /// `loginID` when logged in, else `anonymousID`.
-    public var distinctID: String? { loginID ?? anonymousID }
-
-    public init(anonymousID: String? = nil, loginID: String? = nil) {
-        self.anonymousID = anonymousID
-        self.loginID = loginID
-    }
 }
 
 /// A failed system call made by ``CrashCapture``: which operation, and errno.

@@ -1,0 +1,104 @@
+// Events.swift — the event vocabulary shared by capture, tracking store and reporter: identity, presets, JSON text.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The library as events name it (`$lib`, `$lib_version`).
+public enum EventLibrary {
+    public static let name = "CrashCapture"
+    public static let version = "0.1.0"
+}
+
+/// Who the events belong to (the Sensors model: anonymous until login).
+public struct EventIdentity: Sendable, Equatable {
+    /// The id created once per installation and kept across runs.
+    public var anonymousID: String?
+    /// The logged-in user's id, if any.
+    public var loginID: String?
+    /// `loginID` when logged in, else `anonymousID`.
+    public var distinctID: String? { loginID ?? anonymousID }
+
+    public init(anonymousID: String? = nil, loginID: String? = nil) {
+        self.anonymousID = anonymousID
+        self.loginID = loginID
+    }
+}
+
+/// Preset (`$`-prefixed) properties every event of this process carries: what a data team
+/// expects to segment by. No hostname, user name, environment or argv.
+public enum PresetProperties {
+    /// `$os`, `$os_version`, `$model`, `$lib`, `$lib_version`, `$timezone_offset`; the app's
+    /// name and version are added by the caller that knows them.
+    public static func current() -> [String: JSONScalar] {
+        var uts = utsname()
+        uname(&uts)
+        let machine = withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let release = withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        return [
+            "$os": .string("Linux"),
+            "$os_version": .string(osVersion(kernelRelease: release)),
+            "$model": .string(machine),
+            "$lib": .string(EventLibrary.name),
+            "$lib_version": .string(EventLibrary.version),
+            // Sensors' convention: minutes to add to local time to get UTC (UTC+8 is -480).
+            "$timezone_offset": .int(-TimeZone.current.secondsFromGMT() / 60),
+        ]
+    }
+
+    /// "Debian GNU/Linux 12 (bookworm); kernel 6.1.0-18-amd64" from /etc/os-release and uname.
+    static func osVersion(kernelRelease: String) -> String {
+        let text = (try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? ""
+        var pretty: String?
+        for line in text.split(separator: "\n") where line.hasPrefix("PRETTY_NAME=") {
+            pretty = String(line.dropFirst("PRETTY_NAME=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+        }
+        if let pretty, !pretty.isEmpty { return "\(pretty); kernel \(kernelRelease)" }
+        return "kernel \(kernelRelease)"
+    }
+}
+
+/// A JSON scalar: enough for event properties.
+public enum JSONScalar: Sendable, Equatable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+
+    /// The JSON text of this value.
+    public var json: String {
+        switch self {
+        case .string(let s): return JSONText.quote(s)
+        case .int(let i): return String(i)
+        case .double(let d): return d.isFinite ? String(d) : "null"
+        case .bool(let b): return b ? "true" : "false"
+        }
+    }
+}
+
+/// Minimal JSON text helpers for pre-formatting (Foundation's encoder sorts and escapes
+/// differently across platforms; this is exact and dependency-free).
+public enum JSONText {
+    /// `s` as a JSON string literal, with quotes.
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        out.reserveCapacity(s.utf8.count + 2)
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+

@@ -1,0 +1,1 @@
+// Placeholder: the next-launch reporter lands here (issue 4).

@@ -1,0 +1,1 @@
+// Placeholder: the tracking store and uploader land here (issue 4).
