@@ -4,6 +4,7 @@
 #include "ccrash_scenarios.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -104,10 +105,27 @@ __attribute__((noinline)) void cch_heap_corruption(void) {
     cch_sink += (intptr_t)b[0];
 }
 
+__attribute__((noinline)) void cch_null_dereference_with_errno(int value) {
+    errno = value;
+    volatile int *p = (volatile int *)(uintptr_t)cch_sink;
+    *p = 42;
+    cch_sink++;
+}
+
 static const char *g_before_marker;
 static void cch_before_handler(int signo) {
     (void)signo;
+    /* Reports the errno it was handed: CrashCapture must pass on the one of the crash. */
+    int seen = errno;
+    char line[64] = "crash-harness: errno in user handler ";
+    size_t n = strlen(line);
+    char digits[16];
+    int d = 0;
+    do { digits[d++] = (char)('0' + seen % 10); seen /= 10; } while (seen && d < 15);
+    while (d) line[n++] = digits[--d];
+    line[n++] = '\n';
     if (g_before_marker) write(2, g_before_marker, strlen(g_before_marker));
+    write(2, line, n);
 }
 
 void cch_install_handler_before(const char *marker) {

@@ -217,10 +217,10 @@ public enum Scenarios {
         { _ in level1 { cch_signal_from_other_process(SIGSEGV) } },
         Scenario("handler-before", "a handler installed before CrashCapture still runs, and the process still dies",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),
-                 stderrContains: [chained],
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain),
+                 stderrContains: [chained, "errno in user handler 4242\n"],
                  beforeStart: { cch_install_handler_before(chained) })
-        { _ in level1 { cch_null_dereference() } },
+        { _ in level1 { cch_null_dereference_with_errno(4242) } },
         Scenario("handler-after", "a handler installed after CrashCapture that chains to it still gets the record written",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),

@@ -125,8 +125,10 @@ final class CrashScenarioTests: XCTestCase {
     func testAHandlerInstalledBeforeCrashCaptureStillRunsAndTheProcessStillDies() throws {
         let run = try Harness.run("handler-before")
         XCTAssertTrue(run.report.outcome.stderr.contains("user handler ran"))
+        XCTAssertTrue(run.report.outcome.stderr.contains("errno in user handler 4242\n"), "errno must reach the chained handler intact")
         XCTAssertEqual(run.report.outcome.ending, .signal(SIGSEGV))
         XCTAssertTrue(run.record?.isComplete == true)
+        XCTAssertEqual(run.record?.signal?.errnoAtCrash, 4242)
     }
 
     func testAHandlerInstalledAfterCrashCaptureThatChainsStillGetsOurRecord() throws {
@@ -211,6 +213,34 @@ final class CrashScenarioTests: XCTestCase {
         let child = try ChildProcess.run(Harness.debug, ["run", scenario.name, "--dir", directory], environment: environment)
         XCTAssertEqual(child.ending, .signaled(SIGSEGV))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [])
+    }
+
+    func testASetuidProcessRecordsNothingWhileTheSameBinaryWithoutSetuidDoes() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to run a setuid binary as another user")
+        }
+        let base = try Harness.scratchDirectory("setuid")
+        chmod(base, 0o755)
+        let binary = base + "/crash-harness"
+        try FileManager.default.copyItem(atPath: Harness.debug, toPath: binary)
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        func crash(mode: mode_t) throws -> (ChildProcess.Ending, [String]) {
+            let records = base + "/records-\(String(mode, radix: 8))"
+            try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+            chmod(records, 0o777)
+            chmod(binary, mode)
+            let child = try ChildProcess.run("/usr/bin/setpriv",
+                ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "run", "null-dereference", "--dir", records],
+                environment: environment)
+            return (child.ending, try FileManager.default.contentsOfDirectory(atPath: records))
+        }
+        let (plainEnding, plainRecords) = try crash(mode: 0o755)
+        XCTAssertEqual(plainEnding, .signaled(SIGSEGV))
+        XCTAssertEqual(plainRecords.count, 1, "control: the same binary without setuid records its crash")
+        let (secureEnding, secureRecords) = try crash(mode: 0o4755)
+        XCTAssertEqual(secureEnding, .signaled(SIGSEGV))
+        XCTAssertEqual(secureRecords, [], "AT_SECURE: capture stays off")
     }
 
     private func permissions(_ path: String) throws -> Int {

@@ -7,6 +7,8 @@ extern "C" {
 #endif
 
 void cch_null_dereference(void);
+/* Sets errno to `value`, then dereferences null: errno must reach a chained handler intact. */
+void cch_null_dereference_with_errno(int value);
 void cch_write_read_only(void);
 void cch_wild_pointer(void);
 void cch_stack_overflow(void);

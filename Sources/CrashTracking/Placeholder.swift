@@ -1,1 +1,0 @@
-// Placeholder: the tracking store and uploader land here (issue 4).
