@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "CrashTracking", targets: ["CrashTracking"]),
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
         .executable(name: "crash-harness", targets: ["crash-harness"]),
+        .executable(name: "crash-inspect", targets: ["crash-inspect"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -55,6 +56,19 @@ let package = Package(
                 "CrashCapture", "CrashScenarios", "CrashSymbolication",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The offline inspector: explanations, rendering, grouping, Sentry export.
+        .target(name: "CrashInspection", dependencies: ["CrashCapture", "CrashSymbolication"]),
+        .executableTarget(
+            name: "crash-inspect",
+            dependencies: [
+                "CrashInspection", "CrashCapture", "CrashSymbolication",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "CrashInspectTests",
+            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "CrashTrackingTests",

@@ -20,6 +20,19 @@ public struct SymbolicatedFrame: Sendable, Equatable {
     public var inlined: Bool
     /// Why no symbol is shown, when none is (e.g. "build-id differs").
     public var problem: String?
+
+    public init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
+                file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil) {
+        self.address = address
+        self.image = image
+        self.imageOffset = imageOffset
+        self.symbol = symbol
+        self.file = file
+        self.line = line
+        self.column = column
+        self.inlined = inlined
+        self.problem = problem
+    }
 }
 
 /// Turns recorded addresses into names with the toolchain's `llvm-symbolizer`.
@@ -170,7 +183,7 @@ public final class Symbolicator: @unchecked Sendable {
         return array.map { entry in
             let symbols = entry["Symbol"] as? [[String: Any]] ?? []
             return symbols.compactMap { symbol -> SymbolicatedFrame? in
-                let name = symbol["FunctionName"] as? String ?? ""
+                let name = SwiftDemangler.demangle(symbol["FunctionName"] as? String ?? "")
                 if name.isEmpty || name == "??" { return nil }
                 let file = symbol["FileName"] as? String ?? ""
                 let line = symbol["Line"] as? Int ?? 0
@@ -180,6 +193,29 @@ public final class Symbolicator: @unchecked Sendable {
                     file: file.isEmpty ? nil : file, line: line > 0 ? line : nil, column: column > 0 ? column : nil,
                     inlined: false, problem: nil)
             }
+        }
+    }
+}
+
+/// Swift symbol names, demangled in process with the runtime's own demangler.
+///
+/// The toolchain's llvm-symbolizer demangles C++ but leaves Swift names mangled; libswiftCore
+/// exports `swift_demangle`, the same demangler `swift demangle` uses.
+public enum SwiftDemangler {
+    @_silgen_name("swift_demangle")
+    private static func swift_demangle(
+        _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: Int,
+        _ outputBuffer: UnsafeMutablePointer<CChar>?, _ outputBufferSize: UnsafeMutablePointer<Int>?,
+        _ flags: UInt32
+    ) -> UnsafeMutablePointer<CChar>?
+
+    /// The demangled form of a Swift symbol; anything else comes back unchanged.
+    public static func demangle(_ name: String) -> String {
+        guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") else { return name }
+        return name.withCString { pointer -> String in
+            guard let result = swift_demangle(pointer, strlen(pointer), nil, nil, 0) else { return name }
+            defer { free(result) }
+            return String(cString: result)
         }
     }
 }

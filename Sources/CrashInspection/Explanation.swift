@@ -1,0 +1,61 @@
+// Explanation.swift — what a signal, its si_code and fault address mean, in one sentence a person can act on.
+import CrashCapture
+import Foundation
+
+public enum Explanation {
+    /// E.g. "null pointer dereference at 0x0", "stack overflow (fault at 0x7ffd… just below the
+    /// stack pointer)", "abort() called by the process itself".
+    public static func whatHappened(_ record: CrashRecord) -> String {
+        guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
+        let address = signal.faultAddress.map(hex)
+        let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
+        if let sender = signal.sender {
+            if let process = record.process, sender.pid == process.pid {
+                if signal.number == SIGABRT { return "abort() called by the process itself (assert, a glibc heap check, a runtime error)" }
+                return "\(signal.name) raised by the process itself"
+            }
+            return "\(signal.name) sent by another process (pid \(sender.pid), uid \(sender.uid)), e.g. kill -\(signal.name.dropFirst(3))"
+        }
+        switch signal.number {
+        case SIGSEGV:
+            if signal.codeName == "SI_KERNEL" {
+                return "general protection fault: a non-canonical address or a privileged instruction"
+            }
+            if let fault = signal.faultAddress, let sp, fault < sp, sp - fault < 1 << 20 {
+                return "stack overflow (fault at \(hex(fault)), just below the stack pointer \(hex(sp)))"
+            }
+            if let fault = signal.faultAddress, fault < 4096 {
+                return "null pointer dereference at \(hex(fault))"
+            }
+            if signal.codeName == "SEGV_ACCERR" {
+                return "write to or execution of protected memory at \(address ?? "?") (read-only data, a guard page)"
+            }
+            return "access to unmapped memory at \(address ?? "?") (a wild or dangling pointer)"
+        case SIGBUS:
+            if signal.codeName == "BUS_ADRERR" {
+                return "access at \(address ?? "?") past the end of a mapped file (the file shrank after mmap)"
+            }
+            return "bus error at \(address ?? "?"): \(signal.codeDescription)"
+        case SIGFPE:
+            return "\(signal.codeDescription.isEmpty ? "arithmetic exception" : signal.codeDescription) at \(address ?? "?")"
+        case SIGILL, SIGTRAP:
+            if let message = record.fatalMessage, !message.isEmpty {
+                return "Swift runtime trap: \(firstLine(message))"
+            }
+            return "\(signal.number == SIGILL ? "illegal instruction" : "trap") at \(address ?? "?") — a Swift runtime check (overflow, force-unwrap, bounds) in an optimised build, or __builtin_trap"
+        case SIGABRT:
+            return "abort()"
+        default:
+            return "\(signal.name) (\(signal.codeDescription))"
+        }
+    }
+
+    /// The first line of a fatal message, without the file prefix Swift adds.
+    public static func firstLine(_ message: String) -> String {
+        let line = message.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? message
+        if let range = line.range(of: "Fatal error: ") { return String(line[range.upperBound...]) }
+        return line
+    }
+
+    public static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+}

@@ -1,0 +1,84 @@
+// Inspection.swift — a record with its threads symbolicated: the one model show, list, groups and export read from.
+import CrashCapture
+import CrashSymbolication
+import Foundation
+
+/// A thread whose frames have been through the symbolicator.
+public struct InspectedThread: Sendable {
+    public var thread: CrashThread
+    /// One entry per recorded address; inlined frames expand it to several, innermost first.
+    public var frames: [[SymbolicatedFrame]]
+}
+
+/// A record and everything derived from it.
+public struct Inspection: Sendable {
+    public var id: String
+    public var path: String
+    public var record: CrashRecord
+    /// Crashed thread first, then the others in record order.
+    public var threads: [InspectedThread]
+
+    /// Symbolicates every thread of `record`.
+    public init(path: String, record: CrashRecord, symbolicator: Symbolicator?) {
+        self.id = RecordDirectory.id(of: path)
+        self.path = path
+        self.record = record
+        let ordered = record.threads.filter(\.crashed) + record.threads.filter { !$0.crashed }
+        self.threads = ordered.map { thread in
+            let frames = symbolicator?.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images)
+                ?? thread.frames.map { [SymbolicatedFrame(address: $0, inlined: false)] }
+            return InspectedThread(thread: thread, frames: frames)
+        }
+    }
+
+    public var crashed: InspectedThread? { threads.first { $0.thread.crashed } }
+
+    /// Whether an image belongs to the system or toolchain rather than to the program.
+    public static func isSystemImage(_ path: String?) -> Bool {
+        guard let path else { return true }
+        return path.hasPrefix("/lib") || path.hasPrefix("/usr/lib") || path.hasPrefix("/opt/swift/")
+            || path.hasPrefix("/usr/libexec") || path.hasPrefix("[")
+    }
+
+    /// The innermost frame of the program's own code (not libc, not the Swift runtime).
+    public var topFrameOfOurCode: SymbolicatedFrame? {
+        crashed?.frames.joined().first { !Self.isSystemImage($0.image) }
+    }
+
+    /// How a frame reads in one short line: the symbol, or image+offset without one.
+    public static func label(_ frame: SymbolicatedFrame) -> String {
+        if let symbol = frame.symbol { return symbol }
+        let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
+        return frame.imageOffset.map { "\(image)+0x\(String($0, radix: 16))" } ?? "\(image) \(Explanation.hex(frame.address))"
+    }
+
+    /// A crash signature that survives ASLR and rebuilds of unrelated code: the signal and the
+    /// first three frames of the program's own code by symbol (image+offset where there is none),
+    /// or the first three frames at all when none is the program's.
+    public var signature: String {
+        let all = crashed?.frames.joined().map { $0 } ?? []
+        let ours = all.filter { !Self.isSystemImage($0.image) }
+        // "closure #14 in …" renumbers when unrelated closures are added nearby: drop the numbers.
+        let chosen = (ours.isEmpty ? all : ours).prefix(3).map {
+            Self.label($0).replacingOccurrences(of: #"closure #\d+"#, with: "closure", options: .regularExpression)
+        }
+        return ([record.signal?.name ?? "no-signal"] + chosen).joined(separator: " | ")
+    }
+}
+
+/// ISO-8601 UTC with milliseconds, for nanoseconds since the epoch.
+public func isoTime(_ nanoseconds: Int64) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9))
+}
+
+/// "critical" for level 6, swift-log's names.
+public func levelName(_ level: UInt32) -> String {
+    ["trace", "debug", "info", "notice", "warning", "error", "critical"][safe: Int(level)] ?? "level \(level)"
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}

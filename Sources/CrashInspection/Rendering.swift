@@ -1,0 +1,204 @@
+// Rendering.swift — the text a person reads and the stable JSON a script reads, for show, list and groups.
+import CrashCapture
+import CrashSymbolication
+import Foundation
+
+public enum Rendering {
+    // MARK: show, text
+
+    /// The whole story of one crash, for a person.
+    public static func text(_ inspection: Inspection) -> String {
+        let record = inspection.record
+        var out: [String] = []
+        let state = record.isComplete ? "complete" : "INCOMPLETE: \(reason(record.completeness))"
+        out.append("Crash \(inspection.id)  (\(state))")
+        out.append("  app         \(record.appName ?? "?") \(record.appVersion ?? "")")
+        if let process = record.process {
+            out.append("  when        \(isoTime(process.crashWallNanoseconds)), \(String(format: "%.3f", process.uptimeSeconds)) s after start")
+            out.append("  process     pid \(process.pid), thread \(process.tid) \"\(process.threadName)\", parent \(process.ppid), uid \(process.uid)")
+        }
+        if let exe = record.executablePath { out.append("  executable  \(exe)") }
+        if let kernel = record.kernel { out.append("  kernel      \(kernel)") }
+        out.append("")
+        out.append("What happened")
+        if let signal = record.signal {
+            let code = signal.codeName.isEmpty ? "si_code \(signal.code)" : "\(signal.codeName): \(signal.codeDescription)"
+            out.append("  \(signal.name) (\(code))")
+        }
+        out.append("  \(Explanation.whatHappened(record))")
+        if let message = record.fatalMessage {
+            out.append("  Fatal error message:")
+            message.split(separator: "\n", omittingEmptySubsequences: false).prefix(20).forEach { out.append("    \($0)") }
+        }
+        var headedOthers = false
+        for thread in inspection.threads {
+            out.append("")
+            if thread.thread.crashed {
+                out.append("Crashed thread")
+            } else if !headedOthers {
+                out.append("Other threads")
+                headedOthers = true
+            }
+            out.append(contentsOf: threadText(thread))
+        }
+        let problems = Set(inspection.threads.flatMap { $0.frames.joined().compactMap(\.problem) }).sorted()
+        if !problems.isEmpty {
+            out.append("")
+            out.append("Symbolication")
+            problems.forEach { out.append("  \($0)") }
+        }
+        if !record.registers.isEmpty {
+            out.append("")
+            out.append("Registers")
+            let cells = record.registers.map { "\($0.name.padding(toLength: 6, withPad: " ", startingAt: 0)) \(String(format: "0x%016llx", $0.value))" }
+            stride(from: 0, to: cells.count, by: 3).forEach { out.append("  " + cells[$0..<min($0 + 3, cells.count)].joined(separator: "   ")) }
+        }
+        for window in record.memory {
+            out.append("")
+            out.append("Memory around \(window.label) (\(window.bytes.count) bytes at \(Explanation.hex(window.address)))")
+            out.append(contentsOf: hexDump(window.bytes, at: window.address).map { "  " + $0 })
+        }
+        if !record.breadcrumbs.isEmpty {
+            out.append("")
+            out.append("Breadcrumbs (oldest first)")
+            record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \(levelName($0.level).padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
+        }
+        out.append("")
+        out.append("Images")
+        for image in record.images {
+            let marker = image.isMainExecutable ? "*" : " "
+            out.append("  \(marker) \(String(format: "0x%012llx", image.base)) \(String(format: "%10llu", image.size))  \(image.buildIDHex.isEmpty ? "(no build-id)".padding(toLength: 40, withPad: " ", startingAt: 0) : image.buildIDHex.padding(toLength: 40, withPad: " ", startingAt: 0))  \(image.path)")
+        }
+        out.append("")
+        out.append("Compensating $AppEnd")
+        out.append("  \(record.appEndJSON ?? "(none recorded)")")
+        if !record.notes.isEmpty {
+            out.append("")
+            out.append("Notes")
+            record.notes.forEach { out.append("  \($0)") }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    static func threadText(_ inspected: InspectedThread) -> [String] {
+        let thread = inspected.thread
+        var flags: [String] = []
+        if thread.truncated { flags.append("stopped at the frame limit") }
+        if thread.stackUnavailable { flags.append("stack not available: the thread did not answer") }
+        var out = ["  thread \(thread.tid) \"\(thread.name)\"\(thread.crashed ? " (crashed)" : "")\(flags.isEmpty ? "" : " — " + flags.joined(separator: ", "))"]
+        for (index, group) in inspected.frames.enumerated() {
+            for frame in group {
+                let number = frame.inlined ? "   " : String(format: "%3d", index)
+                let location = frame.file.map { f in
+                    "  \((f as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")\(frame.column.map { ":\($0)" } ?? "")"
+                } ?? ""
+                let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
+                // The full reason is listed once under "Symbolication"; a frame names it short.
+                let problem = frame.problem.map { "  [\($0.split(separator: ":").first.map(String.init) ?? $0)]" } ?? ""
+                let inlined = frame.inlined ? " [inlined]" : ""
+                out.append("  \(number)  \(String(format: "0x%016llx", frame.address))  \(image)  \(Inspection.label(frame))\(inlined)\(location)\(problem)")
+            }
+        }
+        return out
+    }
+
+    static func hexDump(_ bytes: [UInt8], at address: UInt64) -> [String] {
+        stride(from: 0, to: bytes.count, by: 16).map { start in
+            let row = bytes[start..<min(start + 16, bytes.count)]
+            let hex = row.map { String(format: "%02x", $0) }.joined(separator: " ")
+            let ascii = String(row.map { (0x20...0x7e).contains($0) ? Character(UnicodeScalar($0)) : "." })
+            return "\(String(format: "0x%016llx", address &+ UInt64(start)))  \(hex.padding(toLength: 47, withPad: " ", startingAt: 0))  \(ascii)"
+        }
+    }
+
+    static func reason(_ completeness: CrashRecord.Completeness) -> String {
+        if case .incomplete(let reason) = completeness { return reason }
+        return "complete"
+    }
+
+    // MARK: show, JSON
+
+    /// The stable `show --json` object (schema documented in docs/inspector.md).
+    public static func json(_ inspection: Inspection) -> [String: Any] {
+        let record = inspection.record
+        var object: [String: Any] = [
+            "schemaVersion": 1,
+            "id": inspection.id,
+            "file": inspection.path,
+            "complete": record.isComplete,
+            "incompleteReason": record.isComplete ? NSNull() : reason(record.completeness) as Any,
+            "explanation": Explanation.whatHappened(record),
+            "message": record.fatalMessage.map { $0 as Any } ?? NSNull(),
+            "app": ["name": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull()] as [String: Any],
+            "notes": record.notes,
+        ]
+        if let signal = record.signal {
+            object["signal"] = Int(signal.number)
+            object["signalName"] = signal.name
+            object["code"] = Int(signal.code)
+            object["codeName"] = signal.codeName
+            object["codeDescription"] = signal.codeDescription
+            object["faultAddress"] = signal.faultAddress.map { Explanation.hex($0) as Any } ?? NSNull()
+            object["sender"] = signal.sender.map { ["pid": Int($0.pid), "uid": Int($0.uid)] as Any } ?? NSNull()
+        } else {
+            for key in ["signal", "signalName", "code", "codeName", "codeDescription", "faultAddress", "sender"] { object[key] = NSNull() }
+        }
+        if let process = record.process {
+            object["process"] = [
+                "pid": Int(process.pid), "tid": Int(process.tid), "ppid": Int(process.ppid), "uid": Int(process.uid),
+                "threadName": process.threadName, "executable": record.executablePath ?? NSNull(),
+                "startTime": isoTime(process.startWallNanoseconds), "crashTime": isoTime(process.crashWallNanoseconds),
+                "uptimeSeconds": process.uptimeSeconds,
+            ] as [String: Any]
+        } else {
+            object["process"] = NSNull()
+        }
+        object["threads"] = inspection.threads.map { inspected -> [String: Any] in
+            [
+                "tid": Int(inspected.thread.tid), "name": inspected.thread.name, "crashed": inspected.thread.crashed,
+                "stackAvailable": !inspected.thread.stackUnavailable, "truncated": inspected.thread.truncated,
+                "frames": inspected.frames.enumerated().flatMap { index, group in
+                    group.map { frame -> [String: Any] in
+                        [
+                            "index": index,
+                            "address": Explanation.hex(frame.address),
+                            "image": frame.image ?? NSNull(),
+                            "imageOffset": frame.imageOffset.map { Explanation.hex($0) as Any } ?? NSNull(),
+                            "symbol": frame.symbol ?? NSNull(),
+                            "file": frame.file ?? NSNull(),
+                            "line": frame.line ?? NSNull(),
+                            "column": frame.column ?? NSNull(),
+                            "inlined": frame.inlined,
+                            "problem": frame.problem ?? NSNull(),
+                        ]
+                    }
+                },
+            ]
+        }
+        object["registers"] = Dictionary(record.registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a })
+        object["memory"] = record.memory.map {
+            ["label": $0.label, "address": Explanation.hex($0.address), "hex": $0.bytes.map { String(format: "%02x", $0) }.joined()]
+        }
+        object["breadcrumbs"] = record.breadcrumbs.map {
+            ["time": isoTime($0.wallNanoseconds), "level": levelName($0.level), "message": $0.message]
+        }
+        object["images"] = record.images.map {
+            ["path": $0.path, "buildID": $0.buildIDHex, "base": Explanation.hex($0.base), "size": Int(clamping: $0.size),
+             "mainExecutable": $0.isMainExecutable] as [String: Any]
+        }
+        if let text = record.appEndJSON {
+            object["appEnd"] = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) ?? text
+        } else {
+            object["appEnd"] = NSNull()
+        }
+        return object
+    }
+
+    /// Pretty, key-sorted JSON text.
+    public static func encode(_ object: Any) -> String {
+        guard JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,192 @@
+// CrashInspect.swift — crash-inspect: read, symbolicate and group crash records offline.
+import ArgumentParser
+import CrashCapture
+import CrashInspection
+import CrashSymbolication
+import Foundation
+
+@main
+struct CrashInspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash-inspect",
+        abstract: "Reads, symbolicates and groups CrashCapture crash records, offline.",
+        discussion: """
+            Every file is treated as untrusted: a truncated, corrupt, foreign or oversized file gets a \
+            one-line error and the others are still read. Symbolication matches binaries by GNU build-id \
+            and never shows names from a binary whose build-id differs.
+            """,
+        subcommands: [List.self, Show.self, Groups.self, Export.self]
+    )
+}
+
+/// Options every record-reading command shares.
+struct RecordOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Directory of crash records.", valueName: "dir"))
+    var dir: String = ProcessInfo.processInfo.environment["CRASHCAPTURE_DIR"] ?? "."
+
+    @Option(name: .customLong("symbols"), help: ArgumentHelp(
+        "Directory searched by build-id for binaries or debug files (repeatable; .build-id/xx/rest.debug layout too).",
+        valueName: "dir"))
+    var symbols: [String] = []
+
+    @Flag(help: "Print JSON for scripts instead of text.")
+    var json = false
+
+    func symbolicator() -> Symbolicator? {
+        do { return try Symbolicator(symbolDirectories: symbols) } catch {
+            FileHandle.standardError.write(Data("crash-inspect: \(error); frames stay unsymbolicated\n".utf8))
+            return nil
+        }
+    }
+
+    /// Every record in `dir`; a bad file is reported on stderr in one line and skipped.
+    func inspections() throws -> (good: [Inspection], bad: [(id: String, error: String)]) {
+        let entries: [RecordEntry]
+        do { entries = try RecordDirectory.entries(in: dir) } catch {
+            throw ValidationError("\(error)")
+        }
+        let symbolicator = self.symbolicator()
+        var good: [Inspection] = []
+        var bad: [(String, String)] = []
+        for entry in entries {
+            switch entry.result {
+            case .success(let record): good.append(Inspection(path: entry.path, record: record, symbolicator: symbolicator))
+            case .failure(let error):
+                bad.append((entry.id, error.description))
+                FileHandle.standardError.write(Data("crash-inspect: \((entry.path as NSString).lastPathComponent): \(error)\n".utf8))
+            }
+        }
+        return (good, bad)
+    }
+
+    /// One record named by path or id.
+    func inspection(_ recordOrID: String) throws -> (Inspection, [UInt8]) {
+        guard let path = RecordDirectory.locate(recordOrID, in: dir) else {
+            throw ValidationError("no record '\(recordOrID)' (give a file path, or an id from `crash-inspect list --dir \(dir)`)")
+        }
+        do {
+            let record = try CrashRecordReader.read(path: path)
+            let raw = FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
+            return (Inspection(path: path, record: record, symbolicator: symbolicator()), raw)
+        } catch {
+            throw UnreadableRecord(description: "\((path as NSString).lastPathComponent): \(error)")
+        }
+    }
+}
+
+/// A record that could not be read: ArgumentParser prints it as one line and exits 1.
+struct UnreadableRecord: Error, CustomStringConvertible {
+    let description: String
+}
+
+extension CrashInspect {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One line per record: id, time, app and version, signal, fatal message, top frame of our code.")
+
+        @OptionGroup var options: RecordOptions
+
+        func run() throws {
+            let (good, bad) = try options.inspections()
+            if options.json {
+                let rows: [[String: Any]] = good.map { inspection in
+                    let record = inspection.record
+                    return [
+                        "id": inspection.id, "file": inspection.path, "complete": record.isComplete,
+                        "time": record.process.map { isoTime($0.crashWallNanoseconds) as Any } ?? NSNull(),
+                        "app": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull(),
+                        "signalName": record.signal?.name ?? NSNull(),
+                        "message": record.fatalMessage.map { Explanation.firstLine($0) as Any } ?? NSNull(),
+                        "topFrame": inspection.topFrameOfOurCode.map { Inspection.label($0) as Any } ?? NSNull(),
+                    ]
+                } + bad.map { ["id": $0.id, "error": $0.error] }
+                print(Rendering.encode(rows))
+                return
+            }
+            for inspection in good {
+                let record = inspection.record
+                let time = record.process.map { isoTime($0.crashWallNanoseconds) } ?? "-"
+                let app = "\(record.appName ?? "?") \(record.appVersion ?? "")"
+                let message = record.fatalMessage.map { "\"\(shorten(Explanation.firstLine($0), 48))\"" } ?? "-"
+                let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
+                let state = record.isComplete ? "" : " (incomplete)"
+                print("\(inspection.id)  \(time)  \(app)  \(record.signal?.name ?? "?")  \(message)  \(top)\(state)")
+            }
+            if good.isEmpty && bad.isEmpty { print("no crash records in \(options.dir)") }
+        }
+
+        func shorten(_ text: String, _ limit: Int) -> String {
+            text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The whole story of one crash.")
+
+        @Argument(help: "A record file, or a record id in --dir.")
+        var record: String
+
+        @OptionGroup var options: RecordOptions
+
+        func run() throws {
+            let (inspection, _) = try options.inspection(record)
+            print(options.json ? Rendering.encode(Rendering.json(inspection)) : Rendering.text(inspection))
+        }
+    }
+
+    struct Groups: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Records grouped by a signature that survives ASLR and rebuilds: signal + first frames of our code by symbol.")
+
+        @OptionGroup var options: RecordOptions
+
+        func run() throws {
+            let groups = CrashGroup.make(try options.inspections().good)
+            if options.json {
+                print(Rendering.encode(groups.map(\.json)))
+                return
+            }
+            for group in groups {
+                let first = group.firstSeenNanoseconds.map(isoTime) ?? "-"
+                let last = group.lastSeenNanoseconds.map(isoTime) ?? "-"
+                print("\(group.ids.count) × \(group.signature)")
+                print("    \(group.explanation)")
+                print("    first \(first), last \(last), versions \(group.appVersions.sorted().joined(separator: ", "))")
+            }
+            if groups.isEmpty { print("no crash records in \(options.dir)") }
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Writes a record in another engine's format.",
+            discussion: "--sentry: a Sentry envelope (event with exception, stack trace, threads, debug images with code ids, the raw record attached), for `sentry-cli send-envelope` or a POST to /api/<project>/envelope/.")
+
+        @Argument(help: "A record file, or a record id in --dir.")
+        var record: String
+
+        @Flag(help: "Write a Sentry envelope.")
+        var sentry = false
+
+        @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
+        var output: String?
+
+        @OptionGroup var options: RecordOptions
+
+        func validate() throws {
+            guard sentry else { throw ValidationError("choose a format: --sentry") }
+        }
+
+        func run() throws {
+            let (inspection, raw) = try options.inspection(record)
+            let bytes = SentryEnvelope.make(inspection, rawRecord: raw)
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
+                    throw ValidationError("cannot write \(output)")
+                }
+            } else {
+                FileHandle.standardOutput.write(Data(bytes))
+            }
+        }
+    }
+}

@@ -1,0 +1,282 @@
+// CrashInspectTests.swift — the built crash-inspect binary on records left by real crashes of the harness.
+import CrashInspection
+import CrashScenarios
+import CrashSymbolication
+import Foundation
+import XCTest
+
+final class CrashInspectTests: XCTestCase {
+    static var binDirectory: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
+    }
+    static var inspect: String { binDirectory + "/crash-inspect" }
+    static var harness: String { binDirectory + "/crash-harness" }
+
+    struct Output {
+        let ending: ChildProcess.Ending
+        let stdout: String
+        let stderr: String
+        var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
+    }
+
+    func inspect(_ arguments: [String]) throws -> Output {
+        let base = try scratch("out")
+        let child = try ChildProcess.run(Self.inspect, arguments, stdout: base + "/stdout", stderr: base + "/stderr", timeout: 120)
+        return Output(ending: child.ending,
+                      stdout: (try? String(contentsOfFile: base + "/stdout", encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOfFile: base + "/stderr", encoding: .utf8)) ?? "")
+    }
+
+    func scratch(_ name: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("inspect-tests-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Crashes `scenario` with `harness` into `directory`; returns the record's path.
+    @discardableResult
+    func crash(_ scenario: String, harness: String = CrashInspectTests.harness, into directory: String) throws -> String {
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: directory))
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let child = try ChildProcess.run(harness, ["run", scenario, "--dir", directory], environment: environment, timeout: 60)
+        guard case .signaled = child.ending else { XCTFail("\(scenario) ended \(child.ending)"); return "" }
+        let added = Set(try FileManager.default.contentsOfDirectory(atPath: directory)).subtracting(before)
+        XCTAssertEqual(added.count, 1)
+        return directory + "/" + (added.first ?? "")
+    }
+
+    /// Line of `func levelN` in Levels.swift: each level's call is on that same line.
+    func levelLines() throws -> [String: Int] {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/CrashScenarios/Levels.swift")
+        var lines: [String: Int] = [:]
+        for (index, line) in try String(contentsOf: source, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            for level in 1...5 where line.contains("public func level\(level)(") { lines["level\(level)"] = index + 1 }
+        }
+        XCTAssertEqual(lines.count, 5)
+        return lines
+    }
+
+    func checkLevelChain(harness: String) throws {
+        let directory = try scratch("chain")
+        let path = try crash("null-dereference", harness: harness, into: directory)
+        let output = try inspect(["show", path, "--json"])
+        XCTAssertEqual(output.ending, .exited(0), output.stderr)
+        let object = try XCTUnwrap(output.json as? [String: Any])
+        XCTAssertEqual(object["signal"] as? Int, Int(SIGSEGV))
+        XCTAssertEqual(object["signalName"] as? String, "SIGSEGV")
+        XCTAssertEqual(object["codeName"] as? String, "SEGV_MAPERR")
+        XCTAssertEqual(object["faultAddress"] as? String, "0x0")
+        XCTAssertTrue(object["message"] is NSNull)
+        XCTAssertEqual(object["explanation"] as? String, "null pointer dereference at 0x0")
+        let threads = try XCTUnwrap(object["threads"] as? [[String: Any]])
+        let crashed = try XCTUnwrap(threads.first { $0["crashed"] as? Bool == true })
+        let frames = try XCTUnwrap(crashed["frames"] as? [[String: Any]])
+        XCTAssertEqual(frames.first?["symbol"] as? String, "cch_null_dereference")
+        XCTAssertEqual((frames.first?["file"] as? String).map { ($0 as NSString).lastPathComponent }, "scenarios.c")
+        // The level chain, demangled, innermost first, each on its own source line.
+        let expectedLines = try levelLines()
+        var lastIndex = -1
+        for level in ["level5", "level4", "level3", "level2", "level1"] {
+            let position = try XCTUnwrap(frames.firstIndex { ($0["symbol"] as? String)?.hasPrefix("CrashScenarios.\(level)(") == true },
+                                         "\(level) missing in \(frames.map { $0["symbol"] ?? "?" })")
+            XCTAssertGreaterThan(position, lastIndex, "\(level) out of order")
+            lastIndex = position
+            let frame = frames[position]
+            XCTAssertEqual((frame["file"] as? String).map { ($0 as NSString).lastPathComponent }, "Levels.swift")
+            XCTAssertEqual(frame["line"] as? Int, expectedLines[level], "\(level) line")
+            XCTAssertNotNil(frame["column"] as? Int)
+        }
+        let images = try XCTUnwrap(object["images"] as? [[String: Any]])
+        let main = try XCTUnwrap(images.first { $0["mainExecutable"] as? Bool == true })
+        XCTAssertEqual(main["buildID"] as? String, hexString(try ELFFile(path: harness).buildID))
+        XCTAssertNotNil((object["appEnd"] as? [String: Any])?["properties"])
+        XCTAssertEqual((object["breadcrumbs"] as? [[String: Any]])?.last?["message"] as? String, "about to crash")
+
+        let text = try inspect(["show", path])
+        XCTAssertTrue(text.stdout.contains("null pointer dereference at 0x0"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("Levels.swift:\(expectedLines["level3"]!)"), text.stdout)
+    }
+
+    func testShowSymbolicatesTheLevelChainWithSourceLinesInTheDebugHarness() throws {
+        try checkLevelChain(harness: Self.harness)
+    }
+
+    func testShowSymbolicatesTheLevelChainWithSourceLinesInTheReleaseHarness() throws {
+        guard let release = ProcessInfo.processInfo.environment["CRASH_HARNESS_RELEASE"], !release.isEmpty else {
+            throw XCTSkip("set CRASH_HARNESS_RELEASE to a release build of crash-harness (scripts/test.sh does)")
+        }
+        try checkLevelChain(harness: release)
+    }
+
+    func testShowExplainsTheFatalMessageOfASwiftTrap() throws {
+        let directory = try scratch("fatal")
+        let path = try crash("fatal-error", into: directory)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        XCTAssertTrue((object["message"] as? String)?.contains("crash-harness fatalError text") == true)
+        XCTAssertEqual(object["explanation"] as? String, "Swift runtime trap: crash-harness fatalError text")
+    }
+
+    func testAMismatchedBuildIDIsReportedAndNoNamesAreShownUntilTheRightBinaryIsGiven() throws {
+        let directory = try scratch("mismatch")
+        let binDir = try scratch("bin")
+        let copy = binDir + "/crash-harness"
+        try FileManager.default.copyItem(atPath: Self.harness, toPath: copy)
+        let path = try crash("null-dereference", harness: copy, into: directory)
+        let buildID = hexString(try ELFFile(path: copy).buildID)
+        // Replace the binary at the recorded path with a different one.
+        try FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: Self.inspect, toPath: copy)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        let frames = try XCTUnwrap(((object["threads"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
+        let mainFrames = frames.filter { $0["image"] as? String == copy }
+        XCTAssertFalse(mainFrames.isEmpty)
+        for frame in mainFrames {
+            XCTAssertTrue(frame["symbol"] is NSNull, "a name from a binary whose build-id differs: \(frame)")
+            XCTAssertTrue((frame["problem"] as? String)?.hasPrefix("build-id differs") == true, "\(frame)")
+        }
+        // The right binary, found by build-id in a --symbols directory (.build-id layout).
+        let symbols = try scratch("symbols")
+        let debugDir = symbols + "/.build-id/" + buildID.prefix(2)
+        try FileManager.default.createDirectory(atPath: debugDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.harness, toPath: debugDir + "/" + buildID.dropFirst(2) + ".debug")
+        let fixed = try XCTUnwrap(try inspect(["show", path, "--json", "--symbols", symbols]).json as? [String: Any])
+        let fixedFrames = try XCTUnwrap(((fixed["threads"] as? [[String: Any]])?.first?["frames"]) as? [[String: Any]])
+        XCTAssertTrue(fixedFrames.contains { ($0["symbol"] as? String)?.hasPrefix("CrashScenarios.level3(") == true })
+    }
+
+    func testEveryKindOfBadInputGetsOneLineAndTheRestAreStillListed() throws {
+        let directory = try scratch("hostile")
+        let good = try crash("abort", into: directory)
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: good))
+        let fm = FileManager.default
+        fm.createFile(atPath: directory + "/truncated.ccrec", contents: bytes.prefix(bytes.count / 2))
+        var flipped = [UInt8](bytes)
+        flipped[300] ^= 0xFF
+        fm.createFile(atPath: directory + "/corrupt.ccrec", contents: Data(flipped))
+        fm.createFile(atPath: directory + "/foreign.ccrec", contents: try XCTUnwrap(fm.contents(atPath: Self.inspect)).prefix(4096))
+        fm.createFile(atPath: directory + "/empty.ccrec", contents: Data())
+        fm.createFile(atPath: directory + "/header-only.ccrec", contents: bytes.prefix(20))
+        try fm.createSymbolicLink(atPath: directory + "/link.ccrec", withDestinationPath: "/etc/passwd")
+        try fm.createDirectory(atPath: directory + "/dir.ccrec", withIntermediateDirectories: false)
+        mkfifo(directory + "/fifo.ccrec", 0o600)
+        fm.createFile(atPath: directory + "/huge.ccrec", contents: nil)
+        truncate(directory + "/huge.ccrec", 64 << 20)
+        fm.createFile(atPath: directory + "/ignored.txt", contents: Data("not a record".utf8))
+
+        let output = try inspect(["list", "--dir", directory, "--json"])
+        XCTAssertEqual(output.ending, .exited(0), output.stderr)
+        let rows = try XCTUnwrap(output.json as? [[String: Any]])
+        let byID = Dictionary(rows.map { ($0["id"] as? String ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+        // Readable records are listed, damaged ones as incomplete.
+        XCTAssertEqual(byID[RecordDirectory.id(of: good)]?["complete"] as? Bool, true)
+        XCTAssertEqual(byID["truncated"]?["complete"] as? Bool, false)
+        XCTAssertEqual(byID["corrupt"]?["complete"] as? Bool, false)
+        XCTAssertEqual(byID["truncated"]?["signalName"] as? String, "SIGABRT")
+        // Unreadable ones get an error each.
+        for id in ["foreign", "empty", "header-only", "link", "dir", "fifo", "huge"] {
+            XCTAssertNotNil(byID[id]?["error"] as? String, "\(id): \(byID[id] ?? [:])")
+        }
+        XCTAssertNil(byID["ignored"])
+        let errorLines = output.stderr.split(separator: "\n")
+        XCTAssertEqual(errorLines.count, 7, output.stderr)
+        XCTAssertTrue(errorLines.allSatisfy { $0.hasPrefix("crash-inspect: ") })
+
+        // Text mode too, and groups, never crash on the same directory.
+        XCTAssertEqual(try inspect(["list", "--dir", directory]).ending, .exited(0))
+        XCTAssertEqual(try inspect(["groups", "--dir", directory]).ending, .exited(0))
+        // show on a hostile file: a clear one-line error and exit 1.
+        let refused = try inspect(["show", directory + "/foreign.ccrec"])
+        XCTAssertEqual(refused.ending, .exited(1))
+        XCTAssertTrue(refused.stderr.contains("not a crash record"), refused.stderr)
+        let missing = try inspect(["show", "no-such-id", "--dir", directory])
+        XCTAssertEqual(missing.ending, .exited(64))
+        // show on the truncated one still tells what it can.
+        let partial = try inspect(["show", "truncated", "--dir", directory])
+        XCTAssertEqual(partial.ending, .exited(0))
+        XCTAssertTrue(partial.stdout.contains("INCOMPLETE"), partial.stdout)
+    }
+
+    func testGroupsPutTheSameCrashTogetherAcrossRunsAndASLR() throws {
+        let directory = try scratch("groups")
+        for _ in 0..<3 { try crash("null-dereference", into: directory) }
+        try crash("abort", into: directory)
+        let groups = try XCTUnwrap(try inspect(["groups", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertEqual(groups.map { $0["count"] as? Int }, [3, 1])
+        let signature = try XCTUnwrap(groups.first?["signature"] as? String)
+        XCTAssertTrue(signature.hasPrefix("SIGSEGV | cch_null_dereference | closure () -> () in closure @Sendable"), signature)
+        XCTAssertFalse(signature.contains("#"), "closure numbers must not be part of a signature: \(signature)")
+        XCTAssertEqual(groups.first?["appVersions"] as? [String], ["0.1.0"])
+    }
+
+    func testListShowsOneLinePerRecordWithTheTopFrameOfOurCode() throws {
+        let directory = try scratch("list")
+        let path = try crash("fatal-error", into: directory)
+        let output = try inspect(["list", "--dir", directory])
+        let line = try XCTUnwrap(output.stdout.split(separator: "\n").first.map(String.init))
+        XCTAssertTrue(line.hasPrefix(RecordDirectory.id(of: path)), line)
+        XCTAssertTrue(line.contains("crash-harness 0.1.0"), line)
+        XCTAssertTrue(line.contains("\"crash-harness fatalError text\""), line)
+        XCTAssertTrue(line.contains("closure #1 () -> () in closure"), "the fatalError call site: \(line)")
+    }
+
+    func testASentryEnvelopeCarriesTheEventDebugImagesAndTheRawRecord() throws {
+        let directory = try scratch("sentry")
+        let path = try crash("null-dereference", into: directory)
+        let out = directory + "/envelope"
+        XCTAssertEqual(try inspect(["export", path, "--sentry", "-o", out]).ending, .exited(0))
+        let bytes = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: out)))
+        var cursor = 0
+        func line() throws -> [String: Any] {
+            let end = try XCTUnwrap(bytes[cursor...].firstIndex(of: 0x0A))
+            defer { cursor = end + 1 }
+            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(bytes[cursor..<end])) as? [String: Any])
+        }
+        func payload(_ length: Int) -> [UInt8] {
+            defer { cursor += length + 1 }
+            return Array(bytes[cursor..<cursor + length])
+        }
+        let header = try line()
+        let eventID = try XCTUnwrap(header["event_id"] as? String)
+        XCTAssertEqual(eventID.count, 32)
+        let eventHeader = try line()
+        XCTAssertEqual(eventHeader["type"] as? String, "event")
+        let eventBytes = payload(try XCTUnwrap(eventHeader["length"] as? Int))
+        let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(eventBytes)) as? [String: Any])
+        XCTAssertEqual(event["event_id"] as? String, eventID)
+        XCTAssertEqual(event["platform"] as? String, "native")
+        XCTAssertEqual(event["level"] as? String, "fatal")
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "SIGSEGV")
+        let frames = try XCTUnwrap((exception["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]])
+        XCTAssertEqual(frames.last?["function"] as? String, "cch_null_dereference", "Sentry frames are outermost first")
+        let images = try XCTUnwrap((event["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])
+        let main = try XCTUnwrap(images.first { $0["code_file"] as? String == Self.harness })
+        let buildID = try ELFFile(path: Self.harness).buildID
+        XCTAssertEqual(main["code_id"] as? String, hexString(buildID))
+        XCTAssertEqual(main["debug_id"] as? String, SentryEnvelope.debugID(buildID: buildID))
+        let attachmentHeader = try line()
+        XCTAssertEqual(attachmentHeader["type"] as? String, "attachment")
+        let attachment = payload(try XCTUnwrap(attachmentHeader["length"] as? Int))
+        XCTAssertEqual(attachment, [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path))))
+        XCTAssertEqual(cursor, bytes.count)
+    }
+
+    func testSentryDebugIDsSwapTheFirstThreeGUIDFieldsOfTheBuildID() {
+        let buildID: [UInt8] = Array(0x00...0x13)
+        XCTAssertEqual(SentryEnvelope.debugID(buildID: buildID), "03020100-0504-0706-0809-0a0b0c0d0e0f")
+        XCTAssertEqual(SentryEnvelope.debugID(buildID: [0xAB]), "000000ab-0000-0000-0000-000000000000")
+    }
+
+    func testHelpTextIsPinned() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        for (name, arguments) in [("help.txt", ["--help"]), ("help-show.txt", ["show", "--help"]), ("help-list.txt", ["list", "--help"])] {
+            let output = try inspect(arguments)
+            XCTAssertEqual(output.ending, .exited(0))
+            let pinned = try String(contentsOf: fixtures.appendingPathComponent(name), encoding: .utf8)
+            XCTAssertEqual(output.stdout, pinned, "crash-inspect \(arguments.joined(separator: " ")) changed; update Fixtures/\(name) if intended")
+        }
+    }
+}
