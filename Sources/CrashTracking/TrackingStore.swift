@@ -316,6 +316,9 @@ public final class TrackingStore: @unchecked Sendable {
         public var endRuns: [String] = []
         /// Refresh this run marker's clocks.
         public var refreshRun: (id: String, wallMs: Int64, monoNs: Int64)?
+        /// Remove these run markers, which must still exist: if any is gone (another process
+        /// reported it first), nothing at all is written.
+        public var claimRuns: [String] = []
         /// Mark these crash record names ingested; if any already is, nothing at all is written.
         public var ingestedRecords: [String] = []
         /// Counters to add in the same transaction.
@@ -332,6 +335,9 @@ public final class TrackingStore: @unchecked Sendable {
             for name in extras.ingestedRecords {
                 if try Int.fetchOne(db, sql: "SELECT 1 FROM ingested WHERE name = ?", arguments: [name]) != nil { return nil }
             }
+            for run in extras.claimRuns {
+                if try Int.fetchOne(db, sql: "SELECT 1 FROM runs WHERE run_id = ?", arguments: [run]) == nil { return nil }
+            }
             var oversize = 0
             let insert = try db.cachedStatement(sql: "INSERT INTO events(track_id, event, time_ms, priority, json) VALUES(?, ?, ?, ?, ?)")
             for event in events {
@@ -341,7 +347,7 @@ public final class TrackingStore: @unchecked Sendable {
             for name in extras.ingestedRecords {
                 try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [name, Clock.wallMilliseconds()])
             }
-            for run in extras.endRuns { try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [run]) }
+            for run in extras.endRuns + extras.claimRuns { try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [run]) }
             if let refresh = extras.refreshRun {
                 try db.execute(sql: "UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ? WHERE run_id = ?",
                                arguments: [refresh.wallMs, refresh.monoNs, refresh.id])
@@ -492,6 +498,13 @@ public final class TrackingStore: @unchecked Sendable {
                           appName: row["app_name"], appVersion: row["app_version"],
                           identity: EventIdentity(anonymousID: row["anonymous_id"], loginID: row["login_id"]))
             }
+        }
+    }
+
+    /// Forgets ingested crash record names older than `age` seconds (their files are long gone).
+    public func pruneIngested(olderThan age: Double = 30 * 86400) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM ingested WHERE ingested_ms < ?", arguments: [Clock.wallMilliseconds() - Int64(age * 1000)])
         }
     }
 

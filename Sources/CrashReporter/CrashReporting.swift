@@ -1,0 +1,94 @@
+// CrashReporting.swift — one call that wires capture, next-launch ingest and tracking for an app.
+import CrashCapture
+import CrashEvents
+import CrashTracking
+import Foundation
+
+/// Crash capture plus event tracking for one application.
+///
+/// ```swift
+/// let reporting = try CrashReporting.start(directory: "/var/lib/myapp/telemetry", appName: "myapp",
+///                                          appVersion: "1.4.2", endpoint: URL(string: "https://sa.example.com/sa?project=prod"))
+/// reporting.tracker.track("Checkout", properties: ["items": .int(3)])
+/// reporting.shutdown()   // $AppEnd, upload within a few seconds
+/// ```
+public final class CrashReporting: @unchecked Sendable {
+    /// Where things live and how the tracker behaves.
+    public struct Configuration: Sendable {
+        /// The tracking store file.
+        public var storePath: String
+        /// Where CrashCapture writes crash records (and the next launch reads them).
+        public var recordDirectory: String
+        public var appName: String
+        public var appVersion: String
+        public var endpoint: URL?
+        /// Install the crash handlers (off: only the tracker and the ingest run).
+        public var captureCrashes = true
+        /// Adjusts the tracker's configuration (limits, upload policy, timeouts) before it starts.
+        public var tracker: (@Sendable (inout Tracker.Configuration) -> Void)?
+
+        /// `<directory>/events.sqlite` and `<directory>/records`.
+        public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
+            self.init(storePath: "\(directory)/events.sqlite", recordDirectory: "\(directory)/records",
+                      appName: appName, appVersion: appVersion, endpoint: endpoint)
+        }
+
+        public init(storePath: String, recordDirectory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
+            self.storePath = storePath
+            self.recordDirectory = recordDirectory
+            self.appName = appName
+            self.appVersion = appVersion
+            self.endpoint = endpoint
+        }
+    }
+
+    public let tracker: Tracker
+    /// What the next-launch ingest found (records, abnormal ends).
+    public let ingestReport: NextLaunchIngest.Report
+    /// What starting CrashCapture did, or the error it gave (tracking runs on regardless).
+    public let captureResult: Result<CrashCapture.StartResult, CrashCaptureError>?
+
+    /// Opens the store, starts CrashCapture (identity and `$run_id` set for its `$AppEnd`), turns
+    /// records and dead run markers of earlier runs into events, then starts the tracker
+    /// (`$AppStart`). - Throws: ``TrackingStoreError`` when the store cannot be used at all.
+    public static func start(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) throws -> CrashReporting {
+        try start(Configuration(directory: directory, appName: appName, appVersion: appVersion, endpoint: endpoint))
+    }
+
+    /// See ``start(directory:appName:appVersion:endpoint:)``.
+    public static func start(_ configuration: Configuration) throws -> CrashReporting {
+        try CrashReporting(configuration)
+    }
+
+    private init(_ configuration: Configuration) throws {
+        let store = try TrackingStore(path: configuration.storePath)
+        var trackerConfiguration = Tracker.Configuration(storePath: configuration.storePath, appName: configuration.appName,
+                                                         appVersion: configuration.appVersion, endpoint: configuration.endpoint)
+        configuration.tracker?(&trackerConfiguration)
+        trackerConfiguration.onIdentityChange = { CrashCapture.setIdentity($0) }
+        let state = try store.loadState(claimingFirstStart: false)
+        CrashCapture.setIdentity(EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID))
+        if configuration.captureCrashes {
+            var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
+                                                    appVersion: configuration.appVersion)
+            capture.superProperties = [NextLaunchIngest.runIDProperty: trackerConfiguration.runID]
+            do {
+                captureResult = .success(try CrashCapture.start(capture))
+            } catch let error as CrashCaptureError {
+                captureResult = .failure(error)
+            }
+        } else {
+            captureResult = nil
+        }
+        ingestReport = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
+                                            appName: configuration.appName, appVersion: configuration.appVersion,
+                                            excludingRun: trackerConfiguration.runID)
+        tracker = try Tracker(trackerConfiguration, store: store)
+    }
+
+    /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``).
+    @discardableResult
+    public func shutdown(timeout: Double? = nil) -> Tracker.ShutdownResult {
+        tracker.shutdown(timeout: timeout)
+    }
+}

@@ -1,0 +1,238 @@
+// NextLaunchIngest.swift — on the next launch, crash records and stale run markers become events.
+//
+// A record becomes `AppCrashed` (crash priority) plus the compensating `$AppEnd` it carries, in
+// one transaction that also marks the record ingested and removes the crashed run's marker; the
+// file is deleted only after that commit. A marker of a run that is no longer alive and was
+// not closed by a `$AppEnd` or a record becomes a synthesized `$AppEnd` flagged
+// `"$app_end_reason": "abnormal"` (SIGKILL, OOM killer, power loss).
+import CrashCapture
+import CrashEvents
+import CrashTracking
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The next-launch ingest of crash records and run markers into a ``TrackingStore``.
+public enum NextLaunchIngest {
+    /// What one ingest did.
+    public struct Report: Sendable, Equatable {
+        /// Records turned into `AppCrashed` (+ `$AppEnd`) and deleted.
+        public var recordsIngested: [String] = []
+        /// Records already ingested by an earlier launch (or another process), now deleted.
+        public var recordsAlreadyIngested: [String] = []
+        /// Records the reader rejected; still ingested as an `AppCrashed` saying so, and deleted.
+        public var recordsUnreadable: [String] = []
+        /// Partial records of a process that still runs (left alone).
+        public var recordsInProgress: [String] = []
+        /// Run markers of dead runs turned into abnormal `$AppEnd`s.
+        public var abnormalEnds: [String] = []
+        /// Problems that left something in place for the next launch.
+        public var errors: [String] = []
+        public init() {}
+    }
+
+    /// The property that carries the run id in CrashCapture's compensating `$AppEnd`.
+    public static let runIDProperty = "$run_id"
+    /// Frames quoted in `app_crashed_reason`.
+    public static let reasonFrames = 12
+
+    /// Ingests every record in `recordDirectory` (if any), then every dead run marker other
+    /// than `excludingRun`. Never throws: failures are reported and retried at the next launch.
+    public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String,
+                           excludingRun: String? = nil) -> Report {
+        var report = Report()
+        var markers = (try? store.runMarkers()) ?? []
+        if let recordDirectory {
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: recordDirectory)) ?? [])
+                .filter { $0.hasPrefix("crash-") && ($0.hasSuffix(".ccrec") || $0.hasSuffix(".ccrec.partial")) }
+                .sorted()
+            for name in names {
+                ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
+                             appName: appName, appVersion: appVersion, report: &report)
+            }
+        }
+        for marker in markers where marker.runID != excludingRun && !marker.process.isAlive {
+            var extras = TrackingStore.AppendExtras()
+            extras.claimRuns = [marker.runID]
+            do {
+                if try store.append([abnormalAppEnd(marker)], extras: extras) != nil { report.abnormalEnds.append(marker.runID) }
+            } catch {
+                report.errors.append("run \(marker.runID): \(error)")
+            }
+        }
+        try? store.pruneIngested()
+        return report
+    }
+
+    /// "crash-<ms>-<pid>-<tid>.ccrec[.partial]" → (ms, pid).
+    static func parseName(_ name: String) -> (ms: Int64, pid: Int32)? {
+        guard let stem = name.split(separator: ".").first else { return nil }
+        let parts = stem.split(separator: "-")
+        guard parts.count == 4, let ms = Int64(parts[1]), let pid = Int32(parts[2]) else { return nil }
+        return (ms, pid)
+    }
+
+    private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
+                                     appName: String, appVersion: String, report: inout Report) {
+        let path = "\(directory)/\(name)"
+        let parsed = parseName(name)
+        if name.hasSuffix(".partial"), let pid = parsed?.pid, pid != getpid(), kill(pid, 0) == 0 || errno == EPERM {
+            // The handler of a live process may still be writing it (it renames when done).
+            report.recordsInProgress.append(name)
+            return
+        }
+        do {
+            if try store.wasIngested(name) {
+                unlink(path)
+                report.recordsAlreadyIngested.append(name)
+                return
+            }
+        } catch {
+            report.errors.append("\(name): \(error)")
+            return
+        }
+        var events: [NewEvent] = []
+        var extras = TrackingStore.AppendExtras()
+        extras.ingestedRecords = [name]
+        var unreadable = false
+        do {
+            let record = try CrashRecordReader.read(path: path)
+            let appEnd = parseAppEnd(record.appEndJSON)
+            let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.ms
+            let marker = matchMarker(markers, runID: appEnd?.runID, pid: record.process?.pid ?? parsed?.pid, crashMs: crashMs)
+            let identity = appEnd?.identity ?? marker?.identity ?? EventIdentity()
+            let renderer = EventRenderer(appName: record.appName ?? marker?.appName ?? appName,
+                                         appVersion: record.appVersion ?? marker?.appVersion ?? appVersion)
+            events.append(appCrashed(record, name: name, identity: identity, renderer: renderer, time: crashMs ?? nowMilliseconds()))
+            if let appEnd {
+                events.append(NewEvent(trackID: appEnd.trackID, event: "$AppEnd", time: appEnd.time, priority: .crash, json: appEnd.json))
+            } else {
+                // No usable compensating $AppEnd: make one from what the record knows.
+                var properties: [String: JSONScalar] = ["$app_crashed": .bool(true), "$app_end_reason": .string("crash"),
+                                                        "$crash_record": .string(name)]
+                if let process = record.process { properties["$event_duration"] = .double((process.uptimeSeconds * 1000).rounded() / 1000) }
+                if let signal = record.signal { properties["$crash_signal"] = .string(signal.name) }
+                let time = crashMs ?? nowMilliseconds()
+                let draft = EventDraft(time: time, event: "$AppEnd", identity: identity, properties: properties, priority: .crash)
+                events.append(NewEvent(trackID: draft.trackID, event: "$AppEnd", time: time, priority: .crash,
+                                       json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
+            }
+            if let marker {
+                extras.endRuns = [marker.runID]
+                markers.removeAll { $0.runID == marker.runID }
+            }
+        } catch {
+            unreadable = true
+            let renderer = EventRenderer(appName: appName, appVersion: appVersion)
+            let time = parsed?.ms ?? nowMilliseconds()
+            let draft = EventDraft(time: time, event: "AppCrashed", identity: EventIdentity(), properties: [
+                "app_crashed_reason": .string("unreadable crash record \(name): \(error)"),
+                "$crash_record": .string(name), "$crash_record_complete": .bool(false),
+            ], priority: .crash)
+            events.append(NewEvent(trackID: draft.trackID, event: "AppCrashed", time: time, priority: .crash,
+                                   json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
+        }
+        do {
+            if try store.append(events, extras: extras) == nil {
+                report.recordsAlreadyIngested.append(name)
+            } else if unreadable {
+                report.recordsUnreadable.append(name)
+            } else {
+                report.recordsIngested.append(name)
+            }
+            unlink(path) // only now: its events are committed (by us or by someone before us)
+        } catch {
+            report.errors.append("\(name): \(error)")
+        }
+    }
+
+    struct AppEnd {
+        var json: String
+        var trackID: String
+        var time: Int64
+        var runID: String?
+        var identity: EventIdentity
+    }
+
+    /// The record's compensating `$AppEnd`, if it is a JSON object with the fields it must have.
+    static func parseAppEnd(_ text: String?) -> AppEnd? {
+        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              object["event"] as? String == "$AppEnd", let trackID = object["_track_id"] as? String, !trackID.isEmpty,
+              let time = (object["time"] as? NSNumber)?.int64Value, let properties = object["properties"] as? [String: Any]
+        else { return nil }
+        return AppEnd(json: text.trimmingCharacters(in: .whitespacesAndNewlines), trackID: trackID, time: time,
+                      runID: properties[runIDProperty] as? String,
+                      identity: EventIdentity(anonymousID: object["anonymous_id"] as? String, loginID: object["login_id"] as? String))
+    }
+
+    /// The marker of the crashed run: by run id, else the latest dead one of that pid started before the crash.
+    static func matchMarker(_ markers: [RunMarker], runID: String?, pid: Int32?, crashMs: Int64?) -> RunMarker? {
+        if let runID, let marker = markers.first(where: { $0.runID == runID }) { return marker }
+        guard let pid, let crashMs else { return nil }
+        return markers.filter { $0.process.pid == pid && $0.startWallMilliseconds <= crashMs + 1000 && !$0.process.isAlive }
+            .max { $0.startWallMilliseconds < $1.startWallMilliseconds }
+    }
+
+    /// `AppCrashed`: `app_crashed_reason` (signal, fatal message, top frames) and structured `$crash_*` properties.
+    static func appCrashed(_ record: CrashRecord, name: String, identity: EventIdentity, renderer: EventRenderer,
+                           time: Int64) -> NewEvent {
+        var properties: [String: JSONScalar] = ["$crash_record": .string(name),
+                                                "$crash_record_complete": .bool(record.isComplete)]
+        var lines: [String] = []
+        if let signal = record.signal {
+            var line = "\(signal.name) (\(signal.codeName): \(signal.codeDescription))"
+            if let address = signal.faultAddress {
+                line += " at 0x\(String(address, radix: 16))"
+                properties["$crash_fault_address"] = .string("0x\(String(address, radix: 16))")
+            }
+            lines.append(line)
+            properties["$crash_signal"] = .string(signal.name)
+            properties["$crash_signal_number"] = .int(Int(signal.number))
+            properties["$crash_signal_code"] = .string(signal.codeName)
+        }
+        if let message = record.fatalMessage, !message.isEmpty {
+            lines.append(message)
+            properties["$crash_fatal_message"] = .string(message)
+        }
+        if let thread = record.crashedThread {
+            properties["$crash_thread"] = .string(thread.name)
+            for (index, pc) in thread.frames.prefix(reasonFrames).enumerated() {
+                var frame = "#\(index) 0x\(String(pc, radix: 16))"
+                if let image = record.image(containing: pc) {
+                    frame += " \((image.path as NSString).lastPathComponent)+0x\(String(pc &- image.base, radix: 16))"
+                }
+                lines.append(frame)
+            }
+            properties["$crash_frame_count"] = .int(thread.frames.count)
+        }
+        if let main = record.images.first(where: { $0.isMainExecutable }), !main.buildID.isEmpty {
+            properties["$crash_build_id"] = .string(main.buildIDHex)
+        }
+        if let process = record.process {
+            properties["$crash_uptime"] = .double((process.uptimeSeconds * 1000).rounded() / 1000)
+            properties["$crash_pid"] = .int(Int(process.pid))
+        }
+        if !record.isComplete { lines.append("(record incomplete: \(record.completeness))") }
+        properties["app_crashed_reason"] = .string(lines.isEmpty ? "crash (no details in record)" : lines.joined(separator: "\n"))
+        let draft = EventDraft(time: time, event: "AppCrashed", identity: identity, properties: properties, priority: .crash)
+        return NewEvent(trackID: draft.trackID, event: "AppCrashed", time: time, priority: .crash,
+                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
+    }
+
+    /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
+    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`.
+    static func abnormalAppEnd(_ marker: RunMarker) -> NewEvent {
+        let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion)
+        let draft = EventDraft(time: marker.refreshWallMilliseconds, event: "$AppEnd", identity: marker.identity, properties: [
+            "$event_duration": .double((marker.knownDurationSeconds * 1000).rounded() / 1000),
+            "$app_end_reason": .string("abnormal"),
+            "$app_crashed": .bool(false),
+            runIDProperty: .string(marker.runID),
+        ], priority: .crash)
+        return NewEvent(trackID: draft.trackID, event: "$AppEnd", time: draft.time, priority: .crash,
+                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
+    }
+
+    static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}

@@ -1,1 +1,0 @@
-// Placeholder: the next-launch reporter lands here (issue 4).

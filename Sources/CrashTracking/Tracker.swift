@@ -1,0 +1,376 @@
+// Tracker.swift — the public tracking API: track() hands off to a writer thread and returns.
+//
+// The caller appends to an in-memory queue under one short lock and, only if the writer is
+// asleep, signals it. The writer renders the queued events to JSON and commits them in one
+// transaction, refreshes this run's marker every few seconds, and tells the uploader how many
+// events are pending. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
+// yet committed) are lost; events committed never are (`waitUntilStored` tells which).
+import CrashEvents
+import Foundation
+
+/// Tracks Sensors-style events into a ``TrackingStore`` and (with an endpoint) uploads them.
+public final class Tracker: @unchecked Sendable {
+    /// What a tracker needs.
+    public struct Configuration: Sendable {
+        /// The SQLite store file (created with its directory if missing).
+        public var storePath: String
+        public var appName: String
+        public var appVersion: String
+        /// The Sensors `/sa` URL; `nil` keeps events in the store (readable by the inspector).
+        public var endpoint: URL?
+        public var limits = StoreLimits()
+        public var upload = UploadPolicy()
+        /// Default bound for ``shutdown(timeout:)``, seconds.
+        public var shutdownTimeout: Double = 3
+        /// How often (seconds) the writer refreshes this run's marker.
+        public var runMarkerInterval: Double = 2
+        /// Events held in memory while the store cannot be written; beyond it new events are dropped (and counted).
+        public var maxQueuedEvents = 100_000
+        /// Track `$AppStart` when the tracker starts.
+        public var trackAppStart = true
+        /// Opt-in: add `$hostname` and `$user` to every event.
+        public var includeHostInfo = false
+        /// Called at start and on every login/logout with the new identity (CrashReporter uses it to
+        /// keep CrashCapture's compensating `$AppEnd` in step).
+        public var onIdentityChange: (@Sendable (EventIdentity) -> Void)?
+        /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
+        public var runID: String = EventDraft.newTrackID()
+
+        public init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
+            self.storePath = storePath
+            self.appName = appName
+            self.appVersion = appVersion
+            self.endpoint = endpoint
+        }
+    }
+
+    /// Identity and super properties at one moment, with the super properties pre-rendered.
+    final class Context: @unchecked Sendable {
+        let identity: EventIdentity
+        let superProperties: [String: JSONScalar]
+        let base: EventRenderer.RenderedBase
+        init(identity: EventIdentity, superProperties: [String: JSONScalar], renderer: EventRenderer) {
+            self.identity = identity
+            self.superProperties = superProperties
+            base = renderer.base(superProperties: superProperties)
+        }
+    }
+
+    enum Item {
+        case event(name: String, properties: [String: JSONScalar], time: Int64, context: Context, type: String,
+                   originalID: String?, endsRun: Bool)
+        case setLogin(String?, EventIdentity)
+        case setSuperProperties([String: JSONScalar])
+    }
+
+    public let configuration: Configuration
+    public let store: TrackingStore
+    public let renderer: EventRenderer
+    /// This run's id (its marker row).
+    public var runID: String { configuration.runID }
+    /// Whether this is the first start ever on this store (`$is_first_time` of `$AppStart`).
+    public let isFirstStart: Bool
+    let startMonotonic = Clock.monotonicNanoseconds()
+    let uploader: Uploader?
+
+    private let cond = NSCondition()
+    // Guarded by `cond`.
+    private var queue: [Item] = []
+    private var spare: [Item] = []
+    private var context: Context
+    private var writerWaiting = false
+    private var enqueued = 0
+    private var processed = 0
+    private var droppedQueueFull = 0
+    private var accepting = true
+    private var writerStop = false
+    private var writerDone = false
+
+    /// Opens the store, registers this run's marker, tracks `$AppStart` and starts the writer (and
+    /// the uploader when an endpoint is set).
+    /// - Throws: ``TrackingStoreError`` when the store cannot be opened or written at all.
+    public convenience init(_ configuration: Configuration) throws {
+        try self.init(configuration, store: TrackingStore(path: configuration.storePath, limits: configuration.limits))
+    }
+
+    /// Like ``init(_:)`` with a store the caller opened (CrashReporter ingests into it first).
+    public init(_ configuration: Configuration, store: TrackingStore) throws {
+        self.configuration = configuration
+        self.store = store
+        var extra: [String: JSONScalar] = [:]
+        if configuration.includeHostInfo {
+            extra["$hostname"] = .string(ProcessInfo.processInfo.hostName)
+            extra["$user"] = .string(NSUserName())
+        }
+        renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extra)
+        let state = try store.loadState()
+        isFirstStart = state.isFirstStart
+        let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
+        context = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
+        let now = Clock.wallMilliseconds()
+        try store.registerRun(RunMarker(
+            runID: configuration.runID, process: .current, startWallMilliseconds: now, startMonotonicNanoseconds: startMonotonic,
+            refreshWallMilliseconds: now, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
+            appVersion: configuration.appVersion, identity: identity))
+        uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
+        queue.reserveCapacity(1024)
+        spare.reserveCapacity(1024)
+        configuration.onIdentityChange?(identity)
+        let writer = Thread { [self] in writerLoop() }
+        writer.name = "CrashTracking.writer"
+        writer.start()
+        uploader?.start()
+        if configuration.trackAppStart {
+            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart)])
+        }
+    }
+
+    /// The current identity.
+    public var identity: EventIdentity { cond.withLock { context.identity } }
+
+    /// Tracks an event. Never waits on disk or network: the event is queued for the writer.
+    /// Events tracked after ``shutdown(timeout:)`` are ignored.
+    public func track(_ event: String, properties: [String: JSONScalar] = [:]) {
+        enqueue(name: event, properties: properties, type: "track", originalID: nil, endsRun: false)
+    }
+
+    private func enqueue(name: String, properties: [String: JSONScalar], type: String, originalID: String?, endsRun: Bool) {
+        let time = Clock.wallMilliseconds()
+        cond.lock()
+        guard accepting else { cond.unlock(); return }
+        if queue.count >= configuration.maxQueuedEvents {
+            droppedQueueFull += 1
+            cond.unlock()
+            return
+        }
+        queue.append(.event(name: name, properties: properties, time: time, context: context, type: type,
+                            originalID: originalID, endsRun: endsRun))
+        enqueued += 1
+        if writerWaiting { cond.signal() }
+        cond.unlock()
+    }
+
+    private func enqueueControl(_ item: Item, update: ((inout Context) -> Void)? = nil) -> EventIdentity {
+        cond.lock()
+        update?(&context)
+        let identity = context.identity
+        queue.append(item)
+        enqueued += 1
+        if writerWaiting { cond.signal() }
+        cond.unlock()
+        return identity
+    }
+
+    /// Logs in: later events carry `login_id` and `distinct_id` = `id`; tracks `$SignUp` (Sensors'
+    /// `track_signup` with `original_id` = the anonymous id) when the login id changes.
+    public func login(_ id: String) {
+        guard !id.isEmpty else { return }
+        var changed = false
+        let identity: EventIdentity = cond.withLock {
+            changed = context.identity.loginID != id
+            if changed {
+                context = Context(identity: EventIdentity(anonymousID: context.identity.anonymousID, loginID: id),
+                                  superProperties: context.superProperties, renderer: renderer)
+            }
+            return context.identity
+        }
+        guard changed else { return }
+        _ = enqueueControl(.setLogin(id, identity))
+        enqueue(name: "$SignUp", properties: [:], type: "track_signup", originalID: identity.anonymousID, endsRun: false)
+        configuration.onIdentityChange?(identity)
+    }
+
+    /// Logs out: later events are anonymous again.
+    public func logout() {
+        let identity: EventIdentity = cond.withLock {
+            context = Context(identity: EventIdentity(anonymousID: context.identity.anonymousID, loginID: nil),
+                              superProperties: context.superProperties, renderer: renderer)
+            return context.identity
+        }
+        _ = enqueueControl(.setLogin(nil, identity))
+        configuration.onIdentityChange?(identity)
+    }
+
+    /// Registers super properties: merged into every later event (event properties win) and kept across runs.
+    public func registerSuperProperties(_ properties: [String: JSONScalar]) {
+        updateSuperProperties { merged in for (key, value) in properties { merged[key] = value } }
+    }
+
+    /// Removes one super property.
+    public func unregisterSuperProperty(_ key: String) {
+        updateSuperProperties { $0[key] = nil }
+    }
+
+    /// Removes every super property.
+    public func clearSuperProperties() {
+        updateSuperProperties { $0 = [:] }
+    }
+
+    /// The super properties now registered.
+    public var superProperties: [String: JSONScalar] { cond.withLock { context.superProperties } }
+
+    private func updateSuperProperties(_ change: (inout [String: JSONScalar]) -> Void) {
+        cond.lock()
+        var merged = context.superProperties
+        change(&merged)
+        context = Context(identity: context.identity, superProperties: merged, renderer: renderer)
+        queue.append(.setSuperProperties(merged))
+        enqueued += 1
+        if writerWaiting { cond.signal() }
+        cond.unlock()
+    }
+
+    /// Waits until everything tracked before this call is committed to the store (or dropped and
+    /// counted). Returns `false` on timeout.
+    @discardableResult
+    public func waitUntilStored(timeout: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        let target = enqueued
+        while processed < target && !writerDone {
+            if !cond.wait(until: deadline) { return processed >= target }
+        }
+        return processed >= target
+    }
+
+    /// Commits what was tracked, then uploads until the store is empty. Returns `true` when
+    /// everything pending was delivered (or quarantined) within `timeout`; `false` on timeout or
+    /// without an endpoint (events then simply stay in the store).
+    @discardableResult
+    public func flush(timeout: Double = 10) -> Bool {
+        let deadline = Clock.monotonicNanoseconds() + Int64(timeout * 1e9)
+        guard waitUntilStored(timeout: timeout), let uploader else { return false }
+        return uploader.flush(deadline: deadline)
+    }
+
+    /// What ``shutdown(timeout:)`` achieved.
+    public struct ShutdownResult: Sendable, Equatable {
+        /// Everything tracked, including `$AppEnd`, was committed.
+        public var stored: Bool
+        /// The store was drained to the server (always `false` without an endpoint).
+        public var uploaded: Bool
+    }
+
+    /// Tracks `$AppEnd` (`$event_duration` on the monotonic clock), removes this run's marker in
+    /// the same transaction, stops the writer and uploads for at most `timeout` seconds
+    /// (default `configuration.shutdownTimeout`). Later calls return the first result.
+    @discardableResult
+    public func shutdown(timeout: Double? = nil) -> ShutdownResult {
+        let seconds = timeout ?? configuration.shutdownTimeout
+        let deadline = Clock.monotonicNanoseconds() + Int64(seconds * 1e9)
+        let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
+        enqueue(name: "$AppEnd", properties: ["$event_duration": .double((duration * 1000).rounded() / 1000),
+                                              "$app_end_reason": .string("normal")],
+                type: "track", originalID: nil, endsRun: true)
+        let alreadyStopped: Bool = cond.withLock {
+            let was = !accepting
+            accepting = false
+            return was
+        }
+        if alreadyStopped { return lastShutdown ?? ShutdownResult(stored: false, uploaded: false) }
+        let stored = waitUntilStored(timeout: seconds)
+        cond.withLock {
+            writerStop = true
+            cond.broadcast()
+        }
+        let uploaded = uploader?.finish(deadline: deadline) ?? false
+        let result = ShutdownResult(stored: stored, uploaded: uploaded)
+        cond.withLock { lastShutdown = result }
+        return result
+    }
+
+    private var lastShutdown: ShutdownResult?
+
+    // MARK: - Writer
+
+    private func writerLoop() {
+        var carry: [Item] = []
+        var nextRefresh = Clock.monotonicNanoseconds() + Int64(configuration.runMarkerInterval * 1e9)
+        var droppedStoreError = 0
+        while true {
+            cond.lock()
+            while queue.isEmpty && carry.isEmpty && !writerStop && Clock.monotonicNanoseconds() < nextRefresh {
+                writerWaiting = true
+                _ = cond.wait(until: Date(timeIntervalSinceNow: max(0.001, Double(nextRefresh - Clock.monotonicNanoseconds()) / 1e9)))
+                writerWaiting = false
+            }
+            if writerStop && queue.isEmpty && carry.isEmpty {
+                writerDone = true
+                cond.broadcast()
+                cond.unlock()
+                return
+            }
+            swap(&queue, &spare)
+            let dropped = droppedQueueFull
+            droppedQueueFull = 0
+            cond.unlock()
+
+            let items = carry + spare
+            let now = Clock.monotonicNanoseconds()
+            var extras = TrackingStore.AppendExtras()
+            if now >= nextRefresh {
+                extras.refreshRun = (configuration.runID, Clock.wallMilliseconds(), now)
+                nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
+            }
+            extras.counters["dropped_queue_full"] = dropped
+            extras.counters["dropped_store_error"] = droppedStoreError
+            var events: [NewEvent] = []
+            events.reserveCapacity(items.count)
+            var controls: [Item] = []
+            for item in items {
+                switch item {
+                case let .event(name, properties, time, context, type, originalID, endsRun):
+                    let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
+                                           originalID: originalID, properties: properties)
+                    events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
+                                           json: renderer.render(draft, base: context.base)))
+                    if endsRun { extras.endRuns.append(configuration.runID) }
+                case .setLogin, .setSuperProperties:
+                    controls.append(item)
+                }
+            }
+            do {
+                let pending = try store.append(events, extras: extras) ?? 0
+                for control in controls {
+                    switch control {
+                    case let .setLogin(id, identity):
+                        try store.setLoginID(id)
+                        try store.updateRunIdentity(configuration.runID, identity: identity)
+                    case let .setSuperProperties(properties):
+                        try store.setSuperProperties(properties)
+                    case .event:
+                        break
+                    }
+                }
+                carry = []
+                droppedStoreError = 0
+                cond.withLock {
+                    processed += items.count
+                    spare.removeAll(keepingCapacity: true)
+                    cond.broadcast()
+                }
+                uploader?.noteCommitted(pending: pending)
+            } catch {
+                // The store cannot be written now (disk full, locked for too long...): keep the
+                // items (bounded) and retry in a second; they count as processed only once committed.
+                cond.withLock {
+                    spare.removeAll(keepingCapacity: true)
+                    droppedQueueFull += dropped
+                }
+                carry = items
+                if carry.count > configuration.maxQueuedEvents {
+                    let excess = carry.count - configuration.maxQueuedEvents
+                    carry.removeFirst(excess)
+                    droppedStoreError += excess
+                    cond.withLock { processed += excess; cond.broadcast() }
+                }
+                Thread.sleep(forTimeInterval: 1)
+                if cond.withLock({ writerStop }) {
+                    cond.withLock { writerDone = true; cond.broadcast() }
+                    return
+                }
+            }
+        }
+    }
+}
