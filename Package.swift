@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
         .executable(name: "crash-harness", targets: ["crash-harness"]),
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
+        .library(name: "CrashInspection", targets: ["CrashInspection"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -20,7 +21,6 @@ let package = Package(
         .target(
             name: "CShims",
             path: "CShims",
-            cSettings: [.unsafeFlags(["-fno-omit-frame-pointer"])],
             linkerSettings: [.linkedLibrary("unwind")]
         ),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "CrashScenarios", "CrashSymbolication",
+                "CrashCapture", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "CrashTracking", "CrashReporter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

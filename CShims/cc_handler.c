@@ -15,7 +15,8 @@
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
  *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close,
- *     renameat, clock_gettime, sigaction, sigprocmask, getpid, tgkill via syscall, nanosleep);
+ *     renameat, clock_gettime, sigaction, sigprocmask, getpid, tgkill via syscall, nanosleep,
+ *     alarm);
  *   - C11 atomics (lock-free on every supported target);
  *   - libunwind's local unwinder (unw_init_local2 / unw_step / unw_get_reg: documented
  *     signal-safe; warmed up at install so its one-time initialisation never runs here);
@@ -69,6 +70,32 @@ static void cc__die_with(int signo) {
     sigprocmask(SIG_UNBLOCK, &set, 0);
     syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
     _exit(128 + signo); /* not reached: the default action of a fatal signal ends the process */
+}
+
+/* async-signal-safe: the watchdog. If writing the record hangs (libunwind waiting on the
+ * loader lock that a thread inside dlopen holds, a wedged filesystem), SIGALRM arrives after
+ * watchdog_seconds (10 by default) on whichever thread can take it and ends the process with
+ * the signal the crash began with. Armed with alarm(2) at the start of the record, disarmed
+ * before chaining. */
+static struct sigaction g_alarm_previous;
+
+static void cc__watchdog(int signo) {
+    (void)signo;
+    cc__die_with(cc__g.crash_signo);
+}
+
+static void cc__watchdog_arm(void) {
+    struct sigaction action = { 0 };
+    action.sa_handler = cc__watchdog;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_ONSTACK;
+    sigaction(SIGALRM, &action, &g_alarm_previous);
+    alarm(cc__g.watchdog_seconds);
+}
+
+static void cc__watchdog_disarm(void) {
+    alarm(0);
+    sigaction(SIGALRM, &g_alarm_previous, 0);
 }
 
 /* async-signal-safe: index of signo in cc__g.signals, or -1. */
@@ -235,6 +262,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
         if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
             *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
         }
+        while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
         cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
         cc__write_memory(w, "sp", cc__context_sp(uc), 0, 256);
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
@@ -275,7 +303,9 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     pid_t expected = 0;
     if (atomic_compare_exchange_strong(&cc__g.crash_tid, &expected, tid)) {
         cc__g.crash_signo = signo;
+        cc__watchdog_arm();
         cc__record(signo, info, (ucontext_t *)context, tid, saved_errno);
+        cc__watchdog_disarm();
         atomic_store(&cc__g.record_done, 1);
     } else if (expected == tid) {
         /* A fault inside our own handler, or inside a handler we chained to: stop here, with

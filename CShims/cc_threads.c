@@ -127,7 +127,7 @@ static int cc__request_stack(pid_t tid) {
     cc__g.dump_count = 0;
     atomic_store(&cc__g.dump_target, tid);
     atomic_store(&cc__g.dump_state, CC__DUMP_REQUESTED);
-    if (syscall(SYS_tgkill, (long)cc__g.pid, (long)tid, (long)cc__g.dump_signal) != 0) {
+    if (syscall(SYS_tgkill, (long)getpid(), (long)tid, (long)cc__g.dump_signal) != 0) {
         atomic_store(&cc__g.dump_state, CC__DUMP_IDLE);
         return 0;
     }

@@ -25,6 +25,7 @@ enum cc_install_result {
 #define CC_FLAG_NO_THREAD_STACKS        0x1u  /* do not ask other threads for their stacks */
 #define CC_FLAG_TEST_CRASH_IN_HANDLER   0x2u  /* test hook: fault inside the handler after the first sections */
 #define CC_FLAG_NO_ALTSTACK_NEW_THREADS 0x4u  /* do not give threads created later an alternate stack */
+#define CC_FLAG_TEST_HANG_IN_HANDLER    0x8u  /* test hook: hang inside the handler (the watchdog must end it) */
 
 typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */
@@ -38,6 +39,7 @@ typedef struct {
     uint32_t max_frames;         /* crashing-thread frames to record; 0 = default (256) */
     uint32_t flags;              /* CC_FLAG_* */
     int thread_dump_signal;      /* signal used to ask other threads for stacks; 0 = SIGRTMAX-3 */
+    uint32_t watchdog_seconds;   /* a handler still writing after this long ends the process; 0 = 10 */
 } cc_config_t;
 
 /* Installs the handlers. Not async-signal-safe; call from ordinary code.

@@ -66,6 +66,8 @@ public enum CrashCapture {
                         if !configuration.recordOtherThreads { flags |= UInt32(CC_FLAG_NO_THREAD_STACKS) }
                         if !configuration.alternateStacksForNewThreads { flags |= UInt32(CC_FLAG_NO_ALTSTACK_NEW_THREADS) }
                         if configuration._testCrashInsideHandler { flags |= UInt32(CC_FLAG_TEST_CRASH_IN_HANDLER) }
+                        if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
+                        config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
                         return cc_install(&config, &errnoValue)
@@ -154,8 +156,13 @@ public struct CrashCaptureConfiguration: Sendable {
     public var threadDumpSignal: Int32?
     /// Extra properties merged into the compensating `$AppEnd` (string values).
     public var superProperties: [String: String]
+    /// Seconds the handler may take before its watchdog ends the process with the original
+    /// signal (a hang while writing must not keep a dead process alive). 1...3600.
+    public var watchdogSeconds: Int
     /// Test hook: fault inside the signal handler after the first sections are written.
     public var _testCrashInsideHandler: Bool
+    /// Test hook: hang inside the signal handler after the first sections are written.
+    public var _testHangInsideHandler: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -170,7 +177,9 @@ public struct CrashCaptureConfiguration: Sendable {
         self.alternateStacksForNewThreads = true
         self.threadDumpSignal = nil
         self.superProperties = [:]
+        self.watchdogSeconds = 10
         self._testCrashInsideHandler = false
+        self._testHangInsideHandler = false
     }
 }
 

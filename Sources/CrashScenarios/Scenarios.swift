@@ -211,6 +211,14 @@ public enum Scenarios {
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),
                  configure: { $0._testCrashInsideHandler = true })
         { _ in level1 { cch_abort() } },
+        Scenario("hang-in-handler", "a handler that hangs is ended by its watchdog with the original signal",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, frames: [], mayBeIncomplete: true),
+                 configure: {
+                     $0._testHangInsideHandler = true
+                     $0.watchdogSeconds = 1
+                 })
+        { _ in level1 { cch_null_dereference() } },
         Scenario("signal-from-other-process", "kill -SEGV from another process is recorded with the sender",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SI_USER", frames: chain, fromOtherProcess: true))

@@ -1,0 +1,18 @@
+// swift-tools-version:5.10
+// The record parser's fuzz target, kept out of the main package: it only links with
+// `-sanitize=fuzzer` (libFuzzer provides main). Run it with scripts/fuzz.sh.
+import PackageDescription
+
+let package = Package(
+    name: "CrashCaptureFuzz",
+    dependencies: [.package(name: "CrashCapture", path: "..")],
+    targets: [
+        .executableTarget(
+            name: "record-fuzzer",
+            dependencies: [
+                .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashInspection", package: "CrashCapture"),
+            ]
+        ),
+    ]
+)
