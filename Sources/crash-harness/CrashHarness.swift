@@ -13,7 +13,7 @@ struct CrashHarness: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-harness",
         abstract: "Performs and verifies every way a Linux Swift program can die under CrashCapture.",
-        subcommands: [List.self, Run.self, Verify.self]
+        subcommands: [List.self, Run.self, Verify.self, Emit.self]
     )
 }
 

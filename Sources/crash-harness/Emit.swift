@@ -1,0 +1,91 @@
+// Emit.swift — `crash-harness emit`: tracks numbered events through the tracking store, then flushes or crashes.
+import ArgumentParser
+import CCrashScenarios
+import CrashCapture
+import CrashReporter
+import CrashTracking
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension CrashHarness {
+    struct Emit: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Tracks N events (properties seq = 0..N-1, run = an id unique to this invocation) into a tracking store, then flushes and exits.",
+            discussion: """
+                Starts CrashReporting on the store (crash records go to <store>.records), so this run also ingests \
+                records and dead run markers of earlier runs. With --crash-after K it crashes (null dereference) right \
+                after event K is committed, leaving a record for the next run.
+                """)
+
+        @Option(help: "Number of events to track.")
+        var count: Int
+
+        @Option(help: "The tracking store file.")
+        var store: String
+
+        @Option(help: "Sensors /sa endpoint; without it events stay in the store.")
+        var endpoint: String?
+
+        @Option(name: .customLong("crash-after"), help: "Crash right after tracking event K (0-based seq).")
+        var crashAfter: Int?
+
+        @Option(name: .customLong("flush-timeout"), help: "Seconds allowed for the final flush.")
+        var flushTimeout: Double = 10
+
+        @Option(name: .customLong("retry-delay"), help: "First retry delay in seconds (tests use a short one).")
+        var retryDelay: Double = 1
+
+        @Option(name: .customLong("max-retry-delay"), help: "Longest retry delay in seconds.")
+        var maxRetryDelay: Double = 300
+
+        @Option(name: .customLong("run-id"), help: "The `run` property (default: a fresh UUID).")
+        var runID: String?
+
+        @Flag(help: "Print a JSON summary (run id, ingest report, shutdown result) on stdout.")
+        var json = false
+
+        func validate() throws {
+            guard count >= 0 else { throw ValidationError("--count must be at least 0") }
+            if let crashAfter, crashAfter < 0 || crashAfter >= count {
+                throw ValidationError("--crash-after must be in 0..<count")
+            }
+            if let endpoint, URL(string: endpoint)?.scheme == nil { throw ValidationError("--endpoint must be a URL") }
+        }
+
+        func run() throws {
+            let run = runID ?? UUID().uuidString.lowercased()
+            var configuration = CrashReporting.Configuration(
+                storePath: store, recordDirectory: store + ".records", appName: "crash-harness",
+                appVersion: CrashCapture.libraryVersion, endpoint: endpoint.flatMap(URL.init(string:)))
+            let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout
+            configuration.tracker = { tracker in
+                tracker.upload.initialRetryDelay = retryDelay
+                tracker.upload.maxRetryDelay = maxRetryDelay
+                tracker.shutdownTimeout = flushTimeout
+            }
+            let reporting = try CrashReporting.start(configuration)
+            let tracker = reporting.tracker
+            for seq in 0..<count {
+                tracker.track("HarnessEvent", properties: ["seq": .int(seq), "run": .string(run)])
+                if seq == crashAfter {
+                    tracker.waitUntilStored(timeout: 30)
+                    cch_null_dereference()
+                }
+            }
+            let result = reporting.shutdown(timeout: flushTimeout)
+            if json {
+                let report = reporting.ingestReport
+                let object: [String: Any] = [
+                    "run": run, "stored": result.stored, "uploaded": result.uploaded,
+                    "recordsIngested": report.recordsIngested, "abnormalEnds": report.abnormalEnds,
+                    "recordsUnreadable": report.recordsUnreadable, "errors": report.errors,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+            }
+            if !result.stored || (endpoint != nil && !result.uploaded) { throw ExitCode(3) }
+        }
+    }
+}
