@@ -1,6 +1,6 @@
 // swift-tools-version:5.10
 // The record parser's fuzz target, kept out of the main package: it only links with
-// `-sanitize=fuzzer` (libFuzzer provides main). Run it with scripts/fuzz.sh.
+// `-sanitize=fuzzer` (libFuzzer drives it). Run it with scripts/fuzz.sh.
 import PackageDescription
 
 let package = Package(

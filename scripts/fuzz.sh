@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 swift build -c release --package-path Fuzz --scratch-path .build-fuzz \
-  -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library --product record-fuzzer
+  -Xswiftc -sanitize=fuzzer -Xswiftc -use-ld=lld --product record-fuzzer
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp Fuzz/corpus/* "$work/"

@@ -8,3 +8,5 @@ swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
 echo "== swift test"
 swift test
+echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s"
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

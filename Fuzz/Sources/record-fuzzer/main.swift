@@ -1,0 +1,35 @@
+// main.swift — libFuzzer driver: any bytes through the record parser and everything the inspector derives from it.
+//
+// SwiftPM gives every executable its own entry point, so libFuzzer's main() cannot be used;
+// this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
+import CrashCapture
+import CrashInspection
+#if canImport(Glibc)
+import Glibc
+#endif
+
+typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: FuzzCallback
+) -> Int32
+
+let testOneInput: FuzzCallback = { data, size in
+    guard let data else { return 0 }
+    let bytes = UnsafeBufferPointer(start: data, count: size)
+    guard let record = try? CrashRecordReader.parse(bytes) else { return 0 }
+    // What the inspector does with an untrusted record, short of running llvm-symbolizer.
+    let inspection = Inspection(path: "fuzz.ccrec", record: record, symbolicator: nil)
+    _ = Rendering.text(inspection)
+    _ = Rendering.encode(Rendering.json(inspection))
+    _ = inspection.signature
+    _ = SentryEnvelope.make(inspection, rawRecord: Array(bytes), eventID: "00000000000000000000000000000000")
+    return 0
+}
+
+var argc = CommandLine.argc
+var argv = CommandLine.unsafeArgv
+exit(LLVMFuzzerRunDriver(&argc, &argv, testOneInput))
