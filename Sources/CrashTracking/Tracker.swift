@@ -121,7 +121,7 @@ public final class Tracker: @unchecked Sendable {
         writer.start()
         uploader?.start()
         if configuration.trackAppStart {
-            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart)])
+            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart), "$run_id": .string(configuration.runID)])
         }
     }
 
@@ -261,7 +261,7 @@ public final class Tracker: @unchecked Sendable {
         let deadline = Clock.monotonicNanoseconds() + Int64(seconds * 1e9)
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         enqueue(name: "$AppEnd", properties: ["$event_duration": .double((duration * 1000).rounded() / 1000),
-                                              "$app_end_reason": .string("normal")],
+                                              "$app_end_reason": .string("normal"), "$run_id": .string(configuration.runID)],
                 type: "track", originalID: nil, endsRun: true)
         let alreadyStopped: Bool = cond.withLock {
             let was = !accepting

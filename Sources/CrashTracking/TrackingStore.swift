@@ -575,6 +575,12 @@ public final class TrackingStore: @unchecked Sendable {
         }
     }
 
+    /// Copies the WAL into the main file and truncates it (tests and tools; not needed for safety).
+    func checkpoint() throws {
+        let current = lock.withLock { pool }
+        try current.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
     /// Closes the database (further calls fail with an error, never a trap).
     public func close() {
         lock.withLock { try? pool.close() }

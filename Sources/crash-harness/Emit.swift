@@ -12,7 +12,7 @@ import Glibc
 extension CrashHarness {
     struct Emit: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Tracks N events (properties seq = 0..N-1, run = an id unique to this invocation) into a tracking store, then flushes and exits.",
+            abstract: "Tracks N events (properties seq = 0..N-1, run = an id unique to this invocation, also the tracker's run id) into a tracking store, then flushes and exits.",
             discussion: """
                 Starts CrashReporting on the store (crash records go to <store>.records), so this run also ingests \
                 records and dead run markers of earlier runs. With --crash-after K it crashes (null dereference) right \
@@ -43,6 +43,12 @@ extension CrashHarness {
         @Option(name: .customLong("run-id"), help: "The `run` property (default: a fresh UUID).")
         var runID: String?
 
+        @Option(name: .customLong("ready-file"), help: "After the events are committed, create this file (tests wait for it).")
+        var readyFile: String?
+
+        @Flag(help: "After the events are committed (and --ready-file written), sleep until killed.")
+        var hold = false
+
         @Flag(help: "Print a JSON summary (run id, ingest report, shutdown result) on stdout.")
         var json = false
 
@@ -61,6 +67,7 @@ extension CrashHarness {
                 appVersion: CrashCapture.libraryVersion, endpoint: endpoint.flatMap(URL.init(string:)))
             let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout
             configuration.tracker = { tracker in
+                tracker.runID = run
                 tracker.upload.initialRetryDelay = retryDelay
                 tracker.upload.maxRetryDelay = maxRetryDelay
                 tracker.shutdownTimeout = flushTimeout
@@ -73,6 +80,11 @@ extension CrashHarness {
                     tracker.waitUntilStored(timeout: 30)
                     cch_null_dereference()
                 }
+            }
+            if readyFile != nil || hold {
+                tracker.waitUntilStored(timeout: 30)
+                if let readyFile { FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
+                while hold { sleep(60) }
             }
             let result = reporting.shutdown(timeout: flushTimeout)
             if json {

@@ -1,0 +1,152 @@
+// TrackerTests.swift — the public API in process: event model, identity, super properties, $AppStart/$AppEnd.
+@testable import CrashTracking
+import CrashEvents
+import Foundation
+import XCTest
+
+final class TrackerTests: XCTestCase {
+    func configuration(_ path: String) -> Tracker.Configuration {
+        Tracker.Configuration(storePath: path, appName: "tests", appVersion: "9.9.9")
+    }
+
+    func storedObjects(_ path: String) throws -> [[String: Any]] {
+        let store = try TrackingStore(path: path)
+        defer { store.close() }
+        return try store.pendingBatch(limit: 100_000).map { object($0.json) }
+    }
+
+    func testEventsCarryTheSensorsModelInTrackOrder() throws {
+        let path = try Scratch.directory("model") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        for i in 0..<500 { tracker.track("Step", properties: ["i": .int(i), "label": .string("\"q\"\n")]) }
+        XCTAssertTrue(tracker.waitUntilStored())
+        tracker.shutdown()
+        let events = try storedObjects(path)
+        XCTAssertEqual(events.first?.event, "$AppStart")
+        XCTAssertEqual(events.last?.event, "$AppEnd")
+        let steps = events.filter { $0.event == "Step" }
+        XCTAssertEqual(steps.map { $0.properties["i"] as? Int }, (0..<500).map { $0 })
+        XCTAssertEqual(Set(events.compactMap(\.trackID)).count, events.count)
+        let step = try XCTUnwrap(steps.first)
+        XCTAssertEqual(step["type"] as? String, "track")
+        XCTAssertNotNil(step["time"] as? Int)
+        XCTAssertNotNil(step["distinct_id"] as? String)
+        XCTAssertEqual(step["distinct_id"] as? String, step["anonymous_id"] as? String)
+        XCTAssertNil(step["login_id"])
+        let lib = try XCTUnwrap(step["lib"] as? [String: Any])
+        XCTAssertEqual(lib["$lib"] as? String, EventLibrary.name)
+        XCTAssertEqual(lib["$app_version"] as? String, "9.9.9")
+        let properties = step.properties
+        XCTAssertEqual(properties["$os"] as? String, "Linux")
+        XCTAssertNotNil(properties["$os_version"] as? String)
+        XCTAssertNotNil(properties["$model"] as? String)
+        XCTAssertNotNil(properties["$timezone_offset"] as? Int)
+        XCTAssertEqual(properties["$app_version"] as? String, "9.9.9")
+        XCTAssertEqual(properties["label"] as? String, "\"q\"\n")
+        for key in ["$hostname", "$user", "$argv", "$environment"] { XCTAssertNil(properties[key], key) }
+    }
+
+    func testFirstStartAnonymousIDAndLoginPersistAcrossRuns() throws {
+        let path = try Scratch.directory("identity") + "/s.sqlite"
+        let seen = IdentityLog()
+        var config = configuration(path)
+        config.onIdentityChange = { seen.append($0) }
+        let first = try Tracker(config)
+        XCTAssertTrue(first.isFirstStart)
+        let anonymous = try XCTUnwrap(first.identity.anonymousID)
+        first.login("user-7")
+        first.track("AfterLogin")
+        first.shutdown()
+        let second = try Tracker(config)
+        XCTAssertFalse(second.isFirstStart)
+        XCTAssertEqual(second.identity, EventIdentity(anonymousID: anonymous, loginID: "user-7"))
+        second.logout()
+        second.track("AfterLogout")
+        second.shutdown()
+        XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-7", "user-7", nil])
+
+        let events = try storedObjects(path)
+        let starts = events.filter { $0.event == "$AppStart" }
+        XCTAssertEqual(starts.map { $0.properties["$is_first_time"] as? Bool }, [true, false])
+        let signup = try XCTUnwrap(events.first { $0.event == "$SignUp" })
+        XCTAssertEqual(signup["type"] as? String, "track_signup")
+        XCTAssertEqual(signup["original_id"] as? String, anonymous)
+        XCTAssertEqual(signup["distinct_id"] as? String, "user-7")
+        let afterLogin = try XCTUnwrap(events.first { $0.event == "AfterLogin" })
+        XCTAssertEqual(afterLogin["login_id"] as? String, "user-7")
+        XCTAssertEqual(afterLogin["distinct_id"] as? String, "user-7")
+        XCTAssertEqual(afterLogin["anonymous_id"] as? String, anonymous)
+        let afterLogout = try XCTUnwrap(events.first { $0.event == "AfterLogout" })
+        XCTAssertNil(afterLogout["login_id"])
+        XCTAssertEqual(afterLogout["distinct_id"] as? String, anonymous)
+    }
+
+    func testSuperPropertiesAreMergedIntoEveryLaterEventAndKept() throws {
+        let path = try Scratch.directory("super") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        tracker.track("Before")
+        tracker.registerSuperProperties(["tier": .string("gold"), "$os": .string("Overridden"), "n": .int(1)])
+        tracker.track("After", properties: ["n": .int(2)])
+        tracker.shutdown()
+        let again = try Tracker(configuration(path))
+        XCTAssertEqual(again.superProperties["tier"], .string("gold"))
+        again.unregisterSuperProperty("tier")
+        again.track("Unregistered")
+        again.shutdown()
+        let events = try storedObjects(path)
+        let before = try XCTUnwrap(events.first { $0.event == "Before" })
+        XCTAssertNil(before.properties["tier"])
+        let after = try XCTUnwrap(events.first { $0.event == "After" })
+        XCTAssertEqual(after.properties["tier"] as? String, "gold")
+        XCTAssertEqual(after.properties["$os"] as? String, "Overridden")
+        XCTAssertEqual(after.properties["n"] as? Int, 2) // the event's own value wins
+        let unregistered = try XCTUnwrap(events.first { $0.event == "Unregistered" })
+        XCTAssertNil(unregistered.properties["tier"])
+    }
+
+    func testShutdownTracksAppEndWithDurationAndRemovesTheRunMarker() throws {
+        let path = try Scratch.directory("append") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        XCTAssertEqual(try tracker.store.runMarkers().map(\.runID), [tracker.runID])
+        let result = tracker.shutdown()
+        XCTAssertEqual(result, Tracker.ShutdownResult(stored: true, uploaded: false))
+        XCTAssertEqual(try tracker.store.runMarkers(), [])
+        tracker.track("Ignored")
+        let end = try XCTUnwrap(try storedObjects(path).last)
+        XCTAssertEqual(end.event, "$AppEnd")
+        XCTAssertEqual(end.properties["$app_end_reason"] as? String, "normal")
+        XCTAssertEqual(end.properties["$run_id"] as? String, tracker.runID)
+        let duration = try XCTUnwrap(end.properties["$event_duration"] as? NSNumber).doubleValue
+        XCTAssertGreaterThanOrEqual(duration, 0)
+        XCTAssertFalse(try storedObjects(path).contains { $0.event == "Ignored" })
+    }
+
+    func testWithoutAnEndpointEventsStayInTheStore() throws {
+        let path = try Scratch.directory("embedded") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        tracker.track("Kept")
+        XCTAssertFalse(tracker.flush(timeout: 5))
+        tracker.shutdown()
+        let (summary, _) = try TrackingStore.inspect(path: path)
+        XCTAssertEqual(summary.pending, 3)
+        XCTAssertEqual(summary.oldestPending?.event, "$AppStart")
+        XCTAssertNil(summary.lastUpload)
+    }
+
+    func testLongStringPropertiesAreCutAtSensorsLimit() throws {
+        let path = try Scratch.directory("long") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        tracker.track("Long", properties: ["text": .string(String(repeating: "é", count: 10_000))])
+        tracker.shutdown()
+        let long = try XCTUnwrap(try storedObjects(path).first { $0.event == "Long" })
+        let text = try XCTUnwrap(long.properties["text"] as? String)
+        XCTAssertEqual(text.utf8.count, EventRenderer.maxStringBytes)
+    }
+}
+
+final class IdentityLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var identities: [EventIdentity] = []
+    func append(_ identity: EventIdentity) { lock.withLock { identities.append(identity) } }
+    var all: [EventIdentity] { lock.withLock { identities } }
+}

@@ -1,0 +1,109 @@
+// TrackingStoreTests.swift — the SQLite store: order, bounds, counted evictions, quarantine, corruption.
+@testable import CrashTracking
+import Foundation
+import XCTest
+
+final class TrackingStoreTests: XCTestCase {
+    func event(_ name: String, _ priority: EventPriority = .ordinary) -> NewEvent {
+        NewEvent(trackID: EventDraft.newTrackID(), event: name, time: 1, priority: priority, json: "{\"event\":\"\(name)\"}")
+    }
+
+    func testEventsComeBackInTheOrderTheyWereAppended() throws {
+        let store = try TrackingStore(path: Scratch.directory("order") + "/s.sqlite")
+        try store.append((0..<120).map { event("e\($0)") })
+        let batch = try store.pendingBatch(limit: 50)
+        XCTAssertEqual(batch.map(\.event), (0..<50).map { "e\($0)" })
+        try store.markDelivered(batch.map(\.id), status: 200)
+        XCTAssertEqual(try store.pendingBatch(limit: 1).first?.event, "e50")
+        XCTAssertEqual(try store.pendingCount(), 70)
+    }
+
+    func testAFullStoreEvictsOrdinaryEventsFirstAndCountsEveryEviction() throws {
+        let store = try TrackingStore(path: Scratch.directory("bounds") + "/s.sqlite", limits: StoreLimits(maxEvents: 10))
+        try store.append((0..<4).map { event("crash\($0)", .crash) })
+        try store.append((0..<10).map { event("ordinary\($0)") })
+        var names = try store.pendingBatch(limit: 100).map(\.event)
+        XCTAssertEqual(names, (0..<4).map { "crash\($0)" } + (4..<10).map { "ordinary\($0)" })
+        try store.append((0..<12).map { event("late-crash\($0)", .crash) })
+        names = try store.pendingBatch(limit: 100).map(\.event)
+        XCTAssertEqual(names, (2..<12).map { "late-crash\($0)" })
+        let summary = try store.summary()
+        XCTAssertEqual(summary.counters["evicted_ordinary"], 4 + 6)
+        XCTAssertEqual(summary.counters["evicted_crash"], 6)
+        XCTAssertEqual(summary.pending, 10)
+        XCTAssertEqual(summary.pendingCrash, 10)
+    }
+
+    func testOversizeEventsAreDroppedAndCounted() throws {
+        let store = try TrackingStore(path: Scratch.directory("oversize") + "/s.sqlite", limits: StoreLimits(maxEventBytes: 100))
+        try store.append([event("small"), NewEvent(trackID: "t", event: "big", time: 1, priority: .ordinary,
+                                                   json: String(repeating: "x", count: 200))])
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["small"])
+        XCTAssertEqual(try store.summary().counters["dropped_oversize"], 1)
+    }
+
+    func testQuarantinedEventsLeaveTheQueueAndStayVisible() throws {
+        let path = try Scratch.directory("quarantine") + "/s.sqlite"
+        let store = try TrackingStore(path: path)
+        try store.append([event("a"), event("b"), event("c")])
+        try store.quarantine(try store.pendingBatch(limit: 2), status: 400, reason: "HTTP 400: bad")
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["c"])
+        let quarantined = try store.quarantinedEvents()
+        XCTAssertEqual(quarantined.map(\.event.event).sorted(), ["a", "b"])
+        XCTAssertEqual(quarantined.first?.status, 400)
+        let (summary, listed) = try TrackingStore.inspect(path: path)
+        XCTAssertEqual(summary.quarantined, 2)
+        XCTAssertEqual(summary.pending, 1)
+        XCTAssertEqual(summary.lastUpload?.status, 400)
+        XCTAssertEqual(listed.count, 2)
+    }
+
+    func testACorruptFileIsMovedAsideAndAFreshStoreCreated() throws {
+        let directory = try Scratch.directory("corrupt")
+        let path = directory + "/s.sqlite"
+        try Data(repeating: 0x5A, count: 64 * 1024).write(to: URL(fileURLWithPath: path))
+        let store = try TrackingStore(path: path)
+        XCTAssertEqual(store.movedAsideCorruptFiles.count, 1)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: store.movedAsideCorruptFiles[0]))
+        try store.append([event("after")])
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["after"])
+    }
+
+    func testAStoreWithADamagedPageIsMovedAside() throws {
+        let directory = try Scratch.directory("damaged")
+        let path = directory + "/s.sqlite"
+        do {
+            let store = try TrackingStore(path: path)
+            try store.append((0..<2000).map { event("e\($0)") })
+            try store.checkpoint()
+            store.close()
+        }
+        // Overwrite a few pages in the middle of the file (the header stays valid).
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: path))
+        try handle.seek(toOffset: 8192)
+        handle.write(Data(repeating: 0xA5, count: 4096 * 8))
+        try handle.close()
+        let store = try TrackingStore(path: path)
+        XCTAssertEqual(store.movedAsideCorruptFiles.count, 1)
+        try store.append([event("fresh")])
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["fresh"])
+    }
+
+    func testTheUploadLeaseGoesToOneLiveProcessAtATime() throws {
+        let store = try TrackingStore(path: Scratch.directory("lease") + "/s.sqlite")
+        let me = ProcessIdentity.current
+        XCTAssertTrue(try store.acquireUploadLease(me))
+        // A live other process (our parent) holding the lease keeps it.
+        let parent = ProcessIdentity(pid: getppid(), bootID: me.bootID, startTicks: ProcessIdentity.startTicks(of: getppid()) ?? 0)
+        XCTAssertTrue(parent.isAlive)
+        try store.releaseUploadLease(me)
+        XCTAssertTrue(try store.acquireUploadLease(parent))
+        XCTAssertFalse(try store.acquireUploadLease(me))
+        // A dead holder (same pid, other start time) does not.
+        let dead = ProcessIdentity(pid: getppid(), bootID: me.bootID, startTicks: parent.startTicks + 1)
+        XCTAssertFalse(dead.isAlive)
+        try store.releaseUploadLease(parent)
+        XCTAssertTrue(try store.acquireUploadLease(dead))
+        XCTAssertTrue(try store.acquireUploadLease(me))
+    }
+}
