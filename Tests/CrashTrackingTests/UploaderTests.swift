@@ -127,6 +127,7 @@ final class UploaderTests: XCTestCase {
         config.upload.maxRetryDelay = 0.05
         let tracker = try Tracker(config)
         tracker.track("Kept")
+        XCTAssertTrue(tracker.waitUntilStored(timeout: 60))
         let result = tracker.shutdown(timeout: 1)
         XCTAssertEqual(result, Tracker.ShutdownResult(stored: true, uploaded: false))
         let summary = try tracker.store.summary()
