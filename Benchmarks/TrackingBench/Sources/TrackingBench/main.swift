@@ -139,7 +139,8 @@ final class LoopbackServer: @unchecked Sendable {
     var requestCount: Int { lock.withLock { requests } }
 
     init() throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -150,7 +151,7 @@ final class LoopbackServer: @unchecked Sendable {
         port = UInt16(bigEndian: address.sin_port)
         Thread { [self] in
             while true {
-                let client = accept(fd, nil, nil)
+                let client = accept(self.fd, nil, nil)
                 if client < 0 { if errno == EINTR { continue }; return }
                 serve(client)
             }
