@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
         .executable(name: "crash-harness", targets: ["crash-harness"]),
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
+        .library(name: "CrashInspection", targets: ["CrashInspection"]),
+        .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -20,7 +22,6 @@ let package = Package(
         .target(
             name: "CShims",
             path: "CShims",
-            cSettings: [.unsafeFlags(["-fno-omit-frame-pointer"])],
             linkerSettings: [.linkedLibrary("unwind")]
         ),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.

@@ -25,8 +25,8 @@
  * lookup (unw_get_proc_name), getenv, strerror, localtime, or anything written in Swift.
  * Every function it can reach says "async-signal-safe" in its comment.
  *
- * ORDER OF WORK. Sections are written most valuable and least risky first, each with one
- * write(2): the signal, the process, the strings (app, executable, fatal message), the
+ * ORDER OF WORK. Sections are written most valuable and least risky first, and go to the file
+ * in one write(2) per checkpoint (before each step that could fault or stall): the signal, the process, the strings (app, executable, fatal message), the
  * compensating $AppEnd, registers and memory windows, breadcrumbs, images (build-ids), the
  * crashing thread's frames (libunwind walks a possibly damaged stack), the other threads
  * (which need their cooperation), the end marker. A fault at any step leaves the sections
@@ -203,6 +203,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
     int64_t crash_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     int64_t crash_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     pid_t pid = getpid();
+    cc__g.handler_pid = pid;
     cc__name_record(crash_wall_ns, pid, tid);
     if (cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name) != 0) return;
 
@@ -256,6 +257,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
 
     /* The compensating $AppEnd: the session's end, so the next launch can pair it. */
     cc__write_app_end(w, signo, crash_wall_ns, crash_mono_ns);
+    cc__writer_flush(w); /* checkpoint: the signal, the process and the $AppEnd are on disk */
 
     if (uc) {
         cc__write_registers(w, uc);
@@ -270,6 +272,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
 
     cc__write_breadcrumbs(w);
     cc__write_images(w);
+    cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
 
     /* The crashing thread, unwound from the signal context. */
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
@@ -284,13 +287,17 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
     cc__section_put(w, &thread, sizeof thread);
     cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
     cc__section_end(w);
+    cc__writer_flush(w); /* checkpoint: before asking other threads */
 
     cc__write_other_threads(w, tid);
 
-    cc_sec_end_t end = { .section_count = w->section_count };
+    int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - crash_mono_ns) / 1000;
+    cc_sec_end_t end = { .section_count = w->section_count,
+                         .write_microseconds = spent_us > 0 && spent_us < UINT32_MAX ? (uint32_t)spent_us : 0 };
     cc__section_begin(w, CC_SEC_END);
     cc__section_put(w, &end, sizeof end);
     cc__section_end(w);
+    cc__writer_flush(w);
     close(w->fd);
     w->fd = -1;
     if (!w->failed) renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name);

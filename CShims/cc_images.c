@@ -3,6 +3,8 @@
 #include "cc_internal.h"
 
 #include <elf.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,9 +19,70 @@
  * later mappings of the same path (with anonymous .bss mappings in between) extend its size.
  */
 
+/*
+ * Build-ids of the images loaded at install time are read once then (dl_iterate_phdr is fine
+ * outside the handler) and kept by load address and a hash of the path: at crash time an image
+ * found in this table (same address, same inode as /proc/self/maps shows) costs no memory
+ * reads. Images loaded later (dlopen), or a different file now mapped at a cached address, are
+ * read from memory as above.
+ */
+#define CC__CACHED_IMAGES 512
+typedef struct {
+    uint64_t base;
+    uint64_t inode;
+    uint32_t build_id_length;
+    uint8_t build_id[32];
+} cc__cached_image_t;
+static cc__cached_image_t g_cache[CC__CACHED_IMAGES];
+static uint32_t g_cache_count;
+
+static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]);
+
+/* Install time: one entry per object dl_iterate_phdr reports. */
+static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
+    (void)size; (void)unused;
+    if (g_cache_count >= CC__CACHED_IMAGES) return 1;
+    uint64_t base = 0;
+    int found = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_offset == 0) {
+            base = info->dlpi_addr + (info->dlpi_phdr[i].p_vaddr & ~(uint64_t)0xFFF);
+            found = 1;
+            break;
+        }
+    }
+    if (!found) return 0;
+    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : cc__g.executable_path;
+    cc__cached_image_t *entry = &g_cache[g_cache_count];
+    entry->base = base;
+    struct stat st;
+    if (stat(name, &st) != 0) return 0;
+    entry->inode = (uint64_t)st.st_ino;
+    entry->build_id_length = cc__read_build_id(base, entry->build_id);
+    g_cache_count++;
+    return 0;
+}
+
+void cc__images_prepare(void) {
+    g_cache_count = 0;
+    dl_iterate_phdr(cc__cache_one, 0);
+}
+
+/* async-signal-safe: the cached build-id of the image at base backed by inode, or -1. */
+static int cc__cached_build_id(uint64_t base, uint64_t inode, uint8_t out[32]) {
+    for (uint32_t i = 0; i < g_cache_count; i++) {
+        if (g_cache[i].base == base && g_cache[i].inode == inode && inode != 0) {
+            for (uint32_t k = 0; k < g_cache[i].build_id_length; k++) out[k] = g_cache[i].build_id[k];
+            return (int)g_cache[i].build_id_length;
+        }
+    }
+    return -1;
+}
+
 typedef struct {
     uint64_t base;
     uint64_t end;
+    uint64_t inode;
     int open;
     char path[CC__PATH_MAX];
     size_t path_length;
@@ -101,15 +164,20 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]) {
 static void cc__flush_image(cc__writer_t *w) {
     if (!g_image.open) return;
     g_image.open = 0;
-    unsigned char magic[4];
-    if (cc__safe_read(g_image.base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
-        magic[2] != 'L' || magic[3] != 'F') return;
     cc_sec_image_t img;
     unsigned char *raw = (unsigned char *)&img;
     for (size_t i = 0; i < sizeof img; i++) raw[i] = 0;
+    int cached = cc__cached_build_id(g_image.base, g_image.inode, img.build_id);
+    if (cached >= 0) {
+        img.build_id_length = (uint32_t)cached;
+    } else {
+        unsigned char magic[4];
+        if (cc__safe_read(g_image.base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
+            magic[2] != 'L' || magic[3] != 'F') return;
+        img.build_id_length = cc__read_build_id(g_image.base, img.build_id);
+    }
     img.base = g_image.base;
     img.size = g_image.end - g_image.base;
-    img.build_id_length = cc__read_build_id(g_image.base, img.build_id);
     g_image.path[g_image.path_length] = 0;
     if (cc__streq(g_image.path, cc__g.executable_path)) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
     cc__section_begin(w, CC_SEC_IMAGE);
@@ -130,6 +198,8 @@ static void cc__image_line(cc__writer_t *w, const char *line, size_t len) {
     uint64_t offset = cc__parse_hex(&p, end);
     cc__skip_field(&p, end);                 /* to dev */
     cc__skip_field(&p, end);                 /* to inode */
+    uint64_t inode = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) inode = inode * 10 + (uint64_t)(*p - '0');
     cc__skip_field(&p, end);                 /* to path (may be empty) */
     const char *path = p;
     size_t path_length = (size_t)(end - p);
@@ -149,6 +219,7 @@ static void cc__image_line(cc__writer_t *w, const char *line, size_t len) {
     g_image.path_length = path_length;
     g_image.base = start;
     g_image.end = stop;
+    g_image.inode = inode;
     g_image.open = 1;
 }
 

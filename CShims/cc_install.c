@@ -183,6 +183,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
 
     cc__unwind_warm_up();
+    cc__images_prepare();
     cc_prepare_current_thread();
     /* Other threads' stacks (see cc_threads.c); nothing is lost if the signal is taken. */
     if (!(config->flags & CC_FLAG_NO_THREAD_STACKS)) {

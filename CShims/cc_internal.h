@@ -33,7 +33,10 @@ typedef struct {
     char text[CC__BREADCRUMB_TEXT];
 } cc__breadcrumb_slot_t;
 
-/* The record being written: one section assembled at a time in `buffer`, then one write(2). */
+/* The record being written: one section assembled at a time in `buffer`, then appended to
+ * `out`, which goes to the file with one write(2) at each checkpoint (cc__writer_flush) or
+ * when full. */
+#define CC__OUT_BUFFER (128 * 1024)
 typedef struct {
     int fd;
     int failed;                  /* a write failed (disk full, EIO): stop writing, still chain */
@@ -42,6 +45,8 @@ typedef struct {
     int overflow;                /* the open section was cut at the buffer's end */
     uint32_t type;
     unsigned char buffer[CC__SECTION_BUFFER + 16];
+    size_t out_length;
+    unsigned char out[CC__OUT_BUFFER];
 } cc__writer_t;
 
 /* Handshake with another thread that is asked for its stack (see cc_threads.c). */
@@ -89,6 +94,7 @@ typedef struct {
     uint64_t dump_frames[CC__OTHER_FRAMES];
 
     /* (handler) the crash being recorded. */
+    pid_t handler_pid;           /* getpid() once per crash (a forked child has its own) */
     _Atomic pid_t crash_tid;     /* thread writing the record; 0 = none yet */
     _Atomic int record_done;
     int crash_signo;
@@ -126,6 +132,7 @@ void cc__section_begin(cc__writer_t *w, uint32_t type);
 void cc__section_put(cc__writer_t *w, const void *data, size_t len);
 void cc__section_puts(cc__writer_t *w, const char *s);
 void cc__section_end(cc__writer_t *w);
+void cc__writer_flush(cc__writer_t *w);
 void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 
 /* cc_unwind.c */
@@ -136,8 +143,9 @@ void cc__write_registers(cc__writer_t *w, const ucontext_t *uc);         /* asyn
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
 
-/* cc_images.c — async-signal-safe. */
-void cc__write_images(cc__writer_t *w);
+/* cc_images.c */
+void cc__images_prepare(void);                                           /* install time */
+void cc__write_images(cc__writer_t *w);                                  /* async-signal-safe */
 
 /* cc_threads.c */
 int cc__threads_install(int signo);                                      /* install time */

@@ -102,7 +102,8 @@ size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     if (len == 0 || address == 0) return 0;
     struct iovec local = { .iov_base = out, .iov_len = len };
     struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = len };
-    ssize_t n = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL);
+    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
+    ssize_t n = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, &remote, 1UL, 0UL);
     if (n >= 0) return (size_t)n;
     if (errno != ENOSYS && errno != EPERM) return 0; /* EFAULT and friends: not readable */
     if (cc__g.safe_read_pipe[0] < 0) return 0;

@@ -1,4 +1,4 @@
-/* cc_writer.c — writes one record in the cc_record.h layout, a whole section per write(2) (async-signal-safe). */
+/* cc_writer.c — writes one record in the cc_record.h layout, whole sections only (async-signal-safe). */
 #include "cc_boot.h"
 #include "cc_internal.h"
 
@@ -12,6 +12,7 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     w->section_count = 0;
     w->failed = 0;
     w->length = 0;
+    w->out_length = 0;
     w->fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (w->fd < 0) { w->failed = 1; return -1; }
     cc_file_header_t h;
@@ -58,8 +59,17 @@ void cc__section_puts(cc__writer_t *w, const char *s) {
     cc__section_put(w, s, cc__strnlen(s, CC__SECTION_BUFFER));
 }
 
-/* async-signal-safe: header + payload + CRC in one write(2), so the file only ever holds whole
- * sections or a tail the reader recognises as torn. */
+/* async-signal-safe: writes the sections gathered so far with one write(2). The handler calls
+ * it at checkpoints, before each step that could fault or stall, so a record cut short keeps
+ * every section gathered before that step; between checkpoints, fewer syscalls. */
+void cc__writer_flush(cc__writer_t *w) {
+    if (w->failed || w->fd < 0 || w->out_length == 0) return;
+    if (cc__write_all(w->fd, w->out, w->out_length) != 0) w->failed = 1;
+    w->out_length = 0;
+}
+
+/* async-signal-safe: header + payload + CRC, appended whole to the output buffer, so the file
+ * only ever holds whole sections or a tail the reader recognises as torn. */
 void cc__section_end(cc__writer_t *w) {
     if (w->failed || w->fd < 0) return;
     cc_section_header_t h = { .type = w->type, .length = (uint32_t)w->length };
@@ -70,7 +80,14 @@ void cc__section_end(cc__writer_t *w) {
     uint32_t crc = cc_crc32(0, start, total);
     const unsigned char *cp = (const unsigned char *)&crc;
     for (size_t i = 0; i < sizeof crc; i++) start[total + i] = cp[i];
-    if (cc__write_all(w->fd, start, total + sizeof crc) != 0) { w->failed = 1; return; }
+    total += sizeof crc;
+    if (w->out_length + total > sizeof w->out) cc__writer_flush(w);
+    if (total > sizeof w->out) {
+        if (cc__write_all(w->fd, start, total) != 0) { w->failed = 1; return; }
+    } else {
+        for (size_t i = 0; i < total; i++) w->out[w->out_length + i] = start[i];
+        w->out_length += total;
+    }
     w->section_count++;
 }
 

@@ -13,10 +13,11 @@
  *
  * All integers are little-endian (the writer refuses other byte orders at compile time) and
  * every struct below has a fixed size checked with _Static_assert, so a reader in any
- * language can parse a record without this header. Sections are written to the file one
- * at a time with a single write(2) each, so a record cut short (the handler crashed, the
- * disk filled, the machine lost power) still yields every section before the cut; the
- * per-section CRC tells a torn or damaged section from a whole one.
+ * language can parse a record without this header. Only whole sections are written, flushed
+ * to the file at checkpoints before each step of the handler that could fault or stall, so a
+ * record cut short (the handler crashed, the disk filled, the machine lost power) still
+ * yields every section before the cut; the per-section CRC tells a torn or damaged section
+ * from a whole one.
  *
  * A record is complete only when its last section is CC_SEC_END. The writer creates the
  * file as "<name>.ccrec.partial" and renames it to "<name>.ccrec" after CC_SEC_END, so a
@@ -175,7 +176,7 @@ _Static_assert(sizeof(cc_sec_breadcrumb_t) == 16, "cc_sec_breadcrumb_t layout");
 
 typedef struct {
     uint32_t section_count;         /* sections before this one */
-    uint32_t reserved;
+    uint32_t write_microseconds;    /* from the signal to this section (0 = not measured) */
 } cc_sec_end_t;
 _Static_assert(sizeof(cc_sec_end_t) == 8, "cc_sec_end_t layout");
 

@@ -44,8 +44,9 @@ public enum CrashCapture {
     ///   field is too long.
     @discardableResult
     public static func start(_ configuration: CrashCaptureConfiguration) throws -> StartResult {
-        if let value = ProcessInfo.processInfo.environment[disableEnvironmentVariable],
-           ["1", "true", "yes"].contains(value.lowercased()) {
+        // getenv, not ProcessInfo: start is on the launch path and Foundation's environment
+        // dictionary costs a third of a millisecond to build.
+        if let raw = getenv(disableEnvironmentVariable), ["1", "true", "yes"].contains(String(cString: raw).lowercased()) {
             return .disabledByEnvironment
         }
         if cc_is_installed() != 0 { return .alreadyInstalled }
@@ -229,12 +230,12 @@ final class IdentityStore: @unchecked Sendable {
 enum Directory {
     /// `mkdir -p` with mode 0700 for what it creates; the last component must not be a symlink.
     static func create(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            return
-        }
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty && parent != path { try create(parent) }
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        guard errno == ENOENT else { throw CrashCaptureError(operation: "mkdir \(path)", errno: errno) }
+        // A parent is missing: make it (0700 too), then try again.
+        let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        guard !parent.isEmpty, parent != path else { throw CrashCaptureError(operation: "mkdir \(path)", errno: ENOENT) }
+        try create(parent)
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw CrashCaptureError(operation: "mkdir \(path)", errno: errno)
         }

@@ -51,6 +51,9 @@ public struct CrashRecord: Sendable, Equatable {
     /// How many whole sections (checksum verified, including unknown ones and the end
     /// section) the reader accepted.
     public var sectionCount: Int
+    /// How long the handler took from the signal to the end section, in microseconds (nil when
+    /// the record has no end section or the writer did not measure it).
+    public var writeMicroseconds: Int?
 
     /// Creates a record; every field defaults to "nothing known".
     public init(
@@ -72,7 +75,8 @@ public struct CrashRecord: Sendable, Equatable {
         breadcrumbs: [Breadcrumb] = [],
         appEndJSON: String? = nil,
         unknownSectionTypes: [UInt32] = [],
-        sectionCount: Int = 0
+        sectionCount: Int = 0,
+        writeMicroseconds: Int? = nil
     ) {
         self.version = version
         self.architecture = architecture
@@ -93,6 +97,7 @@ public struct CrashRecord: Sendable, Equatable {
         self.appEndJSON = appEndJSON
         self.unknownSectionTypes = unknownSectionTypes
         self.sectionCount = sectionCount
+        self.writeMicroseconds = writeMicroseconds
     }
 
     /// `true` when the record ends with its end section.

@@ -554,6 +554,8 @@ private struct RecordParser {
         typealias S = cc_sec_end_t
         try require(p, holds: S.self, "end")
         let declared = Int(p.u32(Layout.offset(\S.section_count)))
+        let micros = p.u32(Layout.offset(\S.write_microseconds))
+        record.writeMicroseconds = micros == 0 ? nil : Int(micros)
         if declared != record.sectionCount {
             record.notes.append(
                 "the end section counts \(declared) sections before it, but \(record.sectionCount) were read")

@@ -676,7 +676,7 @@ private struct RecordBuilder {
 
     mutating func end(sectionCount: UInt32? = nil) {
         let count = sectionCount ?? UInt32(sections.count)
-        raw(CC_SEC_END.rawValue, Self.bytes(of: cc_sec_end_t(section_count: count, reserved: 0)))
+        raw(CC_SEC_END.rawValue, Self.bytes(of: cc_sec_end_t(section_count: count, write_microseconds: 0)))
     }
 
     func header() -> [UInt8] {

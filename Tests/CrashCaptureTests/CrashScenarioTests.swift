@@ -10,6 +10,7 @@ final class CrashScenarioTests: XCTestCase {
         let run = try Harness.run("null-dereference")
         let record = try XCTUnwrap(run.record)
         XCTAssertTrue(record.isComplete)
+        XCTAssertNotNil(record.writeMicroseconds, "the end section says how long the handler took")
         let signal = try XCTUnwrap(record.signal)
         XCTAssertEqual(signal.number, SIGSEGV)
         XCTAssertEqual(signal.codeDescription, "address not mapped to object")

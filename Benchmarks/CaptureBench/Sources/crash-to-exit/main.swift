@@ -1,0 +1,86 @@
+// main.swift — crash-to-exit: wall time from process start to death by SIGSEGV, four ways, side by side.
+//
+// (a) no handler at all (Swift backtracer off), (b) the Swift runtime backtracer (the Linux
+// default), (c) CrashCapture with the backtracer off, (d) both. Runs are interleaved
+// (a b c d a b c d …) after a warm-up so that machine noise falls on every column alike.
+// Prints median, min and max per configuration, (c)−(a) as CrashCapture's cost, and the
+// size of the record (c) leaves.
+import CrashCapture
+import CrashSymbolication
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+let runs = arguments.count > 1 ? Int(arguments[1]) ?? 30 : 30
+let target = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    .appendingPathComponent("crash-target").path
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("crash-to-exit-\(getpid())").path
+try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: scratch) }
+
+struct Configuration {
+    let label: String
+    let capture: Bool
+    let backtracer: Bool
+}
+let configurations = [
+    Configuration(label: "(a) no handler", capture: false, backtracer: false),
+    Configuration(label: "(b) Swift backtracer", capture: false, backtracer: true),
+    Configuration(label: "(c) CrashCapture", capture: true, backtracer: false),
+    Configuration(label: "(d) CrashCapture + backtracer", capture: true, backtracer: true),
+]
+
+var base = ProcessInfo.processInfo.environment
+var recordSizes: [Int] = []
+var writeMicros: [Int] = []
+func once(_ configuration: Configuration) throws -> Double {
+    var environment = base
+    environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
+    let directory = scratch + "/" + UUID().uuidString
+    let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
+                                     environment: environment, timeout: 60)
+    guard child.ending == .signaled(SIGSEGV) else {
+        FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label) ended \(child.ending)\n".utf8))
+        exit(1)
+    }
+    if configuration.capture && !configuration.backtracer {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard files.count == 1, files[0].hasSuffix(".ccrec") else {
+            FileHandle.standardError.write(Data("crash-to-exit: no complete record from \(configuration.label)\n".utf8))
+            exit(1)
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])[.size] as? Int) ?? 0
+        recordSizes.append(size ?? 0)
+        if let micros = (try? CrashRecordReader.read(path: directory + "/" + files[0]))?.writeMicroseconds { writeMicros.append(micros) }
+    }
+    try? FileManager.default.removeItem(atPath: directory)
+    return child.seconds * 1000
+}
+
+for configuration in configurations { for _ in 0..<3 { _ = try once(configuration) } } // warm-up
+var samples = Array(repeating: [Double](), count: configurations.count)
+for _ in 0..<runs {
+    for (index, configuration) in configurations.enumerated() { samples[index].append(try once(configuration)) }
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+let medians = samples.map(median)
+print("crash-to-exit, \(runs) interleaved runs each (ms from spawn to death by SIGSEGV)")
+print("configuration                    median     min     max   vs (a)")
+for (index, configuration) in configurations.enumerated() {
+    let values = samples[index]
+    print(configuration.label.padding(toLength: 30, withPad: " ", startingAt: 0)
+          + String(format: "  %7.2f %7.2f %7.2f   %5.2fx", medians[index], values.min()!, values.max()!, medians[index] / medians[0]))
+}
+print(String(format: "CrashCapture's cost (c)-(a): %.2f ms; with the backtracer (d)-(b): %.2f ms",
+             medians[2] - medians[0], medians[3] - medians[1]))
+print("record size of (c): median \(recordSizes.sorted()[recordSizes.count / 2]) bytes")
+if !writeMicros.isEmpty {
+    let sorted = writeMicros.sorted()
+    print("time inside the handler (c), signal to end of record: median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
+}

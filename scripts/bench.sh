@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The benchmark suite (release builds; nothing here is a test): crash-to-exit side by side,
+# in-process costs through ordo-one/benchmark, the tracking store's figures.
+#   scripts/bench.sh [runs]     runs = interleaved crash-to-exit runs per configuration (default 100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+runs="${1:-100}"
+echo "== $(date -u +%Y-%m-%d) on $(uname -m), $(nproc) cores, $(swift --version 2>/dev/null | head -1)"
+
+echo; echo "== crash-to-exit (Benchmarks/CaptureBench)"
+swift build -c release --package-path Benchmarks/CaptureBench --product crash-target
+swift build -c release --package-path Benchmarks/CaptureBench --product crash-to-exit
+"$(swift build -c release --package-path Benchmarks/CaptureBench --show-bin-path)/crash-to-exit" "$runs"
+
+echo; echo "== install, breadcrumbs, symbolication (ordo-one/benchmark)"
+(cd Benchmarks/CaptureBench && swift package --disable-sandbox benchmark --no-progress --format markdown)
+
+echo; echo "== tracking store and upload (Benchmarks/TrackingBench)"
+swift run -c release --package-path Benchmarks/TrackingBench TrackingBench
