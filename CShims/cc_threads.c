@@ -15,8 +15,8 @@
  * turn: it stores the target tid, sets dump_state REQUESTED and sends `dump_signal` with
  * tgkill. The target's handler (cc__dump_handler, on its alternate stack if it has one) claims
  * the request with a compare-and-swap REQUESTED -> WORKING, unwinds from its own signal
- * context into cc__g.dump_frames and sets DONE. The writer waits a bounded time (25 ms per
- * thread, 250 ms in all); a thread that has the signal blocked (read from SigBlk in its
+ * context into cc__g.dump_frames and sets DONE. The writer waits a bounded time (100 ms per
+ * thread, 1 s in all: a busy machine may not schedule the target at once); a thread that has the signal blocked (read from SigBlk in its
  * /proc status, so it costs no wait), or does not answer in time, is recorded with
  * CC_THREAD_NO_STACK. If the writer gives up while a target is WORKING it
  * stops asking altogether rather than share the buffer with a late answer.
@@ -131,7 +131,7 @@ static int cc__request_stack(pid_t tid) {
         atomic_store(&cc__g.dump_state, CC__DUMP_IDLE);
         return 0;
     }
-    for (int waited = 0; waited < 25000; waited += 50) {
+    for (int waited = 0; waited < 100000; waited += 50) {
         if (atomic_load(&cc__g.dump_state) == CC__DUMP_DONE) return 1;
         cc__pause_us(50);
     }
@@ -178,7 +178,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
         ask = sigaction(cc__g.dump_signal, 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
               current.sa_sigaction == cc__dump_handler;
     }
-    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 250 * 1000000LL;
+    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 1000 * 1000000LL;
     for (uint32_t i = 0; i < count; i++) {
         cc_sec_thread_t head = { .tid = tids[i], .flags = CC_THREAD_NO_STACK };
         cc__thread_name(tids[i], head.name);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,12 @@ void cch_signal_from_other_process(int signo) {
     while (waitpid(child, &status, 0) < 0) {}
     for (int i = 0; i < 100; i++) usleep(100000); /* the signal ends us long before this */
     exit(71);
+}
+
+static _Atomic int g_main_settled;
+void cch_mark_main_settled(void) { atomic_store(&g_main_settled, 1); }
+void cch_wait_main_settled(void) {
+    while (!atomic_load(&g_main_settled)) usleep(100);
 }
 
 static void *cch_exit_thread(void *arg) {

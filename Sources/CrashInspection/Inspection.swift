@@ -57,7 +57,8 @@ public struct Inspection: Sendable {
     /// or the first three frames at all when none is the program's.
     public var signature: String {
         let all = crashed?.frames.joined().map { $0 } ?? []
-        let ours = all.filter { !Self.isSystemImage($0.image) }
+        // CrashCapture's own thread trampoline (cc__*) is in every thread started after install.
+        let ours = all.filter { !Self.isSystemImage($0.image) && !($0.symbol ?? "").hasPrefix("cc__") }
         // "closure #14 in …" renumbers when unrelated closures are added nearby: drop the numbers.
         let chosen = (ours.isEmpty ? all : ours).prefix(3).map {
             Self.label($0).replacingOccurrences(of: #"closure #\d+"#, with: "closure", options: .regularExpression)

@@ -102,9 +102,13 @@ let builtinTrapSignal = SIGTRAP
 
 /// Runs `body` under the level chain on a new thread and never returns (the thread ends us).
 func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) -> Never {
-    let thread = Thread { level1 { body() } }
+    let thread = Thread {
+        cch_wait_main_settled()
+        level1 { body() }
+    }
     thread.stackSize = stackSize
     thread.start()
+    cch_mark_main_settled()
     while true { sleep(60) }
 }
 

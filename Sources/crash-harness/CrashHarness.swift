@@ -13,7 +13,7 @@ struct CrashHarness: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-harness",
         abstract: "Performs and verifies every way a Linux Swift program can die under CrashCapture.",
-        subcommands: [List.self, Run.self, Verify.self, Emit.self]
+        subcommands: [List.self, Run.self, Verify.self, IdleCheck.self, Emit.self]
     )
 }
 
@@ -24,6 +24,30 @@ let buildConfiguration = "release"
 #endif
 
 extension CrashHarness {
+    /// Test support: proves capture adds nothing that runs while nothing crashes. Run in a fresh
+    /// process so no other test's threads come and go meanwhile.
+    struct IdleCheck: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "idle-check",
+            abstract: "Starts CrashCapture and reports threads and timers before and after, as JSON.")
+
+        @Option(help: "Directory for crash records.")
+        var dir: String
+
+        func run() throws {
+            func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1 }
+            func timers() -> Int {
+                let text = (try? String(contentsOfFile: "/proc/self/timers", encoding: .utf8)) ?? ""
+                return text.components(separatedBy: "signal:").count - 1
+            }
+            let before = (threads: threads(), timers: timers())
+            try CrashCapture.start(.init(directory: dir, appName: "crash-harness", appVersion: CrashCapture.libraryVersion))
+            usleep(50_000)
+            let after = (threads: threads(), timers: timers())
+            print("{\"threadsBefore\":\(before.threads),\"threadsAfter\":\(after.threads),\"timersBefore\":\(before.timers),\"timersAfter\":\(after.timers)}")
+        }
+    }
+
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Lists the scenarios: name, expected ending, what it proves.")
 

@@ -1,5 +1,6 @@
 // InstallTests.swift — start/stop in this process: idempotence, rollback of what we replaced, directories, threads, stacks.
 import CShims
+import CrashSymbolication
 @testable import CrashCapture
 import Foundation
 import XCTest
@@ -100,13 +101,17 @@ final class InstallTests: XCTestCase {
     }
 
     func testStartAddsNoThreadAndNoTimer() throws {
-        let before = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
-        try CrashCapture.start(config())
-        usleep(20_000)
-        let after = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
-        XCTAssertEqual(after, before)
-        let timers = (try? String(contentsOfFile: "/proc/self/timers", encoding: .utf8)) ?? ""
-        XCTAssertFalse(timers.contains("signal:"), timers)
+        // In a fresh child: this test process has other tests' threads coming and going.
+        let harness = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("crash-harness").path
+        let out = directory + "-idle.json"
+        try FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let child = try ChildProcess.run(harness, ["idle-check", "--dir", directory], stdout: out)
+        XCTAssertEqual(child.ending, .exited(0))
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: try XCTUnwrap(FileManager.default.contents(atPath: out))) as? [String: Int])
+        XCTAssertEqual(report["threadsAfter"], report["threadsBefore"], "\(report)")
+        XCTAssertEqual(report["timersAfter"], 0, "\(report)")
+        XCTAssertGreaterThan(report["threadsBefore"] ?? 0, 0)
     }
 
     func testThreadsCreatedAfterStartGetAnAlternateStack() throws {

@@ -31,6 +31,11 @@ void cch_install_handler_after(const char *marker);
 void cch_concurrent_crashes(int count);
 /* Sends `signo` to this process from another process (/bin/kill) and waits to die. */
 void cch_signal_from_other_process(int signo);
+/* A one-shot flag between threads: the main thread marks itself settled (out of
+ * pthread_create, which blocks every signal for a moment); a thread about to crash waits for it,
+ * so the main thread can answer the crash handler's stack request. */
+void cch_mark_main_settled(void);
+void cch_wait_main_settled(void);
 /* exit(status) from a secondary thread while the main thread sleeps. */
 void cch_exit_from_thread(int status);
 
