@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashCapture", "CrashSymbolication",
+                "CrashInspection", "CrashCapture", "CrashSymbolication", "CrashTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

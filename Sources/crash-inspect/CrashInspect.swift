@@ -3,6 +3,7 @@ import ArgumentParser
 import CrashCapture
 import CrashInspection
 import CrashSymbolication
+import CrashTracking
 import Foundation
 
 @main
@@ -15,7 +16,7 @@ struct CrashInspect: ParsableCommand {
             one-line error and the others are still read. Symbolication matches binaries by GNU build-id \
             and never shows names from a binary whose build-id differs.
             """,
-        subcommands: [List.self, Show.self, Groups.self, Export.self]
+        subcommands: [List.self, Show.self, Groups.self, Store.self, Export.self]
     )
 }
 
@@ -154,6 +155,65 @@ extension CrashInspect {
                 print("    first \(first), last \(last), versions \(group.appVersions.sorted().joined(separator: ", "))")
             }
             if groups.isEmpty { print("no crash records in \(options.dir)") }
+        }
+    }
+
+    struct Store: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The tracking store: pending, quarantined and evicted counts, the oldest pending event, the last upload.")
+
+        @Argument(help: "The tracking store file (SQLite). Opened read-only; safe while a program writes to it.")
+        var path: String
+
+        @Option(help: "Quarantined events to show.")
+        var quarantined = 10
+
+        @Flag(help: "Print JSON for scripts instead of text.")
+        var json = false
+
+        func run() throws {
+            let (summary, quarantine): (StoreSummary, [QuarantinedEvent])
+            do { (summary, quarantine) = try TrackingStore.inspect(path: path, quarantineLimit: quarantined) } catch {
+                throw UnreadableRecord(description: "\(path): \(error)")
+            }
+            let last = summary.lastUpload
+            if json {
+                let object: [String: Any] = [
+                    "path": summary.path, "pending": summary.pending, "pendingCrash": summary.pendingCrash,
+                    "quarantined": summary.quarantined, "counters": summary.counters, "runMarkers": summary.runMarkers,
+                    "anonymousID": summary.anonymousID ?? NSNull(),
+                    "oldestPending": summary.oldestPending.map {
+                        ["trackID": $0.trackID, "event": $0.event, "time": isoTime($0.time * 1_000_000)] as Any
+                    } ?? NSNull(),
+                    "lastUpload": last.map {
+                        ["time": isoTime($0.time * 1_000_000), "status": $0.status, "events": $0.events, "error": $0.error ?? NSNull()] as Any
+                    } ?? NSNull(),
+                    "quarantine": quarantine.map {
+                        ["trackID": $0.event.trackID, "event": $0.event.event, "status": $0.status, "reason": $0.reason,
+                         "quarantinedAt": isoTime($0.quarantinedAt * 1_000_000)] as [String: Any]
+                    },
+                ]
+                print(Rendering.encode(object))
+                return
+            }
+            print("Tracking store \(summary.path)")
+            print("  pending      \(summary.pending) events (\(summary.pendingCrash) from crashes)")
+            print("  quarantined  \(summary.quarantined)")
+            let evicted = summary.counters.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            print("  evicted      " + (evicted.isEmpty ? "none" : evicted.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))
+            print("  run markers  \(summary.runMarkers)")
+            if let oldest = summary.oldestPending {
+                print("  oldest       \(oldest.event) at \(isoTime(oldest.time * 1_000_000)) (\(oldest.trackID))")
+            }
+            if let last {
+                let outcome = last.status == 0 ? "network error" : "HTTP \(last.status)"
+                print("  last upload  \(isoTime(last.time * 1_000_000)): \(outcome), \(last.events) events\(last.error.map { " — \($0)" } ?? "")")
+            } else {
+                print("  last upload  never (no endpoint configured, or nothing sent yet)")
+            }
+            for item in quarantine {
+                print("  quarantined  \(item.event.event) \(item.event.trackID): HTTP \(item.status) \(item.reason)")
+            }
         }
     }
 
