@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The demo: programs crash under CrashCapture, then crash-inspect reads what they left.
+# The demo: a program crashes under CrashCapture, crash-inspect reads what it left, the next
+# launch turns the records into AppCrashed + $AppEnd events and uploads them to a loopback server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -8,32 +9,51 @@ swift build --product crash-harness
 swift build --product crash-inspect
 bin="$(swift build --show-bin-path)"
 demo="${DEMO_DIR:-/tmp/crashcapture-demo}"
-rm -rf "$demo" && mkdir -p "$demo/crashes"
+rm -rf "$demo" && mkdir -p "$demo"
+store="$demo/app.sqlite"
+records="$store.records"   # where CrashReporting puts crash records, next to its store
+export SWIFT_BACKTRACE=enable=no   # Swift's own backtracer off, to keep the output short
+
+python3 scripts/demo_server.py "$demo/port" 300 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+while [ ! -s "$demo/port" ]; do sleep 0.1; done
+endpoint="http://127.0.0.1:$(cat "$demo/port")/sa"
+
+died() { echo "   exit status $1 = 128 + $(($1 - 128)): died of its signal, exactly as it would have without CrashCapture"; }
 
 echo
-echo "== four programs crash under CrashCapture (Swift's own backtracer off, to keep this short)"
-for scenario in null-dereference fatal-error null-dereference concurrent-crashes; do
-  set +e
-  SWIFT_BACKTRACE=enable=no "$bin/crash-harness" run "$scenario" --dir "$demo/crashes" 2>/dev/null
-  status=$?
-  set -e
-  echo "   $scenario: exit status $status = 128 + $((status - 128)) (died of its signal, as it would have without us)"
+echo "== launch 1: an app tracks events, then crashes after event 2"
+set +e; "$bin/crash-harness" emit --count 5 --store "$store" --crash-after 2 2>/dev/null; status=$?; set -e
+died $status
+echo "== three more programs crash into the same directory"
+for scenario in fatal-error null-dereference concurrent-crashes; do
+  set +e; "$bin/crash-harness" run "$scenario" --dir "$records" 2>/dev/null; status=$?; set -e
+  echo "   $scenario:"; died $status
 done
 
 echo
 echo "== crash-inspect list: one line per record"
-"$bin/crash-inspect" list --dir "$demo/crashes"
-
+"$bin/crash-inspect" list --dir "$records"
 echo
 echo "== crash-inspect groups: the same crash across runs and ASLR"
-"$bin/crash-inspect" groups --dir "$demo/crashes"
-
-first="$(ls "$demo/crashes" | head -1)"
+"$bin/crash-inspect" groups --dir "$records"
+first="$(ls "$records" | head -1)"
 echo
-echo "== crash-inspect show ${first%.ccrec} (first 45 lines)"
-"$bin/crash-inspect" show "${first%.ccrec}" --dir "$demo/crashes" | head -45
+echo "== crash-inspect show ${first%.ccrec} (first 40 lines)"
+"$bin/crash-inspect" show "${first%.ccrec}" --dir "$records" > "$demo/show.txt"
+head -40 "$demo/show.txt"
 
 echo
-echo "== crash-harness verify: a few scenarios run as children, each record checked"
+echo "== launch 2: the next launch ingests the records and uploads everything to $endpoint"
+"$bin/crash-harness" emit --count 2 --store "$store" --endpoint "$endpoint"
+sleep 0.5
+echo
+echo "== crash-inspect store: nothing left pending, the records are gone"
+"$bin/crash-inspect" store "$store"
+ls "$records"
+
+echo
+echo "== crash-harness verify: scenarios run as child processes, each record checked"
 "$bin/crash-harness" verify --scenario null-dereference --scenario stack-overflow-thread \
-  --scenario handler-before --scenario swift-backtracer --scenario crash-in-handler
+  --scenario handler-before --scenario crash-in-handler
