@@ -1,6 +1,9 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
 import CrashCapture
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One source-level frame. An address that hit inlined code yields several, innermost first;
 /// all but the last have `inlined == true`.
@@ -47,6 +50,8 @@ public final class Symbolicator: @unchecked Sendable {
     private let searchDirectories: [String]
     private var resolved: [String: Resolution] = [:]
     private let lock = NSLock()
+    private var server: SymbolizerServer?
+    private var serverFailed = false
 
     enum Resolution { case file(path: String, bias: UInt64), problem(String) }
 
@@ -169,8 +174,26 @@ public final class Symbolicator: @unchecked Sendable {
         return .problem(firstProblem ?? "no binary with build-id \(hex.isEmpty ? "(none recorded)" : hex) found")
     }
 
-    /// One llvm-symbolizer run for many offsets in one object; JSON output, inlined frames on.
+    /// Asks llvm-symbolizer about offsets in one object: through the long-lived process (which
+    /// keeps each object's debug info loaded between records), or one run per call if that fails.
     private func run(object: String, offsets: [UInt64]) -> [[SymbolicatedFrame]] {
+        lock.lock()
+        if server == nil && !serverFailed {
+            server = SymbolizerServer(symbolizer: symbolizerPath)
+            serverFailed = server == nil
+        }
+        let answers = server?.query(object: object, offsets: offsets)
+        if answers == nil, server != nil {
+            server = nil
+            serverFailed = true
+        }
+        lock.unlock()
+        if let answers { return answers.map(Self.frames(fromJSONLine:)) }
+        return runOnce(object: object, offsets: offsets)
+    }
+
+    /// One llvm-symbolizer run for many offsets in one object; JSON output, inlined frames on.
+    private func runOnce(object: String, offsets: [UInt64]) -> [[SymbolicatedFrame]] {
         let output = FileManager.default.temporaryDirectory
             .appendingPathComponent("symbolizer-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).json").path
         defer { try? FileManager.default.removeItem(atPath: output) }
@@ -178,21 +201,107 @@ public final class Symbolicator: @unchecked Sendable {
             + offsets.map { "0x" + String($0, radix: 16) }
         guard let child = try? ChildProcess.run(symbolizerPath, arguments, stdout: output, timeout: 120),
               child.ending == .exited(0),
-              let data = FileManager.default.contents(atPath: output) else { return [] }
-        guard let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
-        return array.map { entry in
-            let symbols = entry["Symbol"] as? [[String: Any]] ?? []
-            return symbols.compactMap { symbol -> SymbolicatedFrame? in
-                let name = SwiftDemangler.demangle(symbol["FunctionName"] as? String ?? "")
-                if name.isEmpty || name == "??" { return nil }
-                let file = symbol["FileName"] as? String ?? ""
-                let line = symbol["Line"] as? Int ?? 0
-                let column = symbol["Column"] as? Int ?? 0
-                return SymbolicatedFrame(
-                    address: 0, image: nil, imageOffset: nil, symbol: name,
-                    file: file.isEmpty ? nil : file, line: line > 0 ? line : nil, column: column > 0 ? column : nil,
-                    inlined: false, problem: nil)
+              let data = FileManager.default.contents(atPath: output),
+              let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
+        return array.map(Self.frames(fromEntry:))
+    }
+
+    static func frames(fromJSONLine line: String) -> [SymbolicatedFrame] {
+        guard let entry = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else { return [] }
+        return frames(fromEntry: entry)
+    }
+
+    static func frames(fromEntry entry: [String: Any]) -> [SymbolicatedFrame] {
+        let symbols = entry["Symbol"] as? [[String: Any]] ?? []
+        return symbols.compactMap { symbol -> SymbolicatedFrame? in
+            let name = SwiftDemangler.demangle(symbol["FunctionName"] as? String ?? "")
+            if name.isEmpty || name == "??" { return nil }
+            let file = symbol["FileName"] as? String ?? ""
+            let line = symbol["Line"] as? Int ?? 0
+            let column = symbol["Column"] as? Int ?? 0
+            return SymbolicatedFrame(
+                address: 0, symbol: name, file: file.isEmpty ? nil : file,
+                line: line > 0 ? line : nil, column: column > 0 ? column : nil)
+        }
+    }
+}
+
+/// A long-lived `llvm-symbolizer` reading `"object" 0xoffset` lines on stdin and answering one
+/// JSON line each: debug info is parsed once per object, not once per record.
+final class SymbolizerServer {
+    private let pid: pid_t
+    private let input: Int32
+    private let output: Int32
+    private var buffered: [UInt8] = []
+
+    init?(symbolizer: String) {
+        var toChild: [Int32] = [0, 0]
+        var fromChild: [Int32] = [0, 0]
+        guard pipe(&toChild) == 0 else { return nil }
+        guard pipe(&fromChild) == 0 else { close(toChild[0]); close(toChild[1]); return nil }
+        // Our ends must not leak into other children (a symbolizer that never sees EOF).
+        for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"]
+        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, environ)
+        close(toChild[0])
+        close(fromChild[1])
+        guard rc == 0 else { close(toChild[1]); close(fromChild[0]); return nil }
+        pid = child
+        input = toChild[1]
+        output = fromChild[0]
+    }
+
+    deinit {
+        close(input) // end of input: the symbolizer exits
+        close(output)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    /// One JSON line per offset, or nil if the process is gone or answers nonsense.
+    func query(object: String, offsets: [UInt64]) -> [String]? {
+        guard !object.contains("\""), !object.contains("\n") else { return nil }
+        var lines: [String] = []
+        for offset in offsets {
+            let request = "\"\(object)\" 0x\(String(offset, radix: 16))\n"
+            guard writeAll(Array(request.utf8)), let line = readLine() else { return nil }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    private func readLine() -> String? {
+        while true {
+            if let newline = buffered.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
+                return line
             }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            buffered += chunk[0..<n]
         }
     }
 }

@@ -35,12 +35,21 @@ let configurations = [
 var base = ProcessInfo.processInfo.environment
 var recordSizes: [Int] = []
 var writeMicros: [Int] = []
+var startMicros: [Int] = []
 func once(_ configuration: Configuration) throws -> Double {
     var environment = base
     environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
     let directory = scratch + "/" + UUID().uuidString
+    let stderrPath = directory + ".stderr"
+    if configuration.capture { environment["CRASH_TARGET_TIME_START"] = "1" }
     let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
-                                     environment: environment, timeout: 60)
+                                     environment: environment, stderr: stderrPath, timeout: 60)
+    if configuration.capture && !configuration.backtracer,
+       let text = try? String(contentsOfFile: stderrPath, encoding: .utf8),
+       let range = text.range(of: #"start took (\d+) us"#, options: .regularExpression) {
+        startMicros.append(Int(text[range].split(separator: " ")[2]) ?? 0)
+    }
+    try? FileManager.default.removeItem(atPath: stderrPath)
     guard child.ending == .signaled(SIGSEGV) else {
         FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label) ended \(child.ending)\n".utf8))
         exit(1)
@@ -80,6 +89,10 @@ for (index, configuration) in configurations.enumerated() {
 print(String(format: "CrashCapture's cost (c)-(a): %.2f ms; with the backtracer (d)-(b): %.2f ms",
              medians[2] - medians[0], medians[3] - medians[1]))
 print("record size of (c): median \(recordSizes.sorted()[recordSizes.count / 2]) bytes")
+if !startMicros.isEmpty {
+    let sorted = startMicros.sorted()
+    print("CrashCapture.start in a fresh process (c): median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
+}
 if !writeMicros.isEmpty {
     let sorted = writeMicros.sorted()
     print("time inside the handler (c), signal to end of record: median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")

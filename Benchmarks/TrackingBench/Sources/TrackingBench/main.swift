@@ -114,6 +114,29 @@ func ingestAndUpload(records: Int) throws {
                  server.eventCount, server.requestCount))
 }
 
+/// Upload throughput: `count` events already in the store, drained to a loopback server in
+/// batches of 50 (gzip + base64 + form encoding + HTTP + delete after 200).
+func uploadThroughput(count: Int) throws {
+    let directory = scratch("upload")
+    let server = try LoopbackServer()
+    var config = Tracker.Configuration(storePath: directory + "/s.sqlite", appName: "bench", appVersion: "1.0")
+    config.maxQueuedEvents = count + 10
+    config.limits.maxEvents = count + 100
+    let offline = try Tracker(config)  // no endpoint: fill the store first
+    for i in 0..<count { offline.track("Purchase", properties: ["seq": .int(i), "screen": .string("checkout")]) }
+    offline.waitUntilStored(timeout: 600)
+    offline.shutdown()
+    config.endpoint = server.url
+    let start = now()
+    let online = try Tracker(config)
+    let flushed = online.flush(timeout: 600)
+    let seconds = Double(now() - start) / 1e9
+    online.shutdown()
+    server.stop()
+    print(String(format: "upload throughput to a loopback server: %.0f events/s (%d events in %.2f s, %d requests, flushed %@)",
+                 Double(server.eventCount) / seconds, server.eventCount, seconds, server.requestCount, flushed ? "yes" : "NO"))
+}
+
 func spawn(_ path: String, _ arguments: [String]) -> pid_t {
     let argv = [path] + arguments
     var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
@@ -192,4 +215,5 @@ print("TrackingBench (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
 try trackLatency()
 try throughput(count: 300_000, limit: 10_000_000)
 try throughput(count: 100_000, limit: 10_000)
+try uploadThroughput(count: 20_000)
 try ingestAndUpload(records: 100)
