@@ -67,20 +67,28 @@ void cc__threads_uninstall(void) {
     cc__g.dump_signal = 0;
 }
 
-/* async-signal-safe: the thread's name from /proc/self/task/<tid>/comm. */
-void cc__thread_name(pid_t tid, char out[16]) {
+/* async-signal-safe: reads /proc/self/task/<tid>/<leaf> into out (at most cap-1 bytes,
+ * NUL-terminated). Returns the bytes read, or -1. */
+static ssize_t cc__read_task_file(pid_t tid, const char *leaf, char *out, size_t cap) {
     char path[64] = "/proc/self/task/";
     size_t n = 16;
     n += cc__fmt_u64(path + n, (uint64_t)tid);
-    const char *suffix = "/comm";
-    for (int i = 0; suffix[i]; i++) path[n++] = suffix[i];
+    path[n++] = '/';
+    for (int i = 0; leaf[i] && n + 1 < sizeof path; i++) path[n++] = leaf[i];
     path[n] = 0;
-    for (int i = 0; i < 16; i++) out[i] = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return -1;
     ssize_t got;
-    do { got = read(fd, out, 15); } while (got < 0 && errno == EINTR);
+    do { got = read(fd, out, cap - 1); } while (got < 0 && errno == EINTR);
     close(fd);
+    out[got > 0 ? got : 0] = 0;
+    return got;
+}
+
+/* async-signal-safe: the thread's name from /proc/self/task/<tid>/comm. */
+void cc__thread_name(pid_t tid, char out[16]) {
+    for (int i = 0; i < 16; i++) out[i] = 0;
+    ssize_t got = cc__read_task_file(tid, "comm", out, 16);
     for (ssize_t i = 0; i < got; i++) if (out[i] == '\n') out[i] = 0;
 }
 
@@ -88,19 +96,8 @@ void cc__thread_name(pid_t tid, char out[16]) {
  * /proc/self/task/<tid>/status (a thread that blocks it would only make us wait). */
 static int cc__thread_blocks(pid_t tid, int signo) {
     static char status[4096];
-    char path[64] = "/proc/self/task/";
-    size_t n = 16;
-    n += cc__fmt_u64(path + n, (uint64_t)tid);
-    const char *suffix = "/status";
-    for (int i = 0; suffix[i]; i++) path[n++] = suffix[i];
-    path[n] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t got;
-    do { got = read(fd, status, sizeof status - 1); } while (got < 0 && errno == EINTR);
-    close(fd);
+    ssize_t got = cc__read_task_file(tid, "status", status, sizeof status);
     if (got <= 0) return 0;
-    status[got] = 0;
     for (ssize_t i = 0; i + 8 < got; i++) {
         if ((i == 0 || status[i - 1] == '\n') && status[i] == 'S' && status[i + 1] == 'i' && status[i + 2] == 'g' &&
             status[i + 3] == 'B' && status[i + 4] == 'l' && status[i + 5] == 'k' && status[i + 6] == ':') {
