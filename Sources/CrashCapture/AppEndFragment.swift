@@ -24,7 +24,9 @@ enum AppEndFragment {
         for (key, value) in configuration.superProperties where properties[key] == nil {
             properties[key] = .string(value)
         }
-        let props = properties.keys.sorted().map { "\(JSONText.quote($0)):\(properties[$0]!.json)," }.joined()
+        // Sorted by UTF-8 bytes: String's own ordering loads Unicode normalisation data on first
+        // use (~0.1 ms), and this runs at start.
+        let props = properties.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\(JSONText.quote($0)):\(properties[$0]!.json)," }.joined()
         return members.joined(separator: ",") + ",\"properties\":{" + props
     }
 }

@@ -104,7 +104,7 @@ let builtinTrapSignal = SIGTRAP
 func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) -> Never {
     let thread = Thread {
         cch_wait_main_settled()
-        level1 { body() }
+        throughLevels { body() }
     }
     thread.stackSize = stackSize
     thread.start()
@@ -126,19 +126,19 @@ public enum Scenarios {
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0))
-        { _ in level1 { cch_null_dereference() } },
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("write-read-only", "a write to a read-only page is recorded as SEGV_ACCERR",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_ACCERR", frames: ["cch_write_read_only"] + chain))
-        { _ in level1 { cch_write_read_only() } },
+        { _ in throughLevels { cch_write_read_only() } },
         Scenario("wild-pointer", "a write to an unmapped address keeps that address",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_wild_pointer"] + chain, faultAddress: 0x3ead_0000_beef))
-        { _ in level1 { cch_wild_pointer() } },
+        { _ in throughLevels { cch_wild_pointer() } },
         Scenario("stack-overflow-main", "runaway recursion on the main thread is recorded from the alternate stack",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true))
-        { _ in level1 { cch_stack_overflow() } },
+        { _ in throughLevels { cch_stack_overflow() } },
         Scenario("stack-overflow-thread", "runaway recursion on a thread created after start is recorded",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true, crashedOffMainThread: true))
@@ -146,48 +146,48 @@ public enum Scenarios {
         Scenario("abort", "abort() is recorded as SIGABRT sent by the process itself",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain))
-        { _ in level1 { cch_abort() } },
+        { _ in throughLevels { cch_abort() } },
         Scenario("c-assert", "a failed C assert() aborts and is recorded",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["cch_assert"] + chain))
-        { _ in level1 { cch_assert() } },
+        { _ in throughLevels { cch_assert() } },
         Scenario("sigbus", "touching a truncated mmap'd file is recorded as SIGBUS BUS_ADRERR",
                  ending: .signal(SIGBUS),
                  record: .init(signal: SIGBUS, codeName: "BUS_ADRERR", frames: ["cch_sigbus"] + chain))
-        { context in level1 { cch_sigbus(context.directory) } },
+        { context in throughLevels { cch_sigbus(context.directory) } },
         Scenario("divide-by-zero", "integer division by zero is recorded as SIGFPE FPE_INTDIV (x86-64)",
                  ending: .signal(SIGFPE),
                  record: .init(signal: SIGFPE, codeName: "FPE_INTDIV", frames: ["cch_divide_by_zero"] + chain))
-        { _ in level1 { cch_divide_by_zero() } },
+        { _ in throughLevels { cch_divide_by_zero() } },
         Scenario("illegal-instruction", "an undefined instruction is recorded as SIGILL",
                  ending: .signal(SIGILL),
                  record: .init(signal: SIGILL, frames: ["cch_illegal_instruction"] + chain))
-        { _ in level1 { cch_illegal_instruction() } },
+        { _ in throughLevels { cch_illegal_instruction() } },
         Scenario("builtin-trap", "__builtin_trap() is recorded (SIGILL on x86-64, SIGTRAP on arm64)",
                  ending: .signal(builtinTrapSignal),
                  record: .init(signal: builtinTrapSignal, frames: ["cch_builtin_trap"] + chain))
-        { _ in level1 { cch_builtin_trap() } },
+        { _ in throughLevels { cch_builtin_trap() } },
         Scenario("force-unwrap-nil", "a Swift force-unwrap of nil is recorded with the runtime's message",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain,
                                message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true))
-        { _ in level1 { forceUnwrapNil() } },
+        { _ in throughLevels { forceUnwrapNil() } },
         Scenario("array-index-out-of-range", "a Swift array index out of range is recorded with its message",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain, message: "Index out of range", messageOnlyInDebug: true))
-        { _ in level1 { indexOutOfRange() } },
+        { _ in throughLevels { indexOutOfRange() } },
         Scenario("fatal-error", "Swift fatalError(\"…\") is recorded with its text",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness fatalError text"))
-        { _ in level1 { fatalError("crash-harness fatalError text") } },
+        { _ in throughLevels { fatalError("crash-harness fatalError text") } },
         Scenario("precondition", "a failed Swift precondition is recorded with its text",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness precondition text", messageOnlyInDebug: true))
-        { _ in level1 { precondition(opaque(false), "crash-harness precondition text") } },
+        { _ in throughLevels { precondition(opaque(false), "crash-harness precondition text") } },
         Scenario("integer-overflow", "Swift arithmetic overflow traps and is recorded",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain))
-        { _ in level1 { integerOverflow() } },
+        { _ in throughLevels { integerOverflow() } },
         Scenario("secondary-thread", "a crash on a secondary thread is recorded from that thread",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, crashedOffMainThread: true))
@@ -198,23 +198,23 @@ public enum Scenarios {
                                message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true,
                                crashedOffMainThread: true))
         { _ in
-            Task.detached { level1 { forceUnwrapNil() } }
+            Task.detached { throughLevels { forceUnwrapNil() } }
             while true { sleep(60) }
         },
         Scenario("concurrent-crashes", "eight threads crashing at once leave one complete record and no hang",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_at_barrier"],
                                crashedOffMainThread: true))
-        { _ in level1 { cch_concurrent_crashes(8) } },
+        { _ in throughLevels { cch_concurrent_crashes(8) } },
         Scenario("heap-corruption", "glibc aborting inside free() (arena lock held) is recorded without deadlock",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["cch_heap_corruption"] + chain))
-        { _ in level1 { cch_heap_corruption() } },
+        { _ in throughLevels { cch_heap_corruption() } },
         Scenario("crash-in-handler", "a fault inside the crash handler still ends the process with the original signal",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),
                  configure: { $0._testCrashInsideHandler = true })
-        { _ in level1 { cch_abort() } },
+        { _ in throughLevels { cch_abort() } },
         Scenario("hang-in-handler", "a handler that hangs is ended by its watchdog with the original signal",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, frames: [], mayBeIncomplete: true),
@@ -222,40 +222,40 @@ public enum Scenarios {
                      $0._testHangInsideHandler = true
                      $0.watchdogSeconds = 1
                  })
-        { _ in level1 { cch_null_dereference() } },
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("signal-from-other-process", "kill -SEGV from another process is recorded with the sender",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SI_USER", frames: chain, fromOtherProcess: true))
-        { _ in level1 { cch_signal_from_other_process(SIGSEGV) } },
+        { _ in throughLevels { cch_signal_from_other_process(SIGSEGV) } },
         Scenario("handler-before", "a handler installed before CrashCapture still runs, and the process still dies",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain),
                  stderrContains: [chained, "errno in user handler 4242\n"],
                  beforeStart: { cch_install_handler_before(chained) })
-        { _ in level1 { cch_null_dereference_with_errno(4242) } },
+        { _ in throughLevels { cch_null_dereference_with_errno(4242) } },
         Scenario("handler-after", "a handler installed after CrashCapture that chains to it still gets the record written",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),
                  stderrContains: [late])
         { _ in
             cch_install_handler_after(late)
-            level1 { cch_null_dereference() }
+            throughLevels { cch_null_dereference() }
         },
         Scenario("swift-backtracer", "the Swift runtime's backtracer still prints after CrashCapture wrote its record",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
                  stderrContains: ["Program crashed"],
                  environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,symbolicate=off"])
-        { _ in level1 { cch_null_dereference() } },
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("sigkill", "SIGKILL ends the process and no handler can run: no record",
                  ending: .signal(SIGKILL), record: nil)
-        { _ in level1 { kill(getpid(), SIGKILL) } },
+        { _ in throughLevels { kill(getpid(), SIGKILL) } },
         Scenario("clean-exit", "a normal exit leaves no crash record",
                  ending: .exit(0), record: nil)
-        { _ in level1 { exit(0) } },
+        { _ in throughLevels { exit(0) } },
         Scenario("exit-from-thread", "exit() from a secondary thread ends the process with that status and no record",
                  ending: .exit(3), record: nil)
-        { _ in level1 { cch_exit_from_thread(3) } },
+        { _ in throughLevels { cch_exit_from_thread(3) } },
     ]
 
     /// The scenario called `name`, if any.
