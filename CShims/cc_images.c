@@ -36,8 +36,6 @@ typedef struct {
 static cc__cached_image_t g_cache[CC__CACHED_IMAGES];
 static uint32_t g_cache_count;
 
-static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]);
-
 /* Install time: one entry per object dl_iterate_phdr reports. */
 static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     (void)size; (void)unused;
@@ -58,7 +56,29 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     struct stat st;
     if (stat(name, &st) != 0) return 0;
     entry->inode = (uint64_t)st.st_ino;
-    entry->build_id_length = cc__read_build_id(base, entry->build_id);
+    entry->build_id_length = 0;
+    /* Outside the handler the notes can be read in place: the loader mapped them. */
+    for (int i = 0; i < info->dlpi_phnum && !entry->build_id_length; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        const unsigned char *notes = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        size_t size = ph->p_memsz, off = 0;
+        while (off + sizeof(ElfW(Nhdr)) <= size) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(notes + off);
+            size_t name_off = off + sizeof *nh;
+            size_t desc_off = name_off + ((nh->n_namesz + 3u) & ~3u);
+            size_t next = desc_off + ((nh->n_descsz + 3u) & ~3u);
+            if (next > size || next <= off) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && notes[name_off] == 'G' &&
+                notes[name_off + 1] == 'N' && notes[name_off + 2] == 'U' && nh->n_descsz > 0) {
+                uint32_t len = nh->n_descsz > 32 ? 32 : nh->n_descsz;
+                for (uint32_t k = 0; k < len; k++) entry->build_id[k] = notes[desc_off + k];
+                entry->build_id_length = len;
+                break;
+            }
+            off = next;
+        }
+    }
     g_cache_count++;
     return 0;
 }

@@ -5,16 +5,17 @@
 #include <string.h>
 #include <ucontext.h>
 
-/* Install time (not async-signal-safe): libunwind initialises its global tables on first use,
- * behind a lock and pthread_once. Doing one full unwind here means the handler never takes
- * that path. Per-thread caching keeps the handler off the global cache's lock. */
+/* Install time (not async-signal-safe): libunwind initialises its global state on first use,
+ * behind a lock and pthread_once. A few steps here mean the handler never takes that path
+ * (each image's unwind tables are found later through dl_iterate_phdr, see README "Known
+ * limits"). Per-thread caching keeps the handler off the global cache's lock. */
 void cc__unwind_warm_up(void) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     unw_context_t context;
     unw_cursor_t cursor;
     if (unw_getcontext(&context) != 0) return;
     if (unw_init_local(&cursor, &context) != 0) return;
-    for (int i = 0; i < 64 && unw_step(&cursor) > 0; i++) {
+    for (int i = 0; i < 3 && unw_step(&cursor) > 0; i++) {
         unw_word_t ip;
         unw_get_reg(&cursor, UNW_REG_IP, &ip);
     }

@@ -18,15 +18,16 @@ enum AppEndFragment {
                 + "\"$lib_version\":\(JSONText.quote(CrashCapture.libraryVersion)),"
                 + "\"$lib_method\":\"code\","
                 + "\"$app_version\":\(JSONText.quote(configuration.appVersion))}")
-        var properties = PresetProperties.current()
-        properties["$app_name"] = .string(configuration.appName)
-        properties["$app_version"] = .string(configuration.appVersion)
-        for (key, value) in configuration.superProperties where properties[key] == nil {
-            properties[key] = .string(value)
+        // A list, not a Dictionary, sorted by UTF-8 bytes: String's own ordering loads Unicode
+        // normalisation data on first use, and this runs at start (see README, Benchmarks).
+        var properties = PresetProperties.currentList()
+        properties.append(("$app_name", .string(configuration.appName)))
+        properties.append(("$app_version", .string(configuration.appVersion)))
+        for (key, value) in configuration.superProperties where !properties.contains(where: { $0.0 == key }) {
+            properties.append((key, .string(value)))
         }
-        // Sorted by UTF-8 bytes: String's own ordering loads Unicode normalisation data on first
-        // use (~0.1 ms), and this runs at start.
-        let props = properties.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\(JSONText.quote($0)):\(properties[$0]!.json)," }.joined()
+        properties.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        let props = properties.map { "\(JSONText.quote($0.0)):\($0.1.json)," }.joined()
         return members.joined(separator: ",") + ",\"properties\":{" + props
     }
 }

@@ -31,18 +31,24 @@ public enum PresetProperties {
     /// `$os`, `$os_version`, `$model`, `$lib`, `$lib_version`, `$timezone_offset`; the app's
     /// name and version are added by the caller that knows them.
     public static func current() -> [String: JSONScalar] {
+        Dictionary(currentList(), uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The same presets as an ordered list (no Dictionary: this runs on the launch path, where
+    /// the first use of a hashed collection costs more than the work itself).
+    public static func currentList() -> [(String, JSONScalar)] {
         var uts = utsname()
         uname(&uts)
         let machine = withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         let release = withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         return [
-            "$os": .string("Linux"),
-            "$os_version": .string(osVersion(kernelRelease: release)),
-            "$model": .string(machine),
-            "$lib": .string(EventLibrary.name),
-            "$lib_version": .string(EventLibrary.version),
+            ("$os", .string("Linux")),
+            ("$os_version", .string(osVersion(kernelRelease: release))),
+            ("$model", .string(machine)),
+            ("$lib", .string(EventLibrary.name)),
+            ("$lib_version", .string(EventLibrary.version)),
             // Sensors' convention: minutes to add to local time to get UTC (UTC+8 is -480).
-            "$timezone_offset": .int(-secondsEastOfUTC() / 60),
+            ("$timezone_offset", .int(-secondsEastOfUTC() / 60)),
         ]
     }
 
@@ -107,26 +113,32 @@ public enum JSONScalar: Sendable, Equatable {
 /// Minimal JSON text helpers for pre-formatting (Foundation's encoder sorts and escapes
 /// differently across platforms; this is exact and dependency-free).
 public enum JSONText {
-    /// `s` as a JSON string literal, with quotes.
+    /// `s` as a JSON string literal, with quotes. Works on UTF-8 bytes (no Foundation, no
+    /// per-Character work): `"`, `\\` and control characters are escaped, as are U+2028 and
+    /// U+2029 (valid JSON, but not valid JavaScript string literals).
     public static func quote(_ s: String) -> String {
-        var out = "\""
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = [0x22]
         out.reserveCapacity(s.utf8.count + 2)
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+        let bytes = Array(s.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0x0D: out += [0x5C, 0x72]
+            case 0x09: out += [0x5C, 0x74]
+            case 0x00..<0x20: out += [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            case 0xE2 where index + 2 < bytes.count && bytes[index + 1] == 0x80 && (bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9):
+                out += Array("\\u202".utf8) + [bytes[index + 2] == 0xA8 ? 0x38 : 0x39]
+                index += 2
+            default: out.append(byte)
             }
+            index += 1
         }
-        return out + "\""
+        out.append(0x22)
+        return String(decoding: out, as: UTF8.self)
     }
 }
-
