@@ -189,9 +189,13 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertTrue(run.record?.isComplete == true)
     }
 
+    /// Runs per scenario and build in the table-wide tests: CRASH_HARNESS_RUNS, default 3
+    /// (`crash-harness verify --runs 1000` is the soak; see README).
+    var runsPerScenario: Int { Int(ProcessInfo.processInfo.environment["CRASH_HARNESS_RUNS"] ?? "") ?? 3 }
+
     func testEveryScenarioInTheTableEndsAsExpectedInTheDebugHarness() throws {
         for scenario in Scenarios.all {
-            _ = try Harness.run(scenario.name)
+            for _ in 0..<runsPerScenario { _ = try Harness.run(scenario.name) }
         }
     }
 
@@ -201,7 +205,7 @@ final class CrashScenarioTests: XCTestCase {
         }
         XCTAssertFalse(try Harness.isDebugBuild(release))
         for scenario in Scenarios.all {
-            _ = try Harness.run(scenario.name, binary: release)
+            for _ in 0..<runsPerScenario { _ = try Harness.run(scenario.name, binary: release) }
         }
     }
 
