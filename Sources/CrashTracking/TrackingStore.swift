@@ -161,10 +161,10 @@ public final class TrackingStore: @unchecked Sendable {
         if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         var moved: [String] = []
         do {
-            pool = try TrackingStore.openChecked(path)
+            pool = try TrackingStore.openRetryingBusy(path)
         } catch let error as DatabaseError where TrackingStore.isCorruption(error) {
             moved.append(TrackingStore.moveAside(path))
-            do { pool = try TrackingStore.openChecked(path) } catch {
+            do { pool = try TrackingStore.openRetryingBusy(path) } catch {
                 throw TrackingStoreError(operation: "open \(path) after moving a corrupt file aside", underlying: "\(error)")
             }
         } catch {
@@ -176,6 +176,21 @@ public final class TrackingStore: @unchecked Sendable {
     static func isCorruption(_ error: Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
         return error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
+    }
+
+    /// Two processes opening a new store at the same moment race to switch it to WAL, and
+    /// SQLite answers `PRAGMA journal_mode = WAL` with SQLITE_BUSY at once (the busy timeout
+    /// does not apply to that lock). Retry for up to 10 s with a growing pause.
+    private static func openRetryingBusy(_ path: String) throws -> DatabasePool {
+        var pauseMicroseconds: UInt32 = 5_000
+        let deadline = Clock.wallMilliseconds() + 10_000
+        while true {
+            do { return try openChecked(path) } catch let error as DatabaseError
+                where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && Clock.wallMilliseconds() < deadline {
+                usleep(pauseMicroseconds + UInt32.random(in: 0...pauseMicroseconds))
+                pauseMicroseconds = min(pauseMicroseconds * 2, 200_000)
+            }
+        }
     }
 
     private static func openChecked(_ path: String) throws -> DatabasePool {
@@ -251,7 +266,7 @@ public final class TrackingStore: @unchecked Sendable {
             guard pool === seen else { return } // another thread already did it
             try? pool.close()
             movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
-            pool = try TrackingStore.openChecked(path)
+            pool = try TrackingStore.openRetryingBusy(path)
         }
     }
 
