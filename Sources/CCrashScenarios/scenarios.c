@@ -156,6 +156,25 @@ void cch_install_handler_after(const char *marker) {
     sigaction(SIGSEGV, &action, &g_after_previous);
 }
 
+static _Atomic int g_malloc_threads_running;
+static void *cch_malloc_forever(void *arg) {
+    (void)arg;
+    atomic_fetch_add(&g_malloc_threads_running, 1);
+    for (unsigned i = 0;; i++) {
+        void *volatile p = malloc(16 + (i % 4096));
+        free(p);
+    }
+    return 0;
+}
+
+__attribute__((noinline)) void cch_crash_while_malloc_busy(int count) {
+    pthread_t thread;
+    for (int i = 0; i < count; i++) pthread_create(&thread, 0, cch_malloc_forever, 0);
+    while (atomic_load(&g_malloc_threads_running) < count) usleep(100);
+    usleep(20000);
+    cch_null_dereference();
+}
+
 static pthread_barrier_t g_barrier;
 __attribute__((noinline)) static void *cch_crash_at_barrier(void *arg) {
     (void)arg;

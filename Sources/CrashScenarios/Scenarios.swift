@@ -210,6 +210,10 @@ public enum Scenarios {
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["cch_heap_corruption"] + chain))
         { _ in throughLevels { cch_heap_corruption() } },
+        Scenario("crash-while-malloc-busy", "a crash while other threads hold glibc's malloc locks is recorded without deadlock",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_while_malloc_busy"] + chain))
+        { _ in throughLevels { cch_crash_while_malloc_busy(3) } },
         Scenario("crash-in-handler", "a fault inside the crash handler still ends the process with the original signal",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),

@@ -193,6 +193,15 @@ final class CrashScenarioTests: XCTestCase {
     /// (`crash-harness verify --runs 1000` is the soak; see README).
     var runsPerScenario: Int { Int(ProcessInfo.processInfo.environment["CRASH_HARNESS_RUNS"] ?? "") ?? 3 }
 
+    func testACrashWhileOtherThreadsHoldMallocLocksCompletesWithTheirStacks() throws {
+        let run = try Harness.run("crash-while-malloc-busy")
+        let record = try XCTUnwrap(run.record)
+        XCTAssertTrue(record.isComplete)
+        // The three threads were interrupted inside malloc/free and answered from there.
+        let busy = record.threads.filter { !$0.crashed && Harness.symbols($0, in: record).contains { $0.contains("cch_malloc_forever") } }
+        XCTAssertEqual(busy.count, 3, "\(record.threads.map { Harness.symbols($0, in: record).prefix(4) })")
+    }
+
     func testEveryScenarioInTheTableEndsAsExpectedInTheDebugHarness() throws {
         for scenario in Scenarios.all {
             for _ in 0..<runsPerScenario { _ = try Harness.run(scenario.name) }

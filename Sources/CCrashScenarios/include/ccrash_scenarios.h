@@ -27,6 +27,9 @@ void cch_install_handler_before(const char *marker);
 /* Installs, over whatever is there (CrashCapture), a SIGSEGV handler that writes `marker` to
  * stderr and then calls the handler it replaced. */
 void cch_install_handler_after(const char *marker);
+/* Starts `count` threads that malloc and free without pause (so glibc's arena locks are
+ * held at any moment), waits until they run, then dereferences null on this thread. */
+void cch_crash_while_malloc_busy(int count);
 /* Runs `count` threads that meet at a barrier and then all dereference null at once. */
 void cch_concurrent_crashes(int count);
 /* Sends `signo` to this process from another process (/bin/kill) and waits to die. */
