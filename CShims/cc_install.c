@@ -154,7 +154,6 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
     cc__g.flags = config->flags;
     cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
-    cc__g.pid = getpid();
     cc__g.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     atomic_store(&cc__g.crash_tid, 0);

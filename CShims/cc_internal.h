@@ -67,7 +67,6 @@ typedef struct {
     uint32_t max_frames;
     uint32_t flags;
     uint32_t watchdog_seconds;
-    pid_t pid;
     int64_t start_wall_ns;
     int64_t start_mono_ns;
     uint64_t random_seed;
