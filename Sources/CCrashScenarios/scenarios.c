@@ -175,6 +175,17 @@ __attribute__((noinline)) void cch_crash_while_malloc_busy(int count) {
     cch_null_dereference();
 }
 
+__attribute__((noinline)) void cch_crash_in_forked_child(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        cch_null_dereference();
+        _exit(70);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {}
+    _exit(WIFSIGNALED(status) ? 100 + WTERMSIG(status) : 71);
+}
+
 static pthread_barrier_t g_barrier;
 __attribute__((noinline)) static void *cch_crash_at_barrier(void *arg) {
     (void)arg;

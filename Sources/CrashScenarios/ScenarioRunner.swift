@@ -113,6 +113,11 @@ public enum ScenarioRunner {
             return RunReport(outcome: outcome, failures: failures, frames: [])
         }
         if record.appName != "crash-harness" { failures.append("app name \(record.appName ?? "none")") }
+        // The harness is our child; a forked scenario's record comes from its child instead.
+        if expected.forkedChild == (process.ppid == getpid()) {
+            failures.append(expected.forkedChild ? "record is not from the forked child (parent \(process.ppid))"
+                                                  : "record's parent pid \(process.ppid) is not the runner's \(getpid())")
+        }
         if expected.mayBeIncomplete {
             return RunReport(outcome: outcome, failures: failures, frames: [])
         }

@@ -45,6 +45,8 @@ public struct Scenario: Sendable {
         public var truncatedFrames: Bool = false
         /// The crashed thread is not the main thread.
         public var crashedOffMainThread: Bool = false
+        /// The record comes from a child the harness process forked (its pid and parent differ).
+        public var forkedChild: Bool = false
     }
 
     /// The scenario's name on the command line.
@@ -214,6 +216,11 @@ public enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_while_malloc_busy"] + chain))
         { _ in throughLevels { cch_crash_while_malloc_busy(3) } },
+        Scenario("forked-child", "a child forked after start records its own crash under its own pid",
+                 ending: .exit(100 + SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_in_forked_child"] + chain,
+                               forkedChild: true))
+        { _ in throughLevels { cch_crash_in_forked_child() } },
         Scenario("crash-in-handler", "a fault inside the crash handler still ends the process with the original signal",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),

@@ -30,6 +30,9 @@ void cch_install_handler_after(const char *marker);
 /* Starts `count` threads that malloc and free without pause (so glibc's arena locks are
  * held at any moment), waits until they run, then dereferences null on this thread. */
 void cch_crash_while_malloc_busy(int count);
+/* Forks; the child dereferences null; the parent waits and exits with 100 + the child's
+ * signal number (so the parent itself leaves no record). */
+void cch_crash_in_forked_child(void);
 /* Runs `count` threads that meet at a barrier and then all dereference null at once. */
 void cch_concurrent_crashes(int count);
 /* Sends `signo` to this process from another process (/bin/kill) and waits to die. */
