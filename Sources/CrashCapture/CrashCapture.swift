@@ -206,7 +206,7 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
 
 /// Serialises identity updates and republishes the `$AppEnd` fragment the handler reads.
 final class IdentityStore: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex()
     private var _identity = EventIdentity()
     private var _configuration: CrashCaptureConfiguration?
 
@@ -261,4 +261,16 @@ extension Logger.Level {
 public func signalName(_ signo: Int32) -> String {
     if let name = cc_signal_name(signo) { return String(cString: name) }
     return "signal \(signo)"
+}
+
+/// A pthread mutex (NSLock would bring Foundation's class machinery into `start`).
+final class Mutex: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
 }

@@ -87,8 +87,8 @@ public enum PresetProperties {
             }
             lineStart = lineEnd + 1
         }
-        if !pretty.isEmpty { return "\(String(decoding: pretty, as: UTF8.self)); kernel \(kernelRelease)" }
-        return "kernel \(kernelRelease)"
+        if !pretty.isEmpty { return String(decoding: pretty, as: UTF8.self) + "; kernel " + kernelRelease }
+        return "kernel " + kernelRelease
     }
 }
 
