@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h> /* renameat(2) only: no stdio stream is used here */
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,51 +16,77 @@
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
  *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close,
- *     renameat, clock_gettime, sigaction, sigprocmask, getpid, tgkill via syscall, nanosleep,
- *     alarm);
+ *     renameat, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep, alarm;
+ *     through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex, getdents64,
+ *     process_vm_readv);
  *   - C11 atomics (lock-free on every supported target);
  *   - libunwind's local unwinder (unw_init_local2 / unw_step / unw_get_reg: documented
- *     signal-safe; warmed up at install so its one-time initialisation never runs here);
+ *     signal-safe; warmed up at install so its one-time initialisation never runs here; its
+ *     calls to dl_iterate_phdr are answered by cc_interpose.c without the loader lock);
+ *   - the previous handler, which the program installed for this very signal (cc_chain.c);
  *   - fixed buffers and pre-formatted strings in cc__g, prepared by cc_install.
  * It may NOT use malloc/free, stdio, any lock, dl_iterate_phdr/dladdr/dlsym, symbol-name
  * lookup (unw_get_proc_name), getenv, strerror, localtime, or anything written in Swift.
  * Every function it can reach says "async-signal-safe" in its comment.
  *
- * ORDER OF WORK. Sections are written most valuable and least risky first, and go to the file
- * in one write(2) per checkpoint (before each step that could fault or stall): the signal, the process, the strings (app, executable, fatal message), the
- * compensating $AppEnd, registers and memory windows, breadcrumbs, images (build-ids), the
- * crashing thread's frames (libunwind walks a possibly damaged stack), the other threads
- * (which need their cooperation), the end marker. A fault at any step leaves the sections
- * before it readable in the ".partial" file.
+ * ORDER OF WORK. First the previous action runs (cc_chain.c says how and why first). When the
+ * crash is one the process will die of, the recording thread claims cc__g.owner, arms the
+ * watchdog, stops every other thread (cc_threads.c), collects the loaded images, and writes
+ * the sections most valuable first, flushing them to the file at checkpoints before each step
+ * that could fault or stall: the signal, the process, the compensating $AppEnd; the
+ * registers and the crashing thread's frames; the strings (app, executable, fatal message),
+ * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
+ * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
+ * under a small RLIMIT_FSIZE what is lost is the least valuable part.
  *
- * CONCURRENCY. The first thread to swap its tid into crash_tid writes the record. Another
- * thread crashing meanwhile waits (bounded) for the record and for the process to die, and
- * answers the writer's stack request while it waits. The writing thread faulting again (a
- * crash inside this handler) ends the process at once with the original signal.
+ * CONCURRENCY. The first thread to swap its (pid, tid) into owner writes the record. Another
+ * thread crashing meanwhile parks for good, its own context published, and is recorded with
+ * the others. The owner faulting again (a crash inside this handler) ends the process at once
+ * with the original signal. An owner with another pid is stale: a vfork child (which shares
+ * our memory) crashed, or the state came across fork.
  *
- * CHAINING. After the record, the previous action saved at install runs: an SA_SIGINFO or
- * plain handler is called with the original arguments (this is how the Swift runtime's
- * backtracer still prints); if it returns, or there was none, the default action is restored
- * and the signal re-delivered: a fault from the kernel simply re-executes the faulting
- * instruction, anything sent (kill, raise, abort) is re-sent to this thread with tgkill and
- * arrives as soon as the handler returns. Either way the process ends with the original
- * signal, so WTERMSIG and core dumps are what they would have been.
+ * DEATH. After the record, the default action is restored and the original siginfo is queued
+ * to this thread (rt_tgsigqueueinfo) while it is still blocked; the interrupted context's mask
+ * is set to let only that signal through, and the handler returns. The kernel then delivers
+ * it on the way back to the interrupted code: the process dies of the original signal, with the
+ * original si_code and fault address and the faulting registers in the core dump, and no
+ * signal that arrived meanwhile (SIGXFSZ, a timer's SIGPROF) can overtake it.
  */
 
-/* async-signal-safe: restores the default action and makes sure `signo` is delivered to this
- * thread once the handler returns. */
-static void cc__redeliver_default(int signo, const siginfo_t *info) {
+/* async-signal-safe: arranges for the process to die of `signo` as soon as the handler
+ * returns (see DEATH above). `info` may be NULL. */
+static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
     struct sigaction dfl = { 0 };
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     sigaction(signo, &dfl, 0);
-    int refaults = info && info->si_code > 0 &&
-                   (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL);
-    if (!refaults) syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
+    pid_t pid = getpid(), tid = cc__gettid();
+    siginfo_t queued;
+    unsigned char *raw = (unsigned char *)&queued;
+    for (size_t i = 0; i < sizeof queued; i++) raw[i] = info ? ((const unsigned char *)info)[i] : 0;
+    if (!info || queued.si_signo != signo) {
+        queued.si_signo = signo;
+        queued.si_code = SI_TKILL;
+        queued.si_pid = pid;
+        queued.si_uid = getuid();
+    }
+    if (syscall(SYS_rt_tgsigqueueinfo, (long)pid, (long)tid, (long)signo, &queued) != 0) {
+        syscall(SYS_tgkill, (long)pid, (long)tid, (long)signo);
+    }
+    if (uc) {
+        sigfillset(&uc->uc_sigmask);
+        sigdelset(&uc->uc_sigmask, signo);
+    } else {
+        sigset_t only;
+        sigemptyset(&only);
+        sigaddset(&only, signo);
+        sigprocmask(SIG_UNBLOCK, &only, 0);
+    }
 }
 
-/* async-signal-safe: ends the process now with `signo` (used for a fault inside the handler). */
-static void cc__die_with(int signo) {
+/* async-signal-safe: ends the process now with `signo` (a fault inside the handler, the
+ * watchdog): the core dump then shows the handler, which is where the trouble was. */
+static _Noreturn void cc__die_now(int signo) {
     struct sigaction dfl = { 0 };
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
@@ -72,30 +99,34 @@ static void cc__die_with(int signo) {
     _exit(128 + signo); /* not reached: the default action of a fatal signal ends the process */
 }
 
-/* async-signal-safe: the watchdog. If writing the record hangs (libunwind waiting on the
- * loader lock that a thread inside dlopen holds, a wedged filesystem), SIGALRM arrives after
- * watchdog_seconds (10 by default) on whichever thread can take it and ends the process with
- * the signal the crash began with. Armed with alarm(2) at the start of the record, disarmed
- * before chaining. */
-static struct sigaction g_alarm_previous;
-
+/* async-signal-safe: the watchdog. If writing the record hangs (a wedged filesystem, a stack
+ * that takes libunwind forever), SIGALRM arrives after watchdog_seconds (10 by default) and
+ * ends the process with the signal the crash began with. Armed with alarm(2) when the record
+ * starts and never disarmed: the process is dying. */
 static void cc__watchdog(int signo) {
     (void)signo;
-    cc__die_with(cc__g.crash_signo);
+    cc__die_now(cc__g.crash_signo);
 }
 
 static void cc__watchdog_arm(void) {
     struct sigaction action = { 0 };
     action.sa_handler = cc__watchdog;
-    sigemptyset(&action.sa_mask);
+    sigfillset(&action.sa_mask);
     action.sa_flags = SA_ONSTACK;
-    sigaction(SIGALRM, &action, &g_alarm_previous);
+    sigaction(SIGALRM, &action, 0);
     alarm(cc__g.watchdog_seconds);
 }
 
-static void cc__watchdog_disarm(void) {
-    alarm(0);
-    sigaction(SIGALRM, &g_alarm_previous, 0);
+/* async-signal-safe: a dying process may write its record past the soft limits it had. */
+static void cc__raise_limits(void) {
+    int resources[] = { RLIMIT_FSIZE, RLIMIT_NOFILE };
+    for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
+        struct rlimit limit;
+        if (syscall(SYS_prlimit64, 0L, (long)resources[i], (void *)0, &limit) != 0) continue;
+        if (limit.rlim_cur == limit.rlim_max) continue;
+        limit.rlim_cur = limit.rlim_max;
+        syscall(SYS_prlimit64, 0L, (long)resources[i], &limit, (void *)0);
+    }
 }
 
 /* async-signal-safe: index of signo in cc__g.signals, or -1. */
@@ -104,21 +135,33 @@ static int cc__signal_index(int signo) {
     return -1;
 }
 
-/* async-signal-safe: hands the signal to whatever was installed before us. */
-static void cc__chain(int signo, siginfo_t *info, void *context, int saved_errno) {
-    int index = cc__signal_index(signo);
-    if (index >= 0) {
-        const struct sigaction *prev = &cc__g.previous[index];
-        errno = saved_errno;
-        if (prev->sa_flags & SA_SIGINFO) {
-            if (prev->sa_sigaction) prev->sa_sigaction(signo, info, context);
-        } else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
-            prev->sa_handler(signo);
-        }
+/* async-signal-safe: the kernel forces a synchronous fault on the thread that caused it even
+ * when it is ignored (it then kills). Everything else can be ignored. BUS_MCEERR_AO is the
+ * asynchronous "memory error somewhere, action optional" notice. */
+static int cc__is_forced(int signo, const siginfo_t *info) {
+    if (!info || info->si_code <= 0) return 0;
+    if (signo == SIGBUS && info->si_code == BUS_MCEERR_AO) return 0;
+    return signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
+}
+
+/* async-signal-safe: SIGABRT the process sent itself: abort(), which never returns (glibc
+ * resets SIGABRT to SIG_DFL and raises it again if a handler returns). */
+static int cc__is_abort(int signo, const siginfo_t *info, pid_t pid) {
+    return signo == SIGABRT && info && info->si_code <= 0 && info->si_pid == pid;
+}
+
+/* async-signal-safe: copies the published $AppEnd fragment into out (NUL-terminated); a copy
+ * torn by an update on another thread is taken again. Returns 0 when there is none. */
+static int cc__copy_fragment(char *out, size_t cap) {
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int index = atomic_load(&cc__g.fragment_index);
+        if (index < 0 || index > 1) return 0;
+        uint64_t before = atomic_load(&cc__g.fragment_generation[index]);
+        if (before & 1) continue;
+        cc__strlcpy(out, cc__g.fragments[index], cap);
+        if (atomic_load(&cc__g.fragment_generation[index]) == before && atomic_load(&cc__g.fragment_index) == index) return 1;
     }
-    /* The previous handler returned, or there was none (SIG_IGN cannot ignore a real fault). */
-    cc__redeliver_default(signo, info);
-    errno = saved_errno;
+    return 0;
 }
 
 /* async-signal-safe: appends the compensating $AppEnd event as one JSON object. */
@@ -140,8 +183,8 @@ static void cc__write_app_end(cc__writer_t *w, int signo, int64_t crash_wall_ns,
     cc__section_puts(w, "\",\"time\":");
     cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)(crash_wall_ns / 1000000)));
     cc__section_puts(w, ",");
-    const char *fragment = atomic_load(&cc__g.fragment);
-    if (fragment && fragment[0]) cc__section_puts(w, fragment);
+    static char fragment[CC__FRAGMENT_MAX];
+    if (cc__copy_fragment(fragment, sizeof fragment) && fragment[0]) cc__section_puts(w, fragment);
     else cc__section_puts(w, "\"type\":\"track\",\"event\":\"$AppEnd\",\"properties\":{");
     int64_t elapsed_ms = (crash_mono_ns - cc__g.start_mono_ns) / 1000000;
     if (elapsed_ms < 0) elapsed_ms = 0;
@@ -197,13 +240,20 @@ static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     cc__g.partial_name[n] = 0;
 }
 
-/* async-signal-safe: writes the whole record for this crash. */
-static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, int saved_errno) {
+/* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
+static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
     cc__writer_t *w = &cc__g.writer;
     int64_t crash_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     int64_t crash_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
-    pid_t pid = getpid();
     cc__g.handler_pid = pid;
+    cc__raise_limits();
+    /* The fds reserved at install: one for the /proc files read while stopping threads and
+     * collecting images, one for the record. The numbers are never cleared (a vfork child
+     * closes only its own copies). */
+    if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
+    cc__stop_other_threads(tid);
+    cc__images_collect();
+    if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
     cc__name_record(crash_wall_ns, pid, tid);
     if (cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name) != 0) return;
 
@@ -240,6 +290,33 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
     cc__section_put(w, &process, sizeof process);
     cc__section_end(w);
 
+    /* The compensating $AppEnd: the session's end, so the next launch can pair it. */
+    cc__write_app_end(w, signo, crash_wall_ns, crash_mono_ns);
+    cc__writer_flush(w); /* checkpoint: the signal, the process and the $AppEnd are on disk */
+
+    /* The crashing thread: registers, then frames unwound from the signal context. */
+    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
+    for (int i = 0; i < 16; i++) thread.name[i] = process.thread_name[i];
+    if (uc) {
+        cc__write_registers(w, uc);
+        if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
+            *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
+        }
+        while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
+        cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
+        int truncated = 0;
+        uint32_t omitted = 0;
+        thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor,
+                                                cc__g.frames, cc__g.max_frames, &omitted, &truncated);
+        thread.omitted_frames = omitted;
+        thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
+    }
+    cc__section_begin(w, CC_SEC_THREAD);
+    cc__section_put(w, &thread, sizeof thread);
+    cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
+    cc__section_end(w);
+    cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
+
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_string(w, CC_STR_APP_NAME, cc__g.app_name, cc__strnlen(cc__g.app_name, sizeof cc__g.app_name));
     cc__write_string(w, CC_STR_APP_VERSION, cc__g.app_version, cc__strnlen(cc__g.app_version, sizeof cc__g.app_version));
@@ -254,40 +331,14 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
             if (length > 0) cc__write_string(w, CC_STR_FATAL_MESSAGE, cc__g.scratch, length);
         }
     }
-
-    /* The compensating $AppEnd: the session's end, so the next launch can pair it. */
-    cc__write_app_end(w, signo, crash_wall_ns, crash_mono_ns);
-    cc__writer_flush(w); /* checkpoint: the signal, the process and the $AppEnd are on disk */
-
     if (uc) {
-        cc__write_registers(w, uc);
-        if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
-            *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
-        }
-        while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
         cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
         cc__write_memory(w, "sp", cc__context_sp(uc), 0, 256);
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
     }
-
     cc__write_breadcrumbs(w);
     cc__write_images(w);
-    cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
-
-    /* The crashing thread, unwound from the signal context. */
-    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
-    for (int i = 0; i < 16; i++) thread.name[i] = process.thread_name[i];
-    if (uc) {
-        int truncated = 0;
-        thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor,
-                                                cc__g.frames, cc__g.max_frames, &truncated);
-        thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
-    }
-    cc__section_begin(w, CC_SEC_THREAD);
-    cc__section_put(w, &thread, sizeof thread);
-    cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
-    cc__section_end(w);
-    cc__writer_flush(w); /* checkpoint: before asking other threads */
+    cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
 
     cc__write_other_threads(w, tid);
 
@@ -303,33 +354,61 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t tid, in
     if (!w->failed) renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name);
 }
 
+/* async-signal-safe: this thread takes the crash (or parks, when another thread of this process
+ * already has it), records it, and arranges to die of `death_signo` when the handler returns. */
+static void cc__crash(int signo, int death_signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid,
+                      int saved_errno) {
+    uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    uint64_t owner = atomic_load(&cc__g.owner);
+    for (;;) {
+        if (owner != 0 && (pid_t)(owner >> 32) == pid) {
+            if (owner == me) cc__die_now(cc__g.crash_signo);
+            cc__park(uc, 1);
+        }
+        if (atomic_compare_exchange_strong(&cc__g.owner, &owner, me)) break;
+    }
+    cc__g.crash_signo = death_signo;
+    cc__watchdog_arm();
+    cc__record(signo, info, uc, pid, tid, saved_errno);
+    cc__die_on_return(death_signo, death_signo == signo ? info : 0, uc);
+}
+
 /* async-signal-safe: the handler installed for every fatal signal. */
 void cc__handler(int signo, siginfo_t *info, void *context) {
     int saved_errno = errno;
-    pid_t tid = cc__gettid();
-    pid_t expected = 0;
-    if (atomic_compare_exchange_strong(&cc__g.crash_tid, &expected, tid)) {
-        cc__g.crash_signo = signo;
-        cc__watchdog_arm();
-        cc__record(signo, info, (ucontext_t *)context, tid, saved_errno);
-        cc__watchdog_disarm();
-        atomic_store(&cc__g.record_done, 1);
-    } else if (expected == tid) {
-        /* A fault inside our own handler, or inside a handler we chained to: stop here, with
-         * the signal the crash began with. The ".partial" file keeps what was written. */
-        cc__die_with(cc__g.crash_signo);
-    } else {
-        /* Another thread is writing the record. Wait for it (answering its stack request,
-         * which arrives as a signal), then for the process to end; bounded either way so a
-         * wedged writer cannot hang this thread forever. */
-        for (int i = 0; i < 5000 && !atomic_load(&cc__g.record_done); i++) {
-            struct timespec ts = { 0, 1000000 };
-            nanosleep(&ts, 0);
-        }
-        for (int i = 0; i < 30000; i++) {
-            struct timespec ts = { 0, 1000000 };
-            nanosleep(&ts, 0);
-        }
+    ucontext_t *uc = (ucontext_t *)context;
+    pid_t pid = getpid(), tid = cc__gettid();
+    uint64_t owner = atomic_load(&cc__g.owner);
+    if (owner != 0 && (pid_t)(owner >> 32) == pid) {
+        /* A fault inside our own record: stop here, with the signal the crash began with (the
+         * ".partial" file keeps what was written). Another thread recording: park. */
+        if ((pid_t)(uint32_t)owner == tid) cc__die_now(cc__g.crash_signo);
+        cc__park(uc, 1);
     }
-    cc__chain(signo, info, context, saved_errno);
+    int index = cc__signal_index(signo);
+    if (index < 0) { errno = saved_errno; return; }
+    const struct sigaction *previous = &cc__g.previous[index];
+    int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
+                                                         : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;
+    if (has_handler) {
+        int errno_after = saved_errno;
+        if (!cc__deliver_to_previous(index, signo, info, uc, saved_errno, &errno_after)) {
+            /* No room on the interrupted stack for the handler's frame: the kernel would have
+             * killed the process with SIGSEGV. */
+            cc__crash(signo, SIGSEGV, info, uc, pid, tid, saved_errno);
+            return;
+        }
+        cc__adopt_disposition(index, signo);
+        if (!cc__is_abort(signo, info, pid)) {
+            /* A fault re-executes: repaired, the program goes on; if not, it faults again and
+             * comes back here with the disposition the handler left. A sent signal is spent. */
+            errno = errno_after;
+            return;
+        }
+    } else if (previous->sa_handler == SIG_IGN && !(previous->sa_flags & SA_SIGINFO) && !cc__is_forced(signo, info)) {
+        errno = saved_errno; /* ignored, as it would have been */
+        return;
+    }
+    cc__crash(signo, signo, info, uc, pid, tid, saved_errno);
+    errno = saved_errno;
 }

@@ -30,6 +30,9 @@
 typedef struct {
     uint64_t base;
     uint64_t inode;
+    uint64_t bias;               /* dlpi_addr */
+    const ElfW(Phdr) *phdr;      /* dlpi_phdr */
+    uint16_t phnum;
     uint32_t build_id_length;
     uint8_t build_id[32];
 } cc__cached_image_t;
@@ -56,6 +59,9 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     struct stat st;
     if (stat(name, &st) != 0) return 0;
     entry->inode = (uint64_t)st.st_ino;
+    entry->bias = info->dlpi_addr;
+    entry->phdr = info->dlpi_phdr;
+    entry->phnum = info->dlpi_phnum;
     entry->build_id_length = 0;
     /* Outside the handler the notes can be read in place: the loader mapped them. */
     for (int i = 0; i < info->dlpi_phnum && !entry->build_id_length; i++) {
@@ -88,30 +94,36 @@ void cc__images_prepare(void) {
     dl_iterate_phdr(cc__cache_one, 0);
 }
 
-/* async-signal-safe: the cached build-id of the image at base backed by inode, or -1. */
-static int cc__cached_build_id(uint64_t base, uint64_t inode, uint8_t out[32]) {
+/* async-signal-safe: the install-time entry of the image at base backed by inode, or NULL. */
+static const cc__cached_image_t *cc__cached(uint64_t base, uint64_t inode) {
     for (uint32_t i = 0; i < g_cache_count; i++) {
-        if (g_cache[i].base == base && g_cache[i].inode == inode && inode != 0) {
-            for (uint32_t k = 0; k < g_cache[i].build_id_length; k++) out[k] = g_cache[i].build_id[k];
-            return (int)g_cache[i].build_id_length;
-        }
+        if (g_cache[i].base == base && g_cache[i].inode == inode && inode != 0) return &g_cache[i];
     }
-    return -1;
+    return 0;
 }
 
+/* The images of this crash, collected once from /proc/self/maps by cc__images_collect: written
+ * as CC_SEC_IMAGE sections and served to libunwind as dl_iterate_phdr's answer. */
 typedef struct {
     uint64_t base;
     uint64_t end;
     uint64_t inode;
-    int open;
-    char path[CC__PATH_MAX];
-    size_t path_length;
+    uint64_t bias;
+    uint64_t phdr;               /* address of the program headers in memory, 0 if unknown */
+    uint16_t phnum;
+    uint32_t build_id_length;
+    uint8_t build_id[32];
+    uint32_t path_offset;        /* into g_paths, NUL-terminated */
+    uint32_t path_length;
 } cc__image_t;
 
-static cc__image_t g_image;
+static cc__image_t g_images[CC__MAX_IMAGES];
+static uint32_t g_image_count;
+static char g_paths[CC__MAX_IMAGES * 96];
+static uint32_t g_paths_used;
+static int g_open;               /* g_images[g_image_count] is being extended */
 static char g_maps_buffer[4096];
 static char g_line[CC__PATH_MAX + 256];
-
 /* async-signal-safe: parses hex digits at *p, advancing it. */
 static uint64_t cc__parse_hex(const char **p, const char *end) {
     uint64_t v = 0;
@@ -136,7 +148,7 @@ static void cc__skip_field(const char **p, const char *end) {
 
 /* async-signal-safe: finds the NT_GNU_BUILD_ID note of the ELF image mapped at base.
  * Returns its length (0 when there is none or anything looks wrong). */
-static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]) {
+static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32], cc__image_t *image) {
     Elf64_Ehdr eh;
     if (cc__safe_read(base, &eh, sizeof eh) != sizeof eh) return 0;
     if (eh.e_ident[EI_MAG0] != ELFMAG0 || eh.e_ident[EI_MAG1] != ELFMAG1 ||
@@ -153,6 +165,10 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]) {
             if (ph[i].p_type == PT_LOAD) { bias = base - (ph[i].p_vaddr & ~(uint64_t)0xFFF); break; }
         }
     }
+    image->bias = bias;
+    image->phnum = eh.e_phnum;
+    image->phdr = base + eh.e_phoff;
+    for (int i = 0; i < eh.e_phnum; i++) if (ph[i].p_type == PT_PHDR) image->phdr = bias + ph[i].p_vaddr;
     static unsigned char notes[2048];
     for (int i = 0; i < eh.e_phnum; i++) {
         if (ph[i].p_type != PT_NOTE) continue;
@@ -180,34 +196,30 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32]) {
     return 0;
 }
 
-/* async-signal-safe: writes the open image, if it is an ELF image. */
-static void cc__flush_image(cc__writer_t *w) {
-    if (!g_image.open) return;
-    g_image.open = 0;
-    cc_sec_image_t img;
-    unsigned char *raw = (unsigned char *)&img;
-    for (size_t i = 0; i < sizeof img; i++) raw[i] = 0;
-    int cached = cc__cached_build_id(g_image.base, g_image.inode, img.build_id);
-    if (cached >= 0) {
-        img.build_id_length = (uint32_t)cached;
+/* async-signal-safe: completes the open image (build-id, program headers) and keeps it if it is
+ * an ELF image. */
+static void cc__close_image(void) {
+    if (!g_open) return;
+    g_open = 0;
+    cc__image_t *image = &g_images[g_image_count];
+    const cc__cached_image_t *cached = cc__cached(image->base, image->inode);
+    if (cached) {
+        image->build_id_length = cached->build_id_length;
+        for (uint32_t k = 0; k < cached->build_id_length; k++) image->build_id[k] = cached->build_id[k];
+        image->bias = cached->bias;
+        image->phdr = (uint64_t)(uintptr_t)cached->phdr;
+        image->phnum = cached->phnum;
     } else {
         unsigned char magic[4];
-        if (cc__safe_read(g_image.base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
+        if (cc__safe_read(image->base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
             magic[2] != 'L' || magic[3] != 'F') return;
-        img.build_id_length = cc__read_build_id(g_image.base, img.build_id);
+        image->build_id_length = cc__read_build_id(image->base, image->build_id, image);
     }
-    img.base = g_image.base;
-    img.size = g_image.end - g_image.base;
-    g_image.path[g_image.path_length] = 0;
-    if (cc__streq(g_image.path, cc__g.executable_path)) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
-    cc__section_begin(w, CC_SEC_IMAGE);
-    cc__section_put(w, &img, sizeof img);
-    cc__section_put(w, g_image.path, g_image.path_length);
-    cc__section_end(w);
+    g_image_count++;
 }
 
 /* async-signal-safe: one maps line "start-end perms offset dev inode   path". */
-static void cc__image_line(cc__writer_t *w, const char *line, size_t len) {
+static void cc__image_line(const char *line, size_t len) {
     const char *p = line, *end = line + len;
     uint64_t start = cc__parse_hex(&p, end);
     if (p >= end || *p != '-') return;
@@ -226,28 +238,40 @@ static void cc__image_line(cc__writer_t *w, const char *line, size_t len) {
     if (path_length == 0 || (path[0] != '/' && !(path_length == 6 && path[0] == '[' && path[1] == 'v'))) {
         return; /* anonymous, [heap], [stack]: not an image; [vdso] is kept */
     }
-    int same_path = g_image.open && path_length == g_image.path_length;
-    for (size_t i = 0; same_path && i < path_length; i++) same_path = path[i] == g_image.path[i];
-    if (same_path && offset != 0) {
-        if (stop > g_image.end) g_image.end = stop;
-        return;
+    if (g_open) {
+        cc__image_t *image = &g_images[g_image_count];
+        int same_path = path_length == image->path_length;
+        for (size_t i = 0; same_path && i < path_length; i++) same_path = path[i] == g_paths[image->path_offset + i];
+        if (same_path && offset != 0) {
+            if (stop > image->end) image->end = stop;
+            return;
+        }
     }
     if (offset != 0) return;                  /* a later piece of some other file */
-    cc__flush_image(w);
-    if (path_length >= sizeof g_image.path) path_length = sizeof g_image.path - 1;
-    for (size_t i = 0; i < path_length; i++) g_image.path[i] = path[i];
-    g_image.path_length = path_length;
-    g_image.base = start;
-    g_image.end = stop;
-    g_image.inode = inode;
-    g_image.open = 1;
+    cc__close_image();
+    if (g_image_count >= CC__MAX_IMAGES) return;
+    if (g_paths_used + path_length + 1 > sizeof g_paths) path_length = 0;
+    cc__image_t *image = &g_images[g_image_count];
+    unsigned char *raw = (unsigned char *)image;
+    for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;
+    image->path_offset = g_paths_used;
+    image->path_length = (uint32_t)path_length;
+    for (size_t i = 0; i < path_length; i++) g_paths[g_paths_used + i] = path[i];
+    g_paths[g_paths_used + path_length] = 0;
+    g_paths_used += (uint32_t)path_length + 1;
+    image->base = start;
+    image->end = stop;
+    image->inode = inode;
+    g_open = 1;
 }
 
-/* async-signal-safe: one CC_SEC_IMAGE per loaded ELF image. */
-void cc__write_images(cc__writer_t *w) {
+/* async-signal-safe: the loaded ELF images, from /proc/self/maps. */
+void cc__images_collect(void) {
+    g_image_count = 0;
+    g_paths_used = 0;
+    g_open = 0;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    g_image.open = 0;
     size_t line_length = 0;
     int overlong = 0;
     for (;;) {
@@ -257,7 +281,7 @@ void cc__write_images(cc__writer_t *w) {
         for (ssize_t i = 0; i < n; i++) {
             char c = g_maps_buffer[i];
             if (c == '\n') {
-                if (!overlong) cc__image_line(w, g_line, line_length);
+                if (!overlong) cc__image_line(g_line, line_length);
                 line_length = 0;
                 overlong = 0;
             } else if (line_length < sizeof g_line) {
@@ -268,5 +292,44 @@ void cc__write_images(cc__writer_t *w) {
         }
     }
     close(fd);
-    cc__flush_image(w);
+    cc__close_image();
+}
+
+/* async-signal-safe: one CC_SEC_IMAGE per collected image. */
+void cc__write_images(cc__writer_t *w) {
+    for (uint32_t i = 0; i < g_image_count; i++) {
+        const cc__image_t *image = &g_images[i];
+        cc_sec_image_t img;
+        unsigned char *raw = (unsigned char *)&img;
+        for (size_t k = 0; k < sizeof img; k++) raw[k] = 0;
+        img.base = image->base;
+        img.size = image->end - image->base;
+        img.build_id_length = image->build_id_length;
+        for (uint32_t k = 0; k < image->build_id_length; k++) img.build_id[k] = image->build_id[k];
+        if (cc__streq(g_paths + image->path_offset, cc__g.executable_path)) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
+        cc__section_begin(w, CC_SEC_IMAGE);
+        cc__section_put(w, &img, sizeof img);
+        cc__section_put(w, g_paths + image->path_offset, image->path_length);
+        cc__section_end(w);
+    }
+}
+
+/* async-signal-safe: dl_iterate_phdr's contract over the collected images, for libunwind while
+ * the record is written (the real one takes the loader lock). */
+int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
+    int result = 0;
+    for (uint32_t i = 0; i < g_image_count && result == 0; i++) {
+        const cc__image_t *image = &g_images[i];
+        if (!image->phdr || image->phnum == 0) continue;
+        struct dl_phdr_info info;
+        unsigned char *raw = (unsigned char *)&info;
+        for (size_t k = 0; k < sizeof info; k++) raw[k] = 0;
+        info.dlpi_addr = (ElfW(Addr))image->bias;
+        info.dlpi_name = g_paths + image->path_offset;
+        info.dlpi_phdr = (const ElfW(Phdr) *)(uintptr_t)image->phdr;
+        info.dlpi_phnum = image->phnum;
+        info.dlpi_adds = g_image_count;
+        result = callback(&info, sizeof info, data);
+    }
+    return result;
 }

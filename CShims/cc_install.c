@@ -18,6 +18,8 @@ cc__state_t cc__g = {
     .dir_fd = -1,
     .safe_read_pipe = { -1, -1 },
     .signals = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP },
+    .reserved_fds = { -1, -1 },
+    .fragment_index = -1,
     .writer = { .fd = -1 },
 };
 
@@ -65,52 +67,18 @@ int cc_prepare_current_thread(void) {
     return 0;
 }
 
-/*
- * Threads created after install get an alternate stack too, so a stack overflow on any thread
- * is recorded. There is no thread-creation hook in glibc, so CrashCapture wraps
- * pthread_create: this definition, linked into the executable, is the one every library's
- * pthread_create call resolves to; it starts the thread in a trampoline that sets up the
- * alternate stack before the real start routine. Before install, or with
- * CC_FLAG_NO_ALTSTACK_NEW_THREADS, it passes straight through.
- */
-typedef int (*cc__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-static _Atomic(cc__pthread_create_fn) g_real_pthread_create;
-
-typedef struct { void *(*start)(void *); void *arg; } cc__thread_start_t;
-
-static void *cc__thread_trampoline(void *p) {
-    cc__thread_start_t start = *(cc__thread_start_t *)p;
-    free(p);
-    cc_prepare_current_thread();
-    return start.start(start.arg);
-}
-
-int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
-    cc__pthread_create_fn real = atomic_load(&g_real_pthread_create);
-    if (!real) {
-        real = (cc__pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-        if (!real) return EAGAIN;
-        atomic_store(&g_real_pthread_create, real);
-    }
-    if (!atomic_load(&cc__g.altstack_new_threads)) return real(thread, attr, start, arg);
-    cc__thread_start_t *boxed = malloc(sizeof *boxed);
-    if (!boxed) return real(thread, attr, start, arg);
-    boxed->start = start;
-    boxed->arg = arg;
-    int rc = real(thread, attr, cc__thread_trampoline, boxed);
-    if (rc != 0) free(boxed);
-    return rc;
-}
-
 int cc_set_app_end_fragment(const char *fragment) {
     size_t length = cc__strnlen(fragment, CC__FRAGMENT_MAX);
     if (length >= CC__FRAGMENT_MAX) return -1;
-    /* Fill the buffer not currently published, then publish it. Two updates racing each other
-     * are the caller's to serialise (the Swift side holds a lock). */
-    const char *current = atomic_load(&cc__g.fragment);
-    char *next = current == cc__g.fragments[0] ? cc__g.fragments[1] : cc__g.fragments[0];
-    cc__strlcpy(next, fragment, CC__FRAGMENT_MAX);
-    atomic_store(&cc__g.fragment, next);
+    /* Fill the buffer not currently published, its generation odd meanwhile, then publish it.
+     * A crash reading the published buffer while two updates reuse it sees the generation move
+     * and copies again. Two updates racing each other are the caller's to serialise (the Swift
+     * side holds a lock). */
+    int next = atomic_load(&cc__g.fragment_index) == 0 ? 1 : 0;
+    atomic_fetch_add(&cc__g.fragment_generation[next], 1);
+    cc__strlcpy(cc__g.fragments[next], fragment, CC__FRAGMENT_MAX);
+    atomic_fetch_add(&cc__g.fragment_generation[next], 1);
+    atomic_store(&cc__g.fragment_index, next);
     return 0;
 }
 
@@ -119,6 +87,10 @@ const char *cc_record_directory(void) { return cc__g.directory; }
 int cc_is_installed(void) { return atomic_load(&cc__g.install_state) == 2; }
 
 static void cc__close_resources(void) {
+    for (int i = 0; i < 2; i++) {
+        if (cc__g.reserved_fds[i] >= 0) close(cc__g.reserved_fds[i]);
+        cc__g.reserved_fds[i] = -1;
+    }
     if (cc__g.dir_fd >= 0) close(cc__g.dir_fd);
     if (cc__g.safe_read_pipe[0] >= 0) close(cc__g.safe_read_pipe[0]);
     if (cc__g.safe_read_pipe[1] >= 0) close(cc__g.safe_read_pipe[1]);
@@ -156,8 +128,12 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
     cc__g.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
-    atomic_store(&cc__g.crash_tid, 0);
-    atomic_store(&cc__g.record_done, 0);
+    atomic_store(&cc__g.owner, 0);
+    atomic_store(&cc__g.stopped_count, 0);
+    /* Two fds kept for the crash: at the fd limit the record can still be written. */
+    for (int i = 0; i < 2; i++) cc__g.reserved_fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    long frame = (long)getauxval(AT_MINSIGSTKSZ);
+    cc__g.signal_frame_size = frame > 2048 ? (size_t)frame : 2048;
 
     cc__crc32_init();
     cc__random_bytes(&cc__g.random_seed, sizeof cc__g.random_seed);
@@ -181,26 +157,32 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
     cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
 
+    cc__interpose_prepare();
     cc__unwind_warm_up();
     cc__images_prepare();
     cc_prepare_current_thread();
     /* Other threads' stacks (see cc_threads.c); nothing is lost if the signal is taken. */
     if (!(config->flags & CC_FLAG_NO_THREAD_STACKS)) {
-        int signo = config->thread_dump_signal ? config->thread_dump_signal : SIGRTMAX - 3;
-        cc__threads_install(signo);
+        cc__threads_install(config->thread_dump_signal);
     }
 
     /* The fatal signals. SA_SIGINFO: we need si_code, si_addr and the context to unwind.
      * SA_ONSTACK: a stack overflow leaves no stack to run on but the alternate one.
      * Not SA_NODEFER: the same signal raised again inside the handler must end the process
-     * (the kernel forces the default action on a blocked synchronous fault).
-     * Not SA_RESETHAND: threads crashing at the same time must all reach us; we restore the
-     * previous action ourselves when chaining. The mask stays empty so that a different fatal
-     * signal inside the handler reaches it and is turned into death by the original one. */
+     * (the kernel forces the default action on a blocked synchronous fault), and the death
+     * signal is queued while blocked (cc_handler.c, DEATH).
+     * Not SA_RESETHAND: threads crashing at the same time must all reach us.
+     * The mask blocks every signal but the fatal ones (a different fault inside the handler
+     * must reach it, to be turned into death by the original one) and SIGALRM (the watchdog):
+     * no asynchronous handler of the application runs inside the record, and SIGXFSZ cannot
+     * end the process first. A chained handler gets its own mask (cc_chain.c). */
     struct sigaction action = { 0 };
     action.sa_sigaction = cc__handler;
-    sigemptyset(&action.sa_mask);
+    sigfillset(&action.sa_mask);
+    for (int i = 0; i < CC__SIGNAL_COUNT; i++) sigdelset(&action.sa_mask, cc__g.signals[i]);
+    sigdelset(&action.sa_mask, SIGALRM);
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    cc__g.ours = action;
     for (int i = 0; i < CC__SIGNAL_COUNT; i++) {
         if (sigaction(cc__g.signals[i], &action, &cc__g.previous[i]) != 0) {
             int saved = errno;

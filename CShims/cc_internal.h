@@ -14,8 +14,10 @@
 #define CC__SIGNAL_COUNT       6
 #define CC__DEFAULT_FRAMES     256
 #define CC__MAX_FRAMES         512
-#define CC__MAX_OTHER_THREADS  64
+#define CC__MAX_THREADS        256   /* other threads stopped and recorded */
 #define CC__OTHER_FRAMES       64
+#define CC__UNWIND_STEP_LIMIT  (1u << 20) /* a deeper stack is cut: top and bottom kept, middle omitted */
+#define CC__MAX_IMAGES         512
 #define CC__BREADCRUMB_SLOTS   64
 #define CC__BREADCRUMB_TEXT    232
 #define CC__FRAGMENT_MAX       4096
@@ -49,15 +51,25 @@ typedef struct {
     unsigned char out[CC__OUT_BUFFER];
 } cc__writer_t;
 
-/* Handshake with another thread that is asked for its stack (see cc_threads.c). */
-enum { CC__DUMP_IDLE = 0, CC__DUMP_REQUESTED = 1, CC__DUMP_WORKING = 2, CC__DUMP_DONE = 3 };
+/* One thread stopped while a record is written (see cc_threads.c): it publishes its own
+ * signal context and parks; the recording thread unwinds it from that context. */
+typedef struct {
+    _Atomic pid_t tid;           /* written last: the slot is ready once tid != 0 */
+    const ucontext_t *context;   /* lives on the parked thread's stack, valid until the process dies */
+    int crashed;                 /* it faulted itself while another thread was recording */
+} cc__stopped_t;
 
 /* All mutable state of the C core, in one place. Everything the handler needs is prepared
  * here at install time; the handler only reads it or writes the fields marked (handler). */
 typedef struct {
     _Atomic int install_state;   /* 0 off, 1 busy (installing / uninstalling), 2 installed */
     int signals[CC__SIGNAL_COUNT];
+    /* What the program wants for each signal: the action found at install, updated when a
+     * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
     struct sigaction previous[CC__SIGNAL_COUNT];
+    struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
+    int reserved_fds[2];         /* opened at install, closed at crash time: a record at the fd limit */
+    size_t signal_frame_size;    /* what the kernel needs for a signal frame (AT_MINSIGSTKSZ) */
     int dir_fd;
     char directory[CC__PATH_MAX];
     char app_name[256];
@@ -73,9 +85,11 @@ typedef struct {
     int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL */
 
-    /* $AppEnd fragment, double-buffered: writers fill the idle buffer then swap the pointer. */
+    /* $AppEnd fragment, double-buffered: writers fill the idle buffer then swap the index;
+     * each buffer's generation is odd while it is being filled, so a reader can tell a torn copy. */
     char fragments[2][CC__FRAGMENT_MAX];
-    _Atomic(const char *) fragment;
+    _Atomic uint64_t fragment_generation[2];
+    _Atomic int fragment_index;  /* -1 = none */
 
     /* Breadcrumbs. */
     _Atomic uint64_t breadcrumb_head;
@@ -84,18 +98,18 @@ typedef struct {
     /* Alternate stacks for new threads. */
     _Atomic int altstack_new_threads;
 
-    /* Other threads' stacks. */
-    int dump_signal;             /* 0 when disabled */
-    struct sigaction dump_previous;
-    _Atomic int dump_state;
-    _Atomic pid_t dump_target;
-    uint32_t dump_count;
-    uint64_t dump_frames[CC__OTHER_FRAMES];
+    /* Stopping the other threads. */
+    int stop_signal;             /* 0 when disabled */
+    struct sigaction stop_previous;
+    _Atomic uint32_t stopped_count;
+    cc__stopped_t stopped[CC__MAX_THREADS];
+    uint32_t park_word;          /* parked threads wait on it; it never changes */
 
     /* (handler) the crash being recorded. */
     pid_t handler_pid;           /* getpid() once per crash (a forked child has its own) */
-    _Atomic pid_t crash_tid;     /* thread writing the record; 0 = none yet */
-    _Atomic int record_done;
+    /* (pid << 32) | tid of the thread writing the record; 0 = none. A different pid is stale:
+     * written by a vfork child (which shares our memory) or inherited across fork. */
+    _Atomic uint64_t owner;
     int crash_signo;
     cc__writer_t writer;
     unw_context_t unwind_context;
@@ -136,21 +150,42 @@ void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 
 /* cc_unwind.c */
 void cc__unwind_warm_up(void);                                           /* install time */
+/* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
+ * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
-                            uint64_t *frames, uint32_t max, int *truncated); /* async-signal-safe */
+                            uint64_t *frames, uint32_t max, uint32_t *omitted, int *truncated);
 void cc__write_registers(cc__writer_t *w, const ucontext_t *uc);         /* async-signal-safe */
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
 
 /* cc_images.c */
+struct dl_phdr_info;
 void cc__images_prepare(void);                                           /* install time */
+void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w);                                  /* async-signal-safe */
+/* async-signal-safe: dl_iterate_phdr over the images cc__images_collect found. */
+int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
 
 /* cc_threads.c */
 int cc__threads_install(int signo);                                      /* install time */
 void cc__threads_uninstall(void);
+void cc__stop_other_threads(pid_t self);                                 /* async-signal-safe */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid);        /* async-signal-safe */
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
+_Noreturn void cc__park(const ucontext_t *uc, int crashed);              /* async-signal-safe */
+
+/* cc_chain.c — async-signal-safe. */
+/* Runs the previous action for cc__g.signals[index] as the kernel would have delivered it.
+ * Returns 1 when it ran and returned (errno as it left it in *errno_after), 0 when the kernel
+ * could not have delivered it (no usable stack: the kernel would have killed with SIGSEGV). */
+int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *uc, int saved_errno,
+                            int *errno_after);
+/* After a previous handler returned: adopt the disposition it left, and put ours back. */
+void cc__adopt_disposition(int index, int signo);
+
+/* cc_interpose.c */
+void cc__interpose_prepare(void);                                        /* install time */
+int cc__is_recording_thread(void);                                       /* async-signal-safe */
 
 /* cc_breadcrumbs.c — async-signal-safe. */
 void cc__write_breadcrumbs(cc__writer_t *w);

@@ -1,70 +1,90 @@
-/* cc_threads.c — the other threads of a crashing process: their names, and their stacks when they answer a signal. */
+/* cc_threads.c — the other threads of a crashing process: stopped before the record is written, named, and unwound from where they stopped. */
 #include "cc_boot.h"
 #include "cc_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 /*
- * How other threads' stacks are taken. A thread's registers are only reachable from inside
- * that thread (short of ptrace), so the thread writing the record asks each other thread in
- * turn: it stores the target tid, sets dump_state REQUESTED and sends `dump_signal` with
- * tgkill. The target's handler (cc__dump_handler, on its alternate stack if it has one) claims
- * the request with a compare-and-swap REQUESTED -> WORKING, unwinds from its own signal
- * context into cc__g.dump_frames and sets DONE. The writer waits a bounded time (100 ms per
- * thread, 1 s in all: a busy machine may not schedule the target at once); a thread that has the signal blocked (read from SigBlk in its
- * /proc status, so it costs no wait), or does not answer in time, is recorded with
- * CC_THREAD_NO_STACK. If the writer gives up while a target is WORKING it
- * stops asking altogether rather than share the buffer with a late answer.
+ * How other threads are stopped. The thread that owns the crash (cc__g.owner) sends
+ * `stop_signal` to every other thread listed in /proc/self/task. The stop handler
+ * (cc__stop_handler) publishes the thread's own signal context in a slot of cc__g.stopped and
+ * parks on a futex that is never woken: it never returns, so whatever system call the thread
+ * was in never sees EINTR and nothing it would do next (return from main, exit(0), write a
+ * file) ever happens. The process then dies of the crash signal with every thread parked.
+ * A thread that crashes itself while another thread records parks the same way from the
+ * fatal handler. The recording thread unwinds each parked thread from its published context.
  *
- * The signal is SIGRTMAX-3 unless configured; it is only used if nobody had a handler for it
- * at install time, and only if our handler is still the one installed at crash time.
+ * A thread that blocks the stop signal (read from SigBlk in /proc/self/task/<tid>/status, so
+ * no time is spent waiting for it) cannot be stopped this way: it is listed without frames
+ * and flagged CC_THREAD_NOT_STOPPED. Threads created while stopping are found by scanning
+ * again (up to four rounds); the whole step is bounded at 500 ms.
+ *
+ * The signal is SIGRTMAX-3 unless configured (or a free real-time signal below it); it is only
+ * used if nobody had a handler for it at install time, and only if our handler is still the one
+ * installed at crash time. Its handler's mask blocks everything but the synchronous fault
+ * signals, so no handler of the application runs on a parked thread.
  */
 
-static unw_context_t g_dump_context;
-static unw_cursor_t g_dump_cursor;
+static pid_t g_tids[CC__MAX_THREADS];
+static uint8_t g_not_stopped[CC__MAX_THREADS];
+static uint32_t g_tid_count;
+static int g_more_threads;
 
-/* async-signal-safe: answers a stack request addressed to this thread; ignores anything else. */
-static void cc__dump_handler(int signo, siginfo_t *info, void *context) {
-    (void)signo; (void)info;
-    int saved_errno = errno;
-    if (atomic_load(&cc__g.dump_target) == cc__gettid()) {
-        int expected = CC__DUMP_REQUESTED;
-        if (atomic_compare_exchange_strong(&cc__g.dump_state, &expected, CC__DUMP_WORKING)) {
-            int truncated = 0;
-            cc__g.dump_count = cc__unwind_context((const ucontext_t *)context, &g_dump_context,
-                                                  &g_dump_cursor, cc__g.dump_frames,
-                                                  CC__OTHER_FRAMES, &truncated);
-            atomic_store(&cc__g.dump_state, CC__DUMP_DONE);
-        }
+/* async-signal-safe: parks the calling thread for good, publishing its context first. */
+_Noreturn void cc__park(const ucontext_t *uc, int crashed) {
+    uint32_t slot = atomic_fetch_add(&cc__g.stopped_count, 1);
+    if (slot < CC__MAX_THREADS) {
+        cc__g.stopped[slot].context = uc;
+        cc__g.stopped[slot].crashed = crashed;
+        atomic_store_explicit(&cc__g.stopped[slot].tid, cc__gettid(), memory_order_release);
     }
-    errno = saved_errno;
+    for (;;) syscall(SYS_futex, &cc__g.park_word, FUTEX_WAIT_PRIVATE, 0, (void *)0, (void *)0, 0);
 }
 
-/* Install time: claims the signal only if nobody handles it. Returns 0 on success. */
+/* async-signal-safe: the stop request. Anything else arriving on this signal is ignored. */
+static void cc__stop_handler(int signo, siginfo_t *info, void *context) {
+    (void)signo; (void)info;
+    uint64_t owner = atomic_load(&cc__g.owner);
+    if (owner != 0 && (pid_t)(owner >> 32) == getpid() && (pid_t)(uint32_t)owner != cc__gettid()) {
+        cc__park((const ucontext_t *)context, 0);
+    }
+}
+
+/* Install time: claims `signo` (or, when 0, a free real-time signal from SIGRTMAX-3 down) only
+ * if nobody handles it. Returns 0 on success. */
 int cc__threads_install(int signo) {
-    struct sigaction current;
-    if (sigaction(signo, 0, &current) != 0) return -1;
-    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) return -1;
-    struct sigaction action = { 0 };
-    action.sa_sigaction = cc__dump_handler;
-    sigemptyset(&action.sa_mask);
-    /* SA_RESTART: an interrupted read() in the target resumes if the process lives on.
-     * SA_ONSTACK: the target may be near the end of its own stack. */
-    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    if (sigaction(signo, &action, &cc__g.dump_previous) != 0) return -1;
-    cc__g.dump_signal = signo;
-    return 0;
+    int first = signo ? signo : SIGRTMAX - 3, last = signo ? signo : SIGRTMAX - 10;
+    if (last < SIGRTMIN) last = SIGRTMIN;
+    for (int candidate = first; candidate >= last; candidate--) {
+        struct sigaction current;
+        if (sigaction(candidate, 0, &current) != 0) continue;
+        if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
+        struct sigaction action = { 0 };
+        action.sa_sigaction = cc__stop_handler;
+        /* Everything blocked while parked, but the synchronous faults: a fault here must reach
+         * the fatal handler (a blocked one would kill the process at once). */
+        sigfillset(&action.sa_mask);
+        int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+        for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&action.sa_mask, faults[i]);
+        /* SA_ONSTACK: the target may be near the end of its own stack. SA_RESTART: a stray
+         * signal that is ignored leaves the interrupted call running. */
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        if (sigaction(candidate, &action, &cc__g.stop_previous) != 0) continue;
+        cc__g.stop_signal = candidate;
+        return 0;
+    }
+    return -1;
 }
 
 void cc__threads_uninstall(void) {
-    if (cc__g.dump_signal == 0) return;
-    sigaction(cc__g.dump_signal, &cc__g.dump_previous, 0);
-    cc__g.dump_signal = 0;
+    if (cc__g.stop_signal == 0) return;
+    sigaction(cc__g.stop_signal, &cc__g.stop_previous, 0);
+    cc__g.stop_signal = 0;
 }
 
 /* async-signal-safe: reads /proc/self/task/<tid>/<leaf> into out (at most cap-1 bytes,
@@ -92,8 +112,7 @@ void cc__thread_name(pid_t tid, char out[16]) {
     for (ssize_t i = 0; i < got; i++) if (out[i] == '\n') out[i] = 0;
 }
 
-/* async-signal-safe: whether `tid` blocks `signo`, from the SigBlk line of its
- * /proc/self/task/<tid>/status (a thread that blocks it would only make us wait). */
+/* async-signal-safe: whether `tid` blocks `signo`, from the SigBlk line of its status file. */
 static int cc__thread_blocks(pid_t tid, int signo) {
     static char status[4096];
     ssize_t got = cc__read_task_file(tid, "status", status, sizeof status);
@@ -112,45 +131,28 @@ static int cc__thread_blocks(pid_t tid, int signo) {
     return 0;
 }
 
-/* async-signal-safe: sleeps about `us` microseconds. */
-static void cc__pause_us(long us) {
-    struct timespec ts = { 0, us * 1000 };
-    nanosleep(&ts, 0);
-}
-
-/* async-signal-safe: asks one thread for its stack. Returns 1 with frames in cc__g.dump_*,
- * 0 if it did not answer, -1 if a late answer may still be running (stop asking). */
-static int cc__request_stack(pid_t tid) {
-    cc__g.dump_count = 0;
-    atomic_store(&cc__g.dump_target, tid);
-    atomic_store(&cc__g.dump_state, CC__DUMP_REQUESTED);
-    if (syscall(SYS_tgkill, (long)getpid(), (long)tid, (long)cc__g.dump_signal) != 0) {
-        atomic_store(&cc__g.dump_state, CC__DUMP_IDLE);
-        return 0;
-    }
-    for (int waited = 0; waited < 100000; waited += 50) {
-        if (atomic_load(&cc__g.dump_state) == CC__DUMP_DONE) return 1;
-        cc__pause_us(50);
-    }
-    int expected = CC__DUMP_REQUESTED;
-    if (atomic_compare_exchange_strong(&cc__g.dump_state, &expected, CC__DUMP_IDLE)) return 0;
-    /* WORKING or DONE: give a started answer a little longer. */
-    for (int waited = 0; waited < 25000; waited += 50) {
-        if (atomic_load(&cc__g.dump_state) == CC__DUMP_DONE) return 1;
-        cc__pause_us(50);
+/* async-signal-safe: the slot a thread published, or -1. */
+static int cc__stopped_slot(pid_t tid) {
+    uint32_t count = atomic_load(&cc__g.stopped_count);
+    if (count > CC__MAX_THREADS) count = CC__MAX_THREADS;
+    for (uint32_t i = 0; i < count; i++) {
+        if (atomic_load_explicit(&cc__g.stopped[i].tid, memory_order_acquire) == tid) return (int)i;
     }
     return -1;
 }
 
-/* async-signal-safe: one CC_SEC_THREAD per other thread (at most CC__MAX_OTHER_THREADS). */
-void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
+/* async-signal-safe: index of tid in g_tids, or -1. */
+static int cc__known_tid(pid_t tid) {
+    for (uint32_t i = 0; i < g_tid_count; i++) if (g_tids[i] == tid) return (int)i;
+    return -1;
+}
+
+/* async-signal-safe: adds every thread of /proc/self/task not yet known; returns how many. */
+static uint32_t cc__scan_tasks(pid_t self) {
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    /* Collect tids first: the directory is read in one pass before any thread is disturbed. */
-    static pid_t tids[CC__MAX_OTHER_THREADS];
+    if (fd < 0) return 0;
     static char dents[4096];
-    uint32_t count = 0;
-    int more = 0;
+    uint32_t added = 0;
     for (;;) {
         long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
         if (n < 0 && errno == EINTR) continue;
@@ -163,40 +165,79 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
             if (d->name[0] < '0' || d->name[0] > '9') continue;
             pid_t tid = 0;
             for (const char *c = d->name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
-            if (tid == crashed_tid) continue;
-            if (count < CC__MAX_OTHER_THREADS) tids[count++] = tid; else more = 1;
+            if (tid == self || cc__known_tid(tid) >= 0) continue;
+            if (g_tid_count < CC__MAX_THREADS) { g_not_stopped[g_tid_count] = 0; g_tids[g_tid_count++] = tid; added++; }
+            else g_more_threads = 1;
         }
     }
     close(fd);
+    return added;
+}
 
-    int ask = cc__g.dump_signal != 0 && !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS);
-    if (ask) {
+/* async-signal-safe: stops every other thread that can be stopped (see the top of this file). */
+void cc__stop_other_threads(pid_t self) {
+    g_tid_count = 0;
+    g_more_threads = 0;
+    int stop = cc__g.stop_signal != 0;
+    if (stop) {
         struct sigaction current;
-        ask = sigaction(cc__g.dump_signal, 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
-              current.sa_sigaction == cc__dump_handler;
+        stop = sigaction(cc__g.stop_signal, 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+               current.sa_sigaction == cc__stop_handler;
     }
-    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 1000 * 1000000LL;
-    for (uint32_t i = 0; i < count; i++) {
-        cc_sec_thread_t head = { .tid = tids[i], .flags = CC_THREAD_NO_STACK };
-        cc__thread_name(tids[i], head.name);
-        int answered = 0;
-        if (ask && cc__clock_ns(CLOCK_MONOTONIC) < deadline && !cc__thread_blocks(tids[i], cc__g.dump_signal)) {
-            answered = cc__request_stack(tids[i]);
-            if (answered < 0) ask = 0;
+    pid_t pid = getpid();
+    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 500 * 1000000LL;
+    for (int round = 0; round < 4; round++) {
+        uint32_t first = g_tid_count;
+        if (cc__scan_tasks(self) == 0) break;
+        for (uint32_t i = first; i < g_tid_count; i++) {
+            if (cc__stopped_slot(g_tids[i]) >= 0) continue;        /* parked itself (crashed too) */
+            if (!stop || cc__thread_blocks(g_tids[i], cc__g.stop_signal) ||
+                syscall(SYS_tgkill, (long)pid, (long)g_tids[i], (long)cc__g.stop_signal) != 0) {
+                g_not_stopped[i] = 1;
+            }
         }
+        /* Wait until every thread asked has parked, or the deadline. */
+        for (;;) {
+            int waiting = 0;
+            for (uint32_t i = 0; i < g_tid_count && !waiting; i++) {
+                if (!g_not_stopped[i] && cc__stopped_slot(g_tids[i]) < 0) waiting = 1;
+            }
+            if (!waiting || cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, 0);
+        }
+        if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
+    }
+}
+
+/* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads. */
+void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
+    (void)crashed_tid;
+    static unw_context_t context;
+    static unw_cursor_t cursor;
+    static uint64_t frames[CC__OTHER_FRAMES];
+    for (uint32_t i = 0; i < g_tid_count; i++) {
+        cc_sec_thread_t head = { .tid = g_tids[i], .flags = CC_THREAD_NO_STACK };
+        cc__thread_name(g_tids[i], head.name);
+        int slot = cc__stopped_slot(g_tids[i]);
         cc__section_begin(w, CC_SEC_THREAD);
-        if (answered == 1) {
-            head.flags = CC_THREAD_FROM_CONTEXT;
-            head.frame_count = cc__g.dump_count;
+        if (slot >= 0 && cc__g.stopped[slot].context) {
+            int truncated = 0;
+            uint32_t omitted = 0;
+            head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &context, &cursor, frames,
+                                                  CC__OTHER_FRAMES, &omitted, &truncated);
+            head.omitted_frames = omitted;
+            head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_STOPPED | (truncated ? CC_THREAD_TRUNCATED : 0) |
+                         (cc__g.stopped[slot].crashed ? CC_THREAD_ALSO_CRASHED : 0);
             cc__section_put(w, &head, sizeof head);
-            cc__section_put(w, cc__g.dump_frames, (size_t)head.frame_count * sizeof(uint64_t));
+            cc__section_put(w, frames, (size_t)head.frame_count * sizeof(uint64_t));
         } else {
+            if (g_not_stopped[i]) head.flags |= CC_THREAD_NOT_STOPPED;
             cc__section_put(w, &head, sizeof head);
         }
         cc__section_end(w);
     }
-    atomic_store(&cc__g.dump_target, 0);
-    if (more) {
+    if (g_more_threads) {
         const char *note = "more threads than recorded; the rest were left out";
         cc__write_string(w, CC_STR_NOTE, note, cc__strnlen(note, 128));
     }

@@ -42,40 +42,88 @@ uint64_t cc__context_sp(const ucontext_t *uc) {
 #endif
 }
 
+/* async-signal-safe: after a call through a NULL (or wild) function pointer the pc is not in
+ * any function, so there is no unwind information for it; the caller's return address is the
+ * last thing the call pushed (x86-64: at sp) or is in the link register (aarch64). Rewrites
+ * `context` to the caller and returns 1, or 0 when that address cannot be read. */
+static int cc__step_out_of_bad_call(unw_context_t *context) {
+    ucontext_t *uc = (ucontext_t *)context;
+#if defined(__x86_64__)
+    uint64_t sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP], ret = 0;
+    if (cc__safe_read(sp, &ret, sizeof ret) != sizeof ret || ret == 0) return 0;
+    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
+    uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
+    return 1;
+#elif defined(__aarch64__)
+    if (uc->uc_mcontext.regs[30] == 0) return 0;
+    uc->uc_mcontext.pc = uc->uc_mcontext.regs[30];
+    return 1;
+#else
+    (void)uc; return 0;
+#endif
+}
+
 /* async-signal-safe: unwinds the interrupted thread, starting from the signal context (not from
  * the handler's own frames), so frame 0 is the exact faulting pc. libunwind documents
- * unw_init_local2 / unw_step / unw_get_reg as signal-safe for local unwinding. Stops at `max`,
- * at pc 0, or when a step makes no progress (same pc and sp twice). `context` and `cursor` are
- * caller-owned static storage (too large for a small alternate stack). */
+ * unw_init_local2 / unw_step / unw_get_reg as signal-safe for local unwinding (the unwind
+ * tables are found through dl_iterate_phdr, which cc_interpose.c answers from the images
+ * collected for this crash, without the loader lock). Stops at pc 0 (except frame 0: a call
+ * through a NULL pointer, whose caller is recovered), when a step makes no progress, or after
+ * CC__UNWIND_STEP_LIMIT steps. A stack deeper than `max` (runaway recursion) keeps its
+ * innermost max - max/2 frames and its outermost max/2 (a ring while walking), and reports
+ * how many lie between in *omitted. `context` and `cursor` are caller-owned static storage. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
-                            uint64_t *frames, uint32_t max, int *truncated) {
+                            uint64_t *frames, uint32_t max, uint32_t *omitted, int *truncated) {
     *truncated = 0;
+    *omitted = 0;
     if (max == 0) return 0;
+    if (max > CC__MAX_FRAMES) max = CC__MAX_FRAMES;
     /* On x86-64 and aarch64 libunwind's unw_context_t is a ucontext_t. */
     _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "unw_context_t is ucontext_t");
     const unsigned char *src = (const unsigned char *)uc;
     unsigned char *dst = (unsigned char *)context;
     for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
 
-    uint32_t count = 0;
+    uint32_t top = max < 2 ? max : max - max / 2;   /* innermost frames kept */
+    uint32_t ring = max - top;                       /* outermost frames kept, as a ring */
+    uint64_t total = 0;
     if (unw_init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
-        frames[count++] = cc__context_pc(uc);
-        return count;
+        frames[0] = cc__context_pc(uc);
+        return 1;
     }
     unw_word_t last_ip = 0, last_sp = 0;
     for (;;) {
         unw_word_t ip = 0, sp = 0;
-        if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+        if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0) break;
+        if (ip == 0 && total > 0) break;
         unw_get_reg(cursor, UNW_REG_SP, &sp);
-        if (count > 0 && ip == last_ip && sp == last_sp) break;
-        if (count == max) { *truncated = 1; break; }
-        frames[count++] = (uint64_t)ip;
+        if (total > 0 && ip == last_ip && sp == last_sp) break;
+        if (total == CC__UNWIND_STEP_LIMIT) { *truncated = 1; break; }
+        if (total < top) frames[total] = (uint64_t)ip;
+        else if (ring > 0) frames[top + (uint32_t)((total - top) % ring)] = (uint64_t)ip;
+        total++;
         last_ip = ip;
         last_sp = sp;
-        if (unw_step(cursor) <= 0) break;
+        if (total == 1 && ip == 0) {
+            /* No unwind information covers pc 0, and libunwind's fallback "step" from there
+             * reports success with a wrong caller: recover the caller from the call itself. */
+            if (cc__step_out_of_bad_call(context) && unw_init_local2(cursor, context, 0) == 0)
+                continue;
+            break;
+        }
+        if (unw_step(cursor) > 0) continue;
+        break;
     }
-    if (count == 0) frames[count++] = cc__context_pc(uc);
-    return count;
+    if (total == 0) { frames[0] = cc__context_pc(uc); return 1; }
+    if (total <= max) return (uint32_t)total;
+    /* The ring holds the outermost `ring` frames; rotate it so they run inner to outer. */
+    static uint64_t rotated[CC__MAX_FRAMES];
+    uint32_t oldest = (uint32_t)((total - top) % ring);
+    for (uint32_t i = 0; i < ring; i++) rotated[i] = frames[top + (oldest + i) % ring];
+    for (uint32_t i = 0; i < ring; i++) frames[top + i] = rotated[i];
+    *omitted = total - max > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - max);
+    *truncated = 1;
+    return max;
 }
 
 /* async-signal-safe: CC_SEC_REGISTERS for the interrupted context. */

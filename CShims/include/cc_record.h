@@ -145,15 +145,21 @@ _Static_assert(sizeof(cc_sec_memory_t) == 16, "cc_sec_memory_t layout");
 /* CC_SEC_THREAD flags */
 #define CC_THREAD_CRASHED          0x1u  /* the thread the signal hit */
 #define CC_THREAD_FROM_CONTEXT     0x2u  /* frames unwound from the signal context: frame 0 is the exact pc */
-#define CC_THREAD_TRUNCATED        0x4u  /* the unwind stopped at the frame limit */
-#define CC_THREAD_NO_STACK         0x8u  /* the thread did not answer in time: no frames */
+#define CC_THREAD_TRUNCATED        0x4u  /* frames were left out (omitted_frames) or the unwind hit its step limit */
+#define CC_THREAD_NO_STACK         0x8u  /* no frames: the thread was not stopped (in time) */
+#define CC_THREAD_STOPPED          0x10u /* the thread was stopped (parked) for the whole of the record */
+#define CC_THREAD_NOT_STOPPED      0x20u /* the thread blocks the stop signal: it ran on while the record was written */
+#define CC_THREAD_ALSO_CRASHED     0x40u /* the thread faulted too while another thread was recording */
 
 typedef struct {
     int32_t  tid;
     uint32_t flags;                 /* CC_THREAD_* */
     char     name[16];              /* NUL-padded */
     uint32_t frame_count;           /* uint64_t program counters follow; frame 0 innermost */
-    uint32_t reserved;
+    /* Frames left out of a stack deeper than the limit. When non-zero, the first
+     * frame_count - frame_count / 2 frames are the innermost ones and the last frame_count / 2
+     * the outermost ones (where the stack began); omitted_frames lie between them. */
+    uint32_t omitted_frames;
 } cc_sec_thread_t;
 _Static_assert(sizeof(cc_sec_thread_t) == 32, "cc_sec_thread_t layout");
 

@@ -4,6 +4,7 @@
 #include "ccrash_scenarios.h"
 
 #include <assert.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,7 +17,11 @@
 #include <string.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -115,7 +120,6 @@ __attribute__((noinline)) void cch_null_dereference_with_errno(int value) {
 
 static const char *g_before_marker;
 static void cch_before_handler(int signo) {
-    (void)signo;
     /* Reports the errno it was handed: CrashCapture must pass on the one of the crash. */
     int seen = errno;
     char line[64] = "crash-harness: errno in user handler ";
@@ -127,6 +131,10 @@ static void cch_before_handler(int signo) {
     line[n++] = '\n';
     if (g_before_marker) write(2, g_before_marker, strlen(g_before_marker));
     write(2, line, n);
+    /* Like real programs: reset to the default action before returning, so the fault that
+     * comes back when the instruction re-executes ends the process (without this the handler
+     * would run forever, with or without CrashCapture). */
+    signal(signo, SIG_DFL);
 }
 
 void cch_install_handler_before(const char *marker) {
@@ -230,4 +238,356 @@ void cch_exit_from_thread(int status) {
     pthread_t thread;
     pthread_create(&thread, 0, cch_exit_thread, (void *)(intptr_t)status);
     for (;;) pause();
+}
+
+/* ---- Scenarios for the chain-first core: previous handlers, survivable signals, limits. ---- */
+
+/* async-signal-safe: writes a NUL-terminated string to fd. */
+static void cch_put(int fd, const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(fd, text, n);
+        if (w <= 0) { if (w < 0 && errno == EINTR) continue; return; }
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+/* async-signal-safe: "<prefix><decimal>\n" to fd. */
+static void cch_put_number(int fd, const char *prefix, long value) {
+    char line[96];
+    size_t n = 0;
+    for (; prefix[n] && n < 60; n++) line[n] = prefix[n];
+    if (value < 0) { line[n++] = '-'; value = -value; }
+    char digits[24];
+    int d = 0;
+    do { digits[d++] = (char)('0' + value % 10); value /= 10; } while (value && d < 20);
+    while (d) line[n++] = digits[--d];
+    line[n++] = '\n';
+    line[n] = 0;
+    cch_put(fd, line);
+}
+
+typedef void (*cch_function_t)(void);
+volatile cch_function_t cch_null_function; /* stays NULL */
+
+__attribute__((noinline)) void cch_call_null_function_pointer(void) {
+    cch_function_t function = cch_null_function;
+    function(); /* pc becomes 0; the return address still points in here */
+    cch_sink++;  /* not a tail call */
+}
+
+/* previous-handler-flags: a handler that reports how it was entered. */
+static char *g_probe_altstack;
+static size_t g_probe_altstack_size;
+
+static const char *cch_yes_no(int value) { return value ? "yes\n" : "no\n"; }
+
+static void cch_probe_line(const char *what, int value) {
+    char line[128] = "previous-handler-flags: ";
+    strncat(line, what, 60);
+    strncat(line, ": ", 3);
+    strncat(line, cch_yes_no(value), 5);
+    cch_put(1, line);
+}
+
+static void cch_flags_probe_handler(int signo, siginfo_t *info, void *context) {
+    (void)context;
+    int saved = errno;
+    volatile char here = 0;
+    stack_t ss;
+    int on_alt = sigaltstack(0, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+    int in_alt_range = (char *)&here >= g_probe_altstack && (char *)&here < g_probe_altstack + g_probe_altstack_size;
+    struct sigaction current;
+    /* SA_RESETHAND resets the handler only: the kernel leaves sa_flags (SA_SIGINFO) as they were. */
+    int is_default = sigaction(signo, 0, &current) == 0 && current.sa_handler == SIG_DFL;
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigprocmask(SIG_BLOCK, 0, &blocked);
+    cch_probe_line("signal is SIGSEGV", signo == SIGSEGV);
+    cch_probe_line("si_code SEGV_MAPERR at address 0", info && info->si_code == SEGV_MAPERR && info->si_addr == 0);
+    cch_put_number(1, "previous-handler-flags: errno ", saved);
+    cch_probe_line("sigaltstack says SS_ONSTACK", on_alt);
+    cch_probe_line("running inside the alternate stack", in_alt_range);
+    cch_probe_line("disposition already SIG_DFL (SA_RESETHAND)", is_default);
+    cch_probe_line("SIGUSR1 blocked", sigismember(&blocked, SIGUSR1) == 1);
+    cch_probe_line("SIGPROF blocked", sigismember(&blocked, SIGPROF) == 1);
+    cch_probe_line("SIGCHLD blocked", sigismember(&blocked, SIGCHLD) == 1);
+    cch_probe_line("SIGSEGV blocked", sigismember(&blocked, SIGSEGV) == 1);
+    errno = saved;
+    /* Returns: the fault comes back and, SA_RESETHAND having reset us, ends the process. */
+}
+
+void cch_install_flags_probe_handler(void) {
+    g_probe_altstack_size = 256 * 1024;
+    g_probe_altstack = mmap(0, g_probe_altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g_probe_altstack == MAP_FAILED) { perror("mmap"); exit(70); }
+    stack_t ss = { .ss_sp = g_probe_altstack, .ss_size = g_probe_altstack_size, .ss_flags = 0 };
+    if (sigaltstack(&ss, 0) != 0) { perror("sigaltstack"); exit(70); }
+    struct sigaction action = { 0 };
+    action.sa_sigaction = cch_flags_probe_handler;
+    sigfillset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO | SA_RESETHAND; /* and no SA_ONSTACK */
+    if (sigaction(SIGSEGV, &action, 0) != 0) { perror("sigaction"); exit(70); }
+}
+
+/* recovering-handler: a SIGSEGV handler that makes the faulting page writable and returns. */
+static void cch_recovering_handler(int signo, siginfo_t *info, void *context) {
+    (void)signo; (void)context;
+    int saved = errno;
+    uintptr_t page = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
+    if (mprotect((void *)page, 4096, PROT_READ | PROT_WRITE) != 0) {
+        cch_put(2, "recovering handler: mprotect failed\n");
+        signal(SIGSEGV, SIG_DFL);
+    }
+    cch_put(1, "recovering handler repaired the page\n");
+    errno = saved;
+}
+
+void cch_install_recovering_handler(void) {
+    struct sigaction action = { 0 };
+    action.sa_sigaction = cch_recovering_handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSEGV, &action, 0) != 0) { perror("sigaction"); exit(70); }
+}
+
+__attribute__((noinline)) int cch_write_protected_page(void) {
+    volatile int *page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) { perror("mmap"); exit(70); }
+    page[1] = 42; /* SEGV_ACCERR until the handler repairs it */
+    int value = page[1];
+    cch_sink++;
+    return value;
+}
+
+/* survives-then-crashes: a SIGBUS handler that survives an "action optional" machine check. */
+static void cch_mce_handler(int signo, siginfo_t *info, void *context) {
+    (void)context;
+    int saved = errno;
+    if (info && info->si_code == BUS_MCEERR_AO) {
+        cch_put(1, "survived SIGBUS BUS_MCEERR_AO\n");
+    } else {
+        cch_put(1, "SIGBUS that cannot be survived\n");
+        signal(signo, SIG_DFL);
+    }
+    errno = saved;
+}
+
+void cch_install_mce_handler(void) {
+    struct sigaction action = { 0 };
+    action.sa_sigaction = cch_mce_handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGBUS, &action, 0) != 0) { perror("sigaction"); exit(70); }
+}
+
+void cch_queue_sigbus_mce_ao(void) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = SIGBUS;
+    info.si_code = BUS_MCEERR_AO;
+    info.si_addr = (void *)(uintptr_t)0x7e57000;
+    /* Queued to this very thread: it is delivered before the syscall returns. A kernel si_code
+     * (> 0) is only accepted for the sender's own process. */
+    if (syscall(SYS_rt_tgsigqueueinfo, (long)getpid(), (long)syscall(SYS_gettid), (long)SIGBUS, &info) != 0) {
+        perror("rt_tgsigqueueinfo");
+        exit(70);
+    }
+}
+
+/* vfork-child-crash */
+__attribute__((noinline)) void cch_vfork_child_crash(void) {
+    pid_t child = vfork();
+    if (child == 0) {
+        cch_null_dereference();
+        _exit(70);
+    }
+    if (child < 0) { perror("vfork"); exit(70); }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFSIGNALED(status)) cch_put_number(1, "vfork child ended by signal ", WTERMSIG(status));
+    else cch_put_number(1, "vfork child exited with ", WEXITSTATUS(status));
+    cch_null_dereference();
+    cch_sink++;
+}
+
+/* fd-limit: no file descriptor can be opened any more. */
+void cch_exhaust_file_descriptors(void) {
+    struct rlimit limit;
+    getrlimit(RLIMIT_NOFILE, &limit);
+    int highest = 2;
+    int scan = limit.rlim_cur < 65536 ? (int)limit.rlim_cur : 65536;
+    for (int fd = 0; fd < scan; fd++) if (fcntl(fd, F_GETFD) >= 0) highest = fd;
+    rlim_t soft = (rlim_t)highest + 1 + 8;
+    if (limit.rlim_cur > soft) {
+        limit.rlim_cur = soft;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) { perror("setrlimit"); exit(70); }
+    }
+    int opened = 0;
+    for (;;) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd < 0) break;
+        if (++opened > 100000) break;
+    }
+    if (errno != EMFILE) { perror("open /dev/null"); exit(70); }
+    cch_put(1, "file descriptors exhausted (EMFILE)\n");
+}
+
+/* fsize-limit-hard: where the main executable is mapped, for a record cut short before its
+ * images section. */
+static int cch_main_image(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    if (info->dlpi_name && info->dlpi_name[0]) return 0; /* the main program comes first, unnamed */
+    uint64_t end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && ph->p_vaddr + ph->p_memsz > end) end = ph->p_vaddr + ph->p_memsz;
+    }
+    uint64_t *out = data;
+    out[0] = (uint64_t)info->dlpi_addr;
+    out[1] = end;
+    return 1;
+}
+
+void cch_write_main_image(const char *path) {
+    uint64_t image[2] = { 0, 0 };
+    dl_iterate_phdr(cch_main_image, image);
+    FILE *file = fopen(path, "w");
+    if (!file) { perror(path); exit(70); }
+    fprintf(file, "%llx %llx\n", (unsigned long long)image[0], (unsigned long long)image[1]);
+    fclose(file);
+}
+
+/* fsize-limit */
+void cch_limit_file_size(long soft, long hard) {
+    struct rlimit limit;
+    getrlimit(RLIMIT_FSIZE, &limit);
+    limit.rlim_cur = (rlim_t)soft;
+    if (hard >= 0) limit.rlim_max = (rlim_t)hard;
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) { perror("setrlimit"); exit(70); }
+}
+
+/* async-signals-during-record */
+static volatile sig_atomic_t g_after_crash_line;
+static volatile long g_busy;
+static _Atomic int g_async_seen[3];
+
+static void cch_async_marker(int signo) {
+    int saved = errno;
+    int index = signo == SIGPROF ? 0 : signo == SIGUSR1 ? 1 : 2;
+    if (g_after_crash_line) {
+        cch_put(1, signo == SIGPROF ? "late async signal: SIGPROF handler ran after the crash\n"
+                 : signo == SIGUSR1 ? "late async signal: SIGUSR1 handler ran after the crash\n"
+                                    : "late async signal: SIGCHLD handler ran after the crash\n");
+    } else {
+        atomic_fetch_add(&g_async_seen[index], 1);
+    }
+    errno = saved;
+}
+
+static void *cch_async_sender(void *arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPROF);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &set, 0);
+    for (;;) {
+        kill(getpid(), SIGUSR1);
+        pid_t child = fork();
+        if (child == 0) _exit(0);
+        if (child > 0) while (waitpid(child, 0, 0) < 0 && errno == EINTR) {}
+        struct timespec ts = { 0, 200000 };
+        nanosleep(&ts, 0);
+    }
+    return 0;
+}
+
+static int64_t cch_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+__attribute__((noinline)) void cch_async_signals_then_crash(void) {
+    struct sigaction action = { 0 };
+    action.sa_handler = cch_async_marker;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGPROF, &action, 0);
+    sigaction(SIGUSR1, &action, 0);
+    sigaction(SIGCHLD, &action, 0);
+    /* Every other thread blocks the three signals, so they are delivered only to this thread:
+     * without CrashCapture nothing can run them once this thread has faulted. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPROF);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    pthread_t sender;
+    if (pthread_create(&sender, 0, cch_async_sender, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+    pthread_sigmask(SIG_SETMASK, &old, 0);
+    struct itimerval timer = { { 0, 100 }, { 0, 100 } };
+    setitimer(ITIMER_PROF, &timer, 0);
+    int64_t deadline = cch_now_ns() + 5000000000LL;
+    while (atomic_load(&g_async_seen[0]) < 3 || atomic_load(&g_async_seen[1]) < 3 || atomic_load(&g_async_seen[2]) < 3) {
+        if (cch_now_ns() > deadline) { cch_put(2, "async signals did not arrive\n"); exit(70); }
+        g_busy++; /* not cch_sink: cch_null_dereference uses it as its (null) pointer */
+    }
+    cch_put(1, "SIGPROF, SIGUSR1 and SIGCHLD arriving; crashing\n");
+    g_after_crash_line = 1;
+    cch_null_dereference();
+    g_busy++;
+}
+
+/* crash-while-dl-iterate-phdr */
+static _Atomic int g_inside_phdr;
+static int cch_phdr_forever(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)info; (void)size; (void)data;
+    atomic_store(&g_inside_phdr, 1);
+    for (;;) pause(); /* holding the loader's lock */
+    return 0;
+}
+
+static void *cch_phdr_thread(void *arg) {
+    (void)arg;
+    dl_iterate_phdr(cch_phdr_forever, 0);
+    return 0;
+}
+
+void cch_start_thread_inside_dl_iterate_phdr(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, 0, cch_phdr_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+    while (!atomic_load(&g_inside_phdr)) usleep(100);
+    usleep(2000);
+}
+
+/* crash-with-thread-blocking-signals */
+static _Atomic int g_blocking_ready;
+static void *cch_blocking_thread(void *arg) {
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, 0);
+    atomic_store(&g_blocking_ready, 1);
+    for (;;) pause();
+    return 0;
+}
+
+void cch_start_thread_blocking_all_signals(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, 0, cch_blocking_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+    while (!atomic_load(&g_blocking_ready)) usleep(100);
+    usleep(2000);
+}
+
+/* main-returns-after-worker-crash: one nanosleep, not resumed when it is interrupted, then
+ * exit(0) at once, as a program whose main returns after its sleep. */
+void cch_sleep_once_then_exit(long seconds) {
+    struct timespec ts = { seconds, 0 }, left = { 0, 0 };
+    if (nanosleep(&ts, &left) != 0) cch_put_number(2, "crash-harness: main's nanosleep failed with errno ", errno);
+    exit(0);
 }

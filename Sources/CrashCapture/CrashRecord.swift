@@ -319,12 +319,32 @@ public struct CrashThread: Sendable, Equatable {
     /// `true` when the frames were unwound from the signal context, so `frames[0]` is the
     /// exact pc of the fault (`CC_THREAD_FROM_CONTEXT`).
     public var framesFromSignalContext: Bool
-    /// `true` when the unwind stopped at the writer's frame limit (`CC_THREAD_TRUNCATED`).
+    /// `true` when frames were left out (`omittedFrames`) or the unwind hit its step limit
+    /// (`CC_THREAD_TRUNCATED`).
     public var truncated: Bool
-    /// `true` when the thread did not answer in time, so it has no frames (`CC_THREAD_NO_STACK`).
+    /// `true` when the thread has no frames because it was not stopped, or not in time
+    /// (`CC_THREAD_NO_STACK`).
     public var stackUnavailable: Bool
+    /// `true` when the thread was stopped for the whole time the record was written
+    /// (`CC_THREAD_STOPPED`).
+    public var stopped: Bool
+    /// `true` when the thread blocks the stop signal, so it ran on while the record was
+    /// written and has no frames (`CC_THREAD_NOT_STOPPED`).
+    public var notStopped: Bool
+    /// `true` when the thread faulted too while another thread was writing the record
+    /// (`CC_THREAD_ALSO_CRASHED`).
+    public var alsoCrashed: Bool
+    /// Frames left out between the innermost and the outermost ones of a very deep stack
+    /// (runaway recursion): then `frames` holds `innermostFrameCount` innermost frames followed
+    /// by the outermost ones, where the stack began.
+    public var omittedFrames: Int
     /// Program counters, innermost first.
     public var frames: [UInt64]
+
+    /// How many of `frames` come before the omitted ones (all of them when none were omitted).
+    public var innermostFrameCount: Int {
+        omittedFrames > 0 ? frames.count - frames.count / 2 : frames.count
+    }
 
     /// Creates a thread.
     public init(
@@ -334,6 +354,10 @@ public struct CrashThread: Sendable, Equatable {
         framesFromSignalContext: Bool = false,
         truncated: Bool = false,
         stackUnavailable: Bool = false,
+        stopped: Bool = false,
+        notStopped: Bool = false,
+        alsoCrashed: Bool = false,
+        omittedFrames: Int = 0,
         frames: [UInt64] = []
     ) {
         self.tid = tid
@@ -342,6 +366,10 @@ public struct CrashThread: Sendable, Equatable {
         self.framesFromSignalContext = framesFromSignalContext
         self.truncated = truncated
         self.stackUnavailable = stackUnavailable
+        self.stopped = stopped
+        self.notStopped = notStopped
+        self.alsoCrashed = alsoCrashed
+        self.omittedFrames = omittedFrames
         self.frames = frames
     }
 }

@@ -520,6 +520,10 @@ private struct RecordParser {
             framesFromSignalContext: flags & CC_THREAD_FROM_CONTEXT != 0,
             truncated: flags & CC_THREAD_TRUNCATED != 0,
             stackUnavailable: flags & CC_THREAD_NO_STACK != 0,
+            stopped: flags & CC_THREAD_STOPPED != 0,
+            notStopped: flags & CC_THREAD_NOT_STOPPED != 0,
+            alsoCrashed: flags & CC_THREAD_ALSO_CRASHED != 0,
+            omittedFrames: Int(p.u32(Layout.offset(\S.omitted_frames))),
             frames: frames
         ))
     }

@@ -1,10 +1,44 @@
-// ScenarioRunner.swift — runs one scenario as a child process of the harness binary and checks what it left.
+// ScenarioRunner.swift — runs one scenario as a child process of the harness binary, with and without CrashCapture, and checks what it left.
+//
+// Every run is judged against the truth: the same scenario run again with CRASHCAPTURE_DISABLE=1
+// (CrashCapture.start installs nothing) is the reference. A crash reporter must not change how
+// a program ends or what it prints, so the run fails when its ending, stdout or stderr differ
+// from the reference's (a scenario whose output legitimately differs between any two runs
+// declares a normaliser, or opts out with a reason; the ending is always compared). Each child
+// leads its own process group; anything of that group still running after it ended is a failure.
 import CrashCapture
 import CrashSymbolication
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// One child process of a scenario.
+public struct ProcessOutcome: Sendable {
+    /// How it ended, or nil when it had to be killed at the time limit (a hang).
+    public var ending: Scenario.Ending?
+    /// Seconds from spawn to exit.
+    public var seconds: Double
+    public var stdout: String
+    public var stderr: String
+    /// The run's directory (records, and files the scenario leaves).
+    public var directory: String
+    /// The child's pid (and process group).
+    public var pid: pid_t
+    /// Processes of its group still running ~2 s after it ended (they were killed).
+    public var leftRunning: [ChildProcess.Leftover]
+
+    public init(ending: Scenario.Ending?, seconds: Double, stdout: String, stderr: String, directory: String, pid: pid_t,
+                leftRunning: [ChildProcess.Leftover]) {
+        self.ending = ending
+        self.seconds = seconds
+        self.stdout = stdout
+        self.stderr = stderr
+        self.directory = directory
+        self.pid = pid
+        self.leftRunning = leftRunning
+    }
+}
 
 /// What happened to one child run.
 public struct RunOutcome: Sendable {
@@ -14,8 +48,39 @@ public struct RunOutcome: Sendable {
     /// Seconds from spawn to exit.
     public var seconds: Double
     public var stderr: String
-    /// Record files found afterwards (complete and `.partial`).
+    public var stdout: String
+    /// Record files found afterwards (complete and `.partial`), from any process.
     public var recordFiles: [String]
+    /// The records of the process the scenario is about: the harness child, or for a
+    /// `forkedChild` scenario the child it forked.
+    public var ownRecordFiles: [String]
+    /// Records left by other processes (children of the harness child).
+    public var childRecordFiles: [String]
+    /// The run's directory.
+    public var directory: String
+    /// The harness child's pid.
+    public var pid: pid_t
+    /// Processes of the child's group still running ~2 s after it ended (they were killed).
+    public var leftRunning: [ChildProcess.Leftover]
+    /// The same scenario with `CRASHCAPTURE_DISABLE=1`; nil when it was not run.
+    public var reference: ProcessOutcome?
+
+    public init(scenario: String, ending: Scenario.Ending?, seconds: Double, stderr: String, stdout: String, recordFiles: [String],
+                ownRecordFiles: [String], childRecordFiles: [String], directory: String, pid: pid_t,
+                leftRunning: [ChildProcess.Leftover], reference: ProcessOutcome?) {
+        self.scenario = scenario
+        self.ending = ending
+        self.seconds = seconds
+        self.stderr = stderr
+        self.stdout = stdout
+        self.recordFiles = recordFiles
+        self.ownRecordFiles = ownRecordFiles
+        self.childRecordFiles = childRecordFiles
+        self.directory = directory
+        self.pid = pid
+        self.leftRunning = leftRunning
+        self.reference = reference
+    }
 }
 
 /// One run's verdict.
@@ -30,67 +95,181 @@ public struct RunReport: Sendable {
 
 public enum ScenarioRunner {
     /// Spawns `harness run <scenario> --dir <directory>` with Swift's backtracer off (unless the
-    /// scenario turns it on) and waits at most `timeout` seconds.
-    /// - Throws: when the child cannot be spawned.
-    public static func run(_ scenario: Scenario, harness: String, directory: String, timeout: Double = 60) throws -> RunOutcome {
-        let stderrPath = directory + ".stderr"
-        defer { try? FileManager.default.removeItem(atPath: stderrPath) }
+    /// scenario turns it on) and waits at most `timeout` seconds; then, with `reference`, the
+    /// same with `CRASHCAPTURE_DISABLE=1` in `<directory>-reference`.
+    /// - Throws: when a child cannot be spawned.
+    public static func run(_ scenario: Scenario, harness: String, directory: String, timeout: Double = 60,
+                           reference: Bool = true) throws -> RunOutcome {
+        let main = try spawn(scenario, harness: harness, directory: directory, timeout: timeout, captureDisabled: false)
+        var referenceOutcome: ProcessOutcome?
+        if reference {
+            let referenceDirectory = directory + "-reference"
+            try FileManager.default.createDirectory(atPath: referenceDirectory, withIntermediateDirectories: true)
+            referenceOutcome = try spawn(scenario, harness: harness, directory: referenceDirectory, timeout: timeout, captureDisabled: true)
+        }
+        let files = recordFiles(in: directory)
+        let forked = scenario.record?.forkedChild ?? false
+        let own = files.filter { (recordPid($0) == main.pid) != forked }
+        let children = forked ? [] : files.filter { recordPid($0) != main.pid }
+        return RunOutcome(scenario: scenario.name, ending: main.ending, seconds: main.seconds, stderr: main.stderr, stdout: main.stdout,
+                          recordFiles: files, ownRecordFiles: own, childRecordFiles: children, directory: directory,
+                          pid: main.pid, leftRunning: main.leftRunning, reference: referenceOutcome)
+    }
+
+    /// One child: its ending, output (the directory replaced by `<dir>`), group leftovers.
+    static func spawn(_ scenario: Scenario, harness: String, directory: String, timeout: Double, captureDisabled: Bool) throws -> ProcessOutcome {
+        let stdoutPath = directory + ".stdout", stderrPath = directory + ".stderr"
+        defer {
+            try? FileManager.default.removeItem(atPath: stdoutPath)
+            try? FileManager.default.removeItem(atPath: stderrPath)
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: CrashCapture.disableEnvironmentVariable)
-        for (key, value) in scenario.environment { environment[key] = value }
-        let child = try ChildProcess.run(harness, ["run", scenario.name, "--dir", directory],
-                                         environment: environment, stderr: stderrPath, timeout: timeout)
-        let seconds = child.seconds
+        for (key, value) in scenario.environment { environment[key] = value.replacingOccurrences(of: "{dir}", with: directory) }
+        if captureDisabled { environment[CrashCapture.disableEnvironmentVariable] = "1" }
+        let child = try ChildProcess.run(harness, ["run", scenario.name, "--dir", directory], environment: environment,
+                                         stdout: stdoutPath, stderr: stderrPath, timeout: timeout, ownProcessGroup: true)
         let ending: Scenario.Ending?
         switch child.ending {
         case .timedOut: ending = nil
         case .signaled(let signal): ending = .signal(signal)
         case .exited(let code): ending = .exit(code)
         }
-        let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+        func text(_ path: String) -> String {
+            // Lossy: the backtracer dumps raw memory bytes.
+            String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+                .replacingOccurrences(of: directory, with: "<dir>")
+        }
+        return ProcessOutcome(ending: ending, seconds: child.seconds, stdout: text(stdoutPath), stderr: text(stderrPath),
+                              directory: directory, pid: child.pid, leftRunning: child.leftRunning)
+    }
+
+    static func recordFiles(in directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".ccrec") || $0.hasSuffix(".ccrec.partial") }
             .sorted()
             .map { directory + "/" + $0 }
-        return RunOutcome(scenario: scenario.name, ending: ending, seconds: seconds, stderr: stderr, recordFiles: files)
     }
 
-    /// Checks a run against its scenario. `debugHarness` says whether the harness was a debug
-    /// build (the Swift runtime reports some fatal messages only there).
+    /// The pid in a record's file name, `crash-<ms>-<pid>-<tid>.ccrec[.partial]`.
+    public static func recordPid(_ path: String) -> pid_t? {
+        let parts = (path as NSString).lastPathComponent.split(separator: ".")[0].split(separator: "-")
+        return parts.count == 4 ? pid_t(parts[2]) : nil
+    }
+
+    /// The first line where two outputs differ, for a failure message.
+    static func firstDifference(_ mine: String, _ theirs: String) -> String {
+        let a = mine.split(separator: "\n", omittingEmptySubsequences: false)
+        let b = theirs.split(separator: "\n", omittingEmptySubsequences: false)
+        for index in 0..<max(a.count, b.count) {
+            let left = index < a.count ? String(a[index]) : "<end>"
+            let right = index < b.count ? String(b[index]) : "<end>"
+            if left != right {
+                return "line \(index + 1): \(left.prefix(200).debugDescription) vs reference \(right.prefix(200).debugDescription)"
+            }
+        }
+        return "(trailing difference)"
+    }
+
+    /// Checks a run against its scenario and its reference run. `debugHarness` says whether the
+    /// harness was a debug build (the Swift runtime reports some fatal messages only there).
     public static func verify(_ outcome: RunOutcome, scenario: Scenario, symbolicator: Symbolicator, debugHarness: Bool) -> RunReport {
         var failures: [String] = []
-        var frameNames: [String] = []
         switch outcome.ending {
         case nil: failures.append("hung: killed after the time limit")
         case let ending? where ending != scenario.ending:
             failures.append("ended with \(ending), expected \(scenario.ending)")
         default: break
         }
+        if let limit = scenario.maxSeconds, outcome.seconds > limit {
+            failures.append(String(format: "took %.2f s, more than the scenario's %.1f s", outcome.seconds, limit))
+        }
+        if !outcome.leftRunning.isEmpty {
+            failures.append("left \(outcome.leftRunning.count) process(es) running: \(outcome.leftRunning.map(\.command).joined(separator: ", "))")
+        }
         for text in scenario.stderrContains where !outcome.stderr.contains(text) {
             failures.append("stderr lacks \(text.debugDescription)")
         }
-        guard let expected = scenario.record else {
-            if !outcome.recordFiles.isEmpty { failures.append("expected no record, found \(outcome.recordFiles.count)") }
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+        for text in scenario.stdoutContains where !outcome.stdout.contains(text) {
+            failures.append("stdout lacks \(text.debugDescription)")
         }
-        guard outcome.recordFiles.count == 1, let path = outcome.recordFiles.first else {
-            failures.append("expected one record, found \(outcome.recordFiles.count)")
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+        for text in scenario.stdoutLacks where outcome.stdout.contains(text) {
+            failures.append("stdout has \(text.debugDescription)")
+        }
+        if let reference = outcome.reference {
+            failures += compare(outcome, with: reference, scenario: scenario)
+        }
+        if let check = scenario.check { failures += check(outcome) }
+        let (recordFailures, frames) = verifyRecords(outcome, scenario: scenario, symbolicator: symbolicator, debugHarness: debugHarness)
+        return RunReport(outcome: outcome, failures: failures + recordFailures, frames: frames)
+    }
+
+    /// The run against the truth: same ending, same output.
+    static func compare(_ outcome: RunOutcome, with reference: ProcessOutcome, scenario: Scenario) -> [String] {
+        var failures: [String] = []
+        let describe = { (ending: Scenario.Ending?) in ending.map(\.description) ?? "a hang" }
+        if reference.ending != outcome.ending {
+            failures.append("ended with \(describe(outcome.ending)), the reference run (\(CrashCapture.disableEnvironmentVariable)=1) with \(describe(reference.ending))")
+        }
+        if !reference.leftRunning.isEmpty {
+            failures.append("reference run left \(reference.leftRunning.count) process(es) running: \(reference.leftRunning.map(\.command).joined(separator: ", "))")
+        }
+        let normalise: (String) -> String
+        switch scenario.output {
+        case .exact: normalise = { $0 }
+        case .normalised(_, let function): normalise = function
+        case .notCompared: return failures
+        }
+        for (name, mine, theirs) in [("stdout", outcome.stdout, reference.stdout), ("stderr", outcome.stderr, reference.stderr)] {
+            let a = normalise(mine), b = normalise(theirs)
+            if a != b { failures.append("\(name) differs from the reference run's: \(firstDifference(a, b))") }
+        }
+        return failures
+    }
+
+    /// The records: none, or exactly one of the scenario's process (plus what its children may
+    /// leave), parsed and checked against the expectation.
+    static func verifyRecords(_ outcome: RunOutcome, scenario: Scenario, symbolicator: Symbolicator, debugHarness: Bool) -> ([String], [String]) {
+        var failures: [String] = []
+        guard let expected = scenario.record else {
+            if !outcome.recordFiles.isEmpty {
+                failures.append("expected no record, found \(outcome.recordFiles.count): \(outcome.recordFiles.map { ($0 as NSString).lastPathComponent })")
+            }
+            return (failures, [])
+        }
+        if !expected.childRecords.contains(outcome.childRecordFiles.count) {
+            failures.append("expected \(expected.childRecords) record(s) from child processes, found \(outcome.childRecordFiles.count)")
+        }
+        for path in outcome.childRecordFiles {
+            do {
+                let child = try CrashRecordReader.read(path: path)
+                if let process = child.process, process.ppid != outcome.pid {
+                    failures.append("a child's record (pid \(process.pid)) has parent \(process.ppid), not the harness child \(outcome.pid)")
+                }
+            } catch {
+                failures.append("a child's record does not parse: \(error)")
+            }
+        }
+        guard outcome.ownRecordFiles.count == 1, let path = outcome.ownRecordFiles.first else {
+            failures.append("expected one record of pid \(outcome.pid)\(expected.forkedChild ? "'s forked child" : ""), found \(outcome.ownRecordFiles.count)")
+            return (failures, [])
         }
         let record: CrashRecord
         do { record = try CrashRecordReader.read(path: path) } catch {
             failures.append("record does not parse: \(error)")
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+            return (failures, [])
         }
         if path.hasSuffix(".partial") != !record.isComplete {
             failures.append("file name says \(path.hasSuffix(".partial") ? "partial" : "complete") but the record is \(record.completeness)")
         }
-        if !record.isComplete && !expected.mayBeIncomplete { failures.append("record incomplete: \(record.completeness)") }
+        if !record.isComplete && !expected.mayBeIncomplete && !expected.incompleteAllowed {
+            failures.append("record incomplete: \(record.completeness)")
+        }
         if expected.mayBeIncomplete && record.isComplete { failures.append("expected the handler to be cut short, but the record is complete") }
         guard let signal = record.signal else {
             failures.append("record has no signal section")
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+            return (failures, [])
         }
         if signal.number != expected.signal { failures.append("record signal \(signal.number), expected \(expected.signal)") }
         if signal.name != signalName(expected.signal) { failures.append("record signal name \(signal.name)") }
@@ -108,20 +287,94 @@ public enum ScenarioRunner {
                 failures.append("fatal message \((record.fatalMessage ?? "none").debugDescription) lacks \(message.debugDescription)")
             }
         }
-        guard let process = record.process else {
-            failures.append("record has no process section")
-            return RunReport(outcome: outcome, failures: failures, frames: [])
-        }
-        if record.appName != "crash-harness" { failures.append("app name \(record.appName ?? "none")") }
-        // The harness is our child; a forked scenario's record comes from its child instead.
-        if expected.forkedChild == (process.ppid == getpid()) {
-            failures.append(expected.forkedChild ? "record is not from the forked child (parent \(process.ppid))"
-                                                  : "record's parent pid \(process.ppid) is not the runner's \(getpid())")
-        }
         if expected.mayBeIncomplete {
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+            if let process = record.process { failures += checkParent(process, expected: expected, outcome: outcome) }
+            return (failures, [])
         }
-        // The compensating $AppEnd: a JSON object with a plausible duration.
+        // A record cut short (incompleteAllowed) must still hold the crashed thread's frames;
+        // the sections the handler may not have reached are checked only when it is complete.
+        let cutShort = expected.incompleteAllowed && !record.isComplete
+        let process = record.process
+        if process == nil && !cutShort {
+            failures.append("record has no process section")
+            return (failures, [])
+        }
+        if let process { failures += checkParent(process, expected: expected, outcome: outcome) }
+        if !cutShort, let process {
+            if record.appName != "crash-harness" { failures.append("app name \(record.appName ?? "none")") }
+            failures += checkAppEnd(record, process: process, outcome: outcome)
+            if !record.images.contains(where: { $0.isMainExecutable && !$0.buildID.isEmpty }) {
+                failures.append("main executable image with build-id missing")
+            }
+        }
+        guard let thread = record.crashedThread else {
+            failures.append("no crashed thread")
+            return (failures, [])
+        }
+        if let process {
+            if thread.tid != process.tid { failures.append("crashed thread \(thread.tid) is not the process section's \(process.tid)") }
+            if expected.crashedOffMainThread == (thread.tid == process.pid) {
+                failures.append(expected.crashedOffMainThread ? "crash recorded on the main thread" : "crash recorded off the main thread")
+            }
+        }
+        if expected.truncatedFrames && !thread.truncated { failures.append("expected the unwind to stop at the frame limit") }
+        if expected.omittedFrames && thread.omittedFrames <= 0 {
+            failures.append("expected frames omitted in the middle of the deep stack, omittedFrames is \(thread.omittedFrames)")
+        }
+        if let first = expected.firstFrameAddress, thread.frames.first != first {
+            failures.append("frame 0 is \(thread.frames.first.map { "0x" + String($0, radix: 16) } ?? "missing"), expected 0x\(String(first, radix: 16))")
+        }
+        failures += checkOtherThreads(record, expected: expected)
+        var images = record.images
+        if cutShort && !images.contains(where: \.isMainExecutable), let main = mainImage(record, directory: outcome.directory) {
+            images.append(main)
+        }
+        let symbolicated = symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: images)
+        let frameNames = symbolicated.flatMap { $0.map { $0.symbol ?? "?" } }
+        var remaining = expected.frames[...]
+        for name in frameNames where !remaining.isEmpty && name.contains(remaining.first!) {
+            remaining = remaining.dropFirst()
+        }
+        if let missing = remaining.first {
+            failures.append("frames lack \(missing) (in order \(expected.frames)); got \(frameNames.count) frames: \(abbreviate(frameNames))")
+        }
+        return (failures, frameNames)
+    }
+
+    /// A file a scenario may leave in its directory: "<base hex> <size hex>" of the main
+    /// executable's mapping, so the frames of a record cut short before its images section can
+    /// still be symbolicated (against the executable the record names, by its own build-id).
+    public static let mainImageFile = "main-image"
+
+    static func mainImage(_ record: CrashRecord, directory: String) -> CrashImage? {
+        guard let executable = record.executablePath,
+              let text = try? String(contentsOfFile: directory + "/" + mainImageFile, encoding: .utf8) else { return nil }
+        let fields = text.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0, radix: 16) }
+        guard fields.count == 2, let buildID = try? ELFFile(path: executable).buildID else { return nil }
+        return CrashImage(path: executable, base: fields[0], size: fields[1], buildID: buildID, isMainExecutable: true)
+    }
+
+    /// The first and last frames of a long list, for a failure message.
+    static func abbreviate(_ names: [String]) -> String {
+        let short = names.map { $0.count > 60 ? String($0.prefix(60)) + "…" : $0 }
+        if short.count <= 16 { return "\(short)" }
+        return "\(Array(short.prefix(8))) … \(Array(short.suffix(8)))"
+    }
+
+    /// The record's process is the harness child (or, for a forked scenario, the child's child).
+    static func checkParent(_ process: CrashedProcess, expected: Scenario.RecordExpectation, outcome: RunOutcome) -> [String] {
+        if expected.forkedChild {
+            return process.ppid == outcome.pid ? [] : ["record is not from the forked child (parent \(process.ppid), harness child \(outcome.pid))"]
+        }
+        var failures: [String] = []
+        if process.pid != outcome.pid { failures.append("record's pid \(process.pid) is not the harness child's \(outcome.pid)") }
+        if process.ppid != getpid() { failures.append("record's parent pid \(process.ppid) is not the runner's \(getpid())") }
+        return failures
+    }
+
+    /// The compensating $AppEnd: a JSON object with a plausible duration.
+    static func checkAppEnd(_ record: CrashRecord, process: CrashedProcess, outcome: RunOutcome) -> [String] {
+        var failures: [String] = []
         if let json = record.appEndJSON, let data = json.data(using: .utf8),
            let event = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
            let properties = event["properties"] as? [String: Any] {
@@ -135,27 +388,27 @@ public enum ScenarioRunner {
         } else {
             failures.append("no parsable $AppEnd event")
         }
-        guard let thread = record.crashedThread else {
-            failures.append("no crashed thread")
-            return RunReport(outcome: outcome, failures: failures, frames: [])
+        return failures
+    }
+
+    /// Stopped / not stopped threads.
+    static func checkOtherThreads(_ record: CrashRecord, expected: Scenario.RecordExpectation) -> [String] {
+        guard expected.otherThreadsStopped || expected.threadNotStopped else { return [] }
+        var failures: [String] = []
+        let others = record.threads.filter { !$0.crashed }
+        if others.isEmpty { failures.append("the record lists no thread besides the crashed one") }
+        for thread in others {
+            let stopped = thread.stopped, notStopped = thread.notStopped
+            if expected.otherThreadsStopped && !stopped && !notStopped {
+                failures.append("thread \(thread.tid) \(thread.name.debugDescription) is listed neither as stopped nor as not stopped")
+            }
+            if notStopped && !thread.frames.isEmpty {
+                failures.append("thread \(thread.tid) is not stopped yet has \(thread.frames.count) frames")
+            }
         }
-        if thread.tid != process.tid { failures.append("crashed thread \(thread.tid) is not the process section's \(process.tid)") }
-        if expected.crashedOffMainThread == (thread.tid == process.pid) {
-            failures.append(expected.crashedOffMainThread ? "crash recorded on the main thread" : "crash recorded off the main thread")
+        if expected.threadNotStopped && !others.contains(where: { $0.notStopped }) {
+            failures.append("no thread is listed as not stopped (one blocks every signal)")
         }
-        if expected.truncatedFrames && !thread.truncated { failures.append("expected the unwind to stop at the frame limit") }
-        if !record.images.contains(where: { $0.isMainExecutable && !$0.buildID.isEmpty }) {
-            failures.append("main executable image with build-id missing")
-        }
-        let symbolicated = symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images)
-        frameNames = symbolicated.flatMap { $0.map { $0.symbol ?? "?" } }
-        var remaining = expected.frames[...]
-        for name in frameNames where !remaining.isEmpty && name.contains(remaining.first!) {
-            remaining = remaining.dropFirst()
-        }
-        if let missing = remaining.first {
-            failures.append("frames lack \(missing) (in order \(expected.frames)); got \(frameNames.prefix(12))")
-        }
-        return RunReport(outcome: outcome, failures: failures, frames: frameNames)
+        return failures
     }
 }

@@ -47,6 +47,35 @@ public struct Scenario: Sendable {
         public var crashedOffMainThread: Bool = false
         /// The record comes from a child the harness process forked (its pid and parent differ).
         public var forkedChild: Bool = false
+        /// A very deep stack: the crashed thread's record leaves frames out in the middle
+        /// (`omittedFrames > 0`), keeping the innermost frames and the outermost (`frames` then
+        /// spans both ends, e.g. the recursing function and the level chain below it).
+        public var omittedFrames: Bool = false
+        /// The crashed thread's frame 0 must be exactly this pc (0 for a call through NULL).
+        public var firstFrameAddress: UInt64?
+        /// How many records other processes (the scenario's own children, e.g. a vfork child
+        /// that crashed) may leave next to the one of the harness process; told apart by pid.
+        public var childRecords: ClosedRange<Int> = 0...0
+        /// The record may or may not be complete (the handler ran out of room), but must still
+        /// hold the signal and the crashed thread's frames.
+        public var incompleteAllowed: Bool = false
+        /// Every thread but the crashed one is listed as stopped (parked while the record was
+        /// written) or, if it blocks the stop signal, as not stopped without frames.
+        public var otherThreadsStopped: Bool = false
+        /// At least one thread is listed as not stopped (it blocks the stop signal), with no frames.
+        public var threadNotStopped: Bool = false
+    }
+
+    /// How the child's stdout and stderr are compared with those of the reference run (the
+    /// same scenario with `CRASHCAPTURE_DISABLE=1`, the truth CrashCapture must not change).
+    public enum OutputComparison: Sendable {
+        /// Byte for byte (after the run's directory is replaced by `<dir>`).
+        case exact
+        /// After a normaliser, for output that legitimately differs between any two runs
+        /// (addresses under ASLR, pids, times); `reason` says what it removes.
+        case normalised(reason: String, @Sendable (String) -> String)
+        /// Not compared at all; `reason` says why. The ending is still compared.
+        case notCompared(reason: String)
     }
 
     /// The scenario's name on the command line.
@@ -57,7 +86,18 @@ public struct Scenario: Sendable {
     public let record: RecordExpectation?
     /// Text that must appear on the child's stderr (e.g. a chained handler's marker).
     public let stderrContains: [String]
-    /// Environment for the child on top of the harness defaults.
+    /// Text that must appear on the child's stdout.
+    public let stdoutContains: [String]
+    /// Text that must not appear on the child's stdout.
+    public let stdoutLacks: [String]
+    /// How stdout and stderr are compared with the reference run's.
+    public let output: OutputComparison
+    /// The run must end within this many seconds (a hang shorter than the time limit).
+    public let maxSeconds: Double?
+    /// Further checks of a finished run (e.g. files the scenario leaves); failures, or [].
+    public let check: (@Sendable (RunOutcome) -> [String])?
+    /// Environment for the child on top of the harness defaults; `{dir}` in a value becomes
+    /// the run's directory.
     public let environment: [String: String]
     /// Runs before CrashCapture starts (to install a handler that must be chained).
     let beforeStart: (@Sendable () -> Void)?
@@ -68,9 +108,12 @@ public struct Scenario: Sendable {
 
     init(
         _ name: String, _ summary: String, ending: Ending, record: RecordExpectation?,
-        stderrContains: [String] = [], environment: [String: String] = [:],
+        stderrContains: [String] = [], stdoutContains: [String] = [], stdoutLacks: [String] = [],
+        output: OutputComparison = .exact, maxSeconds: Double? = nil,
+        environment: [String: String] = [:],
         beforeStart: (@Sendable () -> Void)? = nil,
         configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)? = nil,
+        check: (@Sendable (RunOutcome) -> [String])? = nil,
         perform: @escaping @Sendable (ScenarioContext) -> Void
     ) {
         self.name = name
@@ -78,6 +121,11 @@ public struct Scenario: Sendable {
         self.ending = ending
         self.record = record
         self.stderrContains = stderrContains
+        self.stdoutContains = stdoutContains
+        self.stdoutLacks = stdoutLacks
+        self.output = output
+        self.maxSeconds = maxSeconds
+        self.check = check
         self.environment = environment
         self.beforeStart = beforeStart
         self.configure = configure
@@ -122,6 +170,10 @@ public enum Scenarios {
     static let chain = levelChain
     static let chained = "crash-harness: user handler ran\n"
     static let late = "crash-harness: late handler ran\n"
+    /// The runtime's fatal-error stack trace holds absolute addresses.
+    static let swiftRuntimeOutput = Scenario.OutputComparison.normalised(
+        reason: "the runtime's fatal-error stack trace lists absolute addresses (ASLR)", RuntimeOutput.normaliseAddresses)
+    static let phdrMarker = "crash-harness: previous handler ran while the loader lock was held\n"
 
     /// Every scenario, in the order `list` prints them.
     public static let all: [Scenario] = [
@@ -137,13 +189,13 @@ public enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_wild_pointer"] + chain, faultAddress: 0x3ead_0000_beef))
         { _ in throughLevels { cch_wild_pointer() } },
-        Scenario("stack-overflow-main", "runaway recursion on the main thread is recorded from the alternate stack",
+        Scenario("stack-overflow-main", "runaway recursion on the main thread is recorded from the alternate stack: recursing frames on top, the level chain at the bottom",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true))
+                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"] + chain, omittedFrames: true))
         { _ in throughLevels { cch_stack_overflow() } },
-        Scenario("stack-overflow-thread", "runaway recursion on a thread created after start is recorded",
+        Scenario("stack-overflow-thread", "runaway recursion on a thread created after start is recorded: recursing frames on top, the level chain at the bottom",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"], truncatedFrames: true, crashedOffMainThread: true))
+                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"] + chain, crashedOffMainThread: true, omittedFrames: true))
         { _ in onSecondaryThread(stackSize: 512 << 10) { cch_stack_overflow() } },
         Scenario("abort", "abort() is recorded as SIGABRT sent by the process itself",
                  ending: .signal(SIGABRT),
@@ -172,23 +224,28 @@ public enum Scenarios {
         Scenario("force-unwrap-nil", "a Swift force-unwrap of nil is recorded with the runtime's message",
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain,
-                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true))
+                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true),
+                 output: swiftRuntimeOutput)
         { _ in throughLevels { forceUnwrapNil() } },
         Scenario("array-index-out-of-range", "a Swift array index out of range is recorded with its message",
                  ending: .signal(swiftTrapSignal),
-                 record: .init(signal: swiftTrapSignal, frames: chain, message: "Index out of range", messageOnlyInDebug: true))
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "Index out of range", messageOnlyInDebug: true),
+                 output: swiftRuntimeOutput)
         { _ in throughLevels { indexOutOfRange() } },
         Scenario("fatal-error", "Swift fatalError(\"…\") is recorded with its text",
                  ending: .signal(swiftTrapSignal),
-                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness fatalError text"))
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness fatalError text"),
+                 output: swiftRuntimeOutput)
         { _ in throughLevels { fatalError("crash-harness fatalError text") } },
         Scenario("precondition", "a failed Swift precondition is recorded with its text",
                  ending: .signal(swiftTrapSignal),
-                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness precondition text", messageOnlyInDebug: true))
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness precondition text", messageOnlyInDebug: true),
+                 output: swiftRuntimeOutput)
         { _ in throughLevels { precondition(opaque(false), "crash-harness precondition text") } },
         Scenario("integer-overflow", "Swift arithmetic overflow traps and is recorded",
                  ending: .signal(swiftTrapSignal),
-                 record: .init(signal: swiftTrapSignal, frames: chain))
+                 record: .init(signal: swiftTrapSignal, frames: chain),
+                 output: swiftRuntimeOutput)
         { _ in throughLevels { integerOverflow() } },
         Scenario("secondary-thread", "a crash on a secondary thread is recorded from that thread",
                  ending: .signal(SIGSEGV),
@@ -198,7 +255,8 @@ public enum Scenarios {
                  ending: .signal(swiftTrapSignal),
                  record: .init(signal: swiftTrapSignal, frames: chain,
                                message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true,
-                               crashedOffMainThread: true))
+                               crashedOffMainThread: true),
+                 output: swiftRuntimeOutput)
         { _ in
             Task.detached { throughLevels { forceUnwrapNil() } }
             while true { sleep(60) }
@@ -256,8 +314,145 @@ public enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
                  stderrContains: ["Program crashed"],
+                 output: .normalised(reason: "the backtracer prints addresses (ASLR), register and memory contents, build-ids and its own run time",
+                                     BacktracerOutput.normaliseText),
                  environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,symbolicate=off"])
         { _ in throughLevels { cch_null_dereference() } },
+        Scenario("backtracer-json", "the Swift backtracer's JSON report is complete and lists the same crashed-thread frames as without CrashCapture",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 output: .normalised(reason: "the backtracer's notice on stderr holds the crash address (ASLR)", BacktracerOutput.normaliseText),
+                 environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,format=json,output-to={dir},symbolicate=full"],
+                 check: BacktracerOutput.compareJSONReports)
+        { _ in throughLevels { cch_null_dereference() } },
+        Scenario("main-returns-after-worker-crash", "a worker's crash ends the process even though main's nanosleep would be cut short and main would exit(0)",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               crashedOffMainThread: true, otherThreadsStopped: true))
+        { _ in
+            let worker = Thread {
+                cch_wait_main_settled()
+                usleep(20_000) // main is inside its nanosleep by now
+                throughLevels { cch_null_dereference() }
+            }
+            worker.start()
+            cch_mark_main_settled()
+            cch_sleep_once_then_exit(10)
+        },
+        Scenario("null-function-pointer", "a call through a NULL function pointer keeps its callers: frame 0 is 0x0, then the caller and the level chain",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
+                               firstFrameAddress: 0))
+        { _ in throughLevels { cch_call_null_function_pointer() } },
+        Scenario("previous-handler-flags", "a previous handler runs as the kernel would run it: SA_RESETHAND, its own full mask, not on the alternate stack",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0),
+                 stdoutContains: ["previous-handler-flags: running inside the alternate stack: no\n",
+                                  "previous-handler-flags: disposition already SIG_DFL (SA_RESETHAND): yes\n",
+                                  "previous-handler-flags: SIGUSR1 blocked: yes\n", "previous-handler-flags: SIGPROF blocked: yes\n",
+                                  "previous-handler-flags: errno 77\n"],
+                 beforeStart: { cch_install_flags_probe_handler() })
+        { _ in throughLevels { cch_null_dereference_with_errno(77) } },
+        Scenario("recovering-handler", "a previous handler that repairs the fault (mprotect) lets the program go on: exit 0, no record",
+                 ending: .exit(0), record: nil,
+                 stdoutContains: ["recovering handler repaired the page\n", "recovered 42\n"],
+                 beforeStart: { cch_install_recovering_handler() })
+        { _ in
+            var value: Int32 = 0
+            throughLevels { value = cch_write_protected_page() }
+            print("recovered \(value)")
+            exit(0)
+        },
+        Scenario("sigtrap-ignored", "SIGTRAP ignored before start and sent by the process is still ignored: exit 0, no record",
+                 ending: .exit(0), record: nil,
+                 stdoutContains: ["still running after SIGTRAP\n"],
+                 beforeStart: { _ = signal(SIGTRAP, SIG_IGN) })
+        { _ in
+            throughLevels { _ = kill(getpid(), SIGTRAP) }
+            usleep(20_000)
+            print("still running after SIGTRAP")
+            exit(0)
+        },
+        Scenario("survives-then-crashes", "a SIGBUS the program survives (BUS_MCEERR_AO, handled) leaves capture clean for the SIGSEGV that follows",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 stdoutContains: ["survived SIGBUS BUS_MCEERR_AO\n"], maxSeconds: 10,
+                 beforeStart: { cch_install_mce_handler() })
+        { _ in
+            throughLevels {
+                cch_queue_sigbus_mce_ao()
+                cch_null_dereference()
+            }
+        },
+        Scenario("survives-then-crashes-thread", "after a survived SIGBUS on main, a crash on another thread is recorded at once",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               crashedOffMainThread: true),
+                 stdoutContains: ["survived SIGBUS BUS_MCEERR_AO\n"], maxSeconds: 10,
+                 beforeStart: { cch_install_mce_handler() })
+        { _ in
+            cch_queue_sigbus_mce_ao()
+            onSecondaryThread { cch_null_dereference() }
+        },
+        Scenario("vfork-child-crash", "a vfork child that crashes does not disable capture in its parent, which then crashes and is recorded",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_vfork_child_crash"] + chain,
+                               faultAddress: 0, childRecords: 0...1),
+                 stdoutContains: ["vfork child ended by signal \(SIGSEGV)\n"], maxSeconds: 10)
+        { _ in throughLevels { cch_vfork_child_crash() } },
+        Scenario("fd-limit", "a crash with every file descriptor in use (EMFILE) still leaves a complete record",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 stdoutContains: ["file descriptors exhausted (EMFILE)\n"])
+        { _ in
+            throughLevels {
+                cch_exhaust_file_descriptors()
+                cch_null_dereference()
+            }
+        },
+        Scenario("fsize-limit", "RLIMIT_FSIZE soft limit of 1 KiB: still death by SIGSEGV (not SIGXFSZ) and a complete record",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0))
+        { _ in
+            throughLevels {
+                cch_limit_file_size(1024, -1)
+                cch_null_dereference()
+            }
+        },
+        Scenario("fsize-limit-hard", "RLIMIT_FSIZE soft = hard = 2 KiB: death by SIGSEGV, a record that holds at least the signal and the crashed thread's frames",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, incompleteAllowed: true))
+        { context in
+            // The record may stop before its images: say where the executable is mapped.
+            cch_write_main_image(context.directory + "/" + ScenarioRunner.mainImageFile)
+            throughLevels {
+                cch_limit_file_size(2048, 2048)
+                cch_null_dereference()
+            }
+        },
+        Scenario("async-signals-during-record", "SIGPROF, SIGUSR1 and SIGCHLD handlers of the program do not run after the crash",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_async_signals_then_crash"] + chain,
+                               faultAddress: 0),
+                 stdoutContains: ["SIGPROF, SIGUSR1 and SIGCHLD arriving; crashing\n"], stdoutLacks: ["late async signal"])
+        { _ in throughLevels { cch_async_signals_then_crash() } },
+        Scenario("crash-while-dl-iterate-phdr", "a crash while another thread holds the loader lock (inside dl_iterate_phdr) is recorded with frames, quickly, and the previous handler runs",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0),
+                 stderrContains: [phdrMarker, "errno in user handler 4242\n"], maxSeconds: 4,
+                 beforeStart: { cch_install_handler_before(phdrMarker) })
+        { _ in
+            cch_start_thread_inside_dl_iterate_phdr()
+            throughLevels { cch_null_dereference_with_errno(4242) }
+        },
+        Scenario("crash-with-thread-blocking-signals", "a thread that blocks every signal cannot be stopped: it is listed as not stopped, without frames",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, threadNotStopped: true))
+        { _ in
+            cch_start_thread_blocking_all_signals()
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("sigkill", "SIGKILL ends the process and no handler can run: no record",
                  ending: .signal(SIGKILL), record: nil)
         { _ in throughLevels { kill(getpid(), SIGKILL) } },

@@ -18,15 +18,36 @@ public struct ChildProcess: Sendable {
         case timedOut
     }
 
+    /// A process the child left behind (in its process group, or carrying its run token).
+    public struct Leftover: Sendable, Equatable, CustomStringConvertible {
+        public var pid: pid_t
+        /// `/proc/<pid>/comm`.
+        public var command: String
+        public var description: String { "\(command) (\(pid))" }
+    }
+
     public var ending: Ending
     /// Wall seconds from spawn to exit.
     public var seconds: Double
+    /// The child's pid (also its process group when spawned with `ownProcessGroup`).
+    public var pid: pid_t = 0
+    /// With `ownProcessGroup`: processes of the child's group (or descendants that carry its
+    /// environment token) still running ~2 s after it ended. They were killed with SIGKILL.
+    public var leftRunning: [Leftover] = []
+
+    /// The environment variable that marks every process of one `ownProcessGroup` run, so a
+    /// descendant that left the process group (setsid) is still found.
+    public static let runTokenVariable = "CRASHCAPTURE_CHILD_RUN_TOKEN"
 
     /// Runs `path` with `arguments`; stdout and stderr go to the given files (or /dev/null).
+    /// With `ownProcessGroup` the child leads a new process group; after it ends, the group is
+    /// watched for up to `leftoverGrace` seconds and whatever is still running then is
+    /// reported in `leftRunning` and killed.
     /// - Throws: `CocoaError`-free ``SpawnError`` when posix_spawn fails.
     public static func run(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil,
-        stdout: String? = nil, stderr: String? = nil, timeout: Double = 60
+        stdout: String? = nil, stderr: String? = nil, timeout: Double = 60,
+        ownProcessGroup: Bool = false, leftoverGrace: Double = 2
     ) throws -> ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -34,7 +55,18 @@ public struct ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var environment = environment ?? ProcessInfo.processInfo.environment
+        var token: String?
+        if ownProcessGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+            token = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+            environment[runTokenVariable] = token
+        }
+        let env = environment.map { "\($0.key)=\($0.value)" }
         let argv = [path] + arguments
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         var cEnv: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
@@ -44,7 +76,7 @@ public struct ChildProcess: Sendable {
         }
         var pid: pid_t = 0
         let start = DispatchTime.now().uptimeNanoseconds
-        let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, &cEnv)
+        let rc = posix_spawn(&pid, path, &actions, &attributes, &cArgs, &cEnv)
         guard rc == 0 else { throw SpawnError(path: path, errno: rc) }
         var status: Int32 = 0
         var timedOut = false
@@ -54,7 +86,7 @@ public struct ChildProcess: Sendable {
             if r < 0 && errno != EINTR { break }
             if Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 > timeout {
                 timedOut = true
-                kill(pid, SIGKILL)
+                kill(ownProcessGroup ? -pid : pid, SIGKILL)
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
                 break
             }
@@ -65,7 +97,56 @@ public struct ChildProcess: Sendable {
         if timedOut { ending = .timedOut }
         else if status & 0x7F == 0 { ending = .exited((status >> 8) & 0xFF) }
         else { ending = .signaled(status & 0x7F) }
-        return ChildProcess(ending: ending, seconds: seconds)
+        var child = ChildProcess(ending: ending, seconds: seconds, pid: pid)
+        if ownProcessGroup { child.leftRunning = reapGroup(pid, token: token, grace: leftoverGrace) }
+        return child
+    }
+
+    /// Waits up to `grace` seconds for every process of group `group` (and every process whose
+    /// environment holds `token`) to end; returns those still running and kills them.
+    static func reapGroup(_ group: pid_t, token: String?, grace: Double) -> [Leftover] {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(grace * 1e9)
+        var found = survivors(group: group, token: token)
+        while !found.isEmpty && DispatchTime.now().uptimeNanoseconds < deadline {
+            usleep(10_000)
+            found = survivors(group: group, token: token)
+        }
+        if !found.isEmpty {
+            kill(-group, SIGKILL)
+            for process in found { kill(process.pid, SIGKILL) }
+            // SIGKILL takes effect asynchronously: wait (bounded) until they are gone.
+            let killDeadline = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+            while !survivors(group: group, token: token).isEmpty && DispatchTime.now().uptimeNanoseconds < killDeadline {
+                usleep(5_000)
+            }
+        }
+        return found
+    }
+
+    /// Live (not zombie) processes in process group `group`, or whose environment carries `token`.
+    public static func survivors(group: pid_t, token: String?) -> [Leftover] {
+        let needle = token.map { Array("\(runTokenVariable)=\($0)".utf8)[...] }
+        var result: [Leftover] = []
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry), pid != getpid() else { continue }
+            guard let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
+                  let close = stat.lastIndex(of: UInt8(ascii: ")")) else { continue }
+            // After "pid (comm) ": state ppid pgrp ...
+            let fields = String(decoding: stat[(close + 2)...], as: UTF8.self).split(separator: " ")
+            guard fields.count > 2, let pgrp = pid_t(fields[2]) else { continue }
+            let state = fields[0]
+            if state == "Z" || state == "X" { continue }
+            var matches = pgrp == group
+            if !matches, let needle, let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") {
+                matches = [UInt8](environ).split(separator: 0).contains { $0.elementsEqual(needle) }
+            }
+            guard matches else { continue }
+            let comm = FileManager.default.contents(atPath: "/proc/\(pid)/comm")
+                .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
+            result.append(Leftover(pid: pid, command: comm))
+        }
+        return result.sorted { $0.pid < $1.pid }
     }
 
     /// posix_spawn failed.

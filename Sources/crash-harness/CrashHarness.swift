@@ -99,7 +99,7 @@ extension CrashHarness {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Runs scenarios as child processes and checks how each ended and the record it left.")
+            abstract: "Runs scenarios as child processes and checks how each ended and the record it left, against a reference run with CRASHCAPTURE_DISABLE=1.")
 
         @Option(help: "Runs per scenario.")
         var runs = 1
@@ -130,10 +130,11 @@ extension CrashHarness {
             let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("crash-harness-\(getpid())").path
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: scratch) }
-            var rows: [(scenario: Scenario, passed: Int, times: [Double], failures: [String])] = []
+            var rows: [(scenario: Scenario, passed: Int, times: [Double], references: [String], failures: [String])] = []
             for scenario in selected {
                 var passed = 0
                 var times: [Double] = []
+                var references: [String] = []
                 var failures: [String] = []
                 for index in 0..<runs {
                     let directory = "\(scratch)/\(scenario.name)-\(index)"
@@ -142,13 +143,16 @@ extension CrashHarness {
                     let report = ScenarioRunner.verify(outcome, scenario: scenario, symbolicator: symbolicator,
                                                        debugHarness: buildConfiguration == "debug")
                     times.append(outcome.seconds)
+                    let reference = outcome.reference.map { $0.ending?.description ?? "hang" } ?? "-"
+                    if !references.contains(reference) { references.append(reference) }
                     if report.passed { passed += 1 } else {
                         failures.append(contentsOf: report.failures.map { "run \(index + 1): \($0)" })
                         if verbose { report.failures.forEach { print("\(scenario.name) run \(index + 1): \($0)") } }
                     }
                     try? FileManager.default.removeItem(atPath: directory)
+                    try? FileManager.default.removeItem(atPath: directory + "-reference")
                 }
-                rows.append((scenario, passed, times, failures))
+                rows.append((scenario, passed, times, references, failures))
             }
             let failed = rows.contains { $0.passed < runs }
             if json {
@@ -158,6 +162,7 @@ extension CrashHarness {
                     "passed": !failed,
                     "scenarios": rows.map { row -> [String: Any] in
                         ["name": row.scenario.name, "runs": runs, "passed": row.passed,
+                         "expectedEnding": row.scenario.ending.description, "referenceEndings": row.references,
                          "medianSeconds": median(row.times), "failures": Array(row.failures.prefix(20))]
                     },
                 ]
@@ -165,10 +170,13 @@ extension CrashHarness {
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 let width = max(8, rows.map(\.scenario.name.count).max() ?? 0)
-                print("scenario".padding(toLength: width, withPad: " ", startingAt: 0) + "  runs  passed  median exit (ms)")
+                func column(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }
+                print(column("scenario", width) + "  runs  passed  " + column("expected", 8) + "  " + column("reference", 9) + "  median exit (ms)")
                 for row in rows {
-                    let name = row.scenario.name.padding(toLength: width, withPad: " ", startingAt: 0)
-                    print("\(name)  \(pad(runs, 4))  \(pad(row.passed, 6))  \(String(format: "%.1f", median(row.times) * 1000))")
+                    let name = column(row.scenario.name, width)
+                    let expected = column(row.scenario.ending.description, 8)
+                    let reference = column(row.references.joined(separator: "/"), 9)
+                    print("\(name)  \(pad(runs, 4))  \(pad(row.passed, 6))  \(expected)  \(reference)  \(String(format: "%.1f", median(row.times) * 1000))")
                 }
                 for row in rows where !row.failures.isEmpty {
                     print("\nFAILED \(row.scenario.name):")

@@ -45,9 +45,13 @@ enum Harness {
         let report: RunReport
         let record: CrashRecord?
         let directory: String
+        var outcome: RunOutcome { report.outcome }
+        /// The reference run (same scenario, CRASHCAPTURE_DISABLE=1).
+        var reference: ProcessOutcome? { report.outcome.reference }
     }
 
-    /// Runs a scenario in a child, verifies it against the table and returns the record.
+    /// Runs a scenario in a child (and its reference run with CRASHCAPTURE_DISABLE=1), verifies
+    /// it against the table and the reference, and returns the record.
     static func run(_ name: String, binary: String = Harness.debug, file: StaticString = #filePath, line: UInt = #line) throws -> Run {
         let scenario = try XCTUnwrap(Scenarios.named(name), "no scenario \(name)", file: file, line: line)
         let directory = try scratchDirectory(name)
@@ -56,7 +60,9 @@ enum Harness {
                                            debugHarness: try isDebugBuildCached(binary))
         XCTAssertEqual(report.failures, [], "\(name): \(report.failures.joined(separator: "; "))\nstderr:\n\(outcome.stderr.prefix(2000))",
                        file: file, line: line)
-        let record = outcome.recordFiles.first.flatMap { try? CrashRecordReader.read(path: $0) }
+        XCTAssertEqual(outcome.leftRunning, [], "\(name): processes left running", file: file, line: line)
+        // The record of the process the scenario is about (a vfork child may leave another).
+        let record = outcome.ownRecordFiles.first.flatMap { try? CrashRecordReader.read(path: $0) }
         return Run(report: report, record: record, directory: directory)
     }
 

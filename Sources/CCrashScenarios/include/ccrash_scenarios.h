@@ -22,7 +22,8 @@ void cch_builtin_trap(void);
 /* Overwrites the header of the chunk after a large allocation and frees it: glibc aborts
  * from inside free() while holding its arena lock. */
 void cch_heap_corruption(void);
-/* Installs a SIGSEGV/SIGILL... handler that writes `marker` to stderr and returns. */
+/* Installs a SIGSEGV/SIGILL... handler that writes `marker` and the errno it was handed to
+ * stderr, resets the signal to SIG_DFL (as real programs do) and returns. */
 void cch_install_handler_before(const char *marker);
 /* Installs, over whatever is there (CrashCapture), a SIGSEGV handler that writes `marker` to
  * stderr and then calls the handler it replaced. */
@@ -44,6 +45,47 @@ void cch_mark_main_settled(void);
 void cch_wait_main_settled(void);
 /* exit(status) from a secondary thread while the main thread sleeps. */
 void cch_exit_from_thread(int status);
+
+
+/* Calls through a NULL function pointer: pc 0, the return address still in this function. */
+void cch_call_null_function_pointer(void);
+/* Sets up an alternate signal stack, then installs a SIGSEGV handler with SA_RESETHAND, a full
+ * sa_mask and no SA_ONSTACK that prints (stdout) how it was entered: alternate stack or not,
+ * disposition already SIG_DFL, which signals are blocked, errno; then returns. */
+void cch_install_flags_probe_handler(void);
+/* A SIGSEGV handler that makes the faulting page readable and writable and returns. */
+void cch_install_recovering_handler(void);
+/* Writes to a fresh read-only page (SEGV_ACCERR unless a handler repairs it) and returns what
+ * it reads back (42). */
+int cch_write_protected_page(void);
+/* A SIGBUS handler that returns on BUS_MCEERR_AO (prints "survived ...") and otherwise resets
+ * SIGBUS to SIG_DFL and returns. */
+void cch_install_mce_handler(void);
+/* Queues SIGBUS with si_code BUS_MCEERR_AO to this thread (rt_tgsigqueueinfo on its own tid). */
+void cch_queue_sigbus_mce_ao(void);
+/* vfork; the child dereferences null; the parent waits, prints how the child ended (stdout),
+ * then dereferences null itself. */
+void cch_vfork_child_crash(void);
+/* Lowers RLIMIT_NOFILE's soft limit near the fds in use and opens /dev/null until EMFILE. */
+void cch_exhaust_file_descriptors(void);
+/* Writes "<base hex> <size hex>" of the main executable's mapping to `path` (for checking the
+ * frames of a record cut short before its images section). */
+void cch_write_main_image(const char *path);
+/* setrlimit(RLIMIT_FSIZE): soft limit `soft`; hard limit `hard`, or unchanged when negative. */
+void cch_limit_file_size(long soft, long hard);
+/* Handlers for SIGPROF (ITIMER_PROF every 100 us), SIGUSR1 and SIGCHLD (sent and caused by a
+ * thread that blocks all three) count quietly until all three have arrived; this prints a
+ * line (stdout), and from then on a handler that runs prints a "late async signal" line; then
+ * it dereferences null. */
+void cch_async_signals_then_crash(void);
+/* Starts a thread that sleeps forever inside a dl_iterate_phdr callback (holding the loader
+ * lock) and returns once it is there. */
+void cch_start_thread_inside_dl_iterate_phdr(void);
+/* Starts a thread that blocks every signal and sleeps forever; returns once it is there. */
+void cch_start_thread_blocking_all_signals(void);
+/* One nanosleep of `seconds`, not resumed if interrupted (then it says so on stderr), then
+ * exit(0): main returning while a worker's crash is being handled. */
+void cch_sleep_once_then_exit(long seconds);
 
 #ifdef __cplusplus
 }
