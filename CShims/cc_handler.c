@@ -34,7 +34,7 @@
  * watchdog, stops every other thread (cc_threads.c), collects the loaded images, and writes
  * the sections most valuable first, flushing them to the file at checkpoints before each step
  * that could fault or stall: the signal, the process, the compensating $AppEnd; the
- * registers and the crashing thread's frames; the strings (app, executable, fatal message),
+ * registers, the crashing thread's frames and the main executable's image; the strings (app, executable, fatal message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
  * under a small RLIMIT_FSIZE what is lost is the least valuable part.
@@ -315,6 +315,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_put(w, &thread, sizeof thread);
     cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
     cc__section_end(w);
+    cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
 
     /* Strings known since install, then the Swift runtime's fatal-error message. */
@@ -337,7 +338,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
     }
     cc__write_breadcrumbs(w);
-    cc__write_images(w);
+    cc__write_images(w, 0);
     cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
 
     cc__write_other_threads(w, tid);

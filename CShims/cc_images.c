@@ -295,10 +295,14 @@ void cc__images_collect(void) {
     cc__close_image();
 }
 
-/* async-signal-safe: one CC_SEC_IMAGE per collected image. */
-void cc__write_images(cc__writer_t *w) {
+/* async-signal-safe: one CC_SEC_IMAGE per collected image: the main executable's alone when
+ * `main_only` (written right after the crashed thread, so a record cut short by a full disk or
+ * RLIMIT_FSIZE can still be symbolicated), otherwise every other image. */
+void cc__write_images(cc__writer_t *w, int main_only) {
     for (uint32_t i = 0; i < g_image_count; i++) {
         const cc__image_t *image = &g_images[i];
+        int is_main = cc__streq(g_paths + image->path_offset, cc__g.executable_path);
+        if (is_main != (main_only != 0)) continue;
         cc_sec_image_t img;
         unsigned char *raw = (unsigned char *)&img;
         for (size_t k = 0; k < sizeof img; k++) raw[k] = 0;
@@ -306,7 +310,7 @@ void cc__write_images(cc__writer_t *w) {
         img.size = image->end - image->base;
         img.build_id_length = image->build_id_length;
         for (uint32_t k = 0; k < image->build_id_length; k++) img.build_id[k] = image->build_id[k];
-        if (cc__streq(g_paths + image->path_offset, cc__g.executable_path)) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
+        if (is_main) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
         cc__section_begin(w, CC_SEC_IMAGE);
         cc__section_put(w, &img, sizeof img);
         cc__section_put(w, g_paths + image->path_offset, image->path_length);

@@ -162,7 +162,7 @@ uint64_t cc__context_sp(const ucontext_t *uc);
 struct dl_phdr_info;
 void cc__images_prepare(void);                                           /* install time */
 void cc__images_collect(void);                                           /* async-signal-safe */
-void cc__write_images(cc__writer_t *w);                                  /* async-signal-safe */
+void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
 /* async-signal-safe: dl_iterate_phdr over the images cc__images_collect found. */
 int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
 

@@ -434,31 +434,6 @@ void cch_exhaust_file_descriptors(void) {
     cch_put(1, "file descriptors exhausted (EMFILE)\n");
 }
 
-/* fsize-limit-hard: where the main executable is mapped, for a record cut short before its
- * images section. */
-static int cch_main_image(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    if (info->dlpi_name && info->dlpi_name[0]) return 0; /* the main program comes first, unnamed */
-    uint64_t end = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && ph->p_vaddr + ph->p_memsz > end) end = ph->p_vaddr + ph->p_memsz;
-    }
-    uint64_t *out = data;
-    out[0] = (uint64_t)info->dlpi_addr;
-    out[1] = end;
-    return 1;
-}
-
-void cch_write_main_image(const char *path) {
-    uint64_t image[2] = { 0, 0 };
-    dl_iterate_phdr(cch_main_image, image);
-    FILE *file = fopen(path, "w");
-    if (!file) { perror(path); exit(70); }
-    fprintf(file, "%llx %llx\n", (unsigned long long)image[0], (unsigned long long)image[1]);
-    fclose(file);
-}
-
 /* fsize-limit */
 void cch_limit_file_size(long soft, long hard) {
     struct rlimit limit;

@@ -83,12 +83,16 @@ public enum Rendering {
     static func threadText(_ inspected: InspectedThread) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
-        if thread.truncated { flags.append("stopped at the frame limit") }
-        if thread.stackUnavailable { flags.append("stack not available: the thread did not answer") }
+        if thread.alsoCrashed { flags.append("crashed too, while the record was written") }
+        if let state = stackState(thread) { flags.append(state) }
+        if thread.truncated && thread.omittedFrames == 0 { flags.append("stopped at the unwind step limit") }
         var out = ["  thread \(thread.tid) \"\(thread.name)\"\(thread.crashed ? " (crashed)" : "")\(flags.isEmpty ? "" : " — " + flags.joined(separator: ", "))"]
         for (index, group) in inspected.frames.enumerated() {
+            if thread.omittedFrames > 0 && index == thread.innermostFrameCount {
+                out.append("       … \(thread.omittedFrames) frames omitted …")
+            }
             for frame in group {
-                let number = frame.inlined ? "   " : String(format: "%3d", index)
+                let number = frame.inlined ? "   " : String(format: "%3d", depth(of: index, in: thread))
                 let location = frame.file.map { f in
                     "  \((f as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")\(frame.column.map { ":\($0)" } ?? "")"
                 } ?? ""
@@ -100,6 +104,28 @@ public enum Rendering {
             }
         }
         return out
+    }
+
+    /// A frame's depth in the whole stack: frames after the omitted ones keep their true depth.
+    static func depth(of index: Int, in thread: CrashThread) -> Int {
+        index < thread.innermostFrameCount ? index : index + thread.omittedFrames
+    }
+
+    /// How the thread's stack was obtained, when there is something to say: the crashed thread
+    /// unwinds itself; other threads are stopped, or not (and then say why).
+    static func stackState(_ thread: CrashThread) -> String? {
+        if thread.crashed { return nil }
+        if thread.notStopped { return "not stopped: it blocks the stop signal, so it ran on and has no stack" }
+        if thread.stackUnavailable { return "stack not available: the thread did not stop in time" }
+        return nil
+    }
+
+    /// The `stack` value of `show --json`: how a thread's stack was obtained.
+    static func stackSource(_ thread: CrashThread) -> String {
+        if thread.crashed { return "crashed" }
+        if thread.notStopped { return "notStopped" }
+        if thread.stackUnavailable { return "didNotStop" }
+        return thread.stopped ? "stopped" : "unknown"
     }
 
     static func hexDump(_ bytes: [UInt8], at address: UInt64) -> [String] {
@@ -157,10 +183,12 @@ public enum Rendering {
             [
                 "tid": Int(inspected.thread.tid), "name": inspected.thread.name, "crashed": inspected.thread.crashed,
                 "stackAvailable": !inspected.thread.stackUnavailable, "truncated": inspected.thread.truncated,
+                "stack": stackSource(inspected.thread), "alsoCrashed": inspected.thread.alsoCrashed,
+                "omittedFrames": inspected.thread.omittedFrames,
                 "frames": inspected.frames.enumerated().flatMap { index, group in
                     group.map { frame -> [String: Any] in
                         [
-                            "index": index,
+                            "index": depth(of: index, in: inspected.thread),
                             "address": Explanation.hex(frame.address),
                             "image": frame.image ?? NSNull(),
                             "imageOffset": frame.imageOffset.map { Explanation.hex($0) as Any } ?? NSNull(),

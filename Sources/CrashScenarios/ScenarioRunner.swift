@@ -325,11 +325,7 @@ public enum ScenarioRunner {
             failures.append("frame 0 is \(thread.frames.first.map { "0x" + String($0, radix: 16) } ?? "missing"), expected 0x\(String(first, radix: 16))")
         }
         failures += checkOtherThreads(record, expected: expected)
-        var images = record.images
-        if cutShort && !images.contains(where: \.isMainExecutable), let main = mainImage(record, directory: outcome.directory) {
-            images.append(main)
-        }
-        let symbolicated = symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: images)
+        let symbolicated = symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images)
         let frameNames = symbolicated.flatMap { $0.map { $0.symbol ?? "?" } }
         var remaining = expected.frames[...]
         for name in frameNames where !remaining.isEmpty && name.contains(remaining.first!) {
@@ -339,19 +335,6 @@ public enum ScenarioRunner {
             failures.append("frames lack \(missing) (in order \(expected.frames)); got \(frameNames.count) frames: \(abbreviate(frameNames))")
         }
         return (failures, frameNames)
-    }
-
-    /// A file a scenario may leave in its directory: "<base hex> <size hex>" of the main
-    /// executable's mapping, so the frames of a record cut short before its images section can
-    /// still be symbolicated (against the executable the record names, by its own build-id).
-    public static let mainImageFile = "main-image"
-
-    static func mainImage(_ record: CrashRecord, directory: String) -> CrashImage? {
-        guard let executable = record.executablePath,
-              let text = try? String(contentsOfFile: directory + "/" + mainImageFile, encoding: .utf8) else { return nil }
-        let fields = text.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0, radix: 16) }
-        guard fields.count == 2, let buildID = try? ELFFile(path: executable).buildID else { return nil }
-        return CrashImage(path: executable, base: fields[0], size: fields[1], buildID: buildID, isMainExecutable: true)
     }
 
     /// The first and last frames of a long list, for a failure message.

@@ -119,6 +119,44 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(object["explanation"] as? String, "Swift runtime trap: crash-harness fatalError text")
     }
 
+    func testARunawayRecursionShowsItsTopAndBottomWithTheNumberOfFramesOmittedBetween() throws {
+        let directory = try scratch("overflow")
+        let path = try crash("stack-overflow-main", into: directory)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        let crashed = try XCTUnwrap((object["threads"] as? [[String: Any]])?.first)
+        let omitted = try XCTUnwrap(crashed["omittedFrames"] as? Int)
+        XCTAssertGreaterThan(omitted, 0, "a runaway recursion must omit frames")
+        XCTAssertEqual(crashed["stack"] as? String, "crashed")
+        let frames = try XCTUnwrap(crashed["frames"] as? [[String: Any]])
+        let depths = frames.filter { $0["inlined"] as? Bool == false }.compactMap { $0["index"] as? Int }
+        // Depths run 0, 1, … up to the cut, then jump by exactly the omitted count.
+        let jumps = zip(depths, depths.dropFirst()).filter { $1 - $0 != 1 }
+        XCTAssertEqual(jumps.count, 1, "\(depths)")
+        XCTAssertEqual(jumps.first.map { $1 - $0 }, omitted + 1)
+        XCTAssertEqual(depths.first, 0)
+        // The bottom of the stack, where the recursion began, is kept: the level chain is there.
+        let symbols = frames.compactMap { $0["symbol"] as? String }
+        XCTAssertTrue(symbols.contains { $0.contains("level5") }, "\(symbols.suffix(12))")
+        XCTAssertTrue(symbols.prefix(4).contains { $0.contains("cch_recurse") }, "\(symbols.prefix(4))")
+        let text = try inspect(["show", path]).stdout
+        XCTAssertTrue(text.contains("… \(omitted) frames omitted …"), text)
+    }
+
+    func testShowSaysHowEachThreadsStackWasObtained() throws {
+        let directory = try scratch("states")
+        let path = try crash("crash-with-thread-blocking-signals", into: directory)
+        let threads = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])["threads"] as? [[String: Any]]
+        let stacks = try XCTUnwrap(threads).compactMap { $0["stack"] as? String }
+        XCTAssertEqual(stacks.first, "crashed")
+        XCTAssertEqual(stacks.filter { $0 == "notStopped" }.count, 1, "\(stacks)")
+        XCTAssertTrue(stacks.dropFirst().allSatisfy { $0 == "stopped" || $0 == "notStopped" }, "\(stacks)")
+        for thread in try XCTUnwrap(threads) where thread["stack"] as? String == "stopped" {
+            XCTAssertFalse((thread["frames"] as? [Any])?.isEmpty ?? true, "a stopped thread has frames: \(thread)")
+        }
+        let text = try inspect(["show", path]).stdout
+        XCTAssertTrue(text.contains("not stopped: it blocks the stop signal"), text)
+    }
+
     func testAMismatchedBuildIDIsReportedAndNoNamesAreShownUntilTheRightBinaryIsGiven() throws {
         let directory = try scratch("mismatch")
         let binDir = try scratch("bin")

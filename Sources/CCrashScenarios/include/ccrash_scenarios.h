@@ -68,9 +68,6 @@ void cch_queue_sigbus_mce_ao(void);
 void cch_vfork_child_crash(void);
 /* Lowers RLIMIT_NOFILE's soft limit near the fds in use and opens /dev/null until EMFILE. */
 void cch_exhaust_file_descriptors(void);
-/* Writes "<base hex> <size hex>" of the main executable's mapping to `path` (for checking the
- * frames of a record cut short before its images section). */
-void cch_write_main_image(const char *path);
 /* setrlimit(RLIMIT_FSIZE): soft limit `soft`; hard limit `hard`, or unchanged when negative. */
 void cch_limit_file_size(long soft, long hard);
 /* Handlers for SIGPROF (ITIMER_PROF every 100 us), SIGUSR1 and SIGCHLD (sent and caused by a
