@@ -14,7 +14,7 @@
 #define CC__SIGNAL_COUNT       6
 #define CC__DEFAULT_FRAMES     256
 #define CC__MAX_FRAMES         512
-#define CC__MAX_THREADS        256   /* other threads stopped and recorded */
+#define CC__MAX_THREADS        1024  /* other threads recorded (any beyond are stopped, not recorded) */
 #define CC__OTHER_FRAMES       64
 #define CC__UNWIND_STEP_LIMIT  (1u << 20) /* a deeper stack is cut: top and bottom kept, middle omitted */
 #define CC__MAX_IMAGES         512

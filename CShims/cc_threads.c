@@ -22,7 +22,8 @@
  * A thread that blocks the stop signal (read from SigBlk in /proc/self/task/<tid>/status, so
  * no time is spent waiting for it) cannot be stopped this way: it is listed without frames
  * and flagged CC_THREAD_NOT_STOPPED. Threads created while stopping are found by scanning
- * again (up to four rounds); the whole step is bounded at 500 ms.
+ * again (up to four rounds); the whole step is bounded at 500 ms. Up to CC__MAX_THREADS threads
+ * are recorded; any beyond are sent the stop signal too, and a note says they were left out.
  *
  * The signal is SIGRTMAX-3 unless configured (or a free real-time signal below it); it is only
  * used if nobody had a handler for it at install time, and only if our handler is still the one
@@ -147,8 +148,11 @@ static int cc__known_tid(pid_t tid) {
     return -1;
 }
 
-/* async-signal-safe: adds every thread of /proc/self/task not yet known; returns how many. */
-static uint32_t cc__scan_tasks(pid_t self) {
+/* async-signal-safe: adds every thread of /proc/self/task not yet known; returns how many.
+ * Threads beyond CC__MAX_THREADS are not recorded: with `stop_signal` (not 0) they are sent it,
+ * so that none of them runs on (this is done once the recorded threads have parked, so that
+ * they do not take the recorded threads' slots). */
+static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return 0;
     static char dents[4096];
@@ -167,7 +171,10 @@ static uint32_t cc__scan_tasks(pid_t self) {
             for (const char *c = d->name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
             if (tid == self || cc__known_tid(tid) >= 0) continue;
             if (g_tid_count < CC__MAX_THREADS) { g_not_stopped[g_tid_count] = 0; g_tids[g_tid_count++] = tid; added++; }
-            else g_more_threads = 1;
+            else {
+                g_more_threads = 1;
+                if (stop_signal) syscall(SYS_tgkill, (long)pid, (long)tid, (long)stop_signal);
+            }
         }
     }
     close(fd);
@@ -188,7 +195,7 @@ void cc__stop_other_threads(pid_t self) {
     int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 500 * 1000000LL;
     for (int round = 0; round < 4; round++) {
         uint32_t first = g_tid_count;
-        if (cc__scan_tasks(self) == 0) break;
+        if (cc__scan_tasks(self, pid, 0) == 0) break;
         for (uint32_t i = first; i < g_tid_count; i++) {
             if (cc__stopped_slot(g_tids[i]) >= 0) continue;        /* parked itself (crashed too) */
             if (!stop || cc__thread_blocks(g_tids[i], cc__g.stop_signal) ||
@@ -196,18 +203,19 @@ void cc__stop_other_threads(pid_t self) {
                 g_not_stopped[i] = 1;
             }
         }
-        /* Wait until every thread asked has parked, or the deadline. */
+        /* Wait until every thread asked has parked, or the deadline. A parked thread stays
+         * parked, so each check resumes where the last one found a thread still running. */
+        uint32_t settled = first;
         for (;;) {
-            int waiting = 0;
-            for (uint32_t i = 0; i < g_tid_count && !waiting; i++) {
-                if (!g_not_stopped[i] && cc__stopped_slot(g_tids[i]) < 0) waiting = 1;
-            }
-            if (!waiting || cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
+            while (settled < g_tid_count && (g_not_stopped[settled] || cc__stopped_slot(g_tids[settled]) >= 0)) settled++;
+            if (settled == g_tid_count || cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
             struct timespec ts = { 0, 50000 };
             nanosleep(&ts, 0);
         }
         if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
     }
+    /* The threads beyond what is recorded: stopped too, not waited for. */
+    if (g_more_threads && stop) cc__scan_tasks(self, pid, cc__g.stop_signal);
 }
 
 /* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads. */
@@ -238,7 +246,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
         cc__section_end(w);
     }
     if (g_more_threads) {
-        const char *note = "more threads than recorded; the rest were left out";
+        const char *note = "more threads than CrashCapture records (1024): the rest were stopped but left out";
         cc__write_string(w, CC_STR_NOTE, note, cc__strnlen(note, 128));
     }
 }

@@ -18,6 +18,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -565,4 +566,40 @@ void cch_sleep_once_then_exit(long seconds) {
     struct timespec ts = { seconds, 0 }, left = { 0, 0 };
     if (nanosleep(&ts, &left) != 0) cch_put_number(2, "crash-harness: main's nanosleep failed with errno ", errno);
     exit(0);
+}
+
+/* more-threads-than-recorded: `count` threads (small stacks) all wait on one inotify watch of
+ * the record directory and exit(0) as soon as a file is created in it, i.e. when the crash
+ * record is created. CrashCapture stops every thread before it creates the file, so with every
+ * thread stopped none of them sees it; a thread left running would turn the crash into exit 0.
+ * Without CrashCapture the process dies of the crash at once. (Blocking, not polling: a
+ * thousand polling threads would starve the crashing thread of CPU.) */
+static int g_watch_fd = -1;
+
+static void *cch_watching_thread(void *arg) {
+    (void)arg;
+    char events[4096] __attribute__((aligned(8)));
+    for (;;) {
+        ssize_t got = read(g_watch_fd, events, sizeof events);
+        if (got > 0) exit(0);
+        if (got < 0 && errno != EINTR) return 0;
+    }
+}
+
+void cch_start_threads_that_exit_on_new_file(int count, const char *directory) {
+    g_watch_fd = inotify_init1(IN_CLOEXEC);
+    if (g_watch_fd < 0 || inotify_add_watch(g_watch_fd, directory, IN_CREATE | IN_MOVED_TO) < 0) {
+        perror("inotify");
+        exit(70);
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    for (int i = 0; i < count; i++) {
+        pthread_t thread;
+        if (pthread_create(&thread, &attr, cch_watching_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+        pthread_detach(thread);
+    }
+    pthread_attr_destroy(&attr);
+    usleep(20000); /* most of them are inside read() by now (the rest park wherever they are) */
 }

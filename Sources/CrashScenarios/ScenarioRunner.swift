@@ -376,7 +376,7 @@ public enum ScenarioRunner {
 
     /// Stopped / not stopped threads.
     static func checkOtherThreads(_ record: CrashRecord, expected: Scenario.RecordExpectation) -> [String] {
-        guard expected.otherThreadsStopped || expected.threadNotStopped else { return [] }
+        guard expected.otherThreadsStopped || expected.threadNotStopped || expected.note != nil else { return [] }
         var failures: [String] = []
         let others = record.threads.filter { !$0.crashed }
         if others.isEmpty { failures.append("the record lists no thread besides the crashed one") }
@@ -391,6 +391,12 @@ public enum ScenarioRunner {
         }
         if expected.threadNotStopped && !others.contains(where: { $0.notStopped }) {
             failures.append("no thread is listed as not stopped (one blocks every signal)")
+        }
+        if others.count < expected.minimumOtherThreads {
+            failures.append("the record lists \(others.count) threads besides the crashed one, expected at least \(expected.minimumOtherThreads)")
+        }
+        if let note = expected.note, !record.notes.contains(where: { $0.contains(note) }) {
+            failures.append("no note contains \(note.debugDescription); notes: \(record.notes)")
         }
         return failures
     }

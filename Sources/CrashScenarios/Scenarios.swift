@@ -64,6 +64,10 @@ public struct Scenario: Sendable {
         public var otherThreadsStopped: Bool = false
         /// At least one thread is listed as not stopped (it blocks the stop signal), with no frames.
         public var threadNotStopped: Bool = false
+        /// The record lists at least this many threads besides the crashed one.
+        public var minimumOtherThreads: Int = 0
+        /// A note the record must carry (substring).
+        public var note: String?
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the
@@ -338,6 +342,15 @@ public enum Scenarios {
             worker.start()
             cch_mark_main_settled()
             cch_sleep_once_then_exit(10)
+        },
+        Scenario("more-threads-than-recorded", "1,100 threads that exit(0) as soon as a file appears in the record directory: all are stopped before the record is created, 1,024 recorded, a note says the rest were left out",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, minimumOtherThreads: 1024, note: "the rest were stopped but left out"),
+                 maxSeconds: 20)
+        { context in
+            cch_start_threads_that_exit_on_new_file(1100, context.directory)
+            throughLevels { cch_null_dereference() }
         },
         Scenario("null-function-pointer", "a call through a NULL function pointer keeps its callers: frame 0 is 0x0, then the caller and the level chain",
                  ending: .signal(SIGSEGV),

@@ -33,6 +33,18 @@ final class ChainFirstScenarioTests: XCTestCase {
         XCTAssertEqual(blocking.first?.stopped, false)
     }
 
+    func testEveryThreadIsStoppedBeforeTheRecordIsCreatedEvenBeyondTheThreadsRecorded() throws {
+        // 1,100 threads exit(0) the moment a file appears in the record directory.
+        let run = try Harness.run("more-threads-than-recorded")
+        XCTAssertEqual(run.outcome.ending, .signal(SIGSEGV), "a thread left running would have exited 0")
+        let record = try XCTUnwrap(run.record)
+        XCTAssertTrue(record.isComplete)
+        let others = record.threads.filter { !$0.crashed }
+        XCTAssertEqual(others.count, 1024)
+        XCTAssertTrue(others.allSatisfy { $0.stopped && !$0.frames.isEmpty }, "every recorded thread was parked and unwound")
+        XCTAssertTrue(record.notes.contains { $0.contains("the rest were stopped but left out") }, "\(record.notes)")
+    }
+
     // MARK: Frames
 
     func testACallThroughANullFunctionPointerKeepsItsCallers() throws {
@@ -157,15 +169,18 @@ final class ChainFirstScenarioTests: XCTestCase {
         XCTAssertGreaterThan(size.intValue, 1024, "the record is written past the soft limit")
     }
 
-    func testAHardFileSizeLimitStillKeepsTheSignalAndTheCrashedThreadsFrames() throws {
+    func testAHardFileSizeLimitStillKeepsTheSignalTheCrashedThreadsFramesAndTheMainImage() throws {
         let run = try Harness.run("fsize-limit-hard")
         XCTAssertEqual(run.outcome.ending, .signal(SIGSEGV), "not SIGXFSZ (\(SIGXFSZ))")
         let record = try XCTUnwrap(run.record)
         XCTAssertEqual(record.signal?.number, SIGSEGV)
         let thread = try XCTUnwrap(record.crashedThread)
         XCTAssertGreaterThan(thread.frames.count, levelChain.count)
-        // Symbolicated by the runner, with the executable's mapping the scenario left beside
-        // the record when the record stops before its images section.
+        // The main executable's image comes right after the crashed thread, so the cut record
+        // is symbolicated from what it holds (by the runner, with the record's images only).
+        let main = try XCTUnwrap(record.images.first { $0.isMainExecutable }, "no main image in the cut record")
+        XCTAssertEqual(main.path, Harness.debug)
+        XCTAssertFalse(main.buildID.isEmpty)
         XCTAssertTrue(run.report.frames.contains { $0.contains("level1") }, "\(run.report.frames.prefix(10))")
         let path = try XCTUnwrap(run.outcome.ownRecordFiles.first)
         let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)

@@ -138,7 +138,7 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertTrue(run.record?.isComplete == true)
     }
 
-    func testTheSwiftBacktracerStillPrintsAfterOurRecord() throws {
+    func testTheSwiftBacktracerRunsFirstAndTheCrashIsStillRecorded() throws {
         let run = try Harness.run("swift-backtracer")
         XCTAssertTrue(run.report.outcome.stderr.contains("Program crashed"), run.report.outcome.stderr)
         XCTAssertTrue(run.record?.isComplete == true)

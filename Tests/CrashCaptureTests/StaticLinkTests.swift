@@ -1,6 +1,7 @@
 // StaticLinkTests.swift — the C core linked into a fully static program (cc -static): threads
-// can still be created, before and after cc_install (the pthread_create wrapper must find the
-// real pthread_create without the dynamic loader).
+// can still be created, before and after cc_install, and a crash is recorded (the wrappers must find the
+// real pthread_create and dl_iterate_phdr without the dynamic loader).
+import CrashCapture
 import CrashSymbolication
 import Foundation
 import XCTest
@@ -22,6 +23,12 @@ final class StaticLinkTests: XCTestCase {
         return 0;
     }
 
+    static __attribute__((noinline)) void *crash(void *arg) {
+        (void)arg;
+        *(volatile int *)0 = 1;
+        return 0;
+    }
+
     static void spawn(const char *when) {
         pthread_t thread;
         int ran = 0;
@@ -38,6 +45,11 @@ final class StaticLinkTests: XCTestCase {
         spawn("after install");
         spawn("after install again");
         fflush(stdout);
+        if (argc > 2) {   /* a crash on a thread: recorded, unwound without the loader's lock */
+            pthread_t thread;
+            pthread_create(&thread, 0, crash, 0);
+            pthread_join(thread, 0);
+        }
         return 0;
     }
     """#
@@ -99,5 +111,22 @@ final class StaticLinkTests: XCTestCase {
         // Threads created after install run, and get their alternate stack from the wrapper.
         XCTAssertTrue(lines.contains("after install: pthread_create=0 ran=1 altstack=1"), output)
         XCTAssertTrue(lines.contains("after install again: pthread_create=0 ran=1 altstack=1"), output)
+
+        // A crash on a thread of the static program: death by SIGSEGV and a complete record
+        // whose crashed thread was unwound (libunwind's dl_iterate_phdr calls are answered by
+        // the wrapper from the crash-time image table, through libc.a's __dl_iterate_phdr).
+        let crashed = try ChildProcess.run(binary, [records, "crash"], stdout: out, timeout: 60)
+        XCTAssertEqual(crashed.ending, .signaled(SIGSEGV))
+        let left = try FileManager.default.contentsOfDirectory(atPath: records)
+        let files = left.filter { $0.hasSuffix(".ccrec") }
+        XCTAssertEqual(files.count, 1, "\(left)")
+        let record = try CrashRecordReader.read(path: records + "/" + (files.first ?? "none"))
+        XCTAssertTrue(record.isComplete)
+        XCTAssertEqual(record.signal?.number, SIGSEGV)
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertGreaterThanOrEqual(thread.frames.count, 2, "the crash function and start_thread at least: \(thread.frames)")
+        let main = try XCTUnwrap(record.images.first { $0.isMainExecutable })
+        XCTAssertTrue(thread.frames.first.map { $0 >= main.base && $0 < main.base + main.size } ?? false,
+                      "frame 0 lies in the static executable")
     }
 }

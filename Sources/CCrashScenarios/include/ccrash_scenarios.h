@@ -68,6 +68,8 @@ void cch_queue_sigbus_mce_ao(void);
 void cch_vfork_child_crash(void);
 /* Lowers RLIMIT_NOFILE's soft limit near the fds in use and opens /dev/null until EMFILE. */
 void cch_exhaust_file_descriptors(void);
+/* Starts `count` threads that exit(0) as soon as a file is created in `directory`. */
+void cch_start_threads_that_exit_on_new_file(int count, const char *directory);
 /* setrlimit(RLIMIT_FSIZE): soft limit `soft`; hard limit `hard`, or unchanged when negative. */
 void cch_limit_file_size(long soft, long hard);
 /* Handlers for SIGPROF (ITIMER_PROF every 100 us), SIGUSR1 and SIGCHLD (sent and caused by a
