@@ -352,6 +352,38 @@ public enum Scenarios {
             cch_start_threads_that_exit_on_new_file(1100, context.directory)
             throughLevels { cch_null_dereference() }
         },
+        Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (setIdentity in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true),
+                 check: { outcome in
+                     guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path),
+                           let json = record.appEndJSON,
+                           let event = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else {
+                         return ["no parsable $AppEnd"]
+                     }
+                     // One update's values, all three: a torn copy would mix two updates.
+                     let distinctID = event["distinct_id"] as? String ?? ""
+                     let login = event["login_id"] as? String ?? ""
+                     let anonymous = event["anonymous_id"] as? String ?? ""
+                     let number = distinctID.hasPrefix("user-") ? Int(distinctID.dropFirst(5)) : nil
+                     return number != nil && login == distinctID && anonymous == "anonymous-\(number!)"
+                         ? [] : ["$AppEnd identity torn or missing: distinct_id \(distinctID.debugDescription), login_id \(login.debugDescription), anonymous_id \(anonymous.debugDescription)"]
+                 })
+        { _ in
+            let updates = UpdateCounter()
+            let updater = Thread {
+                var i = 0
+                while true {
+                    i += 1
+                    CrashCapture.setIdentity(EventIdentity(anonymousID: "anonymous-\(i)", loginID: "user-\(i)"))
+                    updates.increment()
+                }
+            }
+            updater.start()
+            while updates.value < 2000 { usleep(1000) }
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("null-function-pointer", "a call through a NULL function pointer keeps its callers: frame 0 is 0x0, then the caller and the level chain",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
@@ -494,4 +526,12 @@ public enum Scenarios {
         CrashCapture.leaveBreadcrumb("about to crash", level: .warning)
         scenario.perform(ScenarioContext(directory: directory))
     }
+}
+
+/// A count shared between a scenario's threads.
+final class UpdateCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
