@@ -341,7 +341,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__write_images(w, 0);
     cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
 
-    cc__write_other_threads(w, tid);
+    if (!(cc__g.flags & CC_FLAG_NO_THREAD_STACKS)) cc__write_other_threads(w, tid);
 
     int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - crash_mono_ns) / 1000;
     cc_sec_end_t end = { .section_count = w->section_count,

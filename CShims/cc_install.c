@@ -161,10 +161,11 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__unwind_warm_up();
     cc__images_prepare();
     cc_prepare_current_thread();
-    /* Other threads' stacks (see cc_threads.c); nothing is lost if the signal is taken. */
-    if (!(config->flags & CC_FLAG_NO_THREAD_STACKS)) {
-        cc__threads_install(config->thread_dump_signal);
-    }
+    /* The stop signal for other threads (see cc_threads.c): installed even when their stacks
+     * are not recorded, since stopping them is what keeps a crash a crash. Nothing is lost if
+     * the program already handles every candidate signal: threads are then listed as not
+     * stopped. */
+    cc__threads_install(config->thread_dump_signal);
 
     /* The fatal signals. SA_SIGINFO: we need si_code, si_addr and the context to unwind.
      * SA_ONSTACK: a stack overflow leaves no stack to run on but the alternate one.

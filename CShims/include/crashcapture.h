@@ -22,7 +22,7 @@ enum cc_install_result {
 };
 
 /* Configuration flags. */
-#define CC_FLAG_NO_THREAD_STACKS        0x1u  /* do not ask other threads for their stacks */
+#define CC_FLAG_NO_THREAD_STACKS        0x1u  /* other threads are stopped but not listed or unwound */
 #define CC_FLAG_TEST_CRASH_IN_HANDLER   0x2u  /* test hook: fault inside the handler after the first sections */
 #define CC_FLAG_NO_ALTSTACK_NEW_THREADS 0x4u  /* do not give threads created later an alternate stack */
 #define CC_FLAG_TEST_HANG_IN_HANDLER    0x8u  /* test hook: hang inside the handler (the watchdog must end it) */

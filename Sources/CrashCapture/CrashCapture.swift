@@ -147,13 +147,14 @@ public struct CrashCaptureConfiguration: Sendable {
     public var appVersion: String
     /// Most frames recorded for the crashing thread (1...512).
     public var maxFrames: Int
-    /// Ask the other threads for their stacks at crash time (see README, "Other threads").
+    /// List the other threads, with their stacks, in the record. They are stopped at a crash
+    /// either way (README, "What happens at a crash"); `false` only leaves them out.
     public var recordOtherThreads: Bool
     /// Give threads created after start an alternate signal stack (needed to record a stack
     /// overflow on them). Done by wrapping `pthread_create`.
     public var alternateStacksForNewThreads: Bool
-    /// Signal used to ask other threads for their stacks; `nil` means `SIGRTMAX-3`. Only used if
-    /// no handler is installed for it at start.
+    /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
+    /// free real-time signal below it). Only used if no handler is installed for it at start.
     public var threadDumpSignal: Int32?
     /// Extra properties merged into the compensating `$AppEnd` (string values).
     public var superProperties: [String: String]

@@ -352,6 +352,18 @@ public enum Scenarios {
             cch_start_threads_that_exit_on_new_file(1100, context.directory)
             throughLevels { cch_null_dereference() }
         },
+        Scenario("threads-stopped-though-not-recorded", "with recordOtherThreads off, 50 threads that exit(0) as soon as a file appears in the record directory are still stopped: death by the crash, only the crashed thread in the record",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 configure: { $0.recordOtherThreads = false },
+                 check: { outcome in
+                     guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path) else { return ["no record"] }
+                     return record.threads.count == 1 ? [] : ["recordOtherThreads is off, yet the record lists \(record.threads.count) threads"]
+                 })
+        { context in
+            cch_start_threads_that_exit_on_new_file(50, context.directory)
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (setIdentity in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
