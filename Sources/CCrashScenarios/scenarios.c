@@ -345,13 +345,16 @@ static void cch_recovering_handler(int signo, siginfo_t *info, void *context) {
     errno = saved;
 }
 
-void cch_install_recovering_handler(void) {
+/* A plain SA_SIGINFO handler (empty mask, no other flags), as a program would install one. */
+static void cch_install_siginfo_handler(int signo, void (*handler)(int, siginfo_t *, void *)) {
     struct sigaction action = { 0 };
-    action.sa_sigaction = cch_recovering_handler;
+    action.sa_sigaction = handler;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_SIGINFO;
-    if (sigaction(SIGSEGV, &action, 0) != 0) { perror("sigaction"); exit(70); }
+    if (sigaction(signo, &action, 0) != 0) { perror("sigaction"); exit(70); }
 }
+
+void cch_install_recovering_handler(void) { cch_install_siginfo_handler(SIGSEGV, cch_recovering_handler); }
 
 __attribute__((noinline)) int cch_write_protected_page(void) {
     volatile int *page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -375,13 +378,7 @@ static void cch_mce_handler(int signo, siginfo_t *info, void *context) {
     errno = saved;
 }
 
-void cch_install_mce_handler(void) {
-    struct sigaction action = { 0 };
-    action.sa_sigaction = cch_mce_handler;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_SIGINFO;
-    if (sigaction(SIGBUS, &action, 0) != 0) { perror("sigaction"); exit(70); }
-}
+void cch_install_mce_handler(void) { cch_install_siginfo_handler(SIGBUS, cch_mce_handler); }
 
 void cch_queue_sigbus_mce_ao(void) {
     siginfo_t info;
@@ -534,12 +531,16 @@ static void *cch_phdr_thread(void *arg) {
     return 0;
 }
 
-void cch_start_thread_inside_dl_iterate_phdr(void) {
+/* Starts `start` on a thread and returns once it has set `*ready` (and a little more, so that
+ * it is inside whatever call comes next). */
+static void cch_start_thread_and_wait(void *(*start)(void *), _Atomic int *ready) {
     pthread_t thread;
-    if (pthread_create(&thread, 0, cch_phdr_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
-    while (!atomic_load(&g_inside_phdr)) usleep(100);
+    if (pthread_create(&thread, 0, start, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+    while (!atomic_load(ready)) usleep(100);
     usleep(2000);
 }
+
+void cch_start_thread_inside_dl_iterate_phdr(void) { cch_start_thread_and_wait(cch_phdr_thread, &g_inside_phdr); }
 
 /* crash-with-thread-blocking-signals */
 static _Atomic int g_blocking_ready;
@@ -553,12 +554,7 @@ static void *cch_blocking_thread(void *arg) {
     return 0;
 }
 
-void cch_start_thread_blocking_all_signals(void) {
-    pthread_t thread;
-    if (pthread_create(&thread, 0, cch_blocking_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
-    while (!atomic_load(&g_blocking_ready)) usleep(100);
-    usleep(2000);
-}
+void cch_start_thread_blocking_all_signals(void) { cch_start_thread_and_wait(cch_blocking_thread, &g_blocking_ready); }
 
 /* main-returns-after-worker-crash: one nanosleep, not resumed when it is interrupted, then
  * exit(0) at once, as a program whose main returns after its sleep. */
