@@ -206,7 +206,7 @@ static void cc__write_app_end(cc__writer_t *w, int signo, int64_t crash_wall_ns,
 
 /* async-signal-safe: a CC_SEC_MEMORY window, if any of it is readable. */
 static void cc__write_memory(cc__writer_t *w, const char *label, uint64_t address, size_t before, size_t after) {
-    static unsigned char bytes[512];
+    static unsigned char bytes[CC__STACK_WINDOW];
     if (address < before) return;
     uint64_t start = address - before;
     size_t want = before + after;
@@ -298,7 +298,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
     for (int i = 0; i < 16; i++) thread.name[i] = process.thread_name[i];
     if (uc) {
-        cc__write_registers(w, uc);
+        cc__write_registers(w, uc, 0);
         if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
             *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
         }
@@ -334,7 +334,9 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     }
     if (uc) {
         cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
-        cc__write_memory(w, "sp", cc__context_sp(uc), 0, 256);
+        /* The crashed thread's stack from sp up, as far as it is mapped: enough for a
+         * debugger or a minidump made from the record later. */
+        cc__write_memory(w, "stack", cc__context_sp(uc), 0, CC__STACK_WINDOW);
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
     }
     cc__write_breadcrumbs(w);

@@ -21,10 +21,11 @@
 #define CC__BREADCRUMB_SLOTS   64
 #define CC__BREADCRUMB_TEXT    232
 #define CC__FRAGMENT_MAX       4096
-#define CC__SECTION_BUFFER     (64 * 1024)
+#define CC__SECTION_BUFFER     (68 * 1024)  /* a 64 KiB stack window and its header fit */
 #define CC__PATH_MAX           4096
 #define CC__ALTSTACK_SIZE      (64 * 1024)
 #define CC__MESSAGE_MAX        4096
+#define CC__STACK_WINDOW       (64 * 1024) /* bytes of the crashed thread's stack kept, from sp up */
 
 /* One breadcrumb slot: a seqlock (even = stable, odd = being written). */
 typedef struct {
@@ -68,7 +69,10 @@ typedef struct {
      * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
     struct sigaction previous[CC__SIGNAL_COUNT];
     struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
-    int reserved_fds[2];         /* opened at install, closed at crash time: a record at the fd limit */
+#define CC__RESERVED_FDS 4
+    /* Opened at install, closed at crash time so that a record is written at the fd limit:
+     * [0] /proc reads, [1] the record, [2] and [3] the thread helper's socket pair. */
+    int reserved_fds[CC__RESERVED_FDS];
     size_t signal_frame_size;    /* what the kernel needs for a signal frame (AT_MINSIGSTKSZ) */
     int dir_fd;
     char directory[CC__PATH_MAX];
@@ -154,7 +158,7 @@ void cc__unwind_warm_up(void);                                           /* inst
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
                             uint64_t *frames, uint32_t max, uint32_t *omitted, int *truncated);
-void cc__write_registers(cc__writer_t *w, const ucontext_t *uc);         /* async-signal-safe */
+void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid); /* async-signal-safe; tid 0 = crashed */
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
 
@@ -182,6 +186,10 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
                             int *errno_after);
 /* After a previous handler returned: adopt the disposition it left, and put ours back. */
 void cc__adopt_disposition(int index, int signo);
+
+/* cc_helper.c — async-signal-safe: the thread helper (see cc_helper.h). */
+int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, uint8_t *taken,
+                            int64_t deadline_ns);
 
 /* cc_interpose.c */
 void cc__interpose_prepare(void);                                        /* install time */

@@ -218,18 +218,56 @@ void cc__stop_other_threads(pid_t self) {
     if (g_more_threads && stop) cc__scan_tasks(self, pid, cc__g.stop_signal);
 }
 
-/* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads. */
+/* async-signal-safe: the threads that did not park (they block the stop signal, or did not
+ * stop in time) go to the thread helper, which stops them with ptrace and sends their sections
+ * (cc_helper.c); taken[i] is set for each g_tids[i] it wrote. */
+static void cc__take_unparked_threads(cc__writer_t *w, uint8_t *taken) {
+    static pid_t unparked[CC__MAX_THREADS];
+    static uint8_t helper_taken[CC__MAX_THREADS];
+    static uint32_t index_of[CC__MAX_THREADS];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < g_tid_count; i++) {
+        taken[i] = 0;
+        if (cc__stopped_slot(g_tids[i]) >= 0) continue;
+        index_of[count] = i;
+        unparked[count++] = g_tids[i];
+    }
+    if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) return;
+    for (int i = 2; i < CC__RESERVED_FDS; i++) {
+        if (cc__g.reserved_fds[i] >= 0) close(cc__g.reserved_fds[i]);
+    }
+    int64_t budget_ms = cc__g.watchdog_seconds * 1000LL / 2;
+    if (budget_ms > 5000) budget_ms = 5000;
+    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL;
+    int failed = cc__helper_take_threads(w, unparked, count, helper_taken, deadline);
+    for (uint32_t k = 0; k < count; k++) if (helper_taken[k]) taken[index_of[k]] = 1;
+    if (failed) {
+        char note[128];
+        size_t n = cc__strlcpy(note, "the thread helper did not answer (errno ", sizeof note);
+        n += cc__fmt_u64(note + n, (uint64_t)failed);
+        n += cc__strlcpy(note + n, "): threads that block the stop signal have no frames", sizeof note - n);
+        cc__write_string(w, CC_STR_NOTE, note, n);
+    }
+}
+
+/* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads:
+ * parked threads unwound here from the context they published (with their registers), the
+ * others from the thread helper, or listed without frames. */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
     (void)crashed_tid;
     static unw_context_t context;
     static unw_cursor_t cursor;
     static uint64_t frames[CC__OTHER_FRAMES];
+    static uint8_t taken[CC__MAX_THREADS];
+    cc__take_unparked_threads(w, taken);
+    cc__writer_flush(w); /* checkpoint: what the helper sent */
     for (uint32_t i = 0; i < g_tid_count; i++) {
+        if (taken[i]) continue;
         cc_sec_thread_t head = { .tid = g_tids[i], .flags = CC_THREAD_NO_STACK };
         cc__thread_name(g_tids[i], head.name);
         int slot = cc__stopped_slot(g_tids[i]);
-        cc__section_begin(w, CC_SEC_THREAD);
         if (slot >= 0 && cc__g.stopped[slot].context) {
+            cc__write_registers(w, cc__g.stopped[slot].context, g_tids[i]);
             int truncated = 0;
             uint32_t omitted = 0;
             head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &context, &cursor, frames,
@@ -237,12 +275,12 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
             head.omitted_frames = omitted;
             head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_STOPPED | (truncated ? CC_THREAD_TRUNCATED : 0) |
                          (cc__g.stopped[slot].crashed ? CC_THREAD_ALSO_CRASHED : 0);
-            cc__section_put(w, &head, sizeof head);
-            cc__section_put(w, frames, (size_t)head.frame_count * sizeof(uint64_t));
-        } else {
-            if (g_not_stopped[i]) head.flags |= CC_THREAD_NOT_STOPPED;
-            cc__section_put(w, &head, sizeof head);
+        } else if (g_not_stopped[i]) {
+            head.flags |= CC_THREAD_NOT_STOPPED;
         }
+        cc__section_begin(w, CC_SEC_THREAD);
+        cc__section_put(w, &head, sizeof head);
+        cc__section_put(w, frames, (head.flags & CC_THREAD_NO_STACK) ? 0 : (size_t)head.frame_count * sizeof(uint64_t));
         cc__section_end(w);
     }
     if (g_more_threads) {

@@ -1,6 +1,7 @@
 /* cc_unwind.c — the crashing thread's frames from the signal context with libunwind, and its registers. */
 #include "cc_boot.h"
 #include "cc_internal.h"
+#include "cc_helper.h"
 
 #include <string.h>
 #include <ucontext.h>
@@ -126,45 +127,16 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     return max;
 }
 
-/* async-signal-safe: CC_SEC_REGISTERS for the interrupted context. */
-void cc__write_registers(cc__writer_t *w, const ucontext_t *uc) {
-    cc__section_begin(w, CC_SEC_REGISTERS);
-#if defined(__x86_64__)
-    static const struct { const char *name; int index; } regs[] = {
-        { "rax", REG_RAX }, { "rbx", REG_RBX }, { "rcx", REG_RCX }, { "rdx", REG_RDX },
-        { "rdi", REG_RDI }, { "rsi", REG_RSI }, { "rbp", REG_RBP }, { "rsp", REG_RSP },
-        { "r8", REG_R8 }, { "r9", REG_R9 }, { "r10", REG_R10 }, { "r11", REG_R11 },
-        { "r12", REG_R12 }, { "r13", REG_R13 }, { "r14", REG_R14 }, { "r15", REG_R15 },
-        { "rip", REG_RIP }, { "eflags", REG_EFL }, { "trapno", REG_TRAPNO }, { "err", REG_ERR },
-        { "cr2", REG_CR2 },
-    };
-    cc_sec_registers_t head = { .arch = CC_ARCH_X86_64, .count = sizeof regs / sizeof regs[0] };
-    cc__section_put(w, &head, sizeof head);
-    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
-        cc_register_t r = { .value = (uint64_t)uc->uc_mcontext.gregs[regs[i].index] };
-        cc__strlcpy(r.name, regs[i].name, sizeof r.name);
-        cc__section_put(w, &r, sizeof r);
+/* async-signal-safe: the interrupted context's registers: CC_SEC_REGISTERS for the crashed
+ * thread (tid 0), CC_SEC_THREAD_REGISTERS for another thread. */
+void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid) {
+    static unsigned char payload[64 * 16 + 64];
+    size_t length = cc__registers_payload(uc, payload, sizeof payload);
+    cc__section_begin(w, tid ? CC_SEC_THREAD_REGISTERS : CC_SEC_REGISTERS);
+    if (tid) {
+        cc_sec_thread_registers_t head = { .tid = tid };
+        cc__section_put(w, &head, sizeof head);
     }
-#elif defined(__aarch64__)
-    static const char *names[31] = {
-        "x0","x1","x2","x3","x4","x5","x6","x7","x8","x9","x10","x11","x12","x13","x14","x15",
-        "x16","x17","x18","x19","x20","x21","x22","x23","x24","x25","x26","x27","x28","fp","lr" };
-    cc_sec_registers_t head = { .arch = CC_ARCH_AARCH64, .count = 34 };
-    cc__section_put(w, &head, sizeof head);
-    for (int i = 0; i < 31; i++) {
-        cc_register_t r = { .value = uc->uc_mcontext.regs[i] };
-        cc__strlcpy(r.name, names[i], sizeof r.name);
-        cc__section_put(w, &r, sizeof r);
-    }
-    cc_register_t sp = { .name = "sp", .value = uc->uc_mcontext.sp };
-    cc_register_t pc = { .name = "pc", .value = uc->uc_mcontext.pc };
-    cc_register_t ps = { .name = "pstate", .value = uc->uc_mcontext.pstate };
-    cc__section_put(w, &sp, sizeof sp);
-    cc__section_put(w, &pc, sizeof pc);
-    cc__section_put(w, &ps, sizeof ps);
-#else
-    cc_sec_registers_t head = { .arch = CC_ARCH_UNKNOWN, .count = 0 };
-    cc__section_put(w, &head, sizeof head);
-#endif
+    cc__section_put(w, payload, length);
     cc__section_end(w);
 }

@@ -77,6 +77,7 @@ enum cc_section_type {
     CC_SEC_BREADCRUMB = 8,   /* cc_sec_breadcrumb_t + message bytes */
     CC_SEC_APP_END    = 9,   /* the compensating $AppEnd event, one JSON object */
     CC_SEC_END        = 10,  /* cc_sec_end_t: the record is complete */
+    CC_SEC_THREAD_REGISTERS = 11, /* cc_sec_thread_registers_t + the REGISTERS payload of that thread */
 };
 
 /* CC_SEC_CRASH flags */
@@ -150,6 +151,8 @@ _Static_assert(sizeof(cc_sec_memory_t) == 16, "cc_sec_memory_t layout");
 #define CC_THREAD_STOPPED          0x10u /* the thread was stopped (parked) for the whole of the record */
 #define CC_THREAD_NOT_STOPPED      0x20u /* the thread blocks the stop signal: it ran on while the record was written */
 #define CC_THREAD_ALSO_CRASHED     0x40u /* the thread faulted too while another thread was recording */
+#define CC_THREAD_PTRACED          0x80u /* stopped with ptrace and read from outside by the thread helper process */
+#define CC_THREAD_PTRACE_REFUSED   0x100u /* the thread helper could not ptrace it (Yama, seccomp, setuid): no frames */
 
 typedef struct {
     int32_t  tid;
@@ -162,6 +165,14 @@ typedef struct {
     uint32_t omitted_frames;
 } cc_sec_thread_t;
 _Static_assert(sizeof(cc_sec_thread_t) == 32, "cc_sec_thread_t layout");
+
+/* CC_SEC_THREAD_REGISTERS: one thread's registers (other than the crashed thread's, which are
+ * CC_SEC_REGISTERS); the header is followed by exactly what a CC_SEC_REGISTERS payload holds. */
+typedef struct {
+    int32_t  tid;
+    uint32_t reserved;
+} cc_sec_thread_registers_t;
+_Static_assert(sizeof(cc_sec_thread_registers_t) == 8, "cc_sec_thread_registers_t layout");
 
 typedef struct {
     uint64_t base;                  /* address the image's first byte (ELF header) is mapped at */

@@ -19,6 +19,15 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/inotify.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -598,4 +607,70 @@ void cch_start_threads_that_exit_on_new_file(int count, const char *directory) {
     }
     pthread_attr_destroy(&attr);
     usleep(20000); /* most of them are inside read() by now (the rest park wherever they are) */
+}
+
+/* thread-blocking-signals-ptrace-refused: a seccomp filter that makes ptrace(2) fail with
+ * EPERM in this process and every process it starts (the filter is inherited across exec), as
+ * a sandboxed service's might. */
+void cch_refuse_ptrace(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = { .len = sizeof filter / sizeof filter[0], .filter = filter };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+        perror("seccomp");
+        exit(70);
+    }
+}
+
+/* hundred-threads-blocking-calls: `count` threads, each parked in one of a dozen blocking
+ * calls, every other one with every signal blocked (as libdispatch and the Swift concurrency
+ * pool run theirs). Returns once all of them are about to block. */
+static _Atomic int g_blockers_ready;
+static int g_block_pipe[2] = { -1, -1 };
+static pthread_mutex_t g_block_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_block_cond = PTHREAD_COND_INITIALIZER;
+
+static void *cch_blocker(void *arg) {
+    long index = (long)arg;
+    if (index % 2 == 1) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, 0);
+    }
+    atomic_fetch_add(&g_blockers_ready, 1);
+    char byte;
+    switch (index % 12) {
+    case 0: for (;;) pause();
+    case 1: { struct timespec ts = { 3600, 0 }; for (;;) nanosleep(&ts, 0); }
+    case 2: for (;;) (void)read(g_block_pipe[0], &byte, 1);
+    case 3: { struct pollfd pfd = { .fd = g_block_pipe[0], .events = POLLIN }; for (;;) poll(&pfd, 1, -1); }
+    case 4: { for (;;) { fd_set set; FD_ZERO(&set); FD_SET(g_block_pipe[0], &set); select(g_block_pipe[0] + 1, &set, 0, 0, 0); } }
+    case 5: { pthread_mutex_lock(&g_block_mutex); for (;;) pthread_cond_wait(&g_block_cond, &g_block_mutex); }
+    case 6: { int ep = epoll_create1(0); struct epoll_event ev; for (;;) epoll_wait(ep, &ev, 1, -1); }
+    case 7: { sigset_t set; sigemptyset(&set); sigaddset(&set, SIGUSR2); int sig; for (;;) sigwait(&set, &sig); }
+    case 8: { int s[2]; socketpair(AF_UNIX, SOCK_STREAM, 0, s); for (;;) (void)recv(s[0], &byte, 1, 0); }
+    case 9: { uint32_t word = 0; for (;;) syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, 0, 0, 0); }
+    case 10: { struct timespec ts = { 3600, 0 }; for (;;) clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, 0); }
+    default: { sigset_t none; sigemptyset(&none); for (;;) sigsuspend(&none); }
+    }
+    return 0;
+}
+
+void cch_start_blocking_threads(int count) {
+    if (pipe(g_block_pipe) != 0) { perror("pipe"); exit(70); }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (long i = 0; i < count; i++) {
+        pthread_t thread;
+        if (pthread_create(&thread, &attr, cch_blocker, (void *)i) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+        pthread_detach(thread);
+    }
+    pthread_attr_destroy(&attr);
+    while (atomic_load(&g_blockers_ready) < count) usleep(200);
+    usleep(20000); /* inside their calls by now */
 }

@@ -65,6 +65,7 @@ public enum CrashCapture {
                         config.max_frames = UInt32(clamping: configuration.maxFrames)
                         var flags: UInt32 = 0
                         if !configuration.recordOtherThreads { flags |= UInt32(CC_FLAG_NO_THREAD_STACKS) }
+                        if !configuration.threadHelper { flags |= UInt32(CC_FLAG_NO_THREAD_HELPER) }
                         if !configuration.alternateStacksForNewThreads { flags |= UInt32(CC_FLAG_NO_ALTSTACK_NEW_THREADS) }
                         if configuration._testCrashInsideHandler { flags |= UInt32(CC_FLAG_TEST_CRASH_IN_HANDLER) }
                         if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
@@ -153,6 +154,10 @@ public struct CrashCaptureConfiguration: Sendable {
     /// Give threads created after start an alternate signal stack (needed to record a stack
     /// overflow on them). Done by wrapping `pthread_create`.
     public var alternateStacksForNewThreads: Bool
+    /// Threads that block the stop signal (libdispatch workers, the Swift concurrency pool) are
+    /// stopped with ptrace and unwound by a helper process started at the crash (the same
+    /// executable, re-run). `false` leaves them running and without frames.
+    public var threadHelper: Bool
     /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
     /// free real-time signal below it). Only used if no handler is installed for it at start.
     public var threadDumpSignal: Int32?
@@ -177,6 +182,7 @@ public struct CrashCaptureConfiguration: Sendable {
         self.maxFrames = 256
         self.recordOtherThreads = true
         self.alternateStacksForNewThreads = true
+        self.threadHelper = true
         self.threadDumpSignal = nil
         self.superProperties = [:]
         self.watchdogSeconds = 10

@@ -334,6 +334,15 @@ public struct CrashThread: Sendable, Equatable {
     /// `true` when the thread faulted too while another thread was writing the record
     /// (`CC_THREAD_ALSO_CRASHED`).
     public var alsoCrashed: Bool
+    /// `true` when the thread could not stop itself (it blocks the stop signal) and the thread
+    /// helper process stopped it with ptrace and read it from outside (`CC_THREAD_PTRACED`).
+    public var ptraced: Bool
+    /// `true` when the thread helper could not ptrace the thread (Yama, seccomp, setuid), so it
+    /// has no frames (`CC_THREAD_PTRACE_REFUSED`).
+    public var ptraceRefused: Bool
+    /// The thread's registers where it was stopped (`CC_SEC_THREAD_REGISTERS`); empty for the
+    /// crashed thread (see ``CrashRecord/registers``) and for threads that were not read.
+    public var registers: [Register]
     /// Frames left out between the innermost and the outermost ones of a very deep stack
     /// (runaway recursion): then `frames` holds `innermostFrameCount` innermost frames followed
     /// by the outermost ones, where the stack began.
@@ -357,6 +366,9 @@ public struct CrashThread: Sendable, Equatable {
         stopped: Bool = false,
         notStopped: Bool = false,
         alsoCrashed: Bool = false,
+        ptraced: Bool = false,
+        ptraceRefused: Bool = false,
+        registers: [Register] = [],
         omittedFrames: Int = 0,
         frames: [UInt64] = []
     ) {
@@ -369,6 +381,9 @@ public struct CrashThread: Sendable, Equatable {
         self.stopped = stopped
         self.notStopped = notStopped
         self.alsoCrashed = alsoCrashed
+        self.ptraced = ptraced
+        self.ptraceRefused = ptraceRefused
+        self.registers = registers
         self.omittedFrames = omittedFrames
         self.frames = frames
     }

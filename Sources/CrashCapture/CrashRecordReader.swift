@@ -272,6 +272,8 @@ private struct SectionDamage: Error {
 private struct RecordParser {
     let bytes: [UInt8]
     var record = CrashRecord()
+    /// CC_SEC_THREAD_REGISTERS by tid, attached to their threads once every section is read.
+    var threadRegisters: [Int32: [Register]] = [:]
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -280,6 +282,10 @@ private struct RecordParser {
     mutating func parse() throws -> CrashRecord {
         let headerSize = try parseHeader()
         record.completeness = parseSections(from: headerSize)
+        // Each thread's own registers (CC_SEC_THREAD_REGISTERS), wherever they stood.
+        for index in record.threads.indices where !record.threads[index].crashed {
+            record.threads[index].registers = threadRegisters[record.threads[index].tid] ?? []
+        }
         return record
     }
 
@@ -390,7 +396,8 @@ private struct RecordParser {
         case CC_SEC_CRASH.rawValue: try decodeCrash(payload)
         case CC_SEC_PROCESS.rawValue: try decodeProcess(payload)
         case CC_SEC_STRING.rawValue: try decodeString(payload)
-        case CC_SEC_REGISTERS.rawValue: try decodeRegisters(payload)
+        case CC_SEC_REGISTERS.rawValue: record.registers.append(contentsOf: try decodeRegisters(payload, from: 0))
+        case CC_SEC_THREAD_REGISTERS.rawValue: try decodeThreadRegisters(payload)
         case CC_SEC_MEMORY.rawValue: try decodeMemory(payload)
         case CC_SEC_THREAD.rawValue: try decodeThread(payload)
         case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
@@ -464,12 +471,15 @@ private struct RecordParser {
         }
     }
 
-    private mutating func decodeRegisters(_ p: ByteView) throws {
+    /// A CC_SEC_REGISTERS payload that starts `start` bytes into `p`.
+    private func decodeRegisters(_ p: ByteView, from start: Int) throws -> [Register] {
         typealias S = cc_sec_registers_t
         typealias R = cc_register_t
-        try require(p, holds: S.self, "registers")
-        let count = Int(p.u32(Layout.offset(\S.count)))
-        let fixed = Layout.size(S.self)
+        guard p.count - start >= Layout.size(S.self) else {
+            throw SectionDamage(reason: "registers: \(p.count - start) bytes is too short for \(Layout.size(S.self))")
+        }
+        let count = Int(p.u32(start + Layout.offset(\S.count)))
+        let fixed = start + Layout.size(S.self)
         let entry = Layout.size(R.self)
         let (needed, overflow) = count.multipliedReportingOverflow(by: entry)
         guard !overflow, needed <= p.count - fixed else {
@@ -484,7 +494,13 @@ private struct RecordParser {
                 value: p.u64(base + Layout.offset(\R.value))
             ))
         }
-        record.registers.append(contentsOf: registers)
+        return registers
+    }
+
+    private mutating func decodeThreadRegisters(_ p: ByteView) throws {
+        typealias S = cc_sec_thread_registers_t
+        try require(p, holds: S.self, "thread registers")
+        threadRegisters[p.i32(Layout.offset(\S.tid))] = try decodeRegisters(p, from: Layout.size(S.self))
     }
 
     private mutating func decodeMemory(_ p: ByteView) throws {
@@ -523,6 +539,8 @@ private struct RecordParser {
             stopped: flags & CC_THREAD_STOPPED != 0,
             notStopped: flags & CC_THREAD_NOT_STOPPED != 0,
             alsoCrashed: flags & CC_THREAD_ALSO_CRASHED != 0,
+            ptraced: flags & CC_THREAD_PTRACED != 0,
+            ptraceRefused: flags & CC_THREAD_PTRACE_REFUSED != 0,
             omittedFrames: Int(p.u32(Layout.offset(\S.omitted_frames))),
             frames: frames
         ))

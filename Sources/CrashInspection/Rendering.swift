@@ -56,7 +56,11 @@ public enum Rendering {
         for window in record.memory {
             out.append("")
             out.append("Memory around \(window.label) (\(window.bytes.count) bytes at \(Explanation.hex(window.address)))")
-            out.append(contentsOf: hexDump(window.bytes, at: window.address).map { "  " + $0 })
+            // A whole stack window is for debuggers (show --json); the text shows its top.
+            out.append(contentsOf: hexDump(Array(window.bytes.prefix(memoryShown)), at: window.address).map { "  " + $0 })
+            if window.bytes.count > memoryShown {
+                out.append("  … \(window.bytes.count - memoryShown) more bytes (all of them in show --json)")
+            }
         }
         if !record.breadcrumbs.isEmpty {
             out.append("")
@@ -111,10 +115,16 @@ public enum Rendering {
         index < thread.innermostFrameCount ? index : index + thread.omittedFrames
     }
 
+    /// Bytes of a memory window the text view shows.
+    static let memoryShown = 256
+
     /// How the thread's stack was obtained, when there is something to say: the crashed thread
-    /// unwinds itself; other threads are stopped, or not (and then say why).
+    /// unwinds itself, parked threads are the rule; read by the ptrace helper, or not at all
+    /// (and then why).
     static func stackState(_ thread: CrashThread) -> String? {
         if thread.crashed { return nil }
+        if thread.ptraced { return "read by the ptrace helper (it blocks the stop signal)" }
+        if thread.ptraceRefused { return "not stopped: it blocks the stop signal and ptrace was refused, so it has no stack" }
         if thread.notStopped { return "not stopped: it blocks the stop signal, so it ran on and has no stack" }
         if thread.stackUnavailable { return "stack not available: the thread did not stop in time" }
         return nil
@@ -123,6 +133,8 @@ public enum Rendering {
     /// The `stack` value of `show --json`: how a thread's stack was obtained.
     static func stackSource(_ thread: CrashThread) -> String {
         if thread.crashed { return "crashed" }
+        if thread.ptraced { return "ptraced" }
+        if thread.ptraceRefused { return "ptraceRefused" }
         if thread.notStopped { return "notStopped" }
         if thread.stackUnavailable { return "didNotStop" }
         return thread.stopped ? "stopped" : "unknown"
@@ -185,6 +197,7 @@ public enum Rendering {
                 "stackAvailable": !inspected.thread.stackUnavailable, "truncated": inspected.thread.truncated,
                 "stack": stackSource(inspected.thread), "alsoCrashed": inspected.thread.alsoCrashed,
                 "omittedFrames": inspected.thread.omittedFrames,
+                "registers": Dictionary(inspected.thread.registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a }),
                 "frames": inspected.frames.enumerated().flatMap { index, group in
                     group.map { frame -> [String: Any] in
                         [

@@ -376,21 +376,32 @@ public enum ScenarioRunner {
 
     /// Stopped / not stopped threads.
     static func checkOtherThreads(_ record: CrashRecord, expected: Scenario.RecordExpectation) -> [String] {
-        guard expected.otherThreadsStopped || expected.threadNotStopped || expected.note != nil else { return [] }
+        guard expected.otherThreadsStopped || expected.threadNotStopped || expected.threadPtraced || expected.everyThreadHasFrames
+            || expected.note != nil else { return [] }
         var failures: [String] = []
         let others = record.threads.filter { !$0.crashed }
         if others.isEmpty { failures.append("the record lists no thread besides the crashed one") }
         for thread in others {
-            let stopped = thread.stopped, notStopped = thread.notStopped
-            if expected.otherThreadsStopped && !stopped && !notStopped {
-                failures.append("thread \(thread.tid) \(thread.name.debugDescription) is listed neither as stopped nor as not stopped")
+            let held = thread.stopped || thread.ptraced, notStopped = thread.notStopped
+            let who = "thread \(thread.tid) \(thread.name.debugDescription)"
+            if (expected.otherThreadsStopped || expected.everyThreadHasFrames) && !held && !notStopped {
+                failures.append("\(who) is listed neither as stopped (parked or ptraced) nor as not stopped")
             }
             if notStopped && !thread.frames.isEmpty {
-                failures.append("thread \(thread.tid) is not stopped yet has \(thread.frames.count) frames")
+                failures.append("\(who) is not stopped yet has \(thread.frames.count) frames")
+            }
+            if held && thread.registers.isEmpty {
+                failures.append("\(who) was stopped but the record has no registers for it")
+            }
+            if expected.everyThreadHasFrames && (!held || thread.frames.isEmpty) {
+                failures.append("\(who) has no frames (stopped: \(thread.stopped), ptraced: \(thread.ptraced), ptrace refused: \(thread.ptraceRefused))")
             }
         }
         if expected.threadNotStopped && !others.contains(where: { $0.notStopped }) {
             failures.append("no thread is listed as not stopped (one blocks every signal)")
+        }
+        if expected.threadPtraced && !others.contains(where: { $0.ptraced && !$0.frames.isEmpty }) {
+            failures.append("no thread was read by the ptrace helper (one blocks every signal)")
         }
         if others.count < expected.minimumOtherThreads {
             failures.append("the record lists \(others.count) threads besides the crashed one, expected at least \(expected.minimumOtherThreads)")

@@ -1,6 +1,7 @@
 // Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
 import CCrashScenarios
 import CrashCapture
+import Dispatch
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -62,8 +63,14 @@ public struct Scenario: Sendable {
         /// Every thread but the crashed one is listed as stopped (parked while the record was
         /// written) or, if it blocks the stop signal, as not stopped without frames.
         public var otherThreadsStopped: Bool = false
-        /// At least one thread is listed as not stopped (it blocks the stop signal), with no frames.
+        /// At least one thread is listed as not stopped (it blocks the stop signal and could not
+        /// be ptraced, or no helper ran), with no frames.
         public var threadNotStopped: Bool = false
+        /// At least one thread blocks the stop signal and was read by the ptrace helper, with
+        /// registers and frames.
+        public var threadPtraced: Bool = false
+        /// Every thread besides the crashed one was stopped (parked or ptraced) and has frames.
+        public var everyThreadHasFrames: Bool = false
         /// The record lists at least this many threads besides the crashed one.
         public var minimumOtherThreads: Int = 0
         /// A note the record must carry (substring).
@@ -262,6 +269,22 @@ public enum Scenarios {
                                crashedOffMainThread: true),
                  output: swiftRuntimeOutput)
         { _ in
+            Task.detached { throughLevels { forceUnwrapNil() } }
+            while true { sleep(60) }
+        },
+        Scenario("task-crash-busy-pool", "a crash in a Task while the cooperative pool's other threads (which block every signal) are busy: every thread has frames",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain,
+                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true,
+                               crashedOffMainThread: true, otherThreadsStopped: true, everyThreadHasFrames: true),
+                 output: swiftRuntimeOutput)
+        { _ in
+            // Busy pool threads, one fewer than the pool has (one per core), so the crashing
+            // task still gets a thread.
+            let started = UpdateCounter()
+            let busy = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+            for _ in 0..<busy { Task.detached { started.increment(); while true { usleep(1000); await Task.yield() } } }
+            while started.value < busy { usleep(1000) }
             Task.detached { throughLevels { forceUnwrapNil() } }
             while true { sleep(60) }
         },
@@ -500,13 +523,52 @@ public enum Scenarios {
             cch_start_thread_inside_dl_iterate_phdr()
             throughLevels { cch_null_dereference_with_errno(4242) }
         },
-        Scenario("crash-with-thread-blocking-signals", "a thread that blocks every signal cannot be stopped: it is listed as not stopped, without frames",
+        Scenario("crash-with-thread-blocking-signals", "a thread that blocks every signal cannot stop itself: the ptrace helper stops it and records its registers and frames",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, threadNotStopped: true))
+                               otherThreadsStopped: true, threadPtraced: true, everyThreadHasFrames: true))
         { _ in
             cch_start_thread_blocking_all_signals()
             throughLevels { cch_null_dereference() }
+        },
+        Scenario("thread-blocking-signals-ptrace-refused", "a seccomp filter refuses ptrace: the thread that blocks every signal is listed as not stopped, without frames, and a note says why; the crash is unchanged",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, threadNotStopped: true, note: "could not ptrace"),
+                 beforeStart: { cch_refuse_ptrace() })
+        { _ in
+            cch_start_thread_blocking_all_signals()
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("thread-blocking-signals-no-helper", "with threadHelper off, the thread that blocks every signal is listed as not stopped, without frames",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, threadNotStopped: true),
+                 configure: { $0.threadHelper = false })
+        { _ in
+            cch_start_thread_blocking_all_signals()
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("hundred-threads-blocking-calls", "100 threads, each in one of a dozen blocking calls, half of them blocking every signal: every thread is stopped and has registers and frames",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, threadPtraced: true, everyThreadHasFrames: true, minimumOtherThreads: 100),
+                 maxSeconds: 20)
+        { _ in
+            cch_start_blocking_threads(100)
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("dispatch-crash", "a crash in a block on a global Dispatch queue (its workers block every signal): recorded with every worker's frames",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
+                               crashedOffMainThread: true, otherThreadsStopped: true, everyThreadHasFrames: true))
+        { _ in
+            // One busy worker (more would wait for libdispatch to grow its pool, a second each).
+            let started = UpdateCounter()
+            DispatchQueue.global().async { started.increment(); while true { usleep(1000) } }
+            while started.value < 1 { usleep(1000) }
+            DispatchQueue.global().async { throughLevels { cch_null_dereference() } }
+            while true { sleep(60) }
         },
         Scenario("sigkill", "SIGKILL ends the process and no handler can run: no record",
                  ending: .signal(SIGKILL), record: nil)

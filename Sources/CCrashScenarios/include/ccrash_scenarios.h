@@ -68,6 +68,10 @@ void cch_queue_sigbus_mce_ao(void);
 void cch_vfork_child_crash(void);
 /* Lowers RLIMIT_NOFILE's soft limit near the fds in use and opens /dev/null until EMFILE. */
 void cch_exhaust_file_descriptors(void);
+/* A seccomp filter: ptrace(2) fails with EPERM here and in every process started from here. */
+void cch_refuse_ptrace(void);
+/* Starts `count` threads, each in a different blocking call, every other one blocking every signal. */
+void cch_start_blocking_threads(int count);
 /* Starts `count` threads that exit(0) as soon as a file is created in `directory`. */
 void cch_start_threads_that_exit_on_new_file(int count, const char *directory);
 /* setrlimit(RLIMIT_FSIZE): soft limit `soft`; hard limit `hard`, or unchanged when negative. */
