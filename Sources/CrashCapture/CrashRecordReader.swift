@@ -476,7 +476,7 @@ private struct RecordParser {
         typealias S = cc_sec_registers_t
         typealias R = cc_register_t
         guard p.count - start >= Layout.size(S.self) else {
-            throw SectionDamage(reason: "registers: \(p.count - start) bytes is too short for \(Layout.size(S.self))")
+            throw SectionDamage(reason: "registers payload is \(p.count - start) bytes, shorter than its \(Layout.size(S.self))-byte struct")
         }
         let count = Int(p.u32(start + Layout.offset(\S.count)))
         let fixed = start + Layout.size(S.self)

@@ -24,13 +24,51 @@ final class ChainFirstScenarioTests: XCTestCase {
                       "main's stack shows where it was sleeping: \(Harness.symbols(main, in: record).prefix(6))")
     }
 
-    func testAThreadThatBlocksEverySignalIsListedAsNotStoppedWithoutFrames() throws {
+    func testAThreadThatBlocksEverySignalIsStoppedByThePtraceHelperWithItsRegistersAndFrames() throws {
         let run = try Harness.run("crash-with-thread-blocking-signals")
+        XCTAssertEqual(run.outcome.ending, .signal(SIGSEGV))
+        XCTAssertEqual(run.outcome.leftRunning.count, 0, "the helper must not outlive the crash: \(run.outcome.leftRunning)")
         let record = try XCTUnwrap(run.record)
-        let blocking = record.threads.filter(\.notStopped)
-        XCTAssertEqual(blocking.count, 1, "\(record.threads.map { ($0.tid, $0.name) })")
-        XCTAssertEqual(blocking.first?.frames, [])
-        XCTAssertEqual(blocking.first?.stopped, false)
+        let blocking = try XCTUnwrap(record.threads.first { $0.ptraced }, "\(record.threads.map { ($0.tid, $0.name) })")
+        XCTAssertFalse(blocking.notStopped)
+        XCTAssertFalse(blocking.registers.isEmpty)
+        // Its registers are where it was stopped: the pc is its innermost frame.
+        let pc = blocking.registers.first { $0.name == "rip" || $0.name == "pc" }?.value
+        XCTAssertEqual(pc, blocking.frames.first)
+        let names = Harness.symbols(blocking, in: record)
+        XCTAssertTrue(names.contains { $0.contains("cch_blocking_thread") }, "\(names)")
+        // Parked threads carry their registers too.
+        for thread in record.threads where thread.stopped { XCTAssertFalse(thread.registers.isEmpty, "thread \(thread.tid)") }
+    }
+
+    func testWhenPtraceIsRefusedTheThreadIsListedWithoutFramesAndTheCrashIsUnchanged() throws {
+        let run = try Harness.run("thread-blocking-signals-ptrace-refused")
+        XCTAssertEqual(run.outcome.ending, .signal(SIGSEGV))
+        XCTAssertEqual(run.outcome.leftRunning.count, 0)
+        let record = try XCTUnwrap(run.record)
+        XCTAssertTrue(record.isComplete)
+        let refused = record.threads.filter(\.ptraceRefused)
+        XCTAssertEqual(refused.count, 1, "\(record.threads.map { ($0.tid, $0.name) })")
+        XCTAssertEqual(refused.first?.frames, [])
+        XCTAssertTrue(record.notes.contains { $0.contains("could not ptrace 1 thread") && $0.contains("Operation not permitted") }, "\(record.notes)")
+    }
+
+    func testEveryOneOfAHundredThreadsInBlockingCallsIsStoppedAndUnwound() throws {
+        let run = try Harness.run("hundred-threads-blocking-calls")
+        XCTAssertEqual(run.outcome.ending, .signal(SIGSEGV))
+        XCTAssertEqual(run.outcome.leftRunning.count, 0)
+        let record = try XCTUnwrap(run.record)
+        let others = record.threads.filter { !$0.crashed }
+        XCTAssertEqual(others.count, 100)
+        // Odd-numbered threads block every signal, so only ptrace can stop them, except those
+        // in sigsuspend (index % 12 == 11), whose empty mask lets the stop signal in.
+        let blocking = (0..<100).filter { $0 % 2 == 1 && $0 % 12 != 11 }.count
+        XCTAssertEqual(others.filter(\.ptraced).count, blocking)
+        XCTAssertEqual(others.filter(\.stopped).count, 100 - blocking)
+        for thread in others {
+            XCTAssertFalse(thread.frames.isEmpty, "thread \(thread.tid)")
+            XCTAssertTrue(Harness.symbols(thread, in: record).contains { $0.contains("cch_blocker") }, "thread \(thread.tid)")
+        }
     }
 
     func testEveryThreadIsStoppedBeforeTheRecordIsCreatedEvenBeyondTheThreadsRecorded() throws {

@@ -314,10 +314,43 @@ final class CrashRecordReaderTests: XCTestCase {
         }
     }
 
+    func testEachThreadGetsItsOwnRegistersWhereverTheyStandAndTheCrashedThreadKeepsTheTopLevelOnes() throws {
+        var builder = RecordBuilder()
+        builder.registers([("rip", 0x10), ("rsp", 0x20)])
+        builder.thread(tid: 1, name: "main", flags: CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT, frames: [0x10])
+        builder.thread(tid: 2, name: "worker", flags: CC_THREAD_FROM_CONTEXT | CC_THREAD_PTRACED, frames: [0x30, 0x40])
+        builder.registers([("rip", 0x30), ("rsp", 0x38)], tid: 2)   // after its thread
+        builder.registers([("rip", 0x50)], tid: 3)                   // before its thread
+        builder.thread(tid: 3, name: "parked", flags: CC_THREAD_FROM_CONTEXT | CC_THREAD_STOPPED, frames: [0x50])
+        builder.thread(tid: 4, name: "sandboxed", flags: CC_THREAD_NO_STACK | CC_THREAD_NOT_STOPPED | CC_THREAD_PTRACE_REFUSED, frames: [])
+        builder.end()
+        let record = try CrashRecordReader.parse(builder.build())
+        XCTAssertTrue(record.isComplete)
+        XCTAssertEqual(record.registers.map(\.name), ["rip", "rsp"])
+        let byTid = Dictionary(uniqueKeysWithValues: record.threads.map { ($0.tid, $0) })
+        XCTAssertEqual(byTid[1]?.registers, [])
+        XCTAssertEqual(byTid[2]?.registers.map(\.value), [0x30, 0x38])
+        XCTAssertEqual(byTid[2]?.ptraced, true)
+        XCTAssertEqual(byTid[2]?.stopped, false)
+        XCTAssertEqual(byTid[3]?.registers.map(\.value), [0x50])
+        XCTAssertEqual(byTid[3]?.stopped, true)
+        XCTAssertEqual(byTid[4]?.ptraceRefused, true)
+        XCTAssertEqual(byTid[4]?.notStopped, true)
+        XCTAssertEqual(byTid[4]?.registers, [])
+    }
+
+    func testThreadRegistersClaimingMoreThanTheSectionHoldsAreIncomplete() throws {
+        var builder = RecordBuilder()
+        builder.registers([("rip", 1)], countOverride: 0xFFFF_FFFF, tid: 2)
+        builder.end()
+        let record = try CrashRecordReader.parse(builder.build())
+        XCTAssertFalse(record.isComplete)
+    }
+
     func testAKnownSectionShorterThanItsStructIsIncomplete() throws {
         let types: [cc_section_type] = [
             CC_SEC_CRASH, CC_SEC_PROCESS, CC_SEC_STRING, CC_SEC_REGISTERS, CC_SEC_MEMORY,
-            CC_SEC_THREAD, CC_SEC_IMAGE, CC_SEC_BREADCRUMB, CC_SEC_END,
+            CC_SEC_THREAD, CC_SEC_IMAGE, CC_SEC_BREADCRUMB, CC_SEC_END, CC_SEC_THREAD_REGISTERS,
         ]
         for type in types {
             var builder = RecordBuilder()
@@ -626,7 +659,7 @@ private struct RecordBuilder {
         raw(CC_SEC_STRING.rawValue, Self.bytes(of: cc_sec_string_t(key: key.rawValue)) + Array(text.utf8))
     }
 
-    mutating func registers(_ values: [(String, UInt64)], countOverride: UInt32? = nil) {
+    mutating func registers(_ values: [(String, UInt64)], countOverride: UInt32? = nil, tid: Int32? = nil) {
         var payload = Self.bytes(of: cc_sec_registers_t(arch: UInt32(arch), count: countOverride ?? UInt32(values.count)))
         for (name, value) in values {
             var register = cc_register_t()
@@ -634,7 +667,11 @@ private struct RecordBuilder {
             register.value = value
             payload += Self.bytes(of: register)
         }
-        raw(CC_SEC_REGISTERS.rawValue, payload)
+        if let tid {
+            raw(CC_SEC_THREAD_REGISTERS.rawValue, Self.bytes(of: cc_sec_thread_registers_t(tid: tid, reserved: 0)) + payload)
+        } else {
+            raw(CC_SEC_REGISTERS.rawValue, payload)
+        }
     }
 
     mutating func memory(label: String, address: UInt64, bytes: [UInt8]) {

@@ -148,13 +148,19 @@ final class CrashInspectTests: XCTestCase {
         let threads = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])["threads"] as? [[String: Any]]
         let stacks = try XCTUnwrap(threads).compactMap { $0["stack"] as? String }
         XCTAssertEqual(stacks.first, "crashed")
-        XCTAssertEqual(stacks.filter { $0 == "notStopped" }.count, 1, "\(stacks)")
-        XCTAssertTrue(stacks.dropFirst().allSatisfy { $0 == "stopped" || $0 == "notStopped" }, "\(stacks)")
-        for thread in try XCTUnwrap(threads) where thread["stack"] as? String == "stopped" {
+        XCTAssertEqual(stacks.filter { $0 == "ptraced" }.count, 1, "\(stacks)")
+        XCTAssertTrue(stacks.dropFirst().allSatisfy { $0 == "stopped" || $0 == "ptraced" }, "\(stacks)")
+        for thread in try XCTUnwrap(threads).dropFirst() {
             XCTAssertFalse((thread["frames"] as? [Any])?.isEmpty ?? true, "a stopped thread has frames: \(thread)")
+            XCTAssertFalse((thread["registers"] as? [String: Any])?.isEmpty ?? true, "and registers: \(thread)")
         }
         let text = try inspect(["show", path]).stdout
-        XCTAssertTrue(text.contains("not stopped: it blocks the stop signal"), text)
+        XCTAssertTrue(text.contains("read by the ptrace helper"), text)
+
+        let refusedPath = try crash("thread-blocking-signals-ptrace-refused", into: directory)
+        let refused = try XCTUnwrap(try inspect(["show", refusedPath, "--json"]).json as? [String: Any])["threads"] as? [[String: Any]]
+        XCTAssertEqual(try XCTUnwrap(refused).filter { $0["stack"] as? String == "ptraceRefused" }.count, 1)
+        XCTAssertTrue(try inspect(["show", refusedPath]).stdout.contains("ptrace was refused"))
     }
 
     func testAMismatchedBuildIDIsReportedAndNoNamesAreShownUntilTheRightBinaryIsGiven() throws {
