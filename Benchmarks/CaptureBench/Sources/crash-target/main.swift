@@ -4,6 +4,9 @@
 //   crash-target capture DIR     starts CrashCapture writing to DIR, then dies of SIGSEGV
 //   crash-target deep DIR        as capture, under 60 nested calls (a 64-frame record)
 // Swift's own backtracer is on or off through SWIFT_BACKTRACE, as for any program.
+// CRASH_TARGET_THREADS=N first starts N-1 more threads that block every signal and sleep (as
+// libdispatch workers do: only the ptrace helper can stop them); CRASH_TARGET_NO_HELPER=1
+// starts CrashCapture with threadHelper off.
 import CrashCapture
 #if canImport(Glibc)
 import Glibc
@@ -21,13 +24,32 @@ import Glibc
     _ = opaque(depth)
 }
 
+/// A thread that blocks every signal and sleeps for good.
+func startBlockingThread() {
+    var thread = pthread_t()
+    let started = pthread_create(&thread, nil, { _ in
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, nil)
+        while true { sleep(60) }
+    }, nil)
+    if started != 0 { fputs("crash-target: pthread_create failed\n", stderr); exit(70) }
+}
+
+if let count = getenv("CRASH_TARGET_THREADS").flatMap({ Int(String(cString: $0)) }), count > 1 {
+    for _ in 1..<count { startBlockingThread() }
+    usleep(5000)
+}
+
 let arguments = CommandLine.arguments
 let mode = arguments.count > 1 ? arguments[1] : "none"
 if mode != "none" {
     guard arguments.count > 2 else { fputs("usage: crash-target none | capture DIR | deep DIR\n", stderr); exit(64) }
     var before = timespec()
     clock_gettime(CLOCK_MONOTONIC, &before)
-    do { try CrashCapture.start(.init(directory: arguments[2], appName: "crash-target", appVersion: "1.0")) } catch {
+    var configuration = CrashCaptureConfiguration(directory: arguments[2], appName: "crash-target", appVersion: "1.0")
+    configuration.threadHelper = getenv("CRASH_TARGET_NO_HELPER") == nil
+    do { try CrashCapture.start(configuration) } catch {
         fputs("crash-target: \(error)\n", stderr)
         exit(70)
     }

@@ -4,7 +4,8 @@
 // default), (c) CrashCapture with the backtracer off, (d) both. Runs are interleaved
 // (a b c d a b c d …) after a warm-up so that machine noise falls on every column alike.
 // Prints median, min and max per configuration, (c)−(a) as CrashCapture's cost, and the
-// size of the record (c) leaves.
+// size of the record (c) leaves. Then the same with 1, 10 and 100 threads that block every
+// signal (only the ptrace helper can stop them), CrashCapture with the helper off and on.
 import CrashCapture
 import CrashSymbolication
 import Foundation
@@ -96,4 +97,63 @@ if !startMicros.isEmpty {
 if !writeMicros.isEmpty {
     let sorted = writeMicros.sorted()
     print("time inside the handler (c), signal to end of record: median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
+}
+
+// MARK: - Threads that block every signal: the thread helper's cost
+
+struct ThreadConfiguration {
+    let label: String
+    let capture: Bool
+    let backtracer: Bool
+    let helper: Bool
+}
+let threadConfigurations = [
+    ThreadConfiguration(label: "no handler", capture: false, backtracer: false, helper: false),
+    ThreadConfiguration(label: "Swift backtracer", capture: false, backtracer: true, helper: false),
+    ThreadConfiguration(label: "CrashCapture, helper off", capture: true, backtracer: false, helper: false),
+    ThreadConfiguration(label: "CrashCapture, helper on", capture: true, backtracer: false, helper: true),
+]
+var helperMicros: [Int: [Int]] = [:]
+var helperFrames: [Int: Int] = [:]
+func once(_ configuration: ThreadConfiguration, threads: Int) throws -> Double {
+    var environment = base
+    environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
+    environment["CRASH_TARGET_THREADS"] = String(threads)
+    if !configuration.helper { environment["CRASH_TARGET_NO_HELPER"] = "1" }
+    let directory = scratch + "/" + UUID().uuidString
+    let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
+                                     environment: environment, stderr: "/dev/null", timeout: 60)
+    guard child.ending == .signaled(SIGSEGV) else {
+        FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label), \(threads) threads, ended \(child.ending)\n".utf8))
+        exit(1)
+    }
+    if configuration.helper {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard files.count == 1, let record = try? CrashRecordReader.read(path: directory + "/" + files[0]), record.isComplete else {
+            FileHandle.standardError.write(Data("crash-to-exit: no complete record with \(threads) threads\n".utf8))
+            exit(1)
+        }
+        if let micros = record.writeMicroseconds { helperMicros[threads, default: []].append(micros) }
+        helperFrames[threads] = record.threads.filter { $0.ptraced && !$0.frames.isEmpty }.count
+    }
+    try? FileManager.default.removeItem(atPath: directory)
+    return child.seconds * 1000
+}
+
+let threadRuns = max(5, runs / 4)
+print("")
+print("crash-to-exit with threads that block every signal, \(threadRuns) interleaved runs each (median ms)")
+print("threads   " + threadConfigurations.map { $0.label.padding(toLength: 26, withPad: " ", startingAt: 0) }.joined())
+for threads in [1, 10, 100] {
+    for configuration in threadConfigurations { _ = try once(configuration, threads: threads) } // warm-up
+    var columns = Array(repeating: [Double](), count: threadConfigurations.count)
+    for _ in 0..<threadRuns {
+        for (index, configuration) in threadConfigurations.enumerated() { columns[index].append(try once(configuration, threads: threads)) }
+    }
+    print(String(threads).padding(toLength: 10, withPad: " ", startingAt: 0)
+          + columns.map { String(format: "%7.2f", median($0)).padding(toLength: 26, withPad: " ", startingAt: 0) }.joined())
+    let micros = (helperMicros[threads] ?? []).sorted()
+    if !micros.isEmpty {
+        print("          helper on: handler \(micros[micros.count / 2]) us median, \(helperFrames[threads] ?? 0) of \(threads - 1) blocking threads read with frames")
+    }
 }
