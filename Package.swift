@@ -22,9 +22,7 @@ let package = Package(
         .target(
             name: "CShims",
             path: "CShims",
-            // libunwind: the crashed thread, in-process. libunwind-ptrace (and the generic
-            // remote unwinder it drives): the thread helper, from outside (cc_helper_main.c).
-            linkerSettings: [.linkedLibrary("unwind"), .linkedLibrary("unwind-ptrace"), .linkedLibrary("unwind-generic"), .linkedLibrary("lzma")]
+            linkerSettings: [.linkedLibrary("unwind")]
         ),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
         .target(name: "CrashEvents"),

@@ -7,9 +7,7 @@
 #endif
 /* Local-only unwinding: the cheaper libunwind flavour, and the one whose unw_step is
  * documented as signal-safe. Must precede <libunwind.h>. */
-#ifndef CC__REMOTE_UNWIND  /* cc_helper_main.c alone unwinds another process (ptrace) */
 #define UNW_LOCAL_ONLY 1
-#endif
 
 #if !defined(__LITTLE_ENDIAN__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 #error "CrashCapture records are little-endian; this target is not"

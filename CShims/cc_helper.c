@@ -1,170 +1,271 @@
-/* cc_helper.c — the crashed process's side of the thread helper: start it, hand it the threads
- * that could not stop themselves, and write what it sends back into the record. */
+/* cc_helper.c — the thread helper: threads that block the stop signal are stopped with ptrace by
+ * a short-lived process that shares our memory, and unwound in place. */
 #include "cc_boot.h"
 #include "cc_internal.h"
-#include "cc_helper.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <time.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include <elf.h>
 
-/* See cc_helper.h for the design and the protocol. Everything here is async-signal-safe: the
- * helper is started with clone(CLONE_VM | CLONE_VFORK) + execve (what posix_spawn does, minus
- * its locks), its environment is assembled in static storage, and the socket is read with
- * poll/read under a deadline. */
+/*
+ * Why a helper. A thread that blocks every signal (libdispatch workers, the Swift concurrency
+ * pool) cannot be asked to stop itself, and no thread can ptrace a thread of its own process.
+ * So the recording thread starts a helper with clone(CLONE_VM): another process (it may
+ * ptrace us) that shares our memory (nothing is copied or exec'd, and it can read the stopped
+ * threads' stacks and the crash-time image table directly). After prctl(PR_SET_PTRACER) lets
+ * it in under Yama, the helper stops each thread with PTRACE_SEIZE + PTRACE_INTERRUPT (per
+ * thread: no signal is sent, so no mask matters), reads its registers with PTRACE_GETREGSET and
+ * unwinds it with the same local unwinder the handler uses (cc__unwind_context: libunwind's
+ * dl_iterate_phdr calls are answered from the crash-time image table for the helper too). It
+ * publishes each thread in g_helper as it goes; the recording thread writes them into the
+ * record. The helper then keeps the threads stopped until the recording thread is gone
+ * (PR_SET_PDEATHSIG kills it then; the watchdog bounds that). If it does not finish in time,
+ * the recording thread kills it (the two share libunwind's per-thread cache) and writes what
+ * it had published.
+ *
+ * Rules in the helper: it shares our memory and even our thread's TLS (errno included), so it
+ * uses only g_helper and its own stack, makes the system calls whose errors it reads without
+ * errno (cc__raw_syscall), and dies of its own faults (the fatal signals are SIG_DFL in it)
+ * rather than recording them. Everything here is async-signal-safe.
+ */
 
-extern char **environ;
+#define CC__HELPER_MAX      CC__MAX_THREADS
+#define CC__REGISTERS_MAX   (64 * 16 + 64)
 
-#define CC__HELPER_ENV_MAX 512
+typedef struct {
+    pid_t tid;
+    int error;                        /* 0, or why it could not be stopped / read */
+    uint32_t frame_count;
+    uint32_t omitted;
+    int truncated;
+    uint32_t registers_length;
+    uint64_t frames[CC__OTHER_FRAMES];
+    unsigned char registers[CC__REGISTERS_MAX];
+    _Atomic int ready;                /* published by the helper */
+} cc__helper_thread_t;
 
 static struct {
-    char stack[16 * 1024] __attribute__((aligned(16)));   /* the clone child's, until execve */
-    char pid_variable[64];
-    char *envp[CC__HELPER_ENV_MAX + 3];
-    int child_fd;
-    int32_t request[1 + CC__HELPER_MAX_TIDS];
-    unsigned char payload[CC__HELPER_PAYLOAD + 64];
+    char stack[128 * 1024] __attribute__((aligned(16)));   /* the helper's own stack */
+    pid_t parent_pid;
+    uint32_t count;
+    _Atomic uint32_t go;              /* futex: the recording thread named the helper as tracer */
+    _Atomic uint32_t done;            /* futex: every thread is published */
+    unw_context_t context;            /* the helper's unwinder state */
+    unw_cursor_t cursor;
+    cc__helper_thread_t threads[CC__HELPER_MAX];
 } g_helper;
 
-static char *const g_helper_argv[] = { (char *)"crashcapture-thread-helper", 0 };
-static char g_no_backtracer[] = "SWIFT_BACKTRACE=enable=no";
-
-/* async-signal-safe: whether `entry` is NAME=... */
-static int cc__env_is(const char *entry, const char *name) {
-    size_t i = 0;
-    for (; name[i]; i++) if (entry[i] != name[i]) return 0;
-    return entry[i] == '=';
+/* async-signal-safe: a system call that returns -errno instead of setting errno (the helper
+ * shares errno with the recording thread). */
+static long cc__raw_syscall(long n, long a, long b, long c, long d) {
+#if defined(__x86_64__)
+    long ret;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+#else
+    long r = syscall(n, a, b, c, d);
+    return r < 0 ? -errno : r;
+#endif
 }
 
-/* The clone child, on g_helper.stack, sharing our memory until execve: the socket becomes its
- * fd 0 and 1, /dev/null its fd 2 (the program's stderr stays the program's), then the same
- * executable is run again in helper mode. Only syscalls here. */
-static int cc__helper_child(void *arg) {
+/* async-signal-safe: waits while *word == value, at most `ns`. */
+static void cc__futex_wait(_Atomic uint32_t *word, uint32_t value, long ns) {
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+    cc__raw_syscall(SYS_futex, (long)word, FUTEX_WAIT, (long)value, (long)&ts);
+}
+
+static void cc__futex_wake(_Atomic uint32_t *word) {
+    cc__raw_syscall(SYS_futex, (long)word, FUTEX_WAKE, 1, 0);
+}
+
+/* async-signal-safe: the thread's registers (it is ptrace-stopped) as a ucontext. */
+static int cc__helper_registers(pid_t tid, ucontext_t *uc) {
+    unsigned char *raw = (unsigned char *)uc;
+    for (size_t i = 0; i < sizeof *uc; i++) raw[i] = 0;
+#if defined(__x86_64__)
+    struct user_regs_struct regs;
+    struct iovec io = { &regs, sizeof regs };
+    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
+    if (rc < 0) return (int)-rc;
+    greg_t *g = uc->uc_mcontext.gregs;
+    g[REG_RAX] = (greg_t)regs.rax; g[REG_RBX] = (greg_t)regs.rbx; g[REG_RCX] = (greg_t)regs.rcx;
+    g[REG_RDX] = (greg_t)regs.rdx; g[REG_RDI] = (greg_t)regs.rdi; g[REG_RSI] = (greg_t)regs.rsi;
+    g[REG_RBP] = (greg_t)regs.rbp; g[REG_RSP] = (greg_t)regs.rsp; g[REG_R8] = (greg_t)regs.r8;
+    g[REG_R9] = (greg_t)regs.r9; g[REG_R10] = (greg_t)regs.r10; g[REG_R11] = (greg_t)regs.r11;
+    g[REG_R12] = (greg_t)regs.r12; g[REG_R13] = (greg_t)regs.r13; g[REG_R14] = (greg_t)regs.r14;
+    g[REG_R15] = (greg_t)regs.r15; g[REG_RIP] = (greg_t)regs.rip; g[REG_EFL] = (greg_t)regs.eflags;
+    return 0;
+#elif defined(__aarch64__)
+    struct user_pt_regs regs;
+    struct iovec io = { &regs, sizeof regs };
+    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
+    if (rc < 0) return (int)-rc;
+    for (int i = 0; i < 31; i++) uc->uc_mcontext.regs[i] = regs.regs[i];
+    uc->uc_mcontext.sp = regs.sp;
+    uc->uc_mcontext.pc = regs.pc;
+    uc->uc_mcontext.pstate = regs.pstate;
+    return 0;
+#else
+    (void)tid;
+    return ENOSYS;
+#endif
+}
+
+/* async-signal-safe: waits (bounded) for a seized thread to report its ptrace stop. */
+static int cc__helper_wait_stopped(pid_t tid) {
+    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 1000 * 1000000LL;
+    for (;;) {
+        int status = 0;
+        long got = cc__raw_syscall(SYS_wait4, tid, (long)&status, __WALL | WNOHANG, 0);
+        if (got == tid) return WIFSTOPPED(status) ? 0 : ESRCH;
+        if (got < 0 && got != -EINTR) return (int)-got;
+        if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline) return ETIMEDOUT;
+        struct timespec pause = { 0, 50 * 1000 };
+        cc__raw_syscall(SYS_nanosleep, (long)&pause, 0, 0, 0);
+    }
+}
+
+/* The helper process (see the top of this file). */
+static int cc__helper_main(void *arg) {
     (void)arg;
-    int fd = g_helper.child_fd;
-    if (fd <= 2) fd = (int)syscall(SYS_fcntl, fd, F_DUPFD, 3);
-    syscall(SYS_dup3, fd, 0, 0);
-    syscall(SYS_dup3, fd, 1, 0);
-    int null_fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_WRONLY, 0);
-    if (null_fd >= 0 && null_fd != 2) syscall(SYS_dup3, null_fd, 2, 0);
-    syscall(SYS_execve, "/proc/self/exe", g_helper_argv, g_helper.envp);
-    syscall(SYS_exit, 127);
-    return 127;
-}
+    /* A fault here ends the helper, which the recording thread notices; it is not a crash of
+     * the program to record. */
+    struct sigaction dfl = { 0 };
+    dfl.sa_handler = SIG_DFL;
+    for (int i = 0; i < CC__SIGNAL_COUNT; i++) sigaction(cc__g.signals[i], &dfl, 0);
+    cc__raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0);
+    if (cc__raw_syscall(SYS_getppid, 0, 0, 0, 0) != g_helper.parent_pid) cc__raw_syscall(SYS_exit, 1, 0, 0, 0);
+    for (int i = 0; i < 200 && !atomic_load(&g_helper.go); i++) cc__futex_wait(&g_helper.go, 0, 5 * 1000000L);
 
-/* async-signal-safe: reads exactly len bytes before the deadline; 0 on success. */
-static int cc__read_full(int fd, void *out, size_t len, int64_t deadline_ns) {
-    unsigned char *p = out;
-    size_t done = 0;
-    while (done < len) {
-        int64_t left_ms = (deadline_ns - cc__clock_ns(CLOCK_MONOTONIC)) / 1000000;
-        if (left_ms <= 0) return -1;
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int ready = poll(&pfd, 1, left_ms > 1000 ? 1000 : (int)left_ms);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) continue;
-        ssize_t got = read(fd, p + done, len - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;   /* EOF: the helper is gone */
-        done += (size_t)got;
+    uint32_t count = g_helper.count;
+    for (uint32_t i = 0; i < count; i++) {   /* stop them all first */
+        cc__helper_thread_t *t = &g_helper.threads[i];
+        long rc = cc__raw_syscall(SYS_ptrace, PTRACE_SEIZE, t->tid, 0, 0);
+        if (rc == 0) rc = cc__raw_syscall(SYS_ptrace, PTRACE_INTERRUPT, t->tid, 0, 0);
+        t->error = rc < 0 ? (int)-rc : 0;
     }
+    for (uint32_t i = 0; i < count; i++) {   /* then read them one by one */
+        cc__helper_thread_t *t = &g_helper.threads[i];
+        if (t->error == 0) t->error = cc__helper_wait_stopped(t->tid);
+        static ucontext_t uc;
+        if (t->error == 0) t->error = cc__helper_registers(t->tid, &uc);
+        if (t->error == 0) {
+            t->registers_length = (uint32_t)cc__registers_payload(&uc, t->registers, sizeof t->registers);
+            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, t->frames,
+                                                CC__OTHER_FRAMES, &t->omitted, &t->truncated);
+        }
+        atomic_store_explicit(&t->ready, 1, memory_order_release);
+    }
+    atomic_store(&g_helper.done, 1);
+    cc__futex_wake(&g_helper.done);
+    for (;;) cc__raw_syscall(SYS_pause, 0, 0, 0, 0);   /* hold them until we are killed */
     return 0;
 }
 
-/* async-signal-safe: index of tid in the request, or -1. */
-static int cc__requested(pid_t tid, uint32_t count) {
-    for (uint32_t i = 0; i < count; i++) if (g_helper.request[1 + i] == tid) return (int)i;
-    return -1;
+/* async-signal-safe: whether the calling process is the thread helper (cc_interpose.c answers
+ * its dl_iterate_phdr calls from the crash-time image table, as the recording thread's). */
+int cc__is_helper_process(void) {
+    return g_helper.parent_pid != 0 && cc__raw_syscall(SYS_getppid, 0, 0, 0, 0) == g_helper.parent_pid &&
+           cc__raw_syscall(SYS_getpid, 0, 0, 0, 0) != g_helper.parent_pid;
 }
 
-/* async-signal-safe: one message from the helper checked against what was asked (the helper
- * is our own code, but what reaches the record is checked all the same). Returns 1 to write
- * it, 0 to drop it. Marks taken[i] when it is the THREAD section of the i-th tid. */
-static int cc__helper_message_ok(uint32_t type, uint32_t length, uint32_t count, uint8_t *taken) {
-    const unsigned char *p = g_helper.payload;
-    if (type == CC_SEC_STRING) {
-        cc_sec_string_t head;
-        if (length < sizeof head) return 0;
-        for (size_t i = 0; i < sizeof head; i++) ((unsigned char *)&head)[i] = p[i];
-        return head.key == CC_STR_NOTE;
-    }
-    if (type == CC_SEC_THREAD_REGISTERS) {
-        cc_sec_thread_registers_t head;
-        if (length < sizeof head + sizeof(cc_sec_registers_t)) return 0;
-        for (size_t i = 0; i < sizeof head; i++) ((unsigned char *)&head)[i] = p[i];
-        return cc__requested(head.tid, count) >= 0;
-    }
-    if (type == CC_SEC_THREAD) {
-        cc_sec_thread_t head;
-        if (length < sizeof head) return 0;
-        for (size_t i = 0; i < sizeof head; i++) ((unsigned char *)&head)[i] = p[i];
-        int index = cc__requested(head.tid, count);
-        if (index < 0 || taken[index]) return 0;
-        if (head.frame_count > CC__HELPER_FRAMES || sizeof head + (size_t)head.frame_count * 8 != length) return 0;
-        if (head.flags & (CC_THREAD_CRASHED | CC_THREAD_STOPPED)) return 0;
-        taken[index] = 1;
-        return 1;
-    }
-    return 0;
-}
-
-/* async-signal-safe: starts the helper for `count` threads, writes its sections through `w`,
- * and sets taken[i] for each thread it wrote (read, or refused). Returns 0 when the helper
- * answered, else an errno value (it could not start, or said nothing before the deadline).
- * The socket stays open on our side: the helper keeps the threads stopped until this process
- * is gone. */
+/* async-signal-safe: starts the helper for `count` threads, writes each thread it read (or
+ * could not ptrace) through `w` — THREAD_REGISTERS then THREAD — and sets taken[i] for it.
+ * Returns 0, or an errno value when the helper could not start or did not finish by the
+ * deadline (threads it published before then are still written). */
 int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, uint8_t *taken,
                             int64_t deadline_ns) {
     if (count == 0) return 0;
-    if (count > CC__HELPER_MAX_TIDS) count = CC__HELPER_MAX_TIDS;
-    for (uint32_t i = 0; i < count; i++) taken[i] = 0;
-
-    /* The environment: the program's own (the loader may need LD_LIBRARY_PATH), with ours. */
-    size_t n = 0;
-    char *pv = g_helper.pid_variable;
-    size_t k = cc__strlcpy(pv, CC__HELPER_ENV "=", sizeof g_helper.pid_variable);
-    k += cc__fmt_u64(pv + k, (uint64_t)getpid());
-    pv[k] = 0;
-    g_helper.envp[n++] = pv;
-    g_helper.envp[n++] = g_no_backtracer;
-    for (char **e = environ; e && *e && n < CC__HELPER_ENV_MAX; e++) {
-        if (cc__env_is(*e, CC__HELPER_ENV) || cc__env_is(*e, "SWIFT_BACKTRACE")) continue;
-        g_helper.envp[n++] = *e;
+    if (count > CC__HELPER_MAX) count = CC__HELPER_MAX;
+    g_helper.parent_pid = getpid();
+    g_helper.count = count;
+    atomic_store(&g_helper.go, 0);
+    atomic_store(&g_helper.done, 0);
+    for (uint32_t i = 0; i < count; i++) {
+        taken[i] = 0;
+        g_helper.threads[i].tid = tids[i];
+        g_helper.threads[i].error = 0;
+        g_helper.threads[i].frame_count = 0;
+        g_helper.threads[i].registers_length = 0;
+        atomic_store(&g_helper.threads[i].ready, 0);
     }
-    g_helper.envp[n] = 0;
+    /* No exit signal: its end must not raise SIGCHLD in the program. */
+    pid_t helper = clone(cc__helper_main, g_helper.stack + sizeof g_helper.stack, CLONE_VM | CLONE_UNTRACED, 0);
+    if (helper < 0) return ECHILD;
+    /* Yama (ptrace_scope 1) lets a process trace only its descendants unless named. */
+    prctl(PR_SET_PTRACER, (unsigned long)helper, 0, 0, 0);
+    atomic_store(&g_helper.go, 1);
+    cc__futex_wake(&g_helper.go);
 
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return errno;
-    g_helper.child_fd = sv[1];
-    /* CLONE_VFORK: we continue once the child has called execve (or exited); CLONE_VM: it
-     * borrows our memory until then, so nothing is copied. */
-    pid_t child = clone(cc__helper_child, g_helper.stack + sizeof g_helper.stack,
-                        CLONE_VM | CLONE_VFORK | SIGCHLD, 0);
-    int clone_errno = errno;
-    close(sv[1]);
-    if (child < 0) { close(sv[0]); return clone_errno; }
-    /* Yama (ptrace_scope 1) lets a process trace only its descendants, unless it names a tracer. */
-    prctl(PR_SET_PTRACER, (unsigned long)child, 0, 0, 0);
-
-    g_helper.request[0] = (int32_t)count;
-    for (uint32_t i = 0; i < count; i++) g_helper.request[1 + i] = tids[i];
-    if (cc__write_all(sv[0], g_helper.request, (1 + (size_t)count) * sizeof(int32_t)) != 0) return EPIPE;
-
-    for (;;) {
-        cc_section_header_t head;
-        if (cc__read_full(sv[0], &head, sizeof head, deadline_ns) != 0) return ETIMEDOUT;
-        if (head.type == 0) return 0;
-        if (head.length > CC__HELPER_PAYLOAD) return EPROTO;
-        if (cc__read_full(sv[0], g_helper.payload, head.length, deadline_ns) != 0) return ETIMEDOUT;
-        if (!cc__helper_message_ok(head.type, head.length, count, taken)) continue;
-        cc__section_begin(w, head.type);
-        cc__section_put(w, g_helper.payload, head.length);
+    int result = 0;
+    while (!atomic_load(&g_helper.done)) {
+        int status = 0;
+        if (cc__raw_syscall(SYS_wait4, helper, (long)&status, __WALL | WNOHANG, 0) == helper) { result = ECHILD; break; }
+        if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline_ns) { result = ETIMEDOUT; break; }
+        cc__futex_wait(&g_helper.done, 0, 1000000L);
+    }
+    if (result != 0) {   /* it must not unwind while we do: kill it, and wait until it is gone */
+        int status = 0;
+        cc__raw_syscall(SYS_kill, helper, SIGKILL, 0, 0);
+        cc__raw_syscall(SYS_wait4, helper, (long)&status, __WALL, 0);
+    }
+    uint32_t refused = 0;
+    int first_refusal = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        cc__helper_thread_t *t = &g_helper.threads[i];
+        if (!atomic_load_explicit(&t->ready, memory_order_acquire)) continue;
+        if (t->error == ESRCH) continue;   /* it exited before it could be stopped */
+        cc_sec_thread_t head = { .tid = t->tid };
+        cc__thread_name(t->tid, head.name);
+        if (t->error != 0) {
+            refused++;
+            if (!first_refusal) first_refusal = t->error;
+            head.flags = CC_THREAD_NO_STACK | CC_THREAD_NOT_STOPPED | CC_THREAD_PTRACE_REFUSED;
+        } else {
+            if (t->registers_length > 0) {
+                cc__section_begin(w, CC_SEC_THREAD_REGISTERS);
+                cc_sec_thread_registers_t regs = { .tid = t->tid };
+                cc__section_put(w, &regs, sizeof regs);
+                cc__section_put(w, t->registers, t->registers_length);
+                cc__section_end(w);
+            }
+            head.frame_count = t->frame_count;
+            head.omitted_frames = t->omitted;
+            head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_PTRACED | (t->truncated ? CC_THREAD_TRUNCATED : 0) |
+                         (t->frame_count == 0 ? CC_THREAD_NO_STACK : 0);
+        }
+        cc__section_begin(w, CC_SEC_THREAD);
+        cc__section_put(w, &head, sizeof head);
+        cc__section_put(w, t->frames, t->error ? 0 : (size_t)t->frame_count * sizeof(uint64_t));
         cc__section_end(w);
+        taken[i] = 1;
     }
+    if (refused > 0) {
+        char note[160];
+        size_t n = cc__strlcpy(note, "the thread helper could not ptrace ", sizeof note);
+        n += cc__fmt_u64(note + n, refused);
+        n += cc__strlcpy(note + n, refused == 1 ? " thread (" : " threads (", sizeof note - n);
+        n += cc__strlcpy(note + n, cc__errno_name(first_refusal), sizeof note - n);
+        n += cc__strlcpy(note + n, "): they block the stop signal and have no frames", sizeof note - n);
+        cc__write_string(w, CC_STR_NOTE, note, n);
+    }
+    return result;
 }

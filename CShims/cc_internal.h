@@ -142,6 +142,7 @@ void cc__crc32_init(void);
 /* cc_names.c — async-signal-safe lookups. */
 const char *cc__code_name(int signo, int code);
 const char *cc__code_description(int signo, int code);
+const char *cc__errno_name(int error);
 
 /* cc_writer.c — async-signal-safe record writer. */
 int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name);
@@ -187,9 +188,14 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
 /* After a previous handler returned: adopt the disposition it left, and put ours back. */
 void cc__adopt_disposition(int index, int signo);
 
-/* cc_helper.c — async-signal-safe: the thread helper (see cc_helper.h). */
+/* cc_helper.c — async-signal-safe: the thread helper (threads that block the stop signal). */
 int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, uint8_t *taken,
                             int64_t deadline_ns);
+int cc__is_helper_process(void);
+
+/* cc_registers.c — async-signal-safe: a CC_SEC_REGISTERS payload (cc_sec_registers_t and the
+ * registers) for the context into out; its length, 0 when cap is too small. */
+size_t cc__registers_payload(const ucontext_t *uc, void *out, size_t cap);
 
 /* cc_interpose.c */
 void cc__interpose_prepare(void);                                        /* install time */

@@ -102,11 +102,12 @@ int cc__is_recording_thread(void) {
 
 /* libunwind finds each image's unwind tables through dl_iterate_phdr, which takes the loader
  * lock: with another thread inside dlopen or a dl_iterate_phdr callback, the crash handler
- * would wait forever. While a record is written, the recording thread's calls are answered
- * from the images collected for the crash (async-signal-safe); every other call goes to the
- * real function. The cost outside a crash is one atomic load. */
+ * would wait forever. While a record is written, the calls of the recording thread and of
+ * the thread helper (cc_helper.c) are answered from the images collected for the crash
+ * (async-signal-safe); every other call goes to the real function. The cost outside a crash is one atomic load. */
 int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
-    if (atomic_load(&cc__g.owner) != 0 && cc__is_recording_thread()) return cc__images_iterate(callback, data);
+    if (atomic_load(&cc__g.owner) != 0 && (cc__is_recording_thread() || cc__is_helper_process()))
+        return cc__images_iterate(callback, data);
     cc__iterate_fn real = atomic_load(&g_real_iterate);
     if (!real) {
         cc__interpose_prepare();

@@ -2,6 +2,8 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 
+#include <errno.h>
+
 #include <signal.h>
 
 /* async-signal-safe. */
@@ -97,4 +99,20 @@ const char *cc__code_name(int signo, int code) {
 const char *cc__code_description(int signo, int code) {
     const cc__code_entry_t *e = cc__find_code(signo, code);
     return e ? e->description : "";
+}
+
+/* async-signal-safe: "EPERM: operation not permitted" for the errors the thread helper meets
+ * (strerror is neither async-signal-safe nor fixed text). */
+const char *cc__errno_name(int error) {
+    switch (error) {
+    case EPERM: return "EPERM: operation not permitted";
+    case EACCES: return "EACCES: permission denied";
+    case ESRCH: return "ESRCH: no such thread";
+    case EBUSY: return "EBUSY: already traced";
+    case EIO: return "EIO: input/output error";
+    case ENOSYS: return "ENOSYS: not supported";
+    case ETIMEDOUT: return "ETIMEDOUT: did not stop in time";
+    case ECHILD: return "ECHILD: the helper process could not start or died";
+    default: return "another error";
+    }
 }

@@ -1,8 +1,7 @@
-/* cc_registers.c — one register layout for the record, written by the handler (crashed and
- * parked threads) and by the thread helper (ptraced threads). */
+/* cc_registers.c — one register layout for the record: the crashed thread's, the parked
+ * threads' and the ptraced threads' registers all go through cc__registers_payload. */
 #include "cc_boot.h"
-#include "cc_helper.h"
-#include "include/cc_record.h"
+#include "cc_internal.h"
 
 /* async-signal-safe: appends `len` bytes if they fit. */
 static size_t cc__put(unsigned char *out, size_t at, size_t cap, const void *data, size_t len) {

@@ -1,7 +1,6 @@
 /* cc_unwind.c — the crashing thread's frames from the signal context with libunwind, and its registers. */
 #include "cc_boot.h"
 #include "cc_internal.h"
-#include "cc_helper.h"
 
 #include <string.h>
 #include <ucontext.h>

@@ -81,8 +81,7 @@ final class StaticLinkTests: XCTestCase {
         let cc = candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let cc else { throw XCTSkip("no C compiler (clang, cc or gcc)") }
         let work = try Harness.scratchDirectory("static")
-        let missing = try ["libc.a", "libpthread.a", "libunwind.a", "libunwind-ptrace.a", "libunwind-generic.a", "liblzma.a"]
-            .filter { try staticLibrary(cc, $0, in: work) == nil }
+        let missing = try ["libc.a", "libpthread.a", "libunwind.a", "liblzma.a"].filter { try staticLibrary(cc, $0, in: work) == nil }
         if !missing.isEmpty {
             throw XCTSkip("the static toolchain lacks \(missing.joined(separator: ", ")) (libc6-dev, libunwind-dev, liblzma-dev)")
         }
@@ -93,7 +92,7 @@ final class StaticLinkTests: XCTestCase {
         let binary = work + "/static-threads"
         let compileLog = work + "/cc.log"
         let compiled = try ChildProcess.run(cc, ["-static", "-O1", "-g", "-I", shims + "/include", "-I", shims] + sources +
-                                            [work + "/static-threads.c", "-o", binary, "-lunwind-ptrace", "-lunwind-generic", "-lunwind", "-llzma", "-lpthread"],
+                                            [work + "/static-threads.c", "-o", binary, "-lunwind", "-llzma", "-lpthread"],
                                             stderr: compileLog, timeout: 300)
         let log = (try? String(contentsOfFile: compileLog, encoding: .utf8)) ?? ""
         XCTAssertEqual(compiled.ending, .exited(0), "\(cc) -static failed:\n\(log.suffix(3000))")
