@@ -18,7 +18,7 @@ cc__state_t cc__g = {
     .dir_fd = -1,
     .safe_read_pipe = { -1, -1 },
     .signals = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP },
-    .reserved_fds = { -1, -1, -1, -1 },
+    .reserved_fds = { -1, -1 },
     .fragment_index = -1,
     .writer = { .fd = -1 },
 };
@@ -130,8 +130,8 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     atomic_store(&cc__g.owner, 0);
     atomic_store(&cc__g.stopped_count, 0);
-    /* Fds kept for the crash (the /proc files, the record, the thread helper's socket pair):
-     * at the fd limit the record can still be written. */
+    /* Two fds kept for the crash (the /proc files, the record): at the fd limit the record
+     * can still be written. */
     for (int i = 0; i < CC__RESERVED_FDS; i++) cc__g.reserved_fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
     long frame = (long)getauxval(AT_MINSIGSTKSZ);
     cc__g.signal_frame_size = frame > 2048 ? (size_t)frame : 2048;

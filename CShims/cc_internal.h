@@ -69,9 +69,9 @@ typedef struct {
      * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
     struct sigaction previous[CC__SIGNAL_COUNT];
     struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
-#define CC__RESERVED_FDS 4
+#define CC__RESERVED_FDS 2
     /* Opened at install, closed at crash time so that a record is written at the fd limit:
-     * [0] /proc reads, [1] the record, [2] and [3] the thread helper's socket pair. */
+     * [0] for the /proc reads, [1] for the record. */
     int reserved_fds[CC__RESERVED_FDS];
     size_t signal_frame_size;    /* what the kernel needs for a signal frame (AT_MINSIGSTKSZ) */
     int dir_fd;

@@ -219,8 +219,8 @@ void cc__stop_other_threads(pid_t self) {
 }
 
 /* async-signal-safe: the threads that did not park (they block the stop signal, or did not
- * stop in time) go to the thread helper, which stops them with ptrace and sends their sections
- * (cc_helper.c); taken[i] is set for each g_tids[i] it wrote. */
+ * stop in time) go to the thread helper, which stops them with ptrace and reads them
+ * (cc_helper.c); taken[i] is set for each g_tids[i] written that way. */
 static void cc__take_unparked_threads(cc__writer_t *w, uint8_t *taken) {
     static pid_t unparked[CC__MAX_THREADS];
     static uint8_t helper_taken[CC__MAX_THREADS];
@@ -233,19 +233,16 @@ static void cc__take_unparked_threads(cc__writer_t *w, uint8_t *taken) {
         unparked[count++] = g_tids[i];
     }
     if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) return;
-    for (int i = 2; i < CC__RESERVED_FDS; i++) {
-        if (cc__g.reserved_fds[i] >= 0) close(cc__g.reserved_fds[i]);
-    }
     int64_t budget_ms = cc__g.watchdog_seconds * 1000LL / 2;
     if (budget_ms > 5000) budget_ms = 5000;
     int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL;
     int failed = cc__helper_take_threads(w, unparked, count, helper_taken, deadline);
     for (uint32_t k = 0; k < count; k++) if (helper_taken[k]) taken[index_of[k]] = 1;
     if (failed) {
-        char note[128];
-        size_t n = cc__strlcpy(note, "the thread helper did not answer (errno ", sizeof note);
-        n += cc__fmt_u64(note + n, (uint64_t)failed);
-        n += cc__strlcpy(note + n, "): threads that block the stop signal have no frames", sizeof note - n);
+        char note[160];
+        size_t n = cc__strlcpy(note, "the thread helper did not finish (", sizeof note);
+        n += cc__strlcpy(note + n, cc__errno_name(failed), sizeof note - n);
+        n += cc__strlcpy(note + n, "): threads it had not read have no frames", sizeof note - n);
         cc__write_string(w, CC_STR_NOTE, note, n);
     }
 }
