@@ -179,6 +179,14 @@ func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () 
 
 public enum Scenarios {
     static let chain = levelChain
+
+    /// The record of a null dereference in cch_null_dereference under the level chain, adjusted
+    /// for what else the scenario proves.
+    static func nullDereference(_ adjust: (inout Scenario.RecordExpectation) -> Void = { _ in }) -> Scenario.RecordExpectation {
+        var expectation = Scenario.RecordExpectation(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0)
+        adjust(&expectation)
+        return expectation
+    }
     static let chained = "crash-harness: user handler ran\n"
     static let late = "crash-harness: late handler ran\n"
     /// The runtime's fatal-error stack trace holds absolute addresses.
@@ -190,7 +198,7 @@ public enum Scenarios {
     public static let all: [Scenario] = [
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0))
+                 record: nullDereference())
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("write-read-only", "a write to a read-only page is recorded as SEGV_ACCERR",
                  ending: .signal(SIGSEGV),
@@ -339,7 +347,7 @@ public enum Scenarios {
         },
         Scenario("swift-backtracer", "the Swift runtime's backtracer still prints after CrashCapture wrote its record",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 record: nullDereference(),
                  stderrContains: ["Program crashed"],
                  output: .normalised(reason: "the backtracer prints addresses (ASLR), register and memory contents, build-ids and its own run time",
                                      BacktracerOutput.normaliseText),
@@ -347,15 +355,14 @@ public enum Scenarios {
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("backtracer-json", "the Swift backtracer's JSON report is complete and lists the same crashed-thread frames as without CrashCapture",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 record: nullDereference(),
                  output: .normalised(reason: "the backtracer's notice on stderr holds the crash address (ASLR)", BacktracerOutput.normaliseText),
                  environment: ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no,format=json,output-to={dir},symbolicate=full"],
                  check: BacktracerOutput.compareJSONReports)
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("main-returns-after-worker-crash", "a worker's crash ends the process even though main's nanosleep would be cut short and main would exit(0)",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               crashedOffMainThread: true, otherThreadsStopped: true))
+                 record: nullDereference { $0.crashedOffMainThread = true; $0.otherThreadsStopped = true })
         { _ in
             let worker = Thread {
                 cch_wait_main_settled()
@@ -368,8 +375,7 @@ public enum Scenarios {
         },
         Scenario("more-threads-than-recorded", "1,100 threads that exit(0) as soon as a file appears in the record directory: all are stopped before the record is created, 1,024 recorded, a note says the rest were left out",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, minimumOtherThreads: 1024, note: "the rest were stopped but left out"),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.minimumOtherThreads = 1024; $0.note = "the rest were stopped but left out" },
                  maxSeconds: 20)
         { context in
             cch_start_threads_that_exit_on_new_file(1100, context.directory)
@@ -377,7 +383,7 @@ public enum Scenarios {
         },
         Scenario("threads-stopped-though-not-recorded", "with recordOtherThreads off, 50 threads that exit(0) as soon as a file appears in the record directory are still stopped: death by the crash, only the crashed thread in the record",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 record: nullDereference(),
                  configure: { $0.recordOtherThreads = false },
                  check: { outcome in
                      guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path) else { return ["no record"] }
@@ -389,8 +395,7 @@ public enum Scenarios {
         },
         Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (setIdentity in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true),
+                 record: nullDereference { $0.otherThreadsStopped = true },
                  check: { outcome in
                      guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path),
                            let json = record.appEndJSON,
@@ -455,7 +460,7 @@ public enum Scenarios {
         },
         Scenario("survives-then-crashes", "a SIGBUS the program survives (BUS_MCEERR_AO, handled) leaves capture clean for the SIGSEGV that follows",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 record: nullDereference(),
                  stdoutContains: ["survived SIGBUS BUS_MCEERR_AO\n"], maxSeconds: 10,
                  beforeStart: { cch_install_mce_handler() })
         { _ in
@@ -466,8 +471,7 @@ public enum Scenarios {
         },
         Scenario("survives-then-crashes-thread", "after a survived SIGBUS on main, a crash on another thread is recorded at once",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               crashedOffMainThread: true),
+                 record: nullDereference { $0.crashedOffMainThread = true },
                  stdoutContains: ["survived SIGBUS BUS_MCEERR_AO\n"], maxSeconds: 10,
                  beforeStart: { cch_install_mce_handler() })
         { _ in
@@ -482,7 +486,7 @@ public enum Scenarios {
         { _ in throughLevels { cch_vfork_child_crash() } },
         Scenario("fd-limit", "a crash with every file descriptor in use (EMFILE) still leaves a complete record",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0),
+                 record: nullDereference(),
                  stdoutContains: ["file descriptors exhausted (EMFILE)\n"])
         { _ in
             throughLevels {
@@ -492,7 +496,7 @@ public enum Scenarios {
         },
         Scenario("fsize-limit", "RLIMIT_FSIZE soft limit of 1 KiB: still death by SIGSEGV (not SIGXFSZ) and a complete record",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0))
+                 record: nullDereference())
         { _ in
             throughLevels {
                 cch_limit_file_size(1024, -1)
@@ -525,16 +529,14 @@ public enum Scenarios {
         },
         Scenario("crash-with-thread-blocking-signals", "a thread that blocks every signal cannot stop itself: the ptrace helper stops it and records its registers and frames",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, threadPtraced: true, everyThreadHasFrames: true))
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadPtraced = true; $0.everyThreadHasFrames = true })
         { _ in
             cch_start_thread_blocking_all_signals()
             throughLevels { cch_null_dereference() }
         },
         Scenario("thread-blocking-signals-ptrace-refused", "a seccomp filter refuses ptrace: the thread that blocks every signal is listed as not stopped, without frames, and a note says why; the crash is unchanged",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, threadNotStopped: true, note: "could not ptrace"),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadNotStopped = true; $0.note = "could not ptrace" },
                  beforeStart: { cch_refuse_ptrace() })
         { _ in
             cch_start_thread_blocking_all_signals()
@@ -542,8 +544,7 @@ public enum Scenarios {
         },
         Scenario("thread-blocking-signals-no-helper", "with threadHelper off, the thread that blocks every signal is listed as not stopped, without frames",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, threadNotStopped: true),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadNotStopped = true },
                  configure: { $0.threadHelper = false })
         { _ in
             cch_start_thread_blocking_all_signals()
@@ -551,8 +552,7 @@ public enum Scenarios {
         },
         Scenario("hundred-threads-blocking-calls", "100 threads, each in one of a dozen blocking calls, half of them blocking every signal: every thread is stopped and has registers and frames",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               otherThreadsStopped: true, threadPtraced: true, everyThreadHasFrames: true, minimumOtherThreads: 100),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadPtraced = true; $0.everyThreadHasFrames = true; $0.minimumOtherThreads = 100 },
                  maxSeconds: 20)
         { _ in
             cch_start_blocking_threads(100)
@@ -560,8 +560,7 @@ public enum Scenarios {
         },
         Scenario("dispatch-crash", "a crash in a block on a global Dispatch queue (its workers block every signal): recorded with every worker's frames",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, faultAddress: 0,
-                               crashedOffMainThread: true, otherThreadsStopped: true, everyThreadHasFrames: true))
+                 record: nullDereference { $0.crashedOffMainThread = true; $0.otherThreadsStopped = true; $0.everyThreadHasFrames = true })
         { _ in
             // One busy worker (more would wait for libdispatch to grow its pool, a second each).
             let started = UpdateCounter()
