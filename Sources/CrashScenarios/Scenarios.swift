@@ -520,7 +520,8 @@ public enum Scenarios {
         { _ in throughLevels { cch_async_signals_then_crash() } },
         Scenario("crash-while-dl-iterate-phdr", "a crash while another thread holds the loader lock (inside dl_iterate_phdr) is recorded with frames, quickly, and the previous handler runs",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0,
+                               otherThreadsStopped: true, everyThreadHasFrames: true),
                  stderrContains: [phdrMarker, "errno in user handler 4242\n"], maxSeconds: 4,
                  beforeStart: { cch_install_handler_before(phdrMarker) })
         { _ in

@@ -31,6 +31,17 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertEqual(rip.value, thread.frames.first)
         let pcWindow = try XCTUnwrap(record.memory.first { $0.label == "pc" })
         XCTAssertTrue(pcWindow.address <= rip.value && rip.value < pcWindow.address + UInt64(pcWindow.bytes.count))
+        // The crashed thread's stack from sp up, as far as it is mapped (at most 64 KiB): every
+        // return address of the frames above lies in it.
+        let sp = try XCTUnwrap(record.registers.first { $0.name == "rsp" || $0.name == "sp" }).value
+        let stack = try XCTUnwrap(record.memory.first { $0.label == "stack" })
+        XCTAssertEqual(stack.address, sp)
+        XCTAssertGreaterThan(stack.bytes.count, 256)
+        XCTAssertLessThanOrEqual(stack.bytes.count, 64 * 1024)
+        let words = Set(stride(from: 0, to: stack.bytes.count - 7, by: 8).map { offset in
+            stack.bytes[offset ..< offset + 8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        })
+        XCTAssertTrue(thread.frames.dropFirst().prefix(5).allSatisfy { words.contains($0) }, "return addresses are on the recorded stack")
 
         // Images carry the same build-ids as the files on disk.
         let main = try XCTUnwrap(record.images.first { $0.isMainExecutable })
