@@ -32,6 +32,7 @@
  */
 
 static pid_t g_tids[CC__MAX_THREADS];
+static char g_names[CC__MAX_THREADS][16];   /* [15] == 1: read from the thread's status */
 static uint8_t g_not_stopped[CC__MAX_THREADS];
 static uint32_t g_tid_count;
 static int g_more_threads;
@@ -106,30 +107,57 @@ static ssize_t cc__read_task_file(pid_t tid, const char *leaf, char *out, size_t
     return got;
 }
 
-/* async-signal-safe: the thread's name from /proc/self/task/<tid>/comm. */
+/* async-signal-safe: index of tid in g_tids, or -1. */
+static int cc__known_tid(pid_t tid);
+
+/* async-signal-safe: the thread's name: the one read with its status while stopping threads,
+ * else /proc/self/task/<tid>/comm. */
 void cc__thread_name(pid_t tid, char out[16]) {
+    int known = cc__known_tid(tid);
+    if (known >= 0 && g_names[known][15] == 1) {
+        for (int i = 0; i < 15; i++) out[i] = g_names[known][i];
+        out[15] = 0;
+        return;
+    }
     for (int i = 0; i < 16; i++) out[i] = 0;
     ssize_t got = cc__read_task_file(tid, "comm", out, 16);
     for (ssize_t i = 0; i < got; i++) if (out[i] == '\n') out[i] = 0;
 }
 
-/* async-signal-safe: whether `tid` blocks `signo`, from the SigBlk line of its status file. */
-static int cc__thread_blocks(pid_t tid, int signo) {
-    static char status[4096];
-    ssize_t got = cc__read_task_file(tid, "status", status, sizeof status);
-    if (got <= 0) return 0;
-    for (ssize_t i = 0; i + 8 < got; i++) {
-        if ((i == 0 || status[i - 1] == '\n') && status[i] == 'S' && status[i + 1] == 'i' && status[i + 2] == 'g' &&
-            status[i + 3] == 'B' && status[i + 4] == 'l' && status[i + 5] == 'k' && status[i + 6] == ':') {
-            const char *p = status + i + 7;
-            while (*p == ' ' || *p == '\t') p++;
-            uint64_t mask = 0;
-            for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-                mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-            return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1);
-        }
+/* async-signal-safe: the value of the status line `key` ("SigBlk:"), or NULL. */
+static const char *cc__status_field(const char *status, ssize_t length, const char *key) {
+    for (ssize_t i = 0; i < length; i++) {
+        if (i != 0 && status[i - 1] != '\n') continue;
+        ssize_t k = 0;
+        while (key[k] && i + k < length && status[i + k] == key[k]) k++;
+        if (key[k]) continue;
+        const char *p = status + i + k;
+        while (*p == ' ' || *p == '\t') p++;
+        return p;
     }
     return 0;
+}
+
+/* async-signal-safe: one read of /proc/self/task/<tid>/status gives both whether the thread
+ * blocks `signo` (SigBlk) and its name, kept in g_names[index] (one open per thread, not two:
+ * with a hundred threads the opens are most of the handler's time). */
+static int cc__thread_blocks(uint32_t index, int signo) {
+    static char status[4096];
+    ssize_t got = cc__read_task_file(g_tids[index], "status", status, sizeof status);
+    if (got <= 0) return 0;
+    const char *name = cc__status_field(status, got, "Name:");
+    if (name) {
+        int n = 0;
+        for (; n < 15 && name[n] && name[n] != '\n'; n++) g_names[index][n] = name[n];
+        for (; n < 15; n++) g_names[index][n] = 0;
+        g_names[index][15] = 1; /* known */
+    }
+    const char *p = cc__status_field(status, got, "SigBlk:");
+    if (!p) return 0;
+    uint64_t mask = 0;
+    for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+        mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+    return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1);
 }
 
 /* async-signal-safe: the slot a thread published, or -1. */
@@ -170,7 +198,12 @@ static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
             pid_t tid = 0;
             for (const char *c = d->name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
             if (tid == self || cc__known_tid(tid) >= 0) continue;
-            if (g_tid_count < CC__MAX_THREADS) { g_not_stopped[g_tid_count] = 0; g_tids[g_tid_count++] = tid; added++; }
+            if (g_tid_count < CC__MAX_THREADS) {
+                g_not_stopped[g_tid_count] = 0;
+                g_names[g_tid_count][15] = 0;
+                g_tids[g_tid_count++] = tid;
+                added++;
+            }
             else {
                 g_more_threads = 1;
                 if (stop_signal) syscall(SYS_tgkill, (long)pid, (long)tid, (long)stop_signal);
@@ -198,7 +231,7 @@ void cc__stop_other_threads(pid_t self) {
         if (cc__scan_tasks(self, pid, 0) == 0) break;
         for (uint32_t i = first; i < g_tid_count; i++) {
             if (cc__stopped_slot(g_tids[i]) >= 0) continue;        /* parked itself (crashed too) */
-            if (!stop || cc__thread_blocks(g_tids[i], cc__g.stop_signal) ||
+            if (!stop || cc__thread_blocks(i, cc__g.stop_signal) ||
                 syscall(SYS_tgkill, (long)pid, (long)g_tids[i], (long)cc__g.stop_signal) != 0) {
                 g_not_stopped[i] = 1;
             }
