@@ -31,7 +31,8 @@
  *
  * ORDER OF WORK. First the previous action runs (cc_chain.c says how and why first). When the
  * crash is one the process will die of, the recording thread claims cc__g.owner, arms the
- * watchdog, stops every other thread (cc_threads.c), collects the loaded images, and writes
+ * watchdog, stops every other thread (cc_threads.c; those that block the stop signal with the
+ * ptrace helper, cc_helper.c), collects the loaded images, and writes
  * the sections most valuable first, flushing them to the file at checkpoints before each step
  * that could fault or stall: the signal, the process, the compensating $AppEnd; the
  * registers, the crashing thread's frames and the main executable's image; the strings (app, executable, fatal message),
@@ -253,6 +254,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
     cc__stop_other_threads(tid);
     cc__images_collect();
+    cc__stop_unparked_threads();   /* every thread is stopped before the record file exists */
     if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
     cc__name_record(crash_wall_ns, pid, tid);
     if (cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name) != 0) return;
@@ -343,7 +345,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__write_images(w, 0);
     cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
 
-    if (!(cc__g.flags & CC_FLAG_NO_THREAD_STACKS)) cc__write_other_threads(w, tid);
+    cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
 
     int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - crash_mono_ns) / 1000;
     cc_sec_end_t end = { .section_count = w->section_count,

@@ -26,8 +26,9 @@
  * thread: no signal is sent, so no mask matters), reads its registers with PTRACE_GETREGSET and
  * unwinds it with the same local unwinder the handler uses (cc__unwind_context: libunwind's
  * dl_iterate_phdr calls are answered from the crash-time image table for the helper too). It
- * publishes each thread in g_helper as it goes; the recording thread writes them into the
- * record. The helper then keeps the threads stopped until the recording thread is gone
+ * publishes each thread in g_helper as it goes, all before the record file exists (the
+ * recording thread waits for it while stopping threads); the recording thread writes them
+ * into the record later. The helper then keeps the threads stopped until the recording thread is gone
  * (PR_SET_PDEATHSIG kills it then; the watchdog bounds that). If it does not finish in time,
  * the recording thread kills it (the two share libunwind's per-thread cache) and writes what
  * it had published.
@@ -187,12 +188,13 @@ int cc__is_helper_process(void) {
            cc__raw_syscall(SYS_getpid, 0, 0, 0, 0) != g_helper.parent_pid;
 }
 
-/* async-signal-safe: starts the helper for `count` threads, writes each thread it read (or
- * could not ptrace) through `w` — THREAD_REGISTERS then THREAD — and sets taken[i] for it.
- * Returns 0, or an errno value when the helper could not start or did not finish by the
- * deadline (threads it published before then are still written). */
-int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, uint8_t *taken,
-                            int64_t deadline_ns) {
+/* async-signal-safe: starts the helper for `count` threads and waits until it has stopped and
+ * read them all, or the deadline. Returns 0, or an errno value when it could not start or did
+ * not finish in time (then it is killed: the two share libunwind's per-thread cache; what it
+ * published is kept). Runs while the other threads are being stopped, before the record file
+ * exists, so that no thread runs on while the record is written. */
+int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns) {
+    g_helper.count = 0;
     if (count == 0) return 0;
     if (count > CC__HELPER_MAX) count = CC__HELPER_MAX;
     g_helper.parent_pid = getpid();
@@ -200,7 +202,6 @@ int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, 
     atomic_store(&g_helper.go, 0);
     atomic_store(&g_helper.done, 0);
     for (uint32_t i = 0; i < count; i++) {
-        taken[i] = 0;
         g_helper.threads[i].tid = tids[i];
         g_helper.threads[i].error = 0;
         g_helper.threads[i].frame_count = 0;
@@ -227,45 +228,62 @@ int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, 
         cc__raw_syscall(SYS_kill, helper, SIGKILL, 0, 0);
         cc__raw_syscall(SYS_wait4, helper, (long)&status, __WALL, 0);
     }
+    return result;
+}
+
+/* async-signal-safe: the index among the helper's threads of `tid`, or -1. */
+int cc__helper_index(pid_t tid) {
+    for (uint32_t i = 0; i < g_helper.count; i++) if (g_helper.threads[i].tid == tid) return (int)i;
+    return -1;
+}
+
+/* async-signal-safe: writes the helper's `index`-th thread — THREAD_REGISTERS then THREAD, with
+ * CC_THREAD_PTRACED, or CC_THREAD_PTRACE_REFUSED without frames. Returns 0 when there is
+ * nothing to write (it never got to it, or the thread had exited). */
+int cc__helper_write_thread(cc__writer_t *w, uint32_t index) {
+    if (index >= g_helper.count) return 0;
+    cc__helper_thread_t *t = &g_helper.threads[index];
+    if (!atomic_load_explicit(&t->ready, memory_order_acquire) || t->error == ESRCH) return 0;
+    cc_sec_thread_t head = { .tid = t->tid };
+    cc__thread_name(t->tid, head.name);
+    if (t->error != 0) {
+        head.flags = CC_THREAD_NO_STACK | CC_THREAD_NOT_STOPPED | CC_THREAD_PTRACE_REFUSED;
+    } else {
+        if (t->registers_length > 0) {
+            cc__section_begin(w, CC_SEC_THREAD_REGISTERS);
+            cc_sec_thread_registers_t regs = { .tid = t->tid };
+            cc__section_put(w, &regs, sizeof regs);
+            cc__section_put(w, t->registers, t->registers_length);
+            cc__section_end(w);
+        }
+        head.frame_count = t->frame_count;
+        head.omitted_frames = t->omitted;
+        head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_PTRACED | (t->truncated ? CC_THREAD_TRUNCATED : 0) |
+                     (t->frame_count == 0 ? CC_THREAD_NO_STACK : 0);
+    }
+    cc__section_begin(w, CC_SEC_THREAD);
+    cc__section_put(w, &head, sizeof head);
+    cc__section_put(w, t->frames, t->error ? 0 : (size_t)t->frame_count * sizeof(uint64_t));
+    cc__section_end(w);
+    return 1;
+}
+
+/* async-signal-safe: a note when the helper could not ptrace some threads. */
+void cc__helper_write_note(cc__writer_t *w) {
     uint32_t refused = 0;
     int first_refusal = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    for (uint32_t i = 0; i < g_helper.count; i++) {
         cc__helper_thread_t *t = &g_helper.threads[i];
-        if (!atomic_load_explicit(&t->ready, memory_order_acquire)) continue;
-        if (t->error == ESRCH) continue;   /* it exited before it could be stopped */
-        cc_sec_thread_t head = { .tid = t->tid };
-        cc__thread_name(t->tid, head.name);
-        if (t->error != 0) {
-            refused++;
-            if (!first_refusal) first_refusal = t->error;
-            head.flags = CC_THREAD_NO_STACK | CC_THREAD_NOT_STOPPED | CC_THREAD_PTRACE_REFUSED;
-        } else {
-            if (t->registers_length > 0) {
-                cc__section_begin(w, CC_SEC_THREAD_REGISTERS);
-                cc_sec_thread_registers_t regs = { .tid = t->tid };
-                cc__section_put(w, &regs, sizeof regs);
-                cc__section_put(w, t->registers, t->registers_length);
-                cc__section_end(w);
-            }
-            head.frame_count = t->frame_count;
-            head.omitted_frames = t->omitted;
-            head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_PTRACED | (t->truncated ? CC_THREAD_TRUNCATED : 0) |
-                         (t->frame_count == 0 ? CC_THREAD_NO_STACK : 0);
-        }
-        cc__section_begin(w, CC_SEC_THREAD);
-        cc__section_put(w, &head, sizeof head);
-        cc__section_put(w, t->frames, t->error ? 0 : (size_t)t->frame_count * sizeof(uint64_t));
-        cc__section_end(w);
-        taken[i] = 1;
+        if (!atomic_load_explicit(&t->ready, memory_order_acquire) || t->error == 0 || t->error == ESRCH) continue;
+        refused++;
+        if (!first_refusal) first_refusal = t->error;
     }
-    if (refused > 0) {
-        char note[160];
-        size_t n = cc__strlcpy(note, "the thread helper could not ptrace ", sizeof note);
-        n += cc__fmt_u64(note + n, refused);
-        n += cc__strlcpy(note + n, refused == 1 ? " thread (" : " threads (", sizeof note - n);
-        n += cc__strlcpy(note + n, cc__errno_name(first_refusal), sizeof note - n);
-        n += cc__strlcpy(note + n, "): they block the stop signal and have no frames", sizeof note - n);
-        cc__write_string(w, CC_STR_NOTE, note, n);
-    }
-    return result;
+    if (refused == 0) return;
+    char note[160];
+    size_t n = cc__strlcpy(note, "the thread helper could not ptrace ", sizeof note);
+    n += cc__fmt_u64(note + n, refused);
+    n += cc__strlcpy(note + n, refused == 1 ? " thread (" : " threads (", sizeof note - n);
+    n += cc__strlcpy(note + n, cc__errno_name(first_refusal), sizeof note - n);
+    n += cc__strlcpy(note + n, "): they block the stop signal and have no frames", sizeof note - n);
+    cc__write_string(w, CC_STR_NOTE, note, n);
 }

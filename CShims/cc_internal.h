@@ -175,7 +175,8 @@ int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), v
 int cc__threads_install(int signo);                                      /* install time */
 void cc__threads_uninstall(void);
 void cc__stop_other_threads(pid_t self);                                 /* async-signal-safe */
-void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid);        /* async-signal-safe */
+void cc__stop_unparked_threads(void);                                    /* async-signal-safe */
+void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed); /* async-signal-safe */
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
 _Noreturn void cc__park(const ucontext_t *uc, int crashed);              /* async-signal-safe */
 
@@ -189,8 +190,10 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
 void cc__adopt_disposition(int index, int signo);
 
 /* cc_helper.c — async-signal-safe: the thread helper (threads that block the stop signal). */
-int cc__helper_take_threads(cc__writer_t *w, const pid_t *tids, uint32_t count, uint8_t *taken,
-                            int64_t deadline_ns);
+int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns);
+int cc__helper_index(pid_t tid);
+int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
+void cc__helper_write_note(cc__writer_t *w);
 int cc__is_helper_process(void);
 
 /* cc_registers.c — async-signal-safe: a CC_SEC_REGISTERS payload (cc_sec_registers_t and the

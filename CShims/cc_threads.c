@@ -33,6 +33,7 @@
 
 static pid_t g_tids[CC__MAX_THREADS];
 static char g_names[CC__MAX_THREADS][16];   /* [15] == 1: read from the thread's status */
+static int g_helper_result;                  /* 0, or why the thread helper did not finish */
 static uint8_t g_not_stopped[CC__MAX_THREADS];
 static uint32_t g_tid_count;
 static int g_more_threads;
@@ -251,48 +252,39 @@ void cc__stop_other_threads(pid_t self) {
     if (g_more_threads && stop) cc__scan_tasks(self, pid, cc__g.stop_signal);
 }
 
-/* async-signal-safe: the threads that did not park (they block the stop signal, or did not
- * stop in time) go to the thread helper, which stops them with ptrace and reads them
- * (cc_helper.c); taken[i] is set for each g_tids[i] written that way. */
-static void cc__take_unparked_threads(cc__writer_t *w, uint8_t *taken) {
+/* async-signal-safe: after cc__stop_other_threads and cc__images_collect (the helper unwinds
+ * with the crash-time image table), the threads that did not park (they block the stop
+ * signal, or did not stop in time) go to the thread helper, which stops them with ptrace and
+ * reads them (cc_helper.c) before the record is written. */
+void cc__stop_unparked_threads(void) {
     static pid_t unparked[CC__MAX_THREADS];
-    static uint8_t helper_taken[CC__MAX_THREADS];
-    static uint32_t index_of[CC__MAX_THREADS];
     uint32_t count = 0;
     for (uint32_t i = 0; i < g_tid_count; i++) {
-        taken[i] = 0;
-        if (cc__stopped_slot(g_tids[i]) >= 0) continue;
-        index_of[count] = i;
-        unparked[count++] = g_tids[i];
+        if (cc__stopped_slot(g_tids[i]) < 0) unparked[count++] = g_tids[i];
     }
-    if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) return;
+    g_helper_result = 0;
+    if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) {
+        cc__helper_stop_threads(unparked, 0, 0);
+        return;
+    }
     int64_t budget_ms = cc__g.watchdog_seconds * 1000LL / 2;
     if (budget_ms > 5000) budget_ms = 5000;
-    int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL;
-    int failed = cc__helper_take_threads(w, unparked, count, helper_taken, deadline);
-    for (uint32_t k = 0; k < count; k++) if (helper_taken[k]) taken[index_of[k]] = 1;
-    if (failed) {
-        char note[160];
-        size_t n = cc__strlcpy(note, "the thread helper did not finish (", sizeof note);
-        n += cc__strlcpy(note + n, cc__errno_name(failed), sizeof note - n);
-        n += cc__strlcpy(note + n, "): threads it had not read have no frames", sizeof note - n);
-        cc__write_string(w, CC_STR_NOTE, note, n);
-    }
+    g_helper_result = cc__helper_stop_threads(unparked, count, cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL);
 }
 
 /* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads:
  * parked threads unwound here from the context they published (with their registers), the
- * others from the thread helper, or listed without frames. */
-void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
+ * others as the thread helper read them, or listed without frames. Nothing when not `listed`
+ * (recordOtherThreads off: the threads were stopped all the same). */
+void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     (void)crashed_tid;
     static unw_context_t context;
     static unw_cursor_t cursor;
     static uint64_t frames[CC__OTHER_FRAMES];
-    static uint8_t taken[CC__MAX_THREADS];
-    cc__take_unparked_threads(w, taken);
-    cc__writer_flush(w); /* checkpoint: what the helper sent */
+    if (!listed) return;
     for (uint32_t i = 0; i < g_tid_count; i++) {
-        if (taken[i]) continue;
+        int helped = cc__helper_index(g_tids[i]);
+        if (helped >= 0 && cc__helper_write_thread(w, (uint32_t)helped)) continue;
         cc_sec_thread_t head = { .tid = g_tids[i], .flags = CC_THREAD_NO_STACK };
         cc__thread_name(g_tids[i], head.name);
         int slot = cc__stopped_slot(g_tids[i]);
@@ -312,6 +304,14 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid) {
         cc__section_put(w, &head, sizeof head);
         cc__section_put(w, frames, (head.flags & CC_THREAD_NO_STACK) ? 0 : (size_t)head.frame_count * sizeof(uint64_t));
         cc__section_end(w);
+    }
+    cc__helper_write_note(w);
+    if (g_helper_result) {
+        char note[160];
+        size_t n = cc__strlcpy(note, "the thread helper did not finish (", sizeof note);
+        n += cc__strlcpy(note + n, cc__errno_name(g_helper_result), sizeof note - n);
+        n += cc__strlcpy(note + n, "): threads it had not read have no frames", sizeof note - n);
+        cc__write_string(w, CC_STR_NOTE, note, n);
     }
     if (g_more_threads) {
         const char *note = "more threads than CrashCapture records (1024): the rest were stopped but left out";

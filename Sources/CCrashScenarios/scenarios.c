@@ -582,7 +582,11 @@ void cch_sleep_once_then_exit(long seconds) {
 static int g_watch_fd = -1;
 
 static void *cch_watching_thread(void *arg) {
-    (void)arg;
+    if (arg) {   /* as libdispatch workers do */
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, 0);
+    }
     char events[4096] __attribute__((aligned(8)));
     for (;;) {
         ssize_t got = read(g_watch_fd, events, sizeof events);
@@ -591,7 +595,7 @@ static void *cch_watching_thread(void *arg) {
     }
 }
 
-void cch_start_threads_that_exit_on_new_file(int count, const char *directory) {
+void cch_start_threads_that_exit_on_new_file(int count, const char *directory, int block_signals) {
     g_watch_fd = inotify_init1(IN_CLOEXEC);
     if (g_watch_fd < 0 || inotify_add_watch(g_watch_fd, directory, IN_CREATE | IN_MOVED_TO) < 0) {
         perror("inotify");
@@ -602,7 +606,10 @@ void cch_start_threads_that_exit_on_new_file(int count, const char *directory) {
     pthread_attr_setstacksize(&attr, 128 * 1024);
     for (int i = 0; i < count; i++) {
         pthread_t thread;
-        if (pthread_create(&thread, &attr, cch_watching_thread, 0) != 0) { cch_put(2, "pthread_create failed\n"); exit(70); }
+        if (pthread_create(&thread, &attr, cch_watching_thread, block_signals ? (void *)1 : 0) != 0) {
+            cch_put(2, "pthread_create failed\n");
+            exit(70);
+        }
         pthread_detach(thread);
     }
     pthread_attr_destroy(&attr);

@@ -378,10 +378,10 @@ public enum Scenarios {
                  record: nullDereference { $0.otherThreadsStopped = true; $0.minimumOtherThreads = 1024; $0.note = "the rest were stopped but left out" },
                  maxSeconds: 20)
         { context in
-            cch_start_threads_that_exit_on_new_file(1100, context.directory)
+            cch_start_threads_that_exit_on_new_file(1100, context.directory, 0)
             throughLevels { cch_null_dereference() }
         },
-        Scenario("threads-stopped-though-not-recorded", "with recordOtherThreads off, 50 threads that exit(0) as soon as a file appears in the record directory are still stopped: death by the crash, only the crashed thread in the record",
+        Scenario("threads-stopped-though-not-recorded", "with recordOtherThreads off, 50 threads that exit(0) as soon as a file appears in the record directory, half of them blocking every signal, are still stopped: death by the crash, only the crashed thread in the record",
                  ending: .signal(SIGSEGV),
                  record: nullDereference(),
                  configure: { $0.recordOtherThreads = false },
@@ -390,7 +390,15 @@ public enum Scenarios {
                      return record.threads.count == 1 ? [] : ["recordOtherThreads is off, yet the record lists \(record.threads.count) threads"]
                  })
         { context in
-            cch_start_threads_that_exit_on_new_file(50, context.directory)
+            cch_start_threads_that_exit_on_new_file(25, context.directory, 0)
+            cch_start_threads_that_exit_on_new_file(25, context.directory, 1)
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("blocking-threads-stopped-before-record", "20 threads that block every signal and exit(0) as soon as a file appears in the record directory: the ptrace helper stops them before the record file is created; all have frames",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadPtraced = true; $0.everyThreadHasFrames = true; $0.minimumOtherThreads = 20 })
+        { context in
+            cch_start_threads_that_exit_on_new_file(20, context.directory, 1)
             throughLevels { cch_null_dereference() }
         },
         Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (setIdentity in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",

@@ -72,8 +72,9 @@ void cch_exhaust_file_descriptors(void);
 void cch_refuse_ptrace(void);
 /* Starts `count` threads, each in a different blocking call, every other one blocking every signal. */
 void cch_start_blocking_threads(int count);
-/* Starts `count` threads that exit(0) as soon as a file is created in `directory`. */
-void cch_start_threads_that_exit_on_new_file(int count, const char *directory);
+/* Starts `count` threads that exit(0) as soon as a file is created in `directory`; with
+ * `block_signals`, each first blocks every signal. */
+void cch_start_threads_that_exit_on_new_file(int count, const char *directory, int block_signals);
 /* setrlimit(RLIMIT_FSIZE): soft limit `soft`; hard limit `hard`, or unchanged when negative. */
 void cch_limit_file_size(long soft, long hard);
 /* Handlers for SIGPROF (ITIMER_PROF every 100 us), SIGUSR1 and SIGCHLD (sent and caused by a
