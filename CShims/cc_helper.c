@@ -163,6 +163,10 @@ static int cc__helper_main(void *arg) {
         if (rc == 0) rc = cc__raw_syscall(SYS_ptrace, PTRACE_INTERRUPT, t->tid, 0, 0);
         t->error = rc < 0 ? (int)-rc : 0;
     }
+    if (cc__g.flags & CC_FLAG_TEST_SLOW_HELPER) {   /* test hook: outlive the deadline */
+        struct timespec stall = { 30, 0 };
+        cc__raw_syscall(SYS_nanosleep, (long)&stall, 0, 0, 0);
+    }
     for (uint32_t i = 0; i < count; i++) {   /* then read them one by one */
         cc__helper_thread_t *t = &g_helper.threads[i];
         if (t->error == 0) t->error = cc__helper_wait_stopped(t->tid);

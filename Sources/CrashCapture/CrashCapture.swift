@@ -69,6 +69,7 @@ public enum CrashCapture {
                         if !configuration.alternateStacksForNewThreads { flags |= UInt32(CC_FLAG_NO_ALTSTACK_NEW_THREADS) }
                         if configuration._testCrashInsideHandler { flags |= UInt32(CC_FLAG_TEST_CRASH_IN_HANDLER) }
                         if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
+                        if configuration._testSlowThreadHelper { flags |= UInt32(CC_FLAG_TEST_SLOW_HELPER) }
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
@@ -170,6 +171,9 @@ public struct CrashCaptureConfiguration: Sendable {
     public var _testCrashInsideHandler: Bool
     /// Test hook: hang inside the signal handler after the first sections are written.
     public var _testHangInsideHandler: Bool
+    /// Test hook: the thread helper stalls after stopping its threads (it must be killed at its
+    /// deadline, half the watchdog).
+    public var _testSlowThreadHelper: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -188,6 +192,7 @@ public struct CrashCaptureConfiguration: Sendable {
         self.watchdogSeconds = 10
         self._testCrashInsideHandler = false
         self._testHangInsideHandler = false
+        self._testSlowThreadHelper = false
     }
 }
 

@@ -394,6 +394,21 @@ public enum Scenarios {
             cch_start_threads_that_exit_on_new_file(25, context.directory, 1)
             throughLevels { cch_null_dereference() }
         },
+        Scenario("thread-helper-too-slow", "a thread helper that stalls past its deadline (half the 2 s watchdog) is killed: the blocking thread is listed without frames, a note says why, the crash is unchanged and nothing is left running",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference { $0.otherThreadsStopped = true; $0.threadNotStopped = false; $0.note = "did not finish (ETIMEDOUT" },
+                 maxSeconds: 6,
+                 configure: { $0.watchdogSeconds = 2; $0._testSlowThreadHelper = true },
+                 check: { outcome in
+                     guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path) else { return ["no record"] }
+                     let others = record.threads.filter { !$0.crashed }
+                     return others.count == 1 && others[0].frames.isEmpty && !others[0].ptraced
+                         ? [] : ["expected one thread without frames, not ptraced: \(others.map { ($0.tid, $0.frames.count, $0.ptraced) })"]
+                 })
+        { _ in
+            cch_start_thread_blocking_all_signals()
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("blocking-threads-stopped-before-record", "20 threads that block every signal and exit(0) as soon as a file appears in the record directory: the ptrace helper stops them before the record file is created; all have frames",
                  ending: .signal(SIGSEGV),
                  record: nullDereference { $0.otherThreadsStopped = true; $0.threadPtraced = true; $0.everyThreadHasFrames = true; $0.minimumOtherThreads = 20 })
