@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the system libraries CrashCapture builds against, if any is missing (Debian/Ubuntu).
+# Installs the system libraries CrashCapture builds against, if any is missing (Debian/Ubuntu),
+# and elfutils, whose eu-stack the tests take as the truth for other threads' stacks.
 set -euo pipefail
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev)
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

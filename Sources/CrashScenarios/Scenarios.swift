@@ -148,6 +148,15 @@ public struct Scenario: Sendable {
 public struct ScenarioContext: Sendable {
     /// The record directory (also a scratch place for files the scenario needs).
     public let directory: String
+
+    /// Test support: with `CRASH_HARNESS_PAUSE_BEFORE_CRASH=PATH` in the environment, writes this
+    /// process's pid to PATH.ready and waits (at most a minute) for PATH.go, so that a test can
+    /// look at the process with an outside tool (eu-stack) just before it crashes.
+    public func pauseIfAsked() {
+        guard let path = ProcessInfo.processInfo.environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] else { return }
+        FileManager.default.createFile(atPath: path + ".ready", contents: Data("\(getpid())".utf8))
+        for _ in 0..<6000 where !FileManager.default.fileExists(atPath: path + ".go") { usleep(10_000) }
+    }
 }
 
 /// Swift traps (force-unwrap, overflow, fatalError) are `ud2` on x86-64 and `brk` on arm64.
@@ -578,8 +587,9 @@ public enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: nullDereference { $0.otherThreadsStopped = true; $0.threadPtraced = true; $0.everyThreadHasFrames = true; $0.minimumOtherThreads = 100 },
                  maxSeconds: 20)
-        { _ in
+        { context in
             cch_start_blocking_threads(100)
+            context.pauseIfAsked()
             throughLevels { cch_null_dereference() }
         },
         Scenario("dispatch-crash", "a crash in a block on a global Dispatch queue (its workers block every signal): recorded with every worker's frames",

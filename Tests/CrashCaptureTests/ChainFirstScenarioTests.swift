@@ -83,6 +83,63 @@ final class ChainFirstScenarioTests: XCTestCase {
         XCTAssertTrue(record.notes.contains { $0.contains("the rest were stopped but left out") }, "\(record.notes)")
     }
 
+    /// The truth for other threads' stacks: elfutils' eu-stack, attached to the same process just
+    /// before it crashes, sees the same frames for every thread (parked or ptraced) as the record.
+    func testEveryThreadsFramesMatchWhatEuStackSeesInTheSameProcess() throws {
+        guard let euStack = ["/usr/bin/eu-stack", "/usr/local/bin/eu-stack"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw XCTSkip("eu-stack (elfutils) is not installed; scripts/setup.sh installs it")
+        }
+        let directory = try Harness.scratchDirectory("eu-stack")
+        let pause = directory + "/pause"
+        let harness = Process()
+        harness.executableURL = URL(fileURLWithPath: Harness.debug)
+        harness.arguments = ["run", "hundred-threads-blocking-calls", "--dir", directory + "/records"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] = pause
+        harness.environment = environment
+        harness.standardError = FileHandle.nullDevice
+        try harness.run()
+        defer { if harness.isRunning { kill(harness.processIdentifier, SIGKILL) } }
+        for _ in 0..<3000 where !FileManager.default.fileExists(atPath: pause + ".ready") { usleep(10_000) }
+        let pid = try XCTUnwrap(Int32(String(contentsOfFile: pause + ".ready", encoding: .utf8)))
+
+        let out = directory + "/eu-stack.txt"
+        let stack = try ChildProcess.run(euStack, ["-p", String(pid)], stdout: out, stderr: directory + "/eu-stack.err", timeout: 60)
+        XCTAssertEqual(stack.ending, .exited(0), (try? String(contentsOfFile: directory + "/eu-stack.err", encoding: .utf8)) ?? "")
+        // "TID 1234:" then "#0  0x00007f... name" lines.
+        var seen: [Int32: [UInt64]] = [:]
+        var current: Int32?
+        for line in try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n") {
+            if line.hasPrefix("TID "), let tid = Int32(line.dropFirst(4).prefix { $0.isNumber }) { current = tid; seen[tid] = [] }
+            else if line.hasPrefix("#"), let current, let hex = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first,
+                    hex.hasPrefix("0x"), let address = UInt64(hex.dropFirst(2), radix: 16) { seen[current, default: []].append(address) }
+        }
+        FileManager.default.createFile(atPath: pause + ".go", contents: Data())
+        harness.waitUntilExit()
+        XCTAssertEqual(harness.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(harness.terminationStatus, SIGSEGV)
+
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").filter { $0.hasSuffix(".ccrec") }
+        let record = try CrashRecordReader.read(path: directory + "/records/" + (files.first ?? "none"))
+        let others = record.threads.filter { !$0.crashed }
+        XCTAssertEqual(others.count, 100)
+        for thread in others {
+            let truth = try XCTUnwrap(seen[thread.tid], "eu-stack did not list thread \(thread.tid)")
+            XCTAssertFalse(thread.frames.isEmpty, "thread \(thread.tid)")
+            let count = min(thread.frames.count, truth.count)
+            // Callers: the same return addresses, frame for frame.
+            XCTAssertEqual(Array(thread.frames[1..<count]), Array(truth[1..<count]), "thread \(thread.tid) (ptraced: \(thread.ptraced))")
+            // Frame 0: the same instruction for a ptraced thread; for a parked one the signal
+            // context may point at the restarted syscall instruction, just before.
+            if thread.ptraced {
+                XCTAssertEqual(thread.frames[0], truth[0], "thread \(thread.tid)")
+            } else {
+                XCTAssertLessThanOrEqual(max(thread.frames[0], truth[0]) - min(thread.frames[0], truth[0]), 16, "thread \(thread.tid)")
+            }
+        }
+    }
+
     // MARK: Frames
 
     func testACallThroughANullFunctionPointerKeepsItsCallers() throws {
