@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
         .library(name: "CrashInspection", targets: ["CrashInspection"]),
         .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
+        .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -18,17 +19,24 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // The record layout (cc_record.h): the one header the writer and the readers share.
+        .target(name: "CCrashRecordLayout", path: "Sources/CCrashRecordLayout"),
         // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
         .target(
             name: "CShims",
+            dependencies: ["CCrashRecordLayout"],
             path: "CShims",
             linkerSettings: [.linkedLibrary("unwind")]
         ),
+        // Reading records: the typed model and the reader. No signal handler, no interposed
+        // libc function: tools that only read records (crash-inspect, symbolication, the
+        // fuzzer) link this, not CrashCapture.
+        .target(name: "CrashRecordFormat", dependencies: ["CCrashRecordLayout"]),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
         .target(name: "CrashEvents"),
         .target(
             name: "CrashCapture",
-            dependencies: ["CShims", "CrashEvents", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CShims", "CrashRecordFormat", "CrashEvents", .product(name: "Logging", package: "swift-log")]
         ),
         // zlib, for the gzip body of uploads.
         .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
@@ -40,7 +48,7 @@ let package = Package(
         // Next launch: crash records and run markers become events in the store.
         .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashTracking"]),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashCapture"]),
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
@@ -59,11 +67,11 @@ let package = Package(
             ]
         ),
         // The offline inspector: explanations, rendering, grouping, Sentry export.
-        .target(name: "CrashInspection", dependencies: ["CrashCapture", "CrashSymbolication"]),
+        .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashCapture", "CrashSymbolication", "CrashTracking",
+                "CrashInspection", "CrashRecordFormat", "CrashSymbolication", "CrashTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -77,7 +85,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CShims", "CrashScenarios", "CrashSymbolication", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "crash-harness"]
         ),
     ]
 )

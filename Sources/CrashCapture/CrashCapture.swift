@@ -6,6 +6,7 @@ import Glibc
 #endif
 import Logging
 @_exported import CrashEvents
+@_exported import CrashRecordFormat
 
 /// Records fatal signals (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP) of this process
 /// as crash records on disk, then lets the process die exactly as it would have.

@@ -1,5 +1,5 @@
 // Inspection.swift — a record with its threads symbolicated: the one model show, list, groups and export read from.
-import CrashCapture
+import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 

@@ -1,5 +1,5 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: event with exception, threads, debug images, and the raw record attached.
-import CrashCapture
+import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 

@@ -1,5 +1,5 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
-import CrashCapture
+import CrashRecordFormat
 import Foundation
 #if canImport(Glibc)
 import Glibc

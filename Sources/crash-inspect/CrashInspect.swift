@@ -1,6 +1,6 @@
 // CrashInspect.swift — crash-inspect: read, symbolicate and group crash records offline.
 import ArgumentParser
-import CrashCapture
+import CrashRecordFormat
 import CrashInspection
 import CrashSymbolication
 import CrashTracking

@@ -6,6 +6,7 @@ import Foundation
 import XCTest
 
 @testable import CrashCapture
+@testable import CrashRecordFormat
 
 #if canImport(Glibc)
 import Glibc

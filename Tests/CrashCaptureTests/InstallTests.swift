@@ -2,6 +2,7 @@
 import CShims
 import CrashSymbolication
 @testable import CrashCapture
+@testable import CrashRecordFormat
 import Foundation
 import XCTest
 

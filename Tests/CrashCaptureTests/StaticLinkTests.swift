@@ -91,7 +91,8 @@ final class StaticLinkTests: XCTestCase {
         try Self.program.write(toFile: work + "/static-threads.c", atomically: true, encoding: .utf8)
         let binary = work + "/static-threads"
         let compileLog = work + "/cc.log"
-        let compiled = try ChildProcess.run(cc, ["-static", "-O1", "-g", "-I", shims + "/include", "-I", shims] + sources +
+        let layout = Self.packageRoot.appendingPathComponent("Sources/CCrashRecordLayout/include").path
+        let compiled = try ChildProcess.run(cc, ["-static", "-O1", "-g", "-I", shims + "/include", "-I", layout, "-I", shims] + sources +
                                             [work + "/static-threads.c", "-o", binary, "-lunwind", "-llzma", "-lpthread"],
                                             stderr: compileLog, timeout: 300)
         let log = (try? String(contentsOfFile: compileLog, encoding: .utf8)) ?? ""

@@ -349,6 +349,24 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(SentryEnvelope.debugID(buildID: [0xAB]), "000000ab-0000-0000-0000-000000000000")
     }
 
+    func testTheInspectorDoesNotLinkTheSignalHandlerOrItsLibcWrappers() throws {
+        // crash-inspect only reads records (CrashRecordFormat): no handler, no process-wide
+        // pthread_create or dl_iterate_phdr of ours. The harness, which starts CrashCapture, has them.
+        let nm = try XCTUnwrap(["/opt/swift/usr/bin/llvm-nm", "/usr/bin/llvm-nm", "/usr/bin/nm"].first { FileManager.default.isExecutableFile(atPath: $0) })
+        func definedSymbols(_ binary: String) throws -> Set<String> {
+            let out = try scratch("nm") + "/symbols"
+            let run = try ChildProcess.run(nm, ["--defined-only", binary], stdout: out, timeout: 120)
+            XCTAssertEqual(run.ending, .exited(0))
+            return Set(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
+        }
+        let ours = ["cc_install", "pthread_create", "dl_iterate_phdr"]
+        let inspector = try definedSymbols(Self.inspect)
+        XCTAssertTrue(ours.allSatisfy { !inspector.contains($0) }, "\(ours.filter { inspector.contains($0) })")
+        XCTAssertFalse(inspector.contains { $0.hasPrefix("cc__") })
+        let harness = try definedSymbols(Self.harness)
+        XCTAssertTrue(ours.allSatisfy { harness.contains($0) }, "the check itself sees them where they are")
+    }
+
     func testHelpTextIsPinned() throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         for (name, arguments) in [("help.txt", ["--help"]), ("help-show.txt", ["show", "--help"]), ("help-list.txt", ["list", "--help"])] {

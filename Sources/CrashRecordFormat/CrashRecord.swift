@@ -1,6 +1,6 @@
 // CrashRecord.swift — the typed model of one crash record, as read by `CrashRecordReader`.
 //
-// The on-disk layout lives in CShims/include/cc_record.h; this file only describes what a
+// The on-disk layout lives in Sources/CCrashRecordLayout/include/cc_record.h; this file only describes what a
 // reader makes of it. Every type here is a plain value: `Sendable`, `Equatable`, and free of
 // any reference to the bytes it came from.
 

@@ -3,10 +3,10 @@
 // Records are untrusted input: a file may be cut short, damaged, foreign, or hostile. The
 // reader never traps on any input — every read is bounds checked, every size computed
 // without overflow — and it keeps every whole section before the first damaged one.
-// The layout comes from CShims/include/cc_record.h via the imported C structs, so the writer
+// The layout comes from Sources/CCrashRecordLayout/include/cc_record.h via the imported C structs, so the writer
 // and this reader share one definition of every size and offset.
 
-import CShims
+import CCrashRecordLayout
 
 #if canImport(Glibc)
 import Glibc
