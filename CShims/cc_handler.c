@@ -225,7 +225,7 @@ static void cc__write_memory(cc__writer_t *w, const char *label, uint64_t addres
 /* async-signal-safe: "crash-<unix ms>-<pid>-<tid>" into cc__g.file_name / partial_name. */
 static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     char *p = cc__g.file_name;
-    const char *prefix = "crash-";
+    const char *prefix = CC_RECORD_PREFIX;
     for (int i = 0; prefix[i]; i++) *p++ = prefix[i];
     p += cc__fmt_u64(p, (uint64_t)(wall_ns / 1000000));
     *p++ = '-';
@@ -236,9 +236,8 @@ static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     for (int i = 0; ext[i]; i++) *p++ = ext[i];
     *p = 0;
     size_t n = cc__strlcpy(cc__g.partial_name, cc__g.file_name, sizeof cc__g.partial_name);
-    const char *partial = ".partial";
-    for (int i = 0; partial[i] && n + 1 < sizeof cc__g.partial_name; i++) cc__g.partial_name[n++] = partial[i];
-    cc__g.partial_name[n] = 0;
+    n -= sizeof CC_RECORD_EXTENSION - 1;
+    cc__strlcpy(cc__g.partial_name + n, CC_RECORD_PARTIAL_EXTENSION, sizeof cc__g.partial_name - n);
 }
 
 /* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */

@@ -16,12 +16,8 @@ public struct RecordEntry: Sendable {
 public enum RecordDirectory {
     /// The id of a record file: its name without the record extensions.
     public static func id(of path: String) -> String {
-        var name = (path as NSString).lastPathComponent
-        for suffix in [".ccrec.partial", ".ccrec"] where name.hasSuffix(suffix) {
-            name.removeLast(suffix.count)
-            break
-        }
-        return name
+        let name = (path as NSString).lastPathComponent
+        return RecordFileName.stem(of: name) ?? name
     }
 
     /// Every `*.ccrec` and `*.ccrec.partial` entry of `directory`, oldest name first. Entries
@@ -29,13 +25,7 @@ public enum RecordDirectory {
     /// are taken from the directory listing only, so nothing outside it is ever opened.
     /// - Throws: ``CrashRecordError/unreadable(path:reason:)`` when the directory itself cannot be listed.
     public static func entries(in directory: String, sizeLimit: Int = CrashRecordReader.defaultSizeLimit) throws -> [RecordEntry] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
-            throw CrashRecordError.unreadable(path: directory, reason: "cannot list the directory")
-        }
-        return names
-            .filter { ($0.hasSuffix(".ccrec") || $0.hasSuffix(".ccrec.partial")) && !$0.contains("/") }
-            .sorted()
+        return try RecordFileName.names(in: directory)
             .map { name in
                 let path = (directory as NSString).appendingPathComponent(name)
                 let result: Result<CrashRecord, CrashRecordError>
@@ -55,7 +45,7 @@ public enum RecordDirectory {
             return recordOrID
         }
         guard !recordOrID.contains("/") else { return nil }
-        for suffix in [".ccrec", ".ccrec.partial", ""] {
+        for suffix in [RecordFileName.completeExtension, RecordFileName.partialExtension, ""] {
             let path = (directory as NSString).appendingPathComponent(recordOrID + suffix)
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue { return path }
         }

@@ -44,9 +44,7 @@ public enum NextLaunchIngest {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
         if let recordDirectory {
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: recordDirectory)) ?? [])
-                .filter { $0.hasPrefix("crash-") && ($0.hasSuffix(".ccrec") || $0.hasSuffix(".ccrec.partial")) }
-                .sorted()
+            let names = ((try? RecordFileName.names(in: recordDirectory)) ?? []).filter { RecordFileName($0) != nil }
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
                              appName: appName, appVersion: appVersion, report: &report)
@@ -65,19 +63,11 @@ public enum NextLaunchIngest {
         return report
     }
 
-    /// "crash-<ms>-<pid>-<tid>.ccrec[.partial]" → (ms, pid).
-    static func parseName(_ name: String) -> (ms: Int64, pid: Int32)? {
-        guard let stem = name.split(separator: ".").first else { return nil }
-        let parts = stem.split(separator: "-")
-        guard parts.count == 4, let ms = Int64(parts[1]), let pid = Int32(parts[2]) else { return nil }
-        return (ms, pid)
-    }
-
     private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
                                      appName: String, appVersion: String, report: inout Report) {
         let path = "\(directory)/\(name)"
-        let parsed = parseName(name)
-        if name.hasSuffix(".partial"), let pid = parsed?.pid, pid != getpid(), kill(pid, 0) == 0 || errno == EPERM {
+        let parsed = RecordFileName(name)
+        if let parsed, parsed.isPartial, parsed.pid != getpid(), kill(parsed.pid, 0) == 0 || errno == EPERM {
             // The handler of a live process may still be writing it (it renames when done).
             report.recordsInProgress.append(name)
             return
@@ -99,7 +89,7 @@ public enum NextLaunchIngest {
         do {
             let record = try CrashRecordReader.read(path: path)
             let appEnd = parseAppEnd(record.appEndJSON)
-            let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.ms
+            let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.milliseconds
             let marker = matchMarker(markers, runID: appEnd?.runID, pid: record.process?.pid ?? parsed?.pid, crashMs: crashMs)
             let identity = appEnd?.identity ?? marker?.identity ?? EventIdentity()
             let renderer = EventRenderer(appName: record.appName ?? marker?.appName ?? appName,
@@ -125,7 +115,7 @@ public enum NextLaunchIngest {
         } catch {
             unreadable = true
             let renderer = EventRenderer(appName: appName, appVersion: appVersion)
-            let time = parsed?.ms ?? nowMilliseconds()
+            let time = parsed?.milliseconds ?? nowMilliseconds()
             let draft = EventDraft(time: time, event: "AppCrashed", identity: EventIdentity(), properties: [
                 "app_crashed_reason": .string("unreadable crash record \(name): \(error)"),
                 "$crash_record": .string(name), "$crash_record_complete": .bool(false),

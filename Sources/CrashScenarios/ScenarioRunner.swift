@@ -146,17 +146,11 @@ public enum ScenarioRunner {
     }
 
     static func recordFiles(in directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasSuffix(".ccrec") || $0.hasSuffix(".ccrec.partial") }
-            .sorted()
-            .map { directory + "/" + $0 }
+        ((try? RecordFileName.names(in: directory)) ?? []).map { directory + "/" + $0 }
     }
 
-    /// The pid in a record's file name, `crash-<ms>-<pid>-<tid>.ccrec[.partial]`.
-    public static func recordPid(_ path: String) -> pid_t? {
-        let parts = (path as NSString).lastPathComponent.split(separator: ".")[0].split(separator: "-")
-        return parts.count == 4 ? pid_t(parts[2]) : nil
-    }
+    /// The pid in a record's file name.
+    public static func recordPid(_ path: String) -> pid_t? { RecordFileName(path)?.pid }
 
     /// The first line where two outputs differ, for a failure message.
     static func firstDifference(_ mine: String, _ theirs: String) -> String {
@@ -260,8 +254,9 @@ public enum ScenarioRunner {
             failures.append("record does not parse: \(error)")
             return (failures, [])
         }
-        if path.hasSuffix(".partial") != !record.isComplete {
-            failures.append("file name says \(path.hasSuffix(".partial") ? "partial" : "complete") but the record is \(record.completeness)")
+        let partialName = RecordFileName(path)?.isPartial ?? path.hasSuffix(RecordFileName.partialExtension)
+        if partialName != !record.isComplete {
+            failures.append("file name says \(partialName ? "partial" : "complete") but the record is \(record.completeness)")
         }
         if !record.isComplete && !expected.mayBeIncomplete && !expected.incompleteAllowed {
             failures.append("record incomplete: \(record.completeness)")

@@ -348,6 +348,37 @@ final class CrashRecordReaderTests: XCTestCase {
         XCTAssertFalse(record.isComplete)
     }
 
+    func testRecordFileNamesRoundTripAndAnythingElseIsRefused() {
+        let name = RecordFileName(milliseconds: 1_795_460_015_227, pid: 11931, tid: 11932)
+        XCTAssertEqual(name.name, "crash-1795460015227-11931-11932.ccrec")
+        XCTAssertEqual(RecordFileName(name.name), name)
+        var partial = name
+        partial.isPartial = true
+        XCTAssertEqual(partial.name, "crash-1795460015227-11931-11932.ccrec.partial")
+        XCTAssertEqual(RecordFileName("/var/crashes/" + partial.name), partial)
+        for bad in ["crash-1-2.ccrec", "crash-1-2-3-4.ccrec", "crash-a-2-3.ccrec", "crash-1-2-3.txt", "crash-1-2-3",
+                    "other-1-2-3.ccrec", "crash--2-3.ccrec", "crash-1-2-99999999999.ccrec", ".ccrec"] {
+            XCTAssertNil(RecordFileName(bad), bad)
+        }
+        // Discovery goes by the extension (an odd name is still read, as untrusted as any).
+        XCTAssertTrue(RecordFileName.isRecordFile("anything.ccrec"))
+        XCTAssertTrue(RecordFileName.isRecordFile("anything.ccrec.partial"))
+        XCTAssertFalse(RecordFileName.isRecordFile("anything.ccrec.tmp"))
+        XCTAssertEqual(RecordFileName.stem(of: partial.name), "crash-1795460015227-11931-11932")
+    }
+
+    func testTheNameTheHandlerGivesARealRecordParses() throws {
+        let run = try Harness.run("null-dereference")
+        let path = try XCTUnwrap(run.outcome.ownRecordFiles.first)
+        let name = try XCTUnwrap(RecordFileName(path), path)
+        XCTAssertEqual(name.pid, run.outcome.pid)
+        XCTAssertEqual(name.tid, run.outcome.pid, "the main thread crashed")
+        XCTAssertFalse(name.isPartial)
+        let crashMs = try XCTUnwrap(run.record?.process).crashWallNanoseconds / 1_000_000
+        XCTAssertEqual(name.milliseconds, crashMs)
+        XCTAssertEqual(try RecordFileName.names(in: (path as NSString).deletingLastPathComponent), [(path as NSString).lastPathComponent])
+    }
+
     func testAKnownSectionShorterThanItsStructIsIncomplete() throws {
         let types: [cc_section_type] = [
             CC_SEC_CRASH, CC_SEC_PROCESS, CC_SEC_STRING, CC_SEC_REGISTERS, CC_SEC_MEMORY,

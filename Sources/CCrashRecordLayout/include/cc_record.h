@@ -35,6 +35,10 @@
 
 #define CC_RECORD_MAGIC       "CCRECORD"   /* 8 bytes, no terminator in the file */
 #define CC_RECORD_VERSION     1
+/* File names: CC_RECORD_PREFIX "<unix ms>-<pid>-<tid>" CC_RECORD_EXTENSION, with
+ * CC_RECORD_PARTIAL_EXTENSION while it is written (made by cc_handler.c, parsed by
+ * CrashRecordFormat's RecordFileName; nothing else knows the shape). */
+#define CC_RECORD_PREFIX      "crash-"
 #define CC_RECORD_EXTENSION   ".ccrec"
 #define CC_RECORD_PARTIAL_EXTENSION ".ccrec.partial"
 /* Readers refuse a section longer than this as corrupt (the writer never exceeds it). */
