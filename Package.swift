@@ -75,17 +75,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Test support shared by every test target: built tool paths, scratch directories.
+        .target(name: "TestSupport"),
         .testTarget(
             name: "CrashInspectTests",
-            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "crash-inspect", "crash-harness"]
+            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "CrashTrackingTests",
-            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "crash-harness"]
+            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-harness"]
         ),
     ]
 )

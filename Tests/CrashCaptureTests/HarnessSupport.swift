@@ -3,20 +3,15 @@ import CrashCapture
 import CrashScenarios
 import CrashSymbolication
 import Foundation
+import TestSupport
 import XCTest
 
 enum Harness {
     /// The debug harness SwiftPM built next to this test bundle.
-    static var debug: String {
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return exe.deletingLastPathComponent().appendingPathComponent("crash-harness").path
-    }
+    static var debug: String { BuiltProducts.harness }
 
     /// The release harness, when the test command built one (scripts/test.sh does).
-    static var release: String? {
-        guard let path = ProcessInfo.processInfo.environment["CRASH_HARNESS_RELEASE"], !path.isEmpty else { return nil }
-        return path
-    }
+    static var release: String? { BuiltProducts.releaseHarness }
 
     static let symbolicator: Symbolicator = {
         do { return try Symbolicator() } catch { fatalError("\(error)") }
@@ -34,12 +29,7 @@ enum Harness {
     }
 
     /// A fresh directory for one run's records.
-    static func scratchDirectory(_ name: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("crashcapture-tests-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    static func scratchDirectory(_ name: String) throws -> String { try Scratch.directory(name) }
 
     struct Run {
         let report: RunReport

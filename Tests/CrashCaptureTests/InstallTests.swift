@@ -103,8 +103,7 @@ final class InstallTests: XCTestCase {
 
     func testStartAddsNoThreadAndNoTimer() throws {
         // In a fresh child: this test process has other tests' threads coming and going.
-        let harness = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("crash-harness").path
+        let harness = Harness.debug
         let out = directory + "-idle.json"
         try FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let child = try ChildProcess.run(harness, ["idle-check", "--dir", directory], stdout: out)

@@ -3,14 +3,12 @@ import CrashInspection
 import CrashScenarios
 import CrashSymbolication
 import Foundation
+import TestSupport
 import XCTest
 
 final class CrashInspectTests: XCTestCase {
-    static var binDirectory: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
-    }
-    static var inspect: String { binDirectory + "/crash-inspect" }
-    static var harness: String { binDirectory + "/crash-harness" }
+    static var inspect: String { BuiltProducts.inspect }
+    static var harness: String { BuiltProducts.harness }
 
     struct Output {
         let ending: ChildProcess.Ending
@@ -27,12 +25,7 @@ final class CrashInspectTests: XCTestCase {
                       stderr: (try? String(contentsOfFile: base + "/stderr", encoding: .utf8)) ?? "")
     }
 
-    func scratch(_ name: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("inspect-tests-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    func scratch(_ name: String) throws -> String { try Scratch.directory("inspect-" + name) }
 
     /// Crashes `scenario` with `harness` into `directory`; returns the record's path.
     @discardableResult

@@ -2,6 +2,7 @@
 @testable import CrashReporter
 import CrashTracking
 import Foundation
+import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc

@@ -1,27 +1,15 @@
 // Support.swift — scratch directories, child processes and event helpers shared by the tests.
 import CrashSymbolication
 import Foundation
+import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
 #endif
 
-enum Scratch {
-    /// A fresh directory under the temporary directory.
-    static func directory(_ name: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("crashtracking-tests-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max))").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-}
-
 enum Harness {
     /// The debug crash-harness SwiftPM built next to this test bundle.
-    static var path: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("crash-harness").path
-    }
+    static var path: String { BuiltProducts.harness }
 
     static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment

@@ -2,6 +2,7 @@
 @testable import CrashTracking
 import CrashEvents
 import Foundation
+import TestSupport
 import XCTest
 
 final class TrackerTests: XCTestCase {

@@ -1,6 +1,7 @@
 // TrackingStoreTests.swift — the SQLite store: order, bounds, counted evictions, quarantine, corruption.
 @testable import CrashTracking
 import Foundation
+import TestSupport
 import XCTest
 
 final class TrackingStoreTests: XCTestCase {

@@ -1,6 +1,7 @@
 // UploaderTests.swift — uploads against a real HTTP server on 127.0.0.1.
 @testable import CrashTracking
 import Foundation
+import TestSupport
 import XCTest
 
 final class UploaderTests: XCTestCase {
