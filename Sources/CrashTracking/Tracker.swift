@@ -35,6 +35,12 @@ public final class Tracker: @unchecked Sendable {
         public var onIdentityChange: (@Sendable (EventIdentity) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
         public var runID: String = EventDraft.newTrackID()
+        /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
+        /// the tracker shuts down by itself: it stores a normal `$AppEnd` and stores and uploads
+        /// for at most this many seconds (at least 0.5), so exit is delayed that long at most.
+        /// Without it the next launch would report the run as an abnormal end. `nil` turns the
+        /// exit hook off.
+        public var shutdownAtExit: Double? = 1
 
         public init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.storePath = storePath
@@ -116,6 +122,7 @@ public final class Tracker: @unchecked Sendable {
         queue.reserveCapacity(1024)
         spare.reserveCapacity(1024)
         configuration.onIdentityChange?(identity)
+        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         let writer = Thread { [self] in writerLoop() }
         writer.name = "CrashTracking.writer"
         writer.start()
@@ -282,6 +289,14 @@ public final class Tracker: @unchecked Sendable {
 
     private var lastShutdown: ShutdownResult?
 
+    /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
+    /// exiting from the writer thread itself (it could not wait for itself).
+    func shutdownAtExit() {
+        guard let seconds = configuration.shutdownAtExit, Thread.current.name != "CrashTracking.writer",
+              cond.withLock({ accepting }) else { return }
+        shutdown(timeout: max(seconds, 0.5))
+    }
+
     // MARK: - Writer
 
     private func writerLoop() {
@@ -374,3 +389,36 @@ public final class Tracker: @unchecked Sendable {
         }
     }
 }
+
+/// Shuts down, at a normal process exit, every tracker whose owner did not (see
+/// ``Tracker/Configuration/shutdownAtExit``). One `atexit` handler for the process; trackers are
+/// held weakly, so the hook never keeps one alive.
+enum ExitHook {
+    private final class Entry: @unchecked Sendable {
+        weak var tracker: Tracker?
+        init(_ tracker: Tracker) { self.tracker = tracker }
+    }
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var entries: [Entry] = []
+    nonisolated(unsafe) private static var installed = false
+
+    static func register(_ tracker: Tracker) {
+        lock.lock()
+        defer { lock.unlock() }
+        entries.removeAll { $0.tracker == nil }
+        entries.append(Entry(tracker))
+        if !installed {
+            installed = true
+            atexit { ExitHook.runAtExit() }
+        }
+    }
+
+    private static func runAtExit() {
+        lock.lock()
+        let trackers = entries.compactMap(\.tracker)
+        entries.removeAll()
+        lock.unlock()
+        for tracker in trackers { tracker.shutdownAtExit() }
+    }
+}
+

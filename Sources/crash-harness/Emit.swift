@@ -52,6 +52,9 @@ extension CrashHarness {
         @Flag(help: "Print a JSON summary (run id, ingest report, shutdown result) on stdout.")
         var json = false
 
+        @Flag(name: .customLong("exit-without-shutdown"), help: "After tracking, exit(0) without calling shutdown (the tracker's exit hook must end the run normally).")
+        var exitWithoutShutdown = false
+
         func validate() throws {
             guard count >= 0 else { throw ValidationError("--count must be at least 0") }
             if let crashAfter, crashAfter < 0 || crashAfter >= count {
@@ -86,6 +89,7 @@ extension CrashHarness {
                 if let readyFile { FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
                 while hold { sleep(60) }
             }
+            if exitWithoutShutdown { Glibc.exit(0) }
             let result = reporting.shutdown(timeout: flushTimeout)
             if json {
                 let report = reporting.ingestReport

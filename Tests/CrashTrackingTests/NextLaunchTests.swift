@@ -76,6 +76,24 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(again.filter { $0.event == "$AppEnd" && $0.properties["$app_end_reason"] as? String == "abnormal" }.count, 1)
     }
 
+    func testAProcessThatExitsWithoutShutdownEndsItsRunNormallyNotAbnormally() throws {
+        let directory = try Scratch.directory("exit-without-shutdown")
+        let store = directory + "/s.sqlite"
+        let first = try Harness.emit(["--count", "3", "--store", store, "--run-id", "exiting-run", "--exit-without-shutdown"])
+        XCTAssertEqual(first.ending, .exited(0))
+        // The exit hook stored everything and a normal $AppEnd, and removed the run's marker.
+        let events = try storedObjects(store)
+        XCTAssertEqual(events.filter { $0.run == "exiting-run" }.compactMap(\.seq), [0, 1, 2])
+        let ends = events.filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "exiting-run" }
+        XCTAssertEqual(ends.count, 1)
+        XCTAssertEqual(ends.first?.properties["$app_end_reason"] as? String, "normal")
+        // The next launch finds no dead run to report.
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store]).ending, .exited(0))
+        let after = try storedObjects(store)
+        XCTAssertFalse(after.contains { $0.event == "$AppEnd" && $0.properties["$app_end_reason"] as? String == "abnormal" })
+        XCTAssertEqual(after.filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "exiting-run" }.count, 1)
+    }
+
     func testTheUploaderKilledAtRandomMomentsLosesNothingAndRepeatsKeepTheirTrackID() throws {
         let directory = try Scratch.directory("killloop")
         let store = directory + "/s.sqlite"
