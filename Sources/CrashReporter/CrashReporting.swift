@@ -65,7 +65,13 @@ public final class CrashReporting: @unchecked Sendable {
         var trackerConfiguration = Tracker.Configuration(storePath: configuration.storePath, appName: configuration.appName,
                                                          appVersion: configuration.appVersion, endpoint: configuration.endpoint)
         configuration.tracker?(&trackerConfiguration)
-        trackerConfiguration.onIdentityChange = { CrashCapture.setIdentity($0) }
+        // CrashCapture's compensating $AppEnd follows the identity; the integrator's own
+        // callback, if any, still runs after it.
+        let integratorCallback = trackerConfiguration.onIdentityChange
+        trackerConfiguration.onIdentityChange = { identity in
+            CrashCapture.setIdentity(identity)
+            integratorCallback?(identity)
+        }
         let state = try store.loadState(claimingFirstStart: false)
         CrashCapture.setIdentity(EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID))
         if configuration.captureCrashes {

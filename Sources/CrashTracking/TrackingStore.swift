@@ -145,8 +145,10 @@ public struct TrackingStoreError: Error, CustomStringConvertible {
 public final class TrackingStore: @unchecked Sendable {
     public let path: String
     public let limits: StoreLimits
-    /// Where a corrupt file found at open (or later) was moved, if that happened.
-    public private(set) var movedAsideCorruptFiles: [String] = []
+    /// Where a corrupt file found at open (or later) was moved, if that happened. Read under the
+    /// same lock the recovery appends under (a writer thread may recover while a caller reads).
+    public var movedAsideCorruptFiles: [String] { lock.withLock { _movedAsideCorruptFiles } }
+    private var _movedAsideCorruptFiles: [String] = []
 
     private let lock = NSLock()
     private var pool: DatabasePool
@@ -170,7 +172,7 @@ public final class TrackingStore: @unchecked Sendable {
         } catch {
             throw TrackingStoreError(operation: "open \(path)", underlying: "\(error)")
         }
-        movedAsideCorruptFiles = moved
+        _movedAsideCorruptFiles = moved
     }
 
     static func isCorruption(_ error: Error) -> Bool {
@@ -265,7 +267,7 @@ public final class TrackingStore: @unchecked Sendable {
         try lock.withLock {
             guard pool === seen else { return } // another thread already did it
             try? pool.close()
-            movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
+            _movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
             pool = try TrackingStore.openRetryingBusy(path)
         }
     }

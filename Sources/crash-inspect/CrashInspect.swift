@@ -44,7 +44,7 @@ struct RecordOptions: ParsableArguments {
     func inspections() throws -> (good: [Inspection], bad: [(id: String, error: String)]) {
         let entries: [RecordEntry]
         do { entries = try RecordDirectory.entries(in: dir) } catch {
-            throw ValidationError("\(error)")
+            throw RuntimeFailure(description: "\(error)")
         }
         let symbolicator = self.symbolicator()
         var good: [Inspection] = []
@@ -70,13 +70,15 @@ struct RecordOptions: ParsableArguments {
             let raw = FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
             return (Inspection(path: path, record: record, symbolicator: symbolicator()), raw)
         } catch {
-            throw UnreadableRecord(description: "\((path as NSString).lastPathComponent): \(error)")
+            throw RuntimeFailure(description: "\((path as NSString).lastPathComponent): \(error)")
         }
     }
 }
 
 /// A record that could not be read: ArgumentParser prints it as one line and exits 1.
-struct UnreadableRecord: Error, CustomStringConvertible {
+/// A failure while running (a file or directory that cannot be read or written): reported in
+/// one line without the usage text, which is for mistakes on the command line.
+struct RuntimeFailure: Error, CustomStringConvertible {
     let description: String
 }
 
@@ -174,7 +176,7 @@ extension CrashInspect {
         func run() throws {
             let (summary, quarantine): (StoreSummary, [QuarantinedEvent])
             do { (summary, quarantine) = try TrackingStore.inspect(path: path, quarantineLimit: quarantined) } catch {
-                throw UnreadableRecord(description: "\(path): \(error)")
+                throw RuntimeFailure(description: "\(path): \(error)")
             }
             let last = summary.lastUpload
             if json {
@@ -242,7 +244,7 @@ extension CrashInspect {
             let bytes = SentryEnvelope.make(inspection, rawRecord: raw)
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
-                    throw ValidationError("cannot write \(output)")
+                    throw RuntimeFailure(description: "cannot write \(output)")
                 }
             } else {
                 FileHandle.standardOutput.write(Data(bytes))

@@ -336,6 +336,20 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(foreign.stderr.split(separator: "\n").count, 1, foreign.stderr)
     }
 
+    func testAnUnreadableDirectoryOrAnUnwritableOutputIsARuntimeErrorWithoutTheUsageText() throws {
+        let directory = try scratch("runtime-errors")
+        let missing = try inspect(["list", "--dir", directory + "/no-such-directory"])
+        XCTAssertEqual(missing.ending, .exited(1))
+        XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("cannot list the directory"), missing.stderr)
+        XCTAssertFalse(missing.stderr.contains("Usage:"), missing.stderr)
+        let path = try crash("null-dereference", into: directory)
+        let unwritable = try inspect(["export", path, "--sentry", "-o", directory + "/no-such-directory/out.envelope"])
+        XCTAssertEqual(unwritable.ending, .exited(1))
+        XCTAssertTrue(unwritable.stderr.contains("cannot write"), unwritable.stderr)
+        XCTAssertFalse(unwritable.stderr.contains("Usage:"), unwritable.stderr)
+    }
+
     func testSentryDebugIDsSwapTheFirstThreeGUIDFieldsOfTheBuildID() {
         let buildID: [UInt8] = Array(0x00...0x13)
         XCTAssertEqual(SentryEnvelope.debugID(buildID: buildID), "03020100-0504-0706-0809-0a0b0c0d0e0f")

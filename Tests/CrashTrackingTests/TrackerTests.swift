@@ -1,4 +1,5 @@
 // TrackerTests.swift — the public API in process: event model, identity, super properties, $AppStart/$AppEnd.
+import CrashReporter
 @testable import CrashTracking
 import CrashEvents
 import Foundation
@@ -45,6 +46,18 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(properties["$app_version"] as? String, "9.9.9")
         XCTAssertEqual(properties["label"] as? String, "\"q\"\n")
         for key in ["$hostname", "$user", "$argv", "$environment"] { XCTAssertNil(properties[key], key) }
+    }
+
+    func testCrashReportingKeepsTheIntegratorsIdentityCallback() throws {
+        let directory = try Scratch.directory("reporting-identity")
+        let seen = IdentityLog()
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0")
+        configuration.captureCrashes = false   // no signal handlers in the test process
+        configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
+        let reporting = try CrashReporting.start(configuration)
+        reporting.tracker.login("user-9")
+        reporting.shutdown()
+        XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")
     }
 
     func testFirstStartAnonymousIDAndLoginPersistAcrossRuns() throws {
