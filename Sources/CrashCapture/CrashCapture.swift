@@ -169,12 +169,12 @@ public struct CrashCaptureConfiguration: Sendable {
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
     public var watchdogSeconds: Int
     /// Test hook: fault inside the signal handler after the first sections are written.
-    public var _testCrashInsideHandler: Bool
+    @_spi(Testing) public var _testCrashInsideHandler: Bool
     /// Test hook: hang inside the signal handler after the first sections are written.
-    public var _testHangInsideHandler: Bool
+    @_spi(Testing) public var _testHangInsideHandler: Bool
     /// Test hook: the thread helper stalls after stopping its threads (it must be killed at its
     /// deadline, half the watchdog).
-    public var _testSlowThreadHelper: Bool
+    @_spi(Testing) public var _testSlowThreadHelper: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.

@@ -97,4 +97,10 @@ public final class CrashReporting: @unchecked Sendable {
     public func shutdown(timeout: Double? = nil) -> Tracker.ShutdownResult {
         tracker.shutdown(timeout: timeout)
     }
+
+    /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor.
+    @discardableResult
+    public func shutdown(timeout: Duration? = nil) async -> Tracker.ShutdownResult {
+        await tracker.shutdown(timeout: timeout)
+    }
 }

@@ -289,6 +289,37 @@ public final class Tracker: @unchecked Sendable {
 
     private var lastShutdown: ShutdownResult?
 
+    // MARK: - async
+
+    /// ``waitUntilStored(timeout:)`` for async code: the wait happens on a thread of its own,
+    /// never on the caller's executor.
+    @discardableResult
+    public func waitUntilStored(timeout: Duration = .seconds(10)) async -> Bool {
+        await Self.offload { [self] in waitUntilStored(timeout: timeout.seconds) }
+    }
+
+    /// ``flush(timeout:)`` for async code (the wait happens on a thread of its own).
+    @discardableResult
+    public func flush(timeout: Duration = .seconds(10)) async -> Bool {
+        await Self.offload { [self] in flush(timeout: timeout.seconds) }
+    }
+
+    /// ``shutdown(timeout:)`` for async code (the wait happens on a thread of its own).
+    @discardableResult
+    public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
+        await Self.offload { [self] in shutdown(timeout: timeout?.seconds) }
+    }
+
+    /// Runs a blocking wait on a new thread and resumes the caller with its result, so that a
+    /// cooperative-pool thread is never held by a disk or network wait.
+    static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: body()) }
+            thread.name = "CrashTracking.wait"
+            thread.start()
+        }
+    }
+
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
     /// exiting from the writer thread itself (it could not wait for itself).
     func shutdownAtExit() {
@@ -422,3 +453,10 @@ enum ExitHook {
     }
 }
 
+extension Duration {
+    /// The duration in seconds, as the blocking API takes it.
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}

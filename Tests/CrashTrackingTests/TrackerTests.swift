@@ -60,6 +60,24 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")
     }
 
+    func testTheAsyncFormsStoreAndShutDownWithoutHoldingTheCallersExecutor() async throws {
+        let path = try Scratch.directory("async") + "/s.sqlite"
+        let tracker = try Tracker(configuration(path))
+        tracker.track("Before", properties: ["n": .int(1)])
+        let stored = await tracker.waitUntilStored(timeout: .seconds(5))
+        XCTAssertTrue(stored)
+        XCTAssertEqual(try storedObjects(path).filter { $0.event == "Before" }.count, 1)
+        // No endpoint: flush stores but reports that nothing was delivered.
+        let flushed = await tracker.flush(timeout: .milliseconds(500))
+        XCTAssertFalse(flushed)
+        let result = await tracker.shutdown(timeout: .seconds(3))
+        XCTAssertEqual(result, Tracker.ShutdownResult(stored: true, uploaded: false))
+        let ends = try storedObjects(path).filter { $0.event == "$AppEnd" }
+        XCTAssertEqual(ends.count, 1)
+        XCTAssertEqual(ends.first?.properties["$app_end_reason"] as? String, "normal")
+        XCTAssertEqual(Duration.milliseconds(1500).seconds, 1.5)
+    }
+
     func testFirstStartAnonymousIDAndLoginPersistAcrossRuns() throws {
         let path = try Scratch.directory("identity") + "/s.sqlite"
         let seen = IdentityLog()
