@@ -86,10 +86,12 @@ public final class CrashReporting: @unchecked Sendable {
         } else {
             captureResult = nil
         }
-        ingestReport = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
-                                            appName: configuration.appName, appVersion: configuration.appVersion,
-                                            excludingRun: trackerConfiguration.runID)
+        var report = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
+                                          appName: configuration.appName, appVersion: configuration.appVersion)
+        // The tracker ends the dead runs the records did not claim.
         tracker = try Tracker(trackerConfiguration, store: store)
+        report.abnormalEnds = tracker.abnormalEnds
+        ingestReport = report
     }
 
     /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``).

@@ -1,10 +1,10 @@
-// NextLaunchIngest.swift — on the next launch, crash records and stale run markers become events.
+// NextLaunchIngest.swift — on the next launch, crash records become events.
 //
 // A record becomes `AppCrashed` (crash priority) plus the compensating `$AppEnd` it carries, in
 // one transaction that also marks the record ingested and removes the crashed run's marker; the
-// file is deleted only after that commit. A marker of a run that is no longer alive and was
-// not closed by a `$AppEnd` or a record becomes a synthesized `$AppEnd` flagged
-// `"$app_end_reason": "abnormal"` (SIGKILL, OOM killer, power loss).
+// file is deleted only after that commit. The markers of runs that died with neither a
+// `$AppEnd` nor a record are the Tracker's own business (it reports them as abnormal ends when
+// it starts, after this ingest has claimed the crashed runs).
 import CrashCapture
 import CrashEvents
 import CrashTracking
@@ -25,7 +25,8 @@ public enum NextLaunchIngest {
         public var recordsUnreadable: [String] = []
         /// Partial records of a process that still runs (left alone).
         public var recordsInProgress: [String] = []
-        /// Run markers of dead runs turned into abnormal `$AppEnd`s.
+        /// Run markers of dead runs turned into abnormal `$AppEnd`s (by the Tracker that
+        /// started after the ingest; see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
         /// Problems that left something in place for the next launch.
         public var errors: [String] = []
@@ -33,14 +34,13 @@ public enum NextLaunchIngest {
     }
 
     /// The property that carries the run id in CrashCapture's compensating `$AppEnd`.
-    public static let runIDProperty = "$run_id"
+    public static let runIDProperty = Tracker.runIDProperty
     /// Frames quoted in `app_crashed_reason`.
     public static let reasonFrames = 12
 
-    /// Ingests every record in `recordDirectory` (if any), then every dead run marker other
-    /// than `excludingRun`. Never throws: failures are reported and retried at the next launch.
-    public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String,
-                           excludingRun: String? = nil) -> Report {
+    /// Ingests every record in `recordDirectory` (if any). Never throws: failures are reported
+    /// and retried at the next launch.
+    public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String) -> Report {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
         if let recordDirectory {
@@ -48,15 +48,6 @@ public enum NextLaunchIngest {
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
                              appName: appName, appVersion: appVersion, report: &report)
-            }
-        }
-        for marker in markers where marker.runID != excludingRun && !marker.process.isAlive {
-            var extras = TrackingStore.AppendExtras()
-            extras.claimRuns = [marker.runID]
-            do {
-                if try store.append([abnormalAppEnd(marker)], extras: extras) != nil { report.abnormalEnds.append(marker.runID) }
-            } catch {
-                report.errors.append("run \(marker.runID): \(error)")
             }
         }
         try? store.pruneIngested()
@@ -207,20 +198,6 @@ public enum NextLaunchIngest {
         properties["app_crashed_reason"] = .string(lines.isEmpty ? "crash (no details in record)" : lines.joined(separator: "\n"))
         let draft = EventDraft(time: time, event: "AppCrashed", identity: identity, properties: properties, priority: .crash)
         return NewEvent(trackID: draft.trackID, event: "AppCrashed", time: time, priority: .crash,
-                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
-    }
-
-    /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
-    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`.
-    static func abnormalAppEnd(_ marker: RunMarker) -> NewEvent {
-        let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion)
-        let draft = EventDraft(time: marker.refreshWallMilliseconds, event: "$AppEnd", identity: marker.identity, properties: [
-            "$event_duration": .double((marker.knownDurationSeconds * 1000).rounded() / 1000),
-            "$app_end_reason": .string("abnormal"),
-            "$app_crashed": .bool(false),
-            runIDProperty: .string(marker.runID),
-        ], priority: .crash)
-        return NewEvent(trackID: draft.trackID, event: "$AppEnd", time: draft.time, priority: .crash,
                         json: renderer.render(draft, base: renderer.base(superProperties: [:])))
     }
 

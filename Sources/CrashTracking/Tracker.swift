@@ -118,6 +118,7 @@ public final class Tracker: @unchecked Sendable {
             runID: configuration.runID, process: .current, startWallMilliseconds: now, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: now, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
             appVersion: configuration.appVersion, identity: identity))
+        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID)
         uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
         queue.reserveCapacity(1024)
         spare.reserveCapacity(1024)
@@ -128,8 +129,43 @@ public final class Tracker: @unchecked Sendable {
         writer.start()
         uploader?.start()
         if configuration.trackAppStart {
-            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart), "$run_id": .string(configuration.runID)])
+            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart), Self.runIDProperty: .string(configuration.runID)])
         }
+    }
+
+    /// The runs found dead at start (their marker left, their process gone, no `$AppEnd` and no
+    /// crash record claimed them: SIGKILL, the OOM killer, power loss), each now ended by an
+    /// abnormal `$AppEnd` in the store and its marker removed.
+    public let abnormalEnds: [String]
+
+    /// The property that carries the run id in `$AppStart`, every `$AppEnd` and CrashCapture's
+    /// compensating `$AppEnd`.
+    public static let runIDProperty = "$run_id"
+
+    /// Ends every dead run but `excluding` with an abnormal `$AppEnd`, each in one transaction
+    /// that also removes its marker, so that two processes starting at once report it once.
+    static func reportDeadRuns(store: TrackingStore, excluding runID: String) -> [String] {
+        var ended: [String] = []
+        for marker in (try? store.runMarkers()) ?? [] where marker.runID != runID && !marker.process.isAlive {
+            var extras = TrackingStore.AppendExtras()
+            extras.claimRuns = [marker.runID]
+            if (try? store.append([abnormalAppEnd(marker)], extras: extras)) != nil { ended.append(marker.runID) }
+        }
+        return ended
+    }
+
+    /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
+    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`.
+    static func abnormalAppEnd(_ marker: RunMarker) -> NewEvent {
+        let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion)
+        let draft = EventDraft(time: marker.refreshWallMilliseconds, event: "$AppEnd", identity: marker.identity, properties: [
+            "$event_duration": .double((marker.knownDurationSeconds * 1000).rounded() / 1000),
+            "$app_end_reason": .string("abnormal"),
+            "$app_crashed": .bool(false),
+            runIDProperty: .string(marker.runID),
+        ], priority: .crash)
+        return NewEvent(trackID: draft.trackID, event: "$AppEnd", time: draft.time, priority: .crash,
+                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
     }
 
     /// The current identity.
@@ -268,7 +304,7 @@ public final class Tracker: @unchecked Sendable {
         let deadline = Clock.monotonicNanoseconds() + Int64(seconds * 1e9)
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         enqueue(name: "$AppEnd", properties: ["$event_duration": .double((duration * 1000).rounded() / 1000),
-                                              "$app_end_reason": .string("normal"), "$run_id": .string(configuration.runID)],
+                                              "$app_end_reason": .string("normal"), Self.runIDProperty: .string(configuration.runID)],
                 type: "track", originalID: nil, endsRun: true)
         let alreadyStopped: Bool = cond.withLock {
             let was = !accepting

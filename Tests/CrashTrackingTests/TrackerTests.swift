@@ -78,6 +78,28 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(Duration.milliseconds(1500).seconds, 1.5)
     }
 
+    func testATrackerAloneEndsADeadRunAbnormallyOnceAndRemovesItsMarker() throws {
+        let path = try Scratch.directory("dead-run") + "/s.sqlite"
+        let store = try TrackingStore(path: path)
+        // This pid with another start time: a process that is gone (pid reuse cannot fool it).
+        let gone = ProcessIdentity(pid: getpid(), bootID: ProcessIdentity.bootID(), startTicks: 1)
+        try store.registerRun(RunMarker(runID: "dead-run", process: gone, startWallMilliseconds: 1_000, startMonotonicNanoseconds: 0,
+                                        refreshWallMilliseconds: 5_000, refreshMonotonicNanoseconds: 4_000_000_000,
+                                        appName: "demo", appVersion: "0.9", identity: EventIdentity(anonymousID: "anon")))
+        let tracker = try Tracker(configuration(path), store: store)
+        XCTAssertEqual(tracker.abnormalEnds, ["dead-run"])
+        XCTAssertEqual(try store.runMarkers().map(\.runID), [tracker.runID], "the dead run's marker is gone")
+        tracker.shutdown()
+        let ends = try storedObjects(path).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "dead-run" }
+        XCTAssertEqual(ends.count, 1)
+        XCTAssertEqual(ends.first?.properties["$app_end_reason"] as? String, "abnormal")
+        XCTAssertEqual((ends.first?.properties["$event_duration"] as? NSNumber)?.doubleValue, 4.0)
+        XCTAssertEqual(ends.first?.properties["$app_version"] as? String, "0.9", "the dead run's own version")
+        let second = try Tracker(configuration(path))
+        XCTAssertEqual(second.abnormalEnds, [])
+        second.shutdown()
+    }
+
     func testFirstStartAnonymousIDAndLoginPersistAcrossRuns() throws {
         let path = try Scratch.directory("identity") + "/s.sqlite"
         let seen = IdentityLog()
