@@ -77,6 +77,7 @@ let package = Package(
         ),
         // Test support shared by every test target: built tool paths, scratch directories.
         .target(name: "TestSupport"),
+        .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
         .testTarget(
             name: "CrashInspectTests",
             dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-inspect", "crash-harness"]

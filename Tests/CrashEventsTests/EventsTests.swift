@@ -1,0 +1,55 @@
+// EventsTests.swift — the event vocabulary on its own: JSON text, scalars, identity, presets.
+import CrashEvents
+import Foundation
+import XCTest
+
+final class EventsTests: XCTestCase {
+    /// Decodes a JSON string literal with Foundation (a parser no one here wrote).
+    func decode(_ literal: String) throws -> String {
+        let array = try JSONSerialization.jsonObject(with: Data("[\(literal)]".utf8)) as? [String]
+        return try XCTUnwrap(array?.first)
+    }
+
+    func testQuotedTextIsValidJSONAndDecodesToTheSameString() throws {
+        var hostile = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) }.joined()
+        hostile += "\"\\/\u{7F}\u{2028}\u{2029}é漢字🙂\u{FFFF}"
+        for text in [hostile, "", "plain", "\u{2028}", "a\u{2029}b", "\\\"", String(repeating: "\u{1}", count: 1000)] {
+            let literal = JSONText.quote(text)
+            XCTAssertTrue(literal.hasPrefix("\"") && literal.hasSuffix("\""))
+            XCTAssertEqual(try decode(literal), text)
+            // No raw control character and no raw U+2028/U+2029 survives (JavaScript-safe).
+            XCTAssertFalse(literal.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 || $0.value == 0x2029 }, literal)
+        }
+    }
+
+    func testScalarsRenderAsJSONAndNonFiniteNumbersAsNull() throws {
+        XCTAssertEqual(JSONScalar.int(-42).json, "-42")
+        XCTAssertEqual(JSONScalar.bool(true).json, "true")
+        XCTAssertEqual(JSONScalar.string("x\"y").json, #""x\"y""#)
+        XCTAssertEqual(JSONScalar.double(.infinity).json, "null")
+        XCTAssertEqual(JSONScalar.double(.nan).json, "null")
+        let parsed = try JSONSerialization.jsonObject(with: Data("[\(JSONScalar.double(0.1).json)]".utf8)) as? [Double]
+        XCTAssertEqual(parsed, [0.1])
+    }
+
+    func testTheDistinctIDIsTheLoginIDOnceThereIsOne() {
+        XCTAssertNil(EventIdentity().distinctID)
+        XCTAssertEqual(EventIdentity(anonymousID: "anon").distinctID, "anon")
+        XCTAssertEqual(EventIdentity(anonymousID: "anon", loginID: "user").distinctID, "user")
+    }
+
+    func testPresetsDescribeThisMachineWithoutHostOrUserIdentity() throws {
+        let presets = PresetProperties.current()
+        XCTAssertEqual(presets["$os"], .string("Linux"))
+        XCTAssertEqual(presets["$lib"], .string(EventLibrary.name))
+        XCTAssertEqual(presets["$lib_version"], .string(EventLibrary.version))
+        var uts = utsname()
+        uname(&uts)
+        let release = withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        guard case .string(let version) = presets["$os_version"] else { return XCTFail("no $os_version") }
+        XCTAssertTrue(version.hasSuffix("kernel " + release), version)
+        XCTAssertEqual(presets["$timezone_offset"], .int(-TimeZone.current.secondsFromGMT() / 60))
+        for key in ["$hostname", "$user", "$argv", "$environment"] { XCTAssertNil(presets[key], key) }
+        XCTAssertEqual(PresetProperties.currentList().map(\.0), ["$os", "$os_version", "$model", "$lib", "$lib_version", "$timezone_offset"])
+    }
+}
