@@ -218,6 +218,7 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
 }
 
 /// Serialises identity updates and republishes the `$AppEnd` fragment the handler reads.
+// @unchecked: identity and configuration are only touched under `lock`.
 final class IdentityStore: @unchecked Sendable {
     private let lock = Mutex()
     private var _identity = EventIdentity()
@@ -277,6 +278,8 @@ public func signalName(_ signo: Int32) -> String {
 }
 
 /// A pthread mutex (NSLock would bring Foundation's class machinery into `start`).
+// @unchecked: a pthread mutex is the synchronisation itself (the standard library's Mutex is
+// noncopyable and needs every user rewritten around it; see issue 11's note).
 final class Mutex: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     init() { pthread_mutex_init(&mutex, nil) }

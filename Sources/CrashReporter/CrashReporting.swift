@@ -12,7 +12,7 @@ import Foundation
 /// reporting.tracker.track("Checkout", properties: ["items": .int(3)])
 /// reporting.shutdown()   // $AppEnd, upload within a few seconds
 /// ```
-public final class CrashReporting: @unchecked Sendable {
+public final class CrashReporting: Sendable {
     /// Where things live and how the tracker behaves.
     public struct Configuration: Sendable {
         /// The tracking store file.

@@ -636,6 +636,7 @@ public enum Scenarios {
 }
 
 /// A count shared between a scenario's threads.
+// @unchecked: `count` is only touched under `lock`.
 final class UpdateCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

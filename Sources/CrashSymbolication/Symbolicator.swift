@@ -44,6 +44,7 @@ public struct SymbolicatedFrame: Sendable, Equatable {
 /// split debug info, inlined subroutines and (in the Swift toolchain's build) Swift
 /// demangling, and it is on every machine that has the toolchain. It never sees a binary
 /// whose build-id differs from the record's: such frames say so instead of showing a name.
+// @unchecked: the resolution cache and the llvm-symbolizer server are guarded by `lock`.
 public final class Symbolicator: @unchecked Sendable {
     /// Path of the llvm-symbolizer used.
     public let symbolizerPath: String

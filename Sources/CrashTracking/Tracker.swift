@@ -9,6 +9,8 @@ import CrashEvents
 import Foundation
 
 /// Tracks Sensors-style events into a ``TrackingStore`` and (with an endpoint) uploads them.
+// @unchecked: the queue, the context and the lifecycle flags are guarded by `cond` (an
+// NSCondition), which the compiler cannot see.
 public final class Tracker: @unchecked Sendable {
     /// What a tracker needs.
     public struct Configuration: Sendable {
@@ -51,7 +53,7 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// Identity and super properties at one moment, with the super properties pre-rendered.
-    final class Context: @unchecked Sendable {
+    final class Context: Sendable {
         let identity: EventIdentity
         let superProperties: [String: JSONScalar]
         let base: EventRenderer.RenderedBase
@@ -461,6 +463,7 @@ public final class Tracker: @unchecked Sendable {
 /// ``Tracker/Configuration/shutdownAtExit``). One `atexit` handler for the process; trackers are
 /// held weakly, so the hook never keeps one alive.
 enum ExitHook {
+    // @unchecked: a weak reference is mutable storage; it is only read and written under `lock`.
     private final class Entry: @unchecked Sendable {
         weak var tracker: Tracker?
         init(_ tracker: Tracker) { self.tracker = tracker }

@@ -142,6 +142,8 @@ public struct TrackingStoreError: Error, CustomStringConvertible {
 
 /// The SQLite tracking store. Thread-safe; one instance per process and file is enough, and
 /// several processes may open the same file.
+// @unchecked: the pool and the moved-aside list change only under `lock`; GRDB's pool is
+// itself thread-safe.
 public final class TrackingStore: @unchecked Sendable {
     public let path: String
     public let limits: StoreLimits

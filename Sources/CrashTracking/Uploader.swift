@@ -30,6 +30,7 @@ public struct UploadPolicy: Sendable {
     public init() {}
 }
 
+// @unchecked: its state (lease, backoff, the worker's flags) is guarded by its condition lock.
 final class Uploader: @unchecked Sendable {
     enum DrainResult {
         case empty
@@ -249,6 +250,8 @@ final class Uploader: @unchecked Sendable {
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body.utf8)
         let done = DispatchSemaphore(value: 0)
+        // @unchecked: written by URLSession's completion handler before the semaphore is signalled,
+        // read only after the wait.
         final class Box: @unchecked Sendable { var status = 0; var retryAfter: Double?; var text = "" }
         let box = Box()
         let task = session.dataTask(with: request) { data, response, error in
