@@ -89,6 +89,8 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     return 0;
 }
 
+/* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the build-id
+ * cache the handler later reads. */
 void cc__images_prepare(void) {
     g_cache_count = 0;
     dl_iterate_phdr(cc__cache_one, 0);

@@ -58,6 +58,7 @@ __attribute__((constructor)) void cc__interpose_prepare(void) {
  */
 typedef struct { void *(*start)(void *); void *arg; } cc__thread_start_t;
 
+/* Not async-signal-safe (free): the first thing a new thread runs, never reached from a handler. */
 static void *cc__thread_trampoline(void *p) {
     cc__thread_start_t start = *(cc__thread_start_t *)p;
     free(p);
@@ -76,6 +77,7 @@ static void *cc__thread_trampoline(void *p) {
 #endif
 }
 
+/* Not async-signal-safe (malloc): ordinary thread creation, never reached from a handler. */
 int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
     cc__pthread_create_fn real = atomic_load(&g_real_pthread_create);
     if (!real) {
