@@ -46,7 +46,7 @@ let package = Package(
             dependencies: ["CrashEvents", "CZlib", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashTracking"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking"]),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
         .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "CCrashScenarios", "CrashSymbolication",
+                "CrashCapture", "CrashEvents", "CCrashScenarios", "CrashSymbolication",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -84,11 +84,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashTrackingTests",
-            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "TestSupport", "crash-harness"]
+            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-harness"]
         ),
     ]
 )

@@ -151,57 +151,60 @@ static int cc__is_abort(int signo, const siginfo_t *info, pid_t pid) {
     return signo == SIGABRT && info && info->si_code <= 0 && info->si_pid == pid;
 }
 
-/* async-signal-safe: copies the published $AppEnd fragment into out (NUL-terminated); a copy
+/* async-signal-safe: copies the published $AppEnd template into out (NUL-terminated); a copy
  * torn by an update on another thread is taken again. Returns 0 when there is none. */
-static int cc__copy_fragment(char *out, size_t cap) {
+static int cc__copy_template(char *out, size_t cap) {
     for (int attempt = 0; attempt < 4; attempt++) {
-        int index = atomic_load(&cc__g.fragment_index);
+        int index = atomic_load(&cc__g.template_index);
         if (index < 0 || index > 1) return 0;
-        uint64_t before = atomic_load(&cc__g.fragment_generation[index]);
+        uint64_t before = atomic_load(&cc__g.template_generation[index]);
         if (before & 1) continue;
-        cc__strlcpy(out, cc__g.fragments[index], cap);
-        if (atomic_load(&cc__g.fragment_generation[index]) == before && atomic_load(&cc__g.fragment_index) == index) return 1;
+        cc__strlcpy(out, cc__g.templates[index], cap);
+        if (atomic_load(&cc__g.template_generation[index]) == before && atomic_load(&cc__g.template_index) == index) return 1;
     }
     return 0;
 }
 
-/* async-signal-safe: appends the compensating $AppEnd event as one JSON object. */
-static void cc__write_app_end(cc__writer_t *w, int signo, int64_t crash_wall_ns, int64_t crash_mono_ns) {
+/* async-signal-safe: the compensating $AppEnd, the template Swift rendered with its
+ * placeholders filled (crashcapture.h, CC_TEMPLATE_*). No template, no section. */
+static void cc__write_app_end(cc__writer_t *w, int64_t crash_wall_ns, int64_t crash_mono_ns) {
+    static char text[CC_TEMPLATE_MAX];
+    if (!cc__copy_template(text, sizeof text) || !text[0]) return;
     char num[24];
-    unsigned char id[16];
-    char uuid[36];
-    cc__random_bytes(id, sizeof id);
-    id[6] = (unsigned char)((id[6] & 0x0F) | 0x40); /* RFC 4122 version 4 */
-    id[8] = (unsigned char)((id[8] & 0x3F) | 0x80);
-    size_t u = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) uuid[u++] = '-';
-        u += cc__fmt_hex(uuid + u, id[i], 2);
-    }
     cc__section_begin(w, CC_SEC_APP_END);
-    cc__section_puts(w, "{\"_track_id\":\"");
-    cc__section_put(w, uuid, u);
-    cc__section_puts(w, "\",\"time\":");
-    cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)(crash_wall_ns / 1000000)));
-    cc__section_puts(w, ",");
-    static char fragment[CC__FRAGMENT_MAX];
-    if (cc__copy_fragment(fragment, sizeof fragment) && fragment[0]) cc__section_puts(w, fragment);
-    else cc__section_puts(w, "\"type\":\"track\",\"event\":\"$AppEnd\",\"properties\":{");
-    int64_t elapsed_ms = (crash_mono_ns - cc__g.start_mono_ns) / 1000000;
-    if (elapsed_ms < 0) elapsed_ms = 0;
-    cc__section_puts(w, "\"$event_duration\":");
-    cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)elapsed_ms / 1000));
-    cc__section_puts(w, ".");
-    char frac[3] = { (char)('0' + (elapsed_ms % 1000) / 100), (char)('0' + (elapsed_ms % 100) / 10),
-                     (char)('0' + elapsed_ms % 10) };
-    cc__section_put(w, frac, 3);
-    cc__section_puts(w, ",\"$app_crashed\":true,\"$crash_signal\":\"");
-    const char *name = cc_signal_name(signo);
-    if (name) cc__section_puts(w, name);
-    else { cc__section_puts(w, "SIG"); cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)signo)); }
-    cc__section_puts(w, "\",\"$crash_record\":\"");
-    cc__section_puts(w, cc__g.file_name);
-    cc__section_puts(w, "\"}}");
+    const char *run = text;
+    for (const char *p = text; *p; p++) {
+        if (*p != '\001') continue;
+        cc__section_put(w, run, (size_t)(p - run));
+        char code = p[1];
+        if (code == 'T') {
+            unsigned char id[16];
+            char uuid[36];
+            cc__random_bytes(id, sizeof id);
+            id[6] = (unsigned char)((id[6] & 0x0F) | 0x40); /* RFC 4122 version 4 */
+            id[8] = (unsigned char)((id[8] & 0x3F) | 0x80);
+            size_t u = 0;
+            for (int i = 0; i < 16; i++) {
+                if (i == 4 || i == 6 || i == 8 || i == 10) uuid[u++] = '-';
+                u += cc__fmt_hex(uuid + u, id[i], 2);
+            }
+            cc__section_puts(w, "\"");
+            cc__section_put(w, uuid, u);
+            cc__section_puts(w, "\"");
+        } else if (code == 'M') {
+            cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)(crash_wall_ns / 1000000)));
+        } else if (code == 'D') {
+            int64_t elapsed_ms = (crash_mono_ns - cc__g.start_mono_ns) / 1000000;
+            if (elapsed_ms < 0) elapsed_ms = 0;
+            cc__section_put(w, num, cc__fmt_u64(num, (uint64_t)elapsed_ms / 1000));
+            char frac[4] = { '.', (char)('0' + (elapsed_ms % 1000) / 100), (char)('0' + (elapsed_ms % 100) / 10),
+                             (char)('0' + elapsed_ms % 10) };
+            cc__section_put(w, frac, 4);
+        }
+        if (code) p++;    /* the letter is consumed; a 0x01 at the very end is dropped */
+        run = p + 1;
+    }
+    cc__section_puts(w, run);
     cc__section_end(w);
 }
 
@@ -291,9 +294,10 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_put(w, &process, sizeof process);
     cc__section_end(w);
 
-    /* The compensating $AppEnd: the session's end, so the next launch can pair it. */
-    cc__write_app_end(w, signo, crash_wall_ns, crash_mono_ns);
-    cc__writer_flush(w); /* checkpoint: the signal, the process and the $AppEnd are on disk */
+    /* The compensating $AppEnd and the run id: the session's end, and which run it was. */
+    cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
+    if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
+    cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd and the run id are on disk */
 
     /* The crashing thread: registers, then frames unwound from the signal context. */
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };

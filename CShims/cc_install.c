@@ -19,7 +19,7 @@ cc__state_t cc__g = {
     .safe_read_pipe = { -1, -1 },
     .signals = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP },
     .reserved_fds = { -1, -1 },
-    .fragment_index = -1,
+    .template_index = -1,
     .writer = { .fd = -1 },
 };
 
@@ -67,18 +67,19 @@ int cc_prepare_current_thread(void) {
     return 0;
 }
 
-int cc_set_app_end_fragment(const char *fragment) {
-    size_t length = cc__strnlen(fragment, CC__FRAGMENT_MAX);
-    if (length >= CC__FRAGMENT_MAX) return -1;
+int cc_set_app_end_template(const char *app_end_template) {
+    if (!app_end_template) app_end_template = "";
+    size_t length = cc__strnlen(app_end_template, CC_TEMPLATE_MAX);
+    if (length >= CC_TEMPLATE_MAX) return -1;
     /* Fill the buffer not currently published, its generation odd meanwhile, then publish it.
      * A crash reading the published buffer while two updates reuse it sees the generation move
      * and copies again. Two updates racing each other are the caller's to serialise (the Swift
      * side holds a lock). */
-    int next = atomic_load(&cc__g.fragment_index) == 0 ? 1 : 0;
-    atomic_fetch_add(&cc__g.fragment_generation[next], 1);
-    cc__strlcpy(cc__g.fragments[next], fragment, CC__FRAGMENT_MAX);
-    atomic_fetch_add(&cc__g.fragment_generation[next], 1);
-    atomic_store(&cc__g.fragment_index, next);
+    int next = atomic_load(&cc__g.template_index) == 0 ? 1 : 0;
+    atomic_fetch_add(&cc__g.template_generation[next], 1);
+    cc__strlcpy(cc__g.templates[next], app_end_template, CC_TEMPLATE_MAX);
+    atomic_fetch_add(&cc__g.template_generation[next], 1);
+    atomic_store(&cc__g.template_index, next);
     return 0;
 }
 
@@ -102,6 +103,8 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     if (err_errno) *err_errno = 0;
     if (!config || !config->directory || !config->directory[0]) return CC_ERR_ARGUMENT;
     if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
+    if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return CC_ERR_ARGUMENT;
+    if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return CC_ERR_ARGUMENT;
     /* setuid/setgid programs: a record would hold memory of a privileged process in a place
      * an unprivileged user may read. Stay off, as core dumps do. */
     if (getauxval(AT_SECURE)) return CC_ERR_SECURE;
@@ -121,7 +124,8 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
     cc__strlcpy(cc__g.app_name, config->app_name, sizeof cc__g.app_name);
     cc__strlcpy(cc__g.app_version, config->app_version, sizeof cc__g.app_version);
-    if (config->app_end_fragment) cc_set_app_end_fragment(config->app_end_fragment);
+    cc__strlcpy(cc__g.run_id, config->run_id ? config->run_id : "", sizeof cc__g.run_id);
+    if (config->app_end_template) cc_set_app_end_template(config->app_end_template);
     cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
     if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
     cc__g.flags = config->flags;

@@ -20,7 +20,6 @@
 #define CC__MAX_IMAGES         512
 #define CC__BREADCRUMB_SLOTS   64
 #define CC__BREADCRUMB_TEXT    232
-#define CC__FRAGMENT_MAX       4096
 #define CC__SECTION_BUFFER     (68 * 1024)  /* a 64 KiB stack window and its header fit */
 #define CC__PATH_MAX           4096
 #define CC__ALTSTACK_SIZE      (64 * 1024)
@@ -89,11 +88,13 @@ typedef struct {
     int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL */
 
-    /* $AppEnd fragment, double-buffered: writers fill the idle buffer then swap the index;
+    char run_id[64];
+
+    /* $AppEnd template, double-buffered: writers fill the idle buffer then swap the index;
      * each buffer's generation is odd while it is being filled, so a reader can tell a torn copy. */
-    char fragments[2][CC__FRAGMENT_MAX];
-    _Atomic uint64_t fragment_generation[2];
-    _Atomic int fragment_index;  /* -1 = none */
+    char templates[2][CC_TEMPLATE_MAX];
+    _Atomic uint64_t template_generation[2];
+    _Atomic int template_index;  /* -1 = none */
 
     /* Breadcrumbs. */
     _Atomic uint64_t breadcrumb_head;

@@ -33,11 +33,14 @@ typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */
     const char *app_name;        /* copied; at most 255 bytes */
     const char *app_version;     /* copied; at most 127 bytes */
-    /* JSON members of the compensating $AppEnd event, pre-escaped, ending in the opening of
-     * "properties" with a trailing comma, e.g.
-     *   "type":"track","event":"$AppEnd",...,"properties":{"$os":"Linux",
-     * The handler completes it with _track_id, time, $event_duration and crash facts. */
-    const char *app_end_fragment;
+    /* The compensating $AppEnd event, one JSON object rendered by the Swift event renderer,
+     * with CC_TEMPLATE_* placeholders where the crash supplies a value. The C core knows no key
+     * names: it copies the template and fills the placeholders. NULL or "": no $AppEnd in the
+     * record (the next launch makes one from the record). At most CC_TEMPLATE_MAX - 1 bytes. */
+    const char *app_end_template;
+    /* This run's id (the tracker's run marker), written to the record as CC_STR_RUN_ID so the
+     * next launch pairs the record with its run. Copied; at most 63 bytes; NULL or "": none. */
+    const char *run_id;
     uint32_t max_frames;         /* crashing-thread frames to record; 0 = default (256) */
     uint32_t flags;              /* CC_FLAG_* */
     int thread_dump_signal;      /* signal used to ask other threads for stacks; 0 = SIGRTMAX-3 */
@@ -55,9 +58,19 @@ int cc_uninstall(void);
 /* 1 while handlers are installed. */
 int cc_is_installed(void);
 
-/* Replaces the $AppEnd fragment (after login/logout or new super properties). Lock-free:
- * a crash at any moment sees either the old or the new fragment, whole. Returns -1 if too long. */
-int cc_set_app_end_fragment(const char *fragment);
+/* Placeholders of the $AppEnd template: a 0x01 byte and a letter, each standing for one whole
+ * JSON value the handler writes at the crash. Rendered JSON never holds a raw 0x01 (control
+ * characters are escaped in strings and appear nowhere else), so a placeholder cannot be
+ * mistaken for content. An unknown letter is dropped. */
+#define CC_TEMPLATE_TRACK_ID "\001T"  /* a fresh random (v4) UUID, as a JSON string */
+#define CC_TEMPLATE_TIME_MS  "\001M"  /* the crash time, ms since the epoch, as a JSON number */
+#define CC_TEMPLATE_DURATION "\001D"  /* seconds from install to the crash on the monotonic clock, "12.345" */
+#define CC_TEMPLATE_MAX      16384     /* bytes, with the terminating NUL */
+
+/* Replaces the $AppEnd template (after login/logout or new super properties). Lock-free:
+ * a crash at any moment sees either the old or the new template, whole. Returns -1 if too
+ * long (the old one stays). */
+int cc_set_app_end_template(const char *app_end_template);
 
 /* Leaves a breadcrumb in the lock-free ring the handler copies into the record.
  * Async-signal-safe and thread-safe; messages longer than the slot are cut. */

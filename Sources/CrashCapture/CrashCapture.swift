@@ -4,8 +4,9 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import CrashEvents
 import Logging
-@_exported import CrashEvents
+import Synchronization
 @_exported import CrashRecordFormat
 
 /// Records fatal signals (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP) of this process
@@ -52,17 +53,18 @@ public enum CrashCapture {
         }
         if cc_is_installed() != 0 { return .alreadyInstalled }
         try Directory.create(configuration.directory)
-        let fragment = AppEndFragment.make(configuration: configuration, identity: identityStore.identity)
+        let template = templatePublisher.prepare(configuration)
         var errnoValue: Int32 = 0
         let result: Int32 = configuration.directory.withCString { dir in
             configuration.appName.withCString { name in
                 configuration.appVersion.withCString { version in
-                    fragment.withCString { fragmentPointer in
+                    template.withCString { templatePointer in configuration.runID.withCString { runID in
                         var config = cc_config_t()
                         config.directory = dir
                         config.app_name = name
                         config.app_version = version
-                        config.app_end_fragment = fragmentPointer
+                        config.app_end_template = templatePointer
+                        config.run_id = runID
                         config.max_frames = UInt32(clamping: configuration.maxFrames)
                         var flags: UInt32 = 0
                         if !configuration.recordOtherThreads { flags |= UInt32(CC_FLAG_NO_THREAD_STACKS) }
@@ -75,13 +77,13 @@ public enum CrashCapture {
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
                         return cc_install(&config, &errnoValue)
-                    }
+                    } }
                 }
             }
         }
         switch result {
         case Int32(CC_INSTALLED.rawValue):
-            identityStore.configuration = configuration
+            templatePublisher.installed()
             return .installed
         case Int32(CC_ALREADY_INSTALLED.rawValue):
             return .alreadyInstalled
@@ -128,7 +130,15 @@ public enum CrashCapture {
     /// the same `distinct_id`, `anonymous_id` and `login_id` as the session's other events.
     /// Safe to call at any time, before or after ``start(_:)``.
     public static func setIdentity(_ identity: EventIdentity) {
-        identityStore.update(identity)
+        templatePublisher.update(replacingSuperProperties: false) { $0.identity = identity }
+    }
+
+    /// Tells the crash handler the identity and super properties the session's events carry now,
+    /// so a crash's `$AppEnd` carries them too (the tracker publishes them at start and on every
+    /// login, logout and super-property change; ``CrashReporting`` connects the two). Replaces
+    /// the configuration's ``CrashCaptureConfiguration/superProperties``. Safe at any time.
+    public static func setEventContext(_ context: EventContext) {
+        templatePublisher.update(replacingSuperProperties: true) { $0 = context }
     }
 
     /// Gives the calling thread an alternate signal stack so a stack overflow on it can be
@@ -137,7 +147,7 @@ public enum CrashCapture {
     @discardableResult
     public static func prepareCurrentThread() -> Bool { cc_prepare_current_thread() == 0 }
 
-    static let identityStore = IdentityStore()
+    static let templatePublisher = TemplatePublisher()
 }
 
 /// What ``CrashCapture/start(_:)`` needs to know.
@@ -163,8 +173,13 @@ public struct CrashCaptureConfiguration: Sendable {
     /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
     /// free real-time signal below it). Only used if no handler is installed for it at start.
     public var threadDumpSignal: Int32?
-    /// Extra properties merged into the compensating `$AppEnd` (string values).
-    public var superProperties: [String: String]
+    /// Super properties of the compensating `$AppEnd` until ``CrashCapture/setEventContext(_:)``
+    /// replaces them (a tracker publishes its own).
+    public var superProperties: [String: JSONScalar]
+    /// This run's id: written into the record and as `$run_id` of its `$AppEnd`, so the next
+    /// launch pairs the record with the run's marker. A tracker's ``Tracker/runID`` when one runs
+    /// (``CrashReporting`` passes it); a fresh id otherwise. At most 63 bytes.
+    public var runID: String
     /// Seconds the handler may take before its watchdog ends the process with the original
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
     public var watchdogSeconds: Int
@@ -190,6 +205,7 @@ public struct CrashCaptureConfiguration: Sendable {
         self.threadHelper = true
         self.threadDumpSignal = nil
         self.superProperties = [:]
+        self.runID = EventDraft.newTrackID()
         self.watchdogSeconds = 10
         self._testCrashInsideHandler = false
         self._testHangInsideHandler = false
@@ -217,26 +233,39 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
-/// Serialises identity updates and republishes the `$AppEnd` fragment the handler reads.
-// @unchecked: identity and configuration are only touched under `lock`.
-final class IdentityStore: @unchecked Sendable {
-    private let lock = Mutex()
-    private var _identity = EventIdentity()
-    private var _configuration: CrashCaptureConfiguration?
+/// Keeps the event context (identity, super properties) and republishes the crash `$AppEnd`
+/// template the handler reads whenever it changes after install.
+final class TemplatePublisher: Sendable {
+    private struct State {
+        var context = EventContext()
+        var superPropertiesSet = false
+        var renderer: EventRenderer?
+        var runID = ""
+        var installed = false
+    }
+    private let state = Mutex(State())
 
-    var identity: EventIdentity { lock.withLock { _identity } }
-
-    var configuration: CrashCaptureConfiguration? {
-        get { lock.withLock { _configuration } }
-        set { lock.withLock { _configuration = newValue } }
+    /// The template for `configuration` (and the context set so far), kept for later updates.
+    func prepare(_ configuration: CrashCaptureConfiguration) -> String {
+        state.withLock { state in
+            if !state.superPropertiesSet { state.context.superProperties = configuration.superProperties }
+            let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion)
+            state.renderer = renderer
+            state.runID = configuration.runID
+            return CrashEndTemplate.render(renderer: renderer, runID: configuration.runID, context: state.context)
+        }
     }
 
-    func update(_ identity: EventIdentity) {
-        lock.withLock {
-            _identity = identity
-            if let configuration = _configuration {
-                _ = cc_set_app_end_fragment(AppEndFragment.make(configuration: configuration, identity: identity))
-            }
+    /// The handlers are in: later updates republish.
+    func installed() { state.withLock { $0.installed = true } }
+
+    func update(replacingSuperProperties: Bool, _ change: (inout EventContext) -> Void) {
+        state.withLock { state in
+            change(&state.context)
+            if replacingSuperProperties { state.superPropertiesSet = true }
+            guard state.installed, let renderer = state.renderer else { return }
+            // Serialised by the lock, as cc_set_app_end_template requires.
+            _ = cc_set_app_end_template(CrashEndTemplate.render(renderer: renderer, runID: state.runID, context: state.context))
         }
     }
 }
@@ -275,18 +304,4 @@ extension Logger.Level {
 public func signalName(_ signo: Int32) -> String {
     if let name = cc_signal_name(signo) { return String(cString: name) }
     return "signal \(signo)"
-}
-
-/// A pthread mutex (NSLock would bring Foundation's class machinery into `start`).
-// @unchecked: a pthread mutex is the synchronisation itself (the standard library's Mutex is
-// noncopyable and needs every user rewritten around it; see issue 11's note).
-final class Mutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
 }

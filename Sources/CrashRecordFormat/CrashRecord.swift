@@ -31,6 +31,9 @@ public struct CrashRecord: Sendable, Equatable {
     public var fatalMessage: String?
     /// The kernel the process ran on (`uname`: sysname release version machine).
     public var kernel: String?
+    /// The run id the tracker gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
+    /// with that run's marker; `nil` when CrashCapture was started without one.
+    public var runID: String?
     /// Notes, in order: every note the writer left (`CC_STR_NOTE`), followed by any the
     /// reader added about the record's shape (for example trailing bytes after the end).
     public var notes: [String]
@@ -67,6 +70,7 @@ public struct CrashRecord: Sendable, Equatable {
         executablePath: String? = nil,
         fatalMessage: String? = nil,
         kernel: String? = nil,
+        runID: String? = nil,
         notes: [String] = [],
         registers: [Register] = [],
         memory: [MemoryWindow] = [],
@@ -88,6 +92,7 @@ public struct CrashRecord: Sendable, Equatable {
         self.executablePath = executablePath
         self.fatalMessage = fatalMessage
         self.kernel = kernel
+        self.runID = runID
         self.notes = notes
         self.registers = registers
         self.memory = memory

@@ -466,6 +466,7 @@ private struct RecordParser {
         case CC_STR_EXECUTABLE_PATH.rawValue: record.executablePath = text
         case CC_STR_FATAL_MESSAGE.rawValue: record.fatalMessage = text
         case CC_STR_KERNEL.rawValue: record.kernel = text
+        case CC_STR_RUN_ID.rawValue: record.runID = text
         case CC_STR_NOTE.rawValue: record.notes.append(text)
         default: break  // A key from a newer writer: nothing to put it in.
         }

@@ -48,7 +48,8 @@ public final class CrashReporting: Sendable {
     /// What starting CrashCapture did, or the error it gave (tracking runs on regardless).
     public let captureResult: Result<CrashCapture.StartResult, CrashCaptureError>?
 
-    /// Opens the store, starts CrashCapture (identity and `$run_id` set for its `$AppEnd`), turns
+    /// Opens the store, starts CrashCapture (its `$AppEnd` carries the tracker's identity, super
+    /// properties and run id, and follows their changes), turns
     /// records and dead run markers of earlier runs into events, then starts the tracker
     /// (`$AppStart`). - Throws: ``TrackingStoreError`` when the store cannot be used at all.
     public static func start(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) throws -> CrashReporting {
@@ -65,19 +66,23 @@ public final class CrashReporting: Sendable {
         var trackerConfiguration = Tracker.Configuration(storePath: configuration.storePath, appName: configuration.appName,
                                                          appVersion: configuration.appVersion, endpoint: configuration.endpoint)
         configuration.tracker?(&trackerConfiguration)
-        // CrashCapture's compensating $AppEnd follows the identity; the integrator's own
-        // callback, if any, still runs after it.
-        let integratorCallback = trackerConfiguration.onIdentityChange
-        trackerConfiguration.onIdentityChange = { identity in
-            CrashCapture.setIdentity(identity)
-            integratorCallback?(identity)
+        // CrashCapture's compensating $AppEnd follows what the tracker's events carry (identity,
+        // super properties); an integrator's own callback, if any, still runs after it.
+        if configuration.captureCrashes {
+            let integratorCallback = trackerConfiguration.onEventContextChange
+            trackerConfiguration.onEventContextChange = { context in
+                CrashCapture.setEventContext(context)
+                integratorCallback?(context)
+            }
         }
+        // Until the tracker starts (after the ingest), the context the store holds.
         let state = try store.loadState(claimingFirstStart: false)
-        CrashCapture.setIdentity(EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID))
+        CrashCapture.setEventContext(EventContext(identity: EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID),
+                                                  superProperties: state.superProperties))
         if configuration.captureCrashes {
             var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                     appVersion: configuration.appVersion)
-            capture.superProperties = [NextLaunchIngest.runIDProperty: trackerConfiguration.runID]
+            capture.runID = trackerConfiguration.runID
             do {
                 captureResult = .success(try CrashCapture.start(capture))
             } catch let error as CrashCaptureError {

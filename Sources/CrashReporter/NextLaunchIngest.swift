@@ -33,8 +33,6 @@ public enum NextLaunchIngest {
         public init() {}
     }
 
-    /// The property that carries the run id in CrashCapture's compensating `$AppEnd`.
-    public static let runIDProperty = Tracker.runIDProperty
     /// Frames quoted in `app_crashed_reason`.
     public static let reasonFrames = 12
 
@@ -43,11 +41,13 @@ public enum NextLaunchIngest {
     public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String) -> Report {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
+        // The crashed run was the last to set them (the store keeps them across runs).
+        let superProperties = (try? store.loadState(claimingFirstStart: false))?.superProperties ?? [:]
         if let recordDirectory {
             let names = ((try? RecordFileName.names(in: recordDirectory)) ?? []).filter { RecordFileName($0) != nil }
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
-                             appName: appName, appVersion: appVersion, report: &report)
+                             superProperties: superProperties, appName: appName, appVersion: appVersion, report: &report)
             }
         }
         try? store.pruneIngested()
@@ -55,7 +55,8 @@ public enum NextLaunchIngest {
     }
 
     private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
-                                     appName: String, appVersion: String, report: inout Report) {
+                                     superProperties: [String: JSONScalar], appName: String, appVersion: String,
+                                     report: inout Report) {
         let path = "\(directory)/\(name)"
         let parsed = RecordFileName(name)
         if let parsed, parsed.isPartial, parsed.pid != getpid(), kill(parsed.pid, 0) == 0 || errno == EPERM {
@@ -81,23 +82,23 @@ public enum NextLaunchIngest {
             let record = try CrashRecordReader.read(path: path)
             let appEnd = parseAppEnd(record.appEndJSON)
             let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.milliseconds
-            let marker = matchMarker(markers, runID: appEnd?.runID, pid: record.process?.pid ?? parsed?.pid, crashMs: crashMs)
+            let marker = matchMarker(markers, runID: record.runID, pid: record.process?.pid ?? parsed?.pid, crashMs: crashMs)
+            let runID = record.runID ?? marker?.runID ?? ""
             let identity = appEnd?.identity ?? marker?.identity ?? EventIdentity()
             let renderer = EventRenderer(appName: record.appName ?? marker?.appName ?? appName,
                                          appVersion: record.appVersion ?? marker?.appVersion ?? appVersion)
-            events.append(appCrashed(record, name: name, identity: identity, renderer: renderer, time: crashMs ?? nowMilliseconds()))
+            let base = renderer.base(superProperties: superProperties)
+            let time = crashMs ?? nowMilliseconds()
+            let crashed = AppEvents.appCrashed(runID: runID, time: time, identity: identity,
+                                               properties: crashProperties(record, name: name))
+            events.append(NewEvent(crashed, json: renderer.render(crashed, base: base)))
             if let appEnd {
-                events.append(NewEvent(trackID: appEnd.trackID, event: "$AppEnd", time: appEnd.time, priority: .crash, json: appEnd.json))
+                events.append(NewEvent(trackID: appEnd.trackID, event: AppEvents.appEnd, time: appEnd.time, priority: .crash, json: appEnd.json))
             } else {
-                // No usable compensating $AppEnd: make one from what the record knows.
-                var properties: [String: JSONScalar] = ["$app_crashed": .bool(true), "$app_end_reason": .string("crash"),
-                                                        "$crash_record": .string(name)]
-                if let process = record.process { properties["$event_duration"] = .double((process.uptimeSeconds * 1000).rounded() / 1000) }
-                if let signal = record.signal { properties["$crash_signal"] = .string(signal.name) }
-                let time = crashMs ?? nowMilliseconds()
-                let draft = EventDraft(time: time, event: "$AppEnd", identity: identity, properties: properties, priority: .crash)
-                events.append(NewEvent(trackID: draft.trackID, event: "$AppEnd", time: time, priority: .crash,
-                                       json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
+                // No usable compensating $AppEnd: the same one, made from what the record knows.
+                let end = AppEvents.appEnd(reason: .crash, durationSeconds: record.process?.uptimeSeconds ?? 0, runID: runID,
+                                           time: time, identity: identity)
+                events.append(NewEvent(end, json: renderer.render(end, base: base)))
             }
             if let marker {
                 extras.endRuns = [marker.runID]
@@ -107,12 +108,11 @@ public enum NextLaunchIngest {
             unreadable = true
             let renderer = EventRenderer(appName: appName, appVersion: appVersion)
             let time = parsed?.milliseconds ?? nowMilliseconds()
-            let draft = EventDraft(time: time, event: "AppCrashed", identity: EventIdentity(), properties: [
+            let draft = AppEvents.appCrashed(runID: "", time: time, identity: EventIdentity(), properties: [
                 "app_crashed_reason": .string("unreadable crash record \(name): \(error)"),
                 "$crash_record": .string(name), "$crash_record_complete": .bool(false),
-            ], priority: .crash)
-            events.append(NewEvent(trackID: draft.trackID, event: "AppCrashed", time: time, priority: .crash,
-                                   json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
+            ])
+            events.append(NewEvent(draft, json: renderer.render(draft, base: renderer.base(superProperties: superProperties))))
         }
         do {
             if try store.append(events, extras: extras) == nil {
@@ -132,18 +132,16 @@ public enum NextLaunchIngest {
         var json: String
         var trackID: String
         var time: Int64
-        var runID: String?
         var identity: EventIdentity
     }
 
     /// The record's compensating `$AppEnd`, if it is a JSON object with the fields it must have.
     static func parseAppEnd(_ text: String?) -> AppEnd? {
         guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              object["event"] as? String == "$AppEnd", let trackID = object["_track_id"] as? String, !trackID.isEmpty,
-              let time = (object["time"] as? NSNumber)?.int64Value, let properties = object["properties"] as? [String: Any]
+              object["event"] as? String == AppEvents.appEnd, let trackID = object["_track_id"] as? String, !trackID.isEmpty,
+              let time = (object["time"] as? NSNumber)?.int64Value, object["properties"] is [String: Any]
         else { return nil }
         return AppEnd(json: text.trimmingCharacters(in: .whitespacesAndNewlines), trackID: trackID, time: time,
-                      runID: properties[runIDProperty] as? String,
                       identity: EventIdentity(anonymousID: object["anonymous_id"] as? String, loginID: object["login_id"] as? String))
     }
 
@@ -155,9 +153,9 @@ public enum NextLaunchIngest {
             .max { $0.startWallMilliseconds < $1.startWallMilliseconds }
     }
 
-    /// `AppCrashed`: `app_crashed_reason` (signal, fatal message, top frames) and structured `$crash_*` properties.
-    static func appCrashed(_ record: CrashRecord, name: String, identity: EventIdentity, renderer: EventRenderer,
-                           time: Int64) -> NewEvent {
+    /// The properties of `AppCrashed`: `app_crashed_reason` (signal, fatal message, top frames)
+    /// and structured `$crash_*` properties.
+    static func crashProperties(_ record: CrashRecord, name: String) -> [String: JSONScalar] {
         var properties: [String: JSONScalar] = ["$crash_record": .string(name),
                                                 "$crash_record_complete": .bool(record.isComplete)]
         var lines: [String] = []
@@ -196,9 +194,7 @@ public enum NextLaunchIngest {
         }
         if !record.isComplete { lines.append("(record incomplete: \(record.completeness))") }
         properties["app_crashed_reason"] = .string(lines.isEmpty ? "crash (no details in record)" : lines.joined(separator: "\n"))
-        let draft = EventDraft(time: time, event: "AppCrashed", identity: identity, properties: properties, priority: .crash)
-        return NewEvent(trackID: draft.trackID, event: "AppCrashed", time: time, priority: .crash,
-                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
+        return properties
     }
 
     static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

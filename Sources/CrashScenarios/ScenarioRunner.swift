@@ -363,6 +363,10 @@ public enum ScenarioRunner {
                 failures.append("$event_duration \(duration) implausible (uptime \(uptime), run \(outcome.seconds) s)")
             }
             if (event["_track_id"] as? String)?.count != 36 { failures.append("$AppEnd lacks a UUID _track_id") }
+            if properties["$app_end_reason"] as? String != "crash" { failures.append("$AppEnd's $app_end_reason is not \"crash\"") }
+            if record.runID == nil || properties["$run_id"] as? String != record.runID {
+                failures.append("$AppEnd's $run_id \(properties["$run_id"] ?? "missing") is not the record's run id \(record.runID ?? "missing")")
+            }
         } else {
             failures.append("no parsable $AppEnd event")
         }

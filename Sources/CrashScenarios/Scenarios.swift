@@ -1,5 +1,6 @@
 // Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
 import CCrashScenarios
+import CrashEvents
 @_spi(Testing) import CrashCapture
 import Dispatch
 import Foundation

@@ -32,9 +32,13 @@ public final class Tracker: @unchecked Sendable {
         public var trackAppStart = true
         /// Opt-in: add `$hostname` and `$user` to every event.
         public var includeHostInfo = false
-        /// Called at start and on every login/logout with the new identity (CrashReporter uses it to
-        /// keep CrashCapture's compensating `$AppEnd` in step).
+        /// Called at start and on every login/logout with the new identity.
         public var onIdentityChange: (@Sendable (EventIdentity) -> Void)?
+        /// Called at start and whenever the identity or the super properties change, with what
+        /// every event carries now; never concurrently, and never with an older context after a
+        /// newer one. ``CrashReporting`` passes it to `CrashCapture.setEventContext`, so a crash's
+        /// `$AppEnd` carries what the session's other events carry.
+        public var onEventContextChange: (@Sendable (EventContext) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
         public var runID: String = EventDraft.newTrackID()
         /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
@@ -120,18 +124,20 @@ public final class Tracker: @unchecked Sendable {
             runID: configuration.runID, process: .current, startWallMilliseconds: now, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: now, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
             appVersion: configuration.appVersion, identity: identity))
-        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID)
+        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties)
         uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
         queue.reserveCapacity(1024)
         spare.reserveCapacity(1024)
         configuration.onIdentityChange?(identity)
+        publishContext()
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         let writer = Thread { [self] in writerLoop() }
         writer.name = "CrashTracking.writer"
         writer.start()
         uploader?.start()
         if configuration.trackAppStart {
-            track("$AppStart", properties: ["$is_first_time": .bool(isFirstStart), Self.runIDProperty: .string(configuration.runID)])
+            let draft = AppEvents.appStart(isFirstTime: isFirstStart, runID: configuration.runID, time: 0, identity: identity)
+            track(draft.event, properties: draft.properties)
         }
     }
 
@@ -140,35 +146,43 @@ public final class Tracker: @unchecked Sendable {
     /// abnormal `$AppEnd` in the store and its marker removed.
     public let abnormalEnds: [String]
 
-    /// The property that carries the run id in `$AppStart`, every `$AppEnd` and CrashCapture's
-    /// compensating `$AppEnd`.
-    public static let runIDProperty = "$run_id"
+    /// The property that carries the run id (``AppEvents/runIDProperty``).
+    public static let runIDProperty = AppEvents.runIDProperty
 
     /// Ends every dead run but `excluding` with an abnormal `$AppEnd`, each in one transaction
     /// that also removes its marker, so that two processes starting at once report it once.
-    static func reportDeadRuns(store: TrackingStore, excluding runID: String) -> [String] {
+    static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar]) -> [String] {
         var ended: [String] = []
         for marker in (try? store.runMarkers()) ?? [] where marker.runID != runID && !marker.process.isAlive {
             var extras = TrackingStore.AppendExtras()
             extras.claimRuns = [marker.runID]
-            if (try? store.append([abnormalAppEnd(marker)], extras: extras)) != nil { ended.append(marker.runID) }
+            if (try? store.append([abnormalAppEnd(marker, superProperties: superProperties)], extras: extras)) != nil { ended.append(marker.runID) }
         }
         return ended
     }
 
     /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
-    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`.
-    static func abnormalAppEnd(_ marker: RunMarker) -> NewEvent {
+    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`, the super properties
+    /// the store holds (the dead run was the last to set them).
+    static func abnormalAppEnd(_ marker: RunMarker, superProperties: [String: JSONScalar]) -> NewEvent {
         let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion)
-        let draft = EventDraft(time: marker.refreshWallMilliseconds, event: "$AppEnd", identity: marker.identity, properties: [
-            "$event_duration": .double((marker.knownDurationSeconds * 1000).rounded() / 1000),
-            "$app_end_reason": .string("abnormal"),
-            "$app_crashed": .bool(false),
-            runIDProperty: .string(marker.runID),
-        ], priority: .crash)
-        return NewEvent(trackID: draft.trackID, event: "$AppEnd", time: draft.time, priority: .crash,
-                        json: renderer.render(draft, base: renderer.base(superProperties: [:])))
+        let draft = AppEvents.appEnd(reason: .abnormal, durationSeconds: marker.knownDurationSeconds, runID: marker.runID,
+                                     time: marker.refreshWallMilliseconds, identity: marker.identity)
+        return NewEvent(trackID: draft.trackID, event: draft.event, time: draft.time, priority: draft.priority,
+                        json: renderer.render(draft, base: renderer.base(superProperties: superProperties)))
     }
+
+    /// Hands the current context to `onEventContextChange`. The lock keeps calls apart and in
+    /// order: each reads the context inside it, so the last call always publishes the newest.
+    private func publishContext() {
+        guard let callback = configuration.onEventContextChange else { return }
+        publishLock.lock()
+        defer { publishLock.unlock() }
+        let current = cond.withLock { EventContext(identity: context.identity, superProperties: context.superProperties) }
+        callback(current)
+    }
+
+    private let publishLock = NSLock()
 
     /// The current identity.
     public var identity: EventIdentity { cond.withLock { context.identity } }
@@ -221,8 +235,10 @@ public final class Tracker: @unchecked Sendable {
         }
         guard changed else { return }
         _ = enqueueControl(.setLogin(id, identity))
-        enqueue(name: "$SignUp", properties: [:], type: "track_signup", originalID: identity.anonymousID, endsRun: false)
+        let signUp = AppEvents.signUp(time: 0, identity: identity)
+        enqueue(name: signUp.event, properties: signUp.properties, type: signUp.type, originalID: signUp.originalID, endsRun: false)
         configuration.onIdentityChange?(identity)
+        publishContext()
     }
 
     /// Logs out: later events are anonymous again.
@@ -234,6 +250,7 @@ public final class Tracker: @unchecked Sendable {
         }
         _ = enqueueControl(.setLogin(nil, identity))
         configuration.onIdentityChange?(identity)
+        publishContext()
     }
 
     /// Registers super properties: merged into every later event (event properties win) and kept across runs.
@@ -263,6 +280,7 @@ public final class Tracker: @unchecked Sendable {
         enqueued += 1
         if writerWaiting { cond.signal() }
         cond.unlock()
+        publishContext()
     }
 
     /// Waits until everything tracked before this call is committed to the store (or dropped and
@@ -305,9 +323,8 @@ public final class Tracker: @unchecked Sendable {
         let seconds = timeout ?? configuration.shutdownTimeout
         let deadline = Clock.monotonicNanoseconds() + Int64(seconds * 1e9)
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
-        enqueue(name: "$AppEnd", properties: ["$event_duration": .double((duration * 1000).rounded() / 1000),
-                                              "$app_end_reason": .string("normal"), Self.runIDProperty: .string(configuration.runID)],
-                type: "track", originalID: nil, endsRun: true)
+        let end = AppEvents.appEnd(reason: .normal, durationSeconds: duration, runID: configuration.runID, time: 0, identity: identity)
+        enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true)
         let alreadyStopped: Bool = cond.withLock {
             let was = !accepting
             accepting = false

@@ -127,3 +127,11 @@ public enum Gzip {
         return result
     }
 }
+
+extension String {
+    /// `self` (a JSON object) with `"_flush_time":ms` added as its last member.
+    func addingFlushTime(_ ms: Int64) -> String {
+        guard let close = lastIndex(of: "}") else { return self }
+        return String(self[..<close]) + ",\"_flush_time\":\(ms)}"
+    }
+}

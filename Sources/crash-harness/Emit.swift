@@ -49,6 +49,12 @@ extension CrashHarness {
         @Flag(help: "After the events are committed (and --ready-file written), sleep until killed.")
         var hold = false
 
+        @Option(name: .customLong("super-property"), help: "Register a super property (key=value, a string) before tracking; repeatable.")
+        var superProperties: [String] = []
+
+        @Option(help: "Log in as this id before tracking.")
+        var login: String?
+
         @Flag(help: "Print a JSON summary (run id, ingest report, shutdown result) on stdout.")
         var json = false
 
@@ -77,6 +83,11 @@ extension CrashHarness {
             }
             let reporting = try CrashReporting.start(configuration)
             let tracker = reporting.tracker
+            if let login { tracker.login(login) }
+            for pair in superProperties {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                tracker.registerSuperProperties([parts[0]: .string(parts.count > 1 ? parts[1] : "")])
+            }
             for seq in 0..<count {
                 tracker.track("HarnessEvent", properties: ["seq": .int(seq), "run": .string(run)])
                 if seq == crashAfter {

@@ -66,7 +66,13 @@ final class CrashScenarioTests: XCTestCase {
         let properties = try XCTUnwrap(event["properties"] as? [String: Any])
         XCTAssertEqual(properties["$os"] as? String, "Linux")
         XCTAssertEqual(properties["$app_version"] as? String, CrashCapture.libraryVersion)
-        XCTAssertEqual(properties["$crash_signal"] as? String, "SIGSEGV")
+        XCTAssertEqual(properties["$app_end_reason"] as? String, "crash")
+        XCTAssertEqual(properties["$app_crashed"] as? Bool, true)
+        // The run id is a record field, and the $AppEnd carries the same one.
+        let runID = try XCTUnwrap(record.runID)
+        XCTAssertEqual(runID.count, 36)
+        XCTAssertEqual(properties["$run_id"] as? String, runID)
+        XCTAssertNil(properties["$crash_signal"], "crash facts are AppCrashed's, not the $AppEnd's")
         let duration = try XCTUnwrap((properties["$event_duration"] as? NSNumber)?.doubleValue)
         XCTAssertEqual(duration, process.uptimeSeconds, accuracy: 0.002)
 
@@ -76,7 +82,6 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertEqual(files.count, 1)
         XCTAssertTrue(files[0].hasPrefix("crash-") && files[0].hasSuffix(".ccrec"), files[0])
         XCTAssertEqual(try permissions(run.directory + "/" + files[0]), 0o600)
-        XCTAssertEqual(properties["$crash_record"] as? String, files[0])
     }
 
     func testAbortIsRecordedAsSIGABRTSentByTheProcessItself() throws {

@@ -1,5 +1,6 @@
 // NextLaunchTests.swift — real child processes (crash-harness emit): crashes, SIGKILLs, restarts, two writers.
 @testable import CrashReporter
+import CrashRecordFormat
 import CrashTracking
 import Foundation
 import TestSupport
@@ -22,6 +23,9 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(crashed.ending, .signaled(SIGSEGV))
         let records = try FileManager.default.contentsOfDirectory(atPath: store + ".records").filter { $0.hasSuffix(".ccrec") }
         XCTAssertEqual(records.count, 1)
+        let record = try CrashRecordReader.read(path: store + ".records/" + records[0])
+        XCTAssertEqual(record.runID, "crashed-run")
+        let recordedEnd = object(try XCTUnwrap(record.appEndJSON))
 
         let server = try TestHTTPServer()
         let next = try Harness.emit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString,
@@ -37,16 +41,82 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(appCrashed.properties["$crash_signal"] as? String, "SIGSEGV")
         XCTAssertEqual(appCrashed.properties["$crash_record"] as? String, records[0])
         XCTAssertEqual(appCrashed["distinct_id"] as? String, crashedRun.first?["distinct_id"] as? String)
+        XCTAssertEqual(appCrashed.properties["$run_id"] as? String, "crashed-run")
         // Exactly one $AppEnd for the crashed run: the record's compensating one, not a synthesized one.
         let ends = events.filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "crashed-run" }
         XCTAssertEqual(ends.count, 1)
         XCTAssertEqual(ends.first?.properties["$app_crashed"] as? Bool, true)
-        XCTAssertNil(ends.first?.properties["$app_end_reason"])
+        XCTAssertEqual(ends.first?.properties["$app_end_reason"] as? String, "crash")
+        XCTAssertEqual(ends.first?.trackID, recordedEnd["_track_id"] as? String)
         XCTAssertLessThan(events.firstIndex { $0.event == "AppCrashed" }!, events.firstIndex { $0.event == "$AppEnd" && $0.properties["$app_crashed"] as? Bool == true }!)
         // The record is gone only now that its events are stored; the store is drained.
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [])
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 0)
+    }
+
+    /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
+    /// shutdown, a crash (the handler's `$AppEnd` from the template), a crash whose record was cut
+    /// before its `$AppEnd` (made at the next launch) and a SIGKILL (abnormal, from the marker).
+    /// Each carries the super properties and identity the run had, and `AppCrashed` carries them too.
+    func testEveryEndReasonCarriesTheSameKeys() throws {
+        let directory = try Scratch.directory("same-keys")
+        let store = directory + "/s.sqlite"
+        let records = store + ".records"
+        // Login and super properties persist in the store; every later run has them.
+        XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--run-id", "normal-run",
+                                         "--login", "user-7", "--super-property", "plan=pro"]).ending, .exited(0))
+        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "crash-run"]).ending,
+                       .signaled(SIGSEGV))
+        // The next launch ingests crash-run's record; then it crashes too, and its record is cut
+        // after the PROCESS section (before the $AppEnd and the run id), as a full disk would.
+        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "cut-run"]).ending,
+                       .signaled(SIGSEGV))
+        let cutName = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: records).first { $0.hasSuffix(".ccrec") })
+        let cutPath = records + "/" + cutName
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: cutPath)))
+        var offset = 32
+        for _ in 0..<2 { // CRASH, PROCESS
+            let length = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            offset += 8 + length + 4
+        }
+        bytes.removeSubrange(offset...)
+        try Data(bytes).write(to: URL(fileURLWithPath: cutPath))
+        let cut = try CrashRecordReader.read(path: cutPath)
+        XCTAssertNil(cut.appEndJSON)
+        XCTAssertNil(cut.runID)
+        // Killed: its marker is all that is left.
+        let ready = directory + "/ready"
+        let pid = try Harness.spawnEmit(["--count", "1", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
+        XCTAssertTrue(Harness.waitForFile(ready))
+        kill(pid, SIGKILL)
+        XCTAssertEqual(Harness.wait(pid) & 0x7F, SIGKILL)
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store, "--run-id", "last-run"]).ending, .exited(0))
+
+        let events = try storedObjects(store)
+        let ends = Dictionary(events.filter { $0.event == "$AppEnd" }.map { ($0.properties["$run_id"] as? String ?? "?", $0) },
+                              uniquingKeysWith: { first, _ in first })
+        let expected = ["normal-run": "normal", "crash-run": "crash", "cut-run": "crash", "killed-run": "abnormal", "last-run": "normal"]
+        XCTAssertEqual(Set(ends.keys), Set(expected.keys))
+        let reference = try XCTUnwrap(ends["last-run"])
+        let referenceProperties = Set(reference.properties.keys)
+        XCTAssertTrue(referenceProperties.isSuperset(of: ["$event_duration", "$app_end_reason", "$app_crashed", "$run_id",
+                                                          "$os", "$cpu_count", "$lib", "plan"]))
+        for (run, reason) in expected {
+            let end = try XCTUnwrap(ends[run], run)
+            XCTAssertEqual(end.properties["$app_end_reason"] as? String, reason, run)
+            XCTAssertEqual(end.properties["$app_crashed"] as? Bool, reason == "crash", run)
+            XCTAssertEqual(Set(end.keys), Set(reference.keys), run)
+            XCTAssertEqual(Set(end.properties.keys), referenceProperties, run)
+            XCTAssertEqual(end.properties["plan"] as? String, "pro", run)
+            XCTAssertEqual(end["login_id"] as? String, "user-7", run)
+        }
+        let crashes = events.filter { $0.event == "AppCrashed" }
+        XCTAssertEqual(Set(crashes.compactMap { $0.properties["$run_id"] as? String }), ["crash-run", "cut-run"])
+        for crash in crashes {
+            XCTAssertEqual(crash.properties["plan"] as? String, "pro")
+            XCTAssertEqual(crash["login_id"] as? String, "user-7")
+        }
     }
 
     func testARunKilledWithSIGKILLGetsAnAbnormalAppEndOnTheNextLaunch() throws {

@@ -1,5 +1,6 @@
 // TrackingStoreTests.swift — the SQLite store: order, bounds, counted evictions, quarantine, corruption.
 @testable import CrashTracking
+import CrashEvents
 import Foundation
 import TestSupport
 import XCTest

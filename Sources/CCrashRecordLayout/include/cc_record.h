@@ -122,6 +122,7 @@ enum cc_string_key {
     CC_STR_FATAL_MESSAGE   = 4,     /* the Swift runtime's fatal-error message */
     CC_STR_KERNEL          = 5,     /* uname: sysname release version machine */
     CC_STR_NOTE            = 6,     /* something the writer wants a reader to know */
+    CC_STR_RUN_ID          = 7,     /* the run id the tracker gave this run (pairs the record with its run marker) */
 };
 
 typedef struct {

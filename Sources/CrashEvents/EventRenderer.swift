@@ -1,5 +1,6 @@
-// Event.swift — the Sensors-style event: how one tracked call becomes one JSON object.
-import CrashEvents
+// EventRenderer.swift — the Sensors-style event: how a draft becomes one JSON object. The one
+// renderer of every event this project produces (tracked, $AppStart, $AppEnd for every end
+// reason, AppCrashed, $SignUp, and the $AppEnd template the signal handler completes).
 import Foundation
 
 /// How eagerly an event is kept when the store is full: ordinary events are evicted first,
@@ -84,13 +85,7 @@ public struct EventRenderer: Sendable {
 
     /// The event as one JSON object; event properties win over super properties, which win over presets.
     public func render(_ draft: EventDraft, base: RenderedBase) -> String {
-        var out = "{\"_track_id\":\(JSONText.quote(draft.trackID)),\"time\":\(draft.time),\"type\":\(JSONText.quote(draft.type)),"
-        out += "\"event\":\(JSONText.quote(draft.event)),"
-        if let distinct = draft.identity.distinctID { out += "\"distinct_id\":\(JSONText.quote(distinct)),"; }
-        if let anonymous = draft.identity.anonymousID { out += "\"anonymous_id\":\(JSONText.quote(anonymous)),"; }
-        if let login = draft.identity.loginID { out += "\"login_id\":\(JSONText.quote(login)),"; }
-        if let original = draft.originalID { out += "\"original_id\":\(JSONText.quote(original)),"; }
-        out += "\"lib\":\(libJSON),\"properties\":{"
+        var out = head(draft, trackID: JSONText.quote(draft.trackID), time: String(draft.time))
         if draft.properties.keys.contains(where: { base.keys.contains($0) }) {
             var merged = base.merged
             for (key, value) in draft.properties { merged[key] = value }
@@ -103,18 +98,36 @@ public struct EventRenderer: Sendable {
         return out + "}}"
     }
 
+    /// The event as a template another writer completes: exactly ``render(_:base:)``'s text, but
+    /// `_track_id`, `time` and the properties named in `rawProperties` hold the given raw text in
+    /// place of a JSON value. CrashCapture renders its crash `$AppEnd` this way, with placeholder
+    /// bytes its signal handler replaces; the draft's own values for those members are ignored.
+    public func renderTemplate(_ draft: EventDraft, base: RenderedBase, rawTrackID: String, rawTime: String,
+                               rawProperties: [String: String]) -> String {
+        var merged = base.merged
+        for (key, value) in draft.properties { merged[key] = value }
+        var out = head(draft, trackID: rawTrackID, time: rawTime)
+        out += Set(merged.keys).union(rawProperties.keys).sorted().map { key in
+            JSONText.quote(key) + ":" + (rawProperties[key] ?? Self.clip(merged[key]!).json)
+        }.joined(separator: ",")
+        return out + "}}"
+    }
+
+    /// Everything up to and including `"properties":{`.
+    private func head(_ draft: EventDraft, trackID: String, time: String) -> String {
+        var out = "{\"_track_id\":\(trackID),\"time\":\(time),\"type\":\(JSONText.quote(draft.type)),"
+        out += "\"event\":\(JSONText.quote(draft.event)),"
+        if let distinct = draft.identity.distinctID { out += "\"distinct_id\":\(JSONText.quote(distinct)),"; }
+        if let anonymous = draft.identity.anonymousID { out += "\"anonymous_id\":\(JSONText.quote(anonymous)),"; }
+        if let login = draft.identity.loginID { out += "\"login_id\":\(JSONText.quote(login)),"; }
+        if let original = draft.originalID { out += "\"original_id\":\(JSONText.quote(original)),"; }
+        return out + "\"lib\":\(libJSON),\"properties\":{"
+    }
+
     static func clip(_ value: JSONScalar) -> JSONScalar {
         guard case .string(let s) = value, s.utf8.count > maxStringBytes else { return value }
         var cut = s.utf8.prefix(maxStringBytes)
         while !cut.isEmpty, String(cut) == nil { cut = cut.dropLast() }
         return .string(String(cut) ?? "")
-    }
-}
-
-extension String {
-    /// `self` (a JSON object) with `"_flush_time":ms` added as its last member.
-    func addingFlushTime(_ ms: Int64) -> String {
-        guard let close = lastIndex(of: "}") else { return self }
-        return String(self[..<close]) + ",\"_flush_time\":\(ms)}"
     }
 }

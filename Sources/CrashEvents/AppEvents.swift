@@ -1,0 +1,82 @@
+// AppEvents.swift — the lifecycle events (`$AppStart`, `$AppEnd` for every end reason,
+// `AppCrashed`, `$SignUp`): their names and the properties each must carry, in one place. Every
+// module that makes one of them starts from a draft made here and renders it with
+// ``EventRenderer``, so a data team sees the same keys whoever wrote the event.
+
+/// How a run ended, as `$app_end_reason` says it.
+public enum AppEndReason: String, Sendable, CaseIterable {
+    /// `Tracker.shutdown`, or a normal process exit caught by the tracker's exit hook.
+    case normal
+    /// A fatal signal CrashCapture recorded: the signal handler completes this `$AppEnd`, or the
+    /// next launch makes it from the record when the record holds none.
+    case crash
+    /// The run vanished with neither (SIGKILL, the OOM killer, power loss): made at the next
+    /// launch from the run's marker.
+    case abnormal
+}
+
+/// The lifecycle events and the properties each carries.
+public enum AppEvents {
+    public static let appStart = "$AppStart"
+    public static let appEnd = "$AppEnd"
+    public static let appCrashed = "AppCrashed"
+    public static let signUp = "$SignUp"
+
+    /// The property that carries the run id: in `$AppStart`, every `$AppEnd` and `AppCrashed`,
+    /// so a data team can pair a session's start, crash and end.
+    public static let runIDProperty = "$run_id"
+    public static let eventDurationProperty = "$event_duration"
+    public static let endReasonProperty = "$app_end_reason"
+    public static let crashedProperty = "$app_crashed"
+
+    /// The event properties of every `$AppEnd`, whatever the reason (presets, super properties
+    /// and identity come on top, from the renderer): the same keys for each reason.
+    public static let appEndPropertyKeys: Set<String> = [eventDurationProperty, endReasonProperty, crashedProperty, runIDProperty]
+
+    /// The `$AppEnd` of a run. `durationSeconds` is measured on the monotonic clock and kept to
+    /// the millisecond. Crash and abnormal ends are kept longest when the store is full.
+    public static func appEnd(reason: AppEndReason, durationSeconds: Double, runID: String, time: Int64,
+                              identity: EventIdentity, trackID: String = EventDraft.newTrackID()) -> EventDraft {
+        EventDraft(trackID: trackID, time: time, event: appEnd, identity: identity, properties: [
+            eventDurationProperty: .double((max(0, durationSeconds) * 1000).rounded() / 1000),
+            endReasonProperty: .string(reason.rawValue),
+            crashedProperty: .bool(reason == .crash),
+            runIDProperty: .string(runID),
+        ], priority: reason == .normal ? .ordinary : .crash)
+    }
+
+    /// `$AppStart`: `$is_first_time` (the first start ever on this store) and the run id.
+    public static func appStart(isFirstTime: Bool, runID: String, time: Int64, identity: EventIdentity) -> EventDraft {
+        EventDraft(time: time, event: appStart, identity: identity,
+                   properties: ["$is_first_time": .bool(isFirstTime), runIDProperty: .string(runID)])
+    }
+
+    /// `$SignUp` (Sensors' `track_signup`): the login id replaces the anonymous one, which
+    /// `original_id` keeps.
+    public static func signUp(time: Int64, identity: EventIdentity) -> EventDraft {
+        EventDraft(time: time, type: "track_signup", event: signUp, identity: identity, originalID: identity.anonymousID,
+                   properties: [:])
+    }
+
+    /// `AppCrashed` (crash priority) with the run id and the crash's own properties
+    /// (`app_crashed_reason`, `$crash_*`), which the caller that read the record supplies.
+    public static func appCrashed(runID: String, time: Int64, identity: EventIdentity,
+                                  properties: [String: JSONScalar]) -> EventDraft {
+        var properties = properties
+        properties[runIDProperty] = .string(runID)
+        return EventDraft(time: time, event: appCrashed, identity: identity, properties: properties, priority: .crash)
+    }
+}
+
+/// Who the events of a run belong to and what they all carry: what the crash `$AppEnd` template
+/// is rendered from, and what the tracker republishes when it changes (login, logout, super
+/// properties).
+public struct EventContext: Sendable, Equatable {
+    public var identity: EventIdentity
+    public var superProperties: [String: JSONScalar]
+
+    public init(identity: EventIdentity = EventIdentity(), superProperties: [String: JSONScalar] = [:]) {
+        self.identity = identity
+        self.superProperties = superProperties
+    }
+}
