@@ -48,8 +48,9 @@ public struct Inspection: Sendable {
     /// How a frame reads in one short line: the symbol, or image+offset without one.
     public static func label(_ frame: SymbolicatedFrame) -> String {
         if let symbol = frame.symbol { return symbol }
+        if let path = frame.image, let offset = frame.imageOffset { return CrashImage.offsetLabel(path: path, offset: offset) }
         let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
-        return frame.imageOffset.map { "\(image)+0x\(String($0, radix: 16))" } ?? "\(image) \(Explanation.hex(frame.address))"
+        return "\(image) \(Explanation.hex(frame.address))"
     }
 
     /// A crash signature that survives ASLR and rebuilds of unrelated code: the signal and the

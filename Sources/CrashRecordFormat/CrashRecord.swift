@@ -119,6 +119,20 @@ public struct CrashRecord: Sendable, Equatable {
     public func image(containing address: UInt64) -> CrashImage? {
         images.first { $0.contains(address) }
     }
+
+    /// `libfoo.so+0x1a2b` for an address inside one of the images, else `nil`.
+    public func offsetLabel(for address: UInt64) -> String? {
+        image(containing: address).map { CrashImage.offsetLabel(path: $0.path, offset: address &- $0.base) }
+    }
+}
+
+extension CrashImage {
+    /// How an address without a symbol is named everywhere (the inspector, `AppCrashed`): the
+    /// image's file name and the offset from its base, `libfoo.so+0x1a2b`.
+    public static func offsetLabel(path: String, offset: UInt64) -> String {
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        return name + "+0x" + String(offset, radix: 16)
+    }
 }
 
 extension CrashRecord {

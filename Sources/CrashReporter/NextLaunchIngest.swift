@@ -59,8 +59,10 @@ public enum NextLaunchIngest {
                                      report: inout Report) {
         let path = "\(directory)/\(name)"
         let parsed = RecordFileName(name)
-        if let parsed, parsed.isPartial, parsed.pid != getpid(), kill(parsed.pid, 0) == 0 || errno == EPERM {
-            // The handler of a live process may still be writing it (it renames when done).
+        if let parsed, parsed.isPartial, parsed.pid != getpid(),
+           ProcessIdentity.isRunning(pid: parsed.pid, startedBy: parsed.milliseconds) {
+            // The handler of a live process may still be writing it (it renames when done); a
+            // live process that started after the crash has only reused the pid.
             report.recordsInProgress.append(name)
             return
         }
@@ -178,9 +180,7 @@ public enum NextLaunchIngest {
             properties["$crash_thread"] = .string(thread.name)
             for (index, pc) in thread.frames.prefix(reasonFrames).enumerated() {
                 var frame = "#\(index) 0x\(String(pc, radix: 16))"
-                if let image = record.image(containing: pc) {
-                    frame += " \((image.path as NSString).lastPathComponent)+0x\(String(pc &- image.base, radix: 16))"
-                }
+                if let label = record.offsetLabel(for: pc) { frame += " " + label }
                 lines.append(frame)
             }
             properties["$crash_frame_count"] = .int(thread.frames.count)

@@ -55,6 +55,23 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 0)
     }
 
+    /// A login and a super property set after start reach the crash's `$AppEnd`: the tracker
+    /// republishes the template when the context changes.
+    func testTheCrashAppEndFollowsLoginAndSuperPropertiesSetAfterStart() throws {
+        let directory = try Scratch.directory("republish")
+        let store = directory + "/s.sqlite"
+        XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--crash-after", "0", "--run-id", "r1",
+                                         "--login", "user-9", "--super-property", "tier=gold"]).ending, .signaled(SIGSEGV))
+        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: store + ".records").first)
+        let record = try CrashRecordReader.read(path: store + ".records/" + name)
+        let end = object(try XCTUnwrap(record.appEndJSON))
+        XCTAssertEqual(end["login_id"] as? String, "user-9")
+        XCTAssertEqual(end["distinct_id"] as? String, "user-9")
+        XCTAssertNotNil(end["anonymous_id"] as? String)
+        XCTAssertEqual(end.properties["tier"] as? String, "gold")
+        XCTAssertEqual(end.properties["$run_id"] as? String, "r1")
+    }
+
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
     /// shutdown, a crash (the handler's `$AppEnd` from the template), a crash whose record was cut
     /// before its `$AppEnd` (made at the next launch) and a SIGKILL (abnormal, from the marker).
@@ -293,6 +310,35 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(crashed.event, "AppCrashed")
         XCTAssertEqual(crashed.priority, .crash)
         XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + name))
+    }
+
+    /// A `.partial` record is left alone only while its writer may still be at work: a live
+    /// process with its pid that started before the record's time. A live process that started
+    /// after it has reused the pid (kill(pid, 0) alone would be fooled), so the record is ingested.
+    func testAPartialRecordIsLeftOnlyWhileItsWriterCanBeAlive() throws {
+        let directory = try Scratch.directory("partial-liveness")
+        let records = directory + "/records"
+        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        defer { sleeper.terminate(); sleeper.waitUntilExit() }
+        let pid = sleeper.processIdentifier
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // Written "a minute ago" by this pid: the live sleeper started after it, so it is not the writer.
+        let reused = "crash-\(now - 60_000)-\(pid)-\(pid).ccrec.partial"
+        // Written "now" (after the sleeper started): the sleeper may be its writer.
+        let live = "crash-\(now + 100)-\(pid)-\(pid).ccrec.partial"
+        for name in [reused, live] { try Data("torn".utf8).write(to: URL(fileURLWithPath: records + "/" + name)) }
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let report = NextLaunchIngest.run(store: store, recordDirectory: records, appName: "t", appVersion: "1")
+        XCTAssertEqual(report.recordsInProgress, [live])
+        XCTAssertEqual(report.recordsUnreadable, [reused])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/" + live))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + reused))
+        XCTAssertTrue(ProcessIdentity.isRunning(pid: getpid(), startedBy: now))
+        XCTAssertFalse(ProcessIdentity.isRunning(pid: getpid(), startedBy: now - 3_600_000 * 24 * 365))
     }
 
     func testARecordAlreadyIngestedIsNotIngestedTwice() throws {
