@@ -5,6 +5,7 @@ import CrashEvents
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -637,10 +638,8 @@ public enum Scenarios {
 }
 
 /// A count shared between a scenario's threads.
-// @unchecked: `count` is only touched under `lock`.
-final class UpdateCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+final class UpdateCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }

@@ -7,6 +7,7 @@
 // yet committed) are lost; events committed never are (`waitUntilStored` tells which).
 import CrashEvents
 import Foundation
+import Synchronization
 
 /// Tracks Sensors-style events into a ``TrackingStore`` and (with an endpoint) uploads them.
 // @unchecked: the queue, the context and the lifecycle flags are guarded by `cond` (an
@@ -480,31 +481,30 @@ public final class Tracker: @unchecked Sendable {
 /// ``Tracker/Configuration/shutdownAtExit``). One `atexit` handler for the process; trackers are
 /// held weakly, so the hook never keeps one alive.
 enum ExitHook {
-    // @unchecked: a weak reference is mutable storage; it is only read and written under `lock`.
-    private final class Entry: @unchecked Sendable {
+    private struct Entry: Sendable {
         weak var tracker: Tracker?
-        init(_ tracker: Tracker) { self.tracker = tracker }
     }
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var entries: [Entry] = []
-    nonisolated(unsafe) private static var installed = false
+    private struct State: Sendable {
+        var entries: [Entry] = []
+        var installed = false
+    }
+    private static let state = Mutex(State())
 
     static func register(_ tracker: Tracker) {
-        lock.lock()
-        defer { lock.unlock() }
-        entries.removeAll { $0.tracker == nil }
-        entries.append(Entry(tracker))
-        if !installed {
-            installed = true
-            atexit { ExitHook.runAtExit() }
+        let install: Bool = state.withLock { state in
+            state.entries.removeAll { $0.tracker == nil }
+            state.entries.append(Entry(tracker: tracker))
+            defer { state.installed = true }
+            return !state.installed
         }
+        if install { atexit { ExitHook.runAtExit() } }
     }
 
     private static func runAtExit() {
-        lock.lock()
-        let trackers = entries.compactMap(\.tracker)
-        entries.removeAll()
-        lock.unlock()
+        let trackers = state.withLock { state in
+            defer { state.entries.removeAll() }
+            return state.entries.compactMap(\.tracker)
+        }
         for tracker in trackers { tracker.shutdownAtExit() }
     }
 }
