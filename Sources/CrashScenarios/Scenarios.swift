@@ -156,7 +156,7 @@ public struct ScenarioContext: Sendable {
     /// look at the process with an outside tool (eu-stack) just before it crashes.
     public func pauseIfAsked() {
         guard let path = ProcessInfo.processInfo.environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] else { return }
-        FileManager.default.createFile(atPath: path + ".ready", contents: Data("\(getpid())".utf8))
+        _ = FileManager.default.createFile(atPath: path + ".ready", contents: Data("\(getpid())".utf8))
         for _ in 0..<6000 where !FileManager.default.fileExists(atPath: path + ".go") { usleep(10_000) }
     }
 }

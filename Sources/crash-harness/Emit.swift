@@ -97,7 +97,7 @@ extension CrashHarness {
             }
             if readyFile != nil || hold {
                 tracker.waitUntilStored(timeout: 30)
-                if let readyFile { FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
+                if let readyFile { _ = FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
                 while hold { sleep(60) }
             }
             if exitWithoutShutdown { Glibc.exit(0) }

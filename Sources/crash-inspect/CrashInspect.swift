@@ -188,7 +188,7 @@ extension CrashInspect {
                         ["trackID": $0.trackID, "event": $0.event, "time": isoTime($0.time * 1_000_000)] as Any
                     } ?? NSNull(),
                     "lastUpload": last.map {
-                        ["time": isoTime($0.time * 1_000_000), "status": $0.status, "events": $0.events, "error": $0.error ?? NSNull()] as Any
+                        ["time": isoTime($0.time * 1_000_000), "status": $0.status, "events": $0.events, "error": $0.error.map { $0 as Any } ?? NSNull()] as Any
                     } ?? NSNull(),
                     "quarantine": quarantine.map {
                         ["trackID": $0.event.trackID, "event": $0.event.event, "status": $0.status, "reason": $0.reason,

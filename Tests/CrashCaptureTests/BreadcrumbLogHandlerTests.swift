@@ -5,6 +5,7 @@ import XCTest
 
 final class BreadcrumbLogHandlerTests: XCTestCase {
     /// A handler that keeps what reaches it.
+    // @unchecked: the logger calls the handler on the test's own thread only.
     final class Capture: @unchecked Sendable {
         var lines: [(message: String, metadata: Logger.Metadata)] = []
     }
@@ -17,9 +18,8 @@ final class BreadcrumbLogHandlerTests: XCTestCase {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            capture.lines.append((message.description, self.metadata.merging(metadata ?? [:]) { $1 }))
+        func log(event: LogEvent) {
+            capture.lines.append((event.message.description, self.metadata.merging(event.metadata ?? [:]) { $1 }))
         }
     }
 

@@ -72,7 +72,7 @@ final class InstallTests: XCTestCase {
 
     func testStartThrowsAClearErrorWhenTheDirectoryCannotBeMade() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-dir-\(getpid())").path
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
         defer { try? FileManager.default.removeItem(atPath: file) }
         var configuration = config()
         configuration.directory = file + "/records"
@@ -164,7 +164,7 @@ final class InstallTests: XCTestCase {
         }
     }
 
-    private func onNewThread<T>(_ body: @escaping () -> T) -> T {
+    private func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
         let box = ThreadResultBox<T>()
         let thread = Thread {
             box.value = body()
@@ -176,6 +176,7 @@ final class InstallTests: XCTestCase {
     }
 }
 
+// @unchecked: `value` is written by the thread before `done` is signalled and read only after.
 private final class ThreadResultBox<T>: @unchecked Sendable {
     var value: T?
     let done = DispatchSemaphore(value: 0)
