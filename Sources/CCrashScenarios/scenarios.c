@@ -455,10 +455,33 @@ static volatile sig_atomic_t g_after_crash_line;
 static volatile long g_busy;
 static _Atomic int g_async_seen[3];
 
+static int g_record_dir_fd = -1;
+
+/* async-signal-safe: whether the record directory holds a crash record (final or .partial)
+ * yet, read with getdents64 into a stack buffer. Before the record exists, a handler that runs
+ * is still before the crash (the thread can be interrupted between the "crashing" line and the
+ * faulting instruction); once it exists, nothing of the program may run any more. */
+static int cch_record_exists(void) {
+    char buf[2048];
+    if (g_record_dir_fd < 0 || lseek(g_record_dir_fd, 0, SEEK_SET) != 0) return 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, g_record_dir_fd, buf, sizeof buf);
+        if (n <= 0) return 0;
+        for (long offset = 0; offset < n;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + offset + 16, sizeof reclen);
+            const char *name = buf + offset + 19;
+            if (strncmp(name, "crash-", 6) == 0) return 1;
+            if (reclen == 0) return 0;
+            offset += reclen;
+        }
+    }
+}
+
 static void cch_async_marker(int signo) {
     int saved = errno;
     int index = signo == SIGPROF ? 0 : signo == SIGUSR1 ? 1 : 2;
-    if (g_after_crash_line) {
+    if (g_after_crash_line && cch_record_exists()) {
         cch_put(1, signo == SIGPROF ? "late async signal: SIGPROF handler ran after the crash\n"
                  : signo == SIGUSR1 ? "late async signal: SIGUSR1 handler ran after the crash\n"
                                     : "late async signal: SIGCHLD handler ran after the crash\n");
@@ -493,7 +516,9 @@ static int64_t cch_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-__attribute__((noinline)) void cch_async_signals_then_crash(void) {
+__attribute__((noinline)) void cch_async_signals_then_crash(const char *directory) {
+    g_record_dir_fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (g_record_dir_fd < 0) { perror("open record directory"); exit(70); }
     struct sigaction action = { 0 };
     action.sa_handler = cch_async_marker;
     sigemptyset(&action.sa_mask);

@@ -551,7 +551,7 @@ public enum Scenarios {
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_async_signals_then_crash"] + chain,
                                faultAddress: 0),
                  stdoutContains: ["SIGPROF, SIGUSR1 and SIGCHLD arriving; crashing\n"], stdoutLacks: ["late async signal"])
-        { _ in throughLevels { cch_async_signals_then_crash() } },
+        { context in throughLevels { cch_async_signals_then_crash(context.directory) } },
         Scenario("crash-while-dl-iterate-phdr", "a crash while another thread holds the loader lock (inside dl_iterate_phdr) is recorded with frames, quickly, and the previous handler runs",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0,

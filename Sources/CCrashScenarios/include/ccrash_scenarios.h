@@ -81,7 +81,7 @@ void cch_limit_file_size(long soft, long hard);
  * thread that blocks all three) count quietly until all three have arrived; this prints a
  * line (stdout), and from then on a handler that runs prints a "late async signal" line; then
  * it dereferences null. */
-void cch_async_signals_then_crash(void);
+void cch_async_signals_then_crash(const char *directory);
 /* Starts a thread that sleeps forever inside a dl_iterate_phdr callback (holding the loader
  * lock) and returns once it is there. */
 void cch_start_thread_inside_dl_iterate_phdr(void);
