@@ -50,7 +50,7 @@ public enum NextLaunchIngest {
                              appName: appName, appVersion: appVersion, report: &report)
             }
         }
-        try? store.pruneIngested()
+        try? store.pruneClaims()
         return report
     }
 
@@ -64,7 +64,7 @@ public enum NextLaunchIngest {
             return
         }
         do {
-            if try store.wasIngested(name) {
+            if try store.isClaimed(name) {
                 unlink(path)
                 report.recordsAlreadyIngested.append(name)
                 return
@@ -74,8 +74,7 @@ public enum NextLaunchIngest {
             return
         }
         var events: [NewEvent] = []
-        var extras = TrackingStore.AppendExtras()
-        extras.ingestedRecords = [name]
+        var endingRun: String?
         var unreadable = false
         do {
             let record = try CrashRecordReader.read(path: path)
@@ -100,7 +99,7 @@ public enum NextLaunchIngest {
                                        json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
             }
             if let marker {
-                extras.endRuns = [marker.runID]
+                endingRun = marker.runID
                 markers.removeAll { $0.runID == marker.runID }
             }
         } catch {
@@ -115,7 +114,7 @@ public enum NextLaunchIngest {
                                    json: renderer.render(draft, base: renderer.base(superProperties: [:]))))
         }
         do {
-            if try store.append(events, extras: extras) == nil {
+            if try !store.appendOnce(events, claim: name, endingRun: endingRun) {
                 report.recordsAlreadyIngested.append(name)
             } else if unreadable {
                 report.recordsUnreadable.append(name)

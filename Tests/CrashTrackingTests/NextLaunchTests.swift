@@ -1,6 +1,6 @@
 // NextLaunchTests.swift — real child processes (crash-harness emit): crashes, SIGKILLs, restarts, two writers.
 @testable import CrashReporter
-import CrashTracking
+@testable import CrashTracking
 import Foundation
 import TestSupport
 import XCTest
