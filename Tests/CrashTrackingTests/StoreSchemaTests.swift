@@ -76,6 +76,8 @@ final class StoreSchemaTests: XCTestCase {
         let directory = try Scratch.directory("legacy")
         let path = directory + "/s.sqlite"
         try writeLegacyStore(path)
+        // The read-only inspector reads it before any migration (no grdb_migrations yet).
+        XCTAssertEqual(try TrackingStore.inspect(path: path).0.pending, 3)
 
         let store = try TrackingStore(path: path)
         XCTAssertEqual(store.movedAsideCorruptFiles, [])
