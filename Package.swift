@@ -84,7 +84,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashTrackingTests",
-            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "TestSupport", "crash-harness"]
+            dependencies: [
+                "CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios",
+                "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "CrashCaptureTests",

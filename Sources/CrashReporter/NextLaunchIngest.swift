@@ -50,7 +50,7 @@ public enum NextLaunchIngest {
                              superProperties: superProperties, appName: appName, appVersion: appVersion, report: &report)
             }
         }
-        try? store.pruneIngested()
+        try? store.pruneClaims()
         return report
     }
 
@@ -67,7 +67,7 @@ public enum NextLaunchIngest {
             return
         }
         do {
-            if try store.wasIngested(name) {
+            if try store.isClaimed(name) {
                 unlink(path)
                 report.recordsAlreadyIngested.append(name)
                 return
@@ -77,8 +77,7 @@ public enum NextLaunchIngest {
             return
         }
         var events: [NewEvent] = []
-        var extras = TrackingStore.AppendExtras()
-        extras.ingestedRecords = [name]
+        var endingRun: String?
         var unreadable = false
         do {
             let record = try CrashRecordReader.read(path: path)
@@ -103,7 +102,7 @@ public enum NextLaunchIngest {
                 events.append(NewEvent(end, json: renderer.render(end, base: base)))
             }
             if let marker {
-                extras.endRuns = [marker.runID]
+                endingRun = marker.runID
                 markers.removeAll { $0.runID == marker.runID }
             }
         } catch {
@@ -117,7 +116,7 @@ public enum NextLaunchIngest {
             events.append(NewEvent(draft, json: renderer.render(draft, base: renderer.base(superProperties: superProperties))))
         }
         do {
-            if try store.append(events, extras: extras) == nil {
+            if try !store.appendOnce(events, claim: name, endingRun: endingRun) {
                 report.recordsAlreadyIngested.append(name)
             } else if unreadable {
                 report.recordsUnreadable.append(name)

@@ -155,9 +155,9 @@ public final class Tracker: @unchecked Sendable {
     static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar]) -> [String] {
         var ended: [String] = []
         for marker in (try? store.runMarkers()) ?? [] where marker.runID != runID && !marker.process.isAlive {
-            var extras = TrackingStore.AppendExtras()
-            extras.claimRuns = [marker.runID]
-            if (try? store.append([abnormalAppEnd(marker, superProperties: superProperties)], extras: extras)) != nil { ended.append(marker.runID) }
+            if (try? store.claimRun(marker.runID, appending: [abnormalAppEnd(marker, superProperties: superProperties)])) == true {
+                ended.append(marker.runID)
+            }
         }
         return ended
     }
@@ -410,13 +410,13 @@ public final class Tracker: @unchecked Sendable {
 
             let items = carry + spare
             let now = Clock.monotonicNanoseconds()
-            var extras = TrackingStore.AppendExtras()
+            var refresh: (runID: String, wallMs: Int64, monoNs: Int64)?
             if now >= nextRefresh {
-                extras.refreshRun = (configuration.runID, Clock.wallMilliseconds(), now)
+                refresh = (configuration.runID, Clock.wallMilliseconds(), now)
                 nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
             }
-            extras.counters["dropped_queue_full"] = dropped
-            extras.counters["dropped_store_error"] = droppedStoreError
+            let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]
+            var endingRun: String?
             var events: [NewEvent] = []
             events.reserveCapacity(items.count)
             var controls: [Item] = []
@@ -427,13 +427,13 @@ public final class Tracker: @unchecked Sendable {
                                            originalID: originalID, properties: properties)
                     events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
                                            json: renderer.render(draft, base: context.base)))
-                    if endsRun { extras.endRuns.append(configuration.runID) }
+                    if endsRun { endingRun = configuration.runID }
                 case .setLogin, .setSuperProperties:
                     controls.append(item)
                 }
             }
             do {
-                let pending = try store.append(events, extras: extras) ?? 0
+                let pending = try store.append(events, endingRun: endingRun, refreshingRun: refresh, addingCounters: counters)
                 for control in controls {
                     switch control {
                     case let .setLogin(id, identity):

@@ -115,7 +115,7 @@ final class ChainFirstScenarioTests: XCTestCase {
             else if line.hasPrefix("#"), let current, let hex = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first,
                     hex.hasPrefix("0x"), let address = UInt64(hex.dropFirst(2), radix: 16) { seen[current, default: []].append(address) }
         }
-        _ = FileManager.default.createFile(atPath: pause + ".go", contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: pause + ".go", contents: Data()))
         harness.waitUntilExit()
         XCTAssertEqual(harness.terminationReason, .uncaughtSignal)
         XCTAssertEqual(harness.terminationStatus, SIGSEGV)

@@ -82,7 +82,7 @@ final class CrashEndTemplateTests: XCTestCase {
         XCTAssertNotNil(presets["$model"])
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count)
-        let hostname = String(cString: host)
+        let hostname = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         for value in presets.values {
             if case .string(let text) = value, !hostname.isEmpty { XCTAssertFalse(text.contains(hostname)) }
         }

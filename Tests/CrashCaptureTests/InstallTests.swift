@@ -72,7 +72,7 @@ final class InstallTests: XCTestCase {
 
     func testStartThrowsAClearErrorWhenTheDirectoryCannotBeMade() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-dir-\(getpid())").path
-        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
         defer { try? FileManager.default.removeItem(atPath: file) }
         var configuration = config()
         configuration.directory = file + "/records"

@@ -1,7 +1,7 @@
 // NextLaunchTests.swift — real child processes (crash-harness emit): crashes, SIGKILLs, restarts, two writers.
 @testable import CrashReporter
 import CrashRecordFormat
-import CrashTracking
+@testable import CrashTracking
 import Foundation
 import TestSupport
 import XCTest

@@ -108,4 +108,51 @@ final class TrackingStoreTests: XCTestCase {
         XCTAssertTrue(try store.acquireUploadLease(dead))
         XCTAssertTrue(try store.acquireUploadLease(me))
     }
+
+    func marker(_ runID: String) -> RunMarker {
+        RunMarker(runID: runID, process: ProcessIdentity(pid: 1, bootID: "boot", startTicks: 1), startWallMilliseconds: 1,
+                  startMonotonicNanoseconds: 0, refreshWallMilliseconds: 1, refreshMonotonicNanoseconds: 0, appName: "App",
+                  appVersion: "1", identity: EventIdentity(anonymousID: "anon"))
+    }
+
+    func testAppendEndsOrRefreshesARunAndAddsCountersInTheSameTransaction() throws {
+        let store = try TrackingStore(path: Scratch.directory("verbs") + "/s.sqlite", limits: StoreLimits(maxEventBytes: 100))
+        try store.registerRun(marker("a"))
+        try store.registerRun(marker("b"))
+        XCTAssertEqual(try store.append([event("e1")], refreshingRun: (runID: "a", wallMs: 5_000, monoNs: 3_000_000_000)), 1)
+        let refreshed = try XCTUnwrap(try store.runMarkers().first { $0.runID == "a" })
+        XCTAssertEqual(refreshed.refreshWallMilliseconds, 5_000)
+        XCTAssertEqual(refreshed.knownDurationSeconds, 3)
+        let big = NewEvent(trackID: "t", event: "big", time: 1, priority: .ordinary, json: String(repeating: "x", count: 200))
+        XCTAssertEqual(try store.append([event("$AppEnd"), big], endingRun: "a",
+                                        addingCounters: ["dropped_queue_full": 2, "dropped_store_error": 0]), 2)
+        XCTAssertEqual(try store.runMarkers().map(\.runID), ["b"])
+        XCTAssertEqual(try store.summary().counters, ["dropped_queue_full": 2, "dropped_oversize": 1])
+    }
+
+    func testAppendOnceWritesNothingWhenTheClaimIsTaken() throws {
+        let store = try TrackingStore(path: Scratch.directory("claim") + "/s.sqlite")
+        try store.registerRun(marker("r"))
+        XCTAssertFalse(try store.isClaimed("record-1"))
+        XCTAssertTrue(try store.appendOnce([event("AppCrashed", .crash), event("$AppEnd", .crash)], claim: "record-1", endingRun: "r"))
+        XCTAssertTrue(try store.isClaimed("record-1"))
+        XCTAssertEqual(try store.runMarkers(), [])
+        try store.registerRun(marker("r2"))
+        XCTAssertFalse(try store.appendOnce([event("AppCrashed", .crash)], claim: "record-1", endingRun: "r2"))
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["AppCrashed", "$AppEnd"])
+        XCTAssertEqual(try store.runMarkers().map(\.runID), ["r2"], "a refused append removes no marker")
+        try store.pruneClaims(olderThan: 30 * 86400)
+        XCTAssertTrue(try store.isClaimed("record-1"), "a fresh claim survives pruning")
+        try store.pruneClaims(olderThan: -1)
+        XCTAssertFalse(try store.isClaimed("record-1"))
+    }
+
+    func testClaimRunAppendsOnlyWhileTheMarkerExists() throws {
+        let store = try TrackingStore(path: Scratch.directory("claim-run") + "/s.sqlite")
+        try store.registerRun(marker("dead"))
+        XCTAssertTrue(try store.claimRun("dead", appending: [event("$AppEnd", .crash)]))
+        XCTAssertEqual(try store.runMarkers(), [])
+        XCTAssertFalse(try store.claimRun("dead", appending: [event("$AppEnd", .crash)]))
+        XCTAssertEqual(try store.pendingCount(), 1)
+    }
 }

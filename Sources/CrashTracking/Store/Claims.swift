@@ -1,0 +1,52 @@
+// Claims.swift — appends that happen at most once, even across processes sharing the store.
+//
+// A claim key (kept in the `ingested` table, its name from schema version 1) is taken in the same
+// transaction as the events it guards: once taken, the same append is refused and writes nothing.
+// A run claim is the removal of a run marker that must still exist. The store does not know what
+// the keys mean; CrashReporter uses crash record file names, Tracker the runs of dead processes.
+import GRDB
+
+extension TrackingStore {
+    /// Appends `events` (as ``append(_:endingRun:refreshingRun:addingCounters:)`` does) and takes
+    /// the claim `key`, in one transaction; `endingRun` removes that run's marker in it too.
+    /// - Returns: `false` when `key` was already claimed: nothing at all was written.
+    @discardableResult
+    public func appendOnce(_ events: [NewEvent], claim key: String, endingRun runID: String? = nil) throws -> Bool {
+        try write { db in
+            if try Self.isClaimed(db, key) { return false }
+            try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [key, Clock.wallMilliseconds()])
+            if let runID { try Self.deleteRun(db, runID) }
+            _ = try insert(db, events)
+            return true
+        }
+    }
+
+    /// Whether `key` was claimed by ``appendOnce(_:claim:endingRun:)`` (and not pruned since).
+    public func isClaimed(_ key: String) throws -> Bool {
+        try read { db in try Self.isClaimed(db, key) }
+    }
+
+    /// Forgets claims older than `age` seconds (default 30 days).
+    public func pruneClaims(olderThan age: Double = 30 * 86400) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM ingested WHERE ingested_ms < ?", arguments: [Clock.wallMilliseconds() - Int64(age * 1000)])
+        }
+    }
+
+    /// Removes the marker of run `runID` and appends `events`, in one transaction, only if the
+    /// marker still exists: of several processes claiming the same run, one succeeds.
+    /// - Returns: `false` when the marker was already gone: nothing at all was written.
+    @discardableResult
+    public func claimRun(_ runID: String, appending events: [NewEvent]) throws -> Bool {
+        try write { db in
+            guard try Self.runExists(db, runID) else { return false }
+            try Self.deleteRun(db, runID)
+            _ = try insert(db, events)
+            return true
+        }
+    }
+
+    static func isClaimed(_ db: Database, _ key: String) throws -> Bool {
+        try Int.fetchOne(db, sql: "SELECT 1 FROM ingested WHERE name = ?", arguments: [key]) != nil
+    }
+}

@@ -1,0 +1,89 @@
+// RunMarkers.swift — the `runs` table: one marker per live (or unreported) process.
+import CrashEvents
+import GRDB
+
+/// One process's run marker: refreshed while it runs, removed when its `$AppEnd` is stored.
+public struct RunMarker: Sendable, Equatable {
+    public var runID: String
+    public var process: ProcessIdentity
+    public var startWallMilliseconds: Int64
+    public var startMonotonicNanoseconds: Int64
+    public var refreshWallMilliseconds: Int64
+    public var refreshMonotonicNanoseconds: Int64
+    public var appName: String
+    public var appVersion: String
+    public var identity: EventIdentity
+
+    public init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
+                refreshWallMilliseconds: Int64, refreshMonotonicNanoseconds: Int64, appName: String, appVersion: String,
+                identity: EventIdentity) {
+        self.runID = runID
+        self.process = process
+        self.startWallMilliseconds = startWallMilliseconds
+        self.startMonotonicNanoseconds = startMonotonicNanoseconds
+        self.refreshWallMilliseconds = refreshWallMilliseconds
+        self.refreshMonotonicNanoseconds = refreshMonotonicNanoseconds
+        self.appName = appName
+        self.appVersion = appVersion
+        self.identity = identity
+    }
+
+    /// Seconds the run is known to have lived (monotonic, start to last refresh).
+    public var knownDurationSeconds: Double {
+        Double(max(0, refreshMonotonicNanoseconds - startMonotonicNanoseconds)) / 1e9
+    }
+}
+
+extension TrackingStore {
+    /// Stores the marker of a run that has just started.
+    func registerRun(_ marker: RunMarker) throws {
+        try write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO runs(run_id, pid, boot_id, start_ticks, start_wall_ms, start_mono_ns, refresh_wall_ms,
+                    refresh_mono_ns, app_name, app_version, anonymous_id, login_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
+                """, arguments: [marker.runID, marker.process.pid, marker.process.bootID, marker.process.startTicks,
+                                 marker.startWallMilliseconds, marker.startMonotonicNanoseconds, marker.refreshWallMilliseconds,
+                                 marker.refreshMonotonicNanoseconds, marker.appName, marker.appVersion,
+                                 marker.identity.anonymousID, marker.identity.loginID])
+        }
+    }
+
+    /// Updates the identity a run's synthesized `$AppEnd` would carry.
+    func updateRunIdentity(_ runID: String, identity: EventIdentity) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE runs SET anonymous_id = ?, login_id = ? WHERE run_id = ?",
+                           arguments: [identity.anonymousID, identity.loginID, runID])
+        }
+    }
+
+    /// Every run marker in the store.
+    public func runMarkers() throws -> [RunMarker] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_wall_ms").map { row in
+                RunMarker(runID: row["run_id"],
+                          process: ProcessIdentity(pid: row["pid"], bootID: row["boot_id"], startTicks: row["start_ticks"]),
+                          startWallMilliseconds: row["start_wall_ms"], startMonotonicNanoseconds: row["start_mono_ns"],
+                          refreshWallMilliseconds: row["refresh_wall_ms"], refreshMonotonicNanoseconds: row["refresh_mono_ns"],
+                          appName: row["app_name"], appVersion: row["app_version"],
+                          identity: EventIdentity(anonymousID: row["anonymous_id"], loginID: row["login_id"]))
+            }
+        }
+    }
+
+    static func runExists(_ db: Database, _ runID: String) throws -> Bool {
+        try Int.fetchOne(db, sql: "SELECT 1 FROM runs WHERE run_id = ?", arguments: [runID]) != nil
+    }
+
+    static func deleteRun(_ db: Database, _ runID: String) throws {
+        try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [runID])
+    }
+
+    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64) throws {
+        try db.execute(sql: "UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ? WHERE run_id = ?",
+                       arguments: [wallMs, monoNs, runID])
+    }
+
+    static func runCount(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM runs") ?? 0
+    }
+}
