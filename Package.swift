@@ -47,15 +47,17 @@ let package = Package(
         ),
         // Next launch: crash records and run markers become events in the store.
         .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashTracking"]),
+        // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
+        .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat"]),
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "CCrashScenarios", "CrashSymbolication",
+                "CrashCapture", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -80,15 +82,15 @@ let package = Package(
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
         .testTarget(
             name: "CrashInspectTests",
-            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-inspect", "crash-harness"]
+            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "CrashTrackingTests",
-            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "TestSupport", "crash-harness"]
+            dependencies: ["CrashTracking", "CrashReporter", "CrashCapture", "CrashScenarios", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
     ]
 )

@@ -1,6 +1,7 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
 import CrashRecordFormat
 import Foundation
+import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif
