@@ -78,8 +78,9 @@ let package = Package(
             ]
         ),
         // Test support shared by every test target: built tool paths, scratch directories.
-        .target(name: "TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
+        .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(
             name: "CrashInspectTests",
             dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
