@@ -81,6 +81,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
+        .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
         .testTarget(
             name: "CrashInspectTests",
             dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
