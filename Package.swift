@@ -83,6 +83,10 @@ let package = Package(
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
         .testTarget(
+            name: "CrashScenariosTests",
+            dependencies: ["CrashScenarios", "CrashCapture", "ProcessSpawning", "TestSupport", "crash-harness"]
+        ),
+        .testTarget(
             name: "CrashInspectTests",
             dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
         ),
