@@ -47,15 +47,17 @@ let package = Package(
         ),
         // Next launch: crash records and run markers become events in the store.
         .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking"]),
+        // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
+        .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat"]),
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "CrashEvents", "CCrashScenarios", "CrashSymbolication",
+                "CrashCapture", "CrashEvents", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -76,22 +78,29 @@ let package = Package(
             ]
         ),
         // Test support shared by every test target: built tool paths, scratch directories.
-        .target(name: "TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
+        .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
+        .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
+        .testTarget(
+            name: "CrashScenariosTests",
+            dependencies: ["CrashScenarios", "CrashCapture", "ProcessSpawning", "TestSupport", "crash-harness"]
+        ),
         .testTarget(
             name: "CrashInspectTests",
-            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-inspect", "crash-harness"]
+            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"],
+            exclude: ["Fixtures"] // read by path: the expected help texts
         ),
         .testTarget(
             name: "CrashTrackingTests",
             dependencies: [
                 "CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios",
-                "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
+                "ProcessSpawning", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "TestSupport", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
     ]
 )

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system libraries CrashCapture builds against, if any is missing (Debian/Ubuntu),
-# and elfutils, whose eu-stack the tests take as the truth for other threads' stacks.
+# and elfutils, whose eu-stack the tests take as the truth for other threads' stacks, and binutils,
+# whose readelf, nm, addr2line and objcopy they take as the truth for symbolication.
 set -euo pipefail
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils)
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -9,6 +9,7 @@
 import CrashCapture
 import CrashSymbolication
 import Foundation
+import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
 import CrashRecordFormat
 import Foundation
+import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -180,7 +181,7 @@ public final class Symbolicator: @unchecked Sendable {
     private func run(object: String, offsets: [UInt64]) -> [[SymbolicatedFrame]] {
         lock.lock()
         if server == nil && !serverFailed {
-            server = SymbolizerServer(symbolizer: symbolizerPath)
+            server = SymbolizerServer(symbolizer: symbolizerPath, extraArguments: debugFileArguments)
             serverFailed = server == nil
         }
         let answers = server?.query(object: object, offsets: offsets)
@@ -198,7 +199,7 @@ public final class Symbolicator: @unchecked Sendable {
         let output = FileManager.default.temporaryDirectory
             .appendingPathComponent("symbolizer-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).json").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let arguments = ["--obj=\(object)", "--output-style=JSON", "--inlines", "--demangle", "--relativenames"]
+        let arguments = ["--obj=\(object)", "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + debugFileArguments
             + offsets.map { "0x" + String($0, radix: 16) }
         guard let child = try? ChildProcess.run(symbolizerPath, arguments, stdout: output, timeout: 120),
               child.ending == .exited(0),
@@ -206,6 +207,11 @@ public final class Symbolicator: @unchecked Sendable {
               let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
         return array.map(Self.frames(fromEntry:))
     }
+
+    /// A binary found at the recorded path may be stripped while its debug file sits in a
+    /// symbol directory under `.build-id/xx/rest.debug`: llvm-symbolizer follows the build-id
+    /// there itself when told where to look.
+    private var debugFileArguments: [String] { searchDirectories.map { "--debug-file-directory=\($0)" } }
 
     static func frames(fromJSONLine line: String) -> [SymbolicatedFrame] {
         guard let entry = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else { return [] }
@@ -235,7 +241,7 @@ final class SymbolizerServer {
     private let output: Int32
     private var buffered: [UInt8] = []
 
-    init?(symbolizer: String) {
+    init?(symbolizer: String, extraArguments: [String] = []) {
         var toChild: [Int32] = [0, 0]
         var fromChild: [Int32] = [0, 0]
         guard pipe(&toChild) == 0 else { return nil }
@@ -248,7 +254,7 @@ final class SymbolizerServer {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"]
+        let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + extraArguments
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         var child: pid_t = 0

@@ -1,6 +1,7 @@
 // TestSupport.swift — what every test target needs once: where SwiftPM put the built tools, and
 // fresh scratch directories. Test-only: no product ships it.
 import Foundation
+import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,5 +36,45 @@ public enum Scratch {
             .appendingPathComponent("crashcapture-tests-\(getpid())-\(name)-\(UInt32.random(in: 0...UInt32.max))").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
+    }
+}
+
+/// Outside tools the tests take as the truth (binutils' readelf, nm, addr2line; the C compiler).
+public enum Tools {
+    /// The first of `names` found as an executable on PATH, then in /usr/bin and the Swift
+    /// toolchain's directory; nil when none is.
+    public static func find(_ names: String...) -> String? {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let directories = path + ["/usr/bin", "/usr/local/bin", "/opt/swift/usr/bin"]
+        for name in names {
+            if name.hasPrefix("/") {
+                if FileManager.default.isExecutableFile(atPath: name) { return name }
+                continue
+            }
+            if let found = directories.map({ $0 + "/" + name }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+                return found
+            }
+        }
+        return nil
+    }
+
+    /// What a tool's run failed with.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
+    }
+
+    /// Runs `tool` with `arguments` (stdout and stderr to files in a scratch directory) and
+    /// returns its stdout. Throws ``Failure`` (with its stderr) unless it exits 0.
+    public static func output(_ tool: String, _ arguments: [String], timeout: Double = 120) throws -> String {
+        let directory = try Scratch.directory((tool as NSString).lastPathComponent)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let child = try ChildProcess.run(tool, arguments, stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: timeout)
+        let stdout = String(decoding: FileManager.default.contents(atPath: directory + "/stdout") ?? Data(), as: UTF8.self)
+        guard child.ending == .exited(0) else {
+            let stderr = String(decoding: FileManager.default.contents(atPath: directory + "/stderr") ?? Data(), as: UTF8.self)
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")): \(child.ending)\n\(stderr.suffix(2000))")
+        }
+        return stdout
     }
 }

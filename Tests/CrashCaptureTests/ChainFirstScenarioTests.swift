@@ -3,8 +3,8 @@
 // and every run judged against the same scenario with CRASHCAPTURE_DISABLE=1.
 import CrashCapture
 import CrashScenarios
-import CrashSymbolication
 import Foundation
+import ProcessSpawning
 import XCTest
 
 final class ChainFirstScenarioTests: XCTestCase {
@@ -91,16 +91,13 @@ final class ChainFirstScenarioTests: XCTestCase {
         }
         let directory = try Harness.scratchDirectory("eu-stack")
         let pause = directory + "/pause"
-        let harness = Process()
-        harness.executableURL = URL(fileURLWithPath: Harness.debug)
-        harness.arguments = ["run", "hundred-threads-blocking-calls", "--dir", directory + "/records"]
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] = pause
-        harness.environment = environment
-        harness.standardError = FileHandle.nullDevice
-        try harness.run()
-        defer { if harness.isRunning { kill(harness.processIdentifier, SIGKILL) } }
+        let harness = try ChildProcess.start(Harness.debug, ["run", "hundred-threads-blocking-calls", "--dir", directory + "/records"],
+                                             environment: environment)
+        var ended: ChildProcess?
+        defer { if ended == nil { kill(harness.pid, SIGKILL); _ = harness.wait() } }
         for _ in 0..<3000 where !FileManager.default.fileExists(atPath: pause + ".ready") { usleep(10_000) }
         let pid = try XCTUnwrap(Int32(String(contentsOfFile: pause + ".ready", encoding: .utf8)))
 
@@ -116,9 +113,8 @@ final class ChainFirstScenarioTests: XCTestCase {
                     hex.hasPrefix("0x"), let address = UInt64(hex.dropFirst(2), radix: 16) { seen[current, default: []].append(address) }
         }
         XCTAssertTrue(FileManager.default.createFile(atPath: pause + ".go", contents: Data()))
-        harness.waitUntilExit()
-        XCTAssertEqual(harness.terminationReason, .uncaughtSignal)
-        XCTAssertEqual(harness.terminationStatus, SIGSEGV)
+        ended = harness.wait(timeout: 300)
+        XCTAssertEqual(ended?.ending, .signaled(SIGSEGV))
 
         let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/records").filter { $0.hasSuffix(".ccrec") }
         let record = try CrashRecordReader.read(path: directory + "/records/" + (files.first ?? "none"))

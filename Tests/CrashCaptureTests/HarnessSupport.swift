@@ -3,6 +3,7 @@ import CrashCapture
 import CrashScenarios
 import CrashSymbolication
 import Foundation
+import ProcessSpawning
 import TestSupport
 import XCTest
 

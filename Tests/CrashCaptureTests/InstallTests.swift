@@ -1,9 +1,9 @@
 // InstallTests.swift — start/stop in this process: idempotence, rollback of what we replaced, directories, threads, stacks.
 import CShims
-import CrashSymbolication
 @testable import CrashCapture
 @testable import CrashRecordFormat
 import Foundation
+import ProcessSpawning
 import XCTest
 
 final class InstallTests: XCTestCase {

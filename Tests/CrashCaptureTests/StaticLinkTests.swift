@@ -2,8 +2,8 @@
 // can still be created, before and after cc_install, and a crash is recorded (the wrappers must find the
 // real pthread_create and dl_iterate_phdr without the dynamic loader).
 import CrashCapture
-import CrashSymbolication
 import Foundation
+import ProcessSpawning
 import XCTest
 
 final class StaticLinkTests: XCTestCase {

@@ -3,6 +3,7 @@
 import CrashRecordFormat
 @testable import CrashTracking
 import Foundation
+import ProcessSpawning
 import TestSupport
 import XCTest
 #if canImport(Glibc)
@@ -104,10 +105,10 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertNil(cut.runID)
         // Killed: its marker is all that is left.
         let ready = directory + "/ready"
-        let pid = try Harness.spawnEmit(["--count", "1", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
+        let killed = try Harness.spawnEmit(["--count", "1", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
         XCTAssertTrue(Harness.waitForFile(ready))
-        kill(pid, SIGKILL)
-        XCTAssertEqual(Harness.wait(pid) & 0x7F, SIGKILL)
+        kill(killed.pid, SIGKILL)
+        XCTAssertEqual(killed.wait().ending, .signaled(SIGKILL))
         XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store, "--run-id", "last-run"]).ending, .exited(0))
 
         let events = try storedObjects(store)
@@ -140,11 +141,10 @@ final class NextLaunchTests: XCTestCase {
         let directory = try Scratch.directory("sigkill")
         let store = directory + "/s.sqlite"
         let ready = directory + "/ready"
-        let pid = try Harness.spawnEmit(["--count", "3", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
+        let child = try Harness.spawnEmit(["--count", "3", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
         XCTAssertTrue(Harness.waitForFile(ready))
-        kill(pid, SIGKILL)
-        let status = Harness.wait(pid)
-        XCTAssertEqual(status & 0x7F, SIGKILL)
+        kill(child.pid, SIGKILL)
+        XCTAssertEqual(child.wait().ending, .signaled(SIGKILL))
 
         let next = try Harness.emit(["--count", "0", "--store", store])
         XCTAssertEqual(next.ending, .exited(0))
@@ -257,9 +257,9 @@ final class NextLaunchTests: XCTestCase {
             if request.index == 0 { kill(child.wait(), SIGKILL) }
             return .status(200)
         }
-        let pid = try Harness.spawnEmit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString])
-        child.set(pid)
-        XCTAssertEqual(Harness.wait(pid) & 0x7F, SIGKILL)
+        let running = try Harness.spawnEmit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString])
+        child.set(running.pid)
+        XCTAssertEqual(running.wait().ending, .signaled(SIGKILL))
         XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString]).ending, .exited(0))
         let events = server.acceptedEvents.filter { $0.run == "R" }
         let firstBatch = try XCTUnwrap(server.allRequests.first?.events).filter { $0.run == "R" }
@@ -276,8 +276,8 @@ final class NextLaunchTests: XCTestCase {
         let store = directory + "/s.sqlite"
         let first = try Harness.spawnEmit(["--count", "2000", "--store", store, "--run-id", "A"])
         let second = try Harness.spawnEmit(["--count", "2000", "--store", store, "--run-id", "B"])
-        XCTAssertEqual(Harness.wait(first), 0)
-        XCTAssertEqual(Harness.wait(second), 0)
+        XCTAssertEqual(first.wait().ending, .exited(0))
+        XCTAssertEqual(second.wait().ending, .exited(0))
         let events = try storedObjects(store)
         XCTAssertEqual(events.filter { $0.run == "A" }.compactMap(\.seq), Array(0..<2000))
         XCTAssertEqual(events.filter { $0.run == "B" }.compactMap(\.seq), Array(0..<2000))

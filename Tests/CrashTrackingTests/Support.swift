@@ -1,6 +1,6 @@
 // Support.swift — scratch directories, child processes and event helpers shared by the tests.
-import CrashSymbolication
 import Foundation
+import ProcessSpawning
 import TestSupport
 import XCTest
 #if canImport(Glibc)
@@ -23,41 +23,9 @@ enum Harness {
         try ChildProcess.run(path, ["emit"] + arguments, environment: environment, stdout: stdout, timeout: timeout)
     }
 
-    /// Starts `crash-harness emit ...` without waiting.
-    static func spawnEmit(_ arguments: [String]) throws -> pid_t {
-        let argv = [path, "emit"] + arguments
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, &cArgs, &cEnv)
-        guard rc == 0 else { throw POSIXError(.ENOENT) }
-        return pid
-    }
-
-    /// Waits for a spawned child; SIGKILLs it after `timeout`. Returns the raw wait status.
-    static func wait(_ pid: pid_t, timeout: Double = 60) -> Int32 {
-        var status: Int32 = 0
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while true {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { return status }
-            if r < 0 && errno != EINTR { return -1 }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                return status
-            }
-            usleep(2000)
-        }
+    /// Starts `crash-harness emit ...` without waiting; `.wait()` on the result ends it.
+    static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
+        try ChildProcess.start(path, ["emit"] + arguments, environment: environment)
     }
 
     /// Waits (bounded) until `path` exists.

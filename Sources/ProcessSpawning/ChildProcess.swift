@@ -39,16 +39,67 @@ public struct ChildProcess: Sendable {
     /// descendant that left the process group (setsid) is still found.
     public static let runTokenVariable = "CRASHCAPTURE_CHILD_RUN_TOKEN"
 
-    /// Runs `path` with `arguments`; stdout and stderr go to the given files (or /dev/null).
-    /// With `ownProcessGroup` the child leads a new process group; after it ends, the group is
-    /// watched for up to `leftoverGrace` seconds and whatever is still running then is
-    /// reported in `leftRunning` and killed.
-    /// - Throws: `CocoaError`-free ``SpawnError`` when posix_spawn fails.
+    /// Runs `path` with `arguments` to its end; stdout and stderr go to the given files (or
+    /// /dev/null), stdin is /dev/null. The child is killed with SIGKILL once it has run
+    /// `timeout` seconds. With `ownProcessGroup` the child leads a new process group; after it
+    /// ends, the group is watched for up to `leftoverGrace` seconds and whatever is still
+    /// running then is reported in `leftRunning` and killed.
+    /// - Throws: ``SpawnError`` when posix_spawn fails (e.g. no such executable).
     public static func run(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil,
         stdout: String? = nil, stderr: String? = nil, timeout: Double = 60,
         ownProcessGroup: Bool = false, leftoverGrace: Double = 2
     ) throws -> ChildProcess {
+        try start(path, arguments, environment: environment, stdout: stdout, stderr: stderr, ownProcessGroup: ownProcessGroup)
+            .wait(timeout: timeout, leftoverGrace: leftoverGrace)
+    }
+
+    /// A child that was started and not yet waited for (``ChildProcess/start(_:_:environment:stdout:stderr:ownProcessGroup:)``).
+    /// Wait for it exactly once.
+    public struct Running: Sendable {
+        /// The child's pid (also its process group when spawned with `ownProcessGroup`).
+        public let pid: pid_t
+        let started: UInt64
+        let ownProcessGroup: Bool
+        let token: String?
+
+        /// Waits until the child ends, or kills it with SIGKILL (its group, with
+        /// `ownProcessGroup`) once `timeout` seconds have passed since it was spawned; then,
+        /// with `ownProcessGroup`, reaps the group's leftovers as ``ChildProcess/run(_:_:environment:stdout:stderr:timeout:ownProcessGroup:leftoverGrace:)`` does.
+        public func wait(timeout: Double = 60, leftoverGrace: Double = 2) -> ChildProcess {
+            var status: Int32 = 0
+            var timedOut = false
+            while true {
+                let r = waitpid(pid, &status, WNOHANG)
+                if r == pid { break }
+                if r < 0 && errno != EINTR { break }
+                if Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 > timeout {
+                    timedOut = true
+                    kill(ownProcessGroup ? -pid : pid, SIGKILL)
+                    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                    break
+                }
+                usleep(1000)
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let ending: Ending
+            if timedOut { ending = .timedOut }
+            else if status & 0x7F == 0 { ending = .exited((status >> 8) & 0xFF) }
+            else { ending = .signaled(status & 0x7F) }
+            var child = ChildProcess(ending: ending, seconds: seconds, pid: pid)
+            if ownProcessGroup { child.leftRunning = reapGroup(pid, token: token, grace: leftoverGrace) }
+            return child
+        }
+    }
+
+    /// Starts `path` with `arguments` and returns at once: for a test that must act on the
+    /// child while it runs (kill it, attach to it). Redirections and `ownProcessGroup` as in
+    /// ``ChildProcess/run(_:_:environment:stdout:stderr:timeout:ownProcessGroup:leftoverGrace:)``.
+    /// - Throws: ``SpawnError`` when posix_spawn fails.
+    public static func start(
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil,
+        stdout: String? = nil, stderr: String? = nil, ownProcessGroup: Bool = false
+    ) throws -> Running {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -75,31 +126,10 @@ public struct ChildProcess: Sendable {
             cEnv.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let start = DispatchTime.now().uptimeNanoseconds
+        let started = DispatchTime.now().uptimeNanoseconds
         let rc = posix_spawn(&pid, path, &actions, &attributes, &cArgs, &cEnv)
         guard rc == 0 else { throw SpawnError(path: path, errno: rc) }
-        var status: Int32 = 0
-        var timedOut = false
-        while true {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { break }
-            if r < 0 && errno != EINTR { break }
-            if Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 > timeout {
-                timedOut = true
-                kill(ownProcessGroup ? -pid : pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                break
-            }
-            usleep(1000)
-        }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        let ending: Ending
-        if timedOut { ending = .timedOut }
-        else if status & 0x7F == 0 { ending = .exited((status >> 8) & 0xFF) }
-        else { ending = .signaled(status & 0x7F) }
-        var child = ChildProcess(ending: ending, seconds: seconds, pid: pid)
-        if ownProcessGroup { child.leftRunning = reapGroup(pid, token: token, grace: leftoverGrace) }
-        return child
+        return Running(pid: pid, started: started, ownProcessGroup: ownProcessGroup, token: token)
     }
 
     /// Waits up to `grace` seconds for every process of group `group` (and every process whose
