@@ -80,6 +80,10 @@ let package = Package(
         // Test support shared by every test target: built tool paths, scratch directories.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
+        .testTarget(
+            name: "CrashReporterTests",
+            dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashTracking", "TestSupport", "crash-harness"]
+        ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
         .testTarget(

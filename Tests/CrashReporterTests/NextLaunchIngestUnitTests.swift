@@ -1,0 +1,117 @@
+// NextLaunchIngestUnitTests.swift — CrashReporter's own pieces, on real records and hostile text:
+// the parse of a record's $AppEnd, the pairing of a record with its run marker, and AppCrashed's
+// properties checked against readelf (an oracle no one here wrote).
+@testable import CrashReporter
+import CrashEvents
+import CrashRecordFormat
+import CrashScenarios
+import CrashTracking
+import Foundation
+import TestSupport
+import XCTest
+
+final class NextLaunchIngestUnitTests: XCTestCase {
+    // MARK: the record's $AppEnd is untrusted text
+
+    func testAValidAppEndIsTakenWithItsTrackIDTimeAndIdentity() throws {
+        let text = #"  {"_track_id":"t-1","time":1700000000123,"type":"track","event":"$AppEnd","anonymous_id":"a","login_id":"u","properties":{"$run_id":"r"}} "#
+        let end = try XCTUnwrap(NextLaunchIngest.parseAppEnd(text))
+        XCTAssertEqual(end.trackID, "t-1")
+        XCTAssertEqual(end.time, 1_700_000_000_123)
+        XCTAssertEqual(end.identity, EventIdentity(anonymousID: "a", loginID: "u"))
+        XCTAssertEqual(end.json, text.trimmingCharacters(in: .whitespaces), "stored as written, trimmed")
+    }
+
+    func testHostileOrIncompleteAppEndsAreRefused() {
+        let refused = [
+            nil, "", "null", "[]", "\"$AppEnd\"", "{", #"{"event":"$AppEnd"}"#,
+            #"{"_track_id":"t","time":1,"event":"AppCrashed","properties":{}}"#,          // not an $AppEnd
+            #"{"_track_id":"","time":1,"event":"$AppEnd","properties":{}}"#,              // empty track id
+            #"{"_track_id":"t","time":"soon","event":"$AppEnd","properties":{}}"#,        // time not a number
+            #"{"_track_id":"t","time":1,"event":"$AppEnd","properties":[]}"#,             // properties not an object
+            #"{"_track_id":"t","time":1,"event":"$AppEnd"}"#,                             // no properties
+            #"{"_track_id":"t","time":1,"event":"$AppEnd","properties":{}"#,              // cut short
+            "{\"_track_id\":\"t\",\"time\":1,\"event\":\"$AppEnd\",\"properties\":{\"x\":\"\u{1}T\"}}", // a raw control byte
+        ]
+        for text in refused {
+            XCTAssertNil(NextLaunchIngest.parseAppEnd(text), text ?? "nil")
+        }
+    }
+
+    // MARK: pairing a record with its run
+
+    private func marker(_ runID: String, pid: Int32, startTicks: Int64 = 1, start: Int64) -> RunMarker {
+        RunMarker(runID: runID, process: ProcessIdentity(pid: pid, bootID: ProcessIdentity.bootID(), startTicks: startTicks),
+                  startWallMilliseconds: start, startMonotonicNanoseconds: 0, refreshWallMilliseconds: start,
+                  refreshMonotonicNanoseconds: 0, appName: "a", appVersion: "1", identity: EventIdentity())
+    }
+
+    func testARecordPairsWithItsRunByRunIDFirst() {
+        let markers = [marker("a", pid: 999_990, start: 1_000), marker("b", pid: 999_991, start: 2_000)]
+        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: "b", pid: 999_990, crashMs: 1_500)?.runID, "b")
+    }
+
+    func testWithoutARunIDTheLatestDeadRunOfThatPidStartedBeforeTheCrashIsTaken() {
+        let dead = 999_990 as Int32 // no such process here
+        let markers = [marker("old", pid: dead, start: 2_000), marker("newer", pid: dead, start: 5_000),
+                       marker("after-crash", pid: dead, start: 60_000), marker("other-pid", pid: 999_991, start: 6_000)]
+        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: nil, pid: dead, crashMs: 10_000)?.runID, "newer")
+        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: "unknown", pid: dead, crashMs: 10_000)?.runID, "newer")
+        // Started more than the one-second slack after the crash: not the crashed run.
+        XCTAssertNil(NextLaunchIngest.matchMarker(markers, runID: nil, pid: dead, crashMs: 500))
+        XCTAssertNil(NextLaunchIngest.matchMarker(markers, runID: nil, pid: nil, crashMs: 10_000))
+        // A live process's run (this one) never pairs with a record by pid.
+        let live = ProcessIdentity.current
+        let mine = RunMarker(runID: "live", process: live, startWallMilliseconds: 1, startMonotonicNanoseconds: 0,
+                             refreshWallMilliseconds: 1, refreshMonotonicNanoseconds: 0, appName: "a", appVersion: "1",
+                             identity: EventIdentity())
+        XCTAssertNil(NextLaunchIngest.matchMarker([mine], runID: nil, pid: live.pid, crashMs: 10_000))
+    }
+
+    // MARK: AppCrashed from a real record
+
+    func testAppCrashedPropertiesOfARealCrashAgreeWithTheRecordAndReadelf() throws {
+        let scenario = try XCTUnwrap(Scenarios.named("null-dereference"))
+        let directory = try Scratch.directory("reporter-unit")
+        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60)
+        let path = try XCTUnwrap(outcome.ownRecordFiles.first)
+        let record = try CrashRecordReader.read(path: path)
+        let name = (path as NSString).lastPathComponent
+        let properties = NextLaunchIngest.crashProperties(record, name: name)
+
+        XCTAssertEqual(properties["$crash_signal"], .string("SIGSEGV"))
+        XCTAssertEqual(properties["$crash_signal_number"], .int(Int(SIGSEGV)))
+        XCTAssertEqual(properties["$crash_signal_code"], .string("SEGV_MAPERR"))
+        XCTAssertEqual(properties["$crash_fault_address"], .string("0x0"))
+        XCTAssertEqual(properties["$crash_record"], .string(name))
+        XCTAssertEqual(properties["$crash_record_complete"], .bool(true))
+        XCTAssertEqual(properties["$crash_pid"], .int(Int(outcome.pid)))
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertEqual(properties["$crash_frame_count"], .int(thread.frames.count))
+
+        // The build id, as binutils' readelf prints it for the harness executable.
+        let readelf = try Tools.output(try XCTUnwrap(Tools.find("readelf")), ["-n", BuiltProducts.harness])
+        let buildID = try XCTUnwrap(readelf.split(separator: "\n").first { $0.contains("Build ID:") }?
+            .split(separator: " ").last.map(String.init))
+        XCTAssertEqual(properties["$crash_build_id"], .string(buildID))
+
+        // app_crashed_reason: the signal line, then the first frames as #n 0xpc image+0xoffset.
+        guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
+        let lines = reason.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].hasPrefix("SIGSEGV (SEGV_MAPERR: "), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix(" at 0x0"), lines[0])
+        let frameLines = lines.filter { $0.hasPrefix("#") }
+        XCTAssertEqual(frameLines.count, min(NextLaunchIngest.reasonFrames, thread.frames.count))
+        let harnessName = (BuiltProducts.harness as NSString).lastPathComponent
+        let first = try XCTUnwrap(frameLines.first)
+        XCTAssertTrue(first.hasPrefix("#0 0x" + String(thread.frames[0], radix: 16) + " " + harnessName + "+0x"), first)
+        // The offset is the pc's place in the file: nm's address of the crashing function is at or
+        // just below it (a PIE's symbol values are offsets from its base).
+        let offset = try XCTUnwrap(UInt64(first.split(separator: "+0x").last.map(String.init) ?? "", radix: 16))
+        let nm = try Tools.output(try XCTUnwrap(Tools.find("nm")), ["--defined-only", BuiltProducts.harness])
+        let symbol = try XCTUnwrap(nm.split(separator: "\n").first { $0.hasSuffix(" cch_null_dereference") })
+        let start = try XCTUnwrap(UInt64(symbol.split(separator: " ")[0], radix: 16))
+        XCTAssertGreaterThanOrEqual(offset, start)
+        XCTAssertLessThan(offset, start + 64, "frame 0 is inside cch_null_dereference")
+    }
+}
