@@ -12,6 +12,11 @@ let package = Package(
         .library(name: "CrashInspection", targets: ["CrashInspection"]),
         .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
         .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
+        // The event model (identity, EventContext, EventRenderer, AppEvents): CrashCapture and
+        // CrashTracking take its types, and no longer re-export it.
+        .library(name: "CrashEvents", targets: ["CrashEvents"]),
+        // posix_spawn with a deadline, the exact signal, a process group's leftovers.
+        .library(name: "ProcessSpawning", targets: ["ProcessSpawning"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

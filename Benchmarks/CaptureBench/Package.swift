@@ -19,6 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "CrashCapture", package: "CrashCapture"),
                 .product(name: "CrashSymbolication", package: "CrashCapture"),
+                .product(name: "ProcessSpawning", package: "CrashCapture"),
             ]
         ),
         .executableTarget(
@@ -26,6 +27,7 @@ let package = Package(
             dependencies: [
                 .product(name: "CrashCapture", package: "CrashCapture"),
                 .product(name: "CrashSymbolication", package: "CrashCapture"),
+                .product(name: "ProcessSpawning", package: "CrashCapture"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CaptureBenchmarks",

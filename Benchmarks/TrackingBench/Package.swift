@@ -13,6 +13,7 @@ let package = Package(
                 .product(name: "CrashTracking", package: "CrashCapture"),
                 .product(name: "CrashReporter", package: "CrashCapture"),
                 .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashEvents", package: "CrashCapture"),
             ]
         ),
     ]

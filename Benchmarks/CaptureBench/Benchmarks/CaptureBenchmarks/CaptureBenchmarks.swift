@@ -2,6 +2,7 @@
 import Benchmark
 import CrashCapture
 import CrashSymbolication
+import ProcessSpawning
 import Foundation
 
 /// A real 64-frame record: crash-target (built next to this benchmark) dies under 60 nested calls.

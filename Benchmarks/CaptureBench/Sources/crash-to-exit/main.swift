@@ -8,6 +8,7 @@
 // signal (only the ptrace helper can stop them), CrashCapture with the helper off and on.
 import CrashCapture
 import CrashSymbolication
+import ProcessSpawning
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@
 // Targets (issue 4): track() p99 ≤ 20 µs on the caller; ≥ 50k events/s into the store;
 // ingest + upload of 100 crash records to a loopback server ≤ 1 s. Results are printed, never asserted.
 import CrashCapture
+import CrashEvents
 import CrashReporter
 import CrashTracking
 import Foundation
