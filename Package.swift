@@ -84,7 +84,7 @@ let package = Package(
         ),
         // Test support shared by every test target: built tool paths, scratch directories.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
-        .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents"]),
+        .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
             dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashTracking", "TestSupport", "crash-harness"]

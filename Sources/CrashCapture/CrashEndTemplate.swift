@@ -10,12 +10,12 @@ enum CrashEndTemplate {
     /// buffer, it is rendered without them (the presets and end keys still fit); `""` (no
     /// `$AppEnd` in the record, the next launch makes one) if even that does not fit.
     static func render(renderer: EventRenderer, runID: String, context: EventContext) -> String {
-        let draft = AppEvents.appEnd(reason: .crash, durationSeconds: 0, runID: runID, time: 0, identity: context.identity)
+        let properties = AppEvents.appEndProperties(reason: .crash, durationSeconds: 0, runID: runID)
         for superProperties in [context.superProperties, [:]] {
             let text = renderer.renderTemplate(
-                draft, base: renderer.base(superProperties: superProperties),
+                event: AppEvents.appEnd, identity: context.identity, properties: properties, superProperties: superProperties,
                 rawTrackID: CC_TEMPLATE_TRACK_ID, rawTime: CC_TEMPLATE_TIME_MS,
-                rawProperties: [AppEvents.eventDurationProperty: CC_TEMPLATE_DURATION])
+                rawProperties: [(AppEvents.eventDurationProperty, CC_TEMPLATE_DURATION)])
             if text.utf8.count < Int(CC_TEMPLATE_MAX) { return text }
         }
         return ""

@@ -37,12 +37,22 @@ public enum AppEvents {
     /// the millisecond. Crash and abnormal ends are kept longest when the store is full.
     public static func appEnd(reason: AppEndReason, durationSeconds: Double, runID: String, time: Int64,
                               identity: EventIdentity, trackID: String = EventDraft.newTrackID()) -> EventDraft {
-        EventDraft(trackID: trackID, time: time, event: appEnd, identity: identity, properties: [
-            eventDurationProperty: .double((max(0, durationSeconds) * 1000).rounded() / 1000),
-            endReasonProperty: .string(reason.rawValue),
-            crashedProperty: .bool(reason == .crash),
-            runIDProperty: .string(runID),
-        ], priority: reason == .normal ? .ordinary : .crash)
+        EventDraft(trackID: trackID, time: time, event: appEnd, identity: identity,
+                   properties: Dictionary(appEndProperties(reason: reason, durationSeconds: durationSeconds, runID: runID),
+                                          uniquingKeysWith: { _, last in last }),
+                   priority: reason == .normal ? .ordinary : .crash)
+    }
+
+    /// The event properties of ``appEnd(reason:durationSeconds:runID:time:identity:trackID:)``
+    /// as a list (what CrashCapture's template takes in `start`, where a first Dictionary costs
+    /// ≈ 0.2 ms): the one definition of them.
+    public static func appEndProperties(reason: AppEndReason, durationSeconds: Double, runID: String) -> [(String, JSONScalar)] {
+        [
+            (eventDurationProperty, .double((max(0, durationSeconds) * 1000).rounded() / 1000)),
+            (endReasonProperty, .string(reason.rawValue)),
+            (crashedProperty, .bool(reason == .crash)),
+            (runIDProperty, .string(runID)),
+        ]
     }
 
     /// `$AppStart`: `$is_first_time` (the first start ever on this store) and the run id.

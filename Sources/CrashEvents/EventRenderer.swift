@@ -40,7 +40,23 @@ public struct EventDraft: Sendable {
     }
 
     /// A fresh `_track_id`: a random (v4) UUID, lowercase.
-    public static func newTrackID() -> String { UUID().uuidString.lowercased() }
+    public static func newTrackID() -> String {
+        // From the system generator (getrandom), formatted by hand: Foundation's UUID costs more
+        // on first use, and CrashCapture makes one in `start` (its default run id).
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = bytes[6] & 0x0F | 0x40 // RFC 4122 version 4
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { out.append(0x2D) }
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// Renders drafts as JSON objects, with the preset and super properties of this process.
@@ -50,29 +66,48 @@ public struct EventRenderer: Sendable {
 
     public let appName: String
     public let appVersion: String
-    /// Preset properties (`$os`, `$model`, ..., `$app_name`, `$app_version`).
-    public let presets: [String: JSONScalar]
+    /// Preset properties (`$os`, `$model`, ..., `$app_name`, `$app_version`, `$cpu_count`).
+    public var presets: [String: JSONScalar] { Dictionary(presetList, uniquingKeysWith: { _, last in last }) }
+    /// The same, as a list in key order. A list, not a Dictionary: CrashCapture renders its
+    /// template in `start`, on the launch path, where the first hashed collection costs ≈ 0.2 ms.
+    let presetList: [(String, JSONScalar)]
     let libJSON: String
 
     public init(appName: String, appVersion: String, extraPresets: [String: JSONScalar] = [:]) {
         self.appName = appName
         self.appVersion = appVersion
-        var presets = PresetProperties.current()
-        presets["$app_name"] = .string(appName)
-        presets["$app_version"] = .string(appVersion)
-        presets["$cpu_count"] = .int(ProcessInfo.processInfo.activeProcessorCount)
-        for (key, value) in extraPresets { presets[key] = value }
-        self.presets = presets
-        libJSON = "{\"$lib\":\(JSONText.quote(EventLibrary.name)),\"$lib_version\":\(JSONText.quote(EventLibrary.version)),"
-            + "\"$lib_method\":\"code\",\"$app_version\":\(JSONText.quote(appVersion))}"
+        var list = PresetProperties.currentList()
+        list.append(("$app_name", .string(appName)))
+        list.append(("$app_version", .string(appVersion)))
+        list.append(("$cpu_count", .int(Self.processorCount)))
+        for (key, value) in extraPresets {
+            list.removeAll { $0.0 == key }
+            list.append((key, value))
+        }
+        presetList = list.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        libJSON = "{\"$lib\":" + JSONText.quote(EventLibrary.name) + ",\"$lib_version\":" + JSONText.quote(EventLibrary.version)
+            + ",\"$lib_method\":\"code\",\"$app_version\":" + JSONText.quote(appVersion) + "}"
     }
+
+    /// `$cpu_count`, read once per process: ``PresetProperties/processorCount()``.
+    static let processorCount = PresetProperties.processorCount()
+
+    /// Keys in UTF-8 byte order: String's own ordering loads Unicode normalisation data on first
+    /// use (on the launch path, through CrashCapture's template), and JSON does not care.
+    static func sortedKeys<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
+        keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// `"key":value` (plain concatenation: interpolation goes through String(describing:), whose
+    /// dynamic casts scan every image's conformances on first use).
+    static func member(_ key: String, _ value: String) -> String { JSONText.quote(key) + ":" + value }
 
     /// The rendered members for presets overlaid with `superProperties` (sorted, each followed by ","),
     /// and the set of keys they hold. Computed once per super-property change, not per event.
     public func base(superProperties: [String: JSONScalar]) -> RenderedBase {
         var merged = presets
         for (key, value) in superProperties { merged[key] = value }
-        let text = merged.keys.sorted().map { "\(JSONText.quote($0)):\(Self.clip(merged[$0]!).json)," }.joined()
+        let text = Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) + "," }.joined()
         return RenderedBase(text: text, keys: Set(merged.keys), merged: merged)
     }
 
@@ -89,39 +124,51 @@ public struct EventRenderer: Sendable {
         if draft.properties.keys.contains(where: { base.keys.contains($0) }) {
             var merged = base.merged
             for (key, value) in draft.properties { merged[key] = value }
-            out += merged.keys.sorted().map { "\(JSONText.quote($0)):\(Self.clip(merged[$0]!).json)" }.joined(separator: ",")
+            out += Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) }.joined(separator: ",")
         } else {
             out += base.text
-            for (key, value) in draft.properties { out += "\(JSONText.quote(key)):\(Self.clip(value).json)," }
+            for (key, value) in draft.properties { out += Self.member(key, Self.clip(value).json) + "," }
             if out.hasSuffix(",") { out.removeLast() }
         }
         return out + "}}"
     }
 
-    /// The event as a template another writer completes: exactly ``render(_:base:)``'s text, but
+    /// The event as a template another writer completes: the members ``render(_:base:)`` gives
+    /// a draft of `event`, `identity` and `properties` with a base of `superProperties` (in key
+    /// order), but
     /// `_track_id`, `time` and the properties named in `rawProperties` hold the given raw text in
     /// place of a JSON value. CrashCapture renders its crash `$AppEnd` this way, with placeholder
-    /// bytes its signal handler replaces; the draft's own values for those members are ignored.
-    public func renderTemplate(_ draft: EventDraft, base: RenderedBase, rawTrackID: String, rawTime: String,
-                               rawProperties: [String: String]) -> String {
-        var merged = base.merged
-        for (key, value) in draft.properties { merged[key] = value }
+    /// bytes its signal handler replaces. Works on lists, with no hashed collection (it runs in
+    /// CrashCapture's `start`): event properties win over super properties, which win over presets.
+    public func renderTemplate(event: String, identity: EventIdentity, properties: [(String, JSONScalar)],
+                               superProperties: [String: JSONScalar], rawTrackID: String, rawTime: String,
+                               rawProperties: [(String, String)]) -> String {
+        let draft = EventDraft(trackID: "", time: 0, event: event, identity: identity, properties: [:])
+        var members: [(String, String)] = rawProperties
+        for (key, value) in properties where !members.contains(where: { $0.0 == key }) {
+            members.append((key, Self.clip(value).json))
+        }
+        for (key, value) in superProperties where !members.contains(where: { $0.0 == key }) {
+            members.append((key, Self.clip(value).json))
+        }
+        for (key, value) in presetList where !members.contains(where: { $0.0 == key }) {
+            members.append((key, Self.clip(value).json))
+        }
+        members.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
         var out = head(draft, trackID: rawTrackID, time: rawTime)
-        out += Set(merged.keys).union(rawProperties.keys).sorted().map { key in
-            JSONText.quote(key) + ":" + (rawProperties[key] ?? Self.clip(merged[key]!).json)
-        }.joined(separator: ",")
+        out += members.map { Self.member($0.0, $0.1) }.joined(separator: ",")
         return out + "}}"
     }
 
     /// Everything up to and including `"properties":{`.
     private func head(_ draft: EventDraft, trackID: String, time: String) -> String {
-        var out = "{\"_track_id\":\(trackID),\"time\":\(time),\"type\":\(JSONText.quote(draft.type)),"
-        out += "\"event\":\(JSONText.quote(draft.event)),"
-        if let distinct = draft.identity.distinctID { out += "\"distinct_id\":\(JSONText.quote(distinct)),"; }
-        if let anonymous = draft.identity.anonymousID { out += "\"anonymous_id\":\(JSONText.quote(anonymous)),"; }
-        if let login = draft.identity.loginID { out += "\"login_id\":\(JSONText.quote(login)),"; }
-        if let original = draft.originalID { out += "\"original_id\":\(JSONText.quote(original)),"; }
-        return out + "\"lib\":\(libJSON),\"properties\":{"
+        var out = "{\"_track_id\":" + trackID + ",\"time\":" + time + ",\"type\":" + JSONText.quote(draft.type) + ","
+        out += "\"event\":" + JSONText.quote(draft.event) + ","
+        if let distinct = draft.identity.distinctID { out += "\"distinct_id\":" + JSONText.quote(distinct) + "," }
+        if let anonymous = draft.identity.anonymousID { out += "\"anonymous_id\":" + JSONText.quote(anonymous) + "," }
+        if let login = draft.identity.loginID { out += "\"login_id\":" + JSONText.quote(login) + "," }
+        if let original = draft.originalID { out += "\"original_id\":" + JSONText.quote(original) + "," }
+        return out + "\"lib\":" + libJSON + ",\"properties\":{"
     }
 
     static func clip(_ value: JSONScalar) -> JSONScalar {

@@ -1,6 +1,7 @@
 // EventsTests.swift — the event vocabulary on its own: JSON text, scalars, identity, presets.
 import CrashEvents
 import Foundation
+import TestSupport
 import XCTest
 
 final class EventsTests: XCTestCase {
@@ -51,5 +52,38 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(presets["$timezone_offset"], .int(-TimeZone.current.secondsFromGMT() / 60))
         for key in ["$hostname", "$user", "$argv", "$environment"] { XCTAssertNil(presets[key], key) }
         XCTAssertEqual(PresetProperties.currentList().map(\.0), ["$os", "$os_version", "$model", "$lib", "$lib_version", "$timezone_offset"])
+    }
+
+    /// `$cpu_count` agrees with coreutils' `nproc` (the affinity mask), capped by a cgroup v2
+    /// quota when there is one.
+    func testProcessorCountAgreesWithNproc() throws {
+        let nproc = try XCTUnwrap(Int(try Tools.output(try XCTUnwrap(Tools.find("nproc")), []).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let count = PresetProperties.processorCount()
+        if let quota = try? String(contentsOfFile: "/sys/fs/cgroup/cpu.max", encoding: .utf8), !quota.hasPrefix("max") {
+            XCTAssertLessThanOrEqual(count, nproc)
+            XCTAssertGreaterThanOrEqual(count, 1)
+        } else {
+            XCTAssertEqual(count, nproc)
+        }
+        let rendered = EventRenderer(appName: "a", appVersion: "1").presets["$cpu_count"]
+        XCTAssertEqual(rendered, .int(count))
+    }
+
+    /// The template path (lists) and the ordinary path (dictionaries) render the same event.
+    func testTheTemplateAndTheRenderedEventAgreeMemberForMember() throws {
+        let renderer = EventRenderer(appName: "a", appVersion: "1")
+        let identity = EventIdentity(anonymousID: "anon", loginID: "é-user")
+        let superProperties: [String: JSONScalar] = ["zeta": .int(1), "Émile": .string("x"), "$os": .string("override")]
+        let draft = AppEvents.appEnd(reason: .crash, durationSeconds: 1.5, runID: "r", time: 42, identity: identity, trackID: "t")
+        let rendered = renderer.render(draft, base: renderer.base(superProperties: superProperties))
+        let template = renderer.renderTemplate(
+            event: draft.event, identity: identity,
+            properties: AppEvents.appEndProperties(reason: .crash, durationSeconds: 1.5, runID: "r"),
+            superProperties: superProperties, rawTrackID: "\"t\"", rawTime: "42", rawProperties: [])
+        // The same object, member for member (the order of members may differ).
+        let a = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(template.utf8)) as? NSDictionary)
+        let b = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(rendered.utf8)) as? NSDictionary)
+        XCTAssertEqual(a, b)
+        XCTAssertEqual((a["properties"] as? NSDictionary)?["$os"] as? String, "override")
     }
 }
