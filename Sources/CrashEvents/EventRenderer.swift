@@ -44,7 +44,12 @@ public struct EventDraft: Sendable {
         // From the system generator (getrandom), formatted by hand: Foundation's UUID costs more
         // on first use, and CrashCapture makes one in `start` (its default run id).
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let high = generator.next() as UInt64, low = generator.next() as UInt64
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (8 * index))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (8 * index))
+        }
         bytes[6] = bytes[6] & 0x0F | 0x40 // RFC 4122 version 4
         bytes[8] = bytes[8] & 0x3F | 0x80
         let hex = Array("0123456789abcdef".utf8)

@@ -86,4 +86,19 @@ final class EventsTests: XCTestCase {
         XCTAssertEqual(a, b)
         XCTAssertEqual((a["properties"] as? NSDictionary)?["$os"] as? String, "override")
     }
+
+    /// Track and run ids are random (v4) UUIDs as Foundation's parser reads them.
+    func testNewTrackIDsAreDistinctVersion4UUIDs() throws {
+        var seen = Set<String>()
+        for _ in 0..<2000 {
+            let id = EventDraft.newTrackID()
+            let uuid = try XCTUnwrap(UUID(uuidString: id), id)
+            XCTAssertEqual(uuid.uuidString.lowercased(), id)
+            let bytes = withUnsafeBytes(of: uuid.uuid) { Array($0) }
+            XCTAssertEqual(bytes[6] >> 4, 4, id)
+            XCTAssertEqual(bytes[8] >> 6, 2, id)
+            seen.insert(id)
+        }
+        XCTAssertEqual(seen.count, 2000)
+    }
 }
