@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system libraries CrashCapture builds against, if any is missing (Debian/Ubuntu),
 # and elfutils, whose eu-stack the tests take as the truth for other threads' stacks, and binutils,
-# whose readelf, nm, addr2line and objcopy they take as the truth for symbolication.
+# whose readelf, nm, addr2line and objcopy they take as the truth for symbolication, and
+# debuginfod (the real server the symbol-store tests fetch debug files from); then the Python test
+# oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic) into
+# .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils)
+cd "$(dirname "$0")/.."
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -16,3 +20,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH" >&2; exit 1; }
+if ! .venv-oracles/bin/python -c "import sentry_sdk, sentry_relay, symbolic" 2>/dev/null \
+   || ! cmp -s Tests/Oracles/requirements.txt .venv-oracles/requirements.txt; then
+  echo "== installing the Python test oracles into .venv-oracles"
+  rm -rf .venv-oracles
+  if ! python3 -m venv .venv-oracles 2>/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv python3-pip >/dev/null
+    python3 -m venv .venv-oracles
+  fi
+  .venv-oracles/bin/pip install -q --disable-pip-version-check -r Tests/Oracles/requirements.txt
+  cp Tests/Oracles/requirements.txt .venv-oracles/requirements.txt
+fi

@@ -78,3 +78,28 @@ public enum Tools {
         return stdout
     }
 }
+
+/// The Python test oracles (Sentry's envelope parser and normalizer, symbolic) that
+/// scripts/setup.sh installs into `.venv-oracles`, and the scripts in `Tests/Oracles` that drive them.
+public enum Oracles {
+    /// The repository's root (this file is `Sources/TestSupport/TestSupport.swift`).
+    public static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// `.venv-oracles/bin/python`; throws when scripts/setup.sh has not installed it (the tests
+    /// that need it fail rather than skip: a skipped oracle is an untested claim).
+    public static func python() throws -> String {
+        let path = repositoryRoot + "/.venv-oracles/bin/python"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw Tools.Failure(description: "no \(path): run scripts/setup.sh (it installs the Python test oracles)")
+        }
+        return path
+    }
+
+    /// Runs `Tests/Oracles/<script>` with the oracles' Python and returns its stdout; throws (with
+    /// its stderr) unless it exits 0.
+    public static func run(_ script: String, _ arguments: [String], timeout: Double = 300) throws -> String {
+        try Tools.output(try python(), [repositoryRoot + "/Tests/Oracles/" + script] + arguments, timeout: timeout)
+    }
+}
