@@ -236,11 +236,10 @@ final class Uploader: @unchecked Sendable {
         }
     }
 
-    /// Exponential backoff with jitter (half to full of the step), at least Retry-After, at most `maxRetryDelay`.
+    /// The next retry delay (``HTTPPost/backoff(failures:initial:maximum:retryAfter:)``).
     private func nextDelay(retryAfter: Double?) -> Double {
-        let step = policy.initialRetryDelay * pow(2, Double(max(0, min(consecutiveFailures - 1, 30))))
-        let jittered = min(policy.maxRetryDelay, step) * Double.random(in: 0.5...1.0)
-        return min(policy.maxRetryDelay, max(jittered, retryAfter ?? 0))
+        HTTPPost.backoff(failures: consecutiveFailures, initial: policy.initialRetryDelay, maximum: policy.maxRetryDelay,
+                         retryAfter: retryAfter)
     }
 
     /// POSTs the body; returns (status or 0 for a network error, Retry-After seconds, error text).
@@ -249,47 +248,13 @@ final class Uploader: @unchecked Sendable {
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body.utf8)
-        let done = DispatchSemaphore(value: 0)
-        // @unchecked: written by URLSession's completion handler before the semaphore is signalled,
-        // read only after the wait.
-        final class Box: @unchecked Sendable { var status = 0; var retryAfter: Double?; var text = "" }
-        let box = Box()
-        let task = session.dataTask(with: request) { data, response, error in
-            if let http = response as? HTTPURLResponse, error == nil {
-                box.status = http.statusCode
-                box.retryAfter = (http.value(forHTTPHeaderField: "Retry-After")).flatMap(Uploader.parseRetryAfter)
-                box.text = String(decoding: (data ?? Data()).prefix(200), as: UTF8.self)
-            } else {
-                box.text = error.map { "\($0.localizedDescription)" } ?? "no response"
+        let answer = HTTPPost.send(request, session: session, begin: { task in
+            cond.withLock {
+                if stopping && Clock.monotonicNanoseconds() >= stopDeadline { return false }
+                inFlight = task
+                return true
             }
-            done.signal()
-        }
-        let cancelled: Bool = cond.withLock {
-            if stopping && Clock.monotonicNanoseconds() >= stopDeadline { return true }
-            inFlight = task
-            return false
-        }
-        if cancelled { return (0, nil, "stopped") }
-        task.resume()
-        if done.wait(timeout: .now() + policy.requestTimeout + 5) == .timedOut {
-            task.cancel()
-            _ = done.wait(timeout: .now() + 5)
-            box.status = 0
-            box.text = "timed out"
-        }
-        cond.withLock { inFlight = nil }
-        return (box.status, box.retryAfter, box.text)
-    }
-
-    /// Retry-After as seconds: a number of seconds or an HTTP date.
-    static func parseRetryAfter(_ value: String) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(trimmed) { return max(0, seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSinceNow)
+        }, end: { cond.withLock { inFlight = nil } })
+        return (answer.status, answer.retryAfter, answer.text)
     }
 }

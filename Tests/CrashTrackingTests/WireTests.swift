@@ -49,10 +49,10 @@ final class WireTests: XCTestCase {
     }
 
     func testRetryAfterAcceptsSecondsAndHTTPDates() {
-        XCTAssertEqual(Uploader.parseRetryAfter("7"), 7)
-        XCTAssertEqual(Uploader.parseRetryAfter(" 0 "), 0)
-        XCTAssertNil(Uploader.parseRetryAfter("soon"))
-        let later = Uploader.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
+        XCTAssertEqual(HTTPPost.parseRetryAfter("7"), 7)
+        XCTAssertEqual(HTTPPost.parseRetryAfter(" 0 "), 0)
+        XCTAssertNil(HTTPPost.parseRetryAfter("soon"))
+        let later = HTTPPost.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
         XCTAssertNotNil(later)
         XCTAssertGreaterThan(later ?? 0, 1000)
     }
