@@ -1,4 +1,5 @@
 // Support.swift — scratch directories, child processes and event helpers shared by the tests.
+import CrashTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -50,4 +51,19 @@ extension Dictionary where Key == String, Value == Any {
 /// Parses a stored event's JSON.
 func object(_ json: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]) ?? [:]
+}
+
+extension TestHTTPServer.Request {
+    /// The events in a Sensors `/sa` body (nil when the body is not a valid Sensors form).
+    var events: [[String: Any]]? {
+        guard let decoded = SensorsWire.decode(body: body) else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(decoded.json.utf8)) as? [[String: Any]]
+    }
+}
+
+extension TestHTTPServer {
+    /// Events of the requests answered with a 2xx, in order.
+    var acceptedEvents: [[String: Any]] {
+        allRequests.filter { ($0.answeredStatus ?? 0) / 100 == 2 }.flatMap { $0.events ?? [] }
+    }
 }

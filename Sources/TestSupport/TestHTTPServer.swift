@@ -1,24 +1,28 @@
 // TestHTTPServer.swift — a real HTTP/1.1 server on 127.0.0.1 (port 0) for the upload tests.
 //
 // Each connection gets one request and one answer, then is closed. What to answer is decided
-// by a policy closure from the request's decoded events and its index; `.reset` closes the
-// connection with an RST instead of answering.
-import CrashTracking
+// by a policy closure from the request (its index, path, headers, body); `.reset` closes the
+// connection with an RST instead of answering. Shared by the /sa upload tests (which decode
+// Sensors bodies) and the Sentry upload tests (which parse envelopes with Sentry's own code).
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-final class TestHTTPServer: @unchecked Sendable {
-    struct Request {
-        let index: Int
-        let path: String
-        let body: String
-        /// The events in the body (nil when the body is not a valid Sensors form).
-        let events: [[String: Any]]?
+// @unchecked: the request log and the stopped flag are guarded by `lock`.
+public final class TestHTTPServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public let index: Int
+        public let path: String
+        /// Header names lowercased.
+        public let headers: [String: String]
+        public let bodyBytes: [UInt8]
+        public var body: String { String(decoding: bodyBytes, as: UTF8.self) }
+        /// The status it was answered with (nil: reset, or not answered yet).
+        public internal(set) var answeredStatus: Int?
     }
 
-    enum Answer {
+    public enum Answer: Sendable {
         case status(Int, headers: [String: String] = [:])
         case reset
     }
@@ -26,14 +30,14 @@ final class TestHTTPServer: @unchecked Sendable {
     private let lock = NSLock()
     private var listenFD: Int32 = -1
     private var requests: [Request] = []
-    private var accepted: [[String: Any]] = []
     private var stopped = false
     private let policy: @Sendable (Request) -> Answer
-    private(set) var port: UInt16 = 0
+    public private(set) var port: UInt16 = 0
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)/sa?project=test")! }
+    /// A Sensors-style `/sa` URL on this server.
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)/sa?project=test")! }
 
-    init(policy: @escaping @Sendable (Request) -> Answer = { _ in .status(200) }) throws {
+    public init(policy: @escaping @Sendable (Request) -> Answer = { _ in .status(200) }) throws {
         self.policy = policy
         listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listenFD >= 0 else { throw POSIXError(.EIO) }
@@ -58,7 +62,7 @@ final class TestHTTPServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    func stop() {
+    public func stop() {
         lock.lock()
         let fd = listenFD
         let wasStopped = stopped
@@ -71,9 +75,7 @@ final class TestHTTPServer: @unchecked Sendable {
     }
 
     /// Every request received, in arrival order.
-    var allRequests: [Request] { lock.withLock { requests } }
-    /// Events of the requests answered with a 2xx, in order.
-    var acceptedEvents: [[String: Any]] { lock.withLock { accepted } }
+    public var allRequests: [Request] { lock.withLock { requests } }
 
     private func acceptLoop() {
         while true {
@@ -103,9 +105,11 @@ final class TestHTTPServer: @unchecked Sendable {
         let path = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
         var contentLength = 0
         var expectContinue = false
+        var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2 else { continue }
+            headers[parts[0].lowercased()] = parts[1]
             if parts[0].lowercased() == "content-length" { contentLength = Int(parts[1]) ?? 0 }
             if parts[0].lowercased() == "expect", parts[1].lowercased() == "100-continue" { expectContinue = true }
         }
@@ -116,14 +120,8 @@ final class TestHTTPServer: @unchecked Sendable {
             if n <= 0 { return }
             body.append(contentsOf: chunk[0..<n])
         }
-        let text = String(decoding: body, as: UTF8.self)
-        var events: [[String: Any]]?
-        if let decoded = SensorsWire.decode(body: text),
-           let array = try? JSONSerialization.jsonObject(with: Data(decoded.json.utf8)) as? [[String: Any]] {
-            events = array
-        }
         let request: Request = lock.withLock {
-            let request = Request(index: requests.count, path: path, body: text, events: events)
+            let request = Request(index: requests.count, path: path, headers: headers, bodyBytes: body, answeredStatus: nil)
             requests.append(request)
             return request
         }
@@ -133,7 +131,7 @@ final class TestHTTPServer: @unchecked Sendable {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         case let .status(code, headers):
-            if (200..<300).contains(code), let events { lock.withLock { accepted.append(contentsOf: events) } }
+            lock.withLock { requests[request.index].answeredStatus = code }
             var response = "HTTP/1.1 \(code) Test\r\nContent-Length: 2\r\nConnection: close\r\n"
             for (key, value) in headers { response += "\(key): \(value)\r\n" }
             Self.sendAll(fd, response + "\r\nok")
