@@ -73,6 +73,13 @@ public enum CrashRecordReader {
         return try parse(bytes)
     }
 
+    /// The bytes of the record file at `path`, read as ``read(path:sizeLimit:)`` reads them (no
+    /// symbolic link, no FIFO, a regular file of at most `sizeLimit` bytes): for a sink that sends
+    /// the record itself, such as the Sentry upload's attachment.
+    public static func readBytes(path: String, sizeLimit: Int = defaultSizeLimit) throws -> [UInt8] {
+        try readFile(path: path, sizeLimit: sizeLimit)
+    }
+
     /// Parses a record held in memory.
     ///
     /// Any collection of bytes is accepted; it is copied into an array once (free for an

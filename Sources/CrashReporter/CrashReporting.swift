@@ -26,6 +26,14 @@ public final class CrashReporting: Sendable {
         public var captureCrashes = true
         /// Adjusts the tracker's configuration (limits, upload policy, timeouts) before it starts.
         public var tracker: (@Sendable (inout Tracker.Configuration) -> Void)?
+        /// Sends each crash record to Sentry too (an envelope with the record attached), beside
+        /// the `/sa` events. Defaults to `SENTRY_DSN` from the environment; `nil` turns it off.
+        /// A DSN that does not parse is reported in ``CrashReporting/sentryDSNError``.
+        public var sentryDSN: String? = ProcessInfo.processInfo.environment["SENTRY_DSN"].flatMap { $0.isEmpty ? nil : $0 }
+        /// Retries and timeouts of the Sentry upload.
+        public var sentryUpload = SentryUploadPolicy()
+        /// The envelope builder (the default is CrashSentry's, shared with `crash-inspect export --sentry`).
+        public var sentryEnvelope: SentryEnvelopeMaker?
 
         /// `<directory>/events.sqlite` and `<directory>/records`.
         public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
@@ -43,6 +51,10 @@ public final class CrashReporting: Sendable {
     }
 
     public let tracker: Tracker
+    /// The Sentry upload, when a DSN is configured.
+    public let sentry: SentryUpload?
+    /// Why the configured DSN was not used, if it was not.
+    public let sentryDSNError: String?
     /// What the next-launch ingest found (records, abnormal ends).
     public let ingestReport: NextLaunchIngest.Report
     /// What starting CrashCapture did, or the error it gave (tracking runs on regardless).
@@ -91,23 +103,49 @@ public final class CrashReporting: Sendable {
         } else {
             captureResult = nil
         }
+        var sentry: SentryUpload?
+        var dsnError: String?
+        if let text = configuration.sentryDSN {
+            if let dsn = SentryDSN(text), let envelope = configuration.sentryEnvelope {
+                sentry = SentryUpload(store: store, directory: configuration.recordDirectory, dsn: dsn,
+                                      policy: configuration.sentryUpload, envelope: envelope)
+            } else {
+                dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
+            }
+        }
         var report = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
-                                          appName: configuration.appName, appVersion: configuration.appVersion)
+                                          appName: configuration.appName, appVersion: configuration.appVersion,
+                                          awaitingClaims: sentry == nil ? [] : [SentryUpload.claimPrefix])
+        self.sentry = sentry
+        sentryDSNError = dsnError
         // The tracker ends the dead runs the records did not claim.
         tracker = try Tracker(trackerConfiguration, store: store)
         report.abnormalEnds = tracker.abnormalEnds
         ingestReport = report
+        sentry?.start()
     }
 
-    /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``).
+    /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``);
+    /// the Sentry upload, if any, gets the same deadline (what it has not sent, it sends next launch).
     @discardableResult
     public func shutdown(timeout: Double? = nil) -> Tracker.ShutdownResult {
-        tracker.shutdown(timeout: timeout)
+        let seconds = timeout ?? tracker.configuration.shutdownTimeout
+        let deadline = SentryUpload.monotonic() + Int64(seconds * 1e9)
+        let result = tracker.shutdown(timeout: seconds)
+        sentry?.finish(deadline: deadline)
+        return result
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor.
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> Tracker.ShutdownResult {
-        await tracker.shutdown(timeout: timeout)
+        await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in
+                let seconds = timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+                continuation.resume(returning: shutdown(timeout: seconds))
+            }
+            thread.name = "CrashReporter.shutdown"
+            thread.start()
+        }
     }
 }

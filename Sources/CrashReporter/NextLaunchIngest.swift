@@ -25,6 +25,9 @@ public enum NextLaunchIngest {
         public var recordsUnreadable: [String] = []
         /// Partial records of a process that still runs (left alone).
         public var recordsInProgress: [String] = []
+        /// Records whose events are stored but which another sink (Sentry) has not acknowledged
+        /// yet: kept on disk for it.
+        public var recordsAwaitingSinks: [String] = []
         /// Run markers of dead runs turned into abnormal `$AppEnd`s (by the Tracker that
         /// started after the ingest; see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
@@ -37,21 +40,50 @@ public enum NextLaunchIngest {
     public static let reasonFrames = 12
 
     /// Ingests every record in `recordDirectory` (if any). Never throws: failures are reported
-    /// and retried at the next launch.
-    public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String) -> Report {
+    /// and retried at the next launch. A record file is deleted once its events are stored and,
+    /// for each prefix in `awaitingClaims` (one per other sink, e.g. the Sentry upload's
+    /// `"sentry:"`), the claim `prefix + name` is taken: until then it stays for that sink.
+    public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String,
+                           awaitingClaims: [String] = []) -> Report {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
         // The crashed run was the last to set them (the store keeps them across runs).
         let superProperties = (try? store.loadState(claimingFirstStart: false))?.superProperties ?? [:]
+        var present: Set<String> = []
         if let recordDirectory {
             let names = ((try? RecordFileName.names(in: recordDirectory)) ?? []).filter { RecordFileName($0) != nil }
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
                              superProperties: superProperties, appName: appName, appVersion: appVersion, report: &report)
+                if let done = finish(name: name, directory: recordDirectory, store: store, awaitingClaims: awaitingClaims,
+                                     report: &report), !done {
+                    present.insert(name)
+                    for prefix in awaitingClaims { present.insert(prefix + name) }
+                }
             }
         }
-        try? store.pruneClaims()
+        try? store.pruneClaims(keeping: present)
         return report
+    }
+
+    /// Deletes the record file if every sink has it: its events stored (claim `name`) and each
+    /// `awaitingClaims` prefix claimed. Returns `nil` when the events are not stored (the file
+    /// was left for a reason already reported), else whether the file was deleted.
+    @discardableResult
+    public static func finish(name: String, directory: String, store: TrackingStore, awaitingClaims: [String]) -> Bool? {
+        var report = Report()
+        return finish(name: name, directory: directory, store: store, awaitingClaims: awaitingClaims, report: &report)
+    }
+
+    private static func finish(name: String, directory: String, store: TrackingStore, awaitingClaims: [String],
+                               report: inout Report) -> Bool? {
+        guard (try? store.isClaimed(name)) == true else { return nil }
+        for prefix in awaitingClaims where (try? store.isClaimed(prefix + name)) != true {
+            report.recordsAwaitingSinks.append(name)
+            return false
+        }
+        unlink("\(directory)/\(name)")
+        return true
     }
 
     private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
@@ -68,7 +100,6 @@ public enum NextLaunchIngest {
         }
         do {
             if try store.isClaimed(name) {
-                unlink(path)
                 report.recordsAlreadyIngested.append(name)
                 return
             }
@@ -123,7 +154,8 @@ public enum NextLaunchIngest {
             } else {
                 report.recordsIngested.append(name)
             }
-            unlink(path) // only now: its events are committed (by us or by someone before us)
+            // The caller deletes the file now that its events are committed (by us or by someone
+            // before us), unless another sink still needs it.
         } catch {
             report.errors.append("\(name): \(error)")
         }

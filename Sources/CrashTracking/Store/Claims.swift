@@ -26,10 +26,15 @@ extension TrackingStore {
         try read { db in try Self.isClaimed(db, key) }
     }
 
-    /// Forgets claims older than `age` seconds (default 30 days).
-    public func pruneClaims(olderThan age: Double = 30 * 86400) throws {
+    /// Forgets claims older than `age` seconds (default 30 days), except `keeping` (claims whose
+    /// subject still exists: forgetting them would let it be appended again).
+    public func pruneClaims(olderThan age: Double = 30 * 86400, keeping: Set<String> = []) throws {
         try write { db in
-            try db.execute(sql: "DELETE FROM ingested WHERE ingested_ms < ?", arguments: [Clock.wallMilliseconds() - Int64(age * 1000)])
+            let cutoff = Clock.wallMilliseconds() - Int64(age * 1000)
+            let old = try String.fetchAll(db, sql: "SELECT name FROM ingested WHERE ingested_ms < ?", arguments: [cutoff])
+            for name in old where !keeping.contains(name) {
+                try db.execute(sql: "DELETE FROM ingested WHERE name = ?", arguments: [name])
+            }
         }
     }
 
