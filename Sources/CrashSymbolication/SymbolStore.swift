@@ -106,7 +106,9 @@ public enum SymbolStore {
 /// The cache uses elfutils' layout, `<cache>/<build-id>/debuginfo`, so files fetched by
 /// `debuginfod-find` or gdb are reused and the other way round. A fetched file is used (and
 /// cached) only if it is ELF, carries the requested build-id and has debug sections; a cached
-/// file is checked the same way before each use. Failures are not cached.
+/// file is checked the same way before each use. Failures are not written to the cache (an
+/// empty file there, elfutils' mark of a failed query, is ignored); a ``Symbolicator`` asks
+/// once per build-id.
 public struct DebuginfodClient: Sendable, Equatable {
     public var urls: [String]
     public var cacheDirectory: String
@@ -148,7 +150,8 @@ public struct DebuginfodClient: Sendable, Equatable {
         let folder = "\(cacheDirectory)/\(hex)"
         let cached = folder + "/debuginfo"
         var reasons: [String] = []
-        if FileManager.default.fileExists(atPath: cached) {
+        // An empty file is elfutils' record of a failed query: not ours to honour or report.
+        if let size = (try? FileManager.default.attributesOfItem(atPath: cached))?[.size] as? Int, size > 0 {
             if let problem = Self.problem(with: cached, buildID: buildID) {
                 reasons.append("cached \(cached) refused: \(problem)")
             } else {

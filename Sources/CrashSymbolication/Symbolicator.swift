@@ -56,6 +56,7 @@ public final class Symbolicator: @unchecked Sendable {
     private var serverFailed = false
     private let debuginfod: DebuginfodClient?
     private var flatIndexes: [String: [[UInt8]: [String]]] = [:]
+    private var debuginfodAnswers: [[UInt8]: Result<String, DebuginfodClient.Failure>] = [:]
 
     enum Resolution { case file(path: String, bias: UInt64, note: String?), problem(String) }
 
@@ -201,7 +202,9 @@ public final class Symbolicator: @unchecked Sendable {
         }
         var debuginfodFailure: String?
         if let debuginfod, !image.buildID.isEmpty {
-            switch debuginfod.debugInfo(buildID: image.buildID) {
+            let answer = debuginfodAnswers[image.buildID] ?? debuginfod.debugInfo(buildID: image.buildID)
+            debuginfodAnswers[image.buildID] = answer
+            switch answer {
             case .success(let path):
                 if let elf = try? ELFFile(path: path) {
                     return .file(path: path, bias: image.base &- elf.firstLoadAddress, note: nil)
