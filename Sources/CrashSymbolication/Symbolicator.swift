@@ -83,6 +83,11 @@ public final class Symbolicator: @unchecked Sendable {
         self.debuginfod = debuginfod
     }
 
+    /// llvm-symbolizer's environment: ours without `DEBUGINFOD_URLS`.
+    static var symbolizerEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter { $0.key != "DEBUGINFOD_URLS" }
+    }
+
     static func findSymbolizer() -> String? {
         var candidates: [String] = []
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
@@ -268,7 +273,7 @@ public final class Symbolicator: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: output) }
         let arguments = ["--obj=\(object)", "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + debugFileArguments
             + offsets.map { "0x" + String($0, radix: 16) }
-        guard let child = try? ChildProcess.run(symbolizerPath, arguments, stdout: output, timeout: 120),
+        guard let child = try? ChildProcess.run(symbolizerPath, arguments, environment: Self.symbolizerEnvironment, stdout: output, timeout: 120),
               child.ending == .exited(0),
               let data = FileManager.default.contents(atPath: output),
               let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
@@ -324,8 +329,13 @@ final class SymbolizerServer {
         let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + extraArguments
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
+        // Without DEBUGINFOD_URLS: the toolchain's llvm-symbolizer would otherwise fetch debug
+        // files itself, past the Symbolicator's build-id checks (it has decided already).
+        let environment = Symbolicator.symbolizerEnvironment
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { cEnv.forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, environ)
+        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, &cEnv)
         close(toChild[0])
         close(fromChild[1])
         guard rc == 0 else { close(toChild[1]); close(fromChild[0]); return nil }
