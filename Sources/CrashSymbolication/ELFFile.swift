@@ -10,6 +10,12 @@ public struct ELFFile: Sendable {
     /// `p_vaddr` of the first PT_LOAD, rounded down to its page: subtract it from the image's
     /// load address to get the load bias.
     public let firstLoadAddress: UInt64
+    /// True when the file has DWARF: a `.debug_info` (or `.zdebug_info`) section with contents.
+    /// A stripped binary has none; a separate debug file (`objcopy --only-keep-debug`) has it.
+    public let hasDebugInfo: Bool
+    /// True for a separate debug file: its `.text` is `SHT_NOBITS` (the code was left out),
+    /// as `objcopy --only-keep-debug` and `eu-strip -f` write them.
+    public let isSeparateDebugFile: Bool
 
     /// Why a file could not be read as ELF.
     public struct Error: Swift.Error, CustomStringConvertible, Equatable {
@@ -54,6 +60,34 @@ public struct ELFFile: Sendable {
         }
         self.buildID = buildID
         self.firstLoadAddress = firstLoad ?? 0
+        // Section headers: only to tell whether debug info is there. A file whose section
+        // table is missing or malformed simply has none (it may still be a usable binary).
+        var hasDebugInfo = false
+        var isSeparateDebugFile = false
+        let shoff = header.u64(at: 40)
+        let shentsize = Int(header.u16(at: 58))
+        let shnum = Int(header.u16(at: 60))
+        let shstrndx = Int(header.u16(at: 62))
+        if shoff > 0, shentsize == 64, shnum > 0, shnum <= 16384, shstrndx < shnum {
+            let sections = read(shoff, shentsize * shnum)
+            if sections.count == shentsize * shnum {
+                let namesHeader = shstrndx * shentsize
+                let names = read(sections.u64(at: namesHeader + 24), Int(min(sections.u64(at: namesHeader + 32), 1 << 20)))
+                for index in 0..<shnum {
+                    let base = index * shentsize
+                    let nameOffset = Int(sections.u32(at: base))
+                    guard nameOffset < names.count else { continue }
+                    let end = names[nameOffset...].firstIndex(of: 0) ?? names.count
+                    let name = String(decoding: names[nameOffset..<end], as: UTF8.self)
+                    let type = sections.u32(at: base + 4)
+                    let size = sections.u64(at: base + 32)
+                    if (name == ".debug_info" || name == ".zdebug_info"), type != 8, size > 0 { hasDebugInfo = true }
+                    if name == ".text", type == 8 { isSeparateDebugFile = true }
+                }
+            }
+        }
+        self.hasDebugInfo = hasDebugInfo
+        self.isSeparateDebugFile = isSeparateDebugFile
     }
 
     /// The NT_GNU_BUILD_ID descriptor in a PT_NOTE segment's bytes, or empty.

@@ -54,8 +54,11 @@ public final class Symbolicator: @unchecked Sendable {
     private let lock = NSLock()
     private var server: SymbolizerServer?
     private var serverFailed = false
+    private let debuginfod: DebuginfodClient?
+    private var flatIndexes: [String: [[UInt8]: [String]]] = [:]
+    private var debuginfodAnswers: [[UInt8]: Result<String, DebuginfodClient.Failure>] = [:]
 
-    enum Resolution { case file(path: String, bias: UInt64), problem(String) }
+    enum Resolution { case file(path: String, bias: UInt64, note: String?), problem(String) }
 
     /// What went wrong finding the tool.
     public struct Error: Swift.Error, CustomStringConvertible {
@@ -64,15 +67,25 @@ public final class Symbolicator: @unchecked Sendable {
 
     /// - Parameters:
     ///   - symbolizer: explicit path of llvm-symbolizer; by default found on PATH or next to `swift`.
-    ///   - symbolDirectories: extra directories searched by build-id (`<dir>/<hex>`,
-    ///     `<dir>/.build-id/xx/rest.debug`, `<dir>/<basename>`).
+    ///   - symbolDirectories: symbol stores searched by build-id: the `.build-id/xx/rest.debug`
+    ///     and `.build-id/xx/rest` layout, `<dir>/<hex>`, `<dir>/<basename>`, and any file of the
+    ///     directory whose build-id matches.
+    ///   - debuginfod: servers asked for debug information not found locally; by default the
+    ///     ones `DEBUGINFOD_URLS` names (``DebuginfodClient/fromEnvironment(_:)``).
     /// - Throws: ``Symbolicator/Error`` when no llvm-symbolizer can be found.
-    public init(symbolizer: String? = nil, symbolDirectories: [String] = []) throws {
+    public init(symbolizer: String? = nil, symbolDirectories: [String] = [],
+                debuginfod: DebuginfodClient? = DebuginfodClient.fromEnvironment()) throws {
         guard let path = symbolizer ?? Self.findSymbolizer() else {
             throw Error(description: "llvm-symbolizer not found (install the Swift toolchain or put it on PATH)")
         }
         self.symbolizerPath = path
         self.searchDirectories = symbolDirectories
+        self.debuginfod = debuginfod
+    }
+
+    /// llvm-symbolizer's environment: ours without `DEBUGINFOD_URLS`.
+    static var symbolizerEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.filter { $0.key != "DEBUGINFOD_URLS" }
     }
 
     static func findSymbolizer() -> String? {
@@ -114,7 +127,7 @@ public final class Symbolicator: @unchecked Sendable {
                     result[entry.index][0].problem = reason
                     result[entry.index][0].imageOffset = entry.lookup &- image.base
                 }
-            case .file(let path, let bias):
+            case .file(let path, let bias, let note):
                 let offsets = entries.map { $0.lookup &- bias }
                 let answers = run(object: path, offsets: offsets)
                 for (position, entry) in entries.enumerated() {
@@ -122,7 +135,7 @@ public final class Symbolicator: @unchecked Sendable {
                     var symbolicated = position < answers.count ? answers[position] : []
                     if symbolicated.isEmpty {
                         result[entry.index][0].imageOffset = offsets[position]
-                        result[entry.index][0].problem = "no symbol"
+                        result[entry.index][0].problem = note ?? "no symbol"
                         continue
                     }
                     for i in symbolicated.indices {
@@ -149,31 +162,90 @@ public final class Symbolicator: @unchecked Sendable {
         return answer
     }
 
+    /// Looks for the image's debug information wherever it may be, in this order: the recorded
+    /// path; in each symbol directory `.build-id/xx/rest.debug`, `.build-id/xx/rest` (the
+    /// executable itself), `<hex>`, `<hex>.debug`, the image's file name (and `.debug`), then
+    /// any file of the directory whose build-id matches (a flat directory); then the debuginfod
+    /// servers. A file whose build-id differs is never used; the first matching file with debug
+    /// sections wins; a matching file without them (a stripped binary) is used only when no
+    /// debug information is found anywhere, and its frames then say why they have no name.
     private func findFile(for image: CrashImage) -> Resolution {
         var candidates = [image.path]
         let hex = image.buildIDHex
+        let name = (image.path as NSString).lastPathComponent
         for dir in searchDirectories {
             if hex.count > 2 {
                 candidates.append("\(dir)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2)).debug")
+                candidates.append("\(dir)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2))")
                 candidates.append("\(dir)/\(hex)")
                 candidates.append("\(dir)/\(hex).debug")
             }
-            candidates.append("\(dir)/\((image.path as NSString).lastPathComponent)")
+            if !name.isEmpty {
+                candidates.append("\(dir)/\(name)")
+                candidates.append("\(dir)/\(name).debug")
+            }
+        }
+        if !image.buildID.isEmpty {
+            for dir in searchDirectories { candidates += flatIndex(dir)[image.buildID] ?? [] }
         }
         var firstProblem: String?
-        for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {
+        var withoutDebugInfo: (path: String, elf: ELFFile)?
+        var seen = Set<String>()
+        for candidate in candidates where seen.insert(candidate).inserted && FileManager.default.fileExists(atPath: candidate) {
             guard let elf = try? ELFFile(path: candidate) else {
                 firstProblem = firstProblem ?? "\(candidate) is not a readable ELF file"
                 continue
             }
-            if image.buildID.isEmpty || elf.buildID == image.buildID {
-                // The image's load bias: where it was mapped minus where it asked to be.
-                return .file(path: candidate, bias: image.base &- elf.firstLoadAddress)
+            guard image.buildID.isEmpty || elf.buildID == image.buildID else {
+                firstProblem = firstProblem
+                    ?? "build-id differs: record has \(hex), \(candidate) has \(hexString(elf.buildID).isEmpty ? "none" : hexString(elf.buildID))"
+                continue
             }
-            firstProblem = firstProblem
-                ?? "build-id differs: record has \(hex), \(candidate) has \(hexString(elf.buildID).isEmpty ? "none" : hexString(elf.buildID))"
+            // The image's load bias: where it was mapped minus where it asked to be.
+            if elf.hasDebugInfo { return .file(path: candidate, bias: image.base &- elf.firstLoadAddress, note: nil) }
+            if withoutDebugInfo == nil { withoutDebugInfo = (candidate, elf) }
         }
-        return .problem(firstProblem ?? "no binary with build-id \(hex.isEmpty ? "(none recorded)" : hex) found")
+        var debuginfodFailure: String?
+        if let debuginfod, !image.buildID.isEmpty {
+            let answer = debuginfodAnswers[image.buildID] ?? debuginfod.debugInfo(buildID: image.buildID)
+            debuginfodAnswers[image.buildID] = answer
+            switch answer {
+            case .success(let path):
+                if let elf = try? ELFFile(path: path) {
+                    return .file(path: path, bias: image.base &- elf.firstLoadAddress, note: nil)
+                }
+                debuginfodFailure = "\(path) vanished from the debuginfod cache"
+            case .failure(let failure):
+                debuginfodFailure = failure.description
+            }
+        }
+        let elsewhere = "no debug file with build-id \(hex) in " + (searchDirectories.isEmpty ? "any --symbols directory (none given)" : searchDirectories.joined(separator: ", "))
+            + (debuginfodFailure.map { "; debuginfod: \($0)" } ?? (debuginfod == nil ? "; DEBUGINFOD_URLS not set" : ""))
+        if let stripped = withoutDebugInfo {
+            return .file(path: stripped.path, bias: image.base &- stripped.elf.firstLoadAddress,
+                         note: "no symbol: \(stripped.path) has no debug information and \(elsewhere)")
+        }
+        if let firstProblem {
+            return .problem(firstProblem + (debuginfodFailure.map { "; debuginfod: \($0)" } ?? ""))
+        }
+        return .problem("no binary with build-id \(hex.isEmpty ? "(none recorded)" : hex) found"
+            + (debuginfodFailure.map { "; debuginfod: \($0)" } ?? ""))
+    }
+
+    /// Every regular file directly in `directory`, by build-id (read once per Symbolicator).
+    private func flatIndex(_ directory: String) -> [[UInt8]: [String]] {
+        if let known = flatIndexes[directory] { return known }
+        var index: [[UInt8]: [String]] = [:]
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        for name in names where !name.hasPrefix(".") {
+            let path = directory + "/" + name
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                  let elf = try? ELFFile(path: path), !elf.buildID.isEmpty else { continue }
+            index[elf.buildID, default: []].append(path)
+        }
+        flatIndexes[directory] = index
+        return index
     }
 
     /// Asks llvm-symbolizer about offsets in one object: through the long-lived process (which
@@ -201,7 +273,7 @@ public final class Symbolicator: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(atPath: output) }
         let arguments = ["--obj=\(object)", "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + debugFileArguments
             + offsets.map { "0x" + String($0, radix: 16) }
-        guard let child = try? ChildProcess.run(symbolizerPath, arguments, stdout: output, timeout: 120),
+        guard let child = try? ChildProcess.run(symbolizerPath, arguments, environment: Self.symbolizerEnvironment, stdout: output, timeout: 120),
               child.ending == .exited(0),
               let data = FileManager.default.contents(atPath: output),
               let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
@@ -257,8 +329,13 @@ final class SymbolizerServer {
         let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + extraArguments
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
+        // Without DEBUGINFOD_URLS: the toolchain's llvm-symbolizer would otherwise fetch debug
+        // files itself, past the Symbolicator's build-id checks (it has decided already).
+        let environment = Symbolicator.symbolizerEnvironment
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { cEnv.forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, environ)
+        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, &cEnv)
         close(toChild[0])
         close(fromChild[1])
         guard rc == 0 else { close(toChild[1]); close(fromChild[0]); return nil }

@@ -16,7 +16,7 @@ struct CrashInspect: ParsableCommand {
             one-line error and the others are still read. Symbolication matches binaries by GNU build-id \
             and never shows names from a binary whose build-id differs.
             """,
-        subcommands: [List.self, Show.self, Groups.self, Store.self, Export.self]
+        subcommands: [List.self, Show.self, Groups.self, Store.self, Export.self, Symbols.self]
     )
 }
 
@@ -26,7 +26,7 @@ struct RecordOptions: ParsableArguments {
     var dir: String = ProcessInfo.processInfo.environment["CRASHCAPTURE_DIR"] ?? "."
 
     @Option(name: .customLong("symbols"), help: ArgumentHelp(
-        "Directory searched by build-id for binaries or debug files (repeatable; .build-id/xx/rest.debug layout too).",
+        "Symbol store searched by build-id (repeatable): the .build-id/xx/rest.debug layout, or a flat directory of binaries and debug files. DEBUGINFOD_URLS servers are asked for the rest.",
         valueName: "dir"))
     var symbols: [String] = []
 
@@ -248,6 +248,62 @@ extension CrashInspect {
                 }
             } else {
                 FileHandle.standardOutput.write(Data(bytes))
+            }
+        }
+    }
+
+    struct Symbols: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Symbol stores: debug information kept by build-id for stripped binaries.",
+            subcommands: [Add.self])
+
+        struct Add: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Files each binary's debug information under DIR/.build-id/xx/rest.debug.",
+                discussion: """
+                    Run it on the unstripped binaries before stripping them; ship the stripped ones and keep \
+                    DIR (or serve it with `debuginfod -F DIR`). A binary that is already a separate debug \
+                    file is copied, any other gets `objcopy --only-keep-debug`. Running it again changes \
+                    nothing. A binary without a GNU build-id or without debug sections is refused, and the \
+                    command then exits 1 after adding the others.
+                    """)
+
+            @Argument(help: "Unstripped binaries or separate debug files.")
+            var binaries: [String]
+
+            @Option(help: ArgumentHelp("The symbol store directory (created if needed).", valueName: "dir"))
+            var to: String
+
+            @Flag(help: "Print JSON for scripts instead of text.")
+            var json = false
+
+            func validate() throws {
+                guard !binaries.isEmpty else { throw ValidationError("give at least one binary") }
+            }
+
+            func run() throws {
+                var rows: [[String: Any]] = []
+                var refused = 0
+                for binary in binaries {
+                    do {
+                        let buildID = hexString(try ELFFile(path: binary).buildID)
+                        switch try SymbolStore.add(binary: binary, to: to) {
+                        case .added(let path):
+                            rows.append(["binary": binary, "buildID": buildID, "path": path, "result": "added"])
+                            if !json { print("\(binary): \(buildID) added as \(path)") }
+                        case .alreadyPresent(let path):
+                            rows.append(["binary": binary, "buildID": buildID, "path": path, "result": "alreadyPresent"])
+                            if !json { print("\(binary): \(buildID) already present as \(path)") }
+                        }
+                    } catch {
+                        refused += 1
+                        let reason = (error as? SymbolStore.Refusal)?.description ?? "\(error)"
+                        rows.append(["binary": binary, "error": reason])
+                        FileHandle.standardError.write(Data("crash-inspect: \(reason)\n".utf8))
+                    }
+                }
+                if json { print(Rendering.encode(rows)) }
+                if refused > 0 { throw ExitCode(1) }
             }
         }
     }

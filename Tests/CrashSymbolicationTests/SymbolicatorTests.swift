@@ -90,12 +90,16 @@ final class SymbolicatorTests: XCTestCase {
     func testAStrippedBinaryWithoutDebugInfoGivesNoNameRatherThanAWrongOne() throws {
         let fixture = try Fixture.get()
         let offsets = try addresses(of: ["alpha"], in: fixture.pie)
-        let result = try Symbolicator().symbolicate(frames: offsets.map { $0 + base }, firstIsExact: true,
-                                                    images: [try image(fixture.stripped, base: base)])
+        let emptyStore = try Scratch.directory("empty-store")
+        let hex = hexString(try ELFFile(path: fixture.pie).buildID)
+        let result = try Symbolicator(symbolDirectories: [emptyStore], debuginfod: nil).symbolicate(
+            frames: offsets.map { $0 + base }, firstIsExact: true, images: [try image(fixture.stripped, base: base)])
         for (index, frames) in result.enumerated() {
             XCTAssertEqual(frames.count, 1)
             XCTAssertNil(frames.first?.symbol, "frame \(index): \(frames)")
-            XCTAssertEqual(frames.first?.problem, "no symbol")
+            // Why: the binary is stripped and its debug file is nowhere.
+            XCTAssertEqual(frames.first?.problem, "no symbol: \(fixture.stripped) has no debug information and no debug file "
+                           + "with build-id \(hex) in \(emptyStore); DEBUGINFOD_URLS not set")
             XCTAssertEqual(frames.first?.imageOffset, index == 0 ? offsets[index] : offsets[index] - 1, "frame \(index)")
         }
     }
@@ -185,5 +189,51 @@ final class SymbolicatorTests: XCTestCase {
         for name in ["alpha", "main", "_ZN3foo3barEv", "", "$", "$x", "s14CrashScenarios6level1yyyyXEF"] {
             XCTAssertEqual(SwiftDemangler.demangle(name), name)
         }
+    }
+}
+
+final class SymbolStoreUnitTests: XCTestCase {
+    let base: UInt64 = 0x5555_5555_4000
+
+    /// readelf -S says which files have DWARF and which are separate debug files.
+    func testDebugSectionsAreSeenAsReadelfSeesThem() throws {
+        let fixture = try Fixture.get()
+        for (path, debug, separate) in [(fixture.pie, true, false), (fixture.stripped, false, false), (fixture.debugFile, true, true)] {
+            let text = try Tools.output(try Oracle.tool("readelf"), ["-S", "-W", path])
+            XCTAssertEqual(text.contains(" .debug_info "), debug, path)
+            XCTAssertEqual(text.split(separator: "\n").contains { $0.contains(" .text ") && $0.contains("NOBITS") }, separate, path)
+            let elf = try ELFFile(path: path)
+            XCTAssertEqual(elf.hasDebugInfo, debug, path)
+            XCTAssertEqual(elf.isSeparateDebugFile, separate, path)
+        }
+    }
+
+    /// A stripped binary at its recorded path, its debug file in a flat directory under any
+    /// name, a mismatched file beside it: the debug file wins and names as addr2line does.
+    func testTheDebugFileInAFlatDirectoryWinsOverTheStrippedBinaryAtItsPath() throws {
+        let fixture = try Fixture.get()
+        let flat = try Scratch.directory("flat")
+        try FileManager.default.copyItem(atPath: fixture.nonPIE, toPath: flat + "/a-first") // another build-id
+        try FileManager.default.copyItem(atPath: fixture.debugFile, toPath: flat + "/whatever-name")
+        let alpha = try XCTUnwrap(try Oracle.functions(fixture.pie)["alpha"])
+        let image = CrashImage(path: fixture.stripped, base: base, size: 0x10_0000, buildID: try ELFFile(path: fixture.stripped).buildID)
+        let result = try Symbolicator(symbolDirectories: [flat], debuginfod: nil).symbolicate(
+            frames: [base + alpha.address], firstIsExact: true, images: [image])
+        let truth = try Oracle.addr2line(fixture.pie, [alpha.address])
+        XCTAssertEqual(result.first?.map { Oracle.Frame(function: $0.symbol ?? "??", file: $0.file.map { ($0 as NSString).lastPathComponent }, line: $0.line) },
+                       truth.first)
+        XCTAssertEqual(result.first?.last?.symbol, "alpha")
+    }
+
+    func testDebuginfodSettingsAreReadAsElfutilsReadsThem() {
+        XCTAssertNil(DebuginfodClient.fromEnvironment([:]))
+        XCTAssertNil(DebuginfodClient.fromEnvironment(["DEBUGINFOD_URLS": "  "]))
+        XCTAssertEqual(DebuginfodClient.fromEnvironment(["DEBUGINFOD_URLS": "http://a/ https://b", "HOME": "/h"]),
+                       DebuginfodClient(urls: ["http://a", "https://b"], cacheDirectory: "/h/.cache/debuginfod_client", timeout: 90))
+        XCTAssertEqual(DebuginfodClient.fromEnvironment(["DEBUGINFOD_URLS": "http://a", "XDG_CACHE_HOME": "/x", "HOME": "/h"])?.cacheDirectory,
+                       "/x/debuginfod_client")
+        XCTAssertEqual(DebuginfodClient.fromEnvironment(["DEBUGINFOD_URLS": "http://a", "DEBUGINFOD_CACHE_PATH": "/c", "XDG_CACHE_HOME": "/x",
+                                                         "DEBUGINFOD_TIMEOUT": "5"]),
+                       DebuginfodClient(urls: ["http://a"], cacheDirectory: "/c", timeout: 5))
     }
 }

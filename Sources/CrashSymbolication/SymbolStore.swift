@@ -1,0 +1,259 @@
+// SymbolStore.swift — debug information kept apart from shipped binaries: a directory keyed by
+// build-id (the `.build-id/xx/rest.debug` layout gdb, lldb and elfutils read) and debuginfod servers.
+import Foundation
+import ProcessSpawning
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A symbol store: a directory in the standard build-id layout.
+public enum SymbolStore {
+    /// Where a store keeps the debug file of `buildID`: `.build-id/xx/rest.debug`.
+    public static func debugFilePath(in directory: String, buildID: [UInt8]) -> String {
+        let hex = hexString(buildID)
+        return "\(directory)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2)).debug"
+    }
+
+    /// What ``add(binary:to:objcopy:)`` did.
+    public enum Added: Equatable, Sendable {
+        /// The debug file was written to `path`.
+        case added(path: String)
+        /// A valid debug file with the same build-id was already at `path`: nothing written.
+        case alreadyPresent(path: String)
+    }
+
+    /// Why a binary could not be added.
+    public struct Refusal: Error, CustomStringConvertible, Equatable {
+        public let path: String
+        public let reason: String
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    /// Files `binary`'s debug information under `directory/.build-id/xx/rest.debug`:
+    /// `objcopy --only-keep-debug` of a binary, or a copy of a file that already is a separate
+    /// debug file. The result is checked (same build-id, debug sections present) before it is
+    /// renamed into place, so the store never holds a half-written or wrong file.
+    /// - Throws: ``Refusal`` for a file that is not ELF, has no GNU build-id or no debug
+    ///   sections, or when objcopy fails.
+    public static func add(binary: String, to directory: String, objcopy: String? = nil) throws -> Added {
+        let elf: ELFFile
+        do { elf = try ELFFile(path: binary) } catch let error as ELFFile.Error {
+            throw Refusal(path: binary, reason: error.reason)
+        }
+        guard !elf.buildID.isEmpty else {
+            throw Refusal(path: binary, reason: "no GNU build-id (link with -Wl,--build-id); a symbol store is keyed by it")
+        }
+        guard elf.hasDebugInfo else {
+            throw Refusal(path: binary, reason: "no debug sections (.debug_info): build with -g and add the binary before stripping it")
+        }
+        let destination = debugFilePath(in: directory, buildID: elf.buildID)
+        if let existing = try? ELFFile(path: destination), existing.buildID == elf.buildID, existing.hasDebugInfo {
+            return .alreadyPresent(path: destination)
+        }
+        let folder = (destination as NSString).deletingLastPathComponent
+        do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+            throw Refusal(path: binary, reason: "cannot create \(folder): \(error.localizedDescription)")
+        }
+        let temporary = "\(folder)/.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).debug"
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        if elf.isSeparateDebugFile {
+            do { try FileManager.default.copyItem(atPath: binary, toPath: temporary) } catch {
+                throw Refusal(path: binary, reason: "cannot copy to \(folder): \(error.localizedDescription)")
+            }
+        } else {
+            guard let tool = objcopy ?? findObjcopy() else {
+                throw Refusal(path: binary, reason: "objcopy not found (install binutils, or llvm-objcopy on PATH)")
+            }
+            let errors = temporary + ".stderr"
+            defer { try? FileManager.default.removeItem(atPath: errors) }
+            let child: ChildProcess
+            do { child = try ChildProcess.run(tool, ["--only-keep-debug", binary, temporary], stderr: errors, timeout: 600) } catch {
+                throw Refusal(path: binary, reason: "\(error)")
+            }
+            guard child.ending == .exited(0) else {
+                let text = String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self)
+                throw Refusal(path: binary, reason: "objcopy --only-keep-debug failed (\(child.ending)): \(text.prefix(500))")
+            }
+        }
+        guard let written = try? ELFFile(path: temporary), written.buildID == elf.buildID, written.hasDebugInfo else {
+            throw Refusal(path: binary, reason: "the debug file written for it lacks its build-id or debug sections")
+        }
+        guard rename(temporary, destination) == 0 else {
+            throw Refusal(path: binary, reason: "cannot rename into \(destination): \(String(cString: strerror(errno)))")
+        }
+        return .added(path: destination)
+    }
+
+    static func findObjcopy() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let directories = path.split(separator: ":").map(String.init) + ["/usr/bin", "/opt/swift/usr/bin"]
+        for name in ["objcopy", "llvm-objcopy"] {
+            if let found = directories.map({ "\($0)/\(name)" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+                return found
+            }
+        }
+        return nil
+    }
+}
+
+/// A debuginfod client, configured as elfutils' is: `DEBUGINFOD_URLS` (space-separated server
+/// URLs, tried in order), `DEBUGINFOD_CACHE_PATH` (else `$XDG_CACHE_HOME/debuginfod_client`, else
+/// `~/.cache/debuginfod_client`), `DEBUGINFOD_TIMEOUT` (seconds without progress, default 90).
+///
+/// The cache uses elfutils' layout, `<cache>/<build-id>/debuginfo`, so files fetched by
+/// `debuginfod-find` or gdb are reused and the other way round. A fetched file is used (and
+/// cached) only if it is ELF, carries the requested build-id and has debug sections; a cached
+/// file is checked the same way before each use. Failures are not written to the cache (an
+/// empty file there, elfutils' mark of a failed query, is ignored); a ``Symbolicator`` asks
+/// once per build-id.
+public struct DebuginfodClient: Sendable, Equatable {
+    public var urls: [String]
+    public var cacheDirectory: String
+    public var timeout: Double
+
+    public init(urls: [String], cacheDirectory: String, timeout: Double = 90) {
+        self.urls = urls.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.cacheDirectory = cacheDirectory
+        self.timeout = timeout
+    }
+
+    /// The client `environment` describes, or nil when `DEBUGINFOD_URLS` names no server.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> DebuginfodClient? {
+        let urls = (environment["DEBUGINFOD_URLS"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
+        guard !urls.isEmpty else { return nil }
+        let cache: String
+        if let path = environment["DEBUGINFOD_CACHE_PATH"], !path.isEmpty {
+            cache = path
+        } else if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+            cache = xdg + "/debuginfod_client"
+        } else {
+            cache = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/debuginfod_client"
+        }
+        let timeout = environment["DEBUGINFOD_TIMEOUT"].flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil } ?? 90
+        return DebuginfodClient(urls: urls, cacheDirectory: cache, timeout: timeout)
+    }
+
+    /// Why no debug file was obtained: one reason per server (and for a bad cached file).
+    public struct Failure: Error, CustomStringConvertible, Equatable {
+        public let reasons: [String]
+        public var description: String { reasons.joined(separator: "; ") }
+    }
+
+    /// The path of a verified debug file for `buildID`: from the cache, or fetched from the
+    /// first server that has one and cached.
+    public func debugInfo(buildID: [UInt8]) -> Result<String, Failure> {
+        let hex = hexString(buildID)
+        guard !hex.isEmpty else { return .failure(Failure(reasons: ["no build-id to ask debuginfod for"])) }
+        let folder = "\(cacheDirectory)/\(hex)"
+        let cached = folder + "/debuginfo"
+        var reasons: [String] = []
+        // An empty file is elfutils' record of a failed query: not ours to honour or report.
+        if let size = (try? FileManager.default.attributesOfItem(atPath: cached))?[.size] as? Int, size > 0 {
+            if let problem = Self.problem(with: cached, buildID: buildID) {
+                reasons.append("cached \(cached) refused: \(problem)")
+            } else {
+                return .success(cached)
+            }
+        }
+        for url in urls {
+            let address = "\(url)/buildid/\(hex)/debuginfo"
+            switch fetch(address) {
+            case .failure(let reason):
+                reasons.append("\(address): \(reason)")
+            case .success(let data):
+                do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+                    reasons.append("cannot create the cache directory \(folder)")
+                    return .failure(Failure(reasons: reasons))
+                }
+                let temporary = "\(folder)/.debuginfo.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                defer { try? FileManager.default.removeItem(atPath: temporary) }
+                guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+                    reasons.append("cannot write into the cache directory \(folder)")
+                    return .failure(Failure(reasons: reasons))
+                }
+                if let problem = Self.problem(with: temporary, buildID: buildID) {
+                    reasons.append("\(address) refused: \(problem)")
+                    continue
+                }
+                guard rename(temporary, cached) == 0 else {
+                    reasons.append("cannot rename into \(cached): \(String(cString: strerror(errno)))")
+                    return .failure(Failure(reasons: reasons))
+                }
+                return .success(cached)
+            }
+        }
+        return .failure(Failure(reasons: reasons))
+    }
+
+    /// Why `path` is not a usable debug file for `buildID`, or nil when it is.
+    static func problem(with path: String, buildID: [UInt8]) -> String? {
+        let elf: ELFFile
+        do { elf = try ELFFile(path: path) } catch let error as ELFFile.Error {
+            return error.reason
+        } catch { return "\(error)" }
+        if elf.buildID != buildID {
+            return "its build-id is \(elf.buildID.isEmpty ? "none" : hexString(elf.buildID)), not \(hexString(buildID))"
+        }
+        if !elf.hasDebugInfo { return "no debug sections" }
+        return nil
+    }
+
+    /// One GET, synchronously, with the timeout: the body on HTTP 200, else why not.
+    func fetch(_ address: String) -> Result<Data, FetchError> {
+        guard let url = URL(string: address), url.scheme == "http" || url.scheme == "https" else {
+            return .failure(FetchError(description: "not an http(s) URL"))
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout * 10
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        let box = ResponseBox()
+        let done = DispatchSemaphore(value: 0)
+        var request = URLRequest(url: url)
+        request.setValue("crash-inspect", forHTTPHeaderField: "User-Agent")
+        let task = session.dataTask(with: request) { data, response, error in
+            box.set(data: data, status: (response as? HTTPURLResponse)?.statusCode, error: error)
+            done.signal()
+        }
+        task.resume()
+        // URLSession enforces the timeouts; this bound only guards against it never answering.
+        if done.wait(timeout: .now() + timeout * 10 + 5) == .timedOut {
+            task.cancel()
+            return .failure(FetchError(description: "no answer within \(Int(timeout * 10)) s"))
+        }
+        let (data, status, error) = box.get()
+        if let error {
+            let code = (error as? URLError)?.code
+            return .failure(FetchError(description: code == .timedOut ? "timed out after \(timeout) s" : "\(error.localizedDescription)"))
+        }
+        guard let status else { return .failure(FetchError(description: "no HTTP response")) }
+        guard status == 200 else { return .failure(FetchError(description: "HTTP \(status)")) }
+        return .success(data ?? Data())
+    }
+
+    struct FetchError: Error, CustomStringConvertible { let description: String }
+}
+
+// @unchecked: written once by URLSession's completion handler before the semaphore is
+// signalled, read after the wait.
+private final class ResponseBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: Data?
+    private var status: Int?
+    private var error: Error?
+    func set(data: Data?, status: Int?, error: Error?) {
+        lock.lock()
+        defer { lock.unlock() }
+        (self.data, self.status, self.error) = (data, status, error)
+    }
+    func get() -> (Data?, Int?, Error?) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (data, status, error)
+    }
+}
