@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "CrashInspection", targets: ["CrashInspection"]),
         .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
         .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
+        // A crash record as a Sentry envelope: shared by crash-inspect's export and the uploader.
+        .library(name: "CrashSentry", targets: ["CrashSentry"]),
         // The event model (identity, EventContext, EventRenderer, AppEvents): CrashCapture and
         // CrashTracking take its types, and no longer re-export it.
         .library(name: "CrashEvents", targets: ["CrashEvents"]),
@@ -73,12 +75,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The offline inspector: explanations, rendering, grouping, Sentry export.
+        // The offline inspector: explanations, rendering, grouping.
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
+        // record attached): the one builder crash-inspect's export and the uploader share.
+        .target(name: "CrashSentry", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashRecordFormat", "CrashSymbolication", "CrashTracking",
+                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashSymbolication", "CrashTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -97,8 +102,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashInspectTests",
-            dependencies: ["CrashInspection", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"],
+            dependencies: ["CrashInspection", "CrashSentry", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"],
             exclude: ["Fixtures"] // read by path: the expected help texts
+        ),
+        // The envelope against Sentry's own code (sentry_sdk, sentry_relay, symbolic in .venv-oracles).
+        .testTarget(
+            name: "CrashSentryTests",
+            dependencies: ["CrashSentry", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashTrackingTests",

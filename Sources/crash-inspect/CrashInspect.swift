@@ -2,6 +2,7 @@
 import ArgumentParser
 import CrashRecordFormat
 import CrashInspection
+import CrashSentry
 import CrashSymbolication
 import CrashTracking
 import Foundation
@@ -241,7 +242,18 @@ extension CrashInspect {
 
         func run() throws {
             let (inspection, raw) = try options.inspection(record)
-            let bytes = SentryEnvelope.make(inspection, rawRecord: raw)
+            // Function names known here go along (one per address); the distribution of this
+            // machine does not: the record may come from another one.
+            var names: [UInt64: [SentryFrameSymbol]] = [:]
+            for thread in inspection.threads {
+                for group in thread.frames {
+                    guard let address = group.first?.address, names[address] == nil, group.contains(where: { $0.symbol != nil }) else { continue }
+                    names[address] = group.map { SentryFrameSymbol(function: $0.symbol, filename: $0.file, line: $0.line, column: $0.column, inlined: $0.inlined) }
+                }
+            }
+            let bytes = SentryEnvelope.make(
+                record: inspection.record, rawRecord: raw, fileName: (inspection.path as NSString).lastPathComponent,
+                eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), symbols: { names[$0] })
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
                     throw RuntimeFailure(description: "cannot write \(output)")

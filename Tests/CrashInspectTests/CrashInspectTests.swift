@@ -1,6 +1,7 @@
 // CrashInspectTests.swift — the built crash-inspect binary on records left by real crashes of the harness.
 import CrashInspection
 import CrashScenarios
+import CrashSentry
 import CrashSymbolication
 import Foundation
 import ProcessSpawning
@@ -300,6 +301,14 @@ final class CrashInspectTests: XCTestCase {
         let attachment = payload(try XCTUnwrap(attachmentHeader["length"] as? Int))
         XCTAssertEqual(attachment, [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path))))
         XCTAssertEqual(cursor, bytes.count)
+        // The event id comes from the record's bytes: exporting again gives the same one (Sentry
+        // deduplicates a record sent twice). Frames: one per recorded address, no inline expansion.
+        XCTAssertEqual(eventID, SentryEnvelope.eventID(rawRecord: attachment))
+        let again = directory + "/envelope-again"
+        XCTAssertEqual(try inspect(["export", path, "--sentry", "-o", again]).ending, .exited(0))
+        let againHeader = try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(FileManager.default.contents(atPath: again)).prefix { $0 != 0x0A }))
+        XCTAssertEqual((againHeader as? [String: Any])?["event_id"] as? String, eventID)
+        XCTAssertEqual(Set(frames.compactMap { $0["instruction_addr"] as? String }).count, frames.count, "one frame per address")
     }
 
     func testStoreShowsPendingCrashEventsAfterTheNextLaunchIngestedARecord() throws {

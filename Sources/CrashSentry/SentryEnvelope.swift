@@ -1,0 +1,287 @@
+// SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
+// images, contexts) and the record file attached as is. The one builder crash-inspect's export and
+// the uploader share.
+import CrashRecordFormat
+import CrashSymbolication
+import Foundation
+
+/// A function name known locally for an address (e.g. from the ``Symbolicator``). Several for
+/// one address when code was inlined there, innermost first, the last one the function the
+/// address physically lies in.
+public struct SentryFrameSymbol: Sendable, Equatable {
+    public var function: String?
+    public var filename: String?
+    public var line: Int?
+    public var column: Int?
+    /// True for a function inlined into the next one in the list.
+    public var inlined: Bool
+
+    public init(function: String?, filename: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false) {
+        self.function = function
+        self.filename = filename
+        self.line = line
+        self.column = column
+        self.inlined = inlined
+    }
+}
+
+/// The distribution fields of os-release(5) that sentry-native sends in `contexts.os`.
+public struct SentryOSRelease: Sendable, Equatable {
+    /// `ID`, e.g. "debian" (sentry-native's `distribution_name`).
+    public var id: String?
+    /// `VERSION_ID`, e.g. "12" (`distribution_version`).
+    public var versionID: String?
+    /// `PRETTY_NAME`, e.g. "Debian GNU/Linux 12 (bookworm)" (`distribution_pretty_name`).
+    public var prettyName: String?
+
+    public init(id: String? = nil, versionID: String? = nil, prettyName: String? = nil) {
+        self.id = id
+        self.versionID = versionID
+        self.prettyName = prettyName
+    }
+
+    /// Parses os-release text: `KEY=value` lines, values optionally in double quotes.
+    public init(parsing text: String) {
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            switch key {
+            case "ID": id = value
+            case "VERSION_ID": versionID = value
+            case "PRETTY_NAME": prettyName = value
+            default: break
+            }
+        }
+    }
+
+    /// This machine's `/etc/os-release`, else `/usr/lib/os-release` (the first that exists, as
+    /// os-release(5) and sentry-native say); nil when neither can be read.
+    public static func current(paths: [String] = ["/etc/os-release", "/usr/lib/os-release"]) -> SentryOSRelease? {
+        for path in paths {
+            if let data = FileManager.default.contents(atPath: path) {
+                return SentryOSRelease(parsing: String(decoding: data, as: UTF8.self))
+            }
+        }
+        return nil
+    }
+}
+
+public enum SentryEnvelope {
+    /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
+    /// little-endian GUID (the first three fields byte-swapped), as sentry-native and
+    /// symbolic compute it. Shorter build-ids are zero-padded.
+    public static func debugID(buildID: [UInt8]) -> String {
+        var bytes = Array(buildID.prefix(16))
+        bytes += Array(repeating: 0, count: 16 - bytes.count)
+        bytes[0..<4].reverse()
+        bytes[4..<6].reverse()
+        bytes[6..<8].reverse()
+        let hex = hexString(bytes)
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.map(String.init).joined(separator: "-")
+    }
+
+    /// The event id of a record: the first 32 hex digits of the SHA-256 of its bytes. The same
+    /// record always gets the same id, so a record sent again (the process died between the
+    /// send and its acknowledgement) is deduplicated by Sentry instead of counted twice.
+    public static func eventID(rawRecord: [UInt8]) -> String {
+        String(hexString(SHA256.digest(rawRecord)).prefix(32))
+    }
+
+    /// The envelope bytes: header line (`event_id`, `sent_at`), the event item, and an attachment
+    /// item holding `rawRecord` as is, named `fileName`.
+    /// - Parameters:
+    ///   - eventID: 32 hex digits (dashes are removed), normally ``eventID(rawRecord:)``.
+    ///   - sentAt: when the envelope is sent; the caller sets it at send time.
+    ///   - symbols: function names known locally for an address; see ``event(record:eventID:symbols:osRelease:readImageFiles:)``.
+    ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
+    ///     (the uploader, at the next launch on that machine: ``SentryOSRelease/current(paths:)``).
+    ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
+    ///     from their files on disk.
+    public static func make(
+        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date,
+        symbols: ((UInt64) -> [SentryFrameSymbol]?)? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+    ) -> [UInt8] {
+        let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
+        let event = self.event(record: record, eventID: id, symbols: symbols, osRelease: osRelease, readImageFiles: readImageFiles)
+        let eventData = json(event)
+        var out = json(["event_id": id, "sent_at": isoTime(sentAt)]) + [0x0A]
+        out += json(["type": "event", "length": eventData.count, "content_type": "application/json"]) + [0x0A]
+        out += eventData + [0x0A]
+        out += json([
+            "type": "attachment", "length": rawRecord.count, "filename": fileName,
+            "content_type": "application/octet-stream", "attachment_type": "event.attachment",
+        ]) + [0x0A]
+        out += rawRecord + [0x0A]
+        return out
+    }
+
+    /// The event payload (Sentry's native-crash event shape, as sentry-native's inproc backend
+    /// sends it): one stack frame per recorded address, outermost caller first, the addresses
+    /// exactly as recorded. Frame 0 of a thread unwound from the signal context is the exact pc
+    /// and the others are return addresses, which `instruction_addr_adjustment: all_but_first`
+    /// tells Sentry's symbolicator ("all" for a thread whose frame 0 is a return address too).
+    ///
+    /// `symbols` may give each address its locally known function: only the function the address
+    /// physically lies in (the last, non-inlined entry) is sent, as `function`, like sentry-native's
+    /// `symbolize_stacktraces`; no file, line or inlined frames, which Sentry's own symbolication
+    /// adds (and replaces `function` with) when it has the debug file.
+    public static func event(
+        record: CrashRecord, eventID: String, symbols: ((UInt64) -> [SentryFrameSymbol]?)? = nil,
+        osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+    ) -> [String: Any] {
+        let signal = record.signal
+        let crashed = record.crashedThread
+        let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }
+        var mechanism: [String: Any] = ["type": "signalhandler", "handled": false, "synthetic": true]
+        if let signal {
+            var meta: [String: Any] = ["number": Int(signal.number), "code": Int(signal.code)]
+            if !signal.name.isEmpty { meta["name"] = signal.name }
+            if !signal.codeName.isEmpty { meta["code_name"] = signal.codeName }
+            mechanism["meta"] = ["signal": meta]
+        }
+        var exception: [String: Any] = ["type": signal.map { $0.name.isEmpty ? "signal \($0.number)" : $0.name } ?? "unknown signal",
+                                        "value": exceptionValue(record), "mechanism": mechanism]
+        if let crashed {
+            exception["thread_id"] = Int(crashed.tid)
+            var stacktrace = self.stacktrace(crashed, record: record, symbols: symbols)
+            if !record.registers.isEmpty {
+                stacktrace["registers"] = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
+            }
+            exception["stacktrace"] = stacktrace
+        }
+        var images: [[String: Any]] = []
+        for image in record.images {
+            guard let ids = imageIDs(image, crashTime: crashTime, readFiles: readImageFiles) else { continue } // debug_id is required
+            var value: [String: Any] = ["type": "elf", "code_file": codeFile(image.path), "debug_id": ids.debugID,
+                                        "image_addr": hex(image.base), "image_size": Int(clamping: image.size)]
+            if let codeID = ids.codeID { value["code_id"] = codeID }
+            images.append(value)
+        }
+        var event: [String: Any] = [
+            "event_id": eventID,
+            "platform": "native",
+            "level": "fatal",
+            "exception": ["values": [exception]],
+            "threads": ["values": record.threads.map { thread -> [String: Any] in
+                var value: [String: Any] = ["id": Int(thread.tid), "crashed": thread.crashed, "current": thread.crashed]
+                if !thread.name.isEmpty { value["name"] = thread.name }
+                if !thread.frames.isEmpty { value["stacktrace"] = stacktrace(thread, record: record, symbols: symbols) }
+                return value
+            }],
+            "debug_meta": ["images": images],
+            "contexts": [
+                "os": osContext(kernel: record.kernel, osRelease: osRelease),
+                "device": ["type": "device", "arch": architecture(record.architecture)],
+                "app": ["type": "app", "app_name": record.appName ?? "", "app_version": record.appVersion ?? ""],
+            ],
+            // Relay rejects an empty tag value: the signal tag only when there is a name.
+            "tags": (signal.map { $0.name.isEmpty ? [:] : ["signal": $0.name] } ?? [:]).merging(["record_complete": record.isComplete ? "yes" : "no"]) { a, _ in a },
+            "breadcrumbs": ["values": record.breadcrumbs.map {
+                ["timestamp": Double($0.wallNanoseconds) / 1e9, "level": level($0.level), "message": $0.message] as [String: Any]
+            }],
+        ]
+        if let process = record.process { event["timestamp"] = Double(process.crashWallNanoseconds) / 1e9 }
+        if let name = record.appName { event["release"] = "\(name)@\(record.appVersion ?? "unknown")" }
+        if let message = record.fatalMessage { event["extra"] = ["fatal_message": message] }
+        return event
+    }
+
+    /// One frame per address, outermost first.
+    static func stacktrace(_ thread: CrashThread, record: CrashRecord, symbols: ((UInt64) -> [SentryFrameSymbol]?)?) -> [String: Any] {
+        let frames = thread.frames.reversed().map { address -> [String: Any] in
+            var frame: [String: Any] = ["instruction_addr": hex(address)]
+            if let image = record.image(containing: address) { frame["package"] = codeFile(image.path) }
+            if let function = symbols?(address)?.last(where: { !$0.inlined })?.function { frame["function"] = function }
+            return frame
+        }
+        return ["frames": frames, "instruction_addr_adjustment": thread.framesFromSignalContext ? "all_but_first" : "all"]
+    }
+
+    /// `contexts.os` as sentry-native fills it on Linux from uname and os-release: `name` the
+    /// kernel's sysname ("Linux"), `version` the leading numeric part of the release ("6.1.0"),
+    /// `build` the rest ("18-amd64"), and, from os-release when given, `distribution_name`
+    /// (`ID`), `distribution_version` (`VERSION_ID`), `distribution_pretty_name` (`PRETTY_NAME`).
+    /// `kernel_version` (which sentry-native sets only on macOS and Windows) is the whole release.
+    /// The record's kernel line is uname's "sysname release version machine".
+    public static func osContext(kernel: String?, osRelease: SentryOSRelease?) -> [String: Any] {
+        var os: [String: Any] = ["type": "os"]
+        let words = (kernel ?? "").split(separator: " ").map(String.init)
+        os["name"] = words.first ?? "Linux"
+        if words.count >= 2 {
+            let release = words[1]
+            var dots = 0
+            var end = release.startIndex
+            while end < release.endIndex {
+                let c = release[end]
+                if c == "." { dots += 1 }
+                if !(c.isASCII && c.isNumber) && (c != "." || dots > 2) { break }
+                end = release.index(after: end)
+            }
+            var build = release[end...]
+            if build.first == "-" || build.first == "." { build = build.dropFirst() }
+            os["version"] = String(release[..<end])
+            if !build.isEmpty { os["build"] = String(build) }
+            os["kernel_version"] = release
+        }
+        if let osRelease {
+            if let id = osRelease.id { os["distribution_name"] = id }
+            if let version = osRelease.versionID { os["distribution_version"] = version }
+            if let pretty = osRelease.prettyName { os["distribution_pretty_name"] = pretty }
+        }
+        return os
+    }
+
+    /// Sentry's architecture names: "x86_64", "arm64" (not "aarch64").
+    public static func architecture(_ architecture: CrashRecord.Architecture) -> String {
+        switch architecture {
+        case .x86_64: return "x86_64"
+        case .aarch64: return "arm64"
+        case .unknown: return "unknown"
+        }
+    }
+
+    /// The vdso is `[vdso]` in records and `linux-gate.so` to Sentry (as sentry-native names it).
+    static func codeFile(_ path: String) -> String { path == "[vdso]" ? "linux-gate.so" : path }
+
+    /// "SEGV_MAPERR at 0x0: address not mapped to object", and the fatal message's first line.
+    static func exceptionValue(_ record: CrashRecord) -> String {
+        guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
+        var value = signal.codeName.isEmpty ? "code \(signal.code)" : signal.codeName
+        if let fault = signal.faultAddress { value += " at " + hex(fault) }
+        if let sender = signal.sender { value += " sent by pid \(sender.pid)" }
+        if !signal.codeDescription.isEmpty { value += ": " + signal.codeDescription }
+        if let message = record.fatalMessage, let line = message.split(separator: "\n").first {
+            value += " — " + line
+        }
+        return value
+    }
+
+    static func level(_ level: UInt32) -> String {
+        switch level {
+        case 0, 1: return "debug"
+        case 2, 3: return "info"
+        case 4: return "warning"
+        case 5: return "error"
+        default: return "fatal"
+        }
+    }
+
+    static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+    static func json(_ object: [String: Any]) -> [UInt8] {
+        [UInt8]((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8))
+    }
+
+    /// RFC 3339 UTC with milliseconds, e.g. "2023-11-14T22:13:20.250Z".
+    static func isoTime(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}

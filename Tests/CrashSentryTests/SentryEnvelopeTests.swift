@@ -1,0 +1,307 @@
+// SentryEnvelopeTests.swift — envelopes of real crashes, read by Sentry's own code: sentry_sdk parses
+// them, sentry_relay normalizes the event, symbolic computes the images' ids from the same files.
+import CrashRecordFormat
+import CrashSentry
+import CrashSymbolication
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class SentryEnvelopeTests: XCTestCase {
+    // MARK: helpers
+
+    /// Crashes `scenario` with the debug harness; returns the record's path.
+    func crash(_ scenario: String, into directory: String) throws -> String {
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let child = try ChildProcess.run(BuiltProducts.harness, ["run", scenario, "--dir", directory], environment: environment, timeout: 120)
+        guard case .signaled = child.ending else { throw Tools.Failure(description: "\(scenario) ended \(child.ending)") }
+        let records = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".ccrec") }
+        XCTAssertEqual(records.count, 1, "\(records)")
+        return directory + "/" + (try XCTUnwrap(records.first))
+    }
+
+    /// Writes the envelope of `record` to a file and runs Tests/Oracles/sentry_check.py on it
+    /// (which fails on any normalization error).
+    func check(_ bytes: [UInt8], in directory: String) throws -> [String: Any] {
+        let path = directory + "/envelope"
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        let output = try Oracles.run("sentry_check.py", [path])
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+    }
+
+    /// symbolic's ids of files: path -> ["code_id": String or NSNull, "debug_id": String].
+    func symbolicIDs(_ paths: [String]) throws -> [String: [String: Any]] {
+        let output = try Oracles.run("symbolic_ids.py", paths)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: [String: Any]])
+    }
+
+    func sha256(_ path: String) throws -> String {
+        let tool = try XCTUnwrap(Tools.find("sha256sum"), "sha256sum")
+        return String(try Tools.output(tool, [path]).prefix(64))
+    }
+
+    func address(_ value: Any?) -> UInt64? {
+        guard let text = value as? String, text.hasPrefix("0x") else { return nil }
+        return UInt64(text.dropFirst(2), radix: 16)
+    }
+
+    /// Local function names for the record's addresses, from the Symbolicator (llvm-symbolizer).
+    func symbols(_ record: CrashRecord) throws -> [UInt64: [SentryFrameSymbol]] {
+        let symbolicator = try Symbolicator()
+        var names: [UInt64: [SentryFrameSymbol]] = [:]
+        for thread in record.threads {
+            for group in symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images) {
+                guard let first = group.first, names[first.address] == nil, group.contains(where: { $0.symbol != nil }) else { continue }
+                names[first.address] = group.map { SentryFrameSymbol(function: $0.symbol, inlined: $0.inlined) }
+            }
+        }
+        return names
+    }
+
+    // MARK: real crashes
+
+    func testEnvelopesOfRealCrashesAreWhatSentryExpects() throws {
+        let uname = try Tools.output(try XCTUnwrap(Tools.find("uname")), ["-r"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let machine = try Tools.output(try XCTUnwrap(Tools.find("uname")), ["-m"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        var checkedPaths: [String: (codeID: Any?, debugID: Any?)] = [:]
+        for (scenario, signal) in [("null-dereference", SIGSEGV), ("fatal-error", -1), ("stack-overflow-thread", SIGSEGV),
+                                   ("abort", SIGABRT), ("secondary-thread", SIGSEGV)] {
+            let directory = try Scratch.directory("sentry-" + scenario)
+            let path = try crash(scenario, into: directory)
+            let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
+            let record = try CrashRecordReader.read(path: path)
+            let names = try symbols(record)
+            let sentAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+            let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
+                                            eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: sentAt, symbols: { names[$0] })
+            let summary = try check(bytes, in: directory)
+            XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(scenario): \(summary["errors"] ?? "")")
+
+            // Envelope header: event_id from the record's bytes (sha256sum's digest), sent_at as passed.
+            let headers = try XCTUnwrap(summary["headers"] as? [String: Any])
+            let digest = try sha256(path)
+            XCTAssertEqual(headers["event_id"] as? String, String(digest.prefix(32)), scenario)
+            let sent = ISO8601DateFormatter()
+            sent.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            XCTAssertEqual(sent.date(from: headers["sent_at"] as? String ?? "")?.timeIntervalSince1970 ?? 0, sentAt.timeIntervalSince1970, accuracy: 0.0005, scenario)
+
+            // The attachment is the record file, byte for byte.
+            let items = try XCTUnwrap(summary["items"] as? [[String: Any]])
+            XCTAssertEqual(items.map { $0["type"] as? String }, ["event", "attachment"], scenario)
+            XCTAssertEqual(items[1]["length"] as? Int, raw.count, scenario)
+            XCTAssertEqual(items[1]["sha256"] as? String, digest, scenario)
+            XCTAssertEqual((items[1]["headers"] as? [String: Any])?["filename"] as? String, (path as NSString).lastPathComponent)
+
+            let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+            XCTAssertEqual(event["event_id"] as? String, headers["event_id"] as? String)
+            let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+            let mechanism = try XCTUnwrap(exception["mechanism"] as? [String: Any])
+            XCTAssertEqual(mechanism["type"] as? String, "signalhandler")
+            XCTAssertEqual(mechanism["handled"] as? Bool, false)
+            let meta = try XCTUnwrap((mechanism["meta"] as? [String: Any])?["signal"] as? [String: Any])
+            let recordedSignal = try XCTUnwrap(record.signal)
+            if signal > 0 { XCTAssertEqual(recordedSignal.number, signal, scenario) }
+            XCTAssertEqual(meta["number"] as? Int, Int(recordedSignal.number), scenario)
+            XCTAssertEqual(meta["name"] as? String, recordedSignal.name, scenario)
+            XCTAssertEqual(exception["type"] as? String, recordedSignal.name)
+
+            // One frame per recorded address, outermost first, addresses exactly as recorded.
+            let crashed = try XCTUnwrap(record.crashedThread)
+            XCTAssertEqual(exception["thread_id"] as? Int, Int(crashed.tid))
+            let stacktrace = try XCTUnwrap(exception["stacktrace"] as? [String: Any])
+            let frames = try XCTUnwrap(stacktrace["frames"] as? [[String: Any]])
+            XCTAssertEqual(frames.count, crashed.frames.count, scenario)
+            XCTAssertEqual(frames.map { address($0["instruction_addr"]) }, crashed.frames.reversed().map { Optional($0) }, scenario)
+            XCTAssertTrue(crashed.framesFromSignalContext, scenario)
+            XCTAssertEqual(stacktrace["instruction_addr_adjustment"] as? String, "all_but_first", scenario)
+            XCTAssertNotNil(stacktrace["registers"], scenario)
+            // A function name at most once per address: the physical function, never an inlined one.
+            for frame in frames {
+                guard let function = frame["function"] as? String, let pc = address(frame["instruction_addr"]) else { continue }
+                XCTAssertEqual(function, names[pc]?.last?.function, scenario)
+            }
+            if scenario == "null-dereference" {
+                XCTAssertEqual(frames.last?["function"] as? String, "cch_null_dereference", "the crashing function is the last frame")
+            }
+            // Threads: the crashed one marked, each thread's frames one per address too.
+            let threads = try XCTUnwrap((event["threads"] as? [String: Any])?["values"] as? [[String: Any]])
+            XCTAssertEqual(threads.count, record.threads.count, scenario)
+            for (value, thread) in zip(threads, record.threads) {
+                XCTAssertEqual(value["id"] as? Int, Int(thread.tid))
+                XCTAssertEqual(value["crashed"] as? Bool, thread.crashed)
+                let threadFrames = ((value["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]]) ?? []
+                XCTAssertEqual(threadFrames.map { address($0["instruction_addr"]) }, thread.frames.reversed().map { Optional($0) }, scenario)
+            }
+            if scenario == "secondary-thread" || scenario == "stack-overflow-thread" {
+                XCTAssertNotEqual(crashed.tid, record.process?.pid, "\(scenario) crashes off the main thread")
+            }
+
+            // contexts: os from uname as sentry-native fills it, arch in Sentry's naming.
+            let contexts = try XCTUnwrap(event["contexts"] as? [String: Any])
+            let os = try XCTUnwrap(contexts["os"] as? [String: Any])
+            XCTAssertEqual(os["name"] as? String, "Linux")
+            XCTAssertEqual(os["kernel_version"] as? String, uname)
+            let version = try XCTUnwrap(os["version"] as? String)
+            XCTAssertTrue(uname.hasPrefix(version), "\(version) of \(uname)")
+            XCTAssertEqual(version.split(separator: ".").count, 3, version)
+            if let build = os["build"] as? String {
+                XCTAssertEqual(version + String(uname.dropFirst(version.count).prefix(1)) + build, uname)
+            } else {
+                XCTAssertEqual(version, uname)
+            }
+            XCTAssertEqual((contexts["device"] as? [String: Any])?["arch"] as? String, machine == "aarch64" ? "arm64" : machine)
+
+            // Debug images: the ids symbolic computes from the same files; the vdso as linux-gate.so.
+            let images = try XCTUnwrap((event["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])
+            XCTAssertEqual(images.count, record.images.count, "every image of these records has a build-id")
+            XCTAssertFalse(images.contains { $0["code_file"] as? String == "[vdso]" })
+            if record.images.contains(where: { $0.path == "[vdso]" }) {
+                XCTAssertTrue(images.contains { $0["code_file"] as? String == "linux-gate.so" })
+            }
+            let files = images.compactMap { $0["code_file"] as? String }.filter { $0.hasPrefix("/") && checkedPaths[$0] == nil }
+            if !files.isEmpty {
+                for (file, ids) in try symbolicIDs(files) {
+                    XCTAssertNil(ids["error"], file)
+                    checkedPaths[file] = (ids["code_id"], ids["debug_id"])
+                }
+            }
+            for image in images {
+                guard let file = image["code_file"] as? String, let expected = checkedPaths[file] else { continue }
+                XCTAssertEqual(image["code_id"] as? String, expected.codeID as? String, file)
+                XCTAssertEqual(image["debug_id"] as? String, expected.debugID as? String, file)
+            }
+            XCTAssertTrue(images.contains { $0["code_file"] as? String == record.images.first { $0.isMainExecutable }?.path })
+        }
+        XCTAssertGreaterThan(checkedPaths.count, 3)
+    }
+
+    // MARK: images without a build-id
+
+    /// Builds a shared library with `-Wl,--build-id=none`, loads it into this process and
+    /// returns its path and mapping as /proc/self/maps shows it (what the record writer reads).
+    func loadLibraryWithoutBuildID(_ directory: String, name: String, body: String) throws -> (path: String, image: CrashImage) {
+        let cc = try XCTUnwrap(Tools.find("cc", "gcc", "clang"))
+        let source = directory + "/\(name).c", library = directory + "/lib\(name).so"
+        try body.write(toFile: source, atomically: true, encoding: .utf8)
+        _ = try Tools.output(cc, ["-shared", "-fPIC", "-O1", "-Wl,--build-id=none", source, "-o", library])
+        XCTAssertNotNil(dlopen(library, RTLD_NOW), String(cString: dlerror()))
+        // Read to the end (a /proc file's size is 0; a one-shot read may stop early).
+        let handle = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        defer { try? handle.close() }
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        var base: UInt64?, end: UInt64 = 0
+        for line in maps.split(separator: "\n") where line.hasSuffix(library) {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            let range = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            if base == nil, UInt64(fields[2], radix: 16) == 0 { base = range[0] }
+            end = max(end, range[1])
+        }
+        let start = try XCTUnwrap(base, "\(library) not in /proc/self/maps")
+        return (library, CrashImage(path: library, base: start, size: end - start))
+    }
+
+    func testImagesWithoutABuildIDGetSymbolicsTextHashFromTheFileOnDisk() throws {
+        let directory = try Scratch.directory("sentry-no-build-id")
+        // More than 4,096 bytes of .text, so the page limit of the hash matters.
+        let body = (0..<600).map { "int noid_f\($0)(int x) { return x * \($0 * 7 + 3) + (x >> \($0 % 13)); }" }.joined(separator: "\n")
+        let (path, image) = try loadLibraryWithoutBuildID(directory, name: "noid", body: body)
+        let readelf = try XCTUnwrap(Tools.find("readelf", "llvm-readelf"))
+        let text = try XCTUnwrap(try Tools.output(readelf, ["-SW", path]).split(separator: "\n").first { $0.contains(" .text ") })
+        let textSize = try XCTUnwrap(text.split(separator: "]").last?.split(separator: " ", omittingEmptySubsequences: true)[4]).description
+        XCTAssertGreaterThan(Int(textSize, radix: 16) ?? 0, 4096, String(text))
+        XCTAssertTrue(try ELFFile(path: path).buildID.isEmpty, "built without a build-id")
+        let truth = try XCTUnwrap(try symbolicIDs([path])[path])
+        XCTAssertTrue(truth["code_id"] is NSNull, "symbolic has no code id without a build-id")
+        let expected = try XCTUnwrap(truth["debug_id"] as? String)
+        XCTAssertNotEqual(expected, "00000000-0000-0000-0000-000000000000")
+
+        let ids = try XCTUnwrap(SentryEnvelope.imageIDs(image, crashTime: Date()))
+        XCTAssertEqual(ids.debugID, expected)
+        XCTAssertNil(ids.codeID)
+
+        // In an envelope Sentry accepts: the image with that debug id and no code id.
+        let pc = image.base + 0x10
+        let record = CrashRecord(architecture: .x86_64, signal: SignalInfo(number: SIGSEGV, name: "SIGSEGV"),
+                                 kernel: "Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01) x86_64",
+                                 threads: [CrashThread(tid: 7, crashed: true, framesFromSignalContext: true, frames: [pc])], images: [image])
+        let summary = try check(SentryEnvelope.make(record: record, rawRecord: [1, 2, 3], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [1, 2, 3]), sentAt: Date()), in: directory)
+        let images = try XCTUnwrap(((summary["normalized"] as? [String: Any])?["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])
+        XCTAssertEqual(images.count, 1)
+        XCTAssertEqual(images.first?["debug_id"] as? String, expected)
+        XCTAssertNil(images.first?["code_id"] ?? nil)
+        XCTAssertEqual(address(images.first?["image_addr"]), image.base)
+
+        // Not the mapped file any more: no id rather than an invented one.
+        XCTAssertNil(SentryEnvelope.imageIDs(image, crashTime: Date(timeIntervalSinceNow: -3600)), "modified after the crash")
+        XCTAssertNil(SentryEnvelope.imageIDs(CrashImage(path: path, base: image.base, size: image.size + (1 << 20)), crashTime: nil), "another size")
+        XCTAssertNil(SentryEnvelope.imageIDs(CrashImage(path: directory + "/missing.so", base: image.base, size: image.size), crashTime: nil))
+        XCTAssertNil(SentryEnvelope.imageIDs(image, crashTime: nil, readFiles: false))
+        let withID = directory + "/libwithid.so"
+        _ = try Tools.output(try XCTUnwrap(Tools.find("cc", "gcc", "clang")), ["-shared", "-fPIC", "-O1", "-Wl,--build-id", directory + "/noid.c", "-o", withID])
+        XCTAssertNil(SentryEnvelope.imageIDs(CrashImage(path: withID, base: image.base, size: image.size), crashTime: nil),
+                     "the file on disk has a build-id, the mapped one had none")
+        // An image the envelope cannot identify is left out of debug_meta (Relay requires debug_id).
+        let gone = CrashRecord(architecture: .x86_64, threads: record.threads, images: [CrashImage(path: directory + "/missing.so", base: image.base, size: image.size)])
+        let goneSummary = try check(SentryEnvelope.make(record: gone, rawRecord: [4], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [4]), sentAt: Date()), in: directory)
+        let goneImages = ((goneSummary["normalized"] as? [String: Any])?["debug_meta"] as? [String: Any])?["images"] as? [Any]
+        XCTAssertEqual(goneImages?.count ?? 0, 0)
+    }
+
+    // MARK: unit level, still against outside truth
+
+    func testEventIDIsTheRecordsSHA256Prefix() throws {
+        let directory = try Scratch.directory("sentry-event-id")
+        for (index, bytes) in [[UInt8](), [0x61, 0x62, 0x63], [UInt8](repeating: 0x5A, count: 1000), (0..<200).map { UInt8($0) }].enumerated() {
+            let path = directory + "/\(index)"
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            XCTAssertEqual(SentryEnvelope.eventID(rawRecord: bytes), String(try sha256(path).prefix(32)), "\(bytes.count) bytes")
+            XCTAssertEqual(SentryEnvelope.eventID(rawRecord: bytes), SentryEnvelope.eventID(rawRecord: bytes))
+        }
+        XCTAssertNotEqual(SentryEnvelope.eventID(rawRecord: [1, 2, 3]), SentryEnvelope.eventID(rawRecord: [1, 2, 4]))
+    }
+
+    func testSentAtIsTheTimeOfSendingAndArm64IsSentryArm64() throws {
+        let directory = try Scratch.directory("sentry-sent-at")
+        let record = CrashRecord(architecture: .aarch64, signal: SignalInfo(number: SIGABRT, name: "SIGABRT"),
+                                 kernel: "Linux 6.1.0-18-arm64 #1 SMP Debian 6.1.76-1 (2024-02-01) aarch64",
+                                 threads: [CrashThread(tid: 1, crashed: true, framesFromSignalContext: false, frames: [0x1000, 0x2000])])
+        let bytes = SentryEnvelope.make(record: record, rawRecord: [9], fileName: "r.ccrec", eventID: "0123456789abcdef0123456789abcdef",
+                                        sentAt: Date(timeIntervalSince1970: 1_700_000_000.25),
+                                        osRelease: SentryOSRelease(id: "debian", versionID: "12", prettyName: "Debian GNU/Linux 12 (bookworm)"))
+        let summary = try check(bytes, in: directory)
+        XCTAssertEqual((summary["headers"] as? [String: Any])?["sent_at"] as? String, "2023-11-14T22:13:20.250Z")
+        XCTAssertEqual((summary["headers"] as? [String: Any])?["event_id"] as? String, "0123456789abcdef0123456789abcdef")
+        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        let contexts = try XCTUnwrap(event["contexts"] as? [String: Any])
+        XCTAssertEqual((contexts["device"] as? [String: Any])?["arch"] as? String, "arm64")
+        let os = try XCTUnwrap(contexts["os"] as? [String: Any])
+        XCTAssertEqual(os["name"] as? String, "Linux")
+        XCTAssertEqual(os["version"] as? String, "6.1.0")
+        XCTAssertEqual(os["build"] as? String, "18-arm64")
+        XCTAssertEqual(os["kernel_version"] as? String, "6.1.0-18-arm64")
+        XCTAssertEqual(os["distribution_name"] as? String, "debian")
+        XCTAssertEqual(os["distribution_version"] as? String, "12")
+        XCTAssertEqual(os["distribution_pretty_name"] as? String, "Debian GNU/Linux 12 (bookworm)")
+        // Frame 0 of a thread not unwound from the signal context is a return address too.
+        let stacktrace = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first?["stacktrace"] as? [String: Any])
+        XCTAssertEqual(stacktrace["instruction_addr_adjustment"] as? String, "all")
+        XCTAssertEqual((stacktrace["frames"] as? [[String: Any]])?.compactMap { address($0["instruction_addr"]) }, [0x2000, 0x1000])
+    }
+
+    func testOSReleaseIsReadAsPythonReadsIt() throws {
+        // Python's platform.freedesktop_os_release() reads the same files in the same order.
+        let output = try Tools.output(try Oracles.python(), ["-c", "import json, platform; print(json.dumps(platform.freedesktop_os_release()))"])
+        let truth = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: String])
+        let release = try XCTUnwrap(SentryOSRelease.current())
+        XCTAssertEqual(release.id, truth["ID"])
+        XCTAssertEqual(release.versionID, truth["VERSION_ID"])
+        XCTAssertEqual(release.prettyName, truth["PRETTY_NAME"])
+        XCTAssertEqual(SentryOSRelease(parsing: "ID=fedora\nVERSION_ID=\"40\"\nPRETTY_NAME='Fedora Linux 40'\n"),
+                       SentryOSRelease(id: "fedora", versionID: "40", prettyName: "Fedora Linux 40"))
+    }
+}
