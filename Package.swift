@@ -53,7 +53,7 @@ let package = Package(
             dependencies: ["CrashEvents", "CZlib", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.

@@ -32,8 +32,8 @@ public final class CrashReporting: Sendable {
         public var sentryDSN: String? = ProcessInfo.processInfo.environment["SENTRY_DSN"].flatMap { $0.isEmpty ? nil : $0 }
         /// Retries and timeouts of the Sentry upload.
         public var sentryUpload = SentryUploadPolicy()
-        /// The envelope builder (the default is CrashSentry's, shared with `crash-inspect export --sentry`).
-        public var sentryEnvelope: SentryEnvelopeMaker?
+        /// The envelope builder: CrashSentry's, the one `crash-inspect export --sentry` uses.
+        public var sentryEnvelope: SentryEnvelopeMaker? = SentryUpload.standardEnvelope
 
         /// `<directory>/events.sqlite` and `<directory>/records`.
         public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {

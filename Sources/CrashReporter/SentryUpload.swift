@@ -10,6 +10,7 @@
 // with the same event id (Sentry drops the repeat).
 import CrashEvents
 import CrashRecordFormat
+import CrashSentry
 import CrashTracking
 import Foundation
 #if canImport(FoundationNetworking)
@@ -75,6 +76,14 @@ public typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, 
 public final class SentryUpload: @unchecked Sendable {
     /// The claim prefix that marks a record as done for Sentry (sent or given up).
     public static let claimPrefix = "sentry:"
+
+    /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
+    /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
+    /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
+    public static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
+        SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
+                            sentAt: sentAt, osRelease: SentryOSRelease.current())
+    }
 
     /// What this process's upload did.
     public struct Report: Sendable, Equatable {

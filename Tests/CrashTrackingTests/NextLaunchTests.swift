@@ -73,6 +73,53 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(end.properties["$run_id"] as? String, "r1")
     }
 
+    /// With `SENTRY_DSN` set, the next launch sends the crashed run's record to Sentry as an
+    /// envelope that Sentry's own parser and Relay's normalizer accept, with the record attached
+    /// byte for byte, beside the unchanged `/sa` events; the record is deleted only after both.
+    func testWithSentryDSNTheNextLaunchSendsTheRecordAsAnEnvelopeSentryAccepts() throws {
+        let directory = try Scratch.directory("sentry-e2e")
+        let store = directory + "/s.sqlite"
+        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "sentry-run"]).ending,
+                       .signaled(SIGSEGV))
+        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: store + ".records").first)
+        let recordBytes = try Data(contentsOf: URL(fileURLWithPath: store + ".records/" + name))
+
+        let sensors = try TestHTTPServer()
+        let sentry = try TestHTTPServer()
+        let dsn = "http://0123456789abcdef@127.0.0.1:\(sentry.port)/42"
+        let next = try Harness.emit(["--count", "0", "--store", store, "--endpoint", sensors.url.absoluteString,
+                                     "--retry-delay", "0.01", "--max-retry-delay", "0.05"], environment: ["SENTRY_DSN": dsn])
+        XCTAssertEqual(next.ending, .exited(0))
+        // /sa: unchanged (AppCrashed and the crash $AppEnd of the run).
+        XCTAssertTrue(sensors.acceptedEvents.contains { $0.event == "AppCrashed" && $0.properties["$run_id"] as? String == "sentry-run" })
+        // Sentry: one envelope, to the project's endpoint, authenticated.
+        let requests = sentry.allRequests
+        XCTAssertEqual(requests.count, 1)
+        let request = try XCTUnwrap(requests.first)
+        XCTAssertEqual(request.path, "/api/42/envelope/")
+        XCTAssertTrue(request.headers["x-sentry-auth"]?.contains("sentry_key=0123456789abcdef") == true)
+        let envelopePath = directory + "/sent.envelope"
+        try Data(request.bodyBytes).write(to: URL(fileURLWithPath: envelopePath))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [envelopePath]).utf8))
+            as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count ?? 0, 0, "\(summary["errors"] ?? "")")
+        let items = try XCTUnwrap(summary["items"] as? [[String: Any]])
+        let attachment = try XCTUnwrap(items.first { $0["type"] as? String == "attachment" })
+        XCTAssertEqual(attachment["length"] as? Int, recordBytes.count)
+        let copy = directory + "/record-before-upload"
+        try recordBytes.write(to: URL(fileURLWithPath: copy))
+        let sha = try Tools.output(try XCTUnwrap(Tools.find("sha256sum")), [copy]).split(separator: " ").first.map(String.init)
+        XCTAssertEqual(attachment["sha256"] as? String, sha, "the record attached byte for byte")
+        let normalized = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        let exception = try XCTUnwrap(((normalized["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(((exception["mechanism"] as? [String: Any])?["meta"] as? [String: Any]).flatMap { ($0["signal"] as? [String: Any])?["name"] as? String },
+                       "SIGSEGV")
+        let os = try XCTUnwrap((normalized["contexts"] as? [String: Any])?["os"] as? [String: Any])
+        XCTAssertNotNil(os["distribution_name"], "the next launch runs on the machine that crashed: os-release is sent")
+        // Both sinks have it: the file is gone.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [])
+    }
+
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
     /// shutdown, a crash (the handler's `$AppEnd` from the template), a crash whose record was cut
     /// before its `$AppEnd` (made at the next launch) and a SIGKILL (abnormal, from the marker).

@@ -16,12 +16,15 @@ enum Harness {
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: "CRASHCAPTURE_DISABLE")
+        environment.removeValue(forKey: "SENTRY_DSN") // a developer's own DSN must not receive test crashes
         return environment
     }
 
     /// Runs `crash-harness emit ...` to its end (or kills it with SIGKILL after `timeout`).
-    static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil) throws -> ChildProcess {
-        try ChildProcess.run(path, ["emit"] + arguments, environment: environment, stdout: stdout, timeout: timeout)
+    static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
+                     environment extra: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess.run(path, ["emit"] + arguments, environment: environment.merging(extra) { $1 }, stdout: stdout,
+                             timeout: timeout)
     }
 
     /// Starts `crash-harness emit ...` without waiting; `.wait()` on the result ends it.
