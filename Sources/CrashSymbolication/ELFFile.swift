@@ -16,6 +16,21 @@ public struct ELFFile: Sendable {
     /// True for a separate debug file: its `.text` is `SHT_NOBITS` (the code was left out),
     /// as `objcopy --only-keep-debug` and `eu-strip -f` write them.
     public let isSeparateDebugFile: Bool
+    /// The file this was read from.
+    public let path: String
+    /// The span of the `PT_LOAD` segments, unrounded: what a mapping of the file covers.
+    public let loadSpan: LoadSpan?
+    /// `.text` when it has contents in the file (`SHT_PROGBITS`): file offset and size.
+    let textSection: (offset: UInt64, size: UInt64)?
+
+    /// Where the loadable segments lie in memory.
+    public struct LoadSpan: Sendable, Equatable {
+        /// The lowest `p_vaddr` of a `PT_LOAD`.
+        public let first: UInt64
+        /// `p_vaddr + p_filesz` and `p_vaddr + p_memsz` of the segment that reaches highest.
+        public let fileEnd: UInt64
+        public let memoryEnd: UInt64
+    }
 
     /// Why a file could not be read as ELF.
     public struct Error: Swift.Error, CustomStringConvertible, Equatable {
@@ -48,10 +63,18 @@ public struct ELFFile: Sendable {
         guard table.count == phentsize * phnum else { throw Error(path: path, reason: "truncated program headers") }
         var firstLoad: UInt64?
         var buildID: [UInt8] = []
+        var lowest: UInt64?
+        var fileEnd: UInt64 = 0, memoryEnd: UInt64 = 0, spanValid = true
         for index in 0..<phnum {
             let base = index * phentsize
             let type = table.u32(at: base)
             if type == 1, firstLoad == nil { firstLoad = table.u64(at: base + 16) & ~0xFFF }
+            if type == 1 {
+                let vaddr = table.u64(at: base + 16), filesz = table.u64(at: base + 32), memsz = table.u64(at: base + 40)
+                lowest = min(lowest ?? vaddr, vaddr)
+                let (end, overflow) = vaddr.addingReportingOverflow(memsz)
+                if overflow { spanValid = false } else if end >= memoryEnd { memoryEnd = end; fileEnd = vaddr &+ filesz }
+            }
             if type == 4, buildID.isEmpty {
                 let offset = table.u64(at: base + 8)
                 let size = Int(min(table.u64(at: base + 32), 1 << 16))
@@ -60,10 +83,13 @@ public struct ELFFile: Sendable {
         }
         self.buildID = buildID
         self.firstLoadAddress = firstLoad ?? 0
+        self.path = path
+        self.loadSpan = spanValid ? lowest.map { LoadSpan(first: $0, fileEnd: fileEnd, memoryEnd: memoryEnd) } : nil
         // Section headers: only to tell whether debug info is there. A file whose section
         // table is missing or malformed simply has none (it may still be a usable binary).
         var hasDebugInfo = false
         var isSeparateDebugFile = false
+        var textSection: (offset: UInt64, size: UInt64)?
         let shoff = header.u64(at: 40)
         let shentsize = Int(header.u16(at: 58))
         let shnum = Int(header.u16(at: 60))
@@ -83,11 +109,25 @@ public struct ELFFile: Sendable {
                     let size = sections.u64(at: base + 32)
                     if (name == ".debug_info" || name == ".zdebug_info"), type != 8, size > 0 { hasDebugInfo = true }
                     if name == ".text", type == 8 { isSeparateDebugFile = true }
+                    if name == ".text", type == 1, textSection == nil { textSection = (sections.u64(at: base + 24), size) }
                 }
             }
         }
         self.hasDebugInfo = hasDebugInfo
         self.isSeparateDebugFile = isSeparateDebugFile
+        self.textSection = textSection
+    }
+
+    /// The first `min(count, size)` bytes of `.text`, read from the file now; nil when it has no
+    /// `.text` with contents or the read comes up short.
+    public func textPrefix(_ count: Int = 4096) -> [UInt8]? {
+        guard let textSection, let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let size = Int(min(textSection.size, UInt64(max(0, count))))
+        if size == 0 { return [] }
+        guard (try? handle.seek(toOffset: textSection.offset)) != nil else { return nil }
+        let bytes = [UInt8]((try? handle.read(upToCount: size)) ?? Data())
+        return bytes.count == size ? bytes : nil
     }
 
     /// The NT_GNU_BUILD_ID descriptor in a PT_NOTE segment's bytes, or empty.

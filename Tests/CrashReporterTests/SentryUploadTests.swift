@@ -29,6 +29,17 @@ final class SentryUploadTests: XCTestCase {
         return try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
     }
 
+    /// `count` real records in a new directory, their events stored by the ingest, the files
+    /// kept for Sentry.
+    func ingested(_ count: Int, _ name: String) throws -> (String, [String], TrackingStore) {
+        let directory = try Scratch.directory(name)
+        let names = try records(count, in: directory)
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
+                                 awaitingClaims: [SentryUpload.claimPrefix])
+        return (directory, names, store)
+    }
+
     func upload(_ store: TrackingStore, _ directory: String, _ server: TestHTTPServer, policy: SentryUploadPolicy = fast()) throws -> SentryUpload {
         let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
         return SentryUpload(store: store, directory: directory, dsn: dsn, policy: policy, envelope: Self.envelope)
@@ -82,11 +93,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testServerErrorsAndNetworkFailuresAreRetriedAndTheRecordKeptUntilAcknowledged() throws {
-        let directory = try Scratch.directory("sentry-retry")
-        let names = try records(1, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, names, store) = try ingested(1, "sentry-retry")
         let server = try TestHTTPServer { request in
             switch request.index {
             case 0: return .status(503)
@@ -105,11 +112,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testA429WaitsForTheRateLimitItAnnounces() throws {
-        let directory = try Scratch.directory("sentry-429")
-        _ = try records(2, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, _, store) = try ingested(2, "sentry-429")
         let times = TimeLog()
         let server = try TestHTTPServer { request in
             times.mark()
@@ -128,11 +131,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testA413AndAPoisonEnvelopeAreQuarantinedCountedAndDoNotBlockTheNext() throws {
-        let directory = try Scratch.directory("sentry-413")
-        let names = try records(3, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, names, store) = try ingested(3, "sentry-413")
         let server = try TestHTTPServer { request in
             switch Self.sentName(request) {
             case names[0]: return .status(413)
@@ -153,11 +152,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testWhatIsNotSentByTheDeadlineIsSentByTheNextLaunch() throws {
-        let directory = try Scratch.directory("sentry-next")
-        let names = try records(2, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, names, store) = try ingested(2, "sentry-next")
         let down = try TestHTTPServer { _ in .reset } // no answer at all: retried without limit
         let first = try upload(store, directory, down)
         first.start()
@@ -178,11 +173,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testAnEnvelopeTheServerFailsOnEveryTimeIsGivenUpAfterTheLimitAndTheNextGoesThrough() throws {
-        let directory = try Scratch.directory("sentry-5xx")
-        let names = try records(2, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, names, store) = try ingested(2, "sentry-5xx")
         let server = try TestHTTPServer { request in Self.sentName(request) == names[0] ? .status(500) : .status(200) }
         var policy = Self.fast()
         policy.maxServerErrorAttempts = 3
@@ -195,11 +186,7 @@ final class SentryUploadTests: XCTestCase {
     }
 
     func testARecordDamagedAfterItsEventsWereStoredIsGivenUpNotSent() throws {
-        let directory = try Scratch.directory("sentry-damaged")
-        let names = try records(1, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        _ = NextLaunchIngest.run(store: store, recordDirectory: directory, appName: "t", appVersion: "1",
-                                 awaitingClaims: [SentryUpload.claimPrefix])
+        let (directory, names, store) = try ingested(1, "sentry-damaged")
         try Data("not a record any more".utf8).write(to: URL(fileURLWithPath: directory + "/" + names[0]))
         let server = try TestHTTPServer()
         let sentry = try upload(store, directory, server)
