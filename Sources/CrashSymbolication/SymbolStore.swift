@@ -145,6 +145,14 @@ public struct DebuginfodClient: Sendable, Equatable {
     /// The path of a verified debug file for `buildID`: from the cache, or fetched from the
     /// first server that has one and cached.
     public func debugInfo(buildID: [UInt8]) -> Result<String, Failure> {
+        var unresponsive: Set<String> = []
+        return debugInfo(buildID: buildID, unresponsive: &unresponsive)
+    }
+
+    /// ``debugInfo(buildID:)`` across many build-ids: a server that timed out once is in
+    /// `unresponsive` and is not asked again (a stalled server would otherwise cost the timeout
+    /// for every image of every record).
+    public func debugInfo(buildID: [UInt8], unresponsive: inout Set<String>) -> Result<String, Failure> {
         let hex = hexString(buildID)
         guard !hex.isEmpty else { return .failure(Failure(reasons: ["no build-id to ask debuginfod for"])) }
         let folder = "\(cacheDirectory)/\(hex)"
@@ -160,9 +168,14 @@ public struct DebuginfodClient: Sendable, Equatable {
         }
         for url in urls {
             let address = "\(url)/buildid/\(hex)/debuginfo"
+            if unresponsive.contains(url) {
+                reasons.append("\(url): not asked (it did not answer in time before)")
+                continue
+            }
             switch fetch(address) {
             case .failure(let reason):
                 reasons.append("\(address): \(reason)")
+                if reason.timedOut { unresponsive.insert(url) }
             case .success(let data):
                 do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
                     reasons.append("cannot create the cache directory \(folder)")
@@ -224,19 +237,23 @@ public struct DebuginfodClient: Sendable, Equatable {
         // URLSession enforces the timeouts; this bound only guards against it never answering.
         if done.wait(timeout: .now() + timeout * 10 + 5) == .timedOut {
             task.cancel()
-            return .failure(FetchError(description: "no answer within \(Int(timeout * 10)) s"))
+            return .failure(FetchError(description: "no answer within \(Int(timeout * 10)) s", timedOut: true))
         }
         let (data, status, error) = box.get()
         if let error {
             let code = (error as? URLError)?.code
-            return .failure(FetchError(description: code == .timedOut ? "timed out after \(timeout) s" : "\(error.localizedDescription)"))
+            return .failure(FetchError(description: code == .timedOut ? "timed out after \(timeout) s" : "\(error.localizedDescription)",
+                                       timedOut: code == .timedOut))
         }
         guard let status else { return .failure(FetchError(description: "no HTTP response")) }
         guard status == 200 else { return .failure(FetchError(description: "HTTP \(status)")) }
         return .success(data ?? Data())
     }
 
-    struct FetchError: Error, CustomStringConvertible { let description: String }
+    struct FetchError: Error, CustomStringConvertible {
+        let description: String
+        var timedOut = false
+    }
 }
 
 // @unchecked: written once by URLSession's completion handler before the semaphore is

@@ -57,6 +57,7 @@ public final class Symbolicator: @unchecked Sendable {
     private let debuginfod: DebuginfodClient?
     private var flatIndexes: [String: [[UInt8]: [String]]] = [:]
     private var debuginfodAnswers: [[UInt8]: Result<String, DebuginfodClient.Failure>] = [:]
+    private var debuginfodUnresponsive: Set<String> = []
 
     enum Resolution { case file(path: String, bias: UInt64, note: String?), problem(String) }
 
@@ -207,7 +208,7 @@ public final class Symbolicator: @unchecked Sendable {
         }
         var debuginfodFailure: String?
         if let debuginfod, !image.buildID.isEmpty {
-            let answer = debuginfodAnswers[image.buildID] ?? debuginfod.debugInfo(buildID: image.buildID)
+            let answer = debuginfodAnswers[image.buildID] ?? debuginfod.debugInfo(buildID: image.buildID, unresponsive: &debuginfodUnresponsive)
             debuginfodAnswers[image.buildID] = answer
             switch answer {
             case .success(let path):

@@ -354,10 +354,12 @@ final class SymbolStoreTests: XCTestCase {
         let frames = try crashedFrames(output, image: setup.stripped)
         XCTAssertTrue(frames.frames.values.allSatisfy { $0 == [Frame(function: nil, file: nil, line: nil)] })
         for problem in frames.problems {
-            XCTAssertTrue(problem?.hasSuffix("debuginfod: \(silent.url)/buildid/\(setup.buildID)/debuginfo: timed out after 2.0 s") == true,
-                          problem ?? "nil")
+            // The first image asked waits the 2 s; the server is then not asked again this run.
+            let timedOut = problem?.hasSuffix("debuginfod: \(silent.url)/buildid/\(setup.buildID)/debuginfo: timed out after 2.0 s") == true
+            let skipped = problem?.hasSuffix("debuginfod: \(silent.url): not asked (it did not answer in time before)") == true
+            XCTAssertTrue(timedOut || skipped, problem ?? "nil")
         }
-        XCTAssertLessThan(elapsed, 60, "every image that asks waits 2 s at most")
+        XCTAssertLessThan(elapsed, 15, "one timeout for the run, not one per image (25 images would take 50 s)")
     }
 
     // MARK: symbols add
