@@ -12,6 +12,7 @@ let package = Package(
             dependencies: [
                 .product(name: "CrashRecordFormat", package: "CrashCapture"),
                 .product(name: "CrashInspection", package: "CrashCapture"),
+                .product(name: "CrashSentry", package: "CrashCapture"),
             ]
         ),
     ]

@@ -4,6 +4,8 @@
 // this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
 import CrashRecordFormat
 import CrashInspection
+import CrashSentry
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,7 +28,11 @@ let testOneInput: FuzzCallback = { data, size in
     _ = Rendering.text(inspection)
     _ = Rendering.encode(Rendering.json(inspection))
     _ = inspection.signature
-    _ = SentryEnvelope.make(inspection, rawRecord: Array(bytes), eventID: "00000000000000000000000000000000")
+    // The Sentry envelope as the uploader builds it, without reading the files the record names.
+    let raw = Array(bytes)
+    _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
+                            sentAt: Date(timeIntervalSince1970: 0), osRelease: SentryOSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
+                            readImageFiles: false)
     return 0
 }
 
