@@ -240,6 +240,8 @@ final class TemplatePublisher: Sendable {
         var context = EventContext()
         var superPropertiesSet = false
         var renderer: EventRenderer?
+        var appName = ""
+        var appVersion = ""
         var runID = ""
         var installed = false
     }
@@ -249,8 +251,11 @@ final class TemplatePublisher: Sendable {
     func prepare(_ configuration: CrashCaptureConfiguration) -> String {
         state.withLock { state in
             if !state.superPropertiesSet { state.context.superProperties = configuration.superProperties }
-            let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion)
+            let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion,
+                                         extraPresets: state.context.extraPresets)
             state.renderer = renderer
+            state.appName = configuration.appName
+            state.appVersion = configuration.appVersion
             state.runID = configuration.runID
             return CrashEndTemplate.render(renderer: renderer, runID: configuration.runID, context: state.context)
         }
@@ -261,9 +266,14 @@ final class TemplatePublisher: Sendable {
 
     func update(replacingSuperProperties: Bool, _ change: (inout EventContext) -> Void) {
         state.withLock { state in
+            let extras = state.context.extraPresets
             change(&state.context)
             if replacingSuperProperties { state.superPropertiesSet = true }
-            guard state.installed, let renderer = state.renderer else { return }
+            guard state.installed, var renderer = state.renderer else { return }
+            if state.context.extraPresets != extras {
+                renderer = EventRenderer(appName: state.appName, appVersion: state.appVersion, extraPresets: state.context.extraPresets)
+                state.renderer = renderer
+            }
             // Serialised by the lock, as cc_set_app_end_template requires.
             _ = cc_set_app_end_template(CrashEndTemplate.render(renderer: renderer, runID: state.runID, context: state.context))
         }

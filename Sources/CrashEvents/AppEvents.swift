@@ -84,9 +84,14 @@ public enum AppEvents {
 public struct EventContext: Sendable, Equatable {
     public var identity: EventIdentity
     public var superProperties: [String: JSONScalar]
+    /// Presets beyond the standard ones (``EventRenderer``'s `extraPresets`): the tracker's
+    /// `$hostname` and `$user` when it includes host info, so the crash `$AppEnd` has them too.
+    public var extraPresets: [String: JSONScalar]
 
-    public init(identity: EventIdentity = EventIdentity(), superProperties: [String: JSONScalar] = [:]) {
+    public init(identity: EventIdentity = EventIdentity(), superProperties: [String: JSONScalar] = [:],
+                extraPresets: [String: JSONScalar] = [:]) {
         self.identity = identity
         self.superProperties = superProperties
+        self.extraPresets = extraPresets
     }
 }

@@ -89,8 +89,9 @@ public final class CrashReporting: Sendable {
         }
         // Until the tracker starts (after the ingest), the context the store holds.
         let state = try store.loadState(claimingFirstStart: false)
+        let extraPresets = trackerConfiguration.includeHostInfo ? Tracker.hostPresets() : [:]
         CrashCapture.setEventContext(EventContext(identity: EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID),
-                                                  superProperties: state.superProperties))
+                                                  superProperties: state.superProperties, extraPresets: extraPresets))
         if configuration.captureCrashes {
             var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                     appVersion: configuration.appVersion)
@@ -115,7 +116,8 @@ public final class CrashReporting: Sendable {
         }
         var report = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
                                           appName: configuration.appName, appVersion: configuration.appVersion,
-                                          awaitingClaims: sentry == nil ? [] : [SentryUpload.claimPrefix])
+                                          awaitingClaims: sentry == nil ? [] : [SentryUpload.claimPrefix],
+                                          extraPresets: extraPresets)
         self.sentry = sentry
         sentryDSNError = dsnError
         // The tracker ends the dead runs the records did not claim.

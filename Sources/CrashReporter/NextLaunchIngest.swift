@@ -44,7 +44,7 @@ public enum NextLaunchIngest {
     /// for each prefix in `awaitingClaims` (one per other sink, e.g. the Sentry upload's
     /// `"sentry:"`), the claim `prefix + name` is taken: until then it stays for that sink.
     public static func run(store: TrackingStore, recordDirectory: String?, appName: String, appVersion: String,
-                           awaitingClaims: [String] = []) -> Report {
+                           awaitingClaims: [String] = [], extraPresets: [String: JSONScalar] = [:]) -> Report {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
         // The crashed run was the last to set them (the store keeps them across runs).
@@ -54,7 +54,8 @@ public enum NextLaunchIngest {
             let names = ((try? RecordFileName.names(in: recordDirectory)) ?? []).filter { RecordFileName($0) != nil }
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
-                             superProperties: superProperties, appName: appName, appVersion: appVersion, report: &report)
+                             superProperties: superProperties, extraPresets: extraPresets, appName: appName,
+                             appVersion: appVersion, report: &report)
                 if let done = finish(name: name, directory: recordDirectory, store: store, awaitingClaims: awaitingClaims,
                                      report: &report), !done {
                     present.insert(name)
@@ -87,8 +88,8 @@ public enum NextLaunchIngest {
     }
 
     private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
-                                     superProperties: [String: JSONScalar], appName: String, appVersion: String,
-                                     report: inout Report) {
+                                     superProperties: [String: JSONScalar], extraPresets: [String: JSONScalar],
+                                     appName: String, appVersion: String, report: inout Report) {
         let path = "\(directory)/\(name)"
         let parsed = RecordFileName(name)
         if let parsed, parsed.isPartial, parsed.pid != getpid(),
@@ -118,7 +119,7 @@ public enum NextLaunchIngest {
             let runID = record.runID ?? marker?.runID ?? ""
             let identity = appEnd?.identity ?? marker?.identity ?? EventIdentity()
             let renderer = EventRenderer(appName: record.appName ?? marker?.appName ?? appName,
-                                         appVersion: record.appVersion ?? marker?.appVersion ?? appVersion)
+                                         appVersion: record.appVersion ?? marker?.appVersion ?? appVersion, extraPresets: extraPresets)
             let base = renderer.base(superProperties: superProperties)
             let time = crashMs ?? nowMilliseconds()
             let crashed = AppEvents.appCrashed(runID: runID, time: time, identity: identity,
@@ -138,7 +139,7 @@ public enum NextLaunchIngest {
             }
         } catch {
             unreadable = true
-            let renderer = EventRenderer(appName: appName, appVersion: appVersion)
+            let renderer = EventRenderer(appName: appName, appVersion: appVersion, extraPresets: extraPresets)
             let time = parsed?.milliseconds ?? nowMilliseconds()
             let draft = AppEvents.appCrashed(runID: "", time: time, identity: EventIdentity(), properties: [
                 "app_crashed_reason": .string("unreadable crash record \(name): \(error)"),

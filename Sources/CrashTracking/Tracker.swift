@@ -79,6 +79,13 @@ public final class Tracker: @unchecked Sendable {
     public let configuration: Configuration
     public let store: TrackingStore
     public let renderer: EventRenderer
+    /// The presets this tracker adds to the standard ones (``hostPresets()`` with `includeHostInfo`).
+    public let extraPresets: [String: JSONScalar]
+
+    /// `$hostname` and `$user`: what `Configuration.includeHostInfo` adds to every event.
+    public static func hostPresets() -> [String: JSONScalar] {
+        ["$hostname": .string(ProcessInfo.processInfo.hostName), "$user": .string(NSUserName())]
+    }
     /// This run's id (its marker row).
     public var runID: String { configuration.runID }
     /// Whether this is the first start ever on this store (`$is_first_time` of `$AppStart`).
@@ -110,12 +117,8 @@ public final class Tracker: @unchecked Sendable {
     public init(_ configuration: Configuration, store: TrackingStore) throws {
         self.configuration = configuration
         self.store = store
-        var extra: [String: JSONScalar] = [:]
-        if configuration.includeHostInfo {
-            extra["$hostname"] = .string(ProcessInfo.processInfo.hostName)
-            extra["$user"] = .string(NSUserName())
-        }
-        renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extra)
+        extraPresets = configuration.includeHostInfo ? Self.hostPresets() : [:]
+        renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extraPresets)
         let state = try store.loadState()
         isFirstStart = state.isFirstStart
         let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
@@ -125,7 +128,8 @@ public final class Tracker: @unchecked Sendable {
             runID: configuration.runID, process: .current, startWallMilliseconds: now, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: now, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
             appVersion: configuration.appVersion, identity: identity))
-        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties)
+        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties,
+                                           extraPresets: extraPresets)
         uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
         queue.reserveCapacity(1024)
         spare.reserveCapacity(1024)
@@ -152,10 +156,11 @@ public final class Tracker: @unchecked Sendable {
 
     /// Ends every dead run but `excluding` with an abnormal `$AppEnd`, each in one transaction
     /// that also removes its marker, so that two processes starting at once report it once.
-    static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar]) -> [String] {
+    static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar],
+                               extraPresets: [String: JSONScalar]) -> [String] {
         var ended: [String] = []
         for marker in (try? store.runMarkers()) ?? [] where marker.runID != runID && !marker.process.isAlive {
-            if (try? store.claimRun(marker.runID, appending: [abnormalAppEnd(marker, superProperties: superProperties)])) == true {
+            if (try? store.claimRun(marker.runID, appending: [abnormalAppEnd(marker, superProperties: superProperties, extraPresets: extraPresets)])) == true {
                 ended.append(marker.runID)
             }
         }
@@ -165,8 +170,9 @@ public final class Tracker: @unchecked Sendable {
     /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
     /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`, the super properties
     /// the store holds (the dead run was the last to set them).
-    static func abnormalAppEnd(_ marker: RunMarker, superProperties: [String: JSONScalar]) -> NewEvent {
-        let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion)
+    static func abnormalAppEnd(_ marker: RunMarker, superProperties: [String: JSONScalar],
+                               extraPresets: [String: JSONScalar]) -> NewEvent {
+        let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion, extraPresets: extraPresets)
         let draft = AppEvents.appEnd(reason: .abnormal, durationSeconds: marker.knownDurationSeconds, runID: marker.runID,
                                      time: marker.refreshWallMilliseconds, identity: marker.identity)
         return NewEvent(trackID: draft.trackID, event: draft.event, time: draft.time, priority: draft.priority,
@@ -179,7 +185,9 @@ public final class Tracker: @unchecked Sendable {
         guard let callback = configuration.onEventContextChange else { return }
         publishLock.lock()
         defer { publishLock.unlock() }
-        let current = cond.withLock { EventContext(identity: context.identity, superProperties: context.superProperties) }
+        let current = cond.withLock {
+            EventContext(identity: context.identity, superProperties: context.superProperties, extraPresets: extraPresets)
+        }
         callback(current)
     }
 

@@ -52,6 +52,9 @@ extension CrashHarness {
         @Option(name: .customLong("super-property"), help: "Register a super property (key=value, a string) before tracking; repeatable.")
         var superProperties: [String] = []
 
+        @Flag(name: .customLong("host-info"), help: "Turn the tracker's includeHostInfo on ($hostname, $user on every event).")
+        var hostInfo = false
+
         @Option(help: "Log in as this id before tracking.")
         var login: String?
 
@@ -74,12 +77,13 @@ extension CrashHarness {
             var configuration = CrashReporting.Configuration(
                 storePath: store, recordDirectory: store + ".records", appName: "crash-harness",
                 appVersion: CrashCapture.libraryVersion, endpoint: endpoint.flatMap(URL.init(string:)))
-            let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout
+            let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout, hostInfo = hostInfo
             configuration.tracker = { tracker in
                 tracker.runID = run
                 tracker.upload.initialRetryDelay = retryDelay
                 tracker.upload.maxRetryDelay = maxRetryDelay
                 tracker.shutdownTimeout = flushTimeout
+                tracker.includeHostInfo = hostInfo
             }
             let reporting = try CrashReporting.start(configuration)
             let tracker = reporting.tracker

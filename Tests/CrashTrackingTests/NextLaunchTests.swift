@@ -123,19 +123,20 @@ final class NextLaunchTests: XCTestCase {
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
     /// shutdown, a crash (the handler's `$AppEnd` from the template), a crash whose record was cut
     /// before its `$AppEnd` (made at the next launch) and a SIGKILL (abnormal, from the marker).
-    /// Each carries the super properties and identity the run had, and `AppCrashed` carries them too.
+    /// Each carries the super properties and identity the run had, and `AppCrashed` carries them
+    /// too — with the tracker's optional presets (`includeHostInfo`) on, so those are checked as well.
     func testEveryEndReasonCarriesTheSameKeys() throws {
         let directory = try Scratch.directory("same-keys")
         let store = directory + "/s.sqlite"
         let records = store + ".records"
         // Login and super properties persist in the store; every later run has them.
-        XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--run-id", "normal-run",
+        XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--host-info", "--run-id", "normal-run",
                                          "--login", "user-7", "--super-property", "plan=pro"]).ending, .exited(0))
-        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "crash-run"]).ending,
+        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--host-info", "--crash-after", "1", "--run-id", "crash-run"]).ending,
                        .signaled(SIGSEGV))
         // The next launch ingests crash-run's record; then it crashes too, and its record is cut
         // after the PROCESS section (before the $AppEnd and the run id), as a full disk would.
-        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "cut-run"]).ending,
+        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--host-info", "--crash-after", "1", "--run-id", "cut-run"]).ending,
                        .signaled(SIGSEGV))
         let cutName = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: records).first { $0.hasSuffix(".ccrec") })
         let cutPath = records + "/" + cutName
@@ -152,11 +153,11 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertNil(cut.runID)
         // Killed: its marker is all that is left.
         let ready = directory + "/ready"
-        let killed = try Harness.spawnEmit(["--count", "1", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"])
+        let killed = try Harness.spawnEmit(["--count", "1", "--store", store, "--host-info", "--run-id", "killed-run", "--ready-file", ready, "--hold"])
         XCTAssertTrue(Harness.waitForFile(ready))
         kill(killed.pid, SIGKILL)
         XCTAssertEqual(killed.wait().ending, .signaled(SIGKILL))
-        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store, "--run-id", "last-run"]).ending, .exited(0))
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store, "--host-info", "--run-id", "last-run"]).ending, .exited(0))
 
         let events = try storedObjects(store)
         let ends = Dictionary(events.filter { $0.event == "$AppEnd" }.map { ($0.properties["$run_id"] as? String ?? "?", $0) },
@@ -166,7 +167,7 @@ final class NextLaunchTests: XCTestCase {
         let reference = try XCTUnwrap(ends["last-run"])
         let referenceProperties = Set(reference.properties.keys)
         XCTAssertTrue(referenceProperties.isSuperset(of: ["$event_duration", "$app_end_reason", "$app_crashed", "$run_id",
-                                                          "$os", "$cpu_count", "$lib", "plan"]))
+                                                          "$os", "$cpu_count", "$lib", "plan", "$hostname", "$user"]))
         for (run, reason) in expected {
             let end = try XCTUnwrap(ends[run], run)
             XCTAssertEqual(end.properties["$app_end_reason"] as? String, reason, run)
