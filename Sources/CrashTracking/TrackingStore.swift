@@ -34,9 +34,24 @@ public struct StoreLimits: Sendable {
 
 /// A failure of the store that the caller may want to show (the store itself never traps).
 public struct TrackingStoreError: Error, CustomStringConvertible {
+    /// What kind of failure, for a caller that must act on it.
+    public enum Kind: Sendable, Equatable {
+        /// The file was written by a newer schema than this code knows; it was left untouched
+        /// (an older build must not use it: upgrade, or point it at another file).
+        case newerSchema
+        /// Anything else (I/O, SQLite, a file that is not a store).
+        case other
+    }
     public let operation: String
     public let underlying: String
+    public let kind: Kind
     public var description: String { "\(operation): \(underlying)" }
+
+    public init(operation: String, underlying: String, kind: Kind = .other) {
+        self.operation = operation
+        self.underlying = underlying
+        self.kind = kind
+    }
 }
 
 /// The SQLite tracking store. Thread-safe; one instance per process and file is enough, and

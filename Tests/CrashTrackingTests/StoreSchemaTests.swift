@@ -151,11 +151,12 @@ final class StoreSchemaTests: XCTestCase {
         }
         func assertRefused(_ what: String, file: StaticString = #filePath, line: UInt = #line) {
             XCTAssertThrowsError(try TrackingStore(path: path), what, file: file, line: line) { error in
-                XCTAssertTrue(error is TrackingStoreError, "\(error)", file: file, line: line)
+                XCTAssertEqual((error as? TrackingStoreError)?.kind, .newerSchema, "\(error)", file: file, line: line)
                 XCTAssertTrue("\(error)".contains("newer"), "\(error)", file: file, line: line)
             }
             XCTAssertThrowsError(try TrackingStore.inspect(path: path), what, file: file, line: line) { error in
-                XCTAssertTrue(error is TrackingStoreError && "\(error)".contains("newer"), "\(error)", file: file, line: line)
+                XCTAssertEqual((error as? TrackingStoreError)?.kind, .newerSchema, "\(error)", file: file, line: line)
+                XCTAssertTrue("\(error)".contains("newer"), "\(error)", file: file, line: line)
             }
         }
 

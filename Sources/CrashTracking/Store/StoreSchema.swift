@@ -76,6 +76,7 @@ enum StoreSchema {
         throw TrackingStoreError(
             operation: operation,
             underlying: "the store was written by newer code (\(what)); this code knows schema version \(version) "
-                + "(migrations \(migrator.migrations.joined(separator: ", "))) and does not use it")
+                + "(migrations \(migrator.migrations.joined(separator: ", "))) and does not use it",
+            kind: .newerSchema)
     }
 }
