@@ -45,19 +45,22 @@ let package = Package(
             name: "CrashCapture",
             dependencies: ["CShims", "CrashRecordFormat", "CrashEvents", .product(name: "Logging", package: "swift-log")]
         ),
+        // One HTTP request with a bound, Retry-After, backoff: the /sa uploader, the Sentry
+        // upload and the debuginfod client all talk HTTP through it.
+        .target(name: "HTTPExchange"),
         // zlib, for the gzip body of uploads.
         .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
         .target(
             name: "CrashTracking",
-            dependencies: ["CrashEvents", "CZlib", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["CrashEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry", "HTTPExchange"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning"]),
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning", "HTTPExchange"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
@@ -114,7 +117,7 @@ let package = Package(
             name: "CrashTrackingTests",
             dependencies: [
                 "CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios",
-                "ProcessSpawning", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
+                "HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -13,6 +13,7 @@ import CrashRecordFormat
 import CrashSentry
 import CrashTracking
 import Foundation
+import HTTPExchange
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -183,7 +184,7 @@ public final class SentryUpload: @unchecked Sendable {
                         continue
                     }
                 }
-                let delay = HTTPPost.backoff(failures: failures, initial: policy.initialRetryDelay,
+                let delay = HTTPExchange.backoff(failures: failures, initial: policy.initialRetryDelay,
                                              maximum: policy.maxRetryDelay, retryAfter: retryAfter)
                 if !sleep(seconds: delay) { return }
             case .stopped:
@@ -217,7 +218,7 @@ public final class SentryUpload: @unchecked Sendable {
         request.setValue("application/x-sentry-envelope", forHTTPHeaderField: "Content-Type")
         request.setValue(dsn.authHeader, forHTTPHeaderField: "X-Sentry-Auth")
         request.httpBody = Data(makeEnvelope(record, bytes, name, Date()))
-        let answer = HTTPPost.send(request, session: session, begin: { task in
+        let answer = HTTPExchange.send(request, session: session, begin: { task in
             cond.withLock {
                 if stopping && Self.monotonic() >= stopDeadline { return false }
                 inFlight = task

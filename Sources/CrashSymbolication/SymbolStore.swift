@@ -1,6 +1,7 @@
 // SymbolStore.swift — debug information kept apart from shipped binaries: a directory keyed by
 // build-id (the `.build-id/xx/rest.debug` layout gdb, lldb and elfutils read) and debuginfod servers.
 import Foundation
+import HTTPExchange
 import ProcessSpawning
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -225,52 +226,19 @@ public struct DebuginfodClient: Sendable, Equatable {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
-        let box = ResponseBox()
-        let done = DispatchSemaphore(value: 0)
-        var request = URLRequest(url: url)
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.setValue("crash-inspect", forHTTPHeaderField: "User-Agent")
-        let task = session.dataTask(with: request) { data, response, error in
-            box.set(data: data, status: (response as? HTTPURLResponse)?.statusCode, error: error)
-            done.signal()
+        // A debug file may take long to download: the bound is the resource timeout, not the request's.
+        let answer = HTTPExchange.send(request, session: session, wait: timeout * 10 + 5)
+        if answer.status == 0 {
+            return .failure(FetchError(description: answer.timedOut ? "timed out after \(timeout) s" : answer.text, timedOut: answer.timedOut))
         }
-        task.resume()
-        // URLSession enforces the timeouts; this bound only guards against it never answering.
-        if done.wait(timeout: .now() + timeout * 10 + 5) == .timedOut {
-            task.cancel()
-            return .failure(FetchError(description: "no answer within \(Int(timeout * 10)) s", timedOut: true))
-        }
-        let (data, status, error) = box.get()
-        if let error {
-            let code = (error as? URLError)?.code
-            return .failure(FetchError(description: code == .timedOut ? "timed out after \(timeout) s" : "\(error.localizedDescription)",
-                                       timedOut: code == .timedOut))
-        }
-        guard let status else { return .failure(FetchError(description: "no HTTP response")) }
-        guard status == 200 else { return .failure(FetchError(description: "HTTP \(status)")) }
-        return .success(data ?? Data())
+        guard answer.status == 200 else { return .failure(FetchError(description: "HTTP \(answer.status)")) }
+        return .success(answer.body)
     }
 
     struct FetchError: Error, CustomStringConvertible {
         let description: String
         var timedOut = false
-    }
-}
-
-// @unchecked: written once by URLSession's completion handler before the semaphore is
-// signalled, read after the wait.
-private final class ResponseBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data: Data?
-    private var status: Int?
-    private var error: Error?
-    func set(data: Data?, status: Int?, error: Error?) {
-        lock.lock()
-        defer { lock.unlock() }
-        (self.data, self.status, self.error) = (data, status, error)
-    }
-    func get() -> (Data?, Int?, Error?) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (data, status, error)
     }
 }

@@ -7,6 +7,7 @@
 // `maxServerErrorAttempts` times in a row is halved the same way, so one poison event cannot
 // block the queue forever; network errors (no answer at all) retry without limit.
 import Foundation
+import HTTPExchange
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -236,9 +237,9 @@ final class Uploader: @unchecked Sendable {
         }
     }
 
-    /// The next retry delay (``HTTPPost/backoff(failures:initial:maximum:retryAfter:)``).
+    /// The next retry delay (``HTTPExchange/backoff(failures:initial:maximum:retryAfter:)``).
     private func nextDelay(retryAfter: Double?) -> Double {
-        HTTPPost.backoff(failures: consecutiveFailures, initial: policy.initialRetryDelay, maximum: policy.maxRetryDelay,
+        HTTPExchange.backoff(failures: consecutiveFailures, initial: policy.initialRetryDelay, maximum: policy.maxRetryDelay,
                          retryAfter: retryAfter)
     }
 
@@ -248,7 +249,7 @@ final class Uploader: @unchecked Sendable {
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body.utf8)
-        let answer = HTTPPost.send(request, session: session, begin: { task in
+        let answer = HTTPExchange.send(request, session: session, begin: { task in
             cond.withLock {
                 if stopping && Clock.monotonicNanoseconds() >= stopDeadline { return false }
                 inFlight = task

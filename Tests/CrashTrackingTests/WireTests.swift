@@ -1,6 +1,7 @@
 // WireTests.swift — the /sa body must match Sensors' servers byte for byte.
 @testable import CrashTracking
 import Foundation
+import HTTPExchange
 import XCTest
 
 final class WireTests: XCTestCase {
@@ -49,10 +50,10 @@ final class WireTests: XCTestCase {
     }
 
     func testRetryAfterAcceptsSecondsAndHTTPDates() {
-        XCTAssertEqual(HTTPPost.parseRetryAfter("7"), 7)
-        XCTAssertEqual(HTTPPost.parseRetryAfter(" 0 "), 0)
-        XCTAssertNil(HTTPPost.parseRetryAfter("soon"))
-        let later = HTTPPost.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
+        XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), 7)
+        XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), 0)
+        XCTAssertNil(HTTPExchange.parseRetryAfter("soon"))
+        let later = HTTPExchange.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
         XCTAssertNotNil(later)
         XCTAssertGreaterThan(later ?? 0, 1000)
     }

@@ -1,11 +1,11 @@
-// HTTPPost.swift — one POST, waited for with a bound, and the retry backoff: the one place the
-// uploaders (Sensors `/sa` here, Sentry's envelope endpoint in CrashReporter) talk HTTP.
+// HTTPExchange.swift — one HTTP request, waited for with a bound, and the retry backoff: the one
+// place this project talks HTTP (the `/sa` uploader, the Sentry upload, the debuginfod client).
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-public enum HTTPPost {
+public enum HTTPExchange {
     /// What came back. `status` is 0 when there was no answer (network error, timeout, cancelled).
     public struct Answer: Sendable, Equatable {
         public var status: Int
@@ -15,12 +15,17 @@ public enum HTTPPost {
         public var headers: [String: String]
         /// The first 200 bytes of the body, or the error.
         public var text: String
+        /// The whole body (empty without an answer).
+        public var body: Data = Data()
+        /// The request timed out (URLSession's timeout, or the bound on the wait).
+        public var timedOut = false
     }
 
-    /// Sends `request` and waits at most its timeout + 5 s. `begin` sees the task before it starts
-    /// (return `false` to not send at all: the answer is then status 0, "stopped"); `end` runs
-    /// after the task finished or was given up.
-    public static func send(_ request: URLRequest, session: URLSession,
+    /// Sends `request` and waits at most `wait` seconds (default: its timeout + 5 s; URLSession
+    /// enforces the timeouts, this bound only guards against it never answering). `begin` sees
+    /// the task before it starts (return `false` to not send at all: the answer is then status 0,
+    /// "stopped"); `end` runs after the task finished or was given up.
+    public static func send(_ request: URLRequest, session: URLSession, wait: Double? = nil,
                             begin: (URLSessionDataTask) -> Bool = { _ in true }, end: () -> Void = {}) -> Answer {
         let done = DispatchSemaphore(value: 0)
         // @unchecked: written by URLSession's completion handler before the semaphore is signalled,
@@ -34,19 +39,21 @@ public enum HTTPPost {
                     if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
                 }
                 box.answer = Answer(status: http.statusCode, retryAfter: headers["retry-after"].flatMap(parseRetryAfter),
-                                    headers: headers, text: String(decoding: (data ?? Data()).prefix(200), as: UTF8.self))
+                                    headers: headers, text: String(decoding: (data ?? Data()).prefix(200), as: UTF8.self),
+                                    body: data ?? Data())
             } else {
                 box.answer.text = error.map { "\($0.localizedDescription)" } ?? "no response"
+                box.answer.timedOut = (error as? URLError)?.code == .timedOut
             }
             done.signal()
         }
         guard begin(task) else { return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped") }
         defer { end() }
         task.resume()
-        if done.wait(timeout: .now() + request.timeoutInterval + 5) == .timedOut {
+        if done.wait(timeout: .now() + (wait ?? request.timeoutInterval + 5)) == .timedOut {
             task.cancel()
             _ = done.wait(timeout: .now() + 5)
-            return Answer(status: 0, retryAfter: nil, headers: [:], text: "timed out")
+            return Answer(status: 0, retryAfter: nil, headers: [:], text: "timed out", timedOut: true)
         }
         return box.answer
     }
