@@ -7,20 +7,15 @@ import Foundation
 
 /// A function name known locally for an address (e.g. from the ``Symbolicator``). Several for
 /// one address when code was inlined there, innermost first, the last one the function the
-/// address physically lies in.
+/// address physically lies in — the only one sent (file, line and inlined frames are Sentry's
+/// symbolication's to add, so they are not carried here).
 public struct SentryFrameSymbol: Sendable, Equatable {
     public var function: String?
-    public var filename: String?
-    public var line: Int?
-    public var column: Int?
     /// True for a function inlined into the next one in the list.
     public var inlined: Bool
 
-    public init(function: String?, filename: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false) {
+    public init(function: String?, inlined: Bool = false) {
         self.function = function
-        self.filename = filename
-        self.line = line
-        self.column = column
         self.inlined = inlined
     }
 }

@@ -248,7 +248,7 @@ extension CrashInspect {
             for thread in inspection.threads {
                 for group in thread.frames {
                     guard let address = group.first?.address, names[address] == nil, group.contains(where: { $0.symbol != nil }) else { continue }
-                    names[address] = group.map { SentryFrameSymbol(function: $0.symbol, filename: $0.file, line: $0.line, column: $0.column, inlined: $0.inlined) }
+                    names[address] = group.map { SentryFrameSymbol(function: $0.symbol, inlined: $0.inlined) }
                 }
             }
             let bytes = SentryEnvelope.make(
