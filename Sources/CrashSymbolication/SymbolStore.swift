@@ -14,8 +14,13 @@ import Glibc
 public enum SymbolStore {
     /// Where a store keeps the debug file of `buildID`: `.build-id/xx/rest.debug`.
     public static func debugFilePath(in directory: String, buildID: [UInt8]) -> String {
+        buildIDPath(in: directory, buildID: buildID) + ".debug"
+    }
+
+    /// `DIR/.build-id/xx/rest`: where the layout keeps the binary itself (its debug file adds `.debug`).
+    public static func buildIDPath(in directory: String, buildID: [UInt8]) -> String {
         let hex = hexString(buildID)
-        return "\(directory)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2)).debug"
+        return "\(directory)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2))"
     }
 
     /// What ``add(binary:to:objcopy:)`` did.

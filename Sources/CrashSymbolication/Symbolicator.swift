@@ -176,8 +176,8 @@ public final class Symbolicator: @unchecked Sendable {
         let name = (image.path as NSString).lastPathComponent
         for dir in searchDirectories {
             if hex.count > 2 {
-                candidates.append("\(dir)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2)).debug")
-                candidates.append("\(dir)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2))")
+                candidates.append(SymbolStore.debugFilePath(in: dir, buildID: image.buildID))
+                candidates.append(SymbolStore.buildIDPath(in: dir, buildID: image.buildID))
                 candidates.append("\(dir)/\(hex)")
                 candidates.append("\(dir)/\(hex).debug")
             }
