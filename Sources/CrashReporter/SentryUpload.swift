@@ -165,30 +165,40 @@ public final class SentryUpload: @unchecked Sendable {
     private func run() {
         defer { cond.withLock { finished = true; cond.broadcast() } }
         var failures = 0
-        var serverErrors = 0
-        var current: String?
+        // A snapshot at a time (one directory listing, not one per record); the next snapshot
+        // picks up whatever is still pending.
+        var previous: [String]?
         while true {
-            guard let name = pending().first else { return }
-            if name != current { current = name; serverErrors = 0 }
-            let outcome = send(name)
-            switch outcome {
-            case .done:
-                failures = 0
-            case .retry(let retryAfter, let serverError):
-                failures += 1
-                if serverError {
-                    serverErrors += 1
-                    if serverErrors >= policy.maxServerErrorAttempts {
-                        giveUp(name, reason: "\(serverErrors) server errors in a row: \(currentReport.lastError ?? "")")
+            let batch = pending()
+            // Nothing left, or a whole pass changed nothing (the store refuses the claims): the
+            // next launch tries again rather than this one spinning.
+            if batch.isEmpty || batch == previous { return }
+            previous = batch
+            for name in batch {
+                if (try? store.isClaimed(Self.claimPrefix + name)) == true { continue } // another process sent it
+                var serverErrors = 0
+                sending: while true {
+                    switch send(name) {
+                    case .done:
                         failures = 0
-                        continue
+                        break sending
+                    case .retry(let retryAfter, let serverError):
+                        failures += 1
+                        if serverError {
+                            serverErrors += 1
+                            if serverErrors >= policy.maxServerErrorAttempts {
+                                giveUp(name, reason: "\(serverErrors) server errors in a row: \(currentReport.lastError ?? "")")
+                                failures = 0
+                                break sending
+                            }
+                        }
+                        let delay = HTTPExchange.backoff(failures: failures, initial: policy.initialRetryDelay,
+                                                         maximum: policy.maxRetryDelay, retryAfter: retryAfter)
+                        if !sleep(seconds: delay) { return }
+                    case .stopped:
+                        return
                     }
                 }
-                let delay = HTTPExchange.backoff(failures: failures, initial: policy.initialRetryDelay,
-                                             maximum: policy.maxRetryDelay, retryAfter: retryAfter)
-                if !sleep(seconds: delay) { return }
-            case .stopped:
-                return
             }
         }
     }
