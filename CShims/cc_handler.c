@@ -35,7 +35,7 @@
  * ptrace helper, cc_helper.c), collects the loaded images, and writes
  * the sections most valuable first, flushing them to the file at checkpoints before each step
  * that could fault or stall: the signal, the process, the compensating $AppEnd; the
- * registers, the crashing thread's frames and the main executable's image; the strings (app, executable, fatal message),
+ * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
  * under a small RLIMIT_FSIZE what is lost is the least valuable part.
@@ -312,7 +312,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         int truncated = 0;
         uint32_t omitted = 0;
         thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor,
-                                                cc__g.frames, cc__g.max_frames, &omitted, &truncated);
+                                                cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
         thread.omitted_frames = omitted;
         thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
     }
@@ -320,6 +320,12 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_put(w, &thread, sizeof thread);
     cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
     cc__section_end(w);
+    cc__writer_flush(w); /* checkpoint: the physical frames, before reading async contexts */
+    if (uc) {
+        /* Its Swift async callers: raw context chains, judged offline (cc_async.c). */
+        cc__write_async_chains(w, tid, cc__g.frame_pointers, thread.frame_count, cc__context_async_register(uc),
+                               CC__ASYNC_LINKS_CRASHED);
+    }
     cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
 

@@ -50,6 +50,8 @@ typedef struct {
     int truncated;
     uint32_t registers_length;
     uint64_t frames[CC__OTHER_FRAMES];
+    uint64_t fps[CC__OTHER_FRAMES];       /* each frame's frame pointer (cc_async.c) */
+    uint64_t async_register;              /* the async context register when it stopped */
     unsigned char registers[CC__REGISTERS_MAX];
     _Atomic int ready;                /* published by the helper */
 } cc__helper_thread_t;
@@ -174,8 +176,9 @@ static int cc__helper_main(void *arg) {
         if (t->error == 0) t->error = cc__helper_registers(t->tid, &uc);
         if (t->error == 0) {
             t->registers_length = (uint32_t)cc__registers_payload(&uc, t->registers, sizeof t->registers);
-            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, t->frames,
+            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, t->frames, t->fps,
                                                 CC__OTHER_FRAMES, &t->omitted, &t->truncated);
+            t->async_register = cc__context_async_register(&uc);
         }
         atomic_store_explicit(&t->ready, 1, memory_order_release);
     }
@@ -209,6 +212,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
         g_helper.threads[i].tid = tids[i];
         g_helper.threads[i].error = 0;
         g_helper.threads[i].frame_count = 0;
+        g_helper.threads[i].async_register = 0;
         g_helper.threads[i].registers_length = 0;
         atomic_store(&g_helper.threads[i].ready, 0);
     }
@@ -269,6 +273,8 @@ int cc__helper_write_thread(cc__writer_t *w, uint32_t index) {
     cc__section_put(w, &head, sizeof head);
     cc__section_put(w, t->frames, t->error ? 0 : (size_t)t->frame_count * sizeof(uint64_t));
     cc__section_end(w);
+    /* Its async context chains: the helper still holds it stopped, and shares our memory. */
+    if (!t->error) cc__write_async_chains(w, t->tid, t->fps, t->frame_count, t->async_register, CC__ASYNC_LINKS_OTHER);
     return 1;
 }
 

@@ -339,3 +339,12 @@ int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), v
     }
     return result;
 }
+
+/* async-signal-safe: whether `address` lies in one of the images cc__images_collect found (a
+ * plausibility check for code pointers read from memory, e.g. an async context's resume point). */
+int cc__images_contains(uint64_t address) {
+    for (uint32_t i = 0; i < g_image_count; i++) {
+        if (address >= g_images[i].base && address < g_images[i].end) return 1;
+    }
+    return 0;
+}

@@ -16,6 +16,8 @@
 #define CC__MAX_FRAMES         512
 #define CC__MAX_THREADS        1024  /* other threads recorded (any beyond are stopped, not recorded) */
 #define CC__OTHER_FRAMES       64
+#define CC__ASYNC_LINKS_CRASHED 512  /* async context links recorded for the crashed thread */
+#define CC__ASYNC_LINKS_OTHER  128   /* ... and for each other thread */
 #define CC__UNWIND_STEP_LIMIT  (1u << 20) /* a deeper stack is cut: top and bottom kept, middle omitted */
 #define CC__MAX_IMAGES         512
 #define CC__BREADCRUMB_SLOTS   64
@@ -120,6 +122,7 @@ typedef struct {
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
     uint64_t frames[CC__MAX_FRAMES];
+    uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
     char file_name[128];
     char partial_name[160];
@@ -159,16 +162,25 @@ void cc__unwind_warm_up(void);                                           /* inst
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
-                            uint64_t *frames, uint32_t max, uint32_t *omitted, int *truncated);
+                            uint64_t *frames, uint64_t *fps, uint32_t max, uint32_t *omitted, int *truncated);
 void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid); /* async-signal-safe; tid 0 = crashed */
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
+uint64_t cc__context_fp(const ucontext_t *uc);                           /* async-signal-safe */
+uint64_t cc__context_async_register(const ucontext_t *uc);               /* async-signal-safe */
+
+/* cc_async.c — async-signal-safe: the Swift async context chains of one thread, a
+ * CC_SEC_ASYNC_CHAIN per frame whose candidate context looks like one (see cc_record.h). At most
+ * `budget` links in all; `async_register` is frame 0's context register (0: none). */
+void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uint32_t count,
+                            uint64_t async_register, uint32_t budget);
 
 /* cc_images.c */
 struct dl_phdr_info;
 void cc__images_prepare(void);                                           /* install time */
 void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
+int cc__images_contains(uint64_t address);                               /* async-signal-safe */
 /* async-signal-safe: dl_iterate_phdr over the images cc__images_collect found. */
 int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
 

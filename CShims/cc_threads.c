@@ -281,6 +281,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     static unw_context_t context;
     static unw_cursor_t cursor;
     static uint64_t frames[CC__OTHER_FRAMES];
+    static uint64_t fps[CC__OTHER_FRAMES];
     if (!listed) return;
     for (uint32_t i = 0; i < g_tid_count; i++) {
         int helped = cc__helper_index(g_tids[i]);
@@ -292,7 +293,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
             cc__write_registers(w, cc__g.stopped[slot].context, g_tids[i]);
             int truncated = 0;
             uint32_t omitted = 0;
-            head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &context, &cursor, frames,
+            head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &context, &cursor, frames, fps,
                                                   CC__OTHER_FRAMES, &omitted, &truncated);
             head.omitted_frames = omitted;
             head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_STOPPED | (truncated ? CC_THREAD_TRUNCATED : 0) |
@@ -304,6 +305,10 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
         cc__section_put(w, &head, sizeof head);
         cc__section_put(w, frames, (head.flags & CC_THREAD_NO_STACK) ? 0 : (size_t)head.frame_count * sizeof(uint64_t));
         cc__section_end(w);
+        if (!(head.flags & CC_THREAD_NO_STACK)) {
+            cc__write_async_chains(w, g_tids[i], fps, head.frame_count,
+                                   cc__context_async_register(cc__g.stopped[slot].context), CC__ASYNC_LINKS_OTHER);
+        }
     }
     cc__helper_write_note(w);
     if (g_helper_result) {

@@ -5,6 +5,14 @@
 #include <string.h>
 #include <ucontext.h>
 
+#if defined(__x86_64__)
+#define CC__UNW_FP UNW_X86_64_RBP
+#elif defined(__aarch64__)
+#define CC__UNW_FP UNW_AARCH64_X29
+#else
+#define CC__UNW_FP UNW_REG_SP
+#endif
+
 /* Install time (not async-signal-safe): libunwind initialises its global state on first use,
  * behind a lock and pthread_once. A few steps here mean the handler never takes that path
  * (each image's unwind tables are found later through dl_iterate_phdr, see README "Known
@@ -27,6 +35,28 @@ uint64_t cc__context_pc(const ucontext_t *uc) {
     return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
     return (uint64_t)uc->uc_mcontext.pc;
+#else
+    (void)uc; return 0;
+#endif
+}
+
+/* async-signal-safe: the frame pointer (rbp / x29) and the Swift async context register (r14 /
+ * x22, where a partial function receives its context) of an interrupted context. */
+uint64_t cc__context_fp(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    return (uint64_t)uc->uc_mcontext.regs[29];
+#else
+    (void)uc; return 0;
+#endif
+}
+
+uint64_t cc__context_async_register(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uint64_t)uc->uc_mcontext.gregs[REG_R14];
+#elif defined(__aarch64__)
+    return (uint64_t)uc->uc_mcontext.regs[22];
 #else
     (void)uc; return 0;
 #endif
@@ -71,9 +101,11 @@ static int cc__step_out_of_bad_call(unw_context_t *context) {
  * through a NULL pointer, whose caller is recovered), when a step makes no progress, or after
  * CC__UNWIND_STEP_LIMIT steps. A stack deeper than `max` (runaway recursion) keeps its
  * innermost max - max/2 frames and its outermost max/2 (a ring while walking), and reports
- * how many lie between in *omitted. `context` and `cursor` are caller-owned static storage. */
+ * how many lie between in *omitted. `context` and `cursor` are caller-owned static storage.
+ * With `fps`, each frame's frame pointer (rbp / x29 as restored for that frame) is kept beside
+ * its pc, in the same slots: where Swift's async frames keep their context (cc_async.c). */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
-                            uint64_t *frames, uint32_t max, uint32_t *omitted, int *truncated) {
+                            uint64_t *frames, uint64_t *fps, uint32_t max, uint32_t *omitted, int *truncated) {
     *truncated = 0;
     *omitted = 0;
     if (max == 0) return 0;
@@ -89,6 +121,7 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     uint64_t total = 0;
     if (unw_init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
         frames[0] = cc__context_pc(uc);
+        if (fps) fps[0] = cc__context_fp(uc);
         return 1;
     }
     unw_word_t last_ip = 0, last_sp = 0;
@@ -99,8 +132,13 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
         unw_get_reg(cursor, UNW_REG_SP, &sp);
         if (total > 0 && ip == last_ip && sp == last_sp) break;
         if (total == CC__UNWIND_STEP_LIMIT) { *truncated = 1; break; }
-        if (total < top) frames[total] = (uint64_t)ip;
-        else if (ring > 0) frames[top + (uint32_t)((total - top) % ring)] = (uint64_t)ip;
+        unw_word_t fp = 0;
+        if (fps) unw_get_reg(cursor, CC__UNW_FP, &fp);
+        uint32_t slot = total < top ? (uint32_t)total : ring > 0 ? top + (uint32_t)((total - top) % ring) : UINT32_MAX;
+        if (slot != UINT32_MAX) {
+            frames[slot] = (uint64_t)ip;
+            if (fps) fps[slot] = (uint64_t)fp;
+        }
         total++;
         last_ip = ip;
         last_sp = sp;
@@ -114,13 +152,21 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
         if (unw_step(cursor) > 0) continue;
         break;
     }
-    if (total == 0) { frames[0] = cc__context_pc(uc); return 1; }
+    if (total == 0) {
+        frames[0] = cc__context_pc(uc);
+        if (fps) fps[0] = cc__context_fp(uc);
+        return 1;
+    }
     if (total <= max) return (uint32_t)total;
     /* The ring holds the outermost `ring` frames; rotate it so they run inner to outer. */
     static uint64_t rotated[CC__MAX_FRAMES];
     uint32_t oldest = (uint32_t)((total - top) % ring);
     for (uint32_t i = 0; i < ring; i++) rotated[i] = frames[top + (oldest + i) % ring];
     for (uint32_t i = 0; i < ring; i++) frames[top + i] = rotated[i];
+    if (fps) {
+        for (uint32_t i = 0; i < ring; i++) rotated[i] = fps[top + (oldest + i) % ring];
+        for (uint32_t i = 0; i < ring; i++) fps[top + i] = rotated[i];
+    }
     *omitted = total - max > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - max);
     *truncated = 1;
     return max;

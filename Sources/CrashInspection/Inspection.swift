@@ -6,8 +6,9 @@ import Foundation
 /// A thread whose frames have been through the symbolicator.
 public struct InspectedThread: Sendable {
     public var thread: CrashThread
-    /// One entry per recorded address; inlined frames expand it to several, innermost first.
-    public var frames: [[SymbolicatedFrame]]
+    /// The frames as a Swift backtrace shows them (async callers after the first async frame,
+    /// ``ThreadFrames``); each one's `symbols` expand inlined code, innermost first.
+    public var frames: [ThreadFrame]
 }
 
 /// A record and everything derived from it.
@@ -25,8 +26,12 @@ public struct Inspection: Sendable {
         self.record = record
         let ordered = record.threads.filter(\.crashed) + record.threads.filter { !$0.crashed }
         self.threads = ordered.map { thread in
-            let frames = symbolicator?.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images)
-                ?? thread.frames.map { [SymbolicatedFrame(address: $0, inlined: false)] }
+            let frames = symbolicator?.threadFrames(of: thread, images: record.images)
+                ?? ThreadFrames.resolve(thread) { $0.map { _ in false } }.map {
+                    var frame = $0
+                    frame.symbols = [SymbolicatedFrame(address: $0.address, inlined: false)]
+                    return frame
+                }
             return InspectedThread(thread: thread, frames: frames)
         }
     }
@@ -42,7 +47,7 @@ public struct Inspection: Sendable {
 
     /// The innermost frame of the program's own code (not libc, not the Swift runtime).
     public var topFrameOfOurCode: SymbolicatedFrame? {
-        crashed?.frames.joined().first { !Self.isSystemImage($0.image) }
+        crashed?.frames.flatMap(\.symbols).first { !Self.isSystemImage($0.image) }
     }
 
     /// How a frame reads in one short line: the symbol, or image+offset without one.
@@ -55,9 +60,11 @@ public struct Inspection: Sendable {
 
     /// A crash signature that survives ASLR and rebuilds of unrelated code: the signal and the
     /// first three frames of the program's own code by symbol (image+offset where there is none),
-    /// or the first three frames at all when none is the program's.
+    /// or the first three frames at all when none is the program's. Async callers count as
+    /// frames (``ThreadFrames``), so crashes in two request handlers that share their innermost
+    /// code but not their callers group apart, as they do not when the executor's frames follow.
     public var signature: String {
-        let all = crashed?.frames.joined().map { $0 } ?? []
+        let all = crashed?.frames.flatMap(\.symbols) ?? []
         // CrashCapture's own thread trampoline (cc__*) is in every thread started after install.
         let ours = all.filter { !Self.isSystemImage($0.image) && !($0.symbol ?? "").hasPrefix("cc__") }
         // "closure #14 in …" renumbers when unrelated closures are added nearby: drop the numbers.

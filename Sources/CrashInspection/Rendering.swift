@@ -41,7 +41,7 @@ public enum Rendering {
             }
             out.append(contentsOf: threadText(thread))
         }
-        let problems = Set(inspection.threads.flatMap { $0.frames.joined().compactMap(\.problem) }).sorted()
+        let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
         if !problems.isEmpty {
             out.append("")
             out.append("Symbolication")
@@ -91,12 +91,13 @@ public enum Rendering {
         if let state = stackState(thread) { flags.append(state) }
         if thread.truncated && thread.omittedFrames == 0 { flags.append("stopped at the unwind step limit") }
         var out = ["  thread \(thread.tid) \"\(thread.name)\"\(thread.crashed ? " (crashed)" : "")\(flags.isEmpty ? "" : " — " + flags.joined(separator: ", "))"]
-        for (index, group) in inspected.frames.enumerated() {
-            if thread.omittedFrames > 0 && index == thread.innermostFrameCount {
+        for (position, threadFrame) in inspected.frames.enumerated() {
+            if thread.omittedFrames > 0 && threadFrame.physicalIndex == thread.innermostFrameCount {
                 out.append("       … \(thread.omittedFrames) frames omitted …")
             }
-            for frame in group {
-                let number = frame.inlined ? "   " : String(format: "%3d", depth(of: index, in: thread))
+            let async = threadFrame.kind == .asyncResumePoint ? " [async]" : ""
+            for frame in threadFrame.symbols {
+                let number = frame.inlined ? "   " : String(format: "%3d", depth(of: threadFrame, at: position, in: thread))
                 let location = frame.file.map { f in
                     "  \((f as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")\(frame.column.map { ":\($0)" } ?? "")"
                 } ?? ""
@@ -104,15 +105,17 @@ public enum Rendering {
                 // The full reason is listed once under "Symbolication"; a frame names it short.
                 let problem = frame.problem.map { "  [\($0.split(separator: ":").first.map(String.init) ?? $0)]" } ?? ""
                 let inlined = frame.inlined ? " [inlined]" : ""
-                out.append("  \(number)  \(String(format: "0x%016llx", frame.address))  \(image)  \(Inspection.label(frame))\(inlined)\(location)\(problem)")
+                out.append("  \(number)  \(String(format: "0x%016llx", frame.address))  \(image)\(async)  \(Inspection.label(frame))\(inlined)\(location)\(problem)")
             }
         }
         return out
     }
 
-    /// A frame's depth in the whole stack: frames after the omitted ones keep their true depth.
-    static func depth(of index: Int, in thread: CrashThread) -> Int {
-        index < thread.innermostFrameCount ? index : index + thread.omittedFrames
+    /// A frame's depth in the whole stack: frames after the omitted ones keep their true depth
+    /// (async frames follow the physical ones they continue).
+    static func depth(of frame: ThreadFrame, at position: Int, in thread: CrashThread) -> Int {
+        let index = frame.physicalIndex ?? position
+        return index < thread.innermostFrameCount ? index : index + thread.omittedFrames
     }
 
     /// Bytes of a memory window the text view shows.
@@ -198,10 +201,11 @@ public enum Rendering {
                 "stack": stackSource(inspected.thread), "alsoCrashed": inspected.thread.alsoCrashed,
                 "omittedFrames": inspected.thread.omittedFrames,
                 "registers": Dictionary(inspected.thread.registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a }),
-                "frames": inspected.frames.enumerated().flatMap { index, group in
-                    group.map { frame -> [String: Any] in
+                "frames": inspected.frames.enumerated().flatMap { position, threadFrame in
+                    threadFrame.symbols.map { frame -> [String: Any] in
                         [
-                            "index": depth(of: index, in: inspected.thread),
+                            "index": depth(of: threadFrame, at: position, in: inspected.thread),
+                            "kind": threadFrame.kind.rawValue,
                             "address": Explanation.hex(frame.address),
                             "image": frame.image ?? NSNull(),
                             "imageOffset": frame.imageOffset.map { Explanation.hex($0) as Any } ?? NSNull(),

@@ -368,6 +368,9 @@ public struct CrashThread: Sendable, Equatable {
     public var omittedFrames: Int
     /// Program counters, innermost first.
     public var frames: [UInt64]
+    /// Swift async context chains read from this thread's frames (`CC_SEC_ASYNC_CHAIN`), raw:
+    /// which frame is async is decided with symbols (CrashSymbolication's `AsyncFrames`).
+    public var asyncChains: [AsyncContextChain] = []
 
     /// How many of `frames` come before the omitted ones (all of them when none were omitted).
     public var innermostFrameCount: Int {
@@ -405,6 +408,95 @@ public struct CrashThread: Sendable, Equatable {
         self.registers = registers
         self.omittedFrames = omittedFrames
         self.frames = frames
+    }
+}
+
+/// A chain of Swift async contexts found from one frame of a thread (`CC_SEC_ASYNC_CHAIN`): each
+/// link's `resume` is where its parent async function resumes — one async frame.
+public struct AsyncContextChain: Sendable, Equatable {
+    /// Where the first context came from.
+    public enum Source: Sendable, Equatable {
+        /// The word at the frame's fp - 8, where Swift's async frames keep their context.
+        case framePointer
+        /// Frame 0's async context register (r14 / x22).
+        case contextRegister
+    }
+
+    /// Why the chain stops after its last link.
+    public enum End: Sendable, Equatable {
+        /// The last context's Parent is 0: the task's first context (the chain is whole).
+        case parentNull
+        /// The next context could not be read.
+        case unreadable
+        /// The next context is not 16-byte aligned.
+        case misaligned
+        /// The next context is already in this chain.
+        case cycle
+        /// The writer's link limit was reached.
+        case limit
+        /// The next context's resume point is 0 or outside every loaded image.
+        case notCode
+        /// The next context (the last link's `parent`) is a link of an earlier chain of this thread.
+        case joinsEarlierChain
+        /// A value this reader does not know.
+        case unknown(UInt32)
+    }
+
+    /// One context: its address, its Parent and its ResumeParent.
+    public struct Link: Sendable, Equatable {
+        public var context: UInt64
+        public var parent: UInt64
+        public var resume: UInt64
+
+        /// Creates a link.
+        public init(context: UInt64, parent: UInt64, resume: UInt64) {
+            self.context = context
+            self.parent = parent
+            self.resume = resume
+        }
+    }
+
+    /// The physical frame (index into the thread's `frames`) the chain starts from.
+    public var frameIndex: Int
+    public var source: Source
+    /// The first context.
+    public var firstContext: UInt64
+    /// The links, first context first; empty when `firstContext` is a link of an earlier chain.
+    public var links: [Link]
+    public var end: End
+
+    /// Creates a chain.
+    public init(frameIndex: Int, source: Source, firstContext: UInt64, links: [Link], end: End) {
+        self.frameIndex = frameIndex
+        self.source = source
+        self.firstContext = firstContext
+        self.links = links
+        self.end = end
+    }
+}
+
+extension CrashThread {
+    /// The links that follow from `context`, across the chains of this thread that share them
+    /// (a chain may end where it joins an earlier one), without repeating a context.
+    public func asyncLinks(from context: UInt64) -> [AsyncContextChain.Link] {
+        var byContext: [UInt64: AsyncContextChain.Link] = [:]
+        for chain in asyncChains {
+            for link in chain.links where byContext[link.context] == nil { byContext[link.context] = link }
+        }
+        var result: [AsyncContextChain.Link] = []
+        var seen: Set<UInt64> = []
+        var next = context
+        while let link = byContext[next], seen.insert(next).inserted {
+            result.append(link)
+            if link.parent == 0 { break }
+            next = link.parent
+        }
+        return result
+    }
+
+    /// The chain that starts at frame `index` from `source`, if one was recorded.
+    public func asyncChain(atFrame index: Int, source: AsyncContextChain.Source) -> AsyncContextChain? {
+        asyncChains.first { $0.frameIndex == index && $0.source == source }
     }
 }
 

@@ -281,6 +281,8 @@ private struct RecordParser {
     var record = CrashRecord()
     /// CC_SEC_THREAD_REGISTERS by tid, attached to their threads once every section is read.
     var threadRegisters: [Int32: [Register]] = [:]
+    /// CC_SEC_ASYNC_CHAIN by tid, attached to their threads once every section is read.
+    var asyncChains: [Int32: [AsyncContextChain]] = [:]
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -292,6 +294,11 @@ private struct RecordParser {
         // Each thread's own registers (CC_SEC_THREAD_REGISTERS), wherever they stood.
         for index in record.threads.indices where !record.threads[index].crashed {
             record.threads[index].registers = threadRegisters[record.threads[index].tid] ?? []
+        }
+        for index in record.threads.indices {
+            // A chain names a frame of its thread; one past the frames is damage, not a chain.
+            let count = record.threads[index].frames.count
+            record.threads[index].asyncChains = (asyncChains[record.threads[index].tid] ?? []).filter { $0.frameIndex < count }
         }
         return record
     }
@@ -407,6 +414,7 @@ private struct RecordParser {
         case CC_SEC_THREAD_REGISTERS.rawValue: try decodeThreadRegisters(payload)
         case CC_SEC_MEMORY.rawValue: try decodeMemory(payload)
         case CC_SEC_THREAD.rawValue: try decodeThread(payload)
+        case CC_SEC_ASYNC_CHAIN.rawValue: try decodeAsyncChain(payload)
         case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
         case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
         case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
@@ -552,6 +560,46 @@ private struct RecordParser {
             omittedFrames: Int(p.u32(Layout.offset(\S.omitted_frames))),
             frames: frames
         ))
+    }
+
+    private mutating func decodeAsyncChain(_ p: ByteView) throws {
+        typealias S = cc_sec_async_chain_t
+        typealias L = cc_async_link_t
+        try require(p, holds: S.self, "async chain")
+        let count = Int(p.u32(Layout.offset(\S.link_count)))
+        let fixed = Layout.size(S.self)
+        let entry = Layout.size(L.self)
+        let (needed, overflow) = count.multipliedReportingOverflow(by: entry)
+        guard !overflow, needed <= p.count - fixed else {
+            throw SectionDamage(reason: "\(count) async links do not fit in a \(p.count)-byte async chain payload")
+        }
+        var links: [AsyncContextChain.Link] = []
+        links.reserveCapacity(count)
+        for index in 0 ..< count {
+            let base = fixed + index * entry
+            links.append(.init(context: p.u64(base + Layout.offset(\L.context)), parent: p.u64(base + Layout.offset(\L.parent)),
+                               resume: p.u64(base + Layout.offset(\L.resume))))
+        }
+        let flags = p.u32(Layout.offset(\S.flags))
+        let endValue = p.u32(Layout.offset(\S.end))
+        let end: AsyncContextChain.End
+        switch endValue {
+        case CC_ASYNC_END_PARENT_NULL.rawValue: end = .parentNull
+        case CC_ASYNC_END_UNREADABLE.rawValue: end = .unreadable
+        case CC_ASYNC_END_MISALIGNED.rawValue: end = .misaligned
+        case CC_ASYNC_END_CYCLE.rawValue: end = .cycle
+        case CC_ASYNC_END_LIMIT.rawValue: end = .limit
+        case CC_ASYNC_END_NOT_CODE.rawValue: end = .notCode
+        case CC_ASYNC_END_SEEN.rawValue: end = .joinsEarlierChain
+        default: end = .unknown(endValue)
+        }
+        let tid = p.i32(Layout.offset(\S.tid))
+        asyncChains[tid, default: []].append(AsyncContextChain(
+            frameIndex: Int(p.u32(Layout.offset(\S.frame_index))),
+            source: flags & CC_ASYNC_CONTEXT_REGISTER != 0 ? .contextRegister : .framePointer,
+            firstContext: p.u64(Layout.offset(\S.first_context)),
+            links: links,
+            end: end))
     }
 
     private mutating func decodeImage(_ p: ByteView) throws {

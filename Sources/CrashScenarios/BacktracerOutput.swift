@@ -1,4 +1,6 @@
-// BacktracerOutput.swift — comparing what the Swift runtime (its fatal-error stack trace, its backtracer) printed or wrote in two runs.
+// BacktracerOutput.swift — comparing what the Swift runtime (its fatal-error stack trace, its backtracer) printed or wrote in two runs, and a record's frames with the backtracer's.
+import CrashRecordFormat
+import CrashSymbolication
 import Foundation
 
 public enum RuntimeOutput {
@@ -99,6 +101,60 @@ public enum BacktracerOutput {
             }
             return "\(kind) \(image)@\(relative) \(symbol)\(offset)"
         }
+    }
+
+    /// The crashed thread's frames of a report as (kind, image name, offset from the image's
+    /// base), without the entries that are not addresses (`truncated`, `omittedFrames`) or that
+    /// repeat one (inlined frames); and whether the backtracer cut its walk short.
+    public static func reportFrames(_ report: [String: Any]) -> (frames: [String], truncated: Bool) {
+        let threads = report["threads"] as? [[String: Any]] ?? []
+        guard let crashed = threads.first(where: { $0["crashed"] as? Bool == true }) else { return ([], false) }
+        var bases: [String: UInt64] = [:]
+        for image in report["images"] as? [[String: Any]] ?? [] {
+            if let name = image["name"] as? String, let base = (image["baseAddress"] as? String).flatMap(parseHex) { bases[name] = base }
+        }
+        var frames: [String] = []
+        var truncated = false
+        for frame in crashed["frames"] as? [[String: Any]] ?? [] {
+            let kind = frame["kind"] as? String ?? "?"
+            if kind == "truncated" || kind == "omittedFrames" { truncated = true; continue }
+            if frame["inlined"] as? Bool == true { continue }
+            guard let address = (frame["address"] as? String).flatMap(parseHex) else { continue }
+            let image = frame["image"] as? String ?? "?"
+            let offset = bases[image].map { address >= $0 ? "0x" + String(address - $0, radix: 16) : "?" } ?? "?"
+            frames.append("\(kind) \(image)@\(offset)")
+        }
+        return (frames, truncated)
+    }
+
+    /// A record's frames (``Symbolicator/threadFrames(of:images:)``) in the same form.
+    public static func recordFrames(_ frames: [ThreadFrame], images: [CrashImage]) -> [String] {
+        frames.map { frame in
+            let image = images.first { $0.contains(frame.address) }
+            let name = image.map { ($0.path as NSString).lastPathComponent } ?? "?"
+            let offset = image.map { "0x" + String(frame.address - $0.base, radix: 16) } ?? "?"
+            return "\(frame.kind.rawValue) \(name)@\(offset)"
+        }
+    }
+
+    /// The record's crashed-thread frames against the backtracer's JSON report of the same
+    /// crash (the one report in `backtracerDirectory`), frame for frame: kind, image and offset
+    /// in the image, async resume points included. Where the backtracer cut its walk short
+    /// (a `truncated` entry) the record may go on past it; otherwise it must end where the
+    /// report ends. Failures, or [].
+    public static func compareRecordFrames(_ frames: [ThreadFrame], images: [CrashImage], backtracerDirectory: String) -> [String] {
+        var failures: [String] = []
+        guard let report = loadReport(in: backtracerDirectory, failures: &failures, label: "backtracer run") else { return failures }
+        let (theirs, truncated) = reportFrames(report)
+        let mine = recordFrames(frames, images: images)
+        if theirs.isEmpty { return ["the backtracer's report has no crashed-thread frames"] }
+        for (index, pair) in zip(mine, theirs).enumerated() where pair.0 != pair.1 {
+            return ["frame \(index) is \(pair.0), the backtracer's is \(pair.1); record: \(mine), backtracer: \(theirs)"]
+        }
+        if mine.count < theirs.count || (!truncated && mine.count != theirs.count) {
+            failures.append("the record has \(mine.count) crashed-thread frames, the backtracer \(theirs.count)\(truncated ? " (cut short)" : ""); record: \(mine), backtracer: \(theirs)")
+        }
+        return failures
     }
 
     static func parseHex(_ text: String) -> UInt64? {

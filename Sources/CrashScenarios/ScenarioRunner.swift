@@ -65,10 +65,14 @@ public struct RunOutcome: Sendable {
     public var leftRunning: [ChildProcess.Leftover]
     /// The same scenario with `CRASHCAPTURE_DISABLE=1`; nil when it was not run.
     public var reference: ProcessOutcome?
+    /// For a scenario with `backtracerReference`: the same scenario with CrashCapture disabled
+    /// and Swift's backtracer writing its JSON report into this run's directory.
+    public var backtracerRun: ProcessOutcome?
 
     public init(scenario: String, ending: Scenario.Ending?, seconds: Double, stderr: String, stdout: String, recordFiles: [String],
                 ownRecordFiles: [String], childRecordFiles: [String], directory: String, pid: pid_t,
-                leftRunning: [ChildProcess.Leftover], reference: ProcessOutcome?) {
+                leftRunning: [ChildProcess.Leftover], reference: ProcessOutcome?, backtracerRun: ProcessOutcome? = nil) {
+        self.backtracerRun = backtracerRun
         self.scenario = scenario
         self.ending = ending
         self.seconds = seconds
@@ -108,17 +112,25 @@ public enum ScenarioRunner {
             try FileManager.default.createDirectory(atPath: referenceDirectory, withIntermediateDirectories: true)
             referenceOutcome = try spawn(scenario, harness: harness, directory: referenceDirectory, timeout: timeout, captureDisabled: true)
         }
+        var backtracerRun: ProcessOutcome?
+        if scenario.backtracerReference {
+            let backtracerDirectory = directory + "-backtracer"
+            try FileManager.default.createDirectory(atPath: backtracerDirectory, withIntermediateDirectories: true)
+            backtracerRun = try spawn(scenario, harness: harness, directory: backtracerDirectory, timeout: timeout, captureDisabled: true,
+                                      backtracer: "enable=yes,interactive=no,format=json,output-to=\(backtracerDirectory)")
+        }
         let files = recordFiles(in: directory)
         let forked = scenario.record?.forkedChild ?? false
         let own = files.filter { (recordPid($0) == main.pid) != forked }
         let children = forked ? [] : files.filter { recordPid($0) != main.pid }
         return RunOutcome(scenario: scenario.name, ending: main.ending, seconds: main.seconds, stderr: main.stderr, stdout: main.stdout,
                           recordFiles: files, ownRecordFiles: own, childRecordFiles: children, directory: directory,
-                          pid: main.pid, leftRunning: main.leftRunning, reference: referenceOutcome)
+                          pid: main.pid, leftRunning: main.leftRunning, reference: referenceOutcome, backtracerRun: backtracerRun)
     }
 
     /// One child: its ending, output (the directory replaced by `<dir>`), group leftovers.
-    static func spawn(_ scenario: Scenario, harness: String, directory: String, timeout: Double, captureDisabled: Bool) throws -> ProcessOutcome {
+    static func spawn(_ scenario: Scenario, harness: String, directory: String, timeout: Double, captureDisabled: Bool,
+                      backtracer: String? = nil) throws -> ProcessOutcome {
         let stdoutPath = directory + ".stdout", stderrPath = directory + ".stderr"
         defer {
             try? FileManager.default.removeItem(atPath: stdoutPath)
@@ -129,6 +141,7 @@ public enum ScenarioRunner {
         environment.removeValue(forKey: CrashCapture.disableEnvironmentVariable)
         for (key, value) in scenario.environment { environment[key] = value.replacingOccurrences(of: "{dir}", with: directory) }
         if captureDisabled { environment[CrashCapture.disableEnvironmentVariable] = "1" }
+        if let backtracer { environment["SWIFT_BACKTRACE"] = backtracer }
         let child = try ChildProcess.run(harness, ["run", scenario.name, "--dir", directory], environment: environment,
                                          stdout: stdoutPath, stderr: stderrPath, timeout: timeout, ownProcessGroup: true)
         let ending: Scenario.Ending?
@@ -321,14 +334,27 @@ public enum ScenarioRunner {
             failures.append("frame 0 is \(thread.frames.first.map { "0x" + String($0, radix: 16) } ?? "missing"), expected 0x\(String(first, radix: 16))")
         }
         failures += checkOtherThreads(record, expected: expected)
-        let symbolicated = symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images)
-        let frameNames = symbolicated.flatMap { $0.map { $0.symbol ?? "?" } }
+        let threadFrames = symbolicator.threadFrames(of: thread, images: record.images)
+        let frameNames = threadFrames.flatMap { $0.symbols.map { $0.symbol ?? "?" } }
         var remaining = expected.frames[...]
         for name in frameNames where !remaining.isEmpty && name.contains(remaining.first!) {
             remaining = remaining.dropFirst()
         }
         if let missing = remaining.first {
             failures.append("frames lack \(missing) (in order \(expected.frames)); got \(frameNames.count) frames: \(abbreviate(frameNames))")
+        }
+        if !expected.otherThreadAsyncFrames.isEmpty {
+            let found = record.threads.filter { !$0.crashed }.contains { other in
+                let names = symbolicator.threadFrames(of: other, images: record.images)
+                    .flatMap { $0.symbols.map { $0.symbol ?? "?" } }
+                var left = expected.otherThreadAsyncFrames[...]
+                for name in names where !left.isEmpty && name.contains(left.first!) { left = left.dropFirst() }
+                return left.isEmpty
+            }
+            if !found { failures.append("no other thread's frames hold \(expected.otherThreadAsyncFrames) (a task mid-chain)") }
+        }
+        if let run = outcome.backtracerRun {
+            failures += BacktracerOutput.compareRecordFrames(threadFrames, images: record.images, backtracerDirectory: run.directory)
         }
         return (failures, frameNames)
     }

@@ -77,6 +77,9 @@ public struct Scenario: Sendable {
         public var minimumOtherThreads: Int = 0
         /// A note the record must carry (substring).
         public var note: String?
+        /// Function names that must appear in this order among the async frames of a thread
+        /// other than the crashed one (a task mid-chain on another thread).
+        public var otherThreadAsyncFrames: [String] = []
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the
@@ -109,6 +112,10 @@ public struct Scenario: Sendable {
     public let maxSeconds: Double?
     /// Further checks of a finished run (e.g. files the scenario leaves); failures, or [].
     public let check: (@Sendable (RunOutcome) -> [String])?
+    /// The scenario is also run with CrashCapture disabled and Swift's backtracer writing its
+    /// JSON report, and the record's crashed-thread frames (async ones included) must be the
+    /// report's, frame for frame by image offset.
+    public let backtracerReference: Bool
     /// Environment for the child on top of the harness defaults; `{dir}` in a value becomes
     /// the run's directory.
     public let environment: [String: String]
@@ -127,8 +134,10 @@ public struct Scenario: Sendable {
         beforeStart: (@Sendable () -> Void)? = nil,
         configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)? = nil,
         check: (@Sendable (RunOutcome) -> [String])? = nil,
+        backtracerReference: Bool = false,
         perform: @escaping @Sendable (ScenarioContext) -> Void
     ) {
+        self.backtracerReference = backtracerReference
         self.name = name
         self.summary = summary
         self.ending = ending
@@ -206,7 +215,10 @@ public enum Scenarios {
     static let phdrMarker = "crash-harness: previous handler ran while the loader lock was held\n"
 
     /// Every scenario, in the order `list` prints them.
-    public static let all: [Scenario] = [
+    /// Every scenario: the synchronous ones, then the async ones (AsyncScenarios.swift).
+    public static let all: [Scenario] = basicScenarios + asyncScenarios
+
+    static let basicScenarios: [Scenario] = [
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
                  ending: .signal(SIGSEGV),
                  record: nullDereference())

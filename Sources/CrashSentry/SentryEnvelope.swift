@@ -5,21 +5,6 @@ import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-/// A function name known locally for an address (e.g. from the ``Symbolicator``). Several for
-/// one address when code was inlined there, innermost first, the last one the function the
-/// address physically lies in — the only one sent (file, line and inlined frames are Sentry's
-/// symbolication's to add, so they are not carried here).
-public struct SentryFrameSymbol: Sendable, Equatable {
-    public var function: String?
-    /// True for a function inlined into the next one in the list.
-    public var inlined: Bool
-
-    public init(function: String?, inlined: Bool = false) {
-        self.function = function
-        self.inlined = inlined
-    }
-}
-
 /// The distribution fields of os-release(5) that sentry-native sends in `contexts.os`.
 public struct SentryOSRelease: Sendable, Equatable {
     /// `ID`, e.g. "debian" (sentry-native's `distribution_name`).
@@ -92,17 +77,18 @@ public enum SentryEnvelope {
     /// - Parameters:
     ///   - eventID: 32 hex digits (dashes are removed), normally ``eventID(rawRecord:)``.
     ///   - sentAt: when the envelope is sent; the caller sets it at send time.
-    ///   - symbols: function names known locally for an address; see ``event(record:eventID:symbols:osRelease:readImageFiles:)``.
+    ///   - frames: each thread's frames as Swift's backtracer shows them, with names where known
+    ///     locally; see ``event(record:eventID:frames:osRelease:readImageFiles:)``.
     ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
     ///     (the uploader, at the next launch on that machine: ``SentryOSRelease/current(paths:)``).
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
     public static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date,
-        symbols: ((UInt64) -> [SentryFrameSymbol]?)? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
-        let event = self.event(record: record, eventID: id, symbols: symbols, osRelease: osRelease, readImageFiles: readImageFiles)
+        let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
         let eventData = json(event)
         var out = json(["event_id": id, "sent_at": isoTime(sentAt)]) + [0x0A]
         out += json(["type": "event", "length": eventData.count, "content_type": "application/json"]) + [0x0A]
@@ -116,19 +102,28 @@ public enum SentryEnvelope {
     }
 
     /// The event payload (Sentry's native-crash event shape, as sentry-native's inproc backend
-    /// sends it): one stack frame per recorded address, outermost caller first, the addresses
-    /// exactly as recorded. Frame 0 of a thread unwound from the signal context is the exact pc
-    /// and the others are return addresses, which `instruction_addr_adjustment: all_but_first`
-    /// tells Sentry's symbolicator ("all" for a thread whose frame 0 is a return address too).
+    /// sends it): one stack frame per frame Swift's backtracer would show, outermost caller
+    /// first. A thread without async frames is sent as recorded: frame 0 of a thread unwound
+    /// from the signal context is the exact pc and the others are return addresses, which
+    /// `instruction_addr_adjustment: all_but_first` tells Sentry's symbolicator ("all" for a
+    /// thread whose frame 0 is a return address too). A thread with async frames mixes return
+    /// addresses with resume points (function entries that must not be adjusted), which no
+    /// stack-wide setting can say: its addresses are adjusted here, per frame kind, the way
+    /// Sentry would (a return address to its call instruction: less 1 on x86-64, less 4 on
+    /// arm64), and sent with `instruction_addr_adjustment: none`.
     ///
-    /// `symbols` may give each address its locally known function: only the function the address
-    /// physically lies in (the last, non-inlined entry) is sent, as `function`, like sentry-native's
-    /// `symbolize_stacktraces`; no file, line or inlined frames, which Sentry's own symbolication
-    /// adds (and replaces `function` with) when it has the debug file.
+    /// `frames` gives each thread's frames (``ThreadFrames``), with their locally known names:
+    /// only the function an address physically lies in (the last, non-inlined entry) is sent, as
+    /// `function`, like sentry-native's `symbolize_stacktraces`; no file, line or inlined frames,
+    /// which Sentry's own symbolication adds (and replaces `function` with) when it has the debug
+    /// file. Without it the frames are resolved here from the symbol tables of the images on
+    /// this machine (``ImageSymbols``), without names.
     public static func event(
-        record: CrashRecord, eventID: String, symbols: ((UInt64) -> [SentryFrameSymbol]?)? = nil,
+        record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
         osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
     ) -> [String: Any] {
+        let local = ImageSymbols(images: record.images)
+        let framesOf = frames ?? { ThreadFrames.resolve($0, isAsyncFunction: local.isAsyncFunction) }
         let signal = record.signal
         let crashed = record.crashedThread
         let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }
@@ -143,7 +138,7 @@ public enum SentryEnvelope {
                                         "value": exceptionValue(record), "mechanism": mechanism]
         if let crashed {
             exception["thread_id"] = Int(crashed.tid)
-            var stacktrace = self.stacktrace(crashed, record: record, symbols: symbols)
+            var stacktrace = self.stacktrace(crashed, frames: framesOf(crashed), record: record)
             if !record.registers.isEmpty {
                 stacktrace["registers"] = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
             }
@@ -165,7 +160,7 @@ public enum SentryEnvelope {
             "threads": ["values": record.threads.map { thread -> [String: Any] in
                 var value: [String: Any] = ["id": Int(thread.tid), "crashed": thread.crashed, "current": thread.crashed]
                 if !thread.name.isEmpty { value["name"] = thread.name }
-                if !thread.frames.isEmpty { value["stacktrace"] = stacktrace(thread, record: record, symbols: symbols) }
+                if !thread.frames.isEmpty { value["stacktrace"] = stacktrace(thread, frames: framesOf(thread), record: record) }
                 return value
             }],
             "debug_meta": ["images": images],
@@ -186,15 +181,29 @@ public enum SentryEnvelope {
         return event
     }
 
-    /// One frame per address, outermost first.
-    static func stacktrace(_ thread: CrashThread, record: CrashRecord, symbols: ((UInt64) -> [SentryFrameSymbol]?)?) -> [String: Any] {
-        let frames = thread.frames.reversed().map { address -> [String: Any] in
+    /// One frame per thread frame, outermost first (see ``event(record:eventID:frames:osRelease:readImageFiles:)``).
+    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord) -> [String: Any] {
+        let hasAsync = frames.contains { $0.kind == .asyncResumePoint }
+        let sent = frames.reversed().map { threadFrame -> [String: Any] in
+            let address = hasAsync ? callAddress(threadFrame, architecture: record.architecture) : threadFrame.address
             var frame: [String: Any] = ["instruction_addr": hex(address)]
-            if let image = record.image(containing: address) { frame["package"] = codeFile(image.path) }
-            if let function = symbols?(address)?.last(where: { !$0.inlined })?.function { frame["function"] = function }
+            if let image = record.image(containing: threadFrame.address) { frame["package"] = codeFile(image.path) }
+            if let function = threadFrame.symbols.last(where: { !$0.inlined })?.symbol { frame["function"] = function }
             return frame
         }
-        return ["frames": frames, "instruction_addr_adjustment": thread.framesFromSignalContext ? "all_but_first" : "all"]
+        let adjustment = hasAsync ? "none" : thread.framesFromSignalContext ? "all_but_first" : "all"
+        return ["frames": sent, "instruction_addr_adjustment": adjustment]
+    }
+
+    /// The address Sentry's symbolicator should look up for a frame: a return address moved
+    /// back into its call instruction as symbolic's `caller_address` does (x86-64: less 1; arm64:
+    /// less 4, instruction-aligned), a pc or an async resume point (a function entry) as is.
+    public static func callAddress(_ frame: ThreadFrame, architecture: CrashRecord.Architecture) -> UInt64 {
+        guard frame.kind == .returnAddress, frame.address >= 4 else { return frame.address }
+        switch architecture {
+        case .aarch64: return (frame.address - 4) & ~3
+        default: return frame.address - 1
+        }
     }
 
     /// `contexts.os` as sentry-native fills it on Linux from uname and os-release: `name` the

@@ -17,6 +17,8 @@ public struct SymbolicatedFrame: Sendable, Equatable {
     public var imageOffset: UInt64?
     /// Demangled function name, or nil when unknown.
     public var symbol: String?
+    /// The function's name as the symbolizer gave it (mangled for Swift), or nil when unknown.
+    public var mangledSymbol: String?
     public var file: String?
     public var line: Int?
     public var column: Int?
@@ -26,11 +28,13 @@ public struct SymbolicatedFrame: Sendable, Equatable {
     public var problem: String?
 
     public init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
-                file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil) {
+                file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil,
+                mangledSymbol: String? = nil) {
         self.address = address
         self.image = image
         self.imageOffset = imageOffset
         self.symbol = symbol
+        self.mangledSymbol = mangledSymbol
         self.file = file
         self.line = line
         self.column = column
@@ -109,6 +113,12 @@ public final class Symbolicator: @unchecked Sendable {
     /// context); other frames are return addresses and are looked up one byte earlier, so the
     /// line is the call's, not the next statement's.
     public func symbolicate(frames: [UInt64], firstIsExact: Bool, images: [CrashImage]) -> [[SymbolicatedFrame]] {
+        symbolicate(addresses: frames, exact: frames.indices.map { $0 == 0 && firstIsExact }, images: images)
+    }
+
+    /// Symbolicates addresses one by one: an `exact` one is looked up as is (a pc, an async
+    /// resume point), any other one byte earlier (a return address: the call before it).
+    public func symbolicate(addresses frames: [UInt64], exact: [Bool], images: [CrashImage]) -> [[SymbolicatedFrame]] {
         var result: [[SymbolicatedFrame]] = frames.map { [SymbolicatedFrame(address: $0, inlined: false)] }
         var byImage: [Int: [(index: Int, lookup: UInt64)]] = [:]
         for (index, address) in frames.enumerated() {
@@ -117,7 +127,7 @@ public final class Symbolicator: @unchecked Sendable {
                 continue
             }
             result[index][0].image = images[imageIndex].path
-            let lookup = (index == 0 && firstIsExact) || address == 0 ? address : address - 1
+            let lookup = (index < exact.count && exact[index]) || address == 0 ? address : address - 1
             byImage[imageIndex, default: []].append((index, lookup))
         }
         for (imageIndex, entries) in byImage {
@@ -294,14 +304,15 @@ public final class Symbolicator: @unchecked Sendable {
     static func frames(fromEntry entry: [String: Any]) -> [SymbolicatedFrame] {
         let symbols = entry["Symbol"] as? [[String: Any]] ?? []
         return symbols.compactMap { symbol -> SymbolicatedFrame? in
-            let name = SwiftDemangler.demangle(symbol["FunctionName"] as? String ?? "")
+            let mangled = symbol["FunctionName"] as? String ?? ""
+            let name = SwiftDemangler.demangle(mangled)
             if name.isEmpty || name == "??" { return nil }
             let file = symbol["FileName"] as? String ?? ""
             let line = symbol["Line"] as? Int ?? 0
             let column = symbol["Column"] as? Int ?? 0
             return SymbolicatedFrame(
                 address: 0, symbol: name, file: file.isEmpty ? nil : file,
-                line: line > 0 ? line : nil, column: column > 0 ? column : nil)
+                line: line > 0 ? line : nil, column: column > 0 ? column : nil, mangledSymbol: mangled)
         }
     }
 }

@@ -242,18 +242,12 @@ extension CrashInspect {
 
         func run() throws {
             let (inspection, raw) = try options.inspection(record)
-            // Function names known here go along (one per address); the distribution of this
-            // machine does not: the record may come from another one.
-            var names: [UInt64: [SentryFrameSymbol]] = [:]
-            for thread in inspection.threads {
-                for group in thread.frames {
-                    guard let address = group.first?.address, names[address] == nil, group.contains(where: { $0.symbol != nil }) else { continue }
-                    names[address] = group.map { SentryFrameSymbol(function: $0.symbol, inlined: $0.inlined) }
-                }
-            }
+            // The frames as shown here (async callers and function names known here) go along;
+            // the distribution of this machine does not: the record may come from another one.
+            let framesByThread = Dictionary(inspection.threads.map { ($0.thread.tid, $0.frames) }, uniquingKeysWith: { a, _ in a })
             let bytes = SentryEnvelope.make(
                 record: inspection.record, rawRecord: raw, fileName: (inspection.path as NSString).lastPathComponent,
-                eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), symbols: { names[$0] })
+                eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), frames: { framesByThread[$0.tid] ?? [] })
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
                     throw RuntimeFailure(description: "cannot write \(output)")

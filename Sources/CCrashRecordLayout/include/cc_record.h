@@ -82,6 +82,7 @@ enum cc_section_type {
     CC_SEC_APP_END    = 9,   /* the compensating $AppEnd event, one JSON object */
     CC_SEC_END        = 10,  /* cc_sec_end_t: the record is complete */
     CC_SEC_THREAD_REGISTERS = 11, /* cc_sec_thread_registers_t + the REGISTERS payload of that thread */
+    CC_SEC_ASYNC_CHAIN = 12, /* cc_sec_async_chain_t + link_count * cc_async_link_t: Swift async contexts */
 };
 
 /* CC_SEC_CRASH flags */
@@ -178,6 +179,49 @@ typedef struct {
     uint32_t reserved;
 } cc_sec_thread_registers_t;
 _Static_assert(sizeof(cc_sec_thread_registers_t) == 8, "cc_sec_thread_registers_t layout");
+
+/* CC_SEC_ASYNC_CHAIN: a chain of Swift async contexts found from one frame of a thread, read
+ * at crash time without knowing whether that frame is an async function (no symbol lookup in
+ * the handler). A reader decides offline: the first physical frame whose function is an async
+ * partial function (mangled suffix TY<n>_ or TQ<n>_) continues with the resume points of the
+ * chain recorded for that frame index (FRAME_POINTER: the word at fp - 8, where Swift's async
+ * frames keep their context; CONTEXT_REGISTER: frame 0's async context register, r14 on
+ * x86-64, x22 on aarch64, for a partial function that set up no frame record). Every context
+ * is an AsyncContext of the Swift ABI (include/swift/ABI/Task.h): Parent at +0, ResumeParent at
+ * +8. Link k holds context_k, its Parent (context_{k+1}) and its ResumeParent. The
+ * resume points are function entries (not return addresses: no -1 when symbolicating). A
+ * section follows the CC_SEC_THREAD of its thread. */
+#define CC_ASYNC_FRAME_POINTER    0x1u  /* first_context is the word at the frame's fp - 8 */
+#define CC_ASYNC_CONTEXT_REGISTER 0x2u  /* first_context is frame 0's async context register */
+#define CC_ASYNC_SEEN             0x4u  /* first_context is a link of an earlier chain of this thread: no links follow, read that chain from there */
+
+enum cc_async_end {
+    CC_ASYNC_END_PARENT_NULL = 1,   /* the last context's Parent is 0: the task's first context */
+    CC_ASYNC_END_UNREADABLE  = 2,   /* the next context (or its two words) could not be read */
+    CC_ASYNC_END_MISALIGNED  = 3,   /* the next context is not 16-byte aligned (AsyncContext is) */
+    CC_ASYNC_END_CYCLE       = 4,   /* the next context is one already in the chain */
+    CC_ASYNC_END_LIMIT       = 5,   /* the link limit for this chain or thread was reached */
+    CC_ASYNC_END_NOT_CODE    = 6,   /* the next ResumeParent is 0 or outside every loaded image */
+    CC_ASYNC_END_SEEN        = 7,   /* the next context is in an earlier chain of this thread (flag SEEN) */
+};
+
+typedef struct {
+    int32_t  tid;
+    uint32_t frame_index;           /* the physical frame (index in its CC_SEC_THREAD) this chain starts from */
+    uint32_t flags;                 /* CC_ASYNC_* */
+    uint32_t end;                   /* enum cc_async_end: why the chain stops after its last link */
+    uint64_t first_context;         /* context_0 */
+    uint32_t link_count;            /* cc_async_link_t that follow */
+    uint32_t reserved;
+} cc_sec_async_chain_t;
+_Static_assert(sizeof(cc_sec_async_chain_t) == 32, "cc_sec_async_chain_t layout");
+
+typedef struct {
+    uint64_t context;               /* an AsyncContext */
+    uint64_t parent;                /* its Parent: the next link's context, unless the chain ends here */
+    uint64_t resume;                /* its ResumeParent: where its parent resumes */
+} cc_async_link_t;
+_Static_assert(sizeof(cc_async_link_t) == 24, "cc_async_link_t layout");
 
 typedef struct {
     uint64_t base;                  /* address the image's first byte (ELF header) is mapped at */

@@ -1,0 +1,121 @@
+/* cc_async.c — Swift async context chains read at crash time as raw words, for a reader to turn into async frames offline. */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+/*
+ * What a Swift backtrace shows after the first async frame is not on the machine stack: an
+ * async function's callers are suspended, and what links them is a chain of AsyncContext
+ * objects on the heap (include/swift/ABI/Task.h: Parent at +0, ResumeParent at +8). An async
+ * partial function keeps its own context in the word below its frame record (fp - 8; the
+ * Swift runtime's FramePointerUnwinder reads it there), and receives it in the async context
+ * register (r14 / x22).
+ *
+ * Whether a frame is an async function is known only by its symbol (on Linux a mangled suffix
+ * TY<n>_ or TQ<n>_), and the handler looks up no symbols. So for every frame of the thread the
+ * word at fp - 8 is taken as a candidate context (and, for frame 0, the context register), and a
+ * candidate that looks like a context — non-zero, 16-byte aligned (AsyncContext is
+ * alignas(16)), both words readable, its ResumeParent inside a loaded image — is followed
+ * Parent by Parent, recording (context, Parent, ResumeParent) links. Each chain stops at a Parent of 0
+ * (the task's first context), an unreadable or misaligned context, a context already seen (a
+ * cycle, or another chain of this thread: then it says where it joins), a ResumeParent outside
+ * every image, or the link budget. A reader keeps only the chain of the first frame that the
+ * symbols say is async (CrashSymbolication's AsyncFrames). Reads go through cc__safe_read, so
+ * a wrong guess costs a few syscalls and bytes, never a fault, a hang or a changed death.
+ *
+ * Layouts understood: the two-word AsyncContext prefix of Swift 5.5 and later on 64-bit Linux
+ * without pointer authentication. A runtime whose contexts were laid out otherwise shows as
+ * chains that end early (UNREADABLE, MISALIGNED, NOT_CODE) and resume points the symbols do not
+ * name as async functions; a reader then shows the physical frames only.
+ */
+
+#define CC__ASYNC_SEEN_MAX 512   /* contexts remembered per thread, to tell cycles and joins */
+
+static uint64_t g_seen[CC__ASYNC_SEEN_MAX];
+static uint32_t g_seen_count;
+static cc_async_link_t g_links[CC__ASYNC_SEEN_MAX];
+
+/* async-signal-safe: the index among the contexts seen in this thread, or -1. */
+static int cc__seen(uint64_t context) {
+    for (uint32_t i = 0; i < g_seen_count; i++) if (g_seen[i] == context) return (int)i;
+    return -1;
+}
+
+/* async-signal-safe: a context's two words, if it is aligned and both can be read. */
+static uint32_t cc__read_context(uint64_t context, uint64_t *parent, uint64_t *resume) {
+    if (context == 0) return CC_ASYNC_END_PARENT_NULL;
+    if (context & 15) return CC_ASYNC_END_MISALIGNED;
+    uint64_t words[2];
+    if (cc__safe_read(context, words, sizeof words) != sizeof words) return CC_ASYNC_END_UNREADABLE;
+    if (words[1] == 0 || !cc__images_contains(words[1])) return CC_ASYNC_END_NOT_CODE;
+    *parent = words[0];
+    *resume = words[1];
+    return 0;
+}
+
+/* async-signal-safe: one candidate. Writes nothing when it does not look like a context. */
+static void cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index, uint32_t flags, uint64_t first,
+                            uint32_t *budget) {
+    cc_sec_async_chain_t head = { .tid = tid, .frame_index = frame_index, .flags = flags, .first_context = first };
+    if (cc__seen(first) >= 0) {
+        head.flags |= CC_ASYNC_SEEN;
+        head.end = CC_ASYNC_END_SEEN;
+        cc__section_begin(w, CC_SEC_ASYNC_CHAIN);
+        cc__section_put(w, &head, sizeof head);
+        cc__section_end(w);
+        return;
+    }
+    uint64_t parent = 0, resume = 0;
+    if (*budget == 0 || cc__read_context(first, &parent, &resume) != 0) return;
+    uint64_t context = first;
+    uint32_t count = 0;
+    for (;;) {
+        g_links[count].context = context;
+        g_links[count].parent = parent;
+        g_links[count].resume = resume;
+        count++;
+        if (g_seen_count < CC__ASYNC_SEEN_MAX) g_seen[g_seen_count++] = context;
+        (*budget)--;
+        if (parent == 0) { head.end = CC_ASYNC_END_PARENT_NULL; break; }
+        int seen = cc__seen(parent);
+        if (seen >= 0) {
+            /* Within this chain it is a cycle; in an earlier one, this chain joins it. */
+            int in_this_chain = 0;
+            for (uint32_t i = 0; i < count; i++) if (g_links[i].context == parent) in_this_chain = 1;
+            head.end = in_this_chain ? CC_ASYNC_END_CYCLE : CC_ASYNC_END_SEEN;
+            break;
+        }
+        if (*budget == 0 || count == CC__ASYNC_SEEN_MAX || g_seen_count == CC__ASYNC_SEEN_MAX) {
+            head.end = CC_ASYNC_END_LIMIT;
+            break;
+        }
+        uint64_t next_parent = 0, next_resume = 0;
+        uint32_t end = cc__read_context(parent, &next_parent, &next_resume);
+        if (end != 0) { head.end = end; break; }
+        context = parent;
+        parent = next_parent;
+        resume = next_resume;
+    }
+    head.link_count = count;
+    cc__section_begin(w, CC_SEC_ASYNC_CHAIN);
+    cc__section_put(w, &head, sizeof head);
+    cc__section_put(w, g_links, (size_t)count * sizeof g_links[0]);
+    cc__section_end(w);
+}
+
+/* async-signal-safe: see the top of this file. Candidates are the word at fp - 8 of each frame
+ * whose fp is non-zero and aligned (a frame without a frame record of its own repeats its
+ * caller's fp: its chain is then a SEEN reference), then frame 0's context register. */
+void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uint32_t count,
+                            uint64_t async_register, uint32_t budget) {
+    g_seen_count = 0;
+    for (uint32_t i = 0; i < count && budget > 0; i++) {
+        uint64_t fp = fps[i];
+        if (fp < 16 || (fp & 7)) continue;
+        uint64_t candidate = 0;
+        if (cc__safe_read(fp - 8, &candidate, sizeof candidate) != sizeof candidate) continue;
+        if (candidate == 0 || (candidate & 15)) continue;
+        cc__write_chain(w, tid, i, CC_ASYNC_FRAME_POINTER, candidate, &budget);
+    }
+    if (async_register && !(async_register & 15) && budget > 0)
+        cc__write_chain(w, tid, 0, CC_ASYNC_CONTEXT_REGISTER, async_register, &budget);
+}

@@ -1,0 +1,157 @@
+// AsyncScenarios.swift — crashes in Swift async code: a request-shaped chain of async functions, each suspending once before it calls the next, in the shapes servers run (a Task, a TaskGroup child, async let, an actor hop, the main actor, a detached task, other tasks mid-chain).
+import CCrashScenarios
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The async chain. Each level suspends once (so its caller is no longer on the machine stack:
+// only the async context chain knows it), then calls the next, and does work after the call so
+// that the call is not in tail position. @inline(never) keeps each a function of its own in -O.
+
+@inline(never) public func handleRequest(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await asyncLevel1(crash)
+    levelSink &+= 10
+}
+
+@inline(never) public func asyncLevel1(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await asyncLevel2(crash)
+    levelSink &+= 11
+}
+
+@inline(never) public func asyncLevel2(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await asyncLevel3(crash)
+    levelSink &+= 12
+}
+
+@inline(never) public func asyncLevel3(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    crash()
+    levelSink &+= 13
+}
+
+/// The async levels innermost first, as they appear among a crashed thread's frames.
+public let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
+
+/// An actor whose method is the chain's last level: reaching it hops to the actor's executor.
+public actor RequestActor {
+    public init() {}
+    @inline(never) public func actorLevel3(_ crash: @Sendable () -> Void) async {
+        await Task.yield()
+        crash()
+        levelSink &+= 14
+    }
+}
+
+@inline(never) public func actorLevel2(_ actor: RequestActor, _ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await actor.actorLevel3(crash)
+    levelSink &+= 15
+}
+
+@MainActor @inline(never) public func mainActorLevel3(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    crash()
+    levelSink &+= 16
+}
+
+@inline(never) public func mainActorLevel2(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await mainActorLevel3(crash)
+    levelSink &+= 17
+}
+
+/// A chain that never ends: it spins in its last level without suspending, holding a pool thread.
+@inline(never) func busyLevel1(_ started: UpdateCounter) async {
+    await Task.yield()
+    await busyLevel2(started)
+    levelSink &+= 18
+}
+
+@inline(never) func busyLevel2(_ started: UpdateCounter) async {
+    await Task.yield()
+    await busyLevel3(started)
+    levelSink &+= 19
+}
+
+@inline(never) func busyLevel3(_ started: UpdateCounter) async {
+    await Task.yield()
+    started.increment()
+    while true { usleep(1000); levelSink &+= 1 }
+}
+
+/// The crash at the end of every chain: a force-unwrap of nil.
+@inline(never) @Sendable func asyncForceUnwrapNil() { let value: Int? = opaque(nil); levelSink &+= value! }
+
+extension Scenarios {
+    static func asyncExpectation(_ frames: [String], _ adjust: (inout Scenario.RecordExpectation) -> Void = { _ in }) -> Scenario.RecordExpectation {
+        var expectation = Scenario.RecordExpectation(signal: swiftTrapSignal, frames: ["asyncForceUnwrapNil"] + frames,
+                                                     message: "Unexpectedly found nil while unwrapping an Optional value",
+                                                     messageOnlyInDebug: true, crashedOffMainThread: true)
+        adjust(&expectation)
+        return expectation
+    }
+
+    static func asyncScenario(_ name: String, _ summary: String, frames: [String] = asyncChain, mainThread: Bool = false,
+                              adjust: (inout Scenario.RecordExpectation) -> Void = { _ in },
+                              _ perform: @escaping @Sendable (ScenarioContext) -> Void) -> Scenario {
+        Scenario(name, summary, ending: .signal(swiftTrapSignal),
+                 record: asyncExpectation(frames) { $0.crashedOffMainThread = !mainThread; adjust(&$0) },
+                 output: swiftRuntimeOutput, backtracerReference: true, perform: perform)
+    }
+
+    /// Every async scenario is compared frame for frame with Swift's backtracer's JSON report of
+    /// the same crash (`backtracerReference`).
+    static let asyncScenarios: [Scenario] = [
+        asyncScenario("async-task-chain", "a force-unwrap at the end of a request-shaped async chain in a Task keeps every async caller, as Swift's backtracer shows them") { _ in
+            Task { await handleRequest(asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-taskgroup-child", "the same chain in a TaskGroup child task keeps its callers up to the child's root") { _ in
+            Task {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await handleRequest(asyncForceUnwrapNil) }
+                    await group.waitForAll()
+                }
+            }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-let", "the same chain behind async let keeps its callers up to the child's root") { _ in
+            Task {
+                async let request: Void = handleRequest(asyncForceUnwrapNil)
+                await request
+            }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-actor-hop", "a crash in an actor method reached by a hop to the actor's executor keeps the callers across the hop",
+                      frames: ["actorLevel3", "actorLevel2"]) { _ in
+            let actor = RequestActor()
+            Task { await actorLevel2(actor, asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-main-actor", "a crash in a @MainActor function (on the main thread, under dispatchMain) keeps its callers",
+                      frames: ["mainActorLevel3", "mainActorLevel2"], mainThread: true) { _ in
+            Task { await mainActorLevel2(asyncForceUnwrapNil) }
+            dispatchMain()
+        },
+        asyncScenario("async-detached", "the same chain in a detached task keeps every async caller") { _ in
+            Task.detached { await handleRequest(asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-others-mid-chain", "a crash at the end of an async chain while another task spins mid-chain on a pool thread (which blocks every signal): that thread's async callers are recorded too",
+                      adjust: { $0.otherThreadAsyncFrames = ["busyLevel3", "busyLevel2", "busyLevel1"]; $0.threadPtraced = true }) { _ in
+            // One spinning chain fewer than the pool has threads (one per core), so the crashing
+            // task still gets a thread.
+            let started = UpdateCounter()
+            let busy = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+            for _ in 0..<busy { Task.detached { await busyLevel1(started) } }
+            while started.value < busy { usleep(1000) }
+            Task.detached { await handleRequest(asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
+    ]
+}

@@ -1,0 +1,116 @@
+// ELFSymbolTable.swift — function symbols of an ELF file by address, and the async-function test over a record's images that needs no symbolizer (what Swift's backtracer reads on Linux).
+import CrashRecordFormat
+import Foundation
+
+/// The function symbols (`STT_FUNC`, and `STT_NOTYPE` with a size) of an ELF64 little-endian file:
+/// `.symtab`, else `.dynsym`. The file is untrusted: offsets are bounds-checked, sizes capped,
+/// and a malformed table yields an error, never a crash.
+public struct ELFSymbolTable: Sendable {
+    /// One symbol: its virtual address in the file, its size and its (mangled) name.
+    public struct Symbol: Sendable, Equatable {
+        public let address: UInt64
+        public let size: UInt64
+        public let name: String
+    }
+
+    /// Symbols sorted by address.
+    public let symbols: [Symbol]
+
+    /// Reads the symbol table of `path` (at most 256 MiB of symbols and names).
+    /// - Throws: ``ELFFile/Error`` when the file cannot be read as ELF or has no symbol table.
+    public init(path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ELFFile.Error(path: path, reason: "cannot open") }
+        defer { try? handle.close() }
+        func read(_ offset: UInt64, _ count: UInt64) -> [UInt8] {
+            guard count > 0, count <= 256 << 20, (try? handle.seek(toOffset: offset)) != nil else { return [] }
+            return [UInt8]((try? handle.read(upToCount: Int(count))) ?? Data())
+        }
+        let header = read(0, 64)
+        guard header.count == 64, header[0] == 0x7F, header[1] == 0x45, header[2] == 0x4C, header[3] == 0x46,
+              header[4] == 2, header[5] == 1 else { throw ELFFile.Error(path: path, reason: "not an ELF64 little-endian file") }
+        let shoff = header.u64(at: 40), shentsize = UInt64(header.u16(at: 58)), shnum = UInt64(header.u16(at: 60))
+        guard shoff > 0, shentsize == 64, shnum > 0, shnum <= 65535 else { throw ELFFile.Error(path: path, reason: "no section headers") }
+        let sections = read(shoff, shentsize * shnum)
+        guard UInt64(sections.count) == shentsize * shnum else { throw ELFFile.Error(path: path, reason: "truncated section headers") }
+        func section(ofType type: UInt32) -> Int? {
+            (0..<Int(shnum)).first { sections.u32(at: $0 * 64 + 4) == type && sections.u64(at: $0 * 64 + 32) > 0 }
+        }
+        guard let table = section(ofType: 2) ?? section(ofType: 11) else {   // SHT_SYMTAB, else SHT_DYNSYM
+            throw ELFFile.Error(path: path, reason: "no symbol table")
+        }
+        let link = Int(sections.u32(at: table * 64 + 40))
+        guard link < Int(shnum) else { throw ELFFile.Error(path: path, reason: "symbol table names a missing string table") }
+        let entries = read(sections.u64(at: table * 64 + 24), sections.u64(at: table * 64 + 32))
+        let names = read(sections.u64(at: link * 64 + 24), sections.u64(at: link * 64 + 32))
+        var symbols: [Symbol] = []
+        var offset = 0
+        while offset + 24 <= entries.count {
+            defer { offset += 24 }
+            let info = entries[offset + 4]
+            let type = info & 0xF
+            let value = entries.u64(at: offset + 8), size = entries.u64(at: offset + 16)
+            let shndx = entries.u16(at: offset + 6)
+            guard value != 0, shndx != 0, type == 2 || (type == 0 && size > 0) else { continue }
+            let nameOffset = Int(entries.u32(at: offset))
+            guard nameOffset < names.count else { continue }
+            let end = names[nameOffset...].firstIndex(of: 0) ?? names.count
+            symbols.append(Symbol(address: value, size: size, name: String(decoding: names[nameOffset..<end], as: UTF8.self)))
+        }
+        self.symbols = symbols.sorted { $0.address < $1.address }
+    }
+
+    /// The symbol `address` (a virtual address of the file) lies in: the last one starting at or
+    /// before it, if the address is inside its size (or it has none).
+    public func symbol(containing address: UInt64) -> Symbol? {
+        var low = 0, high = symbols.count
+        while low < high {
+            let middle = (low + high) / 2
+            if symbols[middle].address <= address { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0 else { return nil }
+        let found = symbols[low - 1]
+        return found.size == 0 || address - found.address < found.size ? found : nil
+    }
+}
+
+/// Tells whether addresses of a crashed process lie in Swift async functions from the symbol
+/// tables of the images' files on this machine — those whose build-id matches the record's —
+/// as Swift's backtracer does on Linux. Needs no symbolizer: what the next launch's reporter
+/// uses where the toolchain is not installed. A stripped image (no `.symtab`) has none of its
+/// local symbols, so its async frames cannot be told.
+public final class ImageSymbols: @unchecked Sendable {
+    // @unchecked: the cache is guarded by `lock`.
+    private let images: [CrashImage]
+    private var tables: [Int: (table: ELFSymbolTable, bias: UInt64)?] = [:]
+    private let lock = NSLock()
+
+    /// Over the images of one record.
+    public init(images: [CrashImage]) {
+        self.images = images
+    }
+
+    /// The symbol an address lies in, if its image's file is here with the record's build-id.
+    public func symbol(at address: UInt64) -> ELFSymbolTable.Symbol? {
+        guard let index = images.firstIndex(where: { $0.contains(address) }), let loaded = table(index) else { return nil }
+        return loaded.table.symbol(containing: address &- loaded.bias)
+    }
+
+    /// For ``ThreadFrames/resolve(_:isAsyncFunction:)``.
+    public func isAsyncFunction(_ addresses: [UInt64]) -> [Bool] {
+        addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }
+    }
+
+    private func table(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let known = tables[index] { return known }
+        let image = images[index]
+        var loaded: (ELFSymbolTable, UInt64)?
+        if let elf = try? ELFFile(path: image.path), !image.buildID.isEmpty, elf.buildID == image.buildID,
+           let table = try? ELFSymbolTable(path: image.path) {
+            loaded = (table, image.base &- elf.firstLoadAddress)
+        }
+        tables[index] = loaded
+        return loaded
+    }
+}

@@ -1,0 +1,126 @@
+// ThreadFrames.swift — a thread's frames as a Swift backtrace shows them: the physical frames up to the first async function, then its async callers from the context chain the record holds.
+import CrashRecordFormat
+
+/// One frame of a thread as Swift's backtracer lists it.
+public struct ThreadFrame: Sendable, Equatable {
+    /// What kind of address a frame is (the backtracer's JSON `kind`).
+    public enum Kind: String, Sendable, Equatable, Codable {
+        /// The exact pc where the thread was interrupted (frame 0 from a signal context).
+        case programCounter
+        /// A return address: the call before it is looked up (address - 1).
+        case returnAddress
+        /// Where a suspended async caller resumes: a function entry, looked up as is.
+        case asyncResumePoint
+    }
+
+    /// The address as recorded.
+    public var address: UInt64
+    public var kind: Kind
+    /// The physical frame's index in the thread's recorded frames; nil for an async frame.
+    public var physicalIndex: Int?
+    /// The frame symbolicated; inlined code expands it to several, innermost first, the last
+    /// the function the address lies in. One entry without a symbol when none is known.
+    public var symbols: [SymbolicatedFrame]
+
+    /// Creates a frame.
+    public init(address: UInt64, kind: Kind, physicalIndex: Int?, symbols: [SymbolicatedFrame]) {
+        self.address = address
+        self.kind = kind
+        self.physicalIndex = physicalIndex
+        self.symbols = symbols
+    }
+
+    /// The address a symbolicator looks up for this frame: a return address less one (the call
+    /// instruction), anything else as is.
+    public var lookupAddress: UInt64 { kind == .returnAddress && address > 0 ? address - 1 : address }
+
+    /// The function the address physically lies in (the outermost of inlined ones), if known.
+    public var function: SymbolicatedFrame? { symbols.last { $0.symbol != nil } }
+}
+
+/// Telling Swift async functions by their symbols.
+public enum SwiftAsyncSymbol {
+    /// Whether a mangled name is an async function's partial function: on Linux (no frame-pointer
+    /// bit marks async frames there) Swift's backtracer tells them by the suffix `TY<n>_` (an
+    /// await resume) or `TQ<n>_` (a suspend resume), and so does this.
+    public static func isAsyncFunction(mangledName name: String) -> Bool {
+        var utf8 = Substring(name).utf8[...]
+        guard utf8.last == UInt8(ascii: "_") else { return false }
+        utf8 = utf8.dropLast()
+        while let last = utf8.last, last >= UInt8(ascii: "0"), last <= UInt8(ascii: "9") { utf8 = utf8.dropLast() }
+        let suffix = Array(utf8.suffix(2))
+        return suffix == Array("TY".utf8) || suffix == Array("TQ".utf8)
+    }
+}
+
+/// The one rule that turns a thread's recorded frames into the frames a Swift backtrace shows.
+public enum ThreadFrames {
+    /// The thread's frames as Swift's backtracer shows them, not yet symbolicated.
+    ///
+    /// Physical frames come first, up to and including the first one whose function is a Swift
+    /// async partial function; after it come the resume points of the async context chain the
+    /// record holds for that frame (``AsyncContextChain``), outermost last, as
+    /// `asyncResumePoint` frames. Where the record has no chain for it, or the chain does not
+    /// resume in async code (a runtime layout this reader does not understand, or a candidate
+    /// that only looked like a context), the physical frames go on as recorded. Frame 0's async
+    /// context register is tried after its frame pointer (a partial function that set up no
+    /// frame record of its own).
+    ///
+    /// - Parameter isAsyncFunction: for addresses to look up (a return address already less
+    ///   one), whether each lies in a Swift async partial function (its symbol's name ends in
+    ///   `TY<n>_` or `TQ<n>_`, ``SwiftAsyncSymbol``); false where no name is known.
+    public static func resolve(_ thread: CrashThread, isAsyncFunction: ([UInt64]) -> [Bool]) -> [ThreadFrame] {
+        let physical = thread.frames.enumerated().map { index, address in
+            ThreadFrame(address: address, kind: index == 0 && thread.framesFromSignalContext ? .programCounter : .returnAddress,
+                        physicalIndex: index, symbols: [])
+        }
+        guard !thread.asyncChains.isEmpty else { return physical }
+        // Frames of a stack cut in the middle (runaway recursion) never lead to async callers.
+        let candidates = physical.prefix(thread.innermostFrameCount).filter { frame in
+            thread.asyncChains.contains { $0.frameIndex == frame.physicalIndex }
+        }
+        let flags = isAsyncFunction(candidates.map(\.lookupAddress))
+        guard let first = zip(candidates, flags).first(where: { $0.1 })?.0, let index = first.physicalIndex else { return physical }
+        let sources: [AsyncContextChain.Source] = index == 0 ? [.framePointer, .contextRegister] : [.framePointer]
+        for source in sources {
+            guard let chain = thread.asyncChain(atFrame: index, source: source) else { continue }
+            let links = thread.asyncLinks(from: chain.firstContext)
+            let resumes = links.map(\.resume)
+            guard !resumes.isEmpty else { continue }
+            // Taken when it resumes in async code (a chain of one link is the task's entry).
+            let resumesInAsyncCode = isAsyncFunction(resumes).contains(true) || (links.count == 1 && links[0].parent == 0)
+            guard resumesInAsyncCode else { continue }
+            return Array(physical.prefix(index + 1)) + resumes.map {
+                ThreadFrame(address: $0, kind: .asyncResumePoint, physicalIndex: nil, symbols: [])
+            }
+        }
+        return physical
+    }
+}
+
+extension Symbolicator {
+    /// The thread's frames as Swift's backtracer shows them (``ThreadFrames/resolve(_:isAsyncFunction:)``),
+    /// symbolicated: async functions are told by the names the symbolizer gives.
+    public func threadFrames(of thread: CrashThread, images: [CrashImage]) -> [ThreadFrame] {
+        var known: [UInt64: [SymbolicatedFrame]] = [:]
+        func names(_ lookups: [UInt64]) -> [[SymbolicatedFrame]] {
+            let missing = Array(Set(lookups.filter { known[$0] == nil }))
+            for (address, symbols) in zip(missing, symbolicate(addresses: missing, exact: missing.map { _ in true }, images: images)) {
+                known[address] = symbols
+            }
+            return lookups.map { known[$0] ?? [] }
+        }
+        var frames = ThreadFrames.resolve(thread) { lookups in names(lookups).map(Self.isAsync) }
+        let symbols = names(frames.map(\.lookupAddress))
+        for index in frames.indices {
+            // The names were looked up at the lookup address; the frame keeps its own.
+            frames[index].symbols = symbols[index].map { var s = $0; s.address = frames[index].address; return s }
+        }
+        return frames
+    }
+
+    static func isAsync(_ symbols: [SymbolicatedFrame]) -> Bool {
+        guard let outer = symbols.last, let mangled = outer.mangledSymbol else { return false }
+        return SwiftAsyncSymbol.isAsyncFunction(mangledName: mangled)
+    }
+}
