@@ -139,20 +139,20 @@ public enum BacktracerOutput {
 
     /// The record's crashed-thread frames against the backtracer's JSON report of the same
     /// crash (the one report in `backtracerDirectory`), frame for frame: kind, image and offset
-    /// in the image, async resume points included. Where the backtracer cut its walk short
-    /// (a `truncated` entry) the record may go on past it; otherwise it must end where the
-    /// report ends. Failures, or [].
+    /// in the image, async resume points included, and as many. (The backtracer ends every
+    /// crashed thread with a `truncated` entry, walk finished or not: it is not a frame.)
+    /// Failures, or [].
     public static func compareRecordFrames(_ frames: [ThreadFrame], images: [CrashImage], backtracerDirectory: String) -> [String] {
         var failures: [String] = []
         guard let report = loadReport(in: backtracerDirectory, failures: &failures, label: "backtracer run") else { return failures }
-        let (theirs, truncated) = reportFrames(report)
+        let theirs = reportFrames(report).frames
         let mine = recordFrames(frames, images: images)
         if theirs.isEmpty { return ["the backtracer's report has no crashed-thread frames"] }
         for (index, pair) in zip(mine, theirs).enumerated() where pair.0 != pair.1 {
             return ["frame \(index) is \(pair.0), the backtracer's is \(pair.1); record: \(mine), backtracer: \(theirs)"]
         }
-        if mine.count < theirs.count || (!truncated && mine.count != theirs.count) {
-            failures.append("the record has \(mine.count) crashed-thread frames, the backtracer \(theirs.count)\(truncated ? " (cut short)" : ""); record: \(mine), backtracer: \(theirs)")
+        if mine.count != theirs.count {
+            failures.append("the record has \(mine.count) crashed-thread frames, the backtracer \(theirs.count); record: \(mine), backtracer: \(theirs)")
         }
         return failures
     }
