@@ -706,3 +706,37 @@ void cch_start_blocking_threads(int count) {
     while (atomic_load(&g_blockers_ready) < count) usleep(200);
     usleep(20000); /* inside their calls by now */
 }
+
+/* Fake Swift async contexts for the handler's chain walk (cc_async.c): the crash happens with
+ * the frame pointer set to a fake frame whose word at fp - 8 is the first context, so every
+ * shape of bad chain is met at frame 0 of a real crash. Shapes: 0 a cycle of two contexts;
+ * 1 a Parent on an unmapped page; 2 a misaligned Parent; 3 a chain of 2,000 contexts (longer
+ * than the handler's link budget); 4 a first ResumeParent that is not code (heap memory). */
+static uint64_t g_fake_contexts[2048][2] __attribute__((aligned(16)));
+static uint64_t g_fake_frame[4] __attribute__((aligned(16)));
+
+__attribute__((noinline)) void cch_crash_with_fake_async_context(int shape) {
+    uint64_t code = (uint64_t)(uintptr_t)&cch_null_dereference;
+    uint64_t (*c)[2] = g_fake_contexts;
+    for (int i = 0; i < 2048; i++) { c[i][0] = 0; c[i][1] = code; }
+    switch (shape) {
+    case 0: c[0][0] = (uint64_t)(uintptr_t)c[1]; c[1][0] = (uint64_t)(uintptr_t)c[0]; break;
+    case 1: {
+        void *page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        munmap(page, 4096);
+        c[0][0] = (uint64_t)(uintptr_t)page;
+        break;
+    }
+    case 2: c[0][0] = (uint64_t)(uintptr_t)c[5] + 8; break;
+    case 3: for (int i = 0; i < 1999; i++) c[i][0] = (uint64_t)(uintptr_t)c[i + 1]; break;
+    default: c[0][1] = (uint64_t)(uintptr_t)malloc(64); break;
+    }
+    g_fake_frame[1] = (uint64_t)(uintptr_t)c[0];   /* the word at fp - 8 */
+    uint64_t fp = (uint64_t)(uintptr_t)&g_fake_frame[2];
+#if defined(__x86_64__)
+    __asm__ volatile("mov %0, %%rbp\n\tmovl $42, 0\n" : : "r"(fp) : "memory");
+#elif defined(__aarch64__)
+    __asm__ volatile("mov x29, %0\n\tmov x9, #0\n\tstr wzr, [x9]\n" : : "r"(fp) : "x9", "memory");
+#endif
+    cch_sink++;
+}

@@ -1,5 +1,6 @@
 // AsyncScenarios.swift — crashes in Swift async code: a request-shaped chain of async functions, each suspending once before it calls the next, in the shapes servers run (a Task, a TaskGroup child, async let, an actor hop, the main actor, a detached task, other tasks mid-chain).
 import CCrashScenarios
+import CrashCapture
 import Dispatch
 import Foundation
 #if canImport(Glibc)
@@ -153,5 +154,43 @@ extension Scenarios {
             Task.detached { await handleRequest(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },
+    ]
+}
+
+extension Scenarios {
+    /// A crash whose frame 0 leads to a fake async context chain of a bad shape: the handler
+    /// must stop where the chain goes wrong, keep the death as it is, and a reader must not
+    /// take the chain for async callers (the frame is no async function).
+    static func fakeContextScenario(_ name: String, shape: Int32, _ summary: String, end: AsyncContextChain.End?, links: Int) -> Scenario {
+        Scenario(name, summary, ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_crash_with_fake_async_context"], faultAddress: 0),
+                 check: { outcome in
+                     guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path),
+                           let thread = record.crashedThread else { return ["no record with a crashed thread"] }
+                     var failures: [String] = []
+                     if !record.isComplete { failures.append("record incomplete: \(record.completeness)") }
+                     let chain = thread.asyncChain(atFrame: 0, source: .framePointer)
+                     if let end {
+                         if chain?.end != end { failures.append("frame 0's chain ends \(chain.map { "\($0.end)" } ?? "missing"), expected \(end)") }
+                         if chain?.links.count != links { failures.append("frame 0's chain has \(chain?.links.count ?? 0) links, expected \(links)") }
+                     } else if let chain {
+                         failures.append("a chain was recorded for a candidate whose resume point is not code: \(chain)")
+                     }
+                     return failures
+                 })
+        { _ in throughLevels { cch_crash_with_fake_async_context(shape) } }
+    }
+
+    static let fakeContextScenarios: [Scenario] = [
+        fakeContextScenario("async-context-cycle", shape: 0, "a context chain that loops (A → B → A) is cut where it repeats: two links, a cycle",
+                            end: .cycle, links: 2),
+        fakeContextScenario("async-context-unreadable", shape: 1, "a context whose Parent lies on an unmapped page ends the chain there without a second fault",
+                            end: .unreadable, links: 1),
+        fakeContextScenario("async-context-misaligned", shape: 2, "a misaligned Parent (AsyncContext is 16-byte aligned) ends the chain",
+                            end: .misaligned, links: 1),
+        fakeContextScenario("async-context-too-long", shape: 3, "a chain of 2,000 contexts stops at the crashed thread's 512-link budget",
+                            end: .limit, links: 512),
+        fakeContextScenario("async-context-not-code", shape: 4, "a candidate whose resume point is heap memory, not code, is not recorded at all",
+                            end: nil, links: 0),
     ]
 }

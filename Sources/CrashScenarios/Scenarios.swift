@@ -216,7 +216,7 @@ public enum Scenarios {
 
     /// Every scenario, in the order `list` prints them.
     /// Every scenario: the synchronous ones, then the async ones (AsyncScenarios.swift).
-    public static let all: [Scenario] = basicScenarios + asyncScenarios
+    public static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios
 
     static let basicScenarios: [Scenario] = [
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",

@@ -91,6 +91,11 @@ void cch_start_thread_blocking_all_signals(void);
  * exit(0): main returning while a worker's crash is being handled. */
 void cch_sleep_once_then_exit(long seconds);
 
+/* Crashes with the frame pointer on a fake frame whose async context chain has a bad shape:
+ * 0 cycle, 1 unreadable parent, 2 misaligned parent, 3 longer than the link budget, 4 a first
+ * resume point that is not code. */
+void cch_crash_with_fake_async_context(int shape);
+
 #ifdef __cplusplus
 }
 #endif

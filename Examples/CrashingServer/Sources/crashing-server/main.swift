@@ -1,0 +1,106 @@
+// crashing-server — a Hummingbird 2 server with CrashCapture started, for the tests: `GET /ok`
+// answers, `GET /slow` answers after ~2 s (requests left in flight), `GET /crash` dies of SIGSEGV
+// inside its route handler, below an app middleware and two async helpers that each suspend once.
+//
+//   crashing-server [--dir DIR] [--port PORT]     (DIR also from CRASH_DIR; PORT 0 by default)
+//
+// Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
+// CRASHCAPTURE_DISABLE=1 leaves capture off (CrashCapture.start itself honours it).
+import CrashCapture
+import Foundation
+import Hummingbird
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: The crash
+
+nonisolated(unsafe) var crashSink = 0
+
+/// 0, from something the optimiser cannot see through: a pid is below 2^22 (the kernel's
+/// PID_MAX_LIMIT), which the compiler does not know.
+@inline(never) func opaqueZero() -> UInt { UInt(bitPattern: Int(getpid())) >> 32 }
+
+/// Writes through a NULL pointer: SIGSEGV (SEGV_MAPERR at address 0).
+@inline(never) func dereferenceNull() {
+    let pointer = unsafeBitCast(opaqueZero(), to: UnsafeMutablePointer<Int>.self)
+    pointer.pointee = 1
+    crashSink &+= 1
+}
+
+// Two async helpers: each suspends once (so its caller is only on the async context chain, no
+// longer on the machine stack), then calls the next, and does work after the call so the call
+// is not in tail position.
+
+@inline(never) func loadAccount(_ id: Int) async -> Int {
+    await Task.yield()
+    let balance = await renderAccount(id)
+    crashSink &+= balance
+    return crashSink
+}
+
+@inline(never) func renderAccount(_ id: Int) async -> Int {
+    await Task.yield()
+    dereferenceNull()
+    crashSink &+= id
+    return crashSink
+}
+
+// MARK: Routes
+
+/// The `/crash` route handler.
+@Sendable @inline(never) func crashRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    let value = await loadAccount(42)
+    return "not reached \(value)\n"
+}
+
+/// The `/slow` route handler: a request that stays in flight for ~2 s.
+@Sendable @inline(never) func slowRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    try await Task.sleep(for: .seconds(2))
+    return "slow\n"
+}
+
+/// The app's own middleware: every `/crash` request passes through it, awaiting the next responder.
+struct AuditMiddleware<Context: RequestContext>: RouterMiddleware {
+    @inline(never)
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        crashSink &+= 1
+        var response = try await next(request, context)
+        response.headers[.init("X-Audited")!] = "yes"
+        crashSink &+= 2
+        return response
+    }
+}
+
+// MARK: Main
+
+func argument(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["CRASH_DIR"] else {
+    FileHandle.standardError.write(Data("usage: crashing-server --dir DIR [--port PORT] (or CRASH_DIR=DIR)\n".utf8))
+    exit(2)
+}
+let port = argument("--port").flatMap { Int($0) } ?? 0
+
+let started = try CrashCapture.start(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
+FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
+
+let router = Router()
+router.get("ok") { _, _ in "ok\n" }
+router.get("slow", use: slowRoute)
+router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute)
+
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "crashing-server"),
+    onServerRunning: { channel in
+        print("listening on 127.0.0.1:\(channel.localAddress?.port ?? port)")
+        fflush(stdout)
+    }
+)
+try await app.runService()
