@@ -56,7 +56,7 @@ let package = Package(
             dependencies: ["CrashEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry", "HTTPExchange"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
-            dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),

@@ -7,6 +7,7 @@
 // it starts, after this ingest has claimed the crashed runs).
 import CrashCapture
 import CrashEvents
+import CrashSymbolication
 import CrashTracking
 import Foundation
 #if canImport(Glibc)
@@ -210,12 +211,17 @@ public enum NextLaunchIngest {
         }
         if let thread = record.crashedThread {
             properties["$crash_thread"] = .string(thread.name)
-            for (index, pc) in thread.frames.prefix(reasonFrames).enumerated() {
-                var frame = "#\(index) 0x\(String(pc, radix: 16))"
-                if let label = record.offsetLabel(for: pc) { frame += " " + label }
-                lines.append(frame)
+            // The frames as Swift's backtracer shows them: async callers after the first async
+            // frame, told from the symbol tables of the images on this machine (ThreadFrames).
+            let frames = ThreadFrames.resolve(thread, isAsyncFunction: ImageSymbols(images: record.images).isAsyncFunction)
+            for (index, frame) in frames.prefix(reasonFrames).enumerated() {
+                var line = "#\(index) 0x\(String(frame.address, radix: 16))"
+                if let label = record.offsetLabel(for: frame.address) { line += " " + label }
+                if frame.kind == .asyncResumePoint { line += " [async]" }
+                lines.append(line)
             }
             properties["$crash_frame_count"] = .int(thread.frames.count)
+            properties["$crash_async_frame_count"] = .int(frames.filter { $0.kind == .asyncResumePoint }.count)
         }
         if let main = record.images.first(where: { $0.isMainExecutable }), !main.buildID.isEmpty {
             properties["$crash_build_id"] = .string(main.buildIDHex)

@@ -623,6 +623,60 @@ final class CrashRecordReaderTests: XCTestCase {
             XCTAssertEqual($0 as? CrashRecordError, .empty)
         }
     }
+
+    // MARK: Async context chains
+
+    func testAsyncChainsAttachToTheirThreadWithLinksEndsAndSources() throws {
+        var builder = RecordBuilder()
+        builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT, frames: [0x1000, 0x2000, 0x3000])
+        builder.asyncChain(tid: 7, frameIndex: 1, flags: CC_ASYNC_FRAME_POINTER, end: CC_ASYNC_END_PARENT_NULL.rawValue, first: 0x100,
+                           links: [(0x100, 0x200, 0xA000), (0x200, 0, 0xB000)])
+        builder.asyncChain(tid: 7, frameIndex: 0, flags: CC_ASYNC_CONTEXT_REGISTER | CC_ASYNC_SEEN, end: CC_ASYNC_END_SEEN.rawValue,
+                           first: 0x200, links: [])
+        builder.asyncChain(tid: 7, frameIndex: 2, flags: CC_ASYNC_FRAME_POINTER, end: 99, first: 0x300, links: [(0x300, 0x8, 0xC000)])
+        builder.asyncChain(tid: 7, frameIndex: 3, flags: CC_ASYNC_FRAME_POINTER, end: CC_ASYNC_END_CYCLE.rawValue, first: 0x400,
+                           links: [(0x400, 0x400, 0xD000)])   // frame 3 does not exist: dropped
+        builder.asyncChain(tid: 8, frameIndex: 0, flags: CC_ASYNC_FRAME_POINTER, end: CC_ASYNC_END_LIMIT.rawValue, first: 0x500,
+                           links: [(0x500, 0x600, 0xE000)])   // no such thread: nowhere to go
+        builder.end()
+        let record = try CrashRecordReader.parse(builder.build())
+        XCTAssertTrue(record.isComplete)
+        let thread = try XCTUnwrap(record.crashedThread)
+        XCTAssertEqual(thread.asyncChains.map(\.frameIndex), [1, 0, 2])
+        XCTAssertEqual(thread.asyncChains.map(\.end), [.parentNull, .joinsEarlierChain, .unknown(99)])
+        XCTAssertEqual(thread.asyncChains.map(\.source), [.framePointer, .contextRegister, .framePointer])
+        XCTAssertEqual(thread.asyncChain(atFrame: 1, source: .framePointer)?.links,
+                       [.init(context: 0x100, parent: 0x200, resume: 0xA000), .init(context: 0x200, parent: 0, resume: 0xB000)])
+        // A chain that joins an earlier one reads on from where it joins.
+        XCTAssertEqual(thread.asyncLinks(from: 0x200).map(\.resume), [0xB000])
+        XCTAssertEqual(thread.asyncLinks(from: 0x100).map(\.resume), [0xA000, 0xB000])
+        XCTAssertEqual(thread.asyncLinks(from: 0x999), [])
+    }
+
+    func testAnAsyncChainWhoseLinksDoNotFitIsDamageThatKeepsWhatCameBefore() throws {
+        var builder = RecordBuilder()
+        builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED, frames: [0x1000])
+        builder.asyncChain(tid: 7, frameIndex: 0, flags: CC_ASYNC_FRAME_POINTER, end: CC_ASYNC_END_PARENT_NULL.rawValue, first: 0x100,
+                           links: [(0x100, 0, 0xA000)], linkCountOverride: UInt32.max)
+        builder.raw(CC_SEC_ASYNC_CHAIN.rawValue, [1, 2, 3])   // shorter than its struct
+        builder.end()
+        let record = try CrashRecordReader.parse(builder.build())
+        guard case .incomplete(let reason) = record.completeness else { return XCTFail("a damaged chain must make the record incomplete") }
+        XCTAssertTrue(reason.contains("async"), reason)
+        XCTAssertEqual(record.crashedThread?.frames, [0x1000])
+        XCTAssertEqual(record.crashedThread?.asyncChains, [])
+    }
+
+    func testACycleOfLinksAcrossChainsEndsTheWalkInsteadOfLooping() throws {
+        var thread = CrashThread(tid: 1, frames: [0x10])
+        thread.asyncChains = [
+            AsyncContextChain(frameIndex: 0, source: .framePointer, firstContext: 0x100,
+                              links: [.init(context: 0x100, parent: 0x200, resume: 0xA)], end: .joinsEarlierChain),
+            AsyncContextChain(frameIndex: 0, source: .contextRegister, firstContext: 0x200,
+                              links: [.init(context: 0x200, parent: 0x100, resume: 0xB)], end: .cycle),
+        ]
+        XCTAssertEqual(thread.asyncLinks(from: 0x100).map(\.resume), [0xA, 0xB])
+    }
 }
 
 // MARK: - Test helpers
@@ -720,6 +774,20 @@ private struct RecordBuilder {
         Self.setChars(&thread.name, name)
         thread.frame_count = frameCountOverride ?? UInt32(frames.count)
         raw(CC_SEC_THREAD.rawValue, Self.bytes(of: thread) + frames.flatMap { Self.bytes(of: $0) })
+    }
+
+    mutating func asyncChain(tid: Int32, frameIndex: UInt32, flags: UInt32, end: UInt32, first: UInt64,
+                             links: [(context: UInt64, parent: UInt64, resume: UInt64)], linkCountOverride: UInt32? = nil) {
+        var head = cc_sec_async_chain_t()
+        head.tid = tid
+        head.frame_index = frameIndex
+        head.flags = flags
+        head.end = end
+        head.first_context = first
+        head.link_count = linkCountOverride ?? UInt32(links.count)
+        raw(CC_SEC_ASYNC_CHAIN.rawValue, Self.bytes(of: head) + links.flatMap {
+            Self.bytes(of: cc_async_link_t(context: $0.context, parent: $0.parent, resume: $0.resume))
+        })
     }
 
     mutating func image(path: String, base: UInt64, size: UInt64, buildID: [UInt8], flags: UInt32, buildIDLengthOverride: UInt32? = nil) {

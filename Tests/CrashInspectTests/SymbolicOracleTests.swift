@@ -60,8 +60,11 @@ final class SymbolicOracleTests: XCTestCase {
             for frame in try XCTUnwrap(thread["frames"] as? [[String: Any]]) where frame["image"] as? String == harness {
                 let index = try XCTUnwrap(frame["index"] as? Int)
                 let address = try XCTUnwrap(UInt64((frame["address"] as? String ?? "").dropFirst(2), radix: 16))
-                // Frame 0 is the signal context's pc; callers are return addresses: pc − 1.
-                let lookup = address - base - (index == 0 ? 0 : 1)
+                // Frame 0 is the signal context's pc and async frames are resume points (function
+                // entries), both looked up as they are; other callers are return addresses: pc − 1.
+                let kind = try XCTUnwrap(frame["kind"] as? String)
+                let lookup = address - base - (kind == "returnAddress" ? 1 : 0)
+                if index == 0 { XCTAssertEqual(kind, "programCounter", scenario) }
                 XCTAssertEqual(frame["imageOffset"] as? String, "0x" + String(lookup, radix: 16), "\(scenario) frame \(index)")
                 chains[index, default: (lookup, [])].chain.append(Frame(function: frame["symbol"] as? String ?? "??", line: frame["line"] as? Int))
             }

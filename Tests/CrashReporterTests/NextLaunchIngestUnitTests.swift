@@ -5,6 +5,7 @@
 import CrashEvents
 import CrashRecordFormat
 import CrashScenarios
+import CrashSymbolication
 import CrashTracking
 import Foundation
 import TestSupport
@@ -113,5 +114,38 @@ final class NextLaunchIngestUnitTests: XCTestCase {
         let start = try XCTUnwrap(UInt64(symbol.split(separator: " ")[0], radix: 16))
         XCTAssertGreaterThanOrEqual(offset, start)
         XCTAssertLessThan(offset, start + 64, "frame 0 is inside cch_null_dereference")
+    }
+
+    /// An async crash: AppCrashed's reason frames continue past the first async frame with its
+    /// async callers, marked [async], told from the symbol tables of the files here (no
+    /// symbolizer) — and they are the frames the Symbolicator (llvm-symbolizer's names) and
+    /// `nm` (each resume point is the start of a function) agree on.
+    func testAppCrashedOfAnAsyncCrashListsTheAsyncCallersAsTheSymbolizerAndNmSeeThem() throws {
+        let scenario = try XCTUnwrap(Scenarios.named("async-task-chain"))
+        let directory = try Scratch.directory("reporter-async")
+        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60, reference: false)
+        let path = try XCTUnwrap(outcome.ownRecordFiles.first)
+        let record = try CrashRecordReader.read(path: path)
+        let thread = try XCTUnwrap(record.crashedThread)
+        let properties = NextLaunchIngest.crashProperties(record, name: (path as NSString).lastPathComponent)
+        guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
+        let frameLines = reason.split(separator: "\n").map(String.init).filter { $0.hasPrefix("#") }
+
+        let truth = try Symbolicator().threadFrames(of: thread, images: record.images)
+        let asyncTruth = truth.filter { $0.kind == .asyncResumePoint }
+        XCTAssertGreaterThanOrEqual(asyncTruth.count, 4, "handleRequest, asyncLevel1, asyncLevel2 and the task's closure")
+        XCTAssertEqual(properties["$crash_async_frame_count"], .int(asyncTruth.count))
+        XCTAssertEqual(frameLines.count, min(NextLaunchIngest.reasonFrames, truth.count))
+        for (line, frame) in zip(frameLines, truth) {
+            XCTAssertTrue(line.contains("0x" + String(frame.address, radix: 16) + " "), "\(line) vs \(frame.address)")
+            XCTAssertEqual(line.hasSuffix(" [async]"), frame.kind == .asyncResumePoint, line)
+        }
+        // Every async frame in the harness is the first byte of a function, as nm lists them.
+        let nm = try Tools.output(try XCTUnwrap(Tools.find("nm")), ["--defined-only", BuiltProducts.harness])
+        let starts = Set(nm.split(separator: "\n").compactMap { UInt64($0.split(separator: " ").first ?? "", radix: 16) })
+        let harness = try XCTUnwrap(record.images.first { $0.isMainExecutable })
+        for frame in asyncTruth where harness.contains(frame.address) {
+            XCTAssertTrue(starts.contains(frame.address - harness.base), "0x\(String(frame.address - harness.base, radix: 16)) is no function start")
+        }
     }
 }

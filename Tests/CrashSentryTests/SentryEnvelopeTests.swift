@@ -50,17 +50,10 @@ final class SentryEnvelopeTests: XCTestCase {
         return UInt64(text.dropFirst(2), radix: 16)
     }
 
-    /// Local function names for the record's addresses, from the Symbolicator (llvm-symbolizer).
-    func symbols(_ record: CrashRecord) throws -> [UInt64: [SentryFrameSymbol]] {
+    /// Each thread's frames with local function names, from the Symbolicator (llvm-symbolizer).
+    func frames(_ record: CrashRecord) throws -> [Int32: [ThreadFrame]] {
         let symbolicator = try Symbolicator()
-        var names: [UInt64: [SentryFrameSymbol]] = [:]
-        for thread in record.threads {
-            for group in symbolicator.symbolicate(frames: thread.frames, firstIsExact: thread.framesFromSignalContext, images: record.images) {
-                guard let first = group.first, names[first.address] == nil, group.contains(where: { $0.symbol != nil }) else { continue }
-                names[first.address] = group.map { SentryFrameSymbol(function: $0.symbol, inlined: $0.inlined) }
-            }
-        }
-        return names
+        return Dictionary(record.threads.map { ($0.tid, symbolicator.threadFrames(of: $0, images: record.images)) }, uniquingKeysWith: { a, _ in a })
     }
 
     // MARK: real crashes
@@ -75,10 +68,10 @@ final class SentryEnvelopeTests: XCTestCase {
             let path = try crash(scenario, into: directory)
             let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
             let record = try CrashRecordReader.read(path: path)
-            let names = try symbols(record)
+            let local = try frames(record)
             let sentAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
             let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
-                                            eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: sentAt, symbols: { names[$0] })
+                                            eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: sentAt, frames: { local[$0.tid] ?? [] })
             let summary = try check(bytes, in: directory)
             XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(scenario): \(summary["errors"] ?? "")")
 
@@ -121,10 +114,12 @@ final class SentryEnvelopeTests: XCTestCase {
             XCTAssertEqual(stacktrace["instruction_addr_adjustment"] as? String, "all_but_first", scenario)
             XCTAssertNotNil(stacktrace["registers"], scenario)
             // A function name at most once per address: the physical function, never an inlined one.
-            for frame in frames {
-                guard let function = frame["function"] as? String, let pc = address(frame["instruction_addr"]) else { continue }
-                XCTAssertEqual(function, names[pc]?.last?.function, scenario)
+            let crashedLocal = try XCTUnwrap(local[crashed.tid]).reversed().map { $0 }
+            for (frame, mine) in zip(frames, crashedLocal) {
+                guard let function = frame["function"] as? String else { continue }
+                XCTAssertEqual(function, mine.symbols.last?.symbol, scenario)
             }
+            XCTAssertGreaterThan(frames.filter { $0["function"] != nil }.count, 3, scenario)
             if scenario == "null-dereference" {
                 XCTAssertEqual(frames.last?["function"] as? String, "cch_null_dereference", "the crashing function is the last frame")
             }
@@ -178,6 +173,56 @@ final class SentryEnvelopeTests: XCTestCase {
             XCTAssertTrue(images.contains { $0["code_file"] as? String == record.images.first { $0.isMainExecutable }?.path })
         }
         XCTAssertGreaterThan(checkedPaths.count, 3)
+    }
+
+    // MARK: async frames
+
+    /// A crash at the end of an async chain: the stack Sentry gets continues with the async
+    /// callers (as Swift's backtracer shows them), every address already where Sentry must look
+    /// it up (`instruction_addr_adjustment: none`: return addresses moved to their call, resume
+    /// points as they are), Relay normalizes it without an error, and Sentry's `symbolic` names
+    /// each address in the harness as the function our Symbolicator names. The uploader's path
+    /// (no symbolizer: async frames told from the images' symbol tables) sends the same addresses.
+    func testAnAsyncCrashsStackCarriesItsAsyncCallersAtAddressesSentryLooksUpAsTheyAre() throws {
+        let directory = try Scratch.directory("sentry-async")
+        let path = try crash("async-task-chain", into: directory)
+        let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
+        let record = try CrashRecordReader.read(path: path)
+        let crashed = try XCTUnwrap(record.crashedThread)
+        let local = try frames(record)
+        let mine = try XCTUnwrap(local[crashed.tid])
+        XCTAssertGreaterThanOrEqual(mine.filter { $0.kind == .asyncResumePoint }.count, 4)
+        let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), frames: { local[$0.tid] ?? [] })
+        let summary = try check(bytes, in: directory)
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        let stacktrace = try XCTUnwrap(exception["stacktrace"] as? [String: Any])
+        XCTAssertEqual(stacktrace["instruction_addr_adjustment"] as? String, "none")
+        let sent = try XCTUnwrap(stacktrace["frames"] as? [[String: Any]]).reversed().map { address($0["instruction_addr"]) }
+        XCTAssertEqual(sent, mine.map { Optional($0.lookupAddress) }, "pc as is, return addresses less one, resume points as is")
+
+        // symbolic, at the addresses as sent (relative to the harness's base: a PIE).
+        let harness = try XCTUnwrap(record.images.first { $0.isMainExecutable })
+        let inHarness = mine.filter { harness.contains($0.address) }
+        let answer = try Oracles.run("symbolic_lookup.py", [harness.path] + inHarness.map { "0x" + String($0.lookupAddress - harness.base, radix: 16) })
+        let lookups = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])?["lookups"] as? [[String: Any]])
+        XCTAssertEqual(lookups.count, inHarness.count)
+        var asyncNamed = 0
+        for (lookup, frame) in zip(lookups, inHarness) {
+            let theirs = (lookup["frames"] as? [[String: Any]] ?? []).last?["symbol"] as? String
+            XCTAssertEqual(theirs, frame.symbols.last?.mangledSymbol, "\(frame.kind) 0x\(String(frame.address, radix: 16))")
+            if frame.kind == .asyncResumePoint, theirs.map({ SwiftAsyncSymbol.isAsyncFunction(mangledName: $0) }) == true { asyncNamed += 1 }
+        }
+        XCTAssertGreaterThanOrEqual(asyncNamed, 4, "symbolic names the resume points async partial functions too")
+
+        // The uploader's envelope (no local names): the same frames at the same addresses.
+        let plain = SentryEnvelope.event(record: record, eventID: SentryEnvelope.eventID(rawRecord: raw))
+        let plainException = try XCTUnwrap(((plain["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        let plainFrames = try XCTUnwrap((plainException["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]])
+        XCTAssertEqual(plainFrames.reversed().map { address($0["instruction_addr"]) }, sent)
+        XCTAssertNil(plainFrames.first?["function"])
     }
 
     // MARK: images without a build-id

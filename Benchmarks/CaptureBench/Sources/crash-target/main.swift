@@ -7,6 +7,10 @@
 // CRASH_TARGET_THREADS=N first starts N-1 more threads that block every signal and sleep (as
 // libdispatch workers do: only the ptrace helper can stop them); CRASH_TARGET_NO_HELPER=1
 // starts CrashCapture with threadHelper off.
+// CRASH_TARGET_ASYNC_DEPTH=N (N ≥ 1; none and capture) crashes instead at the end of an N-deep
+// chain of async functions in a Task, each level suspending once (so its callers are only in the
+// async context chain, not on the machine stack) before it awaits the next, while the main
+// thread sleeps.
 import CrashCapture
 #if canImport(Glibc)
 import Glibc
@@ -22,6 +26,16 @@ import Glibc
 @inline(never) func nest(_ depth: Int) {
     if depth == 0 { crash() } else { nest(depth - 1) }
     _ = opaque(depth)
+}
+
+nonisolated(unsafe) var asyncSink = 0
+
+/// One level of the async chain: suspends once, then awaits the next level (or crashes at the
+/// last), and works after the call so that the call is not in tail position.
+@inline(never) func chain(_ level: Int) async {
+    await Task.yield()
+    if level == 0 { crash() } else { await chain(level - 1) }
+    asyncSink &+= opaque(level)
 }
 
 /// A thread that blocks every signal and sleeps for good.
@@ -59,6 +73,11 @@ if mode != "none" {
         let micros = (after.tv_sec - before.tv_sec) * 1_000_000 + (after.tv_nsec - before.tv_nsec) / 1000
         fputs("start took \(micros) us\n", stderr)
     }
+}
+if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: $0)) }), depth >= 1 {
+    // Detached: a task that inherited the main actor would wait forever behind the sleeping main thread.
+    Task.detached { await chain(depth - 1) }
+    while true { sleep(60) }
 }
 if mode == "deep" { nest(60) } else { crash() }
 exit(71)

@@ -158,3 +158,100 @@ for threads in [1, 10, 100] {
         print("          helper on: handler \(micros[micros.count / 2]) us median, \(helperFrames[threads] ?? 0) of \(threads - 1) blocking threads read with frames")
     }
 }
+
+// MARK: - A crash at the end of an async chain: the async context reading's cost
+
+/// One kind of crash: where it happens (`asyncDepth` nil: the plain crash of the first table)
+/// and how many threads the process has (`threads` - 1 of them block every signal).
+struct CrashShape {
+    let label: String
+    let asyncDepth: Int?
+    let threads: Int
+}
+let asyncDepth = 50
+let shapes = [
+    CrashShape(label: "sync crash, 1 thread", asyncDepth: nil, threads: 1),
+    CrashShape(label: "\(asyncDepth)-deep async chain, 1 thread", asyncDepth: asyncDepth, threads: 1),
+    CrashShape(label: "\(asyncDepth)-deep async chain, 100 threads", asyncDepth: asyncDepth, threads: 100),
+]
+/// What (c)'s records say, per shape.
+struct AsyncFigures {
+    var handlerMicros: [Int] = []
+    var recordSizes: [Int] = []
+    var longestChains: [Int] = []
+    var ends: Set<String> = []
+    var threadsWithFrames: [Int] = []
+}
+var asyncFigures = Array(repeating: AsyncFigures(), count: shapes.count)
+func once(_ configuration: Configuration, shape index: Int) throws -> Double {
+    let shape = shapes[index]
+    var environment = base
+    environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
+    if shape.threads > 1 { environment["CRASH_TARGET_THREADS"] = String(shape.threads) }
+    if let depth = shape.asyncDepth { environment["CRASH_TARGET_ASYNC_DEPTH"] = String(depth) }
+    let directory = scratch + "/" + UUID().uuidString
+    let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
+                                     environment: environment, stderr: "/dev/null", timeout: 60)
+    guard child.ending == .signaled(SIGSEGV) else {
+        FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label), \(shape.label), ended \(child.ending)\n".utf8))
+        exit(1)
+    }
+    if configuration.capture && !configuration.backtracer {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let path = directory + "/" + (files.first ?? "")
+        guard files.count == 1, let record = try? CrashRecordReader.read(path: path), record.isComplete,
+              let crashed = record.crashedThread else {
+            FileHandle.standardError.write(Data("crash-to-exit: no complete record from \(configuration.label), \(shape.label)\n".utf8))
+            exit(1)
+        }
+        // The longest run of links from any chain's first context, across the chains it joins.
+        let longest = crashed.asyncChains.map { crashed.asyncLinks(from: $0.firstContext).count }.max() ?? 0
+        if let depth = shape.asyncDepth, longest < depth {
+            FileHandle.standardError.write(Data("crash-to-exit: \(shape.label): the crashed thread's longest async chain has \(longest) links, fewer than \(depth)\n".utf8))
+            exit(1)
+        }
+        if let micros = record.writeMicroseconds { asyncFigures[index].handlerMicros.append(micros) }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        asyncFigures[index].recordSizes.append(size ?? 0)
+        asyncFigures[index].longestChains.append(longest)
+        if let chain = crashed.asyncChains.max(by: { $0.links.count < $1.links.count }) {
+            asyncFigures[index].ends.insert("\(chain.end)")
+        }
+        asyncFigures[index].threadsWithFrames.append(record.threads.filter { !$0.crashed && !$0.frames.isEmpty }.count)
+    }
+    try? FileManager.default.removeItem(atPath: directory)
+    return child.seconds * 1000
+}
+
+func middle(_ values: [Int]) -> Int { values.sorted()[values.count / 2] }
+let asyncRuns = runs
+print("")
+print("crash-to-exit, crash at the end of a \(asyncDepth)-deep async chain (each level suspended once), "
+      + "\(asyncRuns) interleaved runs each (median ms; every shape and configuration in one loop; "
+      + "CrashCapture with the thread helper on; Swift backtracer with symbolicate=off as above)")
+print("crash                                 " + configurations.map { $0.label.padding(toLength: 31, withPad: " ", startingAt: 0) }.joined())
+for (index, _) in shapes.enumerated() { for configuration in configurations { _ = try once(configuration, shape: index) } } // warm-up
+for index in asyncFigures.indices { asyncFigures[index] = AsyncFigures() }
+var asyncSamples = Array(repeating: Array(repeating: [Double](), count: configurations.count), count: shapes.count)
+for _ in 0..<asyncRuns {
+    for index in shapes.indices {
+        for (column, configuration) in configurations.enumerated() {
+            asyncSamples[index][column].append(try once(configuration, shape: index))
+        }
+    }
+}
+for (index, shape) in shapes.enumerated() {
+    let medians = asyncSamples[index].map(median)
+    print(shape.label.padding(toLength: 38, withPad: " ", startingAt: 0)
+          + medians.enumerated().map { column, value in
+              (column == 0 ? String(format: "%7.2f", value) : String(format: "%7.2f (%+.2f)", value, value - medians[0]))
+                  .padding(toLength: 31, withPad: " ", startingAt: 0)
+          }.joined())
+    let figures = asyncFigures[index]
+    let micros = figures.handlerMicros.sorted()
+    print("    (c): handler \(micros.isEmpty ? "?" : "\(middle(micros)) us median (\(micros.first!)–\(micros.last!))"), "
+          + "record \(middle(figures.recordSizes)) bytes median, crashed thread's longest async chain "
+          + "\(figures.longestChains.min() ?? 0)–\(figures.longestChains.max() ?? 0) links"
+          + (figures.ends.isEmpty ? "" : " (ends: \(figures.ends.sorted().joined(separator: ", ")))")
+          + ", \(middle(figures.threadsWithFrames)) other threads with frames")
+}
