@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark suite (release builds; nothing here is a test): crash-to-exit side by side,
+# The benchmark suite (release builds; nothing here is a test): crash-to-exit side by side
+# (plain, with 100 blocking threads, in a 50-deep async chain),
 # in-process costs through ordo-one/benchmark, the tracking store's figures.
 #   scripts/bench.sh [runs]     runs = interleaved crash-to-exit runs per configuration (default 100)
 set -euo pipefail
@@ -8,7 +9,7 @@ scripts/setup.sh
 runs="${1:-100}"
 echo "== $(date -u +%Y-%m-%d) on $(uname -m), $(nproc) cores, $(swift --version 2>/dev/null | head -1)"
 
-echo; echo "== crash-to-exit (Benchmarks/CaptureBench)"
+echo; echo "== crash-to-exit: a plain crash, threads that block every signal, a crash in a 50-deep async chain (Benchmarks/CaptureBench)"
 swift build -c release --package-path Benchmarks/CaptureBench --product crash-target
 swift build -c release --package-path Benchmarks/CaptureBench --product crash-to-exit
 "$(swift build -c release --package-path Benchmarks/CaptureBench --show-bin-path)/crash-to-exit" "$runs"

@@ -6,6 +6,9 @@
 // Prints median, min and max per configuration, (c)−(a) as CrashCapture's cost, and the
 // size of the record (c) leaves. Then the same with 1, 10 and 100 threads that block every
 // signal (only the ptrace helper can stop them), CrashCapture with the helper off and on.
+// Then a crash at the end of a 50-deep async chain (and a 1-deep one as the control), alone and
+// with 100 threads, the four configurations again: CrashCapture's handler time, record size and
+// the async links it found on the crashed thread (at least 50 or the run fails).
 import CrashCapture
 import CrashSymbolication
 import ProcessSpawning
@@ -63,7 +66,7 @@ func once(_ configuration: Configuration) throws -> Double {
             exit(1)
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])[.size] as? Int) ?? 0
-        recordSizes.append(size ?? 0)
+        recordSizes.append(size)
         if let micros = (try? CrashRecordReader.read(path: directory + "/" + files[0]))?.writeMicroseconds { writeMicros.append(micros) }
     }
     try? FileManager.default.removeItem(atPath: directory)
@@ -161,8 +164,12 @@ for threads in [1, 10, 100] {
 
 // MARK: - A crash at the end of an async chain: the async context reading's cost
 
-/// One kind of crash: where it happens (`asyncDepth` nil: the plain crash of the first table)
-/// and how many threads the process has (`threads` - 1 of them block every signal).
+/// One kind of crash: where it happens (`asyncDepth` nil: on the main thread, as in the first
+/// table; otherwise at the end of an async chain that deep, on a pool thread) and how many
+/// threads `CRASH_TARGET_THREADS` asks for (`threads` - 1 of them block every signal). Every
+/// process also has libdispatch's threads (two here, which block the stop signal: the helper
+/// reads them). Depth 1 is the control for depth 50: the same threads, a pool thread's stack
+/// window, all but the chain's length.
 struct CrashShape {
     let label: String
     let asyncDepth: Int?
@@ -170,9 +177,11 @@ struct CrashShape {
 }
 let asyncDepth = 50
 let shapes = [
-    CrashShape(label: "sync crash, 1 thread", asyncDepth: nil, threads: 1),
-    CrashShape(label: "\(asyncDepth)-deep async chain, 1 thread", asyncDepth: asyncDepth, threads: 1),
-    CrashShape(label: "\(asyncDepth)-deep async chain, 100 threads", asyncDepth: asyncDepth, threads: 100),
+    CrashShape(label: "sync crash, main thread", asyncDepth: nil, threads: 1),
+    CrashShape(label: "async depth 1", asyncDepth: 1, threads: 1),
+    CrashShape(label: "async depth \(asyncDepth)", asyncDepth: asyncDepth, threads: 1),
+    CrashShape(label: "async depth 1, 100 threads", asyncDepth: 1, threads: 100),
+    CrashShape(label: "async depth \(asyncDepth), 100 threads", asyncDepth: asyncDepth, threads: 100),
 ]
 /// What (c)'s records say, per shape.
 struct AsyncFigures {
@@ -181,6 +190,7 @@ struct AsyncFigures {
     var longestChains: [Int] = []
     var ends: Set<String> = []
     var threadsWithFrames: [Int] = []
+    var threadCounts: [Int] = []
 }
 var asyncFigures = Array(repeating: AsyncFigures(), count: shapes.count)
 func once(_ configuration: Configuration, shape index: Int) throws -> Double {
@@ -212,12 +222,13 @@ func once(_ configuration: Configuration, shape index: Int) throws -> Double {
         }
         if let micros = record.writeMicroseconds { asyncFigures[index].handlerMicros.append(micros) }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        asyncFigures[index].recordSizes.append(size ?? 0)
+        asyncFigures[index].recordSizes.append(size)
         asyncFigures[index].longestChains.append(longest)
         if let chain = crashed.asyncChains.max(by: { $0.links.count < $1.links.count }) {
             asyncFigures[index].ends.insert("\(chain.end)")
         }
         asyncFigures[index].threadsWithFrames.append(record.threads.filter { !$0.crashed && !$0.frames.isEmpty }.count)
+        asyncFigures[index].threadCounts.append(record.threads.count)
     }
     try? FileManager.default.removeItem(atPath: directory)
     return child.seconds * 1000
@@ -226,10 +237,10 @@ func once(_ configuration: Configuration, shape index: Int) throws -> Double {
 func middle(_ values: [Int]) -> Int { values.sorted()[values.count / 2] }
 let asyncRuns = runs
 print("")
-print("crash-to-exit, crash at the end of a \(asyncDepth)-deep async chain (each level suspended once), "
-      + "\(asyncRuns) interleaved runs each (median ms; every shape and configuration in one loop; "
+print("crash-to-exit, crash at the end of an async chain (each level suspended once, in a Task, main thread asleep), "
+      + "\(asyncRuns) interleaved runs each (median ms, + vs (a); every shape and configuration in one loop; "
       + "CrashCapture with the thread helper on; Swift backtracer with symbolicate=off as above)")
-print("crash                                 " + configurations.map { $0.label.padding(toLength: 31, withPad: " ", startingAt: 0) }.joined())
+print("crash".padding(toLength: 38, withPad: " ", startingAt: 0) + configurations.map { $0.label.padding(toLength: 31, withPad: " ", startingAt: 0) }.joined())
 for (index, _) in shapes.enumerated() { for configuration in configurations { _ = try once(configuration, shape: index) } } // warm-up
 for index in asyncFigures.indices { asyncFigures[index] = AsyncFigures() }
 var asyncSamples = Array(repeating: Array(repeating: [Double](), count: configurations.count), count: shapes.count)
@@ -253,5 +264,5 @@ for (index, shape) in shapes.enumerated() {
           + "record \(middle(figures.recordSizes)) bytes median, crashed thread's longest async chain "
           + "\(figures.longestChains.min() ?? 0)–\(figures.longestChains.max() ?? 0) links"
           + (figures.ends.isEmpty ? "" : " (ends: \(figures.ends.sorted().joined(separator: ", ")))")
-          + ", \(middle(figures.threadsWithFrames)) other threads with frames")
+          + ", \(middle(figures.threadsWithFrames)) of \(middle(figures.threadCounts) - 1) other threads with frames")
 }
