@@ -35,6 +35,14 @@ import Glibc
     levelSink &+= 13
 }
 
+/// A second request handler that reaches the same last level directly: its crash differs from
+/// handleRequest's only in the async callers.
+@inline(never) public func handleOtherRequest(_ crash: @Sendable () -> Void) async {
+    await Task.yield()
+    await asyncLevel3(crash)
+    levelSink &+= 20
+}
+
 /// The async levels innermost first, as they appear among a crashed thread's frames.
 public let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
 
@@ -112,6 +120,11 @@ extension Scenarios {
             Task { await handleRequest(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },
+        asyncScenario("async-other-handler", "the same last level reached from another handler: the async callers are what tells the two crashes apart",
+                      frames: ["asyncLevel3", "handleOtherRequest"]) { _ in
+            Task { await handleOtherRequest(asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
         asyncScenario("async-taskgroup-child", "the same chain in a TaskGroup child task keeps its callers up to the child's root") { _ in
             Task {
                 await withTaskGroup(of: Void.self) { group in
@@ -144,7 +157,7 @@ extension Scenarios {
             while true { sleep(60) }
         },
         asyncScenario("async-others-mid-chain", "a crash at the end of an async chain while another task spins mid-chain on a pool thread (which blocks every signal): that thread's async callers are recorded too",
-                      adjust: { $0.otherThreadAsyncFrames = ["busyLevel3", "busyLevel2", "busyLevel1"]; $0.threadPtraced = true }) { _ in
+                      adjust: { $0.otherThreadAsyncFrames = ["busyLevel3", "busyLevel2", "busyLevel1"]; $0.threadPtraced = true; $0.otherThreadsStopped = true }) { _ in
             // One spinning chain fewer than the pool has threads (one per core), so the crashing
             // task still gets a thread.
             let started = UpdateCounter()

@@ -1,5 +1,6 @@
 // CrashInspectTests.swift — the built crash-inspect binary on records left by real crashes of the harness.
 import CrashInspection
+import CrashRecordFormat
 import CrashScenarios
 import CrashSentry
 import CrashSymbolication
@@ -248,6 +249,62 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertTrue(signature.hasPrefix("SIGSEGV | cch_null_dereference | closure () -> () in closure @Sendable"), signature)
         XCTAssertFalse(signature.contains("#"), "closure numbers must not be part of a signature: \(signature)")
         XCTAssertEqual(groups.first?["appVersions"] as? [String], ["0.1.0"])
+    }
+
+    /// Two crashes in the same code reached from two request handlers: only their async callers
+    /// differ. They group apart; read as physical frames only (the record without its async
+    /// context chains, as before issue 16) they would have grouped together under the executor.
+    func testCrashesInDifferentAsyncHandlersGroupApartWhereThePhysicalStackCannotTellThem() throws {
+        let directory = try scratch("async-groups")
+        let first = try crash("async-task-chain", into: directory)
+        try crash("async-task-chain", into: directory)
+        let other = try crash("async-other-handler", into: directory)
+        let groups = try XCTUnwrap(try inspect(["groups", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertEqual(groups.map { $0["count"] as? Int }, [2, 1])
+        let signatures = groups.compactMap { $0["signature"] as? String }
+        XCTAssertTrue(signatures[0].contains("asyncLevel2"), signatures[0])
+        XCTAssertTrue(signatures[1].contains("handleOtherRequest"), signatures[1])
+
+        let symbolicator = try Symbolicator()
+        func physicalSignature(_ path: String) throws -> String {
+            var record = try CrashRecordReader.read(path: path)
+            for index in record.threads.indices { record.threads[index].asyncChains = [] }
+            return Inspection(path: path, record: record, symbolicator: symbolicator).signature
+        }
+        XCTAssertEqual(try physicalSignature(first), try physicalSignature(other))
+        XCTAssertNotEqual(Inspection(path: first, record: try CrashRecordReader.read(path: first), symbolicator: symbolicator).signature,
+                          Inspection(path: other, record: try CrashRecordReader.read(path: other), symbolicator: symbolicator).signature)
+    }
+
+    /// show: the async callers after the first async frame, marked [async] in the text and with
+    /// their kind in --json, numbered on from the physical frames; resume points looked up as is.
+    func testShowListsTheAsyncCallersWithTheirKind() throws {
+        let directory = try scratch("async-show")
+        let path = try crash("async-task-chain", into: directory)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        let crashed = try XCTUnwrap((object["threads"] as? [[String: Any]])?.first { $0["crashed"] as? Bool == true })
+        let frames = try XCTUnwrap(crashed["frames"] as? [[String: Any]]).filter { $0["inlined"] as? Bool == false }
+        let kinds = frames.map { $0["kind"] as? String ?? "?" }
+        XCTAssertEqual(kinds.first, "programCounter")
+        let firstAsync = try XCTUnwrap(kinds.firstIndex(of: "asyncResumePoint"))
+        XCTAssertTrue(kinds[1..<firstAsync].allSatisfy { $0 == "returnAddress" }, "\(kinds)")
+        XCTAssertTrue(kinds[firstAsync...].allSatisfy { $0 == "asyncResumePoint" }, "\(kinds)")
+        XCTAssertEqual(frames.map { $0["index"] as? Int }, Array(0..<frames.count).map { Optional($0) })
+        let names = frames.map { $0["symbol"] as? String ?? "?" }
+        for name in ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"] {
+            XCTAssertTrue(names.contains { $0.contains(name) }, "\(name) in \(names)")
+        }
+        for frame in frames[firstAsync...] {
+            let address = try XCTUnwrap(UInt64((frame["address"] as? String ?? "").dropFirst(2), radix: 16))
+            let images = try XCTUnwrap(object["images"] as? [[String: Any]])
+            guard let image = images.first(where: { $0["path"] as? String == frame["image"] as? String }),
+                  let base = UInt64((image["base"] as? String ?? "").dropFirst(2), radix: 16) else { continue }
+            XCTAssertEqual(frame["imageOffset"] as? String, "0x" + String(address - base, radix: 16), "a resume point is looked up as is")
+        }
+        let text = try inspect(["show", path]).stdout
+        let asyncLines = text.split(separator: "\n").filter { $0.contains("[async]") }
+        XCTAssertGreaterThanOrEqual(asyncLines.count, 4, text)
+        XCTAssertTrue(asyncLines.contains { $0.contains("asyncLevel2") }, text)
     }
 
     func testListShowsOneLinePerRecordWithTheTopFrameOfOurCode() throws {

@@ -1,6 +1,7 @@
-// crashing-server — a Hummingbird 2 server with CrashCapture started, for the tests: `GET /ok`
-// answers, `GET /slow` answers after ~2 s (requests left in flight), `GET /crash` dies of SIGSEGV
-// inside its route handler, below an app middleware and two async helpers that each suspend once.
+// crashing-server — a Hummingbird 2 server with CrashCapture started, for the tests:
+// `GET /ok` answers, `GET /slow` answers after ~2 s (`?seconds=N`: requests left in flight),
+// `GET /crash` dies of SIGSEGV inside its route handler, below an app middleware and two async
+// helpers that each suspend once.
 //
 //   crashing-server [--dir DIR] [--port PORT]     (DIR also from CRASH_DIR; PORT 0 by default)
 //
@@ -22,9 +23,12 @@ nonisolated(unsafe) var crashSink = 0
 /// PID_MAX_LIMIT), which the compiler does not know.
 @inline(never) func opaqueZero() -> UInt { UInt(bitPattern: Int(getpid())) >> 32 }
 
+/// An address as a plain value (Swift's pointer initialisers from an integer give nil for 0).
+struct RawAddress { var bits: UInt }
+
 /// Writes through a NULL pointer: SIGSEGV (SEGV_MAPERR at address 0).
 @inline(never) func dereferenceNull() {
-    let pointer = unsafeBitCast(opaqueZero(), to: UnsafeMutablePointer<Int>.self)
+    let pointer = unsafeBitCast(RawAddress(bits: opaqueZero()), to: UnsafeMutablePointer<Int>.self)
     pointer.pointee = 1
     crashSink &+= 1
 }
@@ -55,9 +59,12 @@ nonisolated(unsafe) var crashSink = 0
     return "not reached \(value)\n"
 }
 
-/// The `/slow` route handler: a request that stays in flight for ~2 s.
+/// The `/slow` route handler: a request that stays in flight for ~2 s (or `?seconds=N`). Says
+/// on stderr when it has started, so a test knows the request is in flight.
 @Sendable @inline(never) func slowRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
-    try await Task.sleep(for: .seconds(2))
+    let seconds = request.uri.queryParameters.get("seconds", as: Double.self) ?? 2
+    FileHandle.standardError.write(Data("slow request started\n".utf8))
+    try await Task.sleep(for: .seconds(seconds))
     return "slow\n"
 }
 
@@ -99,8 +106,8 @@ let app = Application(
     router: router,
     configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "crashing-server"),
     onServerRunning: { channel in
-        print("listening on 127.0.0.1:\(channel.localAddress?.port ?? port)")
-        fflush(stdout)
+        // One write(2), unbuffered: the test waits for this line.
+        FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
     }
 )
 try await app.runService()
