@@ -52,9 +52,10 @@ static uint32_t cc__read_context(uint64_t context, uint64_t *parent, uint64_t *r
     return 0;
 }
 
-/* async-signal-safe: one candidate. Writes nothing when it does not look like a context. */
-static void cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index, uint32_t flags, uint64_t first,
-                            uint32_t *budget) {
+/* async-signal-safe: one candidate. Writes nothing when it does not look like a context.
+ * Returns the chain's last context when the chain is whole (its Parent is 0), else 0. */
+static uint64_t cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index, uint32_t flags, uint64_t first,
+                                uint32_t *budget) {
     cc_sec_async_chain_t head = { .tid = tid, .frame_index = frame_index, .flags = flags, .first_context = first };
     if (cc__seen(first) >= 0) {
         head.flags |= CC_ASYNC_SEEN;
@@ -62,10 +63,10 @@ static void cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index, ui
         cc__section_begin(w, CC_SEC_ASYNC_CHAIN);
         cc__section_put(w, &head, sizeof head);
         cc__section_end(w);
-        return;
+        return 0;
     }
     uint64_t parent = 0, resume = 0;
-    if (*budget == 0 || cc__read_context(first, &parent, &resume) != 0) return;
+    if (*budget == 0 || cc__read_context(first, &parent, &resume) != 0) return 0;
     uint64_t context = first;
     uint32_t count = 0;
     for (;;) {
@@ -100,6 +101,76 @@ static void cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index, ui
     cc__section_put(w, &head, sizeof head);
     cc__section_put(w, g_links, (size_t)count * sizeof g_links[0]);
     cc__section_end(w);
+    return head.end == CC_ASYNC_END_PARENT_NULL ? context : 0;
+}
+
+/*
+ * The task a whole chain belongs to, and the tasks it is a child of. The debug layout version 1
+ * of Swift's concurrency runtime (see cc_record.h, CC_SEC_ASYNC_TASK) places, on 64-bit: the heap
+ * metadata at +0, JobFlags at +32 (kind in the low byte: 0 is a task), the Id at +36, ResumeTask
+ * at +56, ResumeContext at +64, and a child task's parent (its child fragment) right after the
+ * AsyncTask, whose size the runtime exports (_swift_concurrency_debug_asyncTaskSize, 208 in Swift
+ * 6.3). A task's first context is allocated with it, after its header and
+ * fragments: the nearest aligned word before the first context that holds the task metadata
+ * starts the task. A parent that is a child itself leads on, at most CC__TASK_DEPTH tasks.
+ */
+#define CC__TASK_SCAN        1024   /* bytes before a first context searched for its task */
+#define CC__TASK_HEADER_MAX  (1024 + 8)
+#define CC__TASK_DEPTH       16
+
+/* async-signal-safe: the task whose first context is `first_context`, or 0. */
+static uint64_t cc__task_of(uint64_t first_context) {
+    static uint64_t window[CC__TASK_SCAN / 8];
+    for (uint64_t span = CC__TASK_SCAN; span >= 256; span /= 2) {   /* smaller when the page before is unmapped */
+        if (first_context < span || cc__safe_read(first_context - span, window, span) != span) continue;
+        for (uint64_t i = span / 8; i-- > 0;) {
+            uint64_t at = first_context - span + i * 8;
+            if (!(at & 15) && window[i] == cc__g.task_metadata) return at;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+typedef struct { uint32_t flags, id; uint64_t resume, context, parent; } cc__task_t;
+
+/* async-signal-safe: a task's header fields, if it reads as a task. */
+static int cc__read_task(uint64_t task, cc__task_t *out) {
+    static uint64_t head[CC__TASK_HEADER_MAX / 8];
+    size_t size = (size_t)cc__g.task_size + 8;   /* the task and its child fragment's parent */
+    if (task == 0 || (task & 15) || cc__safe_read(task, head, size) != size) return 0;
+    if (head[0] != cc__g.task_metadata || (head[4] & 0xFF) != 0) return 0;
+    out->flags = (uint32_t)head[4];
+    out->id = (uint32_t)(head[4] >> 32);
+    out->resume = head[7];
+    out->context = head[8];
+    out->parent = (out->flags & CC_TASK_IS_CHILD) ? head[cc__g.task_size / 8] : 0;
+    return 1;
+}
+
+/* async-signal-safe: CC_SEC_ASYNC_TASK for the task that ends a whole chain, then, while it is a
+ * child, its parent's chain and task. */
+static void cc__write_tasks(cc__writer_t *w, pid_t tid, uint32_t frame_index, uint64_t first_context, uint32_t *budget) {
+    if (!cc__g.task_metadata) return;
+    uint64_t task = cc__task_of(first_context);
+    for (int depth = 0; task && depth < CC__TASK_DEPTH; depth++) {
+        cc__task_t me, parent = { 0 };
+        if (!cc__read_task(task, &me)) return;
+        int has_parent = me.parent && cc__read_task(me.parent, &parent);
+        cc_sec_async_task_t record = {
+            .tid = tid, .job_flags = me.flags, .task = task, .first_context = first_context, .task_id = me.id,
+            .parent = has_parent ? me.parent : 0, .parent_resume = parent.resume, .parent_context = parent.context,
+            .parent_id = parent.id,
+        };
+        cc__section_begin(w, CC_SEC_ASYNC_TASK);
+        cc__section_put(w, &record, sizeof record);
+        cc__section_end(w);
+        if (!has_parent || *budget == 0) return;
+        /* The parent waits for its children: its chain starts at its ResumeContext. */
+        first_context = cc__write_chain(w, tid, frame_index, CC_ASYNC_PARENT_TASK, parent.context, budget);
+        if (!first_context) return;
+        task = me.parent;
+    }
 }
 
 /* async-signal-safe: see the top of this file. Candidates are the word at fp - 8 of each frame
@@ -114,8 +185,11 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
         uint64_t candidate = 0;
         if (cc__safe_read(fp - 8, &candidate, sizeof candidate) != sizeof candidate) continue;
         if (candidate == 0 || (candidate & 15)) continue;
-        cc__write_chain(w, tid, i, CC_ASYNC_FRAME_POINTER, candidate, &budget);
+        uint64_t root = cc__write_chain(w, tid, i, CC_ASYNC_FRAME_POINTER, candidate, &budget);
+        if (root) cc__write_tasks(w, tid, i, root, &budget);
     }
-    if (async_register && !(async_register & 15) && budget > 0)
-        cc__write_chain(w, tid, 0, CC_ASYNC_CONTEXT_REGISTER, async_register, &budget);
+    if (async_register && !(async_register & 15) && budget > 0) {
+        uint64_t root = cc__write_chain(w, tid, 0, CC_ASYNC_CONTEXT_REGISTER, async_register, &budget);
+        if (root) cc__write_tasks(w, tid, 0, root, &budget);
+    }
 }

@@ -161,6 +161,14 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     typedef const char *_Atomic *(*cc__fatal_buffer_fn)(void);
     cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
     cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
+    /* Swift concurrency's debug exports (what lldb reads): the task metadata and the layout
+     * version of its internal structures. Only version 1 is understood (cc_async.c). */
+    const void *const *task_metadata = (const void *const *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskMetadata");
+    const uint32_t *layout = (const uint32_t *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_internal_layout_version");
+    const size_t *task_size = (const size_t *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskSize");
+    int understood = task_metadata && layout && *layout == 1 && task_size && *task_size >= 72 && *task_size <= 1024 && !(*task_size & 7);
+    cc__g.task_metadata = understood ? (uint64_t)(uintptr_t)*task_metadata : 0;
+    cc__g.task_size = understood ? (uint64_t)*task_size : 0;
 
     cc__interpose_prepare();
     cc__unwind_warm_up();

@@ -90,12 +90,17 @@ public enum Rendering {
         if thread.alsoCrashed { flags.append("crashed too, while the record was written") }
         if let state = stackState(thread) { flags.append(state) }
         if thread.truncated && thread.omittedFrames == 0 { flags.append("stopped at the unwind step limit") }
+        if let task = inspected.frames.first(where: { $0.taskDepth == 0 })?.taskID {
+            flags.append("running task \(task)")
+        }
         var out = ["  thread \(thread.tid) \"\(thread.name)\"\(thread.crashed ? " (crashed)" : "")\(flags.isEmpty ? "" : " — " + flags.joined(separator: ", "))"]
         for (position, threadFrame) in inspected.frames.enumerated() {
             if thread.omittedFrames > 0 && threadFrame.physicalIndex == thread.innermostFrameCount {
                 out.append("       … \(thread.omittedFrames) frames omitted …")
             }
-            let async = threadFrame.kind == .asyncResumePoint ? " [async]" : ""
+            let async = threadFrame.kind != .asyncResumePoint ? ""
+                : threadFrame.taskDepth == 0 ? " [async]"
+                : " [async, parent task\(threadFrame.taskID.map { " \($0)" } ?? "")]"
             for frame in threadFrame.symbols {
                 let number = frame.inlined ? "   " : String(format: "%3d", depth(of: threadFrame, at: position, in: thread))
                 let location = frame.file.map { f in
@@ -206,6 +211,8 @@ public enum Rendering {
                         [
                             "index": depth(of: threadFrame, at: position, in: inspected.thread),
                             "kind": threadFrame.kind.rawValue,
+                            "taskDepth": threadFrame.taskDepth,
+                            "taskID": threadFrame.taskID.map { Int($0) as Any } ?? NSNull(),
                             "address": Explanation.hex(frame.address),
                             "image": frame.image ?? NSNull(),
                             "imageOffset": frame.imageOffset.map { Explanation.hex($0) as Any } ?? NSNull(),

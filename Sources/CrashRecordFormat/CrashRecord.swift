@@ -3,6 +3,7 @@
 // The on-disk layout lives in Sources/CCrashRecordLayout/include/cc_record.h; this file only describes what a
 // reader makes of it. Every type here is a plain value: `Sendable`, `Equatable`, and free of
 // any reference to the bytes it came from.
+import CCrashRecordLayout
 
 /// One crash record: what the signal handler wrote about a process that died.
 ///
@@ -371,6 +372,9 @@ public struct CrashThread: Sendable, Equatable {
     /// Swift async context chains read from this thread's frames (`CC_SEC_ASYNC_CHAIN`), raw:
     /// which frame is async is decided with symbols (CrashSymbolication's `AsyncFrames`).
     public var asyncChains: [AsyncContextChain] = []
+    /// The Swift tasks whole chains of this thread belong to, with their parents
+    /// (`CC_SEC_ASYNC_TASK`).
+    public var asyncTasks: [AsyncTaskInfo] = []
 
     /// How many of `frames` come before the omitted ones (all of them when none were omitted).
     public var innermostFrameCount: Int {
@@ -420,6 +424,8 @@ public struct AsyncContextChain: Sendable, Equatable {
         case framePointer
         /// Frame 0's async context register (r14 / x22).
         case contextRegister
+        /// A suspended parent task's ResumeContext (an ``AsyncTaskInfo`` names it).
+        case parentTask
     }
 
     /// Why the chain stops after its last link.
@@ -475,7 +481,51 @@ public struct AsyncContextChain: Sendable, Equatable {
     }
 }
 
+/// The Swift task a whole async context chain belongs to (`CC_SEC_ASYNC_TASK`), and, for a child
+/// task, the parent it was spawned by: suspended, waiting for it.
+public struct AsyncTaskInfo: Sendable, Equatable {
+    /// The `AsyncTask`'s address.
+    public var task: UInt64
+    /// The task's id, as the runtime numbers tasks.
+    public var id: UInt32
+    /// The task's JobFlags.
+    public var jobFlags: UInt32
+    /// The first context of the task: the last link of the chain it ends.
+    public var firstContext: UInt64
+    /// The parent task, for a child task whose parent could be read.
+    public var parent: UInt64?
+    public var parentID: UInt32
+    /// Where the parent resumes (its ResumeTask), and its context: the parent's chain starts there.
+    public var parentResume: UInt64
+    public var parentContext: UInt64
+
+    /// A child task (async let or a task group's child).
+    public var isChild: Bool { jobFlags & CC_TASK_IS_CHILD != 0 }
+    /// A task group's child.
+    public var isGroupChild: Bool { jobFlags & CC_TASK_IS_GROUP_CHILD != 0 }
+    /// An async let's child.
+    public var isAsyncLet: Bool { jobFlags & CC_TASK_IS_ASYNC_LET != 0 }
+
+    /// Creates a task.
+    public init(task: UInt64, id: UInt32, jobFlags: UInt32, firstContext: UInt64, parent: UInt64?, parentID: UInt32 = 0,
+                parentResume: UInt64 = 0, parentContext: UInt64 = 0) {
+        self.task = task
+        self.id = id
+        self.jobFlags = jobFlags
+        self.firstContext = firstContext
+        self.parent = parent
+        self.parentID = parentID
+        self.parentResume = parentResume
+        self.parentContext = parentContext
+    }
+}
+
 extension CrashThread {
+    /// The task whose first context is `context`, if the record names one.
+    public func asyncTask(firstContext context: UInt64) -> AsyncTaskInfo? {
+        asyncTasks.first { $0.firstContext == context }
+    }
+
     /// The links that follow from `context`, across the chains of this thread that share them
     /// (a chain may end where it joins an earlier one), without repeating a context.
     public func asyncLinks(from context: UInt64) -> [AsyncContextChain.Link] {

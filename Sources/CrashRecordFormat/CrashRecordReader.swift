@@ -283,6 +283,8 @@ private struct RecordParser {
     var threadRegisters: [Int32: [Register]] = [:]
     /// CC_SEC_ASYNC_CHAIN by tid, attached to their threads once every section is read.
     var asyncChains: [Int32: [AsyncContextChain]] = [:]
+    /// CC_SEC_ASYNC_TASK by tid, likewise.
+    var asyncTasks: [Int32: [AsyncTaskInfo]] = [:]
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -299,6 +301,7 @@ private struct RecordParser {
             // A chain names a frame of its thread; one past the frames is damage, not a chain.
             let count = record.threads[index].frames.count
             record.threads[index].asyncChains = (asyncChains[record.threads[index].tid] ?? []).filter { $0.frameIndex < count }
+            record.threads[index].asyncTasks = asyncTasks[record.threads[index].tid] ?? []
         }
         return record
     }
@@ -415,6 +418,7 @@ private struct RecordParser {
         case CC_SEC_MEMORY.rawValue: try decodeMemory(payload)
         case CC_SEC_THREAD.rawValue: try decodeThread(payload)
         case CC_SEC_ASYNC_CHAIN.rawValue: try decodeAsyncChain(payload)
+        case CC_SEC_ASYNC_TASK.rawValue: try decodeAsyncTask(payload)
         case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
         case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
         case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
@@ -596,10 +600,21 @@ private struct RecordParser {
         let tid = p.i32(Layout.offset(\S.tid))
         asyncChains[tid, default: []].append(AsyncContextChain(
             frameIndex: Int(p.u32(Layout.offset(\S.frame_index))),
-            source: flags & CC_ASYNC_CONTEXT_REGISTER != 0 ? .contextRegister : .framePointer,
+            source: flags & CC_ASYNC_PARENT_TASK != 0 ? .parentTask : flags & CC_ASYNC_CONTEXT_REGISTER != 0 ? .contextRegister : .framePointer,
             firstContext: p.u64(Layout.offset(\S.first_context)),
             links: links,
             end: end))
+    }
+
+    private mutating func decodeAsyncTask(_ p: ByteView) throws {
+        typealias S = cc_sec_async_task_t
+        try require(p, holds: S.self, "async task")
+        let parent = p.u64(Layout.offset(\S.parent))
+        asyncTasks[p.i32(Layout.offset(\S.tid)), default: []].append(AsyncTaskInfo(
+            task: p.u64(Layout.offset(\S.task)), id: p.u32(Layout.offset(\S.task_id)), jobFlags: p.u32(Layout.offset(\S.job_flags)),
+            firstContext: p.u64(Layout.offset(\S.first_context)), parent: parent == 0 ? nil : parent,
+            parentID: p.u32(Layout.offset(\S.parent_id)), parentResume: p.u64(Layout.offset(\S.parent_resume)),
+            parentContext: p.u64(Layout.offset(\S.parent_context))))
     }
 
     private mutating func decodeImage(_ p: ByteView) throws {

@@ -43,6 +43,24 @@ import Glibc
     levelSink &+= 20
 }
 
+/// Spawns the request as a task group's child and waits for it.
+@inline(never) public func spawnGroupChild(_ crash: @escaping @Sendable () -> Void) async {
+    await Task.yield()
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask { await handleRequest(crash) }
+        await group.waitForAll()
+    }
+    levelSink &+= 21
+}
+
+/// Spawns the request behind async let and waits for it.
+@inline(never) public func spawnAsyncLet(_ crash: @escaping @Sendable () -> Void) async {
+    await Task.yield()
+    async let request: Void = handleRequest(crash)
+    await request
+    levelSink &+= 22
+}
+
 /// The async levels innermost first, as they appear among a crashed thread's frames.
 public let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
 
@@ -125,20 +143,14 @@ extension Scenarios {
             Task { await handleOtherRequest(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },
-        asyncScenario("async-taskgroup-child", "the same chain in a TaskGroup child task keeps its callers up to the child's root") { _ in
-            Task {
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await handleRequest(asyncForceUnwrapNil) }
-                    await group.waitForAll()
-                }
-            }
+        asyncScenario("async-taskgroup-child", "the same chain in a TaskGroup child task keeps its callers up to the child's root, then the parent task that spawned it, waiting for the group",
+                      adjust: { $0.parentTaskFrames = ["TaskGroup", "spawnGroupChild"] }) { _ in
+            Task { await spawnGroupChild(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },
-        asyncScenario("async-let", "the same chain behind async let keeps its callers up to the child's root") { _ in
-            Task {
-                async let request: Void = handleRequest(asyncForceUnwrapNil)
-                await request
-            }
+        asyncScenario("async-let", "the same chain behind async let keeps its callers up to the child's root, then the parent task waiting for it",
+                      adjust: { $0.parentTaskFrames = ["spawnAsyncLet"] }) { _ in
+            Task { await spawnAsyncLet(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },
         asyncScenario("async-actor-hop", "a crash in an actor method reached by a hop to the actor's executor keeps the callers across the hop",

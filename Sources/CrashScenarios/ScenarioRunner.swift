@@ -353,8 +353,18 @@ public enum ScenarioRunner {
             }
             if !found { failures.append("no other thread's frames hold \(expected.otherThreadAsyncFrames) (a task mid-chain)") }
         }
+        if !expected.parentTaskFrames.isEmpty {
+            let names = threadFrames.filter { $0.taskDepth > 0 }.flatMap { $0.symbols.map { $0.symbol ?? "?" } }
+            var left = expected.parentTaskFrames[...]
+            for name in names where !left.isEmpty && name.contains(left.first!) { left = left.dropFirst() }
+            if let missing = left.first {
+                failures.append("the parent task's frames lack \(missing) (in order \(expected.parentTaskFrames)); got \(abbreviate(names))")
+            }
+        }
         if let run = outcome.backtracerRun {
-            failures += BacktracerOutput.compareRecordFrames(threadFrames, images: record.images, backtracerDirectory: run.directory)
+            // The backtracer stops at the task's first context: its parent tasks are ours alone.
+            failures += BacktracerOutput.compareRecordFrames(threadFrames.filter { $0.taskDepth == 0 }, images: record.images,
+                                                             backtracerDirectory: run.directory)
         }
         return (failures, frameNames)
     }

@@ -80,6 +80,9 @@ public struct Scenario: Sendable {
         /// Function names that must appear in this order among the async frames of a thread
         /// other than the crashed one (a task mid-chain on another thread).
         public var otherThreadAsyncFrames: [String] = []
+        /// Function names that must appear in this order among the crashed thread's frames of
+        /// its parent tasks (a child task's spawner, waiting for it).
+        public var parentTaskFrames: [String] = []
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the

@@ -18,6 +18,12 @@ public struct ThreadFrame: Sendable, Equatable {
     public var kind: Kind
     /// The physical frame's index in the thread's recorded frames; nil for an async frame.
     public var physicalIndex: Int?
+    /// 0 for the frames of the thread's own task; 1 for its parent task's (the task that spawned
+    /// it with async let or a task group, waiting for it), 2 for that one's parent, and so on.
+    /// Swift's backtracer shows only depth 0.
+    public var taskDepth: Int = 0
+    /// The id of the task the frame belongs to, where the record names it.
+    public var taskID: UInt32?
     /// The frame symbolicated; inlined code expands it to several, innermost first, the last
     /// the function the address lies in. One entry without a symbol when none is known.
     public var symbols: [SymbolicatedFrame]
@@ -90,11 +96,42 @@ public enum ThreadFrames {
             // Taken when it resumes in async code (a chain of one link is the task's entry).
             let resumesInAsyncCode = isAsyncFunction(resumes).contains(true) || (links.count == 1 && links[0].parent == 0)
             guard resumesInAsyncCode else { continue }
-            return Array(physical.prefix(index + 1)) + resumes.map {
+            var frames = Array(physical.prefix(index + 1)) + resumes.map {
                 ThreadFrame(address: $0, kind: .asyncResumePoint, physicalIndex: nil, symbols: [])
             }
+            frames += parentTaskFrames(thread, root: links.last, frames: &frames, isAsyncFunction: isAsyncFunction)
+            return frames
         }
         return physical
+    }
+
+    /// Beyond the backtracer: when the chain is whole and its task is a child task, the parent
+    /// that spawned it, where it waits (its resume point, when that is an async function and not
+    /// a runtime adapter) and its own chain; then that task's parent, and so on. Marks the
+    /// frames already taken with their task's id.
+    static func parentTaskFrames(_ thread: CrashThread, root: AsyncContextChain.Link?, frames: inout [ThreadFrame],
+                                 isAsyncFunction: ([UInt64]) -> [Bool]) -> [ThreadFrame] {
+        var added: [ThreadFrame] = []
+        var root = root
+        var depth = 0
+        var seenTasks: Set<UInt64> = []
+        while let last = root, last.parent == 0, let task = thread.asyncTask(firstContext: last.context), seenTasks.insert(task.task).inserted {
+            if depth == 0 {
+                for index in frames.indices { frames[index].taskID = task.id }
+            }
+            guard let parent = task.parent, parent != 0 else { break }
+            depth += 1
+            let links = thread.asyncLinks(from: task.parentContext)
+            let resumes = (isAsyncFunction([task.parentResume]).first == true ? [task.parentResume] : []) + links.map(\.resume)
+            added += resumes.map {
+                var frame = ThreadFrame(address: $0, kind: .asyncResumePoint, physicalIndex: nil, symbols: [])
+                frame.taskDepth = depth
+                frame.taskID = task.parentID
+                return frame
+            }
+            root = links.last
+        }
+        return added
     }
 }
 

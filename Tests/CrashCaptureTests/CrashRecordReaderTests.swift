@@ -653,6 +653,27 @@ final class CrashRecordReaderTests: XCTestCase {
         XCTAssertEqual(thread.asyncLinks(from: 0x999), [])
     }
 
+    func testAsyncTasksAttachToTheirThreadAndTellChildKinds() throws {
+        var builder = RecordBuilder()
+        builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED, frames: [0x1000])
+        builder.asyncTask(cc_sec_async_task_t(tid: 7, job_flags: CC_TASK_IS_CHILD | CC_TASK_IS_ASYNC_LET | 0x1500, task: 0x9000,
+                                              first_context: 0x200, parent: 0x8000, parent_resume: 0xE000, parent_context: 0x300,
+                                              task_id: 12, parent_id: 11))
+        builder.asyncTask(cc_sec_async_task_t(tid: 7, job_flags: 0x1500, task: 0x8000, first_context: 0x400, parent: 0,
+                                              parent_resume: 0, parent_context: 0, task_id: 11, parent_id: 0))
+        builder.raw(CC_SEC_ASYNC_TASK.rawValue, [0, 1, 2])
+        let record = try CrashRecordReader.parse(builder.build())
+        let tasks = try XCTUnwrap(record.crashedThread?.asyncTasks)
+        XCTAssertEqual(tasks.map(\.id), [12, 11])
+        XCTAssertEqual(tasks.map(\.isChild), [true, false])
+        XCTAssertEqual(tasks.map(\.isAsyncLet), [true, false])
+        XCTAssertEqual(tasks.map(\.isGroupChild), [false, false])
+        XCTAssertEqual(tasks.first?.parent, 0x8000)
+        XCTAssertNil(tasks.last?.parent)
+        XCTAssertEqual(record.crashedThread?.asyncTask(firstContext: 0x400)?.task, 0x8000)
+        guard case .incomplete = record.completeness else { return XCTFail("a task section shorter than its struct is damage") }
+    }
+
     func testAnAsyncChainWhoseLinksDoNotFitIsDamageThatKeepsWhatCameBefore() throws {
         var builder = RecordBuilder()
         builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED, frames: [0x1000])
@@ -788,6 +809,10 @@ private struct RecordBuilder {
         raw(CC_SEC_ASYNC_CHAIN.rawValue, Self.bytes(of: head) + links.flatMap {
             Self.bytes(of: cc_async_link_t(context: $0.context, parent: $0.parent, resume: $0.resume))
         })
+    }
+
+    mutating func asyncTask(_ value: cc_sec_async_task_t) {
+        raw(CC_SEC_ASYNC_TASK.rawValue, Self.bytes(of: value))
     }
 
     mutating func image(path: String, base: UInt64, size: UInt64, buildID: [UInt8], flags: UInt32, buildIDLengthOverride: UInt32? = nil) {

@@ -78,6 +78,29 @@ final class ThreadFramesTests: XCTestCase {
         XCTAssertEqual(resolve(thread, async: [0x3fff, 0xA000]).count, 4)
     }
 
+    /// Beyond the backtracer: a child task's whole chain ends at its first context; the record
+    /// names its task and the parent waiting for it, whose resume point (when it is async code,
+    /// not a runtime adapter) and chain follow, one task deeper. A loop of tasks ends.
+    func testAChildTasksParentTaskFollowsItsWholeChain() {
+        var thread = CrashThread(tid: 1, crashed: true, framesFromSignalContext: true, frames: [0x1000])
+        thread.asyncChains = [chain(0, [(0x100, 0x200, 0xA000), (0x200, 0, 0xB000)]),
+                              chain(0, [(0x300, 0x400, 0xC000), (0x400, 0, 0xD000)], source: .parentTask)]
+        thread.asyncTasks = [AsyncTaskInfo(task: 0x9000, id: 7, jobFlags: 0x1000000, firstContext: 0x200, parent: 0x8000,
+                                           parentID: 3, parentResume: 0xE000, parentContext: 0x300),
+                             AsyncTaskInfo(task: 0x8000, id: 3, jobFlags: 0, firstContext: 0x400, parent: nil)]
+        let frames = ThreadFrames.resolve(thread) { $0.map { [0x1000, 0xA000, 0xE000].contains($0) } }
+        XCTAssertEqual(frames.map(\.address), [0x1000, 0xA000, 0xB000, 0xE000, 0xC000, 0xD000])
+        XCTAssertEqual(frames.map(\.taskDepth), [0, 0, 0, 1, 1, 1])
+        XCTAssertEqual(frames.map(\.taskID), [7, 7, 7, 3, 3, 3])
+        // A parent resuming in a runtime adapter (no async symbol) starts at its chain.
+        let adapter = ThreadFrames.resolve(thread) { $0.map { [0x1000, 0xA000].contains($0) } }
+        XCTAssertEqual(adapter.map(\.address), [0x1000, 0xA000, 0xB000, 0xC000, 0xD000])
+        // Tasks that name each other as parents do not loop.
+        thread.asyncTasks[1] = AsyncTaskInfo(task: 0x9000, id: 7, jobFlags: 0x1000000, firstContext: 0x400, parent: 0x8000,
+                                             parentID: 3, parentResume: 0xE000, parentContext: 0x300)
+        XCTAssertLessThan(ThreadFrames.resolve(thread) { _ in [true] }.count, 20)
+    }
+
     func testReturnAddressesAreLookedUpAtTheCallAndResumePointsAsTheyAre() {
         XCTAssertEqual(ThreadFrame(address: 0x2000, kind: .returnAddress, physicalIndex: 1, symbols: []).lookupAddress, 0x1fff)
         XCTAssertEqual(ThreadFrame(address: 0x2000, kind: .programCounter, physicalIndex: 0, symbols: []).lookupAddress, 0x2000)

@@ -83,6 +83,7 @@ enum cc_section_type {
     CC_SEC_END        = 10,  /* cc_sec_end_t: the record is complete */
     CC_SEC_THREAD_REGISTERS = 11, /* cc_sec_thread_registers_t + the REGISTERS payload of that thread */
     CC_SEC_ASYNC_CHAIN = 12, /* cc_sec_async_chain_t + link_count * cc_async_link_t: Swift async contexts */
+    CC_SEC_ASYNC_TASK  = 13, /* cc_sec_async_task_t: the Swift task a whole chain belongs to, and its parent task */
 };
 
 /* CC_SEC_CRASH flags */
@@ -194,6 +195,7 @@ _Static_assert(sizeof(cc_sec_thread_registers_t) == 8, "cc_sec_thread_registers_
 #define CC_ASYNC_FRAME_POINTER    0x1u  /* first_context is the word at the frame's fp - 8 */
 #define CC_ASYNC_CONTEXT_REGISTER 0x2u  /* first_context is frame 0's async context register */
 #define CC_ASYNC_SEEN             0x4u  /* first_context is a link of an earlier chain of this thread: no links follow, read that chain from there */
+#define CC_ASYNC_PARENT_TASK      0x8u  /* first_context is a suspended parent task's ResumeContext (a CC_SEC_ASYNC_TASK names it) */
 
 enum cc_async_end {
     CC_ASYNC_END_PARENT_NULL = 1,   /* the last context's Parent is 0: the task's first context */
@@ -222,6 +224,34 @@ typedef struct {
     uint64_t resume;                /* its ResumeParent: where its parent resumes */
 } cc_async_link_t;
 _Static_assert(sizeof(cc_async_link_t) == 24, "cc_async_link_t layout");
+
+/* CC_SEC_ASYNC_TASK: the Swift task (AsyncTask) whose first context ends a chain (the chain's
+ * last link has Parent 0), and, for a child task (async let, a task group's child), its parent:
+ * suspended, waiting for its children, with the function it resumes in and its context, whose
+ * chain follows as a CC_SEC_ASYNC_CHAIN with CC_ASYNC_PARENT_TASK. The task is found at crash
+ * time without symbols: the runtime exports the task's heap metadata
+ * (_swift_concurrency_debug_asyncTaskMetadata, read at install), a task is allocated just
+ * before its first context, so the nearest 16-byte-aligned word before it that holds that
+ * metadata starts the task. Field offsets are those of the runtime's debug layout version 1
+ * (_swift_concurrency_debug_internal_layout_version, Swift 6.1 and later on 64-bit: Flags +32,
+ * Id +36, ResumeTask +56, ResumeContext +64, the child fragment's Parent right after the task,
+ * whose size _swift_concurrency_debug_asyncTaskSize gives); any other version, or a runtime
+ * without those symbols, records no task. */
+#define CC_TASK_IS_CHILD      0x1000000u   /* JobFlags: a child task (async let, task group) */
+#define CC_TASK_IS_GROUP_CHILD 0x4000000u  /* JobFlags: a task group's child */
+#define CC_TASK_IS_ASYNC_LET  0x10000000u  /* JobFlags: an async let's child */
+typedef struct {
+    int32_t  tid;
+    uint32_t job_flags;             /* the task's JobFlags (CC_TASK_*) */
+    uint64_t task;                  /* the AsyncTask */
+    uint64_t first_context;         /* the context that ends the chain it belongs to (its first) */
+    uint64_t parent;                /* the parent task, 0 when not a child (or it could not be read) */
+    uint64_t parent_resume;         /* the parent's ResumeTask: where it resumes */
+    uint64_t parent_context;        /* the parent's ResumeContext: its chain follows */
+    uint32_t task_id;               /* the task's Job Id (as the runtime numbers tasks) */
+    uint32_t parent_id;
+} cc_sec_async_task_t;
+_Static_assert(sizeof(cc_sec_async_task_t) == 56, "cc_sec_async_task_t layout");
 
 typedef struct {
     uint64_t base;                  /* address the image's first byte (ELF header) is mapped at */
