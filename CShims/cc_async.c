@@ -178,15 +178,23 @@ static void cc__write_tasks(cc__writer_t *w, pid_t tid, uint32_t frame_index, ui
  * caller's fp: its chain is then a SEEN reference), then frame 0's context register. */
 void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uint32_t count,
                             uint64_t async_register, uint32_t budget) {
+    static uint64_t slots[CC__SAFE_WORDS_MAX], candidates[CC__SAFE_WORDS_MAX];
+    static uint32_t frame_of[CC__SAFE_WORDS_MAX];
+    static uint8_t readable[CC__SAFE_WORDS_MAX];
     g_seen_count = 0;
-    for (uint32_t i = 0; i < count && budget > 0; i++) {
-        uint64_t fp = fps[i];
-        if (fp < 16 || (fp & 7)) continue;
-        uint64_t candidate = 0;
-        if (cc__safe_read(fp - 8, &candidate, sizeof candidate) != sizeof candidate) continue;
-        if (candidate == 0 || (candidate & 15)) continue;
-        uint64_t root = cc__write_chain(w, tid, i, CC_ASYNC_FRAME_POINTER, candidate, &budget);
-        if (root) cc__write_tasks(w, tid, i, root, &budget);
+    /* Every frame's fp - 8 in one read (frames whose fp is 0 or misaligned have none). */
+    uint32_t slot_count = 0;
+    for (uint32_t i = 0; i < count && slot_count < CC__SAFE_WORDS_MAX; i++) {
+        if (fps[i] < 16 || (fps[i] & 7)) continue;
+        frame_of[slot_count] = i;
+        slots[slot_count++] = fps[i] - 8;
+    }
+    cc__safe_read_words(slots, candidates, readable, slot_count);
+    for (uint32_t k = 0; k < slot_count && budget > 0; k++) {
+        uint64_t candidate = candidates[k];
+        if (!readable[k] || candidate == 0 || (candidate & 15)) continue;
+        uint64_t root = cc__write_chain(w, tid, frame_of[k], CC_ASYNC_FRAME_POINTER, candidate, &budget);
+        if (root) cc__write_tasks(w, tid, frame_of[k], root, &budget);
     }
     if (async_register && !(async_register & 15) && budget > 0) {
         uint64_t root = cc__write_chain(w, tid, 0, CC_ASYNC_CONTEXT_REGISTER, async_register, &budget);
