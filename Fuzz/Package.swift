@@ -13,6 +13,7 @@ let package = Package(
                 .product(name: "CrashRecordFormat", package: "CrashCapture"),
                 .product(name: "CrashInspection", package: "CrashCapture"),
                 .product(name: "CrashSentry", package: "CrashCapture"),
+                .product(name: "CrashSymbolication", package: "CrashCapture"),
             ]
         ),
     ]

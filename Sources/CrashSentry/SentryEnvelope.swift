@@ -117,13 +117,16 @@ public enum SentryEnvelope {
     /// `function`, like sentry-native's `symbolize_stacktraces`; no file, line or inlined frames,
     /// which Sentry's own symbolication adds (and replaces `function` with) when it has the debug
     /// file. Without it the frames are resolved here from the symbol tables of the images on
-    /// this machine (``ImageSymbols``), without names.
+    /// this machine (``ImageSymbols``), without names — unless `readImageFiles` is false: then
+    /// no file is read and the frames are the physical ones.
     public static func event(
         record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
         osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
     ) -> [String: Any] {
         let local = ImageSymbols(images: record.images)
-        let framesOf = frames ?? { ThreadFrames.resolve($0, isAsyncFunction: local.isAsyncFunction) }
+        let framesOf = frames ?? { thread in
+            ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }
+        }
         let signal = record.signal
         let crashed = record.crashedThread
         let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }

@@ -106,7 +106,10 @@ public final class ImageSymbols: @unchecked Sendable {
         if let known = tables[index] { return known }
         let image = images[index]
         var loaded: (ELFSymbolTable, UInt64)?
-        if let elf = try? ELFFile(path: image.path), !image.buildID.isEmpty, elf.buildID == image.buildID,
+        // The record is untrusted: only a regular file is opened (a FIFO would block, a device
+        // would read forever), and only one whose build-id is the record's.
+        let regular = (try? FileManager.default.attributesOfItem(atPath: image.path))?[.type] as? FileAttributeType == .typeRegular
+        if regular, let elf = try? ELFFile(path: image.path), !image.buildID.isEmpty, elf.buildID == image.buildID,
            let table = try? ELFSymbolTable(path: image.path) {
             loaded = (table, image.base &- elf.firstLoadAddress)
         }

@@ -5,6 +5,7 @@
 import CrashRecordFormat
 import CrashInspection
 import CrashSentry
+import CrashSymbolication
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,9 @@ let testOneInput: FuzzCallback = { data, size in
     _ = Rendering.text(inspection)
     _ = Rendering.encode(Rendering.json(inspection))
     _ = inspection.signature
+    // The async frames of every thread as if every address were async code: hostile chains and
+    // tasks (cycles, joins, loops of parents) must end.
+    for thread in record.threads { _ = ThreadFrames.resolve(thread) { $0.map { _ in true } } }
     // The Sentry envelope as the uploader builds it, without reading the files the record names.
     let raw = Array(bytes)
     _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
