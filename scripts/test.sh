@@ -6,6 +6,9 @@ scripts/setup.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
+echo "== building the example server (Examples/CrashingServer: Hummingbird 2, crashes in a route handler)"
+swift build -c release --package-path Examples/CrashingServer
+export CRASHING_SERVER="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/crashing-server"
 echo "== swift test"
 swift test
 echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s"

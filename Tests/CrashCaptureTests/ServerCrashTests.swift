@@ -54,17 +54,23 @@ final class ServerCrashTests: XCTestCase {
         XCTAssertEqual(reference.recordFiles, [], "CRASHCAPTURE_DISABLE=1 left a record")
 
         // Frame for frame, by image offset, async resume points included (the same binary, so
-        // the same offsets).
-        let frames = Harness.symbolicator.threadFrames(of: thread, images: record.images)
+        // the same offsets). The backtracer stops at the crashed task's first context: the
+        // frames of the tasks that spawned it (taskDepth > 0) are the record's alone.
+        let all = Harness.symbolicator.threadFrames(of: thread, images: record.images)
+        let frames = all.filter { $0.taskDepth == 0 }
         let failures = BacktracerOutput.compareRecordFrames(frames, images: record.images, backtracerDirectory: reference.backtracerDirectory)
         XCTAssertEqual(failures, [], failures.joined(separator: "\n"))
 
         // What the frames must name: the handler, the app's middleware, the helpers between them
         // and Hummingbird's responder chain as async callers.
+        func name(_ frame: ThreadFrame) -> String { frame.symbols.map { $0.symbol ?? "?" }.joined(separator: " / ") }
         let asyncFrames = frames.filter { $0.kind == .asyncResumePoint }
-        let names = frames.map { $0.symbols.map { $0.symbol ?? "?" }.joined(separator: " / ") }
-        let asyncNames = asyncFrames.map { $0.symbols.map { $0.symbol ?? "?" }.joined(separator: " / ") }
-        let summary = "\(frames.count) frames, \(asyncFrames.count) async resume points:\n" + names.enumerated().map { "  \($0) \($1.prefix(200))" }.joined(separator: "\n")
+        let names = frames.map(name)
+        let asyncNames = asyncFrames.map(name)
+        let parentNames = all.filter { $0.taskDepth > 0 }.map(name)
+        let summary = "\(frames.count) frames of the crashed task, \(asyncFrames.count) of them async resume points, "
+            + "\(parentNames.count) of its parent tasks:\n"
+            + all.enumerated().map { "  \($0) [\($1.kind.rawValue), task depth \($1.taskDepth)] \(name($1).prefix(200))" }.joined(separator: "\n")
         for wanted in ["dereferenceNull", "renderAccount", "loadAccount", "crashRoute", "AuditMiddleware.handle"] {
             XCTAssertTrue(names.contains { $0.contains(wanted) }, "no frame names \(wanted); \(summary)")
         }
@@ -76,6 +82,11 @@ final class ServerCrashTests: XCTestCase {
         let order = ["dereferenceNull", "renderAccount", "loadAccount", "crashRoute", "AuditMiddleware.handle", "RouterResponder.respond"]
         let positions = order.map { wanted in names.firstIndex { $0.contains(wanted) } ?? -1 }
         XCTAssertEqual(positions, positions.sorted(), "frames out of order \(Array(zip(order, positions))); \(summary)")
+        // Beyond the backtracer: the connection's task is a child of the server's accept loop,
+        // itself a child of the application's service group, down to the program's main.
+        var left = ["HummingbirdCore.Server.run", "ServiceLifecycle.ServiceGroup.run", "runService"][...]
+        for parent in parentNames where !left.isEmpty && parent.contains(left.first!) { left = left.dropFirst() }
+        XCTAssertTrue(left.isEmpty, "the parent tasks' frames lack \(left.first ?? ""); \(summary)")
 
         if testRun?.failureCount == 0 {
             try? FileManager.default.removeItem(atPath: captured.directory)
