@@ -122,7 +122,9 @@ public enum ThreadFrames {
             guard let parent = task.parent, parent != 0 else { break }
             depth += 1
             let links = thread.asyncLinks(from: task.parentContext)
-            let resumes = (isAsyncFunction([task.parentResume]).first == true ? [task.parentResume] : []) + links.map(\.resume)
+            // A parent waiting on a continuation resumes where its context resumes too: once.
+            let own = task.parentResume != links.first?.resume && isAsyncFunction([task.parentResume]).first == true
+            let resumes = (own ? [task.parentResume] : []) + links.map(\.resume)
             added += resumes.map {
                 var frame = ThreadFrame(address: $0, kind: .asyncResumePoint, physicalIndex: nil, symbols: [])
                 frame.taskDepth = depth

@@ -95,6 +95,11 @@ final class ThreadFramesTests: XCTestCase {
         // A parent resuming in a runtime adapter (no async symbol) starts at its chain.
         let adapter = ThreadFrames.resolve(thread) { $0.map { [0x1000, 0xA000].contains($0) } }
         XCTAssertEqual(adapter.map(\.address), [0x1000, 0xA000, 0xB000, 0xC000, 0xD000])
+        // A parent whose resume point is its context's own resume point shows it once.
+        var waiting = thread
+        waiting.asyncTasks[0].parentResume = 0xC000
+        XCTAssertEqual(ThreadFrames.resolve(waiting) { $0.map { [0x1000, 0xA000, 0xC000].contains($0) } }.map(\.address),
+                       [0x1000, 0xA000, 0xB000, 0xC000, 0xD000])
         // Tasks that name each other as parents do not loop.
         thread.asyncTasks[1] = AsyncTaskInfo(task: 0x9000, id: 7, jobFlags: 0x1000000, firstContext: 0x400, parent: 0x8000,
                                              parentID: 3, parentResume: 0xE000, parentContext: 0x300)
