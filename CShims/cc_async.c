@@ -175,25 +175,37 @@ static void cc__write_tasks(cc__writer_t *w, pid_t tid, uint32_t frame_index, ui
 
 /* async-signal-safe: see the top of this file. Candidates are the word at fp - 8 of each frame
  * whose fp is non-zero and aligned (a frame without a frame record of its own repeats its
- * caller's fp: its chain is then a SEEN reference), then frame 0's context register. */
+ * caller's fp: its chain is then a SEEN reference), then frame 0's context register. Two reads
+ * serve every frame: the candidates, then each aligned candidate's two words; only a candidate
+ * whose resume point lies in an image is followed further. */
 void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uint32_t count,
                             uint64_t async_register, uint32_t budget) {
-    static uint64_t slots[CC__SAFE_WORDS_MAX], candidates[CC__SAFE_WORDS_MAX];
+    static uint64_t slots[CC__SAFE_WORDS_MAX], candidates[CC__SAFE_WORDS_MAX], pairs[2 * CC__SAFE_WORDS_MAX];
     static uint32_t frame_of[CC__SAFE_WORDS_MAX];
     static uint8_t readable[CC__SAFE_WORDS_MAX];
     g_seen_count = 0;
-    /* Every frame's fp - 8 in one read (frames whose fp is 0 or misaligned have none). */
     uint32_t slot_count = 0;
     for (uint32_t i = 0; i < count && slot_count < CC__SAFE_WORDS_MAX; i++) {
         if (fps[i] < 16 || (fps[i] & 7)) continue;
         frame_of[slot_count] = i;
         slots[slot_count++] = fps[i] - 8;
     }
-    cc__safe_read_words(slots, candidates, readable, slot_count);
-    for (uint32_t k = 0; k < slot_count && budget > 0; k++) {
-        uint64_t candidate = candidates[k];
-        if (!readable[k] || candidate == 0 || (candidate & 15)) continue;
-        uint64_t root = cc__write_chain(w, tid, frame_of[k], CC_ASYNC_FRAME_POINTER, candidate, &budget);
+    cc__safe_read_many(slots, 8, candidates, readable, slot_count);
+    /* Keep the aligned, non-zero candidates (slots[] now holds them, frame_of[] their frames). */
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < slot_count; k++) {
+        if (!readable[k] || candidates[k] == 0 || (candidates[k] & 15)) continue;
+        frame_of[kept] = frame_of[k];
+        slots[kept++] = candidates[k];
+    }
+    cc__safe_read_many(slots, 16, pairs, readable, kept);
+    for (uint32_t k = 0; k < kept && budget > 0; k++) {
+        /* The same test cc__read_context makes, on the words already read: a repeated candidate
+         * (a SEEN reference) is written whatever its words. */
+        uint64_t resume = pairs[2 * k + 1];
+        int looks = readable[k] && resume != 0 && cc__images_contains(resume);
+        if (!looks && cc__seen(slots[k]) < 0) continue;
+        uint64_t root = cc__write_chain(w, tid, frame_of[k], CC_ASYNC_FRAME_POINTER, slots[k], &budget);
         if (root) cc__write_tasks(w, tid, frame_of[k], root, &budget);
     }
     if (async_register && !(async_register & 15) && budget > 0) {

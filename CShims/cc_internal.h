@@ -143,7 +143,7 @@ size_t cc__fmt_u64(char *out, uint64_t value);            /* decimal, no NUL; re
 size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-padded to digits */
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
 #define CC__SAFE_WORDS_MAX 512   /* no more than the kernel's UIO_MAXIOV (1024) */
-void cc__safe_read_words(const uint64_t *addresses, uint64_t *out, uint8_t *ok, uint32_t count);
+void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count);
 void cc__random_bytes(void *out, size_t len);
 void cc__crc32_init(void);
 

@@ -119,32 +119,35 @@ size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     return done;
 }
 
-/* async-signal-safe: reads one 64-bit word at each of `count` addresses (at most
- * CC__SAFE_WORDS_MAX), with as few system calls as the memory allows: one process_vm_readv with
- * a remote iovec per word, which stops at the first word that cannot be read; that one is
- * marked unreadable and the rest are read on from there. ok[i] says whether out[i] was read. */
-void cc__safe_read_words(const uint64_t *addresses, uint64_t *out, uint8_t *ok, uint32_t count) {
+/* async-signal-safe: reads `size` bytes (8 or 16) at each of `count` addresses (at most
+ * CC__SAFE_WORDS_MAX) into out[i * size / 8 ...], with as few system calls as the memory allows:
+ * one process_vm_readv with a remote iovec per address, which stops at the first one that
+ * cannot be read; that one is marked unreadable and the rest are read on from there. ok[i] says
+ * whether address i was read whole. */
+void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count) {
     static struct iovec local[CC__SAFE_WORDS_MAX], remote[CC__SAFE_WORDS_MAX];
     if (count > CC__SAFE_WORDS_MAX) count = CC__SAFE_WORDS_MAX;
+    if (size != 8 && size != 16) size = 8;
+    size_t words = size / 8;
     pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
     uint32_t next = 0;
     while (next < count) {
         uint32_t n = count - next;
         for (uint32_t i = 0; i < n; i++) {
             ok[next + i] = 0;
-            local[i].iov_base = &out[next + i];
-            local[i].iov_len = 8;
+            local[i].iov_base = &out[(next + i) * words];
+            local[i].iov_len = size;
             remote[i].iov_base = (void *)(uintptr_t)addresses[next + i];
-            remote[i].iov_len = 8;
+            remote[i].iov_len = size;
         }
         ssize_t got = syscall(SYS_process_vm_readv, (long)pid, local, (unsigned long)n, remote, (unsigned long)n, 0UL);
-        if (got < 0 && (errno == ENOSYS || errno == EPERM)) {   /* refused: one word at a time, through the pipe */
-            for (uint32_t i = next; i < count; i++) ok[i] = cc__safe_read(addresses[i], &out[i], 8) == 8;
+        if (got < 0 && (errno == ENOSYS || errno == EPERM)) {   /* refused: one at a time, through the pipe */
+            for (uint32_t i = next; i < count; i++) ok[i] = cc__safe_read(addresses[i], &out[i * words], size) == size;
             return;
         }
-        uint32_t whole = got > 0 ? (uint32_t)((size_t)got / 8) : 0;
+        uint32_t whole = got > 0 ? (uint32_t)((size_t)got / size) : 0;
         for (uint32_t i = 0; i < whole; i++) ok[next + i] = 1;
-        next += whole + 1;   /* the word it stopped at is unreadable (or torn): skip it */
+        next += whole + 1;   /* the one it stopped at is unreadable (or torn): skip it */
     }
 }
 
