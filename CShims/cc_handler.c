@@ -35,7 +35,7 @@
  * ptrace helper, cc_helper.c), collects the loaded images, and writes
  * the sections most valuable first, flushing them to the file at checkpoints before each step
  * that could fault or stall: the signal, the process, the compensating $AppEnd; the
- * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message),
+ * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message, abort message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
  * under a small RLIMIT_FSIZE what is lost is the least valuable part.
@@ -341,6 +341,21 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
             size_t length = cc__strnlen(cc__g.scratch, got);
             while (length > 0 && cc__g.scratch[length - 1] == '\n') length--;
             if (length > 0) cc__write_string(w, CC_STR_FATAL_MESSAGE, cc__g.scratch, length);
+        }
+    }
+    /* glibc's abort message: only for SIGABRT (the variable is never cleared, so after a caught
+     * abort it would speak for an unrelated later crash). A pointer, then a bounded read of the
+     * buffer it points to (u32 size, then the NUL-terminated text), both fault-proof. */
+    if (signo == SIGABRT && cc__g.abort_message_slot) {
+        uint64_t buffer = 0;
+        uint32_t size = 0;
+        if (cc__safe_read(cc__g.abort_message_slot, &buffer, sizeof buffer) == sizeof buffer && buffer &&
+            cc__safe_read(buffer, &size, sizeof size) == sizeof size && size > sizeof size) {
+            size_t want = size - sizeof size < CC__MESSAGE_MAX ? size - sizeof size : CC__MESSAGE_MAX;
+            size_t got = cc__safe_read(buffer + sizeof size, cc__g.scratch, want);
+            size_t length = cc__strnlen(cc__g.scratch, got);
+            while (length > 0 && cc__g.scratch[length - 1] == '\n') length--;
+            if (length > 0) cc__write_string(w, CC_STR_ABORT_MESSAGE, cc__g.scratch, length);
         }
     }
     if (uc) {

@@ -161,6 +161,11 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     typedef const char *_Atomic *(*cc__fatal_buffer_fn)(void);
     cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
     cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
+    /* glibc keeps the message it printed before abort() (assert, malloc's heap checks,
+     * _FORTIFY_SOURCE, every __libc_message) behind __abort_msg, for post-mortem tools (apport,
+     * debuggers read it from core dumps). Where the C library has none (musl, a static binary
+     * without dlsym), there is no abort message. */
+    cc__g.abort_message_slot = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "__abort_msg");
     /* Swift concurrency's debug exports (what lldb reads): the task metadata and the layout
      * version of its internal structures. Only version 1 is understood (cc_async.c). */
     const void *const *task_metadata = (const void *const *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskMetadata");

@@ -89,6 +89,7 @@ typedef struct {
     uint64_t random_seed;
     int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL */
+    uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
     uint64_t task_metadata;      /* the Swift runtime's AsyncTask heap metadata (layout version 1), or 0 */
     uint64_t task_size;          /* sizeof(AsyncTask): a child task's parent pointer follows it */
 

@@ -740,3 +740,25 @@ __attribute__((noinline)) void cch_crash_with_fake_async_context(int shape) {
 #endif
     cch_sink++;
 }
+
+/* glibc's tcache notices the second free of the same chunk: "free(): double free detected in
+ * tcache 2", then abort(). */
+__attribute__((noinline)) void cch_double_free(void) {
+    char *volatile p = malloc(32);
+    free(p);
+    free(p);
+    cch_sink++;
+}
+
+/* A fortified memcpy overflowing its destination. With -D_FORTIFY_SOURCE=2 -O2, glibc's
+ * <string.h> turns memcpy into exactly this: __builtin___memcpy_chk with the destination's size
+ * as the compiler knows it, which calls __memcpy_chk when the length is only known at run time,
+ * and that reports "*** buffer overflow detected ***: terminated" and aborts. Written out here
+ * because this target is built without optimisation (the header's wrappers need __OPTIMIZE__). */
+__attribute__((noinline)) void cch_fortify_overflow(void) {
+    char destination[8];
+    char source[32] = "crash-harness fortify overflow";
+    volatile size_t length = sizeof source;
+    __builtin___memcpy_chk(destination, source, length, __builtin_object_size(destination, 1));
+    cch_sink += destination[0];
+}

@@ -11,7 +11,12 @@ public enum Explanation {
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
         if let sender = signal.sender {
             if let process = record.process, sender.pid == process.pid {
-                if signal.number == SIGABRT { return "abort() called by the process itself (assert, a glibc heap check, a runtime error)" }
+                if signal.number == SIGABRT {
+                    if let message = record.abortMessage, !message.isEmpty {
+                        return "abort() by the C library: \(abortLine(message))"
+                    }
+                    return "abort() called by the process itself (assert, a glibc heap check, a runtime error)"
+                }
                 return "\(signal.name) raised by the process itself"
             }
             return "\(signal.name) sent by another process (pid \(sender.pid), uid \(sender.uid)), e.g. kill -\(signal.name.dropFirst(3))"
@@ -48,6 +53,26 @@ public enum Explanation {
         default:
             return "\(signal.name) (\(signal.codeDescription))"
         }
+    }
+
+    /// The first line of glibc's abort message: an assert's "prog: file.c:12: f: Assertion `x'
+    /// failed.", malloc's "free(): double free detected in tcache 2", _FORTIFY_SOURCE's
+    /// "*** buffer overflow detected ***: terminated".
+    public static func abortLine(_ message: String) -> String {
+        message.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? message
+    }
+
+    /// The abort message as a crash signature keeps it: its first line without the program's
+    /// name that an assert starts with (the path it was run by differs), addresses as 0x?.
+    /// Nothing in glibc's abort messages depends on data (an assert names its expression, file,
+    /// line and function), so two asserts that differ only in their text group apart.
+    public static func abortSignature(_ message: String) -> String {
+        var line = abortLine(message)
+        if let assertion = line.range(of: ": Assertion `"),
+           let colon = line[..<assertion.lowerBound].firstIndex(of: ":") {
+            line = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        }
+        return line.replacingOccurrences(of: #"0x[0-9a-fA-F]+"#, with: "0x?", options: .regularExpression)
     }
 
     /// The first line of a fatal message, without the file prefix Swift adds.

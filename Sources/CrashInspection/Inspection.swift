@@ -71,7 +71,10 @@ public struct Inspection: Sendable {
         let chosen = (ours.isEmpty ? all : ours).prefix(3).map {
             Self.label($0).replacingOccurrences(of: #"closure #\d+"#, with: "closure", options: .regularExpression)
         }
-        return ([record.signal?.name ?? "no-signal"] + chosen).joined(separator: " | ")
+        // The C library's abort message tells apart aborts whose frames are alike (two asserts
+        // in one helper, double free against heap corruption in free()).
+        let abort = record.abortMessage.map { [Explanation.abortSignature($0)] } ?? []
+        return ([record.signal?.name ?? "no-signal"] + abort + chosen).joined(separator: " | ")
     }
 }
 

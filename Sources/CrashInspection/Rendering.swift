@@ -30,6 +30,10 @@ public enum Rendering {
             out.append("  Fatal error message:")
             message.split(separator: "\n", omittingEmptySubsequences: false).prefix(20).forEach { out.append("    \($0)") }
         }
+        if let message = record.abortMessage {
+            out.append("  C library abort message:")
+            message.split(separator: "\n", omittingEmptySubsequences: false).prefix(20).forEach { out.append("    \($0)") }
+        }
         var headedOthers = false
         for thread in inspection.threads {
             out.append("")
@@ -175,6 +179,7 @@ public enum Rendering {
             "incompleteReason": record.isComplete ? NSNull() : reason(record.completeness) as Any,
             "explanation": Explanation.whatHappened(record),
             "message": record.fatalMessage.map { $0 as Any } ?? NSNull(),
+            "abortMessage": record.abortMessage.map { $0 as Any } ?? NSNull(),
             "app": ["name": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull()] as [String: Any],
             "notes": record.notes,
         ]

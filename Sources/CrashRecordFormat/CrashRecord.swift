@@ -30,6 +30,13 @@ public struct CrashRecord: Sendable, Equatable {
     /// The Swift runtime's fatal-error message, when the crash was a `fatalError` or a trap
     /// with a message.
     public var fatalMessage: String?
+    /// The C library's message before it aborted (`CC_STR_ABORT_MESSAGE`: glibc's
+    /// `__abort_msg`, e.g. "free(): double free detected in tcache 2" or an assert's
+    /// "prog: file.c:12: f: Assertion `x' failed."), for a SIGABRT; trailing newlines removed.
+    public var abortMessage: String?
+    /// The process's last words: the Swift runtime's fatal-error message, else the C library's
+    /// abort message.
+    public var lastWords: String? { fatalMessage ?? abortMessage }
     /// The kernel the process ran on (`uname`: sysname release version machine).
     public var kernel: String?
     /// The run id the tracker gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
@@ -70,6 +77,7 @@ public struct CrashRecord: Sendable, Equatable {
         appVersion: String? = nil,
         executablePath: String? = nil,
         fatalMessage: String? = nil,
+        abortMessage: String? = nil,
         kernel: String? = nil,
         runID: String? = nil,
         notes: [String] = [],
@@ -92,6 +100,7 @@ public struct CrashRecord: Sendable, Equatable {
         self.appVersion = appVersion
         self.executablePath = executablePath
         self.fatalMessage = fatalMessage
+        self.abortMessage = abortMessage
         self.kernel = kernel
         self.runID = runID
         self.notes = notes

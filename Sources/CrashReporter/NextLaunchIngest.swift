@@ -209,6 +209,10 @@ public enum NextLaunchIngest {
             lines.append(message)
             properties["$crash_fatal_message"] = .string(message)
         }
+        if let message = record.abortMessage, !message.isEmpty {
+            lines.append(message)
+            properties["$crash_abort_message"] = .string(message)
+        }
         if let thread = record.crashedThread {
             properties["$crash_thread"] = .string(thread.name)
             // The frames as Swift's backtracer shows them: async callers after the first async

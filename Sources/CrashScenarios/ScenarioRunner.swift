@@ -296,6 +296,23 @@ public enum ScenarioRunner {
                 failures.append("fatal message \((record.fatalMessage ?? "none").debugDescription) lacks \(message.debugDescription)")
             }
         }
+        if let expectedAbort = expected.abortMessage {
+            if let message = record.abortMessage {
+                if !message.contains(expectedAbort) {
+                    failures.append("abort message \(message.debugDescription) lacks \(expectedAbort.debugDescription)")
+                }
+                // The truth: what glibc printed on stderr when CrashCapture was not there.
+                if let reference = outcome.reference {
+                    for line in message.split(separator: "\n") where !reference.stderr.contains(line) {
+                        failures.append("abort message line \(String(line).debugDescription) is not what glibc printed in the reference run: \(reference.stderr.suffix(300).debugDescription)")
+                    }
+                }
+            } else {
+                failures.append("no abort message; expected one containing \(expectedAbort.debugDescription)")
+            }
+        } else if let message = record.abortMessage {
+            failures.append("an abort message where glibc printed none: \(message.debugDescription)")
+        }
         if expected.mayBeIncomplete {
             if let process = record.process { failures += checkParent(process, expected: expected, outcome: outcome) }
             return (failures, [])

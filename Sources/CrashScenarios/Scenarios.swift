@@ -83,6 +83,9 @@ public struct Scenario: Sendable {
         /// Function names that must appear in this order among the crashed thread's frames of
         /// its parent tasks (a child task's spawner, waiting for it).
         public var parentTaskFrames: [String] = []
+        /// Text glibc's abort message must contain; the record's message must also be, line for
+        /// line, what glibc printed on stderr in the reference run.
+        public var abortMessage: String?
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the
@@ -246,9 +249,10 @@ public enum Scenarios {
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain))
         { _ in throughLevels { cch_abort() } },
-        Scenario("c-assert", "a failed C assert() aborts and is recorded",
+        Scenario("c-assert", "a failed C assert() aborts and is recorded with glibc's message, as it printed it",
                  ending: .signal(SIGABRT),
-                 record: .init(signal: SIGABRT, frames: ["cch_assert"] + chain))
+                 record: .init(signal: SIGABRT, frames: ["cch_assert"] + chain,
+                               abortMessage: "cch_assert(void): Assertion `cch_sink == 12345 && \"crash-harness assertion\"' failed."))
         { _ in throughLevels { cch_assert() } },
         Scenario("sigbus", "touching a truncated mmap'd file is recorded as SIGBUS BUS_ADRERR",
                  ending: .signal(SIGBUS),
@@ -327,10 +331,18 @@ public enum Scenarios {
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_at_barrier"],
                                crashedOffMainThread: true))
         { _ in throughLevels { cch_concurrent_crashes(8) } },
-        Scenario("heap-corruption", "glibc aborting inside free() (arena lock held) is recorded without deadlock",
+        Scenario("heap-corruption", "glibc aborting inside free() (arena lock held) is recorded without deadlock, with glibc's message",
                  ending: .signal(SIGABRT),
-                 record: .init(signal: SIGABRT, frames: ["cch_heap_corruption"] + chain))
+                 record: .init(signal: SIGABRT, frames: ["cch_heap_corruption"] + chain, abortMessage: "free(): invalid next size (normal)"))
         { _ in throughLevels { cch_heap_corruption() } },
+        Scenario("double-free", "a double free caught by glibc's tcache is recorded with glibc's message, as it printed it",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["cch_double_free"] + chain, abortMessage: "double free detected"))
+        { _ in throughLevels { cch_double_free() } },
+        Scenario("fortify-overflow", "a fortified memcpy overflowing its destination is recorded with glibc's message, as it printed it",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["cch_fortify_overflow"] + chain, abortMessage: "*** buffer overflow detected ***"))
+        { _ in throughLevels { cch_fortify_overflow() } },
         Scenario("crash-while-malloc-busy", "a crash while other threads hold glibc's malloc locks is recorded without deadlock",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_while_malloc_busy"] + chain))

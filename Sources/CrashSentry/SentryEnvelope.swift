@@ -180,7 +180,10 @@ public enum SentryEnvelope {
         ]
         if let process = record.process { event["timestamp"] = Double(process.crashWallNanoseconds) / 1e9 }
         if let name = record.appName { event["release"] = "\(name)@\(record.appVersion ?? "unknown")" }
-        if let message = record.fatalMessage { event["extra"] = ["fatal_message": message] }
+        var extra: [String: Any] = [:]
+        if let message = record.fatalMessage { extra["fatal_message"] = message }
+        if let message = record.abortMessage { extra["abort_message"] = message }
+        if !extra.isEmpty { event["extra"] = extra }
         return event
     }
 
@@ -255,14 +258,15 @@ public enum SentryEnvelope {
     /// The vdso is `[vdso]` in records and `linux-gate.so` to Sentry (as sentry-native names it).
     static func codeFile(_ path: String) -> String { path == "[vdso]" ? "linux-gate.so" : path }
 
-    /// "SEGV_MAPERR at 0x0: address not mapped to object", and the fatal message's first line.
+    /// "SEGV_MAPERR at 0x0: address not mapped to object", and the first line of the last words
+    /// (the Swift fatal message, else glibc's abort message).
     static func exceptionValue(_ record: CrashRecord) -> String {
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         var value = signal.codeName.isEmpty ? "code \(signal.code)" : signal.codeName
         if let fault = signal.faultAddress { value += " at " + hex(fault) }
         if let sender = signal.sender { value += " sent by pid \(sender.pid)" }
         if !signal.codeDescription.isEmpty { value += ": " + signal.codeDescription }
-        if let message = record.fatalMessage, let line = message.split(separator: "\n").first {
+        if let message = record.lastWords, let line = message.split(separator: "\n").first {
             value += " — " + line
         }
         return value

@@ -100,7 +100,7 @@ extension CrashInspect {
                         "time": record.process.map { isoTime($0.crashWallNanoseconds) as Any } ?? NSNull(),
                         "app": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull(),
                         "signalName": record.signal?.name ?? NSNull(),
-                        "message": record.fatalMessage.map { Explanation.firstLine($0) as Any } ?? NSNull(),
+                        "message": record.lastWords.map { Explanation.firstLine($0) as Any } ?? NSNull(),
                         "topFrame": inspection.topFrameOfOurCode.map { Inspection.label($0) as Any } ?? NSNull(),
                     ]
                 } + bad.map { ["id": $0.id, "error": $0.error] }
@@ -111,7 +111,7 @@ extension CrashInspect {
                 let record = inspection.record
                 let time = record.process.map { isoTime($0.crashWallNanoseconds) } ?? "-"
                 let app = "\(record.appName ?? "?") \(record.appVersion ?? "")"
-                let message = record.fatalMessage.map { "\"\(shorten(Explanation.firstLine($0), 48))\"" } ?? "-"
+                let message = record.lastWords.map { "\"\(shorten(Explanation.firstLine($0), 48))\"" } ?? "-"
                 let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
                 let state = record.isComplete ? "" : " (incomplete)"
                 print("\(inspection.id)  \(time)  \(app)  \(record.signal?.name ?? "?")  \(message)  \(top)\(state)")

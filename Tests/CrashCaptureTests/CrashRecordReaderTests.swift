@@ -626,6 +626,17 @@ final class CrashRecordReaderTests: XCTestCase {
 
     // MARK: Async context chains
 
+    func testTheAbortMessageIsReadAndIsTheLastWordsOnlyWithoutASwiftMessage() throws {
+        var builder = RecordBuilder()
+        builder.string(CC_STR_ABORT_MESSAGE, "free(): double free detected in tcache 2")
+        var record = try CrashRecordReader.parse(builder.build())
+        XCTAssertEqual(record.abortMessage, "free(): double free detected in tcache 2")
+        XCTAssertEqual(record.lastWords, "free(): double free detected in tcache 2")
+        builder.string(CC_STR_FATAL_MESSAGE, "Fatal error: boom")
+        record = try CrashRecordReader.parse(builder.build())
+        XCTAssertEqual(record.lastWords, "Fatal error: boom")
+    }
+
     func testAsyncChainsAttachToTheirThreadWithLinksEndsAndSources() throws {
         var builder = RecordBuilder()
         builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT, frames: [0x1000, 0x2000, 0x3000])

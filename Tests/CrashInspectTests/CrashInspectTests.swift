@@ -307,6 +307,50 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertTrue(asyncLines.contains { $0.contains("asyncLevel2") }, text)
     }
 
+    /// glibc's last words in show (text and --json) and in the groups: a double free and heap
+    /// corruption found by free() abort alike, their messages tell them apart.
+    func testShowAndGroupsUseGlibcsAbortMessage() throws {
+        let directory = try scratch("abort-message")
+        let path = try crash("double-free", into: directory)
+        try crash("double-free", into: directory)
+        try crash("heap-corruption", into: directory)
+        try crash("abort", into: directory)
+        let text = try inspect(["show", path]).stdout
+        XCTAssertTrue(text.contains("abort() by the C library: free(): double free detected in tcache 2"), text)
+        XCTAssertTrue(text.contains("C library abort message:"), text)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        XCTAssertEqual(object["abortMessage"] as? String, "free(): double free detected in tcache 2")
+        let groups = try XCTUnwrap(try inspect(["groups", "--dir", directory, "--json"]).json as? [[String: Any]])
+        let signatures = groups.compactMap { $0["signature"] as? String }
+        XCTAssertEqual(groups.map { $0["count"] as? Int }, [2, 1, 1], "\(signatures)")
+        XCTAssertTrue(signatures.contains { $0.hasPrefix("SIGABRT | free(): double free detected in tcache 2 | ") }, "\(signatures)")
+        XCTAssertTrue(signatures.contains { $0.hasPrefix("SIGABRT | free(): invalid next size (normal) | ") }, "\(signatures)")
+        let list = try inspect(["list", "--dir", directory]).stdout
+        XCTAssertTrue(list.contains("\"free(): double free detected in tcache 2\""), list)
+    }
+
+    /// The signature keeps an assert's message without the program's name (the path it was run
+    /// by differs between hosts) and without addresses; different messages, different groups.
+    func testTheAbortMessageInASignatureDropsTheProgramNameAndAddresses() {
+        XCTAssertEqual(Explanation.abortSignature("/usr/bin/app: src/x.c:12: int f(int): Assertion `a > 0' failed.\nmore"),
+                       "src/x.c:12: int f(int): Assertion `a > 0' failed.")
+        XCTAssertEqual(Explanation.abortSignature("app: src/x.c:12: int f(int): Assertion `a > 0' failed."),
+                       Explanation.abortSignature("/opt/app/bin/app: src/x.c:12: int f(int): Assertion `a > 0' failed."))
+        XCTAssertEqual(Explanation.abortSignature("munmap_chunk(): invalid pointer at 0x55d0c0ffee00"), "munmap_chunk(): invalid pointer at 0x?")
+        func signature(_ message: String?) -> String {
+            var record = CrashRecord(signal: SignalInfo(number: SIGABRT, name: "SIGABRT", code: -6, codeName: "SI_TKILL", codeDescription: "",
+                                                        faultAddress: nil, sender: nil, errnoAtCrash: 0))
+            record.abortMessage = message
+            record.threads = [CrashThread(tid: 1, crashed: true, framesFromSignalContext: true, frames: [0x1000])]
+            return Inspection(path: "x.ccrec", record: record, symbolicator: nil).signature
+        }
+        XCTAssertNotEqual(signature("app: h.c:3: void check(int): Assertion `ok' failed."),
+                          signature("app: h.c:3: void check(int): Assertion `ready' failed."))
+        XCTAssertEqual(signature("/a/app: h.c:3: void check(int): Assertion `ok' failed."),
+                       signature("/b/app: h.c:3: void check(int): Assertion `ok' failed."))
+        XCTAssertFalse(signature(nil).contains("Assertion"))
+    }
+
     func testListShowsOneLinePerRecordWithTheTopFrameOfOurCode() throws {
         let directory = try scratch("list")
         let path = try crash("fatal-error", into: directory)

@@ -148,4 +148,20 @@ final class NextLaunchIngestUnitTests: XCTestCase {
             XCTAssertTrue(starts.contains(frame.address - harness.base), "0x\(String(frame.address - harness.base, radix: 16)) is no function start")
         }
     }
+
+    /// glibc's abort message reaches AppCrashed: its own property and a reason line, as glibc
+    /// printed it on stderr (the reference run, CrashCapture disabled).
+    func testAppCrashedCarriesGlibcsAbortMessage() throws {
+        let scenario = try XCTUnwrap(Scenarios.named("double-free"))
+        let directory = try Scratch.directory("reporter-abort")
+        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60)
+        let path = try XCTUnwrap(outcome.ownRecordFiles.first)
+        let record = try CrashRecordReader.read(path: path)
+        let properties = NextLaunchIngest.crashProperties(record, name: (path as NSString).lastPathComponent)
+        let printed = try XCTUnwrap(outcome.reference?.stderr.split(separator: "\n").first { $0.contains("double free") }.map(String.init))
+        XCTAssertEqual(properties["$crash_abort_message"], .string(printed))
+        guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
+        XCTAssertEqual(reason.split(separator: "\n").dropFirst().first.map(String.init), printed)
+        XCTAssertNil(properties["$crash_fatal_message"])
+    }
 }

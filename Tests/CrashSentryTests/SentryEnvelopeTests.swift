@@ -225,6 +225,24 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertNil(plainFrames.first?["function"])
     }
 
+    /// glibc's abort message is in the exception's value (and `extra`), and Relay takes it.
+    func testAnAbortWithGlibcsMessageCarriesItInTheException() throws {
+        let directory = try Scratch.directory("sentry-abort")
+        let path = try crash("fortify-overflow", into: directory)
+        let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
+        let record = try CrashRecordReader.read(path: path)
+        XCTAssertEqual(record.abortMessage, "*** buffer overflow detected ***: terminated")
+        let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date())
+        let summary = try check(bytes, in: directory)
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "SIGABRT")
+        XCTAssertTrue((exception["value"] as? String ?? "").hasSuffix(" — *** buffer overflow detected ***: terminated"), "\(exception["value"] ?? "")")
+        XCTAssertEqual((event["extra"] as? [String: Any])?["abort_message"] as? String, "*** buffer overflow detected ***: terminated")
+    }
+
     // MARK: images without a build-id
 
     /// Builds a shared library with `-Wl,--build-id=none`, loads it into this process and

@@ -125,6 +125,7 @@ enum cc_string_key {
     CC_STR_KERNEL          = 5,     /* uname: sysname release version machine */
     CC_STR_NOTE            = 6,     /* something the writer wants a reader to know */
     CC_STR_RUN_ID          = 7,     /* the run id the tracker gave this run (pairs the record with its run marker) */
+    CC_STR_ABORT_MESSAGE   = 8,     /* the C library's last words before abort(): glibc's __abort_msg (assert, malloc's checks, _FORTIFY_SOURCE) */
 };
 
 typedef struct {

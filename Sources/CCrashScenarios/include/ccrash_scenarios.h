@@ -96,6 +96,10 @@ void cch_sleep_once_then_exit(long seconds);
  * resume point that is not code. */
 void cch_crash_with_fake_async_context(int shape);
 
+/* glibc aborts with a message: a double free caught by the tcache; a fortified memcpy overflow. */
+void cch_double_free(void);
+void cch_fortify_overflow(void);
+
 #ifdef __cplusplus
 }
 #endif
