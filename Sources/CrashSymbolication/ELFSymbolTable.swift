@@ -1,6 +1,7 @@
 // ELFSymbolTable.swift — function symbols of an ELF file by address, and the async-function test over a record's images that needs no symbolizer (what Swift's backtracer reads on Linux).
 import CrashRecordFormat
 import Foundation
+import Synchronization
 
 /// The function symbols (`STT_FUNC`, and `STT_NOTYPE` with a size) of an ELF64 little-endian file:
 /// `.symtab`, else `.dynsym`. The file is untrusted: offsets are bounds-checked, sizes capped,
@@ -13,8 +14,13 @@ public struct ELFSymbolTable: Sendable {
         public let name: String
     }
 
-    /// Symbols sorted by address.
-    public let symbols: [Symbol]
+    /// Symbols sorted by address, names as offsets into `names` (made into strings only when
+    /// looked up: a large binary has hundreds of thousands).
+    private let entries: [(address: UInt64, size: UInt64, name: UInt32)]
+    private let names: [UInt8]
+
+    /// Every symbol, sorted by address.
+    public var symbols: [Symbol] { entries.map { Symbol(address: $0.address, size: $0.size, name: name(at: $0.name)) } }
 
     /// Reads the symbol table of `path` (at most 256 MiB of symbols and names).
     /// - Throws: ``ELFFile/Error`` when the file cannot be read as ELF or has no symbol table.
@@ -40,36 +46,46 @@ public struct ELFSymbolTable: Sendable {
         }
         let link = Int(sections.u32(at: table * 64 + 40))
         guard link < Int(shnum) else { throw ELFFile.Error(path: path, reason: "symbol table names a missing string table") }
-        let entries = read(sections.u64(at: table * 64 + 24), sections.u64(at: table * 64 + 32))
-        let names = read(sections.u64(at: link * 64 + 24), sections.u64(at: link * 64 + 32))
-        var symbols: [Symbol] = []
-        var offset = 0
-        while offset + 24 <= entries.count {
-            defer { offset += 24 }
-            let info = entries[offset + 4]
-            let type = info & 0xF
-            let value = entries.u64(at: offset + 8), size = entries.u64(at: offset + 16)
-            let shndx = entries.u16(at: offset + 6)
-            guard value != 0, shndx != 0, type == 2 || (type == 0 && size > 0) else { continue }
-            let nameOffset = Int(entries.u32(at: offset))
-            guard nameOffset < names.count else { continue }
-            let end = names[nameOffset...].firstIndex(of: 0) ?? names.count
-            symbols.append(Symbol(address: value, size: size, name: String(decoding: names[nameOffset..<end], as: UTF8.self)))
+        let raw = read(sections.u64(at: table * 64 + 24), sections.u64(at: table * 64 + 32))
+        names = read(sections.u64(at: link * 64 + 24), sections.u64(at: link * 64 + 32))
+        var entries: [(address: UInt64, size: UInt64, name: UInt32)] = []
+        entries.reserveCapacity(raw.count / 24)
+        raw.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset + 24 <= bytes.count {
+                defer { offset += 24 }
+                let info = bytes[offset + 4]
+                let type = info & 0xF
+                let value = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self).littleEndian
+                let size = bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self).littleEndian
+                let shndx = bytes.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self).littleEndian
+                guard value != 0, shndx != 0, type == 2 || (type == 0 && size > 0) else { continue }
+                entries.append((value, size, bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian))
+            }
         }
-        self.symbols = symbols.sorted { $0.address < $1.address }
+        entries.sort { $0.address < $1.address }
+        self.entries = entries
+    }
+
+    private func name(at offset: UInt32) -> String {
+        let start = Int(offset)
+        guard start < names.count else { return "" }
+        let end = names[start...].firstIndex(of: 0) ?? names.count
+        return String(decoding: names[start..<end], as: UTF8.self)
     }
 
     /// The symbol `address` (a virtual address of the file) lies in: the last one starting at or
     /// before it, if the address is inside its size (or it has none).
     public func symbol(containing address: UInt64) -> Symbol? {
-        var low = 0, high = symbols.count
+        var low = 0, high = entries.count
         while low < high {
             let middle = (low + high) / 2
-            if symbols[middle].address <= address { low = middle + 1 } else { high = middle }
+            if entries[middle].address <= address { low = middle + 1 } else { high = middle }
         }
         guard low > 0 else { return nil }
-        let found = symbols[low - 1]
-        return found.size == 0 || address - found.address < found.size ? found : nil
+        let found = entries[low - 1]
+        guard found.size == 0 || address - found.address < found.size else { return nil }
+        return Symbol(address: found.address, size: found.size, name: name(at: found.name))
     }
 }
 
@@ -100,11 +116,21 @@ public final class ImageSymbols: @unchecked Sendable {
         addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }
     }
 
+    /// Tables already read in this process, by path and build-id: the reporter builds one
+    /// envelope per record, and the records of one app name the same files.
+    private static let shared = Mutex<[String: ELFSymbolTable]>([:])
+
     private func table(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
         lock.lock()
         defer { lock.unlock() }
         if let known = tables[index] { return known }
         let image = images[index]
+        let key = image.path + "|" + image.buildIDHex
+        if let table = Self.shared.withLock({ $0[key] }), let elf = try? ELFFile(path: image.path), elf.buildID == image.buildID {
+            let loaded = (table, image.base &- elf.firstLoadAddress)
+            tables[index] = loaded
+            return loaded
+        }
         var loaded: (ELFSymbolTable, UInt64)?
         // The record is untrusted: only a regular file is opened (a FIFO would block, a device
         // would read forever), and only one whose build-id is the record's.
@@ -112,6 +138,10 @@ public final class ImageSymbols: @unchecked Sendable {
         if regular, let elf = try? ELFFile(path: image.path), !image.buildID.isEmpty, elf.buildID == image.buildID,
            let table = try? ELFSymbolTable(path: image.path) {
             loaded = (table, image.base &- elf.firstLoadAddress)
+            Self.shared.withLock { cache in
+                if cache.count >= 32 { cache.removeAll() }
+                cache[key] = table
+            }
         }
         tables[index] = loaded
         return loaded
