@@ -8,6 +8,14 @@
 // its events being stored already. 429 waits for `Retry-After` / `X-Sentry-Rate-Limits`; network
 // errors, 408 and 5xx back off exponentially. What is not sent by shutdown is sent next launch,
 // with the same event id (Sentry drops the repeat).
+//
+// Several processes of one app over one record directory (a pre-forked service, a pool, several
+// instances on one volume) send each record once: a process sends a record only while it holds
+// an exclusive flock(2) on the record file (RecordLease), from before the request until the file
+// is deleted; the others skip it. The kernel releases the lock when its holder dies, however it
+// dies, so a killed sender blocks nothing: the next process sends the record again, with the
+// same event id. A lock rather than a claim in the store: a claim taken before sending would
+// outlive a sender killed mid-send and need a timeout to be taken back.
 import CrashEvents
 import CrashRecordFormat
 import CrashSentry
@@ -176,6 +184,13 @@ public final class SentryUpload: @unchecked Sendable {
             previous = batch
             for name in batch {
                 if (try? store.isClaimed(Self.claimPrefix + name)) == true { continue } // another process sent it
+                // The lease: held from here until the record is acknowledged (or given up) and
+                // deleted, across retries. Another process of the app sending it holds it now:
+                // leave the record to that one. A sender that dies lets go with its last fd.
+                guard let lease = RecordLease(path: directory + "/" + name) else { continue }
+                defer { lease.release() }
+                // Sent and deleted by another process between our listing and our lease.
+                if (try? store.isClaimed(Self.claimPrefix + name)) == true { continue }
                 var serverErrors = 0
                 sending: while true {
                     switch send(name) {
@@ -320,3 +335,33 @@ public final class SentryUpload: @unchecked Sendable {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 }
+
+/// An exclusive, non-blocking `flock(2)` on a record file: whoever holds it is the one process
+/// sending that record. Released by ``release()``, or by the kernel when the process dies.
+final class RecordLease {
+    private var fd: Int32
+
+    /// The lease on the record at `path`, or nil when another process holds it, or the file is
+    /// gone (sent and deleted by another process) or is not a regular file.
+    init?(path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var opened = stat(), current = stat()
+        guard fstat(fd, &opened) == 0, (opened.st_mode & S_IFMT) == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0,
+              // Still the file at that path (not deleted, nor replaced, while we waited for the lock).
+              stat(path, &current) == 0, current.st_ino == opened.st_ino, current.st_dev == opened.st_dev else {
+            close(fd)
+            return nil
+        }
+        self.fd = fd
+    }
+
+    func release() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}
+
