@@ -61,6 +61,19 @@ import Glibc
     levelSink &+= 22
 }
 
+/// A last level that traps in its own code, calling nothing: optimised, it sets up no frame
+/// record, so its context is only in the async context register.
+@inline(never) public func leafLevel3(_ value: Int?) async -> Int {
+    await Task.yield()
+    return value! &+ 1
+}
+
+@inline(never) public func leafLevel2() async {
+    await Task.yield()
+    levelSink &+= await leafLevel3(opaque(nil))
+    levelSink &+= 23
+}
+
 /// The async levels innermost first, as they appear among a crashed thread's frames.
 public let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
 
@@ -164,6 +177,15 @@ extension Scenarios {
             Task { await mainActorLevel2(asyncForceUnwrapNil) }
             dispatchMain()
         },
+        Scenario("async-leaf-trap", "a force-unwrap trapping in the async function's own code (frame 0 is the async partial function itself) keeps its async callers",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: ["leafLevel3", "leafLevel2"],
+                               message: "Unexpectedly found nil while unwrapping an Optional value", messageOnlyInDebug: true,
+                               crashedOffMainThread: true),
+                 output: swiftRuntimeOutput, backtracerReference: true) { _ in
+            Task.detached { await leafLevel2() }
+            while true { sleep(60) }
+        },
         asyncScenario("async-detached", "the same chain in a detached task keeps every async caller") { _ in
             Task.detached { await handleRequest(asyncForceUnwrapNil) }
             while true { sleep(60) }
@@ -219,3 +241,4 @@ extension Scenarios {
                             end: nil, links: 0),
     ]
 }
+
