@@ -26,8 +26,8 @@ echo
 echo "== launch 1: an app tracks events, then crashes after event 2"
 set +e; "$bin/crash-harness" emit --count 5 --store "$store" --crash-after 2 2>/dev/null; status=$?; set -e
 died $status
-echo "== three more programs crash into the same directory"
-for scenario in fatal-error null-dereference concurrent-crashes; do
+echo "== four more programs crash into the same directory (one at the end of a chain of async functions)"
+for scenario in fatal-error null-dereference concurrent-crashes async-let; do
   set +e; "$bin/crash-harness" run "$scenario" --dir "$records" 2>/dev/null; status=$?; set -e
   echo "   $scenario:"; died $status
 done
@@ -43,6 +43,11 @@ echo
 echo "== crash-inspect show ${first%.ccrec} (first 40 lines)"
 "$bin/crash-inspect" show "${first%.ccrec}" --dir "$records" > "$demo/show.txt"
 head -40 "$demo/show.txt"
+async="$(ls "$records" | tail -1)"
+echo
+echo "== crash-inspect show ${async%.ccrec}: the async callers, and the parent task (its crashed thread)"
+"$bin/crash-inspect" show "${async%.ccrec}" --dir "$records" > "$demo/show-async.txt"
+sed -n '/^Crashed thread/,/^$/p' "$demo/show-async.txt" | cut -c1-150
 
 echo
 echo "== launch 2: the next launch ingests the records and uploads everything to $endpoint"
