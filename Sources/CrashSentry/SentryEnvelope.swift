@@ -76,7 +76,10 @@ public enum SentryEnvelope {
     /// item holding `rawRecord` as is, named `fileName`.
     /// - Parameters:
     ///   - eventID: 32 hex digits (dashes are removed), normally ``eventID(rawRecord:)``.
-    ///   - sentAt: when the envelope is sent; the caller sets it at send time.
+    ///   - sentAt: when the envelope is sent: the caller sets it at send time. Relay corrects the
+    ///     event's clock by the difference between `sent_at` and when it receives the envelope,
+    ///     so an envelope written now and sent later (`crash-inspect export`) passes nil: no
+    ///     `sent_at`, no correction.
     ///   - frames: each thread's frames as Swift's backtracer shows them, with names where known
     ///     locally; see ``event(record:eventID:frames:osRelease:readImageFiles:)``.
     ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
@@ -84,13 +87,15 @@ public enum SentryEnvelope {
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
     public static func make(
-        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date,
+        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
         let eventData = json(event)
-        var out = json(["event_id": id, "sent_at": isoTime(sentAt)]) + [0x0A]
+        var header: [String: Any] = ["event_id": id]
+        if let sentAt { header["sent_at"] = isoTime(sentAt) }
+        var out = json(header) + [0x0A]
         out += json(["type": "event", "length": eventData.count, "content_type": "application/json"]) + [0x0A]
         out += eventData + [0x0A]
         out += json([

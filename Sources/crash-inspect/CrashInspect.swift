@@ -247,7 +247,9 @@ extension CrashInspect {
             let framesByThread = Dictionary(inspection.threads.map { ($0.thread.tid, $0.frames) }, uniquingKeysWith: { a, _ in a })
             let bytes = SentryEnvelope.make(
                 record: inspection.record, rawRecord: raw, fileName: (inspection.path as NSString).lastPathComponent,
-                eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), frames: { framesByThread[$0.tid] ?? [] })
+                // No sent_at: the envelope is sent later, by whoever sends it (sentry-cli does not
+                // add one), and Relay would shift the event's times by the delay.
+                eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: nil, frames: { framesByThread[$0.tid] ?? [] })
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
                     throw RuntimeFailure(description: "cannot write \(output)")

@@ -381,6 +381,7 @@ final class CrashInspectTests: XCTestCase {
         let header = try line()
         let eventID = try XCTUnwrap(header["event_id"] as? String)
         XCTAssertEqual(eventID.count, 32)
+        XCTAssertNil(header["sent_at"], "an exported envelope is sent later: no sent_at for Relay to correct the clock by")
         let eventHeader = try line()
         XCTAssertEqual(eventHeader["type"] as? String, "event")
         let eventBytes = payload(try XCTUnwrap(eventHeader["length"] as? Int))

@@ -328,6 +328,29 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertNotEqual(SentryEnvelope.eventID(rawRecord: [1, 2, 3]), SentryEnvelope.eventID(rawRecord: [1, 2, 4]))
     }
 
+    /// An envelope written now and sent later (`crash-inspect export`) carries no `sent_at`:
+    /// Relay corrects an event's clock by `sent_at` against the time it receives the envelope,
+    /// so a stamp from the export would move the crash by the delay. Without it the envelope is
+    /// still what sentry_sdk parses and Relay normalizes, and the crash keeps its time.
+    func testAnEnvelopeForLaterHasNoSentAtAndKeepsTheCrashTime() throws {
+        let directory = try Scratch.directory("sentry-sent-later")
+        let crashTime = Date().timeIntervalSince1970 - 2 * 86400
+        let nanoseconds = Int64(crashTime * 1e9)
+        let record = CrashRecord(signal: SignalInfo(number: SIGSEGV, name: "SIGSEGV"),
+                                 process: CrashedProcess(pid: 1, tid: 1, ppid: 0, uid: 0, startWallNanoseconds: nanoseconds,
+                                                         crashWallNanoseconds: nanoseconds, startMonotonicNanoseconds: 0,
+                                                         crashMonotonicNanoseconds: 0, threadName: "main"),
+                                 threads: [CrashThread(tid: 1, crashed: true, framesFromSignalContext: true, frames: [0x1000])])
+        let bytes = SentryEnvelope.make(record: record, rawRecord: [1], fileName: "r.ccrec", eventID: "0123456789abcdef0123456789abcdef",
+                                        sentAt: nil)
+        let summary = try check(bytes, in: directory)
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        XCTAssertNil((summary["headers"] as? [String: Any])?["sent_at"])
+        XCTAssertEqual((summary["headers"] as? [String: Any])?["event_id"] as? String, "0123456789abcdef0123456789abcdef")
+        let timestamp = try XCTUnwrap((summary["normalized"] as? [String: Any])?["timestamp"] as? Double)
+        XCTAssertEqual(timestamp, crashTime, accuracy: 0.001)
+    }
+
     func testSentAtIsTheTimeOfSendingAndArm64IsSentryArm64() throws {
         let directory = try Scratch.directory("sentry-sent-at")
         let record = CrashRecord(architecture: .aarch64, signal: SignalInfo(number: SIGABRT, name: "SIGABRT"),
