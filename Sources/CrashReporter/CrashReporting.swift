@@ -33,7 +33,8 @@ public final class CrashReporting: Sendable {
         /// Retries and timeouts of the Sentry upload.
         public var sentryUpload = SentryUploadPolicy()
         /// The envelope builder: CrashSentry's, the one `crash-inspect export --sentry` uses.
-        public var sentryEnvelope: SentryEnvelopeMaker? = SentryUpload.standardEnvelope
+        /// (Not optional: `sentryDSN = nil` is what turns the upload off.)
+        public var sentryEnvelope: SentryEnvelopeMaker = SentryUpload.standardEnvelope
 
         /// `<directory>/events.sqlite` and `<directory>/records`.
         public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
@@ -107,9 +108,9 @@ public final class CrashReporting: Sendable {
         var sentry: SentryUpload?
         var dsnError: String?
         if let text = configuration.sentryDSN {
-            if let dsn = SentryDSN(text), let envelope = configuration.sentryEnvelope {
+            if let dsn = SentryDSN(text) {
                 sentry = SentryUpload(store: store, directory: configuration.recordDirectory, dsn: dsn,
-                                      policy: configuration.sentryUpload, envelope: envelope)
+                                      policy: configuration.sentryUpload, envelope: configuration.sentryEnvelope)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }

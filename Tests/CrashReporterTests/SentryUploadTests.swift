@@ -197,6 +197,21 @@ final class SentryUploadTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/" + names[0]))
     }
 
+    /// A valid DSN starts the upload whatever else is configured; only a DSN that does not parse
+    /// is reported as one (it once was, for a valid DSN, when no envelope builder was set).
+    func testOnlyADSNThatDoesNotParseIsReportedAsNotADSN() throws {
+        for (dsn, error) in [("http://0123456789abcdef@127.0.0.1:9/42", false), ("not a dsn", true)] {
+            let directory = try Scratch.directory("dsn-report")
+            var configuration = CrashReporting.Configuration(directory: directory, appName: "dsn-test", appVersion: "1")
+            configuration.captureCrashes = false
+            configuration.sentryDSN = dsn
+            let reporting = try CrashReporting.start(configuration)
+            XCTAssertEqual(reporting.sentryDSNError != nil, error, "\(dsn): \(reporting.sentryDSNError ?? "no error")")
+            if error { XCTAssertTrue(reporting.sentryDSNError?.hasPrefix("not a Sentry DSN") == true) }
+            _ = reporting.shutdown(timeout: 2.0)
+        }
+    }
+
     func testDSNs() throws {
         let dsn = try XCTUnwrap(SentryDSN("https://abc123@o1.ingest.sentry.example:8443/some/path/4505"))
         XCTAssertEqual(dsn.publicKey, "abc123")
