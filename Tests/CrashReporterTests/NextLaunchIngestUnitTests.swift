@@ -71,13 +71,18 @@ final class NextLaunchIngestUnitTests: XCTestCase {
 
     // MARK: AppCrashed from a real record
 
-    func testAppCrashedPropertiesOfARealCrashAgreeWithTheRecordAndReadelf() throws {
-        let scenario = try XCTUnwrap(Scenarios.named("null-dereference"))
-        let directory = try Scratch.directory("reporter-unit")
-        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60)
+    /// Crashes `scenario` in the debug harness (with its reference run, CrashCapture disabled,
+    /// unless `reference` is false); the run, the record and its file name.
+    func crash(_ name: String, reference: Bool = true) throws -> (outcome: RunOutcome, record: CrashRecord, name: String) {
+        let scenario = try XCTUnwrap(Scenarios.named(name))
+        let directory = try Scratch.directory("reporter-" + name)
+        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60, reference: reference)
         let path = try XCTUnwrap(outcome.ownRecordFiles.first)
-        let record = try CrashRecordReader.read(path: path)
-        let name = (path as NSString).lastPathComponent
+        return (outcome, try CrashRecordReader.read(path: path), (path as NSString).lastPathComponent)
+    }
+
+    func testAppCrashedPropertiesOfARealCrashAgreeWithTheRecordAndReadelf() throws {
+        let (outcome, record, name) = try crash("null-dereference")
         let properties = NextLaunchIngest.crashProperties(record, name: name)
 
         XCTAssertEqual(properties["$crash_signal"], .string("SIGSEGV"))
@@ -121,13 +126,9 @@ final class NextLaunchIngestUnitTests: XCTestCase {
     /// symbolizer) — and they are the frames the Symbolicator (llvm-symbolizer's names) and
     /// `nm` (each resume point is the start of a function) agree on.
     func testAppCrashedOfAnAsyncCrashListsTheAsyncCallersAsTheSymbolizerAndNmSeeThem() throws {
-        let scenario = try XCTUnwrap(Scenarios.named("async-task-chain"))
-        let directory = try Scratch.directory("reporter-async")
-        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60, reference: false)
-        let path = try XCTUnwrap(outcome.ownRecordFiles.first)
-        let record = try CrashRecordReader.read(path: path)
+        let (_, record, name) = try crash("async-task-chain", reference: false)
         let thread = try XCTUnwrap(record.crashedThread)
-        let properties = NextLaunchIngest.crashProperties(record, name: (path as NSString).lastPathComponent)
+        let properties = NextLaunchIngest.crashProperties(record, name: name)
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
         let frameLines = reason.split(separator: "\n").map(String.init).filter { $0.hasPrefix("#") }
 
@@ -152,12 +153,8 @@ final class NextLaunchIngestUnitTests: XCTestCase {
     /// glibc's abort message reaches AppCrashed: its own property and a reason line, as glibc
     /// printed it on stderr (the reference run, CrashCapture disabled).
     func testAppCrashedCarriesGlibcsAbortMessage() throws {
-        let scenario = try XCTUnwrap(Scenarios.named("double-free"))
-        let directory = try Scratch.directory("reporter-abort")
-        let outcome = try ScenarioRunner.run(scenario, harness: BuiltProducts.harness, directory: directory, timeout: 60)
-        let path = try XCTUnwrap(outcome.ownRecordFiles.first)
-        let record = try CrashRecordReader.read(path: path)
-        let properties = NextLaunchIngest.crashProperties(record, name: (path as NSString).lastPathComponent)
+        let (outcome, record, name) = try crash("double-free")
+        let properties = NextLaunchIngest.crashProperties(record, name: name)
         let printed = try XCTUnwrap(outcome.reference?.stderr.split(separator: "\n").first { $0.contains("double free") }.map(String.init))
         XCTAssertEqual(properties["$crash_abort_message"], .string(printed))
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
