@@ -124,6 +124,38 @@ public actor RequestActor {
     while true { usleep(1000); levelSink &+= 1 }
 }
 
+/// A task executor with a thread of its own (a plain thread: it does not block signals, unlike
+/// the pool's), as a server might run a subsystem's tasks on a dedicated thread.
+final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked: `jobs` is guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    init() {
+        let thread = Thread { [self] in run() }
+        thread.name = "task-executor"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.withLock {
+            jobs.append(unowned)
+            condition.signal()
+        }
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+
 /// The crash at the end of every chain: a force-unwrap of nil.
 @inline(never) @Sendable func asyncForceUnwrapNil() { let value: Int? = opaque(nil); levelSink &+= value! }
 
@@ -187,6 +219,16 @@ extension Scenarios {
             while true { sleep(60) }
         },
         asyncScenario("async-detached", "the same chain in a detached task keeps every async caller") { _ in
+            Task.detached { await handleRequest(asyncForceUnwrapNil) }
+            while true { sleep(60) }
+        },
+        asyncScenario("async-chain-on-parked-thread", "a crash at the end of an async chain while another task spins mid-chain on a task executor's own thread (which does not block signals, so it parks itself): that thread's async callers are recorded too",
+                      adjust: { $0.otherThreadAsyncFrames = ["busyLevel3", "busyLevel2", "busyLevel1"]; $0.asyncFramesOnParkedThread = true
+                                $0.otherThreadsStopped = true }) { _ in
+            let started = UpdateCounter()
+            let executor = ThreadTaskExecutor()
+            Task(executorPreference: executor) { await busyLevel1(started) }
+            while started.value < 1 { usleep(1000) }
             Task.detached { await handleRequest(asyncForceUnwrapNil) }
             while true { sleep(60) }
         },

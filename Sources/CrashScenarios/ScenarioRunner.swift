@@ -361,14 +361,20 @@ public enum ScenarioRunner {
             failures.append("frames lack \(missing) (in order \(expected.frames)); got \(frameNames.count) frames: \(abbreviate(frameNames))")
         }
         if !expected.otherThreadAsyncFrames.isEmpty {
-            let found = record.threads.filter { !$0.crashed }.contains { other in
+            let found = record.threads.filter { !$0.crashed }.first { other in
                 let names = symbolicator.threadFrames(of: other, images: record.images)
                     .flatMap { $0.symbols.map { $0.symbol ?? "?" } }
                 var left = expected.otherThreadAsyncFrames[...]
                 for name in names where !left.isEmpty && name.contains(left.first!) { left = left.dropFirst() }
                 return left.isEmpty
             }
-            if !found { failures.append("no other thread's frames hold \(expected.otherThreadAsyncFrames) (a task mid-chain)") }
+            if let found {
+                if expected.asyncFramesOnParkedThread && !(found.stopped && !found.ptraced) {
+                    failures.append("the thread mid-chain (\(found.tid) \(found.name.debugDescription)) was not parked (stopped: \(found.stopped), ptraced: \(found.ptraced))")
+                }
+            } else {
+                failures.append("no other thread's frames hold \(expected.otherThreadAsyncFrames) (a task mid-chain)")
+            }
         }
         if !expected.parentTaskFrames.isEmpty {
             let names = threadFrames.filter { $0.taskDepth > 0 }.flatMap { $0.symbols.map { $0.symbol ?? "?" } }

@@ -80,6 +80,9 @@ public struct Scenario: Sendable {
         /// Function names that must appear in this order among the async frames of a thread
         /// other than the crashed one (a task mid-chain on another thread).
         public var otherThreadAsyncFrames: [String] = []
+        /// The thread with `otherThreadAsyncFrames` parked itself (it does not block the stop
+        /// signal) rather than being read by the ptrace helper.
+        public var asyncFramesOnParkedThread = false
         /// Function names that must appear in this order among the crashed thread's frames of
         /// its parent tasks (a child task's spawner, waiting for it).
         public var parentTaskFrames: [String] = []
