@@ -40,13 +40,18 @@ static int cc__seen(uint64_t context) {
     return -1;
 }
 
+/* async-signal-safe: whether a word read as a ResumeParent can be one: code of a loaded image. */
+static int cc__is_resume_point(uint64_t resume) {
+    return resume != 0 && cc__images_contains(resume);
+}
+
 /* async-signal-safe: a context's two words, if it is aligned and both can be read. */
 static uint32_t cc__read_context(uint64_t context, uint64_t *parent, uint64_t *resume) {
     if (context == 0) return CC_ASYNC_END_PARENT_NULL;
     if (context & 15) return CC_ASYNC_END_MISALIGNED;
     uint64_t words[2];
     if (cc__safe_read(context, words, sizeof words) != sizeof words) return CC_ASYNC_END_UNREADABLE;
-    if (words[1] == 0 || !cc__images_contains(words[1])) return CC_ASYNC_END_NOT_CODE;
+    if (!cc__is_resume_point(words[1])) return CC_ASYNC_END_NOT_CODE;
     *parent = words[0];
     *resume = words[1];
     return 0;
@@ -200,10 +205,9 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
     }
     cc__safe_read_many(slots, 16, pairs, readable, kept);
     for (uint32_t k = 0; k < kept && budget > 0; k++) {
-        /* The same test cc__read_context makes, on the words already read: a repeated candidate
-         * (a SEEN reference) is written whatever its words. */
-        uint64_t resume = pairs[2 * k + 1];
-        int looks = readable[k] && resume != 0 && cc__images_contains(resume);
+        /* cc__read_context's test, on the words already read: a repeated candidate (a SEEN
+         * reference) is written whatever its words. */
+        int looks = readable[k] && cc__is_resume_point(pairs[2 * k + 1]);
         if (!looks && cc__seen(slots[k]) < 0) continue;
         uint64_t root = cc__write_chain(w, tid, frame_of[k], CC_ASYNC_FRAME_POINTER, slots[k], &budget);
         if (root) cc__write_tasks(w, tid, frame_of[k], root, &budget);

@@ -116,9 +116,10 @@ public final class ImageSymbols: @unchecked Sendable {
         addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }
     }
 
-    /// Tables already read in this process, by path and build-id: the reporter builds one
-    /// envelope per record, and the records of one app name the same files.
-    private static let shared = Mutex<[String: ELFSymbolTable]>([:])
+    /// Tables already read in this process, with the first load address of their file, by path
+    /// and build-id: the reporter builds one envelope per record, and the records of one app
+    /// name the same files (a hit reads nothing).
+    private static let shared = Mutex<[String: (table: ELFSymbolTable, firstLoad: UInt64)]>([:])
 
     private func table(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
         lock.lock()
@@ -126,23 +127,19 @@ public final class ImageSymbols: @unchecked Sendable {
         if let known = tables[index] { return known }
         let image = images[index]
         let key = image.path + "|" + image.buildIDHex
-        if let table = Self.shared.withLock({ $0[key] }), let elf = try? ELFFile(path: image.path), elf.buildID == image.buildID {
-            let loaded = (table, image.base &- elf.firstLoadAddress)
-            tables[index] = loaded
-            return loaded
-        }
-        var loaded: (ELFSymbolTable, UInt64)?
+        var file = Self.shared.withLock { $0[key] }
         // The record is untrusted: only a regular file is opened (a FIFO would block, a device
         // would read forever), and only one whose build-id is the record's.
-        let regular = (try? FileManager.default.attributesOfItem(atPath: image.path))?[.type] as? FileAttributeType == .typeRegular
-        if regular, let elf = try? ELFFile(path: image.path), !image.buildID.isEmpty, elf.buildID == image.buildID,
-           let table = try? ELFSymbolTable(path: image.path) {
-            loaded = (table, image.base &- elf.firstLoadAddress)
+        if file == nil, !image.buildID.isEmpty,
+           (try? FileManager.default.attributesOfItem(atPath: image.path))?[.type] as? FileAttributeType == .typeRegular,
+           let elf = try? ELFFile(path: image.path), elf.buildID == image.buildID, let table = try? ELFSymbolTable(path: image.path) {
+            file = (table, elf.firstLoadAddress)
             Self.shared.withLock { cache in
                 if cache.count >= 32 { cache.removeAll() }
-                cache[key] = table
+                cache[key] = (table, elf.firstLoadAddress)
             }
         }
+        let loaded = file.map { (table: $0.table, bias: image.base &- $0.firstLoad) }
         tables[index] = loaded
         return loaded
     }

@@ -39,9 +39,6 @@ public struct ThreadFrame: Sendable, Equatable {
     /// The address a symbolicator looks up for this frame: a return address less one (the call
     /// instruction), anything else as is.
     public var lookupAddress: UInt64 { kind == .returnAddress && address > 0 ? address - 1 : address }
-
-    /// The function the address physically lies in (the outermost of inlined ones), if known.
-    public var function: SymbolicatedFrame? { symbols.last { $0.symbol != nil } }
 }
 
 /// Telling Swift async functions by their symbols.
