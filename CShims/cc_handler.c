@@ -225,6 +225,16 @@ static void cc__write_memory(cc__writer_t *w, const char *label, uint64_t addres
     cc__section_end(w);
 }
 
+/* async-signal-safe: a NUL-terminated text another part of the process left at `address` (a
+ * runtime's last words), at most `cap` bytes (and CC__MESSAGE_MAX), read fault-proof, as a
+ * CC_SEC_STRING of `key` without its trailing newlines. Nothing when there is no text. */
+static void cc__write_message(cc__writer_t *w, uint32_t key, uint64_t address, size_t cap) {
+    size_t got = cc__safe_read(address, cc__g.scratch, cap < CC__MESSAGE_MAX ? cap : CC__MESSAGE_MAX);
+    size_t length = cc__strnlen(cc__g.scratch, got);
+    while (length > 0 && cc__g.scratch[length - 1] == '\n') length--;
+    if (length > 0) cc__write_string(w, key, cc__g.scratch, length);
+}
+
 /* async-signal-safe: "crash-<unix ms>-<pid>-<tid>" into cc__g.file_name / partial_name. */
 static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     char *p = cc__g.file_name;
@@ -336,12 +346,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__write_string(w, CC_STR_KERNEL, cc__g.kernel, cc__strnlen(cc__g.kernel, sizeof cc__g.kernel));
     if (cc__g.fatal_message_slot) {
         const char *message = atomic_load(cc__g.fatal_message_slot);
-        if (message) {
-            size_t got = cc__safe_read((uint64_t)(uintptr_t)message, cc__g.scratch, CC__MESSAGE_MAX);
-            size_t length = cc__strnlen(cc__g.scratch, got);
-            while (length > 0 && cc__g.scratch[length - 1] == '\n') length--;
-            if (length > 0) cc__write_string(w, CC_STR_FATAL_MESSAGE, cc__g.scratch, length);
-        }
+        if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
     }
     /* glibc's abort message: only for SIGABRT (the variable is never cleared, so after a caught
      * abort it would speak for an unrelated later crash). A pointer, then a bounded read of the
@@ -351,11 +356,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         uint32_t size = 0;
         if (cc__safe_read(cc__g.abort_message_slot, &buffer, sizeof buffer) == sizeof buffer && buffer &&
             cc__safe_read(buffer, &size, sizeof size) == sizeof size && size > sizeof size) {
-            size_t want = size - sizeof size < CC__MESSAGE_MAX ? size - sizeof size : CC__MESSAGE_MAX;
-            size_t got = cc__safe_read(buffer + sizeof size, cc__g.scratch, want);
-            size_t length = cc__strnlen(cc__g.scratch, got);
-            while (length > 0 && cc__g.scratch[length - 1] == '\n') length--;
-            if (length > 0) cc__write_string(w, CC_STR_ABORT_MESSAGE, cc__g.scratch, length);
+            cc__write_message(w, CC_STR_ABORT_MESSAGE, buffer + sizeof size, size - sizeof size);
         }
     }
     if (uc) {
