@@ -43,7 +43,8 @@ let package = Package(
         .target(name: "CrashEvents"),
         .target(
             name: "CrashCapture",
-            dependencies: ["CShims", "CrashRecordFormat", "CrashEvents", .product(name: "Logging", package: "swift-log")]
+            // No Foundation, no event model: what capture links is what every adopter loads.
+            dependencies: ["CShims", "CrashRecordFormat", .product(name: "Logging", package: "swift-log")]
         ),
         // One HTTP request with a bound, Retry-After, backoff: the /sa uploader, the Sentry
         // upload and the debuginfod client all talk HTTP through it.
@@ -67,17 +68,19 @@ let package = Package(
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "CrashEvents", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "CrashEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "CrashTracking", "CrashReporter",
+                "CrashCapture", "CrashEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "CrashTracking", "CrashReporter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
+        .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
         // The offline inspector: explanations, rendering, grouping.
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
@@ -122,7 +125,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness", "capture-only"]
         ),
     ]
 )

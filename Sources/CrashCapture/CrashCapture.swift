@@ -1,10 +1,13 @@
 // CrashCapture.swift — the one call a program makes to have its crashes recorded.
+//
+// Capture imports no Foundation and knows no event model: a program that links it loads the C
+// core, libunwind and swift-log's Logging, nothing else (CaptureFootprintTests checks). The
+// compensating `$AppEnd` a crash writes is rendered by the reporter side (CrashReporter's
+// `CrashAppEndPublisher`) and handed over through `setAppEndTemplate`.
 import CShims
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import CrashEvents
 import Logging
 import Synchronization
 @_exported import CrashRecordFormat
@@ -19,10 +22,6 @@ import Synchronization
 /// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
 /// type only prepares it. Records are read back with ``CrashRecordReader``.
 public enum CrashCapture {
-    /// The version of this library, as it appears in `$lib_version`.
-    public static let libraryVersion = EventLibrary.version
-    /// The `$lib` value of events this library produces.
-    public static let libraryName = EventLibrary.name
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
 
@@ -46,14 +45,24 @@ public enum CrashCapture {
     ///   field is too long.
     @discardableResult
     public static func start(_ configuration: CrashCaptureConfiguration) throws -> StartResult {
-        // getenv, not ProcessInfo: start is on the launch path and Foundation's environment
-        // dictionary costs a third of a millisecond to build.
-        if let raw = getenv(disableEnvironmentVariable), ["1", "true", "yes"].contains(String(cString: raw).lowercased()) {
-            return .disabledByEnvironment
-        }
+        // getenv and a byte comparison: start is on the launch path (Foundation's environment
+        // dictionary costs a third of a millisecond; String.lowercased loads Unicode tables).
+        if isDisabledByEnvironment() { return .disabledByEnvironment }
         if cc_is_installed() != 0 { return .alreadyInstalled }
         try Directory.create(configuration.directory)
-        let template = templatePublisher.prepare(configuration)
+        // Held across install so that a template published meanwhile is not lost: it is either
+        // passed to cc_install or republished after it.
+        return try appEndTemplate.withLock { template in try install(configuration, template: template) }
+    }
+
+    /// Whether `CRASHCAPTURE_DISABLE` is `1`, `true` or `yes` (any case).
+    static func isDisabledByEnvironment() -> Bool {
+        guard let raw = getenv(disableEnvironmentVariable) else { return false }
+        let value = UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) | 0x20 }
+        return value == Array("1".utf8) || value == Array("true".utf8) || value == Array("yes".utf8)
+    }
+
+    private static func install(_ configuration: CrashCaptureConfiguration, template: String) throws -> StartResult {
         var errnoValue: Int32 = 0
         let result: Int32 = configuration.directory.withCString { dir in
             configuration.appName.withCString { name in
@@ -83,7 +92,6 @@ public enum CrashCapture {
         }
         switch result {
         case Int32(CC_INSTALLED.rawValue):
-            templatePublisher.installed()
             return .installed
         case Int32(CC_ALREADY_INSTALLED.rawValue):
             return .alreadyInstalled
@@ -126,19 +134,34 @@ public enum CrashCapture {
         }
     }
 
-    /// Tells the crash handler who the user is, so the compensating `$AppEnd` of a crash carries
-    /// the same `distinct_id`, `anonymous_id` and `login_id` as the session's other events.
-    /// Safe to call at any time, before or after ``start(_:)``.
-    public static func setIdentity(_ identity: EventIdentity) {
-        templatePublisher.update(replacingSuperProperties: false) { $0.identity = identity }
+    /// The compensating `$AppEnd` the handler writes into a crash record: JSON text with
+    /// ``AppEndTemplate`` placeholders where the crash supplies a value. The one narrow call
+    /// between the event model (CrashReporter renders it) and capture, which knows no key names.
+    /// Safe at any time, before or after ``start(_:)``, from any thread; the latest call wins.
+    /// `""` writes no `$AppEnd` (the next launch makes one from the record). Returns `false`
+    /// (and changes nothing) when the text is ``AppEndTemplate/maxBytes`` or longer.
+    @discardableResult
+    package static func setAppEndTemplate(_ template: String) -> Bool {
+        guard template.utf8.count < AppEndTemplate.maxBytes else { return false }
+        return appEndTemplate.withLock { stored in
+            stored = template
+            // Serialised by the lock, as cc_set_app_end_template requires. Before install, start
+            // passes it (under the same lock).
+            return cc_is_installed() == 0 || cc_set_app_end_template(template) == 0
+        }
     }
 
-    /// Tells the crash handler the identity and super properties the session's events carry now,
-    /// so a crash's `$AppEnd` carries them too (the tracker publishes them at start and on every
-    /// login, logout and super-property change; ``CrashReporting`` connects the two). Replaces
-    /// the configuration's ``CrashCaptureConfiguration/superProperties``. Safe at any time.
-    public static func setEventContext(_ context: EventContext) {
-        templatePublisher.update(replacingSuperProperties: true) { $0 = context }
+    /// The placeholders of a `$AppEnd` template (crashcapture.h): the handler replaces each with
+    /// the crash's value.
+    package enum AppEndTemplate {
+        /// A fresh random (v4) UUID, as a JSON string.
+        package static let trackIDPlaceholder = CC_TEMPLATE_TRACK_ID
+        /// The crash time, ms since the epoch, as a JSON number.
+        package static let timePlaceholder = CC_TEMPLATE_TIME_MS
+        /// Seconds from install to the crash on the monotonic clock, as a JSON number.
+        package static let durationPlaceholder = CC_TEMPLATE_DURATION
+        /// A template must be shorter than this many bytes.
+        package static let maxBytes = Int(CC_TEMPLATE_MAX)
     }
 
     /// Gives the calling thread an alternate signal stack so a stack overflow on it can be
@@ -147,7 +170,8 @@ public enum CrashCapture {
     @discardableResult
     public static func prepareCurrentThread() -> Bool { cc_prepare_current_thread() == 0 }
 
-    static let templatePublisher = TemplatePublisher()
+    /// The latest `$AppEnd` template (``setAppEndTemplate(_:)``).
+    private static let appEndTemplate = Mutex("")
 }
 
 /// What ``CrashCapture/start(_:)`` needs to know.
@@ -173,12 +197,9 @@ public struct CrashCaptureConfiguration: Sendable {
     /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
     /// free real-time signal below it). Only used if no handler is installed for it at start.
     public var threadDumpSignal: Int32?
-    /// Super properties of the compensating `$AppEnd` until ``CrashCapture/setEventContext(_:)``
-    /// replaces them (a tracker publishes its own).
-    public var superProperties: [String: JSONScalar]
-    /// This run's id: written into the record and as `$run_id` of its `$AppEnd`, so the next
-    /// launch pairs the record with the run's marker. A tracker's ``Tracker/runID`` when one runs
-    /// (``CrashReporting`` passes it); a fresh id otherwise. At most 63 bytes.
+    /// This run's id, written into the record so that the next launch pairs the record with the
+    /// run's marker: a tracker's `runID` when one runs (`CrashReporting` passes it). Empty (the
+    /// default) writes none. At most 63 bytes.
     public var runID: String
     /// Seconds the handler may take before its watchdog ends the process with the original
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
@@ -204,8 +225,7 @@ public struct CrashCaptureConfiguration: Sendable {
         self.alternateStacksForNewThreads = true
         self.threadHelper = true
         self.threadDumpSignal = nil
-        self.superProperties = [:]
-        self.runID = EventDraft.newTrackID()
+        self.runID = ""
         self.watchdogSeconds = 10
         self._testCrashInsideHandler = false
         self._testHangInsideHandler = false
@@ -231,53 +251,6 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
     }
 
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
-}
-
-/// Keeps the event context (identity, super properties) and republishes the crash `$AppEnd`
-/// template the handler reads whenever it changes after install.
-final class TemplatePublisher: Sendable {
-    private struct State {
-        var context = EventContext()
-        var superPropertiesSet = false
-        var renderer: EventRenderer?
-        var appName = ""
-        var appVersion = ""
-        var runID = ""
-        var installed = false
-    }
-    private let state = Mutex(State())
-
-    /// The template for `configuration` (and the context set so far), kept for later updates.
-    func prepare(_ configuration: CrashCaptureConfiguration) -> String {
-        state.withLock { state in
-            if !state.superPropertiesSet { state.context.superProperties = configuration.superProperties }
-            let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion,
-                                         extraPresets: state.context.extraPresets)
-            state.renderer = renderer
-            state.appName = configuration.appName
-            state.appVersion = configuration.appVersion
-            state.runID = configuration.runID
-            return CrashEndTemplate.render(renderer: renderer, runID: configuration.runID, context: state.context)
-        }
-    }
-
-    /// The handlers are in: later updates republish.
-    func installed() { state.withLock { $0.installed = true } }
-
-    func update(replacingSuperProperties: Bool, _ change: (inout EventContext) -> Void) {
-        state.withLock { state in
-            let extras = state.context.extraPresets
-            change(&state.context)
-            if replacingSuperProperties { state.superPropertiesSet = true }
-            guard state.installed, var renderer = state.renderer else { return }
-            if state.context.extraPresets != extras {
-                renderer = EventRenderer(appName: state.appName, appVersion: state.appVersion, extraPresets: state.context.extraPresets)
-                state.renderer = renderer
-            }
-            // Serialised by the lock, as cc_set_app_end_template requires.
-            _ = cc_set_app_end_template(CrashEndTemplate.render(renderer: renderer, runID: state.runID, context: state.context))
-        }
-    }
 }
 
 enum Directory {

@@ -1,7 +1,11 @@
 // RecordFileName.swift — the one place that knows what a record file is called and how to find
 // the records in a directory (the handler makes the names from the same constants, cc_record.h).
 import CCrashRecordLayout
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A record file's name: `crash-<unix ms>-<pid>-<tid>.ccrec`, or `.ccrec.partial` while the
 /// handler writes it (it renames the file when the record is complete).
@@ -28,7 +32,7 @@ public struct RecordFileName: Sendable, Equatable {
 
     /// Parses a file name or path as the handler makes them; nil for anything else.
     public init?(_ nameOrPath: String) {
-        let name = (nameOrPath as NSString).lastPathComponent
+        let name = nameOrPath.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
         guard let stem = Self.stem(of: name), stem.hasPrefix(Self.prefix) else { return nil }
         let parts = stem.dropFirst(Self.prefix.count).split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, let ms = Int64(parts[0]), let pid = Int32(parts[1]), let tid = Int32(parts[2]) else { return nil }
@@ -59,10 +63,17 @@ public struct RecordFileName: Sendable, Equatable {
     /// ever opened.
     /// - Throws: ``CrashRecordError/unreadable(path:reason:)`` when the directory cannot be listed.
     public static func names(in directory: String) throws -> [String] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
-            throw CrashRecordError.unreadable(path: directory, reason: "cannot list the directory")
+        guard let stream = opendir(directory) else {
+            throw CrashRecordError.unreadable(path: directory, reason: "cannot list the directory (\(String(cString: strerror(errno))))")
         }
-        return names.filter(isRecordFile).sorted()
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if isRecordFile(name) { names.append(name) }
+        }
+        return names.sorted()
     }
 }

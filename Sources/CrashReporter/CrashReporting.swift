@@ -81,18 +81,21 @@ public final class CrashReporting: Sendable {
         configuration.tracker?(&trackerConfiguration)
         // CrashCapture's compensating $AppEnd follows what the tracker's events carry (identity,
         // super properties); an integrator's own callback, if any, still runs after it.
-        if configuration.captureCrashes {
+        let appEnd = configuration.captureCrashes
+            ? CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion, runID: trackerConfiguration.runID)
+            : nil
+        if let appEnd {
             let integratorCallback = trackerConfiguration.onEventContextChange
             trackerConfiguration.onEventContextChange = { context in
-                CrashCapture.setEventContext(context)
+                appEnd.publish(context)
                 integratorCallback?(context)
             }
         }
         // Until the tracker starts (after the ingest), the context the store holds.
         let state = try store.loadState(claimingFirstStart: false)
         let extraPresets = trackerConfiguration.includeHostInfo ? Tracker.hostPresets() : [:]
-        CrashCapture.setEventContext(EventContext(identity: EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID),
-                                                  superProperties: state.superProperties, extraPresets: extraPresets))
+        appEnd?.publish(EventContext(identity: EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID),
+                                     superProperties: state.superProperties, extraPresets: extraPresets))
         if configuration.captureCrashes {
             var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                     appVersion: configuration.appVersion)

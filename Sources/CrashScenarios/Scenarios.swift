@@ -1,6 +1,7 @@
 // Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
 import CCrashScenarios
 import CrashEvents
+import CrashReporter
 @_spi(Testing) import CrashCapture
 import Dispatch
 import Foundation
@@ -168,6 +169,8 @@ public struct Scenario: Sendable {
 public struct ScenarioContext: Sendable {
     /// The record directory (also a scratch place for files the scenario needs).
     public let directory: String
+    /// Publishes the crash `$AppEnd` (as CrashReporting does for an app).
+    public let appEnd: CrashAppEndPublisher
 
     /// Test support: with `CRASH_HARNESS_PAUSE_BEFORE_CRASH=PATH` in the environment, writes this
     /// process's pid to PATH.ready and waits (at most a minute) for PATH.go, so that a test can
@@ -457,7 +460,7 @@ public enum Scenarios {
             cch_start_threads_that_exit_on_new_file(20, context.directory, 1)
             throughLevels { cch_null_dereference() }
         },
-        Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (setIdentity in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",
+        Scenario("identity-changing-during-crash", "a thread republishing the $AppEnd (a new identity published in a loop) while main crashes: the record's $AppEnd is whole, with one of the identities set",
                  ending: .signal(SIGSEGV),
                  record: nullDereference { $0.otherThreadsStopped = true },
                  check: { outcome in
@@ -474,13 +477,13 @@ public enum Scenarios {
                      return number != nil && login == distinctID && anonymous == "anonymous-\(number!)"
                          ? [] : ["$AppEnd identity torn or missing: distinct_id \(distinctID.debugDescription), login_id \(login.debugDescription), anonymous_id \(anonymous.debugDescription)"]
                  })
-        { _ in
+        { context in
             let updates = UpdateCounter()
             let updater = Thread {
                 var i = 0
                 while true {
                     i += 1
-                    CrashCapture.setIdentity(EventIdentity(anonymousID: "anonymous-\(i)", loginID: "user-\(i)"))
+                    context.appEnd.publish(identity: EventIdentity(anonymousID: "anonymous-\(i)", loginID: "user-\(i)"))
                     updates.increment()
                 }
             }
@@ -654,16 +657,19 @@ public enum Scenarios {
     /// process, which the caller reports.
     public static func perform(_ scenario: Scenario, directory: String) throws {
         scenario.beforeStart?()
-        var configuration = CrashCaptureConfiguration(directory: directory, appName: "crash-harness", appVersion: CrashCapture.libraryVersion)
+        var configuration = CrashCaptureConfiguration(directory: directory, appName: "crash-harness", appVersion: EventLibrary.version)
+        configuration.runID = EventDraft.newTrackID()
         scenario.configure?(&configuration)
-        CrashCapture.setIdentity(EventIdentity(anonymousID: "crash-harness-anonymous"))
+        // The compensating $AppEnd, as CrashReporting publishes it for an app.
+        let appEnd = CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion, runID: configuration.runID)
+        appEnd.publish(identity: EventIdentity(anonymousID: "crash-harness-anonymous"))
         try CrashCapture.start(configuration)
         CrashCapture.leaveBreadcrumb("scenario \(scenario.name) starting", level: .notice)
         var logger = Logger(label: "crash-harness") { BreadcrumbLogHandler(label: $0) }
         logger.logLevel = .info
         logger.info("performing \(scenario.name)")
         CrashCapture.leaveBreadcrumb("about to crash", level: .warning)
-        scenario.perform(ScenarioContext(directory: directory))
+        scenario.perform(ScenarioContext(directory: directory, appEnd: appEnd))
     }
 }
 

@@ -37,7 +37,7 @@ public final class Tracker: @unchecked Sendable {
         public var onIdentityChange: (@Sendable (EventIdentity) -> Void)?
         /// Called at start and whenever the identity or the super properties change, with what
         /// every event carries now; never concurrently, and never with an older context after a
-        /// newer one. ``CrashReporting`` passes it to `CrashCapture.setEventContext`, so a crash's
+        /// newer one. ``CrashReporting`` passes it to its `CrashAppEndPublisher`, so a crash's
         /// `$AppEnd` carries what the session's other events carry.
         public var onEventContextChange: (@Sendable (EventContext) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).

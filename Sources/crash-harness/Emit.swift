@@ -2,6 +2,7 @@
 import ArgumentParser
 import CCrashScenarios
 import CrashCapture
+import CrashEvents
 import CrashReporter
 import CrashTracking
 import Foundation
@@ -76,7 +77,7 @@ extension CrashHarness {
             let run = runID ?? UUID().uuidString.lowercased()
             var configuration = CrashReporting.Configuration(
                 storePath: store, recordDirectory: store + ".records", appName: "crash-harness",
-                appVersion: CrashCapture.libraryVersion, endpoint: endpoint.flatMap(URL.init(string:)))
+                appVersion: EventLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
             let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout, hostInfo = hostInfo
             configuration.tracker = { tracker in
                 tracker.runID = run

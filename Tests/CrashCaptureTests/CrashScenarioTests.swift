@@ -1,5 +1,6 @@
 // CrashScenarioTests.swift — real crashes in child processes: the signal they died of and the record they left.
 import CrashCapture
+import CrashEvents
 import CrashScenarios
 import CrashSymbolication
 import Foundation
@@ -66,7 +67,7 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertEqual((event["time"] as? NSNumber)?.int64Value, process.crashWallNanoseconds / 1_000_000)
         let properties = try XCTUnwrap(event["properties"] as? [String: Any])
         XCTAssertEqual(properties["$os"] as? String, "Linux")
-        XCTAssertEqual(properties["$app_version"] as? String, CrashCapture.libraryVersion)
+        XCTAssertEqual(properties["$app_version"] as? String, EventLibrary.version)
         XCTAssertEqual(properties["$app_end_reason"] as? String, "crash")
         XCTAssertEqual(properties["$app_crashed"] as? Bool, true)
         // The run id is a record field, and the $AppEnd carries the same one.

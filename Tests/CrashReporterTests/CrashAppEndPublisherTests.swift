@@ -1,17 +1,17 @@
-// CrashEndTemplateTests.swift — the crash $AppEnd template: valid JSON once its placeholders are
+// CrashAppEndPublisherTests.swift — the crash $AppEnd template: valid JSON once its placeholders are
 // filled, whatever the names hold; the same keys as every other $AppEnd; bounded in size.
+import CrashCapture
 import CrashEvents
-import CShims
-@testable import CrashCapture
+@testable import CrashReporter
 import Foundation
 import XCTest
 
-final class CrashEndTemplateTests: XCTestCase {
+final class CrashAppEndPublisherTests: XCTestCase {
     /// Fills the placeholders with values of the documented shapes (crashcapture.h).
     private func fill(_ template: String) -> String {
-        template.replacingOccurrences(of: CC_TEMPLATE_TRACK_ID, with: #""00000000-0000-4000-8000-000000000000""#)
-            .replacingOccurrences(of: CC_TEMPLATE_TIME_MS, with: "1700000000123")
-            .replacingOccurrences(of: CC_TEMPLATE_DURATION, with: "1.250")
+        template.replacingOccurrences(of: CrashCapture.AppEndTemplate.trackIDPlaceholder, with: #""00000000-0000-4000-8000-000000000000""#)
+            .replacingOccurrences(of: CrashCapture.AppEndTemplate.timePlaceholder, with: "1700000000123")
+            .replacingOccurrences(of: CrashCapture.AppEndTemplate.durationPlaceholder, with: "1.250")
     }
 
     private func object(_ json: String) throws -> [String: Any] {
@@ -22,9 +22,9 @@ final class CrashEndTemplateTests: XCTestCase {
         let renderer = EventRenderer(appName: "app \"quoted\"\n\\ name", appVersion: "1.0\u{1}")
         let context = EventContext(identity: EventIdentity(anonymousID: "anon\u{2028}", loginID: "user\"1"),
                                    superProperties: ["team": .string("a\"b\u{1}T"), "n": .int(3)])
-        let template = CrashEndTemplate.render(renderer: renderer, runID: "run-1", context: context)
+        let template = CrashAppEndPublisher.template(renderer: renderer, runID: "run-1", context: context)
         // Each placeholder once; no other raw 0x01 (the hostile \u{1}T value is escaped).
-        for placeholder in [CC_TEMPLATE_TRACK_ID, CC_TEMPLATE_TIME_MS, CC_TEMPLATE_DURATION] {
+        for placeholder in [CrashCapture.AppEndTemplate.trackIDPlaceholder, CrashCapture.AppEndTemplate.timePlaceholder, CrashCapture.AppEndTemplate.durationPlaceholder] {
             XCTAssertEqual(template.components(separatedBy: placeholder).count, 2, placeholder.debugDescription)
         }
         XCTAssertEqual(template.utf8.filter { $0 == 1 }.count, 3)
@@ -53,7 +53,7 @@ final class CrashEndTemplateTests: XCTestCase {
     func testTheTemplateHasTheKeysOfEveryOtherAppEnd() throws {
         let renderer = EventRenderer(appName: "app", appVersion: "1")
         let context = EventContext(identity: EventIdentity(anonymousID: "a", loginID: "u"), superProperties: ["plan": .string("pro")])
-        let crash = try object(fill(CrashEndTemplate.render(renderer: renderer, runID: "r", context: context)))
+        let crash = try object(fill(CrashAppEndPublisher.template(renderer: renderer, runID: "r", context: context)))
         let normalDraft = AppEvents.appEnd(reason: .normal, durationSeconds: 2, runID: "r", time: 5, identity: context.identity)
         let normal = try object(renderer.render(normalDraft, base: renderer.base(superProperties: context.superProperties)))
         XCTAssertEqual(Set(crash.keys), Set(normal.keys))
@@ -68,8 +68,8 @@ final class CrashEndTemplateTests: XCTestCase {
         let renderer = EventRenderer(appName: "app", appVersion: "1")
         let huge = EventContext(superProperties: ["blob": .string(String(repeating: "x", count: 8000)),
                                                   "blob2": .string(String(repeating: "y", count: 8000))])
-        let template = CrashEndTemplate.render(renderer: renderer, runID: "r", context: huge)
-        XCTAssertLessThan(template.utf8.count, Int(CC_TEMPLATE_MAX))
+        let template = CrashAppEndPublisher.template(renderer: renderer, runID: "r", context: huge)
+        XCTAssertLessThan(template.utf8.count, CrashCapture.AppEndTemplate.maxBytes)
         let properties = try XCTUnwrap(try object(fill(template))["properties"] as? [String: Any])
         XCTAssertNil(properties["blob"])
         XCTAssertEqual(properties["$app_end_reason"] as? String, "crash")
@@ -89,8 +89,8 @@ final class CrashEndTemplateTests: XCTestCase {
     }
 
     func testATemplateTooLongForTheHandlerIsRefused() {
-        XCTAssertEqual(cc_set_app_end_template(String(repeating: "x", count: Int(CC_TEMPLATE_MAX))), -1)
-        XCTAssertEqual(cc_set_app_end_template(String(repeating: "x", count: Int(CC_TEMPLATE_MAX) - 1)), 0)
-        XCTAssertEqual(cc_set_app_end_template(""), 0)
+        XCTAssertFalse(CrashCapture.setAppEndTemplate(String(repeating: "x", count: CrashCapture.AppEndTemplate.maxBytes)))
+        XCTAssertTrue(CrashCapture.setAppEndTemplate(String(repeating: "x", count: CrashCapture.AppEndTemplate.maxBytes - 1)))
+        XCTAssertTrue(CrashCapture.setAppEndTemplate(""))
     }
 }

@@ -1,0 +1,76 @@
+// CrashAppEndPublisher.swift — the compensating `$AppEnd` of a crash: rendered ahead of time by the
+// one event renderer, with placeholders the signal handler fills, and handed to CrashCapture
+// through its one narrow call (capture knows no key names and no event model).
+import CrashCapture
+import CrashEvents
+import Synchronization
+
+/// Keeps the `$AppEnd` that CrashCapture writes into a crash record equal to what the session's
+/// other events carry: the same presets, identity, super properties and run id.
+///
+/// ``CrashReporting`` runs one and feeds it the tracker's context. A program that starts
+/// CrashCapture and a `Tracker` itself connects them the same way:
+/// ```swift
+/// let appEnd = CrashAppEndPublisher(appName: "myapp", appVersion: "1.4.2", runID: trackerConfiguration.runID)
+/// trackerConfiguration.onEventContextChange = { appEnd.publish($0) }
+/// ```
+/// Publishing before or after `CrashCapture.start` both work; the latest publication wins.
+public final class CrashAppEndPublisher: Sendable {
+    private struct State {
+        var renderer: EventRenderer
+        /// The extra presets `renderer` was made with.
+        var rendererExtras: [String: JSONScalar] = [:]
+        var context = EventContext()
+    }
+    private let state: Mutex<State>
+    private let appName: String
+    private let appVersion: String
+    /// The run id the `$AppEnd` carries as `$run_id` (the one passed to CrashCapture's configuration).
+    public let runID: String
+
+    public init(appName: String, appVersion: String, runID: String) {
+        self.appName = appName
+        self.appVersion = appVersion
+        self.runID = runID
+        state = Mutex(State(renderer: EventRenderer(appName: appName, appVersion: appVersion)))
+    }
+
+    /// Renders the crash `$AppEnd` for `context` and hands it to CrashCapture. Safe from any
+    /// thread; concurrent calls are serialised, so the handler never sees a mix of two.
+    public func publish(_ context: EventContext) {
+        state.withLock { state in
+            if state.rendererExtras != context.extraPresets {
+                state.renderer = EventRenderer(appName: appName, appVersion: appVersion, extraPresets: context.extraPresets)
+                state.rendererExtras = context.extraPresets
+            }
+            state.context = context
+            // Under the lock: two publications reach capture in the order they were made.
+            CrashCapture.setAppEndTemplate(Self.template(renderer: state.renderer, runID: runID, context: context))
+        }
+    }
+
+    /// Changes only the identity of the published context.
+    public func publish(identity: EventIdentity) {
+        let context = state.withLock { $0.context }
+        var changed = context
+        changed.identity = identity
+        publish(changed)
+    }
+
+    /// The crash `$AppEnd` as ``EventRenderer`` renders every `$AppEnd` (same presets, super
+    /// properties, identity and end keys), with `_track_id`, `time` and `$event_duration` left as
+    /// capture's placeholders. When the super properties make it longer than the handler's
+    /// buffer, it is rendered without them (the presets and end keys still fit); `""` (no
+    /// `$AppEnd` in the record, the next launch makes one) if even that does not fit.
+    static func template(renderer: EventRenderer, runID: String, context: EventContext) -> String {
+        let properties = AppEvents.appEndProperties(reason: .crash, durationSeconds: 0, runID: runID)
+        for superProperties in [context.superProperties, [:]] {
+            let text = renderer.renderTemplate(
+                event: AppEvents.appEnd, identity: context.identity, properties: properties, superProperties: superProperties,
+                rawTrackID: CrashCapture.AppEndTemplate.trackIDPlaceholder, rawTime: CrashCapture.AppEndTemplate.timePlaceholder,
+                rawProperties: [(AppEvents.eventDurationProperty, CrashCapture.AppEndTemplate.durationPlaceholder)])
+            if text.utf8.count < CrashCapture.AppEndTemplate.maxBytes { return text }
+        }
+        return ""
+    }
+}

@@ -1,0 +1,66 @@
+// CaptureFootprintTests.swift — what adopting capture costs a program in libraries: a program that
+// links CrashCapture and nothing else (`capture-only`) loads no Foundation, no ICU and no
+// Dispatch overlay — by its ELF dependencies (readelf -d), their closure (ldd) and what the loader
+// actually opened while it ran and crashed (LD_DEBUG=files) — and its crash is still recorded.
+import CrashCapture
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+
+final class CaptureFootprintTests: XCTestCase {
+    var program: String { BuiltProducts.directory + "/capture-only" }
+
+    /// Libraries a capture-only program must not load: Foundation, its ICU data and the Swift
+    /// Dispatch overlay (libdispatch itself comes with the concurrency runtime, as in every
+    /// Swift program).
+    static let forbidden = ["libFoundation", "lib_FoundationICU", "libFoundationEssentials", "libFoundationInternationalization",
+                            "libicu", "libswiftDispatch"]
+
+    private func offenders(_ names: [String]) -> [String] {
+        names.filter { name in Self.forbidden.contains { name.contains($0) } }
+    }
+
+    func testTheProgramNeedsNoFoundationByItsELFDependencies() throws {
+        let readelf = try XCTUnwrap(Tools.find("readelf"), "binutils' readelf is needed")
+        let dynamic = try Tools.output(readelf, ["-d", program])
+        let needed = dynamic.split(separator: "\n").filter { $0.contains("(NEEDED)") }.map(String.init)
+        XCTAssertTrue(needed.contains { $0.contains("libswiftCore") }, "readelf -d listed no libswiftCore: \(dynamic.prefix(500))")
+        XCTAssertEqual(offenders(needed), [])
+        let closure = try Tools.output(try XCTUnwrap(Tools.find("ldd")), [program])
+        let libraries = closure.split(separator: "\n").map(String.init)
+        XCTAssertTrue(libraries.contains { $0.contains("libunwind") }, "ldd listed no libunwind: \(closure.prefix(500))")
+        XCTAssertEqual(offenders(libraries), [])
+    }
+
+    func testTheProgramLoadsNoFoundationWhileItRunsAndCrashesAndItsCrashIsRecorded() throws {
+        let directory = try Scratch.directory("footprint")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_DEBUG"] = "files"
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.removeValue(forKey: CrashCapture.disableEnvironmentVariable)
+        let child = try ChildProcess.run(program, [directory + "/records", "crash"], environment: environment,
+                                         stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 60)
+        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+        let stdout = try String(contentsOfFile: directory + "/stdout", encoding: .utf8)
+        XCTAssertEqual(stdout, "started: installed\n")
+        // The loader's own account of every object it opened ("file=libX.so [0];  needed by …"
+        // and "file=… [0];  dynamically loaded by …" for a dlopen, e.g. from inside the handler).
+        let loaderLog = try String(contentsOfFile: directory + "/stderr", encoding: .utf8)
+        let opened = loaderLog.split(separator: "\n").filter { $0.contains("file=") }.map(String.init)
+        XCTAssertTrue(opened.contains { $0.contains("libunwind") }, "LD_DEBUG=files showed no libunwind: \(loaderLog.prefix(800))")
+        XCTAssertEqual(offenders(opened), [])
+
+        let names = try RecordFileName.names(in: directory + "/records")
+        XCTAssertEqual(names.count, 1, "\(names)")
+        let record = try CrashRecordReader.read(path: directory + "/records/" + names[0])
+        XCTAssertEqual(record.signal?.number, SIGSEGV)
+        XCTAssertEqual(record.appName, "capture-only")
+        XCTAssertTrue(record.isComplete)
+        XCTAssertFalse(try XCTUnwrap(record.crashedThread).frames.isEmpty)
+        // No reporter published a $AppEnd (capture knows no event model) and no run id was given.
+        XCTAssertNil(record.appEndJSON)
+        XCTAssertNil(record.runID)
+    }
+}
