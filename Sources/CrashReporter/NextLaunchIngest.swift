@@ -48,14 +48,18 @@ public enum NextLaunchIngest {
                            awaitingClaims: [String] = [], extraPresets: [String: JSONScalar] = [:]) -> Report {
         var report = Report()
         var markers = (try? store.runMarkers()) ?? []
-        // The crashed run was the last to set them (the store keeps them across runs).
-        let superProperties = (try? store.loadState(claimingFirstStart: false))?.superProperties ?? [:]
+        // The crashed run was the last to set them (the store keeps them across runs). Its
+        // identity too, for a record that carries no $AppEnd (capture was not given one yet, or
+        // capture ran alone) and matches no run marker.
+        let state = try? store.loadState(claimingFirstStart: false)
+        let superProperties = state?.superProperties ?? [:]
+        let storedIdentity = state.map { EventIdentity(anonymousID: $0.anonymousID, loginID: $0.loginID) } ?? EventIdentity()
         var present: Set<String> = []
         if let recordDirectory {
             let names = ((try? RecordFileName.names(in: recordDirectory)) ?? []).filter { RecordFileName($0) != nil }
             for name in names {
                 ingestRecord(name: name, directory: recordDirectory, store: store, markers: &markers,
-                             superProperties: superProperties, extraPresets: extraPresets, appName: appName,
+                             superProperties: superProperties, storedIdentity: storedIdentity, extraPresets: extraPresets, appName: appName,
                              appVersion: appVersion, report: &report)
                 if let done = finish(name: name, directory: recordDirectory, store: store, awaitingClaims: awaitingClaims,
                                      report: &report), !done {
@@ -89,7 +93,7 @@ public enum NextLaunchIngest {
     }
 
     private static func ingestRecord(name: String, directory: String, store: TrackingStore, markers: inout [RunMarker],
-                                     superProperties: [String: JSONScalar], extraPresets: [String: JSONScalar],
+                                     superProperties: [String: JSONScalar], storedIdentity: EventIdentity, extraPresets: [String: JSONScalar],
                                      appName: String, appVersion: String, report: inout Report) {
         let path = "\(directory)/\(name)"
         let parsed = RecordFileName(name)
@@ -118,7 +122,7 @@ public enum NextLaunchIngest {
             let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.milliseconds
             let marker = matchMarker(markers, runID: record.runID, pid: record.process?.pid ?? parsed?.pid, crashMs: crashMs)
             let runID = record.runID ?? marker?.runID ?? ""
-            let identity = appEnd?.identity ?? marker?.identity ?? EventIdentity()
+            let identity = appEnd?.identity ?? marker?.identity ?? storedIdentity
             let renderer = EventRenderer(appName: record.appName ?? marker?.appName ?? appName,
                                          appVersion: record.appVersion ?? marker?.appVersion ?? appVersion, extraPresets: extraPresets)
             let base = renderer.base(superProperties: superProperties)
@@ -142,7 +146,7 @@ public enum NextLaunchIngest {
             unreadable = true
             let renderer = EventRenderer(appName: appName, appVersion: appVersion, extraPresets: extraPresets)
             let time = parsed?.milliseconds ?? nowMilliseconds()
-            let draft = AppEvents.appCrashed(runID: "", time: time, identity: EventIdentity(), properties: [
+            let draft = AppEvents.appCrashed(runID: "", time: time, identity: storedIdentity, properties: [
                 "app_crashed_reason": .string("unreadable crash record \(name): \(error)"),
                 "$crash_record": .string(name), "$crash_record_complete": .bool(false),
             ])

@@ -89,9 +89,26 @@ public final class Tracker: @unchecked Sendable {
     /// This run's id (its marker row).
     public var runID: String { configuration.runID }
     /// Whether this is the first start ever on this store (`$is_first_time` of `$AppStart`).
-    public let isFirstStart: Bool
+    /// Waits for the launch (see ``init(_:store:launch:)``).
+    public var isFirstStart: Bool { awaitLaunch { launch.isFirstStart } }
     let startMonotonic = Clock.monotonicNanoseconds()
+    let startWall = Clock.wallMilliseconds()
     let uploader: Uploader?
+
+    /// What the launch found (guarded by `cond`; final once `launch.done`).
+    private struct Launch {
+        var done = false
+        var isFirstStart = false
+        var abnormalEnds: [String] = []
+        /// The context as loaded from the store: events queued before the launch was done carry
+        /// `provisional` and are rendered with this one (identity changes wait for the launch, so
+        /// nothing can have changed it in between).
+        var context: Context?
+        var error: TrackingStoreError?
+    }
+    private var launch = Launch()
+    /// The context of events tracked before the launch loaded the store's.
+    private let provisional: Context
 
     private let cond = NSCondition()
     // Guarded by `cond`.
@@ -113,46 +130,120 @@ public final class Tracker: @unchecked Sendable {
         try self.init(configuration, store: TrackingStore(path: configuration.storePath, limits: configuration.limits))
     }
 
-    /// Like ``init(_:)`` with a store the caller opened (CrashReporter ingests into it first).
-    public init(_ configuration: Configuration, store: TrackingStore) throws {
+    /// Like ``init(_:)`` with a store the caller opened.
+    public convenience init(_ configuration: Configuration, store: TrackingStore) throws {
+        self.init(configuration: configuration, store: store)
+        try performLaunch(before: nil)
+        startWriter(launching: nil)
+    }
+
+    /// A tracker that leaves its launch to its writer thread and returns at once (what
+    /// CrashReporting's `start` uses, so that a program's launch never waits on the disk): the
+    /// writer loads the identity and super properties from the store, runs `launch` (the
+    /// next-launch ingest), registers this run's marker, ends dead runs, stores `$AppStart` —
+    /// stamped with the time of this call — and then the events tracked meanwhile, which wait in
+    /// memory. ``track(_:properties:)`` never waits for it; calls that read or change the
+    /// identity or super properties, ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
+    /// When the store cannot be read at all, the launch ends with a temporary anonymous identity
+    /// (``launchError`` says why) and the writer keeps retrying its writes as it always does.
+    package convenience init(_ configuration: Configuration, store: TrackingStore,
+                 launch: @escaping @Sendable (TrackingStore, StoreState) -> Void) {
+        self.init(configuration: configuration, store: store)
+        startWriter(launching: launch)
+    }
+
+    /// The in-memory part every initialiser shares: no file is touched.
+    private init(configuration: Configuration, store: TrackingStore) {
         self.configuration = configuration
         self.store = store
         extraPresets = configuration.includeHostInfo ? Self.hostPresets() : [:]
         renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extraPresets)
-        let state = try store.loadState()
-        isFirstStart = state.isFirstStart
-        let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
-        context = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
-        let now = Clock.wallMilliseconds()
-        try store.registerRun(RunMarker(
-            runID: configuration.runID, process: .current, startWallMilliseconds: now, startMonotonicNanoseconds: startMonotonic,
-            refreshWallMilliseconds: now, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
-            appVersion: configuration.appVersion, identity: identity))
-        abnormalEnds = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties,
-                                           extraPresets: extraPresets)
+        provisional = Context(identity: EventIdentity(), superProperties: [:], renderer: renderer)
+        context = provisional
         uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
         queue.reserveCapacity(1024)
         spare.reserveCapacity(1024)
-        configuration.onIdentityChange?(identity)
-        publishContext()
+    }
+
+    /// Starts the writer thread (which first performs the launch when `launching` is given) and
+    /// registers the exit hook.
+    private func startWriter(launching: (@Sendable (TrackingStore, StoreState) -> Void)?) {
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
-        let writer = Thread { [self] in writerLoop() }
+        let writer = Thread { [self] in
+            if let launching {
+                do { try performLaunch(before: launching) } catch {
+                    finishLaunchWithoutStore(error as? TrackingStoreError
+                                             ?? TrackingStoreError(operation: "launch", underlying: "\(error)"))
+                }
+            }
+            writerLoop()
+        }
         writer.name = "CrashTracking.writer"
         writer.start()
+    }
+
+    /// Loads the identity, runs `before` (CrashReporting's ingest), registers this run's marker,
+    /// ends dead runs, starts the uploader and queues `$AppStart` ahead of anything tracked so far.
+    private func performLaunch(before: (@Sendable (TrackingStore, StoreState) -> Void)?) throws {
+        let state = try store.loadState()
+        let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
+        let loaded = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
+        cond.withLock { context = loaded }
+        // The crash $AppEnd first: a crash during the rest of the launch carries this identity.
+        publishContext()
+        before?(store, state)
+        try store.registerRun(RunMarker(
+            runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
+            refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
+            appVersion: configuration.appVersion, identity: identity))
+        let ended = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties,
+                                        extraPresets: extraPresets)
         uploader?.start()
-        if configuration.trackAppStart {
-            let draft = AppEvents.appStart(isFirstTime: isFirstStart, runID: configuration.runID, time: 0, identity: identity)
-            track(draft.event, properties: draft.properties)
+        configuration.onIdentityChange?(identity)
+        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, context: loaded), identity: identity)
+    }
+
+    /// The launch could not read the store: a temporary anonymous identity (not stored), and the
+    /// writer's usual retries for the events.
+    private func finishLaunchWithoutStore(_ error: TrackingStoreError) {
+        let identity = EventIdentity(anonymousID: EventDraft.newTrackID())
+        let temporary = Context(identity: identity, superProperties: [:], renderer: renderer)
+        cond.withLock { context = temporary }
+        publishContext()
+        configuration.onIdentityChange?(identity)
+        finishLaunch(Launch(done: true, isFirstStart: false, abnormalEnds: [], context: temporary, error: error), identity: identity)
+    }
+
+    private func finishLaunch(_ result: Launch, identity: EventIdentity) {
+        cond.withLock {
+            launch = result
+            if configuration.trackAppStart {
+                let draft = AppEvents.appStart(isFirstTime: result.isFirstStart, runID: configuration.runID, time: startWall, identity: identity)
+                queue.insert(.event(name: draft.event, properties: draft.properties, time: startWall, context: result.context!,
+                                    type: "track", originalID: nil, endsRun: false), at: 0)
+                enqueued += 1
+            }
+            cond.broadcast()
         }
     }
 
+    /// Waits until the launch is done (it always ends: the store's busy timeout bounds it), then
+    /// reads `value` under the lock.
+    private func awaitLaunch<T>(_ value: () -> T) -> T {
+        cond.lock()
+        defer { cond.unlock() }
+        while !launch.done { cond.wait() }
+        return value()
+    }
+
+    /// Why the launch could not use the store, if it could not (its events then wait in memory
+    /// and are written once the store can be). Waits for the launch.
+    public var launchError: TrackingStoreError? { awaitLaunch { launch.error } }
+
     /// The runs found dead at start (their marker left, their process gone, no `$AppEnd` and no
     /// crash record claimed them: SIGKILL, the OOM killer, power loss), each now ended by an
-    /// abnormal `$AppEnd` in the store and its marker removed.
-    public let abnormalEnds: [String]
-
-    /// The property that carries the run id (``AppEvents/runIDProperty``).
-    public static let runIDProperty = AppEvents.runIDProperty
+    /// abnormal `$AppEnd` in the store and its marker removed. Waits for the launch.
+    public var abnormalEnds: [String] { awaitLaunch { launch.abnormalEnds } }
 
     /// Ends every dead run but `excluding` with an abnormal `$AppEnd`, each in one transaction
     /// that also removes its marker, so that two processes starting at once report it once.
@@ -194,7 +285,7 @@ public final class Tracker: @unchecked Sendable {
     private let publishLock = NSLock()
 
     /// The current identity.
-    public var identity: EventIdentity { cond.withLock { context.identity } }
+    public var identity: EventIdentity { awaitLaunch { context.identity } }
 
     /// Tracks an event. Never waits on disk or network: the event is queued for the writer.
     /// Events tracked after ``shutdown(timeout:)`` are ignored.
@@ -234,7 +325,7 @@ public final class Tracker: @unchecked Sendable {
     public func login(_ id: String) {
         guard !id.isEmpty else { return }
         var changed = false
-        let identity: EventIdentity = cond.withLock {
+        let identity: EventIdentity = awaitLaunch {
             changed = context.identity.loginID != id
             if changed {
                 context = Context(identity: EventIdentity(anonymousID: context.identity.anonymousID, loginID: id),
@@ -252,7 +343,7 @@ public final class Tracker: @unchecked Sendable {
 
     /// Logs out: later events are anonymous again.
     public func logout() {
-        let identity: EventIdentity = cond.withLock {
+        let identity: EventIdentity = awaitLaunch {
             context = Context(identity: EventIdentity(anonymousID: context.identity.anonymousID, loginID: nil),
                               superProperties: context.superProperties, renderer: renderer)
             return context.identity
@@ -278,10 +369,11 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// The super properties now registered.
-    public var superProperties: [String: JSONScalar] { cond.withLock { context.superProperties } }
+    public var superProperties: [String: JSONScalar] { awaitLaunch { context.superProperties } }
 
     private func updateSuperProperties(_ change: (inout [String: JSONScalar]) -> Void) {
         cond.lock()
+        while !launch.done { cond.wait() }
         var merged = context.superProperties
         change(&merged)
         context = Context(identity: context.identity, superProperties: merged, renderer: renderer)
@@ -414,6 +506,7 @@ public final class Tracker: @unchecked Sendable {
             swap(&queue, &spare)
             let dropped = droppedQueueFull
             droppedQueueFull = 0
+            let loadedContext = launch.context ?? provisional
             cond.unlock()
 
             let items = carry + spare
@@ -430,7 +523,8 @@ public final class Tracker: @unchecked Sendable {
             var controls: [Item] = []
             for item in items {
                 switch item {
-                case let .event(name, properties, time, context, type, originalID, endsRun):
+                case let .event(name, properties, time, tracked, type, originalID, endsRun):
+                    let context = tracked === provisional ? loadedContext : tracked
                     let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
                                            originalID: originalID, properties: properties)
                     events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,

@@ -66,7 +66,9 @@ public final class TrackingStore: @unchecked Sendable {
     private var _movedAsideCorruptFiles: [String] = []
 
     private let lock = NSLock()
-    private var pool: DatabasePool
+    /// The connection; nil until first used when opening was deferred (``init(deferringOpen:limits:)``).
+    private var pool: DatabasePool?
+    private var closed = false
 
     /// Opens (creating or migrating if needed) the store at `path`. A file that is not a
     /// database or is corrupt is moved aside to `<path>.corrupt-<ms>` and a fresh store is created.
@@ -75,22 +77,48 @@ public final class TrackingStore: @unchecked Sendable {
     public init(path: String, limits: StoreLimits = StoreLimits()) throws {
         self.path = path
         self.limits = limits
+        var moved: [String] = []
+        pool = try TrackingStore.open(path, movedAside: &moved)
+        _movedAsideCorruptFiles = moved
+    }
+
+    /// A store whose file is opened by its first read or write, on whatever thread makes it:
+    /// CrashReporting's launch leaves opening, migrating and checking the file to its tracker's
+    /// writer thread. Every read and write throws what ``init(path:limits:)`` would have thrown
+    /// until the file can be opened (each one tries again).
+    package init(deferringOpen path: String, limits: StoreLimits = StoreLimits()) {
+        self.path = path
+        self.limits = limits
+        pool = nil
+    }
+
+    /// The connection, opening the file first if that was deferred (or failed before).
+    private func connection() throws -> DatabasePool {
+        try lock.withLock {
+            if let pool { return pool }
+            guard !closed else { throw TrackingStoreError(operation: "open \(path)", underlying: "the store was closed") }
+            let opened = try TrackingStore.open(path, movedAside: &_movedAsideCorruptFiles)
+            pool = opened
+            return opened
+        }
+    }
+
+    /// Creates the parent directory, opens the file, and moves a corrupt one aside (once).
+    private static func open(_ path: String, movedAside moved: inout [String]) throws -> DatabasePool {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-        var moved: [String] = []
         do {
-            pool = try TrackingStore.openRetryingBusy(path)
+            return try TrackingStore.openRetryingBusy(path)
         } catch let error as TrackingStoreError {
             throw error
         } catch let error as DatabaseError where TrackingStore.isCorruption(error) {
             moved.append(TrackingStore.moveAside(path))
-            do { pool = try TrackingStore.openRetryingBusy(path) } catch {
+            do { return try TrackingStore.openRetryingBusy(path) } catch {
                 throw TrackingStoreError(operation: "open \(path) after moving a corrupt file aside", underlying: "\(error)")
             }
         } catch {
             throw TrackingStoreError(operation: "open \(path)", underlying: "\(error)")
         }
-        _movedAsideCorruptFiles = moved
     }
 
     static func isCorruption(_ error: Error) -> Bool {
@@ -144,7 +172,7 @@ public final class TrackingStore: @unchecked Sendable {
     @discardableResult
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         for attempt in 0..<2 {
-            let current = lock.withLock { pool }
+            let current = try connection()
             do {
                 var result: T?
                 try current.writeWithoutTransaction { db in
@@ -162,14 +190,13 @@ public final class TrackingStore: @unchecked Sendable {
     }
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        let current = lock.withLock { pool }
-        return try current.read { db in try body(db) }
+        try connection().read { db in try body(db) }
     }
 
     private func recoverFromCorruption(seen: DatabasePool) throws {
         try lock.withLock {
             guard pool === seen else { return } // another thread already did it
-            try? pool.close()
+            try? seen.close()
             _movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
             pool = try TrackingStore.openRetryingBusy(path)
         }
@@ -177,12 +204,14 @@ public final class TrackingStore: @unchecked Sendable {
 
     /// Copies the WAL into the main file and truncates it (tests and tools; not needed for safety).
     func checkpoint() throws {
-        let current = lock.withLock { pool }
-        try current.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try connection().writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
     /// Closes the database (further calls fail with an error, never a trap).
     public func close() {
-        lock.withLock { try? pool.close() }
+        lock.withLock {
+            closed = true
+            try? pool?.close()
+        }
     }
 }

@@ -86,7 +86,7 @@ extension CrashHarness {
                 tracker.shutdownTimeout = flushTimeout
                 tracker.includeHostInfo = hostInfo
             }
-            let reporting = try CrashReporting.start(configuration)
+            let reporting = CrashReporting.start(configuration)
             let tracker = reporting.tracker
             if let login { tracker.login(login) }
             for pair in superProperties {

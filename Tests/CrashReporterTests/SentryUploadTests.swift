@@ -205,7 +205,7 @@ final class SentryUploadTests: XCTestCase {
             var configuration = CrashReporting.Configuration(directory: directory, appName: "dsn-test", appVersion: "1")
             configuration.captureCrashes = false
             configuration.sentryDSN = dsn
-            let reporting = try CrashReporting.start(configuration)
+            let reporting = CrashReporting.start(configuration)
             XCTAssertEqual(reporting.sentryDSNError != nil, error, "\(dsn): \(reporting.sentryDSNError ?? "no error")")
             if error { XCTAssertTrue(reporting.sentryDSNError?.hasPrefix("not a Sentry DSN") == true) }
             _ = reporting.shutdown(timeout: 2.0)

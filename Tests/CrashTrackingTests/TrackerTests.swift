@@ -54,7 +54,7 @@ final class TrackerTests: XCTestCase {
         var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0")
         configuration.captureCrashes = false   // no signal handlers in the test process
         configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
-        let reporting = try CrashReporting.start(configuration)
+        let reporting = CrashReporting.start(configuration)
         reporting.tracker.login("user-9")
         reporting.shutdown()
         XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")

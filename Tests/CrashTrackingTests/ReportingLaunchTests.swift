@@ -1,0 +1,113 @@
+// ReportingLaunchTests.swift — CrashReporting.start leaves the launch alone: opening the store, the
+// ingest, the run marker and $AppStart happen on the tracker's writer thread, and what was tracked
+// meanwhile is stored after $AppStart with the identity the store holds.
+import CrashReporter
+@testable import CrashTracking
+import CrashEvents
+import Foundation
+import GRDB
+import TestSupport
+import XCTest
+
+final class ReportingLaunchTests: XCTestCase {
+    /// A store that already holds a login (an earlier run logged in).
+    private func storeWithLogin(_ directory: String, login: String) throws {
+        var configuration = Tracker.Configuration(storePath: directory + "/events.sqlite", appName: "launch", appVersion: "1")
+        configuration.shutdownAtExit = nil
+        let earlier = try Tracker(configuration)
+        earlier.login(login)
+        earlier.shutdown()
+        earlier.store.close()
+    }
+
+    private func events(_ path: String) throws -> [[String: Any]] {
+        let store = try TrackingStore(path: path)
+        defer { store.close() }
+        return try store.pendingBatch(limit: 10_000).map { object($0.json) }
+    }
+
+    func testStartAndTrackReturnWhileTheStoreIsLockedAndTheLaunchStoresEverythingInOrderOnceItIsNot() throws {
+        let directory = try Scratch.directory("launch-locked")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try storeWithLogin(directory, login: "user-7")
+        let storePath = directory + "/events.sqlite"
+        let before = try events(storePath).count
+
+        // Another process's writer holds the store: every write (the launch's migration check,
+        // the run marker) waits on SQLite's busy timeout until it lets go.
+        let holder = try DatabaseQueue(path: storePath)
+        let locked = DispatchSemaphore(value: 0)
+        let released = ReleaseFlag()
+        let releaser = Thread {
+            try? holder.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.signal()
+                Thread.sleep(forTimeInterval: 2)
+                released.set()
+                try db.execute(sql: "COMMIT")
+            }
+        }
+
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
+        configuration.captureCrashes = false   // no signal handlers in the test process
+        configuration.sentryDSN = nil
+        configuration.tracker = { $0.shutdownAtExit = nil }
+        releaser.start()
+        locked.wait()
+        let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        let reporting = CrashReporting.start(configuration)
+        reporting.tracker.track("Early", properties: ["n": .int(1)])
+        // start and track did not wait for the store (a synchronous launch would still be
+        // waiting for the lock here, released only after 2 s).
+        XCTAssertFalse(released.isSet, "CrashReporting.start or track waited for the locked store")
+
+        // Reading the identity waits for the launch, which can finish once the lock is gone.
+        XCTAssertEqual(reporting.tracker.identity.loginID, "user-7")
+        XCTAssertTrue(released.isSet)
+        XCTAssertNil(reporting.tracker.launchError)
+        XCTAssertTrue(reporting.tracker.waitUntilStored(timeout: 20))
+        let stored = try events(storePath).dropFirst(before).map { $0 }
+        XCTAssertEqual(stored.map(\.event), ["$AppStart", "Early"])
+        let appStart = try XCTUnwrap(stored.first)
+        let early = try XCTUnwrap(stored.last)
+        // Both carry the stored identity, not the placeholder of the still-unloaded store.
+        XCTAssertEqual(early["distinct_id"] as? String, "user-7")
+        XCTAssertEqual(appStart["distinct_id"] as? String, "user-7")
+        // $AppStart is stamped with the time start was called, not with the end of the launch.
+        let appStartTime = try XCTUnwrap(appStart["time"] as? Int)
+        XCTAssertLessThan(Int64(appStartTime) - startedAt, 1_000)
+        XCTAssertLessThanOrEqual(appStartTime, try XCTUnwrap(early["time"] as? Int))
+        XCTAssertEqual(try reporting.tracker.store.runMarkers().map(\.runID), [reporting.tracker.runID])
+        reporting.shutdown()
+        XCTAssertEqual(try events(storePath).last?.event, "$AppEnd")
+    }
+
+    func testAStoreThatCannotBeOpenedEndsTheLaunchWithATemporaryIdentityAndKeepsTheEventsInMemory() throws {
+        let directory = try Scratch.directory("launch-unusable")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The store's path is a directory: SQLite cannot open it.
+        try FileManager.default.createDirectory(atPath: directory + "/events.sqlite", withIntermediateDirectories: true)
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
+        configuration.captureCrashes = false
+        configuration.sentryDSN = nil
+        configuration.tracker = { $0.shutdownAtExit = nil }
+        let reporting = CrashReporting.start(configuration)
+        reporting.tracker.track("Kept")
+        let error = try XCTUnwrap(reporting.tracker.launchError)
+        XCTAssertTrue(error.description.contains("events.sqlite"), error.description)
+        XCTAssertFalse(reporting.tracker.identity.anonymousID?.isEmpty ?? true)
+        XCTAssertEqual(reporting.ingestReport.recordsIngested, [])
+        // Nothing could be stored: the wait times out rather than pretending.
+        XCTAssertFalse(reporting.tracker.waitUntilStored(timeout: 1.5))
+        let result = reporting.shutdown(timeout: 1)
+        XCTAssertFalse(result.stored)
+    }
+}
+
+/// Set once by the thread that releases the lock.
+final class ReleaseFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
