@@ -33,43 +33,43 @@ enum {
     CURLE_ABORTED_BY_CALLBACK = 42,
 };
 enum {
-    CC__LONG = 0, CC__POINTER = 10000, CC__FUNCTION = 20000, CC__OFF_T = 30000,
-    CURLOPT_WRITEDATA = CC__POINTER + 1,
-    CURLOPT_URL = CC__POINTER + 2,
-    CURLOPT_ERRORBUFFER = CC__POINTER + 10,
-    CURLOPT_WRITEFUNCTION = CC__FUNCTION + 11,
-    CURLOPT_POSTFIELDS = CC__POINTER + 15,
-    CURLOPT_LOW_SPEED_LIMIT = CC__LONG + 19,
-    CURLOPT_LOW_SPEED_TIME = CC__LONG + 20,
-    CURLOPT_HTTPHEADER = CC__POINTER + 23,
-    CURLOPT_HEADERDATA = CC__POINTER + 29,
-    CURLOPT_NOPROGRESS = CC__LONG + 43,
-    CURLOPT_POST = CC__LONG + 47,
-    CURLOPT_FOLLOWLOCATION = CC__LONG + 52,
-    CURLOPT_XFERINFODATA = CC__POINTER + 57,
-    CURLOPT_MAXREDIRS = CC__LONG + 68,
-    CURLOPT_HEADERFUNCTION = CC__FUNCTION + 79,
-    CURLOPT_HTTPGET = CC__LONG + 80,
-    CURLOPT_NOSIGNAL = CC__LONG + 99,
-    CURLOPT_ACCEPT_ENCODING = CC__POINTER + 102,
-    CURLOPT_POSTFIELDSIZE_LARGE = CC__OFF_T + 120,
-    CURLOPT_TIMEOUT_MS = CC__LONG + 155,
-    CURLOPT_CONNECTTIMEOUT_MS = CC__LONG + 156,
-    CURLOPT_PROTOCOLS = CC__LONG + 181,
-    CURLOPT_REDIR_PROTOCOLS = CC__LONG + 182,
-    CURLOPT_XFERINFOFUNCTION = CC__FUNCTION + 219,
+    CC_HTTP__LONG = 0, CC_HTTP__POINTER = 10000, CC_HTTP__FUNCTION = 20000, CC_HTTP__OFF_T = 30000,
+    CURLOPT_WRITEDATA = CC_HTTP__POINTER + 1,
+    CURLOPT_URL = CC_HTTP__POINTER + 2,
+    CURLOPT_ERRORBUFFER = CC_HTTP__POINTER + 10,
+    CURLOPT_WRITEFUNCTION = CC_HTTP__FUNCTION + 11,
+    CURLOPT_POSTFIELDS = CC_HTTP__POINTER + 15,
+    CURLOPT_LOW_SPEED_LIMIT = CC_HTTP__LONG + 19,
+    CURLOPT_LOW_SPEED_TIME = CC_HTTP__LONG + 20,
+    CURLOPT_HTTPHEADER = CC_HTTP__POINTER + 23,
+    CURLOPT_HEADERDATA = CC_HTTP__POINTER + 29,
+    CURLOPT_NOPROGRESS = CC_HTTP__LONG + 43,
+    CURLOPT_POST = CC_HTTP__LONG + 47,
+    CURLOPT_FOLLOWLOCATION = CC_HTTP__LONG + 52,
+    CURLOPT_XFERINFODATA = CC_HTTP__POINTER + 57,
+    CURLOPT_MAXREDIRS = CC_HTTP__LONG + 68,
+    CURLOPT_HEADERFUNCTION = CC_HTTP__FUNCTION + 79,
+    CURLOPT_HTTPGET = CC_HTTP__LONG + 80,
+    CURLOPT_NOSIGNAL = CC_HTTP__LONG + 99,
+    CURLOPT_ACCEPT_ENCODING = CC_HTTP__POINTER + 102,
+    CURLOPT_POSTFIELDSIZE_LARGE = CC_HTTP__OFF_T + 120,
+    CURLOPT_TIMEOUT_MS = CC_HTTP__LONG + 155,
+    CURLOPT_CONNECTTIMEOUT_MS = CC_HTTP__LONG + 156,
+    CURLOPT_PROTOCOLS = CC_HTTP__LONG + 181,
+    CURLOPT_REDIR_PROTOCOLS = CC_HTTP__LONG + 182,
+    CURLOPT_XFERINFOFUNCTION = CC_HTTP__FUNCTION + 219,
 };
 enum { CURLINFO_RESPONSE_CODE = 0x200000 + 2 };
 enum { CURLPROTO_HTTP = 1 << 0, CURLPROTO_HTTPS = 1 << 1 };
 enum { CURL_GLOBAL_ALL = 3, CURL_ERROR_SIZE = 256 };
 /* URLSession's (and browsers') redirect limit. */
-enum { CC__MAX_REDIRECTS = 16 };
+enum { CC_HTTP__MAX_REDIRECTS = 16 };
 
 struct cc_http_cancel {
     int flag; /* only through __atomic builtins */
 };
 
-/* Everything loaded once, by cc__load under g_once. */
+/* Everything loaded once, by cc_http__load under g_state.once. */
 static struct {
     pthread_once_t once;
     int loaded;
@@ -95,7 +95,7 @@ int cc_http_cancel_is_set(const cc_http_cancel *cancel) { return __atomic_load_n
 void cc_http_cancel_destroy(cc_http_cancel *cancel) { free(cancel); }
 
 /* Resolves one libcurl function; on failure notes which one. */
-static void *cc__symbol(const char *name, const char *path) {
+static void *cc_http__symbol(const char *name, const char *path) {
     void *symbol = dlsym(g_state.library, name);
     if (!symbol && !g_state.failure[0]) {
         snprintf(g_state.failure, sizeof g_state.failure, "%s has no %s: not a usable libcurl", path, name);
@@ -105,7 +105,7 @@ static void *cc__symbol(const char *name, const char *path) {
 
 /* Runs once (pthread_once): dlopen, dlsym, curl_global_init (which is not thread-safe itself:
  * this is its one call). On failure g_state.failure says why and nothing is kept loaded. */
-static void cc__load(void) {
+static void cc_http__load(void) {
     /* secure_getenv: a set-user-id program does not let its caller pick a library to load. */
     const char *path = secure_getenv("CRASHCAPTURE_LIBCURL");
     if (!path || !*path) path = "libcurl.so.4";
@@ -118,15 +118,15 @@ static void cc__load(void) {
                  "HTTP needs libcurl.so.4 (Debian/Ubuntu: apt-get install libcurl4): %s", why ? why : path);
         return;
     }
-    g_state.global_init = (CURLcode(*)(long))cc__symbol("curl_global_init", path);
-    g_state.easy_init = (CURL * (*)(void)) cc__symbol("curl_easy_init", path);
-    g_state.easy_setopt = (CURLcode(*)(CURL *, int, ...))cc__symbol("curl_easy_setopt", path);
-    g_state.easy_perform = (CURLcode(*)(CURL *))cc__symbol("curl_easy_perform", path);
-    g_state.easy_getinfo = (CURLcode(*)(CURL *, int, ...))cc__symbol("curl_easy_getinfo", path);
-    g_state.easy_cleanup = (void (*)(CURL *))cc__symbol("curl_easy_cleanup", path);
-    g_state.easy_strerror = (const char *(*)(CURLcode))cc__symbol("curl_easy_strerror", path);
-    g_state.slist_append = (struct curl_slist * (*)(struct curl_slist *, const char *)) cc__symbol("curl_slist_append", path);
-    g_state.slist_free_all = (void (*)(struct curl_slist *))cc__symbol("curl_slist_free_all", path);
+    g_state.global_init = (CURLcode(*)(long))cc_http__symbol("curl_global_init", path);
+    g_state.easy_init = (CURL * (*)(void)) cc_http__symbol("curl_easy_init", path);
+    g_state.easy_setopt = (CURLcode(*)(CURL *, int, ...))cc_http__symbol("curl_easy_setopt", path);
+    g_state.easy_perform = (CURLcode(*)(CURL *))cc_http__symbol("curl_easy_perform", path);
+    g_state.easy_getinfo = (CURLcode(*)(CURL *, int, ...))cc_http__symbol("curl_easy_getinfo", path);
+    g_state.easy_cleanup = (void (*)(CURL *))cc_http__symbol("curl_easy_cleanup", path);
+    g_state.easy_strerror = (const char *(*)(CURLcode))cc_http__symbol("curl_easy_strerror", path);
+    g_state.slist_append = (struct curl_slist * (*)(struct curl_slist *, const char *)) cc_http__symbol("curl_slist_append", path);
+    g_state.slist_free_all = (void (*)(struct curl_slist *))cc_http__symbol("curl_slist_free_all", path);
     if (g_state.failure[0]) {
         dlclose(g_state.library);
         g_state.library = NULL;
@@ -141,7 +141,7 @@ static void cc__load(void) {
 }
 
 /* What one transfer collects; the callbacks' user data. */
-struct cc__transfer {
+struct cc_http__transfer {
     const cc_http_request *request;
     char *headers;
     size_t headers_length, headers_capacity;
@@ -151,7 +151,7 @@ struct cc__transfer {
 };
 
 /* Appends to a growable buffer, keeping a NUL after the data; 0 when out of memory. */
-static int cc__append(void **buffer, size_t *length, size_t *capacity, const void *data, size_t count) {
+static int cc_http__append(void **buffer, size_t *length, size_t *capacity, const void *data, size_t count) {
     if (*length + count + 1 > *capacity) {
         size_t wanted = *capacity ? *capacity : 4096;
         while (wanted < *length + count + 1) wanted *= 2;
@@ -166,14 +166,14 @@ static int cc__append(void **buffer, size_t *length, size_t *capacity, const voi
     return 1;
 }
 
-static size_t cc__on_body(char *data, size_t size, size_t count, void *context) {
-    struct cc__transfer *transfer = context;
+static size_t cc_http__on_body(char *data, size_t size, size_t count, void *context) {
+    struct cc_http__transfer *transfer = context;
     size_t bytes = size * count;
     if (transfer->body_length + bytes > transfer->request->max_body) {
         transfer->too_large = 1;
         return 0; /* CURLE_WRITE_ERROR */
     }
-    if (!cc__append((void **)&transfer->body, &transfer->body_length, &transfer->body_capacity, data, bytes)) {
+    if (!cc_http__append((void **)&transfer->body, &transfer->body_length, &transfer->body_capacity, data, bytes)) {
         transfer->out_of_memory = 1;
         return 0;
     }
@@ -182,14 +182,14 @@ static size_t cc__on_body(char *data, size_t size, size_t count, void *context) 
 
 /* One header line at a time, of every response (a redirect's, a 100 Continue's, then the final
  * one's): a status line starts a response, so what came before it is dropped. */
-static size_t cc__on_header(char *data, size_t size, size_t count, void *context) {
-    struct cc__transfer *transfer = context;
+static size_t cc_http__on_header(char *data, size_t size, size_t count, void *context) {
+    struct cc_http__transfer *transfer = context;
     size_t bytes = size * count;
     if (bytes >= 5 && memcmp(data, "HTTP/", 5) == 0) {
         transfer->headers_length = 0;
         transfer->body_length = 0;
     }
-    if (!cc__append((void **)&transfer->headers, &transfer->headers_length, &transfer->headers_capacity, data, bytes)) {
+    if (!cc_http__append((void **)&transfer->headers, &transfer->headers_length, &transfer->headers_capacity, data, bytes)) {
         transfer->out_of_memory = 1;
         return 0;
     }
@@ -198,15 +198,15 @@ static size_t cc__on_header(char *data, size_t size, size_t count, void *context
 
 /* libcurl calls this about once a second and whenever data moves: non-zero aborts the transfer
  * (CURLE_ABORTED_BY_CALLBACK). */
-static int cc__on_progress(void *context, curl_off_t download_total, curl_off_t downloaded, curl_off_t upload_total,
+static int cc_http__on_progress(void *context, curl_off_t download_total, curl_off_t downloaded, curl_off_t upload_total,
                            curl_off_t uploaded) {
     (void)download_total, (void)downloaded, (void)upload_total, (void)uploaded;
     const cc_http_cancel *cancel = context;
     return cc_http_cancel_is_set(cancel);
 }
 
-static void cc__fail(cc_http_response *response, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static void cc__fail(cc_http_response *response, const char *format, ...) {
+static void cc_http__fail(cc_http_response *response, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void cc_http__fail(cc_http_response *response, const char *format, ...) {
     va_list arguments;
     va_start(arguments, format);
     vsnprintf(response->error, sizeof response->error, format, arguments);
@@ -218,20 +218,20 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
     memset(response, 0, sizeof *response);
     if (request->cancel && cc_http_cancel_is_set(request->cancel)) {
         response->cancelled = 1;
-        cc__fail(response, "cancelled");
+        cc_http__fail(response, "cancelled");
         return;
     }
-    pthread_once(&g_state.once, cc__load);
+    pthread_once(&g_state.once, cc_http__load);
     if (!g_state.loaded) {
-        cc__fail(response, "%s", g_state.failure);
+        cc_http__fail(response, "%s", g_state.failure);
         return;
     }
     CURL *curl = g_state.easy_init();
     if (!curl) {
-        cc__fail(response, "curl_easy_init failed");
+        cc_http__fail(response, "curl_easy_init failed");
         return;
     }
-    struct cc__transfer transfer = {.request = request};
+    struct cc_http__transfer transfer = {.request = request};
     struct curl_slist *headers = NULL;
     int headers_ok = 1;
     for (size_t i = 0; i < request->header_count && headers_ok; i++) {
@@ -245,7 +245,7 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
     if (!appended) {
         g_state.slist_free_all(headers);
         g_state.easy_cleanup(curl);
-        cc__fail(response, "out of memory");
+        cc_http__fail(response, "out of memory");
         return;
     }
     headers = appended;
@@ -263,7 +263,7 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
     /* Redirects are followed, as URLSession did (debuginfod servers redirect to mirrors). A 301,
      * 302 or 303 answer to a POST is followed with a GET, as URLSession and browsers do. */
     setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    setopt(curl, CURLOPT_MAXREDIRS, (long)CC__MAX_REDIRECTS);
+    setopt(curl, CURLOPT_MAXREDIRS, (long)CC_HTTP__MAX_REDIRECTS);
     /* "": every encoding this libcurl can decode is offered, and the body arrives decoded. */
     setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
     if (request->post) {
@@ -282,12 +282,12 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
         setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
         setopt(curl, CURLOPT_LOW_SPEED_TIME, (request->idle_timeout_ms + 999) / 1000);
     }
-    setopt(curl, CURLOPT_WRITEFUNCTION, cc__on_body);
+    setopt(curl, CURLOPT_WRITEFUNCTION, cc_http__on_body);
     setopt(curl, CURLOPT_WRITEDATA, &transfer);
-    setopt(curl, CURLOPT_HEADERFUNCTION, cc__on_header);
+    setopt(curl, CURLOPT_HEADERFUNCTION, cc_http__on_header);
     setopt(curl, CURLOPT_HEADERDATA, &transfer);
     if (request->cancel) {
-        setopt(curl, CURLOPT_XFERINFOFUNCTION, cc__on_progress);
+        setopt(curl, CURLOPT_XFERINFOFUNCTION, cc_http__on_progress);
         setopt(curl, CURLOPT_XFERINFODATA, request->cancel);
         setopt(curl, CURLOPT_NOPROGRESS, 0L);
     }
@@ -309,17 +309,17 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
     free(transfer.headers);
     free(transfer.body);
     if (code == CURLE_OK) {
-        cc__fail(response, "no HTTP status in the answer");
+        cc_http__fail(response, "no HTTP status in the answer");
     } else if (code == CURLE_ABORTED_BY_CALLBACK) {
         response->cancelled = 1;
-        cc__fail(response, "cancelled");
+        cc_http__fail(response, "cancelled");
     } else if (code == CURLE_WRITE_ERROR && transfer.too_large) {
-        cc__fail(response, "response body larger than %zu bytes", request->max_body);
+        cc_http__fail(response, "response body larger than %zu bytes", request->max_body);
     } else if (transfer.out_of_memory) {
-        cc__fail(response, "out of memory");
+        cc_http__fail(response, "out of memory");
     } else {
         response->timed_out = code == CURLE_OPERATION_TIMEDOUT;
-        cc__fail(response, "%s", error[0] ? error : g_state.easy_strerror(code));
+        cc_http__fail(response, "%s", error[0] ? error : g_state.easy_strerror(code));
     }
 }
 
