@@ -62,7 +62,7 @@ enum {
 enum { CURLINFO_RESPONSE_CODE = 0x200000 + 2 };
 enum { CURLPROTO_HTTP = 1 << 0, CURLPROTO_HTTPS = 1 << 1 };
 enum { CURL_GLOBAL_ALL = 3, CURL_ERROR_SIZE = 256 };
-/* URLSession's (and browsers') redirect limit. */
+/* Redirects followed at most: more than any real chain of mirrors; a loop ends here. */
 enum { CC_HTTP__MAX_REDIRECTS = 16 };
 
 struct cc_http_cancel {
@@ -240,7 +240,7 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
         else headers_ok = 0;
     }
     /* No "Expect: 100-continue" on a large POST: a server that does not answer it would cost a
-     * second per request (URLSession did not send it either). */
+     * second per request. */
     struct curl_slist *appended = headers_ok ? g_state.slist_append(headers, "Expect:") : NULL;
     if (!appended) {
         g_state.slist_free_all(headers);
@@ -261,7 +261,7 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
     setopt(curl, CURLOPT_ERRORBUFFER, error);
     setopt(curl, CURLOPT_HTTPHEADER, headers);
     /* Redirects are followed, as URLSession did (debuginfod servers redirect to mirrors). A 301,
-     * 302 or 303 answer to a POST is followed with a GET, as URLSession and browsers do. */
+     * 302 or 303 answer to a POST is followed with a GET (libcurl's default, as browsers do). */
     setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
     setopt(curl, CURLOPT_MAXREDIRS, (long)CC_HTTP__MAX_REDIRECTS);
     /* "": every encoding this libcurl can decode is offered, and the body arrives decoded. */
