@@ -46,9 +46,12 @@ let package = Package(
             // No Foundation, no event model: what capture links is what every adopter loads.
             dependencies: ["CShims", "CrashRecordFormat", .product(name: "Logging", package: "swift-log")]
         ),
-        // One HTTP request with a bound, Retry-After, backoff: the /sa uploader, the Sentry
-        // upload and the debuginfod client all talk HTTP through it.
-        .target(name: "HTTPExchange"),
+        // One HTTP request through libcurl, dlopen'ed on the first request (never at exec: a program
+        // that never sends loads none of libcurl's ~30 libraries). dlopen is in libc (glibc 2.34+).
+        .target(name: "CHTTPCurl", path: "Sources/CHTTPCurl"),
+        // One HTTP request with a bound, cancellation, Retry-After, backoff: the /sa uploader, the
+        // Sentry upload and the debuginfod client all talk HTTP through it. No FoundationNetworking.
+        .target(name: "HTTPExchange", dependencies: ["CHTTPCurl"]),
         // zlib, for the gzip body of uploads.
         .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.

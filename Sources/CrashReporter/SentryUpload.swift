@@ -22,9 +22,6 @@ import CrashSentry
 import CrashTracking
 import Foundation
 import HTTPExchange
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -109,14 +106,14 @@ public final class SentryUpload: @unchecked Sendable {
     let dsn: SentryDSN
     let policy: SentryUploadPolicy
     let makeEnvelope: SentryEnvelopeMaker
-    private let session: URLSession
+    /// Cancelled by ``finish(deadline:)`` at the deadline: stops the request in flight.
+    private let cancellation = HTTPExchange.Cancellation()
     private let cond = NSCondition()
     // Guarded by `cond`.
     private var report = Report()
     private var stopping = false
     private var stopDeadline: Int64 = .max
     private var finished = false
-    private var inFlight: URLSessionDataTask?
 
     public init(store: TrackingStore, directory: String, dsn: SentryDSN, policy: SentryUploadPolicy = SentryUploadPolicy(),
                 envelope: @escaping SentryEnvelopeMaker) {
@@ -125,9 +122,6 @@ public final class SentryUpload: @unchecked Sendable {
         self.dsn = dsn
         self.policy = policy
         self.makeEnvelope = envelope
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = policy.requestTimeout
-        session = URLSession(configuration: configuration)
     }
 
     /// What was sent and given up so far.
@@ -152,7 +146,7 @@ public final class SentryUpload: @unchecked Sendable {
         while !finished {
             let now = Self.monotonic()
             if now >= deadline {
-                inFlight?.cancel()
+                cancellation.cancel()
                 if !cond.wait(until: Date(timeIntervalSinceNow: 5)) { break }
             } else if !cond.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9)) {
                 continue
@@ -237,19 +231,10 @@ public final class SentryUpload: @unchecked Sendable {
             giveUp(name, reason: "unreadable record: \(error)")
             return .done
         }
-        var request = URLRequest(url: dsn.envelopeURL, cachePolicy: .reloadIgnoringLocalCacheData,
-                                 timeoutInterval: policy.requestTimeout)
-        request.httpMethod = "POST"
-        request.setValue("application/x-sentry-envelope", forHTTPHeaderField: "Content-Type")
-        request.setValue(dsn.authHeader, forHTTPHeaderField: "X-Sentry-Auth")
-        request.httpBody = Data(makeEnvelope(record, bytes, name, Date()))
-        let answer = HTTPExchange.send(request, session: session, begin: { task in
-            cond.withLock {
-                if stopping && Self.monotonic() >= stopDeadline { return false }
-                inFlight = task
-                return true
-            }
-        }, end: { cond.withLock { inFlight = nil } })
+        let request = HTTPExchange.Request(url: dsn.envelopeURL, method: .post,
+                                           headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
+                                           body: Data(makeEnvelope(record, bytes, name, Date())), timeout: policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: cancellation)
         let limit = Self.rateLimit(answer.headers["x-sentry-rate-limits"])
         switch answer.status {
         case 200..<300:

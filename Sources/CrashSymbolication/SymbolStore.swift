@@ -3,9 +3,6 @@
 import Foundation
 import HTTPExchange
 import ProcessSpawning
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -225,16 +222,13 @@ public struct DebuginfodClient: Sendable, Equatable {
         guard let url = URL(string: address), url.scheme == "http" || url.scheme == "https" else {
             return .failure(FetchError(description: "not an http(s) URL"))
         }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout * 10
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        request.setValue("crash-inspect", forHTTPHeaderField: "User-Agent")
-        // A debug file may take long to download: the bound is the resource timeout, not the request's.
-        let answer = HTTPExchange.send(request, session: session, wait: timeout * 10 + 5)
+        // `timeout` is without progress (elfutils' DEBUGINFOD_TIMEOUT); a debug file may take
+        // long to download, so the whole exchange may take ten times that.
+        var request = HTTPExchange.Request(url: url, headers: [("User-Agent", "crash-inspect")], timeout: timeout,
+                                           totalTimeout: timeout * 10)
+        // Debug information of a large program runs to hundreds of MiB; a file this size is not.
+        request.maxBodyBytes = 4 << 30
+        let answer = HTTPExchange.send(request)
         if answer.status == 0 {
             return .failure(FetchError(description: answer.timedOut ? "timed out after \(timeout) s" : answer.text, timedOut: answer.timedOut))
         }

@@ -8,9 +8,6 @@
 // block the queue forever; network errors (no answer at all) retry without limit.
 import Foundation
 import HTTPExchange
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// When and how the uploader sends.
 public struct UploadPolicy: Sendable {
@@ -42,7 +39,8 @@ final class Uploader: @unchecked Sendable {
     let store: TrackingStore
     let endpoint: URL
     let policy: UploadPolicy
-    private let session: URLSession
+    /// Cancelled by ``finish(deadline:)`` once the deadline passed: stops the request in flight.
+    private let cancellation = HTTPExchange.Cancellation()
     private let cond = NSCondition()
     // Guarded by `cond`.
     private var wakeRequested = false
@@ -53,7 +51,6 @@ final class Uploader: @unchecked Sendable {
     private var stopping = false
     private var stopDeadline: Int64 = .max
     private var finished = false
-    private var inFlight: URLSessionDataTask?
     // Uploader thread only.
     private var batchLimit: Int
     private var consecutiveFailures = 0
@@ -66,10 +63,6 @@ final class Uploader: @unchecked Sendable {
         self.policy = policy
         batchLimit = max(1, policy.batchSize)
         nextTimer = Clock.monotonicNanoseconds() + Int64(policy.flushInterval * 1e9)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = policy.requestTimeout
-        configuration.httpMaximumConnectionsPerHost = 1
-        session = URLSession(configuration: configuration)
     }
 
     func start() {
@@ -113,7 +106,7 @@ final class Uploader: @unchecked Sendable {
         let drained = flush(deadline: deadline)
         cond.lock()
         stopDeadline = 0
-        inFlight?.cancel()
+        cancellation.cancel()
         cond.broadcast()
         // The thread notices within one request's cancellation.
         let graceEnd = Date(timeIntervalSinceNow: 2)
@@ -245,17 +238,10 @@ final class Uploader: @unchecked Sendable {
 
     /// POSTs the body; returns (status or 0 for a network error, Retry-After seconds, error text).
     private func post(_ body: String) -> (Int, Double?, String) {
-        var request = URLRequest(url: endpoint, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: policy.requestTimeout)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(body.utf8)
-        let answer = HTTPExchange.send(request, session: session, begin: { task in
-            cond.withLock {
-                if stopping && Clock.monotonicNanoseconds() >= stopDeadline { return false }
-                inFlight = task
-                return true
-            }
-        }, end: { cond.withLock { inFlight = nil } })
+        let request = HTTPExchange.Request(url: endpoint, method: .post,
+                                           headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                           body: Data(body.utf8), timeout: policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: cancellation)
         return (answer.status, answer.retryAfter, answer.text)
     }
 }

@@ -1,61 +1,143 @@
-// HTTPExchange.swift — one HTTP request, waited for with a bound, and the retry backoff: the one
-// place this project talks HTTP (the `/sa` uploader, the Sentry upload, the debuginfod client).
+// HTTPExchange.swift — one HTTP request, its bounds and cancellation, and the retry backoff: the
+// one place this project talks HTTP (the `/sa` uploader, the Sentry upload, the debuginfod client).
+//
+// The request goes through libcurl, loaded on the first request (CHTTPCurl): no module of this
+// package imports FoundationNetworking, whose libcurl and its ~30 libraries every program linking
+// the reporter would otherwise load at exec, whether or not it ever sends anything. A program
+// that never sends never loads libcurl; one without libcurl.so.4 gets status 0 and an error
+// saying so (the callers keep their data and retry, as for any network error).
+import CHTTPCurl
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 public enum HTTPExchange {
-    /// What came back. `status` is 0 when there was no answer (network error, timeout, cancelled).
+    /// One request.
+    public struct Request: Sendable {
+        public enum Method: String, Sendable { case get = "GET", post = "POST" }
+
+        /// http or https.
+        public var url: URL
+        public var method: Method
+        /// Sent in this order ("Content-Type", "X-Sentry-Auth", "User-Agent"…).
+        public var headers: [(name: String, value: String)]
+        /// The POST body.
+        public var body: Data
+        /// Seconds without a byte moving (connecting included) before the request counts as
+        /// timed out: what URLSession called the request timeout.
+        public var timeout: Double
+        /// Seconds for the whole exchange, redirects included (default: `timeout` + 5).
+        public var totalTimeout: Double?
+        /// A longer response body fails the request (status 0).
+        public var maxBodyBytes: Int = 64 << 20
+
+        public init(url: URL, method: Method = .get, headers: [(name: String, value: String)] = [], body: Data = Data(),
+                    timeout: Double, totalTimeout: Double? = nil) {
+            self.url = url
+            self.method = method
+            self.headers = headers
+            self.body = body
+            self.timeout = timeout
+            self.totalTimeout = totalTimeout
+        }
+    }
+
+    /// What came back. `status` is 0 when there was no answer (network error, timeout, cancelled,
+    /// libcurl missing).
     public struct Answer: Sendable, Equatable {
         public var status: Int
         /// Retry-After, in seconds, when the server sent one.
         public var retryAfter: Double?
         /// Response headers, names lowercased.
         public var headers: [String: String]
-        /// The first 200 bytes of the body, or the error.
+        /// The first 200 bytes of the body, or the error ("stopped" when cancelled before it was sent).
         public var text: String
         /// The whole body (empty without an answer).
         public var body: Data = Data()
-        /// The request timed out (URLSession's timeout, or the bound on the wait).
+        /// The request timed out (its idle, connect or total timeout).
         public var timedOut = false
     }
 
-    /// Sends `request` and waits at most `wait` seconds (default: its timeout + 5 s; URLSession
-    /// enforces the timeouts, this bound only guards against it never answering). `begin` sees
-    /// the task before it starts (return `false` to not send at all: the answer is then status 0,
-    /// "stopped"); `end` runs after the task finished or was given up.
-    public static func send(_ request: URLRequest, session: URLSession, wait: Double? = nil,
-                            begin: (URLSessionDataTask) -> Bool = { _ in true }, end: () -> Void = {}) -> Answer {
-        let done = DispatchSemaphore(value: 0)
-        // @unchecked: written by URLSession's completion handler before the semaphore is signalled,
-        // read only after the wait.
-        final class Box: @unchecked Sendable { var answer = Answer(status: 0, retryAfter: nil, headers: [:], text: "no response") }
-        let box = Box()
-        let task = session.dataTask(with: request) { data, response, error in
-            if let http = response as? HTTPURLResponse, error == nil {
-                var headers: [String: String] = [:]
-                for (name, value) in http.allHeaderFields {
-                    if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+    /// A flag that stops the requests given it: one in flight is aborted within about a second
+    /// (status 0, "cancelled"), and one not yet started is not sent (status 0, "stopped"). Once
+    /// cancelled it stays cancelled: a sender keeps one for its life and cancels it at its deadline.
+    public final class Cancellation: Sendable {
+        // A C atomic int (cc_http_cancel) that libcurl's progress callback reads. Sendable: it is
+        // only ever read and set through atomic operations, and freed in deinit.
+        nonisolated(unsafe) let flag: OpaquePointer
+
+        public init() {
+            guard let flag = cc_http_cancel_create() else { fatalError("out of memory") }
+            self.flag = flag
+        }
+
+        deinit { cc_http_cancel_destroy(flag) }
+
+        /// Stops the request in flight, if any, and every later one.
+        public func cancel() { cc_http_cancel_set(flag) }
+
+        public var isCancelled: Bool { cc_http_cancel_is_set(flag) != 0 }
+    }
+
+    /// Sends `request` and waits for the answer (on the calling thread: blocking). Never throws:
+    /// whatever went wrong is status 0 with the reason in `text`.
+    public static func send(_ request: Request, cancellation: Cancellation? = nil) -> Answer {
+        if cancellation?.isCancelled == true { return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped") }
+        let total = request.totalTimeout ?? request.timeout + 5
+        let headerLines = request.headers.map { "\($0.name): \($0.value)" }
+        var response = cc_http_response()
+        defer { cc_http_response_free(&response) }
+        withCStrings(headerLines) { lines in
+            request.url.absoluteString.withCString { url in
+                request.body.withUnsafeBytes { body in
+                    var c = cc_http_request()
+                    c.url = url
+                    c.post = request.method == .post ? 1 : 0
+                    c.headers = lines.baseAddress
+                    c.header_count = lines.count
+                    c.body = body.baseAddress
+                    c.body_length = body.count
+                    c.total_timeout_ms = milliseconds(total)
+                    c.connect_timeout_ms = milliseconds(request.timeout)
+                    c.idle_timeout_ms = milliseconds(request.timeout)
+                    c.max_body = request.maxBodyBytes
+                    c.cancel = cancellation?.flag
+                    cc_http_perform(&c, &response)
                 }
-                box.answer = Answer(status: http.statusCode, retryAfter: headers["retry-after"].flatMap(parseRetryAfter),
-                                    headers: headers, text: String(decoding: (data ?? Data()).prefix(200), as: UTF8.self),
-                                    body: data ?? Data())
-            } else {
-                box.answer.text = error.map { "\($0.localizedDescription)" } ?? "no response"
-                box.answer.timedOut = (error as? URLError)?.code == .timedOut
             }
-            done.signal()
         }
-        guard begin(task) else { return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped") }
-        defer { end() }
-        task.resume()
-        if done.wait(timeout: .now() + (wait ?? request.timeoutInterval + 5)) == .timedOut {
-            task.cancel()
-            _ = done.wait(timeout: .now() + 5)
-            return Answer(status: 0, retryAfter: nil, headers: [:], text: "timed out", timedOut: true)
+        guard response.status > 0 else {
+            let error = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            return Answer(status: 0, retryAfter: nil, headers: [:], text: error.isEmpty ? "no response" : error,
+                          timedOut: response.timed_out != 0)
         }
-        return box.answer
+        let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
+        let headers = response.headers.map { parseHeaders(String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self)) } ?? [:]
+        return Answer(status: response.status, retryAfter: headers["retry-after"].flatMap(parseRetryAfter), headers: headers,
+                      text: String(decoding: body.prefix(200), as: UTF8.self), body: body)
+    }
+
+    /// A response's header block (status line first, "Name: value" lines) as names lowercased;
+    /// a name sent twice has its values joined with ", " (RFC 9110 §5.3).
+    static func parseHeaders(_ block: String) -> [String: String] {
+        var headers: [String: String] = [:]
+        for line in block.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }).dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty else { continue }
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+        }
+        return headers
+    }
+
+    private static func milliseconds(_ seconds: Double) -> Int {
+        seconds > 0 ? Int(min(seconds, 1e9) * 1000) : 0
+    }
+
+    /// Calls `body` with the strings as an array of C strings, alive for the call.
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer(body)
     }
 
     /// Retry-After as seconds: a number of seconds or an HTTP date.

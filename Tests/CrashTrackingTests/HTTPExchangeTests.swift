@@ -1,0 +1,133 @@
+// HTTPExchangeTests.swift — HTTP without FoundationNetworking: a program linking the reporter
+// needs no libcurl (readelf -d, ldd) and opens it only when it sends (LD_DEBUG=files); without
+// libcurl an upload fails saying so and keeps every event for a run that has it; redirects and
+// proxies are honoured as URLSession honoured them. Real child processes, a real server on 127.0.0.1.
+import CrashTracking
+import Foundation
+@testable import HTTPExchange
+import ProcessSpawning
+import TestSupport
+import XCTest
+
+final class HTTPExchangeTests: XCTestCase {
+    /// What a program must not need before it sends anything.
+    static let forbidden = ["libcurl", "libFoundationNetworking"]
+
+    private func offenders(_ lines: [String]) -> [String] {
+        lines.filter { line in Self.forbidden.contains { line.contains($0) } }
+    }
+
+    func testAProgramLinkingTheReporterNeedsNeitherLibcurlNorFoundationNetworking() throws {
+        // The debug crash-harness links every module: the reporter, the uploader, the Sentry
+        // upload, symbolication.
+        let readelf = try XCTUnwrap(Tools.find("readelf"), "binutils' readelf is needed")
+        let dynamic = try Tools.output(readelf, ["-d", Harness.path])
+        let needed = dynamic.split(separator: "\n").filter { $0.contains("(NEEDED)") }.map(String.init)
+        XCTAssertTrue(needed.contains { $0.contains("libFoundation") }, "readelf -d listed no Foundation: \(dynamic.prefix(800))")
+        XCTAssertEqual(offenders(needed), [])
+        let closure = try Tools.output(try XCTUnwrap(Tools.find("ldd")), [Harness.path])
+        let libraries = closure.split(separator: "\n").map(String.init)
+        XCTAssertTrue(libraries.contains { $0.contains("libFoundationEssentials") }, "ldd listed no Foundation: \(closure.prefix(800))")
+        XCTAssertEqual(offenders(libraries), [])
+    }
+
+    /// The objects the loader opened while `crash-harness emit` ran, by LD_DEBUG=files.
+    private func librariesOpened(emitting arguments: [String], in directory: String) throws -> (ChildProcess, [String]) {
+        var environment = Harness.environment
+        environment["LD_DEBUG"] = "files"
+        let child = try ChildProcess.run(Harness.path, ["emit"] + arguments, environment: environment,
+                                         stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 60)
+        let log = try String(contentsOfFile: directory + "/stderr", encoding: .utf8)
+        return (child, log.split(separator: "\n").filter { $0.contains("file=") }.map(String.init))
+    }
+
+    func testLibcurlIsLoadedOnlyWhenARequestIsMade() throws {
+        let quiet = try Scratch.directory("libcurl-quiet")
+        let (stored, openedStoring) = try librariesOpened(emitting: ["--count", "3", "--store", quiet + "/s.sqlite"], in: quiet)
+        XCTAssertEqual(stored.ending, .exited(0))
+        XCTAssertTrue(openedStoring.contains { $0.contains("libFoundationEssentials") }, "\(openedStoring.prefix(40))")
+        XCTAssertEqual(offenders(openedStoring), [], "nothing to send: no libcurl")
+
+        let server = try TestHTTPServer()
+        let sending = try Scratch.directory("libcurl-sending")
+        let (sent, openedSending) = try librariesOpened(
+            emitting: ["--count", "3", "--store", sending + "/s.sqlite", "--endpoint", server.url.absoluteString], in: sending)
+        XCTAssertEqual(sent.ending, .exited(0))
+        XCTAssertEqual(server.acceptedEvents.filter { $0.event == "HarnessEvent" }.count, 3)
+        // Loaded by dlopen ("dynamically loaded by"), not as anything's dependency at exec.
+        let curl = openedSending.filter { $0.contains("file=libcurl.so.4") }
+        XCTAssertFalse(curl.isEmpty, "LD_DEBUG=files showed no libcurl although the events were sent")
+        XCTAssertTrue(curl.contains { $0.contains("dynamically loaded by") }, "\(curl)")
+        XCTAssertFalse(curl.contains { $0.contains("needed by") }, "\(curl)")
+    }
+
+    func testWithoutLibcurlAnUploadFailsSayingSoKeepsEveryEventAndALaterRunSendsThem() throws {
+        let server = try TestHTTPServer()
+        let directory = try Scratch.directory("no-libcurl")
+        let store = directory + "/s.sqlite"
+        let retry = ["--retry-delay", "0.05", "--max-retry-delay", "0.2"]
+        let without = try Harness.emit(["--count", "5", "--store", store, "--endpoint", server.url.absoluteString, "--run-id", "offline",
+                                        "--flush-timeout", "2"] + retry,
+                                       environment: ["CRASHCAPTURE_LIBCURL": "/nonexistent/libcurl.so.4"])
+        XCTAssertEqual(without.ending, .exited(3), "stored but not uploaded")
+        XCTAssertEqual(server.allRequests.count, 0)
+        let (kept, _) = try TrackingStore.inspect(path: store)
+        XCTAssertGreaterThanOrEqual(kept.pending, 5, "the 5 events (and the run's own) stay in the store")
+        XCTAssertEqual(kept.quarantined, 0)
+        let last = try XCTUnwrap(kept.lastUpload)
+        XCTAssertEqual(last.status, 0)
+        let error = try XCTUnwrap(last.error)
+        XCTAssertTrue(error.hasPrefix("HTTP needs libcurl.so.4 (Debian/Ubuntu: apt-get install libcurl4): "), error)
+        XCTAssertTrue(error.contains("/nonexistent/libcurl.so.4"), "dlerror names the file: \(error)")
+
+        let with = try Harness.emit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString] + retry)
+        XCTAssertEqual(with.ending, .exited(0))
+        let seqs = server.acceptedEvents.filter { $0.event == "HarnessEvent" && $0.run == "offline" }.compactMap(\.seq)
+        XCTAssertEqual(seqs.sorted(), Array(0..<5))
+        XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
+    }
+
+    func testAnUploadGoesThroughTheProxyThatHttpProxyNames() throws {
+        // The endpoint's host does not resolve (.invalid, RFC 6761): only the proxy can deliver.
+        let proxy = try TestHTTPServer()
+        let directory = try Scratch.directory("proxy")
+        let child = try Harness.emit(["--count", "2", "--store", directory + "/s.sqlite", "--endpoint", "http://sensors.invalid/sa?project=p",
+                                      "--flush-timeout", "20"],
+                                     environment: ["http_proxy": "http://127.0.0.1:\(proxy.port)", "no_proxy": ""])
+        XCTAssertEqual(child.ending, .exited(0))
+        // A proxy is sent the absolute URL.
+        XCTAssertTrue(proxy.allRequests.allSatisfy { $0.path == "http://sensors.invalid/sa?project=p" }, "\(proxy.allRequests.map(\.path))")
+        XCTAssertEqual(proxy.acceptedEvents.filter { $0.event == "HarnessEvent" }.compactMap(\.seq).sorted(), [0, 1])
+    }
+
+    func testARedirectIsFollowedAndTheFinalAnswerIsReturned() throws {
+        let server = try TestHTTPServer { request in
+            request.path == "/moved" ? .status(302, headers: ["Location": "/final", "X-Step": "redirect"])
+                : .status(200, headers: ["X-Step": "final", "Retry-After": "7"])
+        }
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(server.port)/moved"))
+        let answer = HTTPExchange.send(HTTPExchange.Request(url: url, headers: [("User-Agent", "test")], timeout: 10))
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertEqual(answer.headers["x-step"], "final", "the redirect's own headers are not kept")
+        XCTAssertEqual(answer.retryAfter, 7)
+        XCTAssertEqual(answer.body, Data("ok".utf8))
+        XCTAssertEqual(server.allRequests.map(\.path), ["/moved", "/final"])
+        XCTAssertEqual(server.allRequests.map { $0.headers["user-agent"] }, ["test", "test"])
+    }
+
+    func testACancelledExchangeIsNotSent() throws {
+        let server = try TestHTTPServer()
+        let cancellation = HTTPExchange.Cancellation()
+        cancellation.cancel()
+        let answer = HTTPExchange.send(HTTPExchange.Request(url: server.url, method: .post, timeout: 10), cancellation: cancellation)
+        XCTAssertEqual(answer.status, 0)
+        XCTAssertEqual(answer.text, "stopped")
+        XCTAssertEqual(server.allRequests.count, 0)
+    }
+
+    func testHeadersAreLowercasedAndRepeatsJoined() {
+        let headers = HTTPExchange.parseHeaders("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Sentry-Rate-Limits: 60:error\r\n"
+                                                + "x-sentry-rate-limits: 10::org\r\nBroken line\r\n\r\n")
+        XCTAssertEqual(headers, ["content-type": "text/plain", "x-sentry-rate-limits": "60:error, 10::org"])
+    }
+}
