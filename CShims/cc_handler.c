@@ -256,20 +256,28 @@ static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
 /* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
 static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
     cc__writer_t *w = &cc__g.writer;
+    CC__MARK("start");
     int64_t crash_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     int64_t crash_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     cc__g.handler_pid = pid;
     cc__raise_limits();
+    CC__MARK("raise_limits");
     /* The fds reserved at install: one for the /proc files read while stopping threads and
      * collecting images, one for the record. The numbers are never cleared (a vfork child
      * closes only its own copies). */
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
+    CC__MARK("close_reserved0");
     cc__stop_other_threads(tid);
+    CC__MARK("stop_other_threads");
     cc__images_collect();
+    CC__MARK("images_collect");
     cc__stop_unparked_threads();   /* every thread is stopped before the record file exists */
+    CC__MARK("stop_unparked");
     if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
     cc__name_record(crash_wall_ns, pid, tid);
+    CC__MARK("close_reserved1+name");
     if (cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name) != 0) return;
+    CC__MARK("writer_open");
 
     /* The signal. */
     cc_sec_crash_t crash = { .signo = signo, .errno_at_crash = saved_errno };
@@ -307,7 +315,9 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     /* The compensating $AppEnd and the run id: the session's end, and which run it was. */
     cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
     if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
+    CC__MARK("crash+process+appEnd");
     cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd and the run id are on disk */
+    CC__MARK("flush1");
 
     /* The crashing thread: registers, then frames unwound from the signal context. */
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
@@ -318,7 +328,9 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
             *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
         }
         while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
+        CC__MARK("registers");
         cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
+        CC__MARK("flush2");
         int truncated = 0;
         uint32_t omitted = 0;
         thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor,
@@ -326,18 +338,22 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         thread.omitted_frames = omitted;
         thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
     }
+    CC__MARK("unwind");
     cc__section_begin(w, CC_SEC_THREAD);
     cc__section_put(w, &thread, sizeof thread);
     cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
     cc__section_end(w);
     cc__writer_flush(w); /* checkpoint: the physical frames, before reading async contexts */
+    CC__MARK("thread+flush3");
     if (uc) {
         /* Its Swift async callers: raw context chains, judged offline (cc_async.c). */
         cc__write_async_chains(w, tid, cc__g.frame_pointers, thread.frame_count, cc__context_async_register(uc),
                                CC__ASYNC_LINKS_CRASHED);
     }
+    CC__MARK("async_chains");
     cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
+    CC__MARK("main_image+flush4");
 
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_string(w, CC_STR_APP_NAME, cc__g.app_name, cc__strnlen(cc__g.app_name, sizeof cc__g.app_name));
@@ -359,6 +375,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
             cc__write_message(w, CC_STR_ABORT_MESSAGE, buffer + sizeof size, size - sizeof size);
         }
     }
+    CC__MARK("strings+messages");
     if (uc) {
         cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
         /* The crashed thread's stack from sp up, as far as it is mapped: enough for a
@@ -366,11 +383,16 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         cc__write_memory(w, "stack", cc__context_sp(uc), 0, CC__STACK_WINDOW);
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
     }
+    CC__MARK("memory");
     cc__write_breadcrumbs(w);
+    CC__MARK("breadcrumbs");
     cc__write_images(w, 0);
+    CC__MARK("images");
     cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
+    CC__MARK("flush5");
 
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
+    CC__MARK("other_threads");
 
     int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - crash_mono_ns) / 1000;
     cc_sec_end_t end = { .section_count = w->section_count,
@@ -379,9 +401,15 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_put(w, &end, sizeof end);
     cc__section_end(w);
     cc__writer_flush(w);
+    CC__MARK("end+flush6");
     close(w->fd);
     w->fd = -1;
+    CC__MARK("close");
     if (!w->failed) renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name);
+    CC__MARK("rename");
+#ifdef CC_TRACE_STEPS
+    cc__trace_dump("handler");
+#endif
 }
 
 /* async-signal-safe: this thread takes the crash (or parks, when another thread of this process
@@ -398,7 +426,9 @@ static void cc__crash(int signo, int death_signo, siginfo_t *info, ucontext_t *u
         if (atomic_compare_exchange_strong(&cc__g.owner, &owner, me)) break;
     }
     cc__g.crash_signo = death_signo;
+    CC__MARK("crash");
     cc__watchdog_arm();
+    CC__MARK("watchdog");
     cc__record(signo, info, uc, pid, tid, saved_errno);
     cc__die_on_return(death_signo, death_signo == signo ? info : 0, uc);
 }

@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,9 +57,13 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : cc__g.executable_path;
     cc__cached_image_t *entry = &g_cache[g_cache_count];
     entry->base = base;
-    struct stat st;
-    if (stat(name, &st) != 0) return 0;
-    entry->inode = (uint64_t)st.st_ino;
+    if (base == (uint64_t)getauxval(AT_SYSINFO_EHDR)) {
+        entry->inode = 0; /* the vDSO: no file (maps shows inode 0), mapped by the kernel for good */
+    } else {
+        struct stat st;
+        if (stat(name, &st) != 0) return 0;
+        entry->inode = (uint64_t)st.st_ino;
+    }
     entry->bias = info->dlpi_addr;
     entry->phdr = info->dlpi_phdr;
     entry->phnum = info->dlpi_phnum;
@@ -96,10 +101,11 @@ void cc__images_prepare(void) {
     dl_iterate_phdr(cc__cache_one, 0);
 }
 
-/* async-signal-safe: the install-time entry of the image at base backed by inode, or NULL. */
+/* async-signal-safe: the install-time entry of the image at base backed by inode (0: the vDSO,
+ * whose cached entry is the one at its address), or NULL. */
 static const cc__cached_image_t *cc__cached(uint64_t base, uint64_t inode) {
     for (uint32_t i = 0; i < g_cache_count; i++) {
-        if (g_cache[i].base == base && g_cache[i].inode == inode && inode != 0) return &g_cache[i];
+        if (g_cache[i].base == base && g_cache[i].inode == inode) return &g_cache[i];
     }
     return 0;
 }
@@ -237,8 +243,10 @@ static void cc__image_line(const char *line, size_t len) {
     cc__skip_field(&p, end);                 /* to path (may be empty) */
     const char *path = p;
     size_t path_length = (size_t)(end - p);
-    if (path_length == 0 || (path[0] != '/' && !(path_length == 6 && path[0] == '[' && path[1] == 'v'))) {
-        return; /* anonymous, [heap], [stack]: not an image; [vdso] is kept */
+    int vdso = path_length == 6 && path[0] == '[' && path[1] == 'v' && path[2] == 'd' && path[3] == 's' &&
+               path[4] == 'o' && path[5] == ']';
+    if (path_length == 0 || (path[0] != '/' && !vdso)) {
+        return; /* anonymous, [heap], [stack], [vvar]: not an image; [vdso] is kept */
     }
     if (g_open) {
         cc__image_t *image = &g_images[g_image_count];

@@ -109,6 +109,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
      * an unprivileged user may read. Stay off, as core dumps do. */
     if (getauxval(AT_SECURE)) return CC_ERR_SECURE;
 
+    CC__MARK("install");
     int expected = 0;
     if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) {
         return expected == 2 ? CC_ALREADY_INSTALLED : CC_ERR_BUSY;
@@ -121,6 +122,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
         return CC_ERR_DIRECTORY;
     }
     fchmod(cc__g.dir_fd, 0700);
+    CC__MARK("open_dir+fchmod");
     cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
     cc__strlcpy(cc__g.app_name, config->app_name, sizeof cc__g.app_name);
     cc__strlcpy(cc__g.app_version, config->app_version, sizeof cc__g.app_version);
@@ -135,10 +137,12 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     atomic_store(&cc__g.owner, 0);
     atomic_store(&cc__g.stopped_count, 0);
     /* Two fds kept for the crash (the /proc files, the record): at the fd limit the record
-     * can still be written. */
-    for (int i = 0; i < CC__RESERVED_FDS; i++) cc__g.reserved_fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+     * can still be written. Copies of the directory's fd: they only hold a slot (dup is a table
+     * update, where opening /dev/null walks a path). */
+    for (int i = 0; i < CC__RESERVED_FDS; i++) cc__g.reserved_fds[i] = fcntl(cc__g.dir_fd, F_DUPFD_CLOEXEC, 0);
     long frame = (long)getauxval(AT_MINSIGSTKSZ);
     cc__g.signal_frame_size = frame > 2048 ? (size_t)frame : 2048;
+    CC__MARK("copy+reserved_fds");
 
     cc__crc32_init();
     cc__random_bytes(&cc__g.random_seed, sizeof cc__g.random_seed);
@@ -154,7 +158,9 @@ int cc_install(const cc_config_t *config, int *err_errno) {
             used += cc__strlcpy(k + used, parts[i], room - used);
         }
     }
+    CC__MARK("crc+random+readlink+uname");
     if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
+    CC__MARK("pipe2");
 
     /* The Swift runtime keeps the text of the last fatal error behind an exported accessor.
      * Resolve it now (dlsym is not async-signal-safe); the handler only loads the pointer. */
@@ -175,15 +181,21 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.task_metadata = understood ? (uint64_t)(uintptr_t)*task_metadata : 0;
     cc__g.task_size = understood ? (uint64_t)*task_size : 0;
 
+    CC__MARK("dlsyms");
     cc__interpose_prepare();
+    CC__MARK("interpose_prepare");
     cc__unwind_warm_up();
+    CC__MARK("unwind_warm_up");
     cc__images_prepare();
+    CC__MARK("images_prepare");
     cc_prepare_current_thread();
+    CC__MARK("altstack");
     /* The stop signal for other threads (see cc_threads.c): installed even when their stacks
      * are not recorded, since stopping them is what keeps a crash a crash. Nothing is lost if
      * the program already handles every candidate signal: threads are then listed as not
      * stopped. */
     cc__threads_install(config->thread_dump_signal);
+    CC__MARK("threads_install");
 
     /* The fatal signals. SA_SIGINFO: we need si_code, si_addr and the context to unwind.
      * SA_ONSTACK: a stack overflow leaves no stack to run on but the alternate one.
@@ -215,6 +227,10 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     }
     if (!(config->flags & CC_FLAG_NO_ALTSTACK_NEW_THREADS)) atomic_store(&cc__g.altstack_new_threads, 1);
     atomic_store(&cc__g.install_state, 2);
+    CC__MARK("sigactions");
+#ifdef CC_TRACE_STEPS
+    cc__trace_dump("install");
+#endif
     return CC_INSTALLED;
 }
 

@@ -228,4 +228,14 @@ void cc__write_breadcrumbs(cc__writer_t *w);
 /* cc_handler.c */
 void cc__handler(int signo, siginfo_t *info, void *context);
 
+/* A local timing experiment, compiled only with -DCC_TRACE_STEPS (never in a shipped build):
+ * CC__MARK(label) keeps a clock reading, cc__trace_dump writes the steps' deltas to fd 2. */
+#ifdef CC_TRACE_STEPS
+void cc__trace_mark(const char *label);
+void cc__trace_dump(const char *title);
+#define CC__MARK(label) cc__trace_mark(label)
+#else
+#define CC__MARK(label) ((void)0)
+#endif
+
 #endif /* CC_INTERNAL_H */

@@ -169,3 +169,32 @@ void cc__random_bytes(void *out, size_t len) {
         p[i] = (unsigned char)(x >> ((i % 8) * 8));
     }
 }
+
+#ifdef CC_TRACE_STEPS
+#include <sys/resource.h>
+static struct { int64_t ns[64]; long flt[64]; const char *label[64]; int count; } g_trace;
+void cc__trace_mark(const char *label) {
+    if (g_trace.count < 64) {
+        struct rusage ru; syscall(SYS_getrusage, RUSAGE_THREAD, &ru);
+        g_trace.flt[g_trace.count] = ru.ru_minflt + ru.ru_majflt;
+        g_trace.label[g_trace.count] = label; g_trace.ns[g_trace.count++] = cc__clock_ns(CLOCK_MONOTONIC);
+    }
+}
+void cc__trace_dump(const char *title) {
+    char line[256];
+    size_t n = cc__strlcpy(line, title, sizeof line);
+    line[n++] = '\n';
+    cc__write_all(2, line, n);
+    for (int i = 1; i < g_trace.count; i++) {
+        n = cc__strlcpy(line, "  ", sizeof line);
+        n += cc__strlcpy(line + n, g_trace.label[i], sizeof line - n);
+        line[n++] = ' ';
+        n += cc__fmt_u64(line + n, (uint64_t)(g_trace.ns[i] - g_trace.ns[i - 1]));
+        line[n++] = ' ';
+        n += cc__fmt_u64(line + n, (uint64_t)(g_trace.flt[i] - g_trace.flt[i - 1]));
+        line[n++] = '\n';
+        cc__write_all(2, line, n);
+    }
+    g_trace.count = 0;
+}
+#endif

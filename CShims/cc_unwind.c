@@ -23,6 +23,7 @@ void cc__unwind_warm_up(void) {
     unw_cursor_t cursor;
     if (unw_getcontext(&context) != 0) return;
     if (unw_init_local(&cursor, &context) != 0) return;
+    CC__MARK("  unw_init");
     for (int i = 0; i < 3 && unw_step(&cursor) > 0; i++) {
         unw_word_t ip;
         unw_get_reg(&cursor, UNW_REG_IP, &ip);
