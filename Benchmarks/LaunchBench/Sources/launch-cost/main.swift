@@ -176,6 +176,12 @@ func quantile(_ values: [Double], _ q: Double) -> Double {
 }
 func median(_ values: [Double]) -> Double { quantile(values, 0.5) }
 
+/// The 1-minute load average (/proc/loadavg), to tell a run on a busy machine from one on an idle one.
+func loadAverage() -> String {
+    ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
+}
+let loadBefore = loadAverage()
+
 // The probe's own floor: what ru_maxrss reports for a program that uses next to nothing.
 let trivial = FileManager.default.isExecutableFile(atPath: "/bin/true") ? "/bin/true" : "/usr/bin/true"
 let floorRSS = median((0..<5).map { _ in probeRun(trivial, [], environment: environment).sample.maxRSSMebibytes })
@@ -234,6 +240,7 @@ for (index, row) in rows.enumerated() {
     let inits = samples[index].compactMap(\.initMicroseconds)
     if !inits.isEmpty { print("\(row.label): CrashCapture.Configuration's init before start took \(format(median(inits), 1)) µs (median; not in start µs).") }
 }
-print("max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty; "
+print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(ProcessInfo.processInfo.activeProcessorCount) CPUs. "
+      + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty; "
       + "\"nothing pending\": one store reused by every run (prepared by the warm-up runs, no record, no dead run; it keeps "
       + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run.")
