@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The benchmark suite (release builds; nothing here is a test): crash-to-exit side by side
-# (plain, with 100 blocking threads, in a 50-deep async chain),
+# The benchmark suite (release builds; nothing here is a test): what linking and starting
+# CrashCapture and CrashReporting cost a program's launch (issue 17's table), crash-to-exit side
+# by side (plain, with 100 blocking threads, in a 50-deep async chain; the handler's time),
 # in-process costs through ordo-one/benchmark, the tracking store's figures.
-#   scripts/bench.sh [runs]     runs = interleaved crash-to-exit runs per configuration (default 100)
+#   scripts/bench.sh [runs [launch-rounds]]
+#     runs          = interleaved crash-to-exit runs per configuration (default 100)
+#     launch-rounds = interleaved rounds of the launch table (default: runs; issue 17 asks for ≥ 40)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 runs="${1:-100}"
+launch_rounds="${2:-$runs}"
 echo "== $(date -u +%Y-%m-%d) on $(uname -m), $(nproc) cores, $(swift --version 2>/dev/null | head -1)"
+
+echo; echo "== launch cost: plain, capture (also with CRASHCAPTURE_DISABLE=1), foundation, reporter (Benchmarks/LaunchBench)"
+swift build -c release --package-path Benchmarks/LaunchBench
+"$(swift build -c release --package-path Benchmarks/LaunchBench --show-bin-path)/launch-cost" "$launch_rounds"
 
 echo; echo "== crash-to-exit: a plain crash, threads that block every signal, a crash in a 50-deep async chain (Benchmarks/CaptureBench)"
 swift build -c release --package-path Benchmarks/CaptureBench --product crash-target

@@ -1,0 +1,246 @@
+// main.swift — launch-cost: what linking and starting CrashCapture adds to a program's whole run.
+//
+//   launch-cost [ROUNDS]    ROUNDS interleaved rounds (default 40) after 3 warm-up rounds
+//
+// Runs the programs beside it (plain, capture, capture with CRASHCAPTURE_DISABLE=1, foundation,
+// reporter with a store that has nothing pending, reporter in a new directory) once per round,
+// each round in a rotated order so that no row always follows the same one, and prints a
+// markdown table: per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss)
+// and CPU time; the median of the per-round differences against the row's baseline (capture
+// and capture-disabled against plain, reporter against foundation) beside issue 17's targets;
+// the median time of the start call as the program measured it (CrashCapture.start alone;
+// CrashReporting.start with its configuration, as one call); the shared objects it had
+// loaded at its end (dl_iterate_phdr: the vDSO and the dynamic loader count, as in ldd).
+//
+// Each program is spawned by launch-probe (C), which times it and reads its rusage: a child's
+// ru_maxrss is never below the RSS of the process that spawned it, so spawning straight from
+// here would report this program's RSS for every row (launch-probe's own floor is printed).
+// ProcessSpawning's ChildProcess starts launch-probe; it is not used for the timed spawn because
+// it polls waitpid every millisecond and reads no rusage.
+import Foundation
+import ProcessSpawning
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+var rounds = 40
+if arguments.count > 1 {
+    guard arguments.count == 2, let value = Int(arguments[1]), value > 0 else {
+        FileHandle.standardError.write(Data("usage: launch-cost [ROUNDS]   (default 40)\n".utf8))
+        exit(64)
+    }
+    rounds = value
+}
+let warmUpRounds = 3
+let binDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
+let probe = binDirectory + "/launch-probe"
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("launch-cost-\(getpid())").path
+try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: scratch) }
+
+/// Where a row's program is pointed (its first argument).
+enum Directory {
+    case none
+    /// One directory for every run (created before the first).
+    case shared(String)
+    /// A path that does not exist yet, new for each run and removed after it.
+    case new
+}
+
+/// One row of the table: a program, how it is run, what it is compared with.
+struct Row {
+    let label: String
+    let program: String
+    var directory: Directory = .none
+    var disable = false
+    /// Index of the row this one is compared with, run for run.
+    var baseline: Int?
+    /// What the program must report as `result=` (capture) or `capture=` (reporter).
+    var expect: String?
+    var wallTarget: Double?  // ms
+    var rssTarget: Double?   // MiB
+    var startTarget: Double? // µs
+}
+
+let rows = [
+    Row(label: "plain", program: "plain"),
+    Row(label: "capture", program: "capture", directory: .shared(scratch + "/capture"), baseline: 0,
+        expect: "installed", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
+    Row(label: "capture, CRASHCAPTURE_DISABLE=1", program: "capture", directory: .shared(scratch + "/capture-disabled"),
+        disable: true, baseline: 0, expect: "disabledByEnvironment", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
+    Row(label: "foundation", program: "foundation"),
+    Row(label: "reporter, nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 3,
+        expect: "installed", wallTarget: 3, startTarget: 2000),
+    Row(label: "reporter, new directory", program: "reporter", directory: .new, baseline: 3,
+        expect: "installed", wallTarget: 3, startTarget: 2000),
+]
+for row in rows {
+    if case .shared(let path) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+}
+
+/// One run's figures.
+struct Sample {
+    var wallMilliseconds: Double
+    var maxRSSMebibytes: Double
+    var cpuMilliseconds: Double
+    var startMicroseconds: Double?
+    /// capture: its configuration's init, just before start.
+    var initMicroseconds: Double?
+    var objects: Int?
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("launch-cost: \(message)\n".utf8))
+    exit(1)
+}
+
+/// `key=value` fields of a line.
+func fields(_ line: Substring) -> [String: String] {
+    var result: [String: String] = [:]
+    for word in line.split(separator: " ") {
+        if let equals = word.firstIndex(of: "=") { result[String(word[..<equals])] = String(word[word.index(after: equals)...]) }
+    }
+    return result
+}
+
+var environment = ProcessInfo.processInfo.environment
+environment.removeValue(forKey: "CRASHCAPTURE_DISABLE")
+environment.removeValue(forKey: "SENTRY_DSN")
+var runCount = 0
+
+/// Runs `program` with `programArguments` under launch-probe; returns the program's own line and the probe's figures.
+func probeRun(_ program: String, _ programArguments: [String], environment: [String: String]) -> (line: Substring?, sample: Sample) {
+    runCount += 1
+    let output = scratch + "/out-\(runCount)"
+    let errors = scratch + "/err-\(runCount)"
+    defer {
+        try? FileManager.default.removeItem(atPath: output)
+        try? FileManager.default.removeItem(atPath: errors)
+    }
+    let child: ChildProcess
+    do {
+        child = try ChildProcess.run(probe, [program] + programArguments, environment: environment, stdout: output, stderr: errors, timeout: 60)
+    } catch { fail("\(error)") }
+    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    let lines = text.split(separator: "\n")
+    let stderrText = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+    guard child.ending == .exited(0), let probeLine = lines.last, probeLine.hasPrefix("launch-probe ") else {
+        fail("\(program) \(programArguments.joined(separator: " ")): probe ended \(child.ending)\n\(text)\(stderrText)")
+    }
+    let figures = fields(probeLine)
+    guard figures["status"] == "0", let wall = figures["wall_ns"].flatMap(Double.init),
+          let rss = figures["maxrss_kib"].flatMap(Double.init), let cpu = figures["cpu_us"].flatMap(Double.init) else {
+        fail("\(program) \(programArguments.joined(separator: " ")) did not exit 0: \(probeLine)\n\(text)\(stderrText)")
+    }
+    return (lines.count > 1 ? lines[lines.count - 2] : nil,
+            Sample(wallMilliseconds: wall / 1e6, maxRSSMebibytes: rss / 1024, cpuMilliseconds: cpu / 1000))
+}
+
+func run(_ row: Row) -> Sample {
+    var childEnvironment = environment
+    if row.disable { childEnvironment["CRASHCAPTURE_DISABLE"] = "1" }
+    var directoryArguments: [String] = []
+    var newDirectory: String?
+    switch row.directory {
+    case .none: break
+    case .shared(let path): directoryArguments = [path]
+    case .new:
+        newDirectory = scratch + "/new-\(runCount + 1)"
+        directoryArguments = [newDirectory!]
+    }
+    defer { if let newDirectory { try? FileManager.default.removeItem(atPath: newDirectory) } }
+    var (line, sample) = probeRun(binDirectory + "/" + row.program, directoryArguments, environment: childEnvironment)
+    guard let line, line.hasPrefix(row.program + " ") else { fail("\(row.label): no line from \(row.program)") }
+    let values = fields(line)
+    if let expect = row.expect {
+        let reported = values["result"] ?? values["capture"]
+        guard reported == expect else { fail("\(row.label): start reported \(reported ?? "nothing"), expected \(expect): \(line)") }
+    }
+    sample.startMicroseconds = values["start_us"].flatMap(Double.init)
+    sample.initMicroseconds = values["init_us"].flatMap(Double.init)
+    sample.objects = values["objects"].flatMap(Int.init)
+    if case .shared(let path) = row.directory, row.program == "reporter" {
+        // Nothing pending for the next run: no record, no run left without its $AppEnd.
+        let records = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? []
+        guard records.isEmpty else { fail("\(row.label): \(path)/records is not empty: \(records)") }
+    }
+    return sample
+}
+
+func quantile(_ values: [Double], _ q: Double) -> Double {
+    let sorted = values.sorted()
+    let position = q * Double(sorted.count - 1)
+    let lower = Int(position.rounded(.down)), upper = Int(position.rounded(.up))
+    return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+}
+func median(_ values: [Double]) -> Double { quantile(values, 0.5) }
+
+/// The 1-minute load average (/proc/loadavg), to tell a run on a busy machine from one on an idle one.
+func loadAverage() -> String {
+    ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
+}
+let loadBefore = loadAverage()
+
+// The probe's own floor: what ru_maxrss reports for a program that uses next to nothing.
+let trivial = FileManager.default.isExecutableFile(atPath: "/bin/true") ? "/bin/true" : "/usr/bin/true"
+let floorRSS = median((0..<5).map { _ in probeRun(trivial, [], environment: environment).sample.maxRSSMebibytes })
+
+for round in 0..<warmUpRounds { for index in rows.indices { _ = run(rows[(index + round) % rows.count]) } }
+var samples = Array(repeating: [Sample](), count: rows.count)
+for round in 0..<rounds {
+    for offset in rows.indices {
+        let index = (offset + round) % rows.count
+        samples[index].append(run(rows[index]))
+    }
+}
+
+func check(_ value: Double, _ target: Double?) -> String {
+    guard let target else { return "" }
+    return value <= target ? " ✓" : " ✗"
+}
+func format(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+func signed(_ value: Double, _ digits: Int) -> String { String(format: "%+.\(digits)f", value) }
+
+print("Launch cost, \(rounds) interleaved rounds after \(warmUpRounds) warm-up rounds (every row once per round, the order rotating); medians."
+      + (rounds < 40 ? " Fewer than the 40 rounds issue 17 asks for." : ""))
+print("Δ: median of the per-round differences against the row's baseline (p25…p75 of those differences in brackets); ✓/✗ against issue 17's target.")
+print("")
+print("| program | baseline | wall ms | max RSS MiB | CPU ms | Δ wall ms | target | Δ max RSS MiB | target | start µs | target | shared objects |")
+print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+for (index, row) in rows.enumerated() {
+    let rowSamples = samples[index]
+    var cells = [row.label, row.baseline.map { rows[$0].label } ?? "—",
+                 format(median(rowSamples.map(\.wallMilliseconds)), 2),
+                 format(median(rowSamples.map(\.maxRSSMebibytes)), 2),
+                 format(median(rowSamples.map(\.cpuMilliseconds)), 2)]
+    if let baseline = row.baseline {
+        let wallDifferences = zip(rowSamples, samples[baseline]).map { $0.wallMilliseconds - $1.wallMilliseconds }
+        let rssDifferences = zip(rowSamples, samples[baseline]).map { $0.maxRSSMebibytes - $1.maxRSSMebibytes }
+        let wall = median(wallDifferences), rss = median(rssDifferences)
+        cells += ["\(signed(wall, 2))\(check(wall, row.wallTarget)) (\(signed(quantile(wallDifferences, 0.25), 2))…\(signed(quantile(wallDifferences, 0.75), 2)))",
+                  row.wallTarget.map { "≤ \(format($0, 1))" } ?? "—",
+                  "\(signed(rss, 2))\(check(rss, row.rssTarget)) (\(signed(quantile(rssDifferences, 0.25), 2))…\(signed(quantile(rssDifferences, 0.75), 2)))",
+                  row.rssTarget.map { "≤ \(format($0, 1))" } ?? "—"]
+    } else {
+        cells += ["—", "—", "—", "—"]
+    }
+    let starts = rowSamples.compactMap(\.startMicroseconds)
+    if starts.isEmpty {
+        cells += ["—", "—"]
+    } else {
+        let start = median(starts)
+        cells += ["\(format(start, 1))\(check(start, row.startTarget))", row.startTarget.map { "≤ \(format($0, 0))" } ?? "—"]
+    }
+    cells.append(rowSamples.last?.objects.map(String.init) ?? "?")
+    print("| " + cells.joined(separator: " | ") + " |")
+}
+print("")
+for (index, row) in rows.enumerated() {
+    let inits = samples[index].compactMap(\.initMicroseconds)
+    if !inits.isEmpty { print("\(row.label): CrashCapture.Configuration's init before start took \(format(median(inits), 1)) µs (median; not in start µs).") }
+}
+print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(ProcessInfo.processInfo.activeProcessorCount) CPUs. "
+      + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty; "
+      + "\"nothing pending\": one store reused by every run (prepared by the warm-up runs, no record, no dead run; it keeps "
+      + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run.")

@@ -1,0 +1,5 @@
+// plain: the baseline of capture. The standard library and Glibc only, no Foundation.
+//   plain        prints "plain objects=N" (N: shared objects loaded)
+import LaunchSupport
+
+print("plain objects=\(loadedSharedObjects())")
