@@ -55,11 +55,11 @@ public enum CrashCapture {
         return try appEndTemplate.withLock { template in try install(configuration, template: template) }
     }
 
-    /// Whether `CRASHCAPTURE_DISABLE` is `1`, `true` or `yes` (any case).
+    /// Whether `CRASHCAPTURE_DISABLE` is `1`, `true` or `yes` (any case). C string calls only: in
+    /// a fresh process the first Swift array or generic use costs more than all of this.
     static func isDisabledByEnvironment() -> Bool {
         guard let raw = getenv(disableEnvironmentVariable) else { return false }
-        let value = UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) | 0x20 }
-        return value == Array("1".utf8) || value == Array("true".utf8) || value == Array("yes".utf8)
+        return strcmp(raw, "1") == 0 || strcasecmp(raw, "true") == 0 || strcasecmp(raw, "yes") == 0
     }
 
     private static func install(_ configuration: CrashCaptureConfiguration, template: String) throws -> StartResult {

@@ -10,7 +10,7 @@ import LaunchSupport
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
     : getenv("LAUNCH_BENCH_DIR").map { String(cString: $0) } ?? "/tmp/launch-bench-reporter"
 let before = monotonicNanoseconds()
-let reporting = try CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
+let reporting = CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
 let after = monotonicNanoseconds()
 let capture = switch reporting.captureResult {
 case .success(.installed): "installed"

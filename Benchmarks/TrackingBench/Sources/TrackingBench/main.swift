@@ -105,7 +105,7 @@ func ingestAndUpload(records: Int) throws {
     var config = CrashReporting.Configuration(storePath: directory + "/s.sqlite", recordDirectory: recordDirectory,
                                               appName: "bench", appVersion: "1.0", endpoint: server.url)
     config.captureCrashes = false
-    let reporting = try CrashReporting.start(config)
+    let reporting = CrashReporting.start(config)
     let flushed = reporting.tracker.flush(timeout: 30)
     let seconds = Double(now() - start) / 1e9
     reporting.shutdown()
