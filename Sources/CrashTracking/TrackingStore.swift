@@ -56,7 +56,7 @@ public struct TrackingStoreError: Error, CustomStringConvertible {
 
 /// The SQLite tracking store. Thread-safe; one instance per process and file is enough, and
 /// several processes may open the same file.
-// @unchecked: `pool` (replaced on corruption recovery) and the moved-aside list change only under `lock`.
+// @unchecked: `database` (replaced on corruption recovery) and the moved-aside list change only under `lock`.
 public final class TrackingStore: @unchecked Sendable {
     public let path: String
     public let limits: StoreLimits
@@ -67,7 +67,7 @@ public final class TrackingStore: @unchecked Sendable {
 
     private let lock = NSLock()
     /// The connection; nil until first used when opening was deferred (``init(deferringOpen:limits:)``).
-    private var pool: DatabasePool?
+    private var database: DatabaseQueue?
     private var closed = false
 
     /// Opens (creating or migrating if needed) the store at `path`. A file that is not a
@@ -78,7 +78,7 @@ public final class TrackingStore: @unchecked Sendable {
         self.path = path
         self.limits = limits
         var moved: [String] = []
-        pool = try TrackingStore.open(path, movedAside: &moved)
+        database = try TrackingStore.open(path, movedAside: &moved)
         _movedAsideCorruptFiles = moved
     }
 
@@ -89,22 +89,22 @@ public final class TrackingStore: @unchecked Sendable {
     package init(deferringOpen path: String, limits: StoreLimits = StoreLimits()) {
         self.path = path
         self.limits = limits
-        pool = nil
+        database = nil
     }
 
     /// The connection, opening the file first if that was deferred (or failed before).
-    private func connection() throws -> DatabasePool {
+    private func connection() throws -> DatabaseQueue {
         try lock.withLock {
-            if let pool { return pool }
+            if let database { return database }
             guard !closed else { throw TrackingStoreError(operation: "open \(path)", underlying: "the store was closed") }
             let opened = try TrackingStore.open(path, movedAside: &_movedAsideCorruptFiles)
-            pool = opened
+            database = opened
             return opened
         }
     }
 
     /// Creates the parent directory, opens the file, and moves a corrupt one aside (once).
-    private static func open(_ path: String, movedAside moved: inout [String]) throws -> DatabasePool {
+    private static func open(_ path: String, movedAside moved: inout [String]) throws -> DatabaseQueue {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         do {
@@ -129,7 +129,7 @@ public final class TrackingStore: @unchecked Sendable {
     /// Two processes opening a new store at the same moment race to switch it to WAL, and
     /// SQLite answers `PRAGMA journal_mode = WAL` with SQLITE_BUSY at once (the busy timeout
     /// does not apply to that lock). Retry for up to 10 s with a growing pause.
-    private static func openRetryingBusy(_ path: String) throws -> DatabasePool {
+    private static func openRetryingBusy(_ path: String) throws -> DatabaseQueue {
         var pauseMicroseconds: UInt32 = 5_000
         let deadline = Clock.wallMilliseconds() + 10_000
         while true {
@@ -141,23 +141,34 @@ public final class TrackingStore: @unchecked Sendable {
         }
     }
 
-    private static func openChecked(_ path: String) throws -> DatabasePool {
+    /// One connection (a `DatabaseQueue`) in WAL mode with `synchronous = NORMAL`: other
+    /// processes read while this one writes, and a commit does not wait for the disk (a process
+    /// kill loses nothing committed; a power loss may lose the last commits). A `DatabaseQueue`
+    /// cost every launch more than a millisecond beyond this: a second connection for reads
+    /// and, whenever the WAL file is empty (after every clean close), a schema write to make
+    /// it non-empty (GRDB issue 102), with Foundation's file attributes to check it.
+    private static func openChecked(_ path: String) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.label = "CrashTracking"
-        let pool = try DatabasePool(path: path, configuration: config)
+        config.prepareDatabase { db in
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            guard mode == "wal" else { throw DatabaseError(message: "could not switch \(path) to WAL (journal mode \(mode ?? "none"))") }
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        let database = try DatabaseQueue(path: path, configuration: config)
         do {
-            try StoreSchema.migrate(pool, path: path)
+            try StoreSchema.migrate(database, path: path)
         } catch {
-            try? pool.close()
+            try? database.close()
             throw error
         }
-        let check = try pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check(1)") }
+        let check = try database.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check(1)") }
         if check != "ok" {
-            try? pool.close()
+            try? database.close()
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(check ?? "nil")")
         }
-        return pool
+        return database
     }
 
     private static func moveAside(_ path: String) -> String {
@@ -193,12 +204,12 @@ public final class TrackingStore: @unchecked Sendable {
         try connection().read { db in try body(db) }
     }
 
-    private func recoverFromCorruption(seen: DatabasePool) throws {
+    private func recoverFromCorruption(seen: DatabaseQueue) throws {
         try lock.withLock {
-            guard pool === seen else { return } // another thread already did it
+            guard database === seen else { return } // another thread already did it
             try? seen.close()
             _movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
-            pool = try TrackingStore.openRetryingBusy(path)
+            database = try TrackingStore.openRetryingBusy(path)
         }
     }
 
@@ -211,7 +222,7 @@ public final class TrackingStore: @unchecked Sendable {
     public func close() {
         lock.withLock {
             closed = true
-            try? pool?.close()
+            try? database?.close()
         }
     }
 }

@@ -44,12 +44,12 @@ enum StoreSchema {
 
     /// Brings the file at `path` to this code's schema. Throws ``TrackingStoreError`` when the
     /// file was written by a newer schema (before touching it), `DatabaseError` otherwise.
-    static func migrate(_ pool: DatabasePool, path: String) throws {
+    static func migrate(_ database: DatabaseQueue, path: String) throws {
         let migrator = migrator()
-        try pool.read { db in try refuseNewer(db, migrator: migrator, operation: "open \(path)") }
+        try database.read { db in try refuseNewer(db, migrator: migrator, operation: "open \(path)") }
         for attempt in 1...3 {
             do {
-                try migrator.migrate(pool)
+                try migrator.migrate(database)
                 break
             } catch let error as DatabaseError
                 where attempt < 3 && error.resultCode != .SQLITE_BUSY && error.resultCode != .SQLITE_LOCKED
@@ -61,7 +61,7 @@ enum StoreSchema {
             }
         }
         // A newer process may have migrated the file between our check and our migration.
-        try pool.read { db in try refuseNewer(db, migrator: migrator, operation: "open \(path)") }
+        try database.read { db in try refuseNewer(db, migrator: migrator, operation: "open \(path)") }
     }
 
     /// Throws ``TrackingStoreError`` when `db` was written by a newer schema than this code knows.
