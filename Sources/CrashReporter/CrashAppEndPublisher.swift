@@ -17,7 +17,8 @@ import Synchronization
 /// Publishing before or after `CrashCapture.start` both work; the latest publication wins.
 public final class CrashAppEndPublisher: Sendable {
     private struct State {
-        var renderer: EventRenderer
+        /// Made by the first publication (CrashReporting's launch, off the caller's thread).
+        var renderer: EventRenderer?
         /// The extra presets `renderer` was made with.
         var rendererExtras: [String: JSONScalar] = [:]
         var context = EventContext()
@@ -32,20 +33,24 @@ public final class CrashAppEndPublisher: Sendable {
         self.appName = appName
         self.appVersion = appVersion
         self.runID = runID
-        state = Mutex(State(renderer: EventRenderer(appName: appName, appVersion: appVersion)))
+        state = Mutex(State())
     }
 
     /// Renders the crash `$AppEnd` for `context` and hands it to CrashCapture. Safe from any
     /// thread; concurrent calls are serialised, so the handler never sees a mix of two.
     public func publish(_ context: EventContext) {
         state.withLock { state in
-            if state.rendererExtras != context.extraPresets {
-                state.renderer = EventRenderer(appName: appName, appVersion: appVersion, extraPresets: context.extraPresets)
+            let renderer: EventRenderer
+            if let current = state.renderer, state.rendererExtras == context.extraPresets {
+                renderer = current
+            } else {
+                renderer = EventRenderer(appName: appName, appVersion: appVersion, extraPresets: context.extraPresets)
+                state.renderer = renderer
                 state.rendererExtras = context.extraPresets
             }
             state.context = context
             // Under the lock: two publications reach capture in the order they were made.
-            CrashCapture.setAppEndTemplate(Self.template(renderer: state.renderer, runID: runID, context: context))
+            CrashCapture.setAppEndTemplate(Self.template(renderer: renderer, runID: runID, context: context))
         }
     }
 

@@ -61,11 +61,19 @@ public final class Tracker: @unchecked Sendable {
     final class Context: Sendable {
         let identity: EventIdentity
         let superProperties: [String: JSONScalar]
-        let base: EventRenderer.RenderedBase
+        /// Nil only for the placeholder of events tracked before the launch (never rendered:
+        /// the writer renders them with the launch's context).
+        let base: EventRenderer.RenderedBase?
         init(identity: EventIdentity, superProperties: [String: JSONScalar], renderer: EventRenderer) {
             self.identity = identity
             self.superProperties = superProperties
             base = renderer.base(superProperties: superProperties)
+        }
+        /// The placeholder: no rendering on the caller's thread at start.
+        init(placeholder: ()) {
+            identity = EventIdentity()
+            superProperties = [:]
+            base = nil
         }
     }
 
@@ -78,7 +86,17 @@ public final class Tracker: @unchecked Sendable {
 
     public let configuration: Configuration
     public let store: TrackingStore
-    public let renderer: EventRenderer
+    /// The renderer of this tracker's events, made on first use (at the launch, on the writer
+    /// thread: reading the presets is not the caller's work at start).
+    public var renderer: EventRenderer {
+        rendererCell.withLock { cell in
+            if let renderer = cell { return renderer }
+            let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extraPresets)
+            cell = renderer
+            return renderer
+        }
+    }
+    private let rendererCell = Mutex<EventRenderer?>(nil)
     /// The presets this tracker adds to the standard ones (``hostPresets()`` with `includeHostInfo`).
     public let extraPresets: [String: JSONScalar]
 
@@ -157,8 +175,7 @@ public final class Tracker: @unchecked Sendable {
         self.configuration = configuration
         self.store = store
         extraPresets = configuration.includeHostInfo ? Self.hostPresets() : [:]
-        renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extraPresets)
-        provisional = Context(identity: EventIdentity(), superProperties: [:], renderer: renderer)
+        provisional = Context(placeholder: ())
         context = provisional
         uploader = configuration.endpoint.map { Uploader(store: store, endpoint: $0, policy: configuration.upload) }
         queue.reserveCapacity(1024)
@@ -528,7 +545,7 @@ public final class Tracker: @unchecked Sendable {
                     let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
                                            originalID: originalID, properties: properties)
                     events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
-                                           json: renderer.render(draft, base: context.base)))
+                                           json: renderer.render(draft, base: context.base ?? renderer.base(superProperties: context.superProperties))))
                     if endsRun { endingRun = configuration.runID }
                 case .setLogin, .setSuperProperties:
                     controls.append(item)
