@@ -145,6 +145,8 @@ size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-pa
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
 #define CC__SAFE_WORDS_MAX 512   /* no more than the kernel's UIO_MAXIOV (1024) */
 void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count);
+struct iovec;
+void cc__safe_readv(struct iovec *local, struct iovec *remote, uint8_t *ok, uint32_t count);
 void cc__random_bytes(void *out, size_t len);
 void cc__crc32_init(void);
 

@@ -151,6 +151,33 @@ void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, u
     }
 }
 
+/* async-signal-safe: copies count spans of memory that may be unmapped, remote[i] into local[i]
+ * (the same length each; count at most UIO_MAXIOV, 1024), with one process_vm_readv when all can
+ * be read. The kernel stops at the first span it cannot read: that one is marked unreadable and
+ * the rest are read on from there. Where process_vm_readv is refused, one at a time through
+ * cc__safe_read. ok[i] says whether span i was read whole. */
+void cc__safe_readv(struct iovec *local, struct iovec *remote, uint8_t *ok, uint32_t count) {
+    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
+    uint32_t next = 0;
+    while (next < count) {
+        uint32_t n = count - next;
+        for (uint32_t i = 0; i < n; i++) ok[next + i] = 0;
+        ssize_t got = syscall(SYS_process_vm_readv, (long)pid, local + next, (unsigned long)n, remote + next,
+                              (unsigned long)n, 0UL);
+        if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
+            for (uint32_t i = next; i < count; i++)
+                ok[i] = cc__safe_read((uint64_t)(uintptr_t)remote[i].iov_base, local[i].iov_base, local[i].iov_len) == local[i].iov_len;
+            return;
+        }
+        size_t left = got > 0 ? (size_t)got : 0;
+        while (next < count && left >= remote[next].iov_len) {
+            left -= remote[next].iov_len;
+            ok[next++] = 1;
+        }
+        next++;   /* the one it stopped at is unreadable (or torn): skip it */
+    }
+}
+
 /* async-signal-safe: getrandom(2) without blocking; falls back to splitmix64 over the install-time
  * seed, the thread id and the monotonic clock. */
 void cc__random_bytes(void *out, size_t len) {
