@@ -149,7 +149,6 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.signal_frame_size = frame > 2048 ? (size_t)frame : 2048;
     CC__MARK("copy+reserved_fds");
 
-    cc__crc32_init();
     cc__random_bytes(&cc__g.random_seed, sizeof cc__g.random_seed);
     ssize_t n = readlink("/proc/self/exe", cc__g.executable_path, sizeof cc__g.executable_path - 1);
     cc__g.executable_path[n > 0 ? n : 0] = 0;
@@ -163,7 +162,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
             used += cc__strlcpy(k + used, parts[i], room - used);
         }
     }
-    CC__MARK("crc+random+readlink+uname");
+    CC__MARK("random+readlink+uname");
     if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
     CC__MARK("pipe2");
 

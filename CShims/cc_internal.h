@@ -156,7 +156,6 @@ void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, u
 struct iovec;
 void cc__safe_readv(struct iovec *local, struct iovec *remote, uint8_t *ok, uint32_t count);
 void cc__random_bytes(void *out, size_t len);
-void cc__crc32_init(void);
 
 /* cc_names.c — async-signal-safe lookups. */
 const char *cc__code_name(int signo, int code);
