@@ -42,9 +42,16 @@ typedef struct {
     uint8_t build_id[32];
     uint64_t note;               /* address of the NT_GNU_BUILD_ID note (0: none) */
     uint8_t note_bytes[CC__NOTE_HEAD + 32]; /* its header, name and first build_id_length bytes */
+    uint8_t seen[CC__NOTE_HEAD + 32];       /* (handler) what is there now */
 } cc__cached_image_t;
 static cc__cached_image_t g_cache[CC__CACHED_IMAGES];
 static uint32_t g_cache_count;
+/* (handler) the one read of cc__check_cached: its ok flags, then its local iovecs and its remote
+ * ones side by side in io (count of each), so that a few dozen images need one new page here. */
+static struct {
+    uint8_t ok[CC__CACHED_IMAGES];
+    struct iovec io[2 * CC__CACHED_IMAGES];
+} g_check;
 
 /* Install time: one entry per object dl_iterate_phdr reports. */
 static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
@@ -233,29 +240,27 @@ static void cc__close_image(void) {
  * back, all with one process_vm_readv; where it reads the same bytes, the cached build-id and
  * program headers are theirs. Any other is read from memory, and dropped if it is not ELF. */
 static void cc__check_cached(void) {
-    static struct iovec local[CC__MAX_IMAGES], remote[CC__MAX_IMAGES];
-    static uint8_t seen[CC__MAX_IMAGES][CC__NOTE_HEAD + 32];
-    static uint8_t ok[CC__MAX_IMAGES];
     uint32_t count = 0;
-    for (uint32_t i = 0; i < g_image_count; i++) {
-        if (!g_images[i].cached) continue;
-        const cc__cached_image_t *entry = &g_cache[g_images[i].cached - 1];
-        local[count].iov_base = seen[count];
-        local[count].iov_len = CC__NOTE_HEAD + entry->build_id_length;
-        remote[count].iov_base = (void *)(uintptr_t)entry->note;
-        remote[count].iov_len = CC__NOTE_HEAD + entry->build_id_length;
-        count++;
-    }
+    for (uint32_t i = 0; i < g_image_count; i++) count += g_images[i].cached != 0;
     if (count == 0) return;
-    cc__safe_readv(local, remote, ok, count);
+    struct iovec *local = g_check.io, *remote = g_check.io + count;
+    for (uint32_t i = 0, k = 0; i < g_image_count; i++) {
+        if (!g_images[i].cached) continue;
+        cc__cached_image_t *entry = &g_cache[g_images[i].cached - 1];
+        local[k].iov_base = entry->seen;
+        local[k].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+        remote[k].iov_base = (void *)(uintptr_t)entry->note;
+        remote[k].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+        k++;
+    }
+    cc__safe_readv(local, remote, g_check.ok, count);
     uint32_t kept = 0, checked = 0;
     for (uint32_t i = 0; i < g_image_count; i++) {
         cc__image_t *image = &g_images[i];
         if (image->cached) {
             const cc__cached_image_t *entry = &g_cache[image->cached - 1];
-            uint32_t k = checked++;
-            int same = ok[k];
-            for (uint32_t b = 0; same && b < CC__NOTE_HEAD + entry->build_id_length; b++) same = seen[k][b] == entry->note_bytes[b];
+            int same = g_check.ok[checked++];
+            for (uint32_t b = 0; same && b < CC__NOTE_HEAD + entry->build_id_length; b++) same = entry->seen[b] == entry->note_bytes[b];
             image->cached = 0;
             if (same) {
                 image->build_id_length = entry->build_id_length;
