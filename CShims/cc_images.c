@@ -4,8 +4,7 @@
 
 #include <elf.h>
 #include <link.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
+#include <sys/uio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -22,23 +21,37 @@
 
 /*
  * Build-ids of the images loaded at install time are read once then (dl_iterate_phdr is fine
- * outside the handler) and kept by load address and a hash of the path: at crash time an image
- * found in this table (same address, same inode as /proc/self/maps shows) costs no memory
- * reads. Images loaded later (dlopen), or a different file now mapped at a cached address, are
- * read from memory as above.
+ * outside the handler) and kept by load address, with where the loader mapped the build-id
+ * note and the note's bytes. Nothing at install tells whether the same file will still be at
+ * that address at crash time (a dlclose, then a dlopen of another file there), and learning
+ * each file's inode costs a stat() per image in every process that starts. So the handler
+ * checks instead: the images /proc/self/maps shows at a cached address have their cached note
+ * read back with ONE process_vm_readv (an iovec per image, cc__safe_readv) and compared byte
+ * for byte; an image whose note still says the same is the file that was cached (same
+ * build-id, hence the same program headers and load bias), and costs no further reads. One
+ * that differs, or cannot be read, is read from memory as an image loaded after install.
  */
 #define CC__CACHED_IMAGES 512
+#define CC__NOTE_HEAD 16             /* Elf64_Nhdr and "GNU\0" */
 typedef struct {
     uint64_t base;
-    uint64_t inode;
     uint64_t bias;               /* dlpi_addr */
     const ElfW(Phdr) *phdr;      /* dlpi_phdr */
     uint16_t phnum;
     uint32_t build_id_length;
     uint8_t build_id[32];
+    uint64_t note;               /* address of the NT_GNU_BUILD_ID note (0: none) */
+    uint8_t note_bytes[CC__NOTE_HEAD + 32]; /* its header, name and first build_id_length bytes */
+    uint8_t seen[CC__NOTE_HEAD + 32];       /* (handler) what is there now */
 } cc__cached_image_t;
 static cc__cached_image_t g_cache[CC__CACHED_IMAGES];
 static uint32_t g_cache_count;
+/* (handler) the one read of cc__check_cached: its ok flags, then its local iovecs and its remote
+ * ones side by side in io (count of each), so that a few dozen images need one new page here. */
+static struct {
+    uint8_t ok[CC__CACHED_IMAGES];
+    struct iovec io[2 * CC__CACHED_IMAGES];
+} g_check;
 
 /* Install time: one entry per object dl_iterate_phdr reports. */
 static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
@@ -54,20 +67,13 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
         }
     }
     if (!found) return 0;
-    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : cc__g.executable_path;
     cc__cached_image_t *entry = &g_cache[g_cache_count];
     entry->base = base;
-    if (base == (uint64_t)getauxval(AT_SYSINFO_EHDR)) {
-        entry->inode = 0; /* the vDSO: no file (maps shows inode 0), mapped by the kernel for good */
-    } else {
-        struct stat st;
-        if (stat(name, &st) != 0) return 0;
-        entry->inode = (uint64_t)st.st_ino;
-    }
     entry->bias = info->dlpi_addr;
     entry->phdr = info->dlpi_phdr;
     entry->phnum = info->dlpi_phnum;
     entry->build_id_length = 0;
+    entry->note = 0;
     /* Outside the handler the notes can be read in place: the loader mapped them. */
     for (int i = 0; i < info->dlpi_phnum && !entry->build_id_length; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -84,6 +90,10 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
                 notes[name_off + 1] == 'N' && notes[name_off + 2] == 'U' && nh->n_descsz > 0) {
                 uint32_t len = nh->n_descsz > 32 ? 32 : nh->n_descsz;
                 for (uint32_t k = 0; k < len; k++) entry->build_id[k] = notes[desc_off + k];
+                /* The note as the handler will read it back: header and name (16 bytes, since
+                 * n_namesz is 4), then the build-id. */
+                for (uint32_t k = 0; k < CC__NOTE_HEAD + len; k++) entry->note_bytes[k] = notes[off + k];
+                entry->note = (uint64_t)(uintptr_t)(notes + off);
                 entry->build_id_length = len;
                 break;
             }
@@ -95,17 +105,17 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
 }
 
 /* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the build-id
- * cache the handler later reads. */
+ * cache the handler later checks and reads. */
 void cc__images_prepare(void) {
     g_cache_count = 0;
     dl_iterate_phdr(cc__cache_one, 0);
 }
 
-/* async-signal-safe: the install-time entry of the image at base backed by inode (0: the vDSO,
- * whose cached entry is the one at its address), or NULL. */
-static const cc__cached_image_t *cc__cached(uint64_t base, uint64_t inode) {
+/* async-signal-safe: the index + 1 of the install-time entry of the image at base, or 0. Only
+ * entries with a build-id note can be checked at crash time; one without is read from memory. */
+static uint32_t cc__cached(uint64_t base) {
     for (uint32_t i = 0; i < g_cache_count; i++) {
-        if (g_cache[i].base == base && g_cache[i].inode == inode) return &g_cache[i];
+        if (g_cache[i].base == base) return g_cache[i].note ? i + 1 : 0;
     }
     return 0;
 }
@@ -115,7 +125,6 @@ static const cc__cached_image_t *cc__cached(uint64_t base, uint64_t inode) {
 typedef struct {
     uint64_t base;
     uint64_t end;
-    uint64_t inode;
     uint64_t bias;
     uint64_t phdr;               /* address of the program headers in memory, 0 if unknown */
     uint16_t phnum;
@@ -123,6 +132,7 @@ typedef struct {
     uint8_t build_id[32];
     uint32_t path_offset;        /* into g_paths, NUL-terminated */
     uint32_t path_length;
+    uint32_t cached;             /* index + 1 of its install-time entry, until checked (cc__check_cached) */
 } cc__image_t;
 
 static cc__image_t g_images[CC__MAX_IMAGES];
@@ -204,26 +214,72 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32], cc__image_t *i
     return 0;
 }
 
-/* async-signal-safe: completes the open image (build-id, program headers) and keeps it if it is
- * an ELF image. */
+/* async-signal-safe: reads the build-id and program headers of the image from memory; 0 when it
+ * is not an ELF image. */
+static int cc__read_image(cc__image_t *image) {
+    unsigned char magic[4];
+    if (cc__safe_read(image->base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
+        magic[2] != 'L' || magic[3] != 'F') return 0;
+    image->build_id_length = cc__read_build_id(image->base, image->build_id, image);
+    return 1;
+}
+
+/* async-signal-safe: completes the open image and keeps it if it is an ELF image. One at an
+ * address the install-time cache knows is kept as is, to be checked with the others in one read
+ * once the maps are parsed (cc__check_cached). */
 static void cc__close_image(void) {
     if (!g_open) return;
     g_open = 0;
     cc__image_t *image = &g_images[g_image_count];
-    const cc__cached_image_t *cached = cc__cached(image->base, image->inode);
-    if (cached) {
-        image->build_id_length = cached->build_id_length;
-        for (uint32_t k = 0; k < cached->build_id_length; k++) image->build_id[k] = cached->build_id[k];
-        image->bias = cached->bias;
-        image->phdr = (uint64_t)(uintptr_t)cached->phdr;
-        image->phnum = cached->phnum;
-    } else {
-        unsigned char magic[4];
-        if (cc__safe_read(image->base, magic, 4) != 4 || magic[0] != 0x7f || magic[1] != 'E' ||
-            magic[2] != 'L' || magic[3] != 'F') return;
-        image->build_id_length = cc__read_build_id(image->base, image->build_id, image);
-    }
+    image->cached = cc__cached(image->base);
+    if (!image->cached && !cc__read_image(image)) return;
     g_image_count++;
+}
+
+/* async-signal-safe: the images found at a cached address get their cached build-id note read
+ * back, all with one process_vm_readv; where it reads the same bytes, the cached build-id and
+ * program headers are theirs. Any other is read from memory, and dropped if it is not ELF. */
+static void cc__check_cached(void) {
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < g_image_count; i++) count += g_images[i].cached != 0;
+    if (count == 0) return;
+    struct iovec *local = g_check.io, *remote = g_check.io + count;
+    for (uint32_t i = 0, k = 0; i < g_image_count; i++) {
+        if (!g_images[i].cached) continue;
+        cc__cached_image_t *entry = &g_cache[g_images[i].cached - 1];
+        local[k].iov_base = entry->seen;
+        local[k].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+        remote[k].iov_base = (void *)(uintptr_t)entry->note;
+        remote[k].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+        k++;
+    }
+    cc__safe_readv(local, remote, g_check.ok, count);
+    uint32_t kept = 0, checked = 0;
+    for (uint32_t i = 0; i < g_image_count; i++) {
+        cc__image_t *image = &g_images[i];
+        if (image->cached) {
+            const cc__cached_image_t *entry = &g_cache[image->cached - 1];
+            int same = g_check.ok[checked++];
+            for (uint32_t b = 0; same && b < CC__NOTE_HEAD + entry->build_id_length; b++) same = entry->seen[b] == entry->note_bytes[b];
+            image->cached = 0;
+            if (same) {
+                image->build_id_length = entry->build_id_length;
+                for (uint32_t b = 0; b < entry->build_id_length; b++) image->build_id[b] = entry->build_id[b];
+                image->bias = entry->bias;
+                image->phdr = (uint64_t)(uintptr_t)entry->phdr;
+                image->phnum = entry->phnum;
+            } else if (!cc__read_image(image)) {
+                continue;                /* not an ELF image (any more): dropped */
+            }
+        }
+        if (kept != i) {
+            const unsigned char *from = (const unsigned char *)image;
+            unsigned char *to = (unsigned char *)&g_images[kept];
+            for (size_t b = 0; b < sizeof *image; b++) to[b] = from[b];
+        }
+        kept++;
+    }
+    g_image_count = kept;
 }
 
 /* async-signal-safe: one maps line "start-end perms offset dev inode   path". */
@@ -238,8 +294,6 @@ static void cc__image_line(const char *line, size_t len) {
     uint64_t offset = cc__parse_hex(&p, end);
     cc__skip_field(&p, end);                 /* to dev */
     cc__skip_field(&p, end);                 /* to inode */
-    uint64_t inode = 0;
-    for (; p < end && *p >= '0' && *p <= '9'; p++) inode = inode * 10 + (uint64_t)(*p - '0');
     cc__skip_field(&p, end);                 /* to path (may be empty) */
     const char *path = p;
     size_t path_length = (size_t)(end - p);
@@ -271,7 +325,6 @@ static void cc__image_line(const char *line, size_t len) {
     g_paths_used += (uint32_t)path_length + 1;
     image->base = start;
     image->end = stop;
-    image->inode = inode;
     g_open = 1;
 }
 
@@ -303,6 +356,7 @@ void cc__images_collect(void) {
     }
     close(fd);
     cc__close_image();
+    cc__check_cached();
 }
 
 /* async-signal-safe: one CC_SEC_IMAGE per collected image: the main executable's alone when

@@ -121,7 +121,12 @@ int cc_install(const cc_config_t *config, int *err_errno) {
         atomic_store(&cc__g.install_state, 0);
         return CC_ERR_DIRECTORY;
     }
-    fchmod(cc__g.dir_fd, 0700);
+    /* Records hold memory of this process: the directory is for its owner only. chmod only
+     * when it is not already so (mkdir 0700 under the usual umask made it so): fstat is a
+     * read, where fchmod writes the inode. Permission bits 0700 and nothing else (no set-id,
+     * no sticky bit, an ACL's mask at ---), exactly what fchmod(0700) would leave. */
+    struct stat dir_stat;
+    if (fstat(cc__g.dir_fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(cc__g.dir_fd, 0700);
     CC__MARK("open_dir+fchmod");
     cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
     cc__strlcpy(cc__g.app_name, config->app_name, sizeof cc__g.app_name);
@@ -144,7 +149,6 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.signal_frame_size = frame > 2048 ? (size_t)frame : 2048;
     CC__MARK("copy+reserved_fds");
 
-    cc__crc32_init();
     cc__random_bytes(&cc__g.random_seed, sizeof cc__g.random_seed);
     ssize_t n = readlink("/proc/self/exe", cc__g.executable_path, sizeof cc__g.executable_path - 1);
     cc__g.executable_path[n > 0 ? n : 0] = 0;
@@ -158,7 +162,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
             used += cc__strlcpy(k + used, parts[i], room - used);
         }
     }
-    CC__MARK("crc+random+readlink+uname");
+    CC__MARK("random+readlink+uname");
     if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
     CC__MARK("pipe2");
 

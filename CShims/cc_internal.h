@@ -62,25 +62,20 @@ typedef struct {
 } cc__stopped_t;
 
 /* All mutable state of the C core, in one place. Everything the handler needs is prepared
- * here at install time; the handler only reads it or writes the fields marked (handler). */
+ * here at install time; the handler only reads it or writes the fields marked (handler).
+ * Order: what cc_install writes comes first, the small fields then the strings whose first
+ * bytes it writes, so that a fresh process's install faults in about three pages of this
+ * struct, not one per field (each first write to a page of it is a page fault); the large
+ * buffers that only the handler touches come last. */
 typedef struct {
     _Atomic int install_state;   /* 0 off, 1 busy (installing / uninstalling), 2 installed */
     int signals[CC__SIGNAL_COUNT];
-    /* What the program wants for each signal: the action found at install, updated when a
-     * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
-    struct sigaction previous[CC__SIGNAL_COUNT];
-    struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
 #define CC__RESERVED_FDS 2
     /* Opened at install, closed at crash time so that a record is written at the fd limit:
      * [0] for the /proc reads, [1] for the record. */
     int reserved_fds[CC__RESERVED_FDS];
     size_t signal_frame_size;    /* what the kernel needs for a signal frame (AT_MINSIGSTKSZ) */
     int dir_fd;
-    char directory[CC__PATH_MAX];
-    char app_name[256];
-    char app_version[128];
-    char executable_path[CC__PATH_MAX];
-    char kernel[512];
     uint32_t max_frames;
     uint32_t flags;
     uint32_t watchdog_seconds;
@@ -93,26 +88,12 @@ typedef struct {
     uint64_t task_metadata;      /* the Swift runtime's AsyncTask heap metadata (layout version 1), or 0 */
     uint64_t task_size;          /* sizeof(AsyncTask): a child task's parent pointer follows it */
 
-    char run_id[64];
-
-    /* $AppEnd template, double-buffered: writers fill the idle buffer then swap the index;
-     * each buffer's generation is odd while it is being filled, so a reader can tell a torn copy. */
-    char templates[2][CC_TEMPLATE_MAX];
-    _Atomic uint64_t template_generation[2];
-    _Atomic int template_index;  /* -1 = none */
-
-    /* Breadcrumbs. */
-    _Atomic uint64_t breadcrumb_head;
-    cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
-
     /* Alternate stacks for new threads. */
     _Atomic int altstack_new_threads;
 
     /* Stopping the other threads. */
     int stop_signal;             /* 0 when disabled */
-    struct sigaction stop_previous;
     _Atomic uint32_t stopped_count;
-    cc__stopped_t stopped[CC__MAX_THREADS];
     uint32_t park_word;          /* parked threads wait on it; it never changes */
 
     /* (handler) the crash being recorded. */
@@ -121,6 +102,33 @@ typedef struct {
      * written by a vfork child (which shares our memory) or inherited across fork. */
     _Atomic uint64_t owner;
     int crash_signo;
+
+    /* $AppEnd template, double-buffered: writers fill the idle buffer then swap the index;
+     * each buffer's generation is odd while it is being filled, so a reader can tell a torn copy. */
+    _Atomic uint64_t template_generation[2];
+    _Atomic int template_index;  /* -1 = none */
+
+    /* Breadcrumbs: the head here, the slots below. */
+    _Atomic uint64_t breadcrumb_head;
+
+    /* What the program wants for each signal: the action found at install, updated when a
+     * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
+    struct sigaction previous[CC__SIGNAL_COUNT];
+    struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
+    struct sigaction stop_previous;
+
+    char run_id[64];
+    char app_name[256];
+    char app_version[128];
+    char kernel[512];
+    char directory[CC__PATH_MAX];
+    char executable_path[CC__PATH_MAX];
+    char templates[2][CC_TEMPLATE_MAX];
+
+    cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
+    cc__stopped_t stopped[CC__MAX_THREADS];
+
+    /* (handler) */
     cc__writer_t writer;
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
@@ -145,8 +153,9 @@ size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-pa
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
 #define CC__SAFE_WORDS_MAX 512   /* no more than the kernel's UIO_MAXIOV (1024) */
 void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count);
+struct iovec;
+void cc__safe_readv(struct iovec *local, struct iovec *remote, uint8_t *ok, uint32_t count);
 void cc__random_bytes(void *out, size_t len);
-void cc__crc32_init(void);
 
 /* cc_names.c — async-signal-safe lookups. */
 const char *cc__code_name(int signo, int code);

@@ -13,10 +13,21 @@
 #define CC__UNW_FP UNW_REG_SP
 #endif
 
-/* Install time (not async-signal-safe): libunwind initialises its global state on first use,
- * behind a lock and pthread_once. A few steps here mean the handler never takes that path
- * (each image's unwind tables are found later through dl_iterate_phdr, see README "Known
- * limits"). Per-thread caching keeps the handler off the global cache's lock. */
+/* Install time (not async-signal-safe). What libunwind (1.6.2) does once, it does here:
+ * - tdep_init, under its mutex, on the first unw_set_caching_policy / unw_init_local: the
+ *   mempools (each mmapped and filled with twice its reserve), the memory-validation pipe
+ *   (pipe2, mincore) and the local address space. About 45 µs of a fresh process.
+ * - the first unw_step: the dwarf path every later step takes (the thread's register-state
+ *   cache, dl_iterate_phdr for the unwind tables, one cie_info from its mempool and back, the
+ *   CFI program), which also binds the PLT slots libunwind.so calls on that path (it is not
+ *   linked with -z now) and faults its code in.
+ * A second or third step takes the same path again and initialises nothing new: a step
+ * returns what it took from a mempool, which only grows (mmap) when it falls to its reserve,
+ * and the register-state cache is per thread (UNW_CACHE_PER_THREAD keeps the handler off the
+ * global cache's lock): the crashing thread, when it is not this one, flushes its own at its
+ * first step, in place, without memory of its own. So one step, not three. (Each image's
+ * unwind tables are found at crash time through dl_iterate_phdr, see README "Known
+ * limits".) */
 void cc__unwind_warm_up(void) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     unw_context_t context;
@@ -24,7 +35,7 @@ void cc__unwind_warm_up(void) {
     if (unw_getcontext(&context) != 0) return;
     if (unw_init_local(&cursor, &context) != 0) return;
     CC__MARK("  unw_init");
-    for (int i = 0; i < 3 && unw_step(&cursor) > 0; i++) {
+    if (unw_step(&cursor) > 0) {
         unw_word_t ip;
         unw_get_reg(&cursor, UNW_REG_IP, &ip);
     }
