@@ -187,6 +187,7 @@ public final class Tracker: @unchecked Sendable {
     private func startWriter(launching: (@Sendable (TrackingStore, StoreState) -> Void)?) {
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         let writer = Thread { [self] in
+            cond.withLock { writerThread = pthread_self() }
             if let launching {
                 do { try performLaunch(before: launching) } catch {
                     finishLaunchWithoutStore(error as? TrackingStoreError
@@ -195,7 +196,7 @@ public final class Tracker: @unchecked Sendable {
             }
             writerLoop()
         }
-        writer.name = "CrashTracking.writer"
+        writer.name = Self.writerThreadName
         writer.start()
     }
 
@@ -246,12 +247,21 @@ public final class Tracker: @unchecked Sendable {
 
     /// Waits until the launch is done (it always ends: the store's busy timeout bounds it), then
     /// reads `value` under the lock.
+    /// On the writer thread itself (a context or identity callback the launch runs, which
+    /// logs in, say) it does not wait: the launch has loaded the context by then.
     private func awaitLaunch<T>(_ value: () -> T) -> T {
         cond.lock()
         defer { cond.unlock() }
-        while !launch.done { cond.wait() }
+        while !launch.done && !onWriterThread { cond.wait() }
         return value()
     }
+
+    static let writerThreadName = "CrashTracking.writer"
+    /// The writer thread, once it runs (guarded by `cond`). By identity, not by name: Linux keeps
+    /// 15 bytes of a thread's name, so `Thread.current.name` there is "CrashTracking.w".
+    private var writerThread: pthread_t?
+    /// Whether the caller is the writer thread. Call with `cond` held.
+    private var onWriterThread: Bool { writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
 
     /// Why the launch could not use the store, if it could not (its events then wait in memory
     /// and are written once the store can be). Waits for the launch.
@@ -390,7 +400,7 @@ public final class Tracker: @unchecked Sendable {
 
     private func updateSuperProperties(_ change: (inout [String: JSONScalar]) -> Void) {
         cond.lock()
-        while !launch.done { cond.wait() }
+        while !launch.done && !onWriterThread { cond.wait() }
         var merged = context.superProperties
         change(&merged)
         context = Context(identity: context.identity, superProperties: merged, renderer: renderer)
@@ -496,8 +506,7 @@ public final class Tracker: @unchecked Sendable {
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
     /// exiting from the writer thread itself (it could not wait for itself).
     func shutdownAtExit() {
-        guard let seconds = configuration.shutdownAtExit, Thread.current.name != "CrashTracking.writer",
-              cond.withLock({ accepting }) else { return }
+        guard let seconds = configuration.shutdownAtExit, cond.withLock({ accepting && !onWriterThread }) else { return }
         shutdown(timeout: max(seconds, 0.5))
     }
 

@@ -20,7 +20,7 @@ final class ReportingLaunchTests: XCTestCase {
         earlier.store.close()
     }
 
-    private func events(_ path: String) throws -> [[String: Any]] {
+    func events(_ path: String) throws -> [[String: Any]] {
         let store = try TrackingStore(path: path)
         defer { store.close() }
         return try store.pendingBatch(limit: 10_000).map { object($0.json) }
@@ -101,6 +101,40 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertFalse(reporting.tracker.waitUntilStored(timeout: 1.5))
         let result = reporting.shutdown(timeout: 1)
         XCTAssertFalse(result.stored)
+    }
+}
+
+extension ReportingLaunchTests {
+    func testAnIdentityCallMadeFromTheLaunchItselfDoesNotWaitForTheLaunch() throws {
+        let path = try Scratch.directory("launch-reentrant") + "/s.sqlite"
+        let box = TrackerBox()
+        let ready = DispatchSemaphore(value: 0)
+        var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
+        configuration.shutdownAtExit = nil
+        // The launch's own hook logs in (as an integrator's context callback could).
+        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _, _ in
+            ready.wait()
+            box.tracker?.login("in-launch")
+        }
+        box.tracker = tracker
+        tracker.track("Meanwhile")
+        ready.signal()
+        // Bounded: a launch waiting for itself never stores what was tracked.
+        let stored = tracker.waitUntilStored(timeout: 10)
+        XCTAssertTrue(stored, "the launch waited for itself")
+        guard stored else { return }
+        XCTAssertEqual(tracker.identity.loginID, "in-launch")
+        tracker.shutdown()
+        XCTAssertEqual(try events(path).map(\.event), ["$AppStart", "Meanwhile", "$SignUp", "$AppEnd"])
+    }
+}
+
+final class TrackerBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Tracker?
+    var tracker: Tracker? {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
     }
 }
 
