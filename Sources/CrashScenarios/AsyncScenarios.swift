@@ -47,7 +47,13 @@ import Glibc
 @inline(never) public func spawnGroupChild(_ crash: @escaping @Sendable () -> Void) async {
     await Task.yield()
     await withTaskGroup(of: Void.self) { group in
-        group.addTask { await handleRequest(crash) }
+        // The child waits until the parent is waiting for the group: crashing at once, it could
+        // beat the parent to `waitForAll`, and the parent's chain would then end at its last
+        // suspension (the Task.yield above), not in TaskGroup (seen once in CI).
+        group.addTask {
+            try? await Task.sleep(nanoseconds: 100_000_000)
+            await handleRequest(crash)
+        }
         await group.waitForAll()
     }
     levelSink &+= 21
