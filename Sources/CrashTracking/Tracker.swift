@@ -218,7 +218,7 @@ public final class Tracker: @unchecked Sendable {
                                         extraPresets: extraPresets)
         uploader?.start()
         configuration.onIdentityChange?(identity)
-        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, context: loaded), identity: identity)
+        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, context: loaded))
     }
 
     /// The launch could not read the store: a temporary anonymous identity (not stored), and the
@@ -229,15 +229,18 @@ public final class Tracker: @unchecked Sendable {
         cond.withLock { context = temporary }
         publishContext()
         configuration.onIdentityChange?(identity)
-        finishLaunch(Launch(done: true, isFirstStart: false, abnormalEnds: [], context: temporary, error: error), identity: identity)
+        finishLaunch(Launch(done: true, isFirstStart: false, abnormalEnds: [], context: temporary, error: error))
     }
 
-    private func finishLaunch(_ result: Launch, identity: EventIdentity) {
+    /// Makes the launch's result visible and queues `$AppStart` ahead of what was tracked meanwhile.
+    private func finishLaunch(_ result: Launch) {
+        guard let loaded = result.context else { preconditionFailure("a finished launch has a context") }
         cond.withLock {
             launch = result
             if configuration.trackAppStart {
-                let draft = AppEvents.appStart(isFirstTime: result.isFirstStart, runID: configuration.runID, time: startWall, identity: identity)
-                queue.insert(.event(name: draft.event, properties: draft.properties, time: startWall, context: result.context!,
+                let draft = AppEvents.appStart(isFirstTime: result.isFirstStart, runID: configuration.runID, time: startWall,
+                                               identity: loaded.identity)
+                queue.insert(.event(name: draft.event, properties: draft.properties, time: startWall, context: loaded,
                                     type: "track", originalID: nil, endsRun: false), at: 0)
                 enqueued += 1
             }
@@ -252,8 +255,13 @@ public final class Tracker: @unchecked Sendable {
     private func awaitLaunch<T>(_ value: () -> T) -> T {
         cond.lock()
         defer { cond.unlock() }
-        while !launch.done && !onWriterThread { cond.wait() }
+        waitForLaunchLocked()
         return value()
+    }
+
+    /// ``awaitLaunch(_:)``'s wait, for a caller that holds `cond`.
+    private func waitForLaunchLocked() {
+        while !launch.done && !onWriterThread { cond.wait() }
     }
 
     static let writerThreadName = "CrashTracking.writer"
@@ -400,7 +408,7 @@ public final class Tracker: @unchecked Sendable {
 
     private func updateSuperProperties(_ change: (inout [String: JSONScalar]) -> Void) {
         cond.lock()
-        while !launch.done && !onWriterThread { cond.wait() }
+        waitForLaunchLocked()
         var merged = context.superProperties
         change(&merged)
         context = Context(identity: context.identity, superProperties: merged, renderer: renderer)
@@ -532,8 +540,10 @@ public final class Tracker: @unchecked Sendable {
             swap(&queue, &spare)
             let dropped = droppedQueueFull
             droppedQueueFull = 0
+            // The writer runs only after the launch (it performs it first), so this is set.
             let loadedContext = launch.context ?? provisional
             cond.unlock()
+            let renderer = self.renderer
 
             let items = carry + spare
             let now = Clock.monotonicNanoseconds()
@@ -550,11 +560,12 @@ public final class Tracker: @unchecked Sendable {
             for item in items {
                 switch item {
                 case let .event(name, properties, time, tracked, type, originalID, endsRun):
+                    // Only the placeholder has no pre-rendered base, and it is replaced here.
                     let context = tracked === provisional ? loadedContext : tracked
                     let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
                                            originalID: originalID, properties: properties)
                     events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
-                                           json: renderer.render(draft, base: context.base ?? renderer.base(superProperties: context.superProperties))))
+                                           json: renderer.render(draft, base: context.base!)))
                     if endsRun { endingRun = configuration.runID }
                 case .setLogin, .setSuperProperties:
                     controls.append(item)
