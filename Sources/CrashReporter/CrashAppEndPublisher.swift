@@ -39,7 +39,19 @@ public final class CrashAppEndPublisher: Sendable {
     /// Renders the crash `$AppEnd` for `context` and hands it to CrashCapture. Safe from any
     /// thread; concurrent calls are serialised, so the handler never sees a mix of two.
     public func publish(_ context: EventContext) {
+        update { $0 = context }
+    }
+
+    /// Changes only the identity of the published context (in the same step, so a concurrent
+    /// ``publish(_:)`` is never undone by an older context).
+    public func publish(identity: EventIdentity) {
+        update { $0.identity = identity }
+    }
+
+    private func update(_ change: (inout EventContext) -> Void) {
         state.withLock { state in
+            change(&state.context)
+            let context = state.context
             let renderer: EventRenderer
             if let current = state.renderer, state.rendererExtras == context.extraPresets {
                 renderer = current
@@ -48,18 +60,9 @@ public final class CrashAppEndPublisher: Sendable {
                 state.renderer = renderer
                 state.rendererExtras = context.extraPresets
             }
-            state.context = context
             // Under the lock: two publications reach capture in the order they were made.
             CrashCapture.setAppEndTemplate(Self.template(renderer: renderer, runID: runID, context: context))
         }
-    }
-
-    /// Changes only the identity of the published context.
-    public func publish(identity: EventIdentity) {
-        let context = state.withLock { $0.context }
-        var changed = context
-        changed.identity = identity
-        publish(changed)
     }
 
     /// The crash `$AppEnd` as ``EventRenderer`` renders every `$AppEnd` (same presets, super
