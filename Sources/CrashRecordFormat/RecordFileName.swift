@@ -60,9 +60,10 @@ public struct RecordFileName: Sendable, Equatable {
 
     /// The names of the record files in `directory` (complete and partial), sorted: oldest first
     /// for the handler's names. Taken from the directory listing only, so nothing outside it is
-    /// ever opened.
+    /// ever opened. `including` widens what is listed (the reporter's acknowledgments beside
+    /// the records).
     /// - Throws: ``CrashRecordError/unreadable(path:reason:)`` when the directory cannot be listed.
-    public static func names(in directory: String) throws -> [String] {
+    public static func names(in directory: String, including: (String) -> Bool = { _ in false }) throws -> [String] {
         guard let stream = opendir(directory) else {
             throw CrashRecordError.unreadable(path: directory, reason: "cannot list the directory (\(String(cString: strerror(errno))))")
         }
@@ -72,7 +73,7 @@ public struct RecordFileName: Sendable, Equatable {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            if isRecordFile(name) { names.append(name) }
+            if isRecordFile(name) || including(name) { names.append(name) }
         }
         return names.sorted()
     }

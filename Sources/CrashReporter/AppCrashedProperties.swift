@@ -3,7 +3,7 @@ import CrashEvents
 import CrashRecordFormat
 import CrashSymbolication
 
-extension NextLaunchIngest {
+extension EventsSink {
     /// Frames quoted in `app_crashed_reason`.
     public static let reasonFrames = 12
 

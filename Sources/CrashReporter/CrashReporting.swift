@@ -3,94 +3,136 @@ import CrashCapture
 import CrashEvents
 import CrashTracking
 import Foundation
+import HTTPExchange
 import Synchronization
 
-/// Crash capture plus event tracking for one application.
+/// Crash capture for one application, its records delivered at the next launch to Sentry, to
+/// the Sensors events store, and to any sink of its own.
 ///
+/// Crashes in Sentry and nothing else (no events store, no tracker thread, no exit hook):
+/// ```swift
+/// let reporting = CrashReporting.start(recordDirectory: "/var/lib/myapp/crashes", appName: "myapp",
+///                                      appVersion: "1.4.2", sentryDSN: "https://<key>@o1.ingest.sentry.io/42")
+/// ```
+/// With the Sensors analytics events too (a store in `directory`, uploaded to `/sa`):
 /// ```swift
 /// let reporting = CrashReporting.start(directory: "/var/lib/myapp/telemetry", appName: "myapp",
-///                                          appVersion: "1.4.2", endpoint: URL(string: "https://sa.example.com/sa?project=prod"))
-/// reporting.tracker.track("Checkout", properties: ["items": .int(3)])
+///                                      appVersion: "1.4.2", endpoint: URL(string: "https://sa.example.com/sa?project=prod"))
+/// reporting.tracker?.track("Checkout", properties: ["items": .int(3)])
 /// reporting.shutdown()   // $AppEnd, upload within a few seconds
 /// ```
 public final class CrashReporting: Sendable {
-    /// Where things live and how the tracker behaves.
+    /// Where things live and where records go.
     public struct Configuration: Sendable {
-        /// The tracking store file.
-        public var storePath: String
         /// Where CrashCapture writes crash records (and the next launch reads them).
         public var recordDirectory: String
         public var appName: String
         public var appVersion: String
+        /// The Sensors events store (`AppCrashed` + `$AppEnd` for each record, `$AppStart`/`$AppEnd`
+        /// for each run, the app's own events through ``CrashReporting/tracker``). `nil`: no
+        /// store, no tracker, no exit hook — the records go to the other sinks only.
+        public var storePath: String?
+        /// Where the events store uploads (`nil`: the events stay in the store).
         public var endpoint: URL?
-        /// Install the crash handlers (off: only the tracker and the ingest run).
+        /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true
         /// Adjusts the tracker's configuration (limits, upload policy, timeouts) before it starts.
         public var tracker: (@Sendable (inout Tracker.Configuration) -> Void)?
-        /// Sends each crash record to Sentry too (an envelope with the record attached), beside
-        /// the `/sa` events. Defaults to `SENTRY_DSN` from the environment; `nil` turns it off.
-        /// A DSN that does not parse is reported in ``CrashReporting/sentryDSNError``.
+        /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
+        /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
+        /// reported in ``CrashReporting/sentryDSNError``.
         /// (getenv, not ProcessInfo: building Foundation's environment dictionary costs the launch
         /// a third of a millisecond.)
         public var sentryDSN: String? = getenv("SENTRY_DSN").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        /// Retries and timeouts of the Sentry upload.
-        public var sentryUpload = SentryUploadPolicy()
+        /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
+        public var sentryUpload = UploadPolicy()
         /// The envelope builder: CrashSentry's, the one `crash-inspect export --sentry` uses.
-        /// (Not optional: `sentryDSN = nil` is what turns the upload off.)
-        public var sentryEnvelope: SentryEnvelopeMaker = SentryUpload.standardEnvelope
+        public var sentryEnvelope: SentryEnvelopeMaker = SentrySink.standardEnvelope
+        /// More destinations for the records (each with its own ``RecordSinkID``).
+        public var sinks: [any CrashRecordSink] = []
 
-        /// `<directory>/events.sqlite` and `<directory>/records`.
+        /// Records in `<directory>/records`, the events store in `<directory>/events.sqlite`.
         public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.init(storePath: "\(directory)/events.sqlite", recordDirectory: "\(directory)/records",
                       appName: appName, appVersion: appVersion, endpoint: endpoint)
         }
 
-        public init(storePath: String, recordDirectory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
+        public init(storePath: String?, recordDirectory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.storePath = storePath
             self.recordDirectory = recordDirectory
             self.appName = appName
             self.appVersion = appVersion
             self.endpoint = endpoint
         }
+
+        /// Records in `recordDirectory`, sent to Sentry; no events store.
+        public init(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) {
+            self.init(storePath: nil, recordDirectory: recordDirectory, appName: appName, appVersion: appVersion)
+            self.sentryDSN = sentryDSN
+        }
     }
 
-    public let tracker: Tracker
-    /// The Sentry upload, when a DSN is configured (it starts once the launch has ingested).
-    public let sentry: SentryUpload?
+    /// What the launch did with the records of earlier runs.
+    public struct LaunchReport: Sendable, Equatable {
+        /// Records every sink has now (their files deleted).
+        public var recordsDelivered: [String] = []
+        /// Records some sink does not have yet: kept for it.
+        public var recordsAwaitingSinks: [String] = []
+        /// Partial records of a process that still runs (left alone).
+        public var recordsInProgress: [String] = []
+        /// Records whose `AppCrashed` (+ `$AppEnd`) the events sink stored.
+        public var recordsIngested: [String] = []
+        /// Records whose events an earlier launch (or another process) had stored.
+        public var recordsAlreadyIngested: [String] = []
+        /// Records the reader rejected (each sink still reports the crash, saying so).
+        public var recordsUnreadable: [String] = []
+        /// Run markers of dead runs turned into abnormal `$AppEnd`s (see ``Tracker/abnormalEnds``).
+        public var abnormalEnds: [String] = []
+        /// Problems that left something in place for the next launch.
+        public var errors: [String] = []
+        public init() {}
+    }
+
+    /// The events tracker, when the configuration has an events store.
+    public let tracker: Tracker?
+    /// The Sentry sink, when a DSN is configured.
+    public let sentry: SentrySink?
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
-    /// What starting CrashCapture did, or the error it gave (tracking runs on regardless).
+    /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
     public let captureResult: Result<CrashCapture.StartResult, CrashCaptureError>?
 
-    /// What the launch's ingest found (records, abnormal ends). Waits until the launch, which
-    /// runs on the tracker's writer thread, is done.
-    public var ingestReport: NextLaunchIngest.Report {
-        let abnormalEnds = tracker.abnormalEnds // waits for the launch
-        var report = launched.withLock { $0.report } ?? NextLaunchIngest.Report()
+    /// The inbox pass's result, set once by the thread that runs it.
+    private final class Launched: Sendable {
+        let state = Mutex<LaunchReport?>(nil)
+        let done = Latch()
+    }
+    private let launched: Launched
+
+    /// What the launch did with earlier records. Waits until the launch (on the tracker's
+    /// writer thread, or the reporter's own thread without a store) is done.
+    public var launchReport: LaunchReport {
+        let abnormalEnds = tracker?.abnormalEnds ?? [] // waits for the tracker's launch
+        launched.done.wait()
+        var report = launched.state.withLock { $0 } ?? LaunchReport()
         report.abnormalEnds = abnormalEnds
         return report
     }
 
-    /// Filled by the launch (the tracker's writer thread).
-    private final class Launched: Sendable {
-        struct State {
-            var report: NextLaunchIngest.Report?
-            var sentryStarted = false
-        }
-        let state = Mutex(State())
-        func withLock<T>(_ body: (inout State) -> T) -> T { state.withLock { body(&$0) } }
-    }
-    private let launched: Launched
-
-    /// Starts CrashCapture (its `$AppEnd` carries the tracker's identity, super properties and run
-    /// id, and follows their changes) and the tracker, and returns: everything that touches the
-    /// disk beyond capture's own start — opening the store, the crash `$AppEnd`'s identity,
-    /// turning the records and dead run markers of earlier runs into events, this run's marker,
-    /// `$AppStart`, the Sentry upload — is the launch, done on the tracker's writer thread in
-    /// that order (see ``Tracker``'s launch). A store that cannot be used is reported by
-    /// `tracker.launchError`; its events wait in memory meanwhile.
+    /// Starts CrashCapture, then the delivery of earlier records (and, with an events store, the
+    /// tracker), and returns at once: everything that touches the disk beyond capture's own
+    /// start runs on another thread. With an events store that is the tracker's writer thread,
+    /// in this order: opening the store, the crash `$AppEnd`'s identity, the inbox pass (every
+    /// record to every sink), this run's marker, dead runs, `$AppStart` (see ``Tracker``'s
+    /// launch). A store that cannot be used is reported by `tracker.launchError`; its events
+    /// wait in memory meanwhile, and the other sinks still get the records.
     public static func start(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) -> CrashReporting {
         start(Configuration(directory: directory, appName: appName, appVersion: appVersion, endpoint: endpoint))
+    }
+
+    /// Crashes to Sentry only: capture, and the Sentry sink at the next launch. No events store.
+    public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
+        start(Configuration(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion, sentryDSN: sentryDSN))
     }
 
     /// See ``start(directory:appName:appVersion:endpoint:)``.
@@ -99,26 +141,34 @@ public final class CrashReporting: Sendable {
     }
 
     private init(_ configuration: Configuration) {
-        var trackerConfiguration = Tracker.Configuration(storePath: configuration.storePath, appName: configuration.appName,
-                                                         appVersion: configuration.appVersion, endpoint: configuration.endpoint)
-        configuration.tracker?(&trackerConfiguration)
-        // CrashCapture's compensating $AppEnd follows what the tracker's events carry (identity,
-        // super properties): the tracker publishes its context as soon as its launch has loaded
-        // it, and on every change; an integrator's own callback, if any, still runs after it.
+        var trackerConfiguration: Tracker.Configuration?
+        if let storePath = configuration.storePath {
+            var tracking = Tracker.Configuration(storePath: storePath, appName: configuration.appName,
+                                                 appVersion: configuration.appVersion, endpoint: configuration.endpoint)
+            configuration.tracker?(&tracking)
+            trackerConfiguration = tracking
+        }
         if configuration.captureCrashes {
-            let appEnd = CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion,
-                                              runID: trackerConfiguration.runID)
-            let integratorCallback = trackerConfiguration.onEventContextChange
-            trackerConfiguration.onEventContextChange = { context in
-                appEnd.publish(context)
-                integratorCallback?(context)
+            var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
+                                                    appVersion: configuration.appVersion)
+            if var tracking = trackerConfiguration {
+                // CrashCapture's compensating $AppEnd follows what the tracker's events carry
+                // (identity, super properties): the tracker publishes its context as soon as its
+                // launch has loaded it, and on every change; an integrator's own callback, if
+                // any, still runs after it.
+                let appEnd = CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion,
+                                                  runID: tracking.runID)
+                let integratorCallback = tracking.onEventContextChange
+                tracking.onEventContextChange = { context in
+                    appEnd.publish(context)
+                    integratorCallback?(context)
+                }
+                trackerConfiguration = tracking
+                capture.runID = tracking.runID
             }
             // Capture first and on the caller's thread: a crash from here on is recorded (with
             // this run's id; its $AppEnd once the launch has published one, else the next launch
             // makes it from the record).
-            var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
-                                                    appVersion: configuration.appVersion)
-            capture.runID = trackerConfiguration.runID
             do {
                 captureResult = .success(try CrashCapture.start(capture))
             } catch let error as CrashCaptureError {
@@ -129,49 +179,103 @@ public final class CrashReporting: Sendable {
         } else {
             captureResult = nil
         }
-        let store = TrackingStore(deferringOpen: configuration.storePath, limits: trackerConfiguration.limits)
-        var sentry: SentryUpload?
+        let store = trackerConfiguration.map { TrackingStore(deferringOpen: $0.storePath, limits: $0.limits) }
+        var sentry: SentrySink?
         var dsnError: String?
         if let text = configuration.sentryDSN {
             if let dsn = SentryDSN(text) {
-                sentry = SentryUpload(store: store, directory: configuration.recordDirectory, dsn: dsn,
-                                      policy: configuration.sentryUpload, envelope: configuration.sentryEnvelope)
+                // Sentry's counters go where the app keeps counters: its events store, if any.
+                var count: (@Sendable (String) -> Void)?
+                if let store {
+                    count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) }
+                }
+                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, envelope: configuration.sentryEnvelope, count: count)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }
         }
         self.sentry = sentry
         sentryDSNError = dsnError
-        let extraPresets = trackerConfiguration.includeHostInfo ? Tracker.hostPresets() : [:]
         let launched = Launched()
         self.launched = launched
-        tracker = Tracker(trackerConfiguration, store: store) { [sentry] store, _ in
-            let report = NextLaunchIngest.run(store: store, recordDirectory: configuration.recordDirectory,
-                                              appName: configuration.appName, appVersion: configuration.appVersion,
-                                              awaitingClaims: sentry == nil ? [] : [SentryUpload.claimPrefix],
-                                              extraPresets: extraPresets)
-            sentry?.start()
-            launched.withLock {
-                $0.report = report
-                $0.sentryStarted = sentry != nil
+        let otherSinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
+        let recordDirectory = configuration.recordDirectory
+        guard let trackerConfiguration, let store else {
+            tracker = nil
+            // No events store: the inbox pass on a thread of its own.
+            let thread = Thread {
+                OSThread.name("CrashReporter.inbox")
+                let report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
+                                                 appVersion: configuration.appVersion, sinks: otherSinks)
+                launched.state.withLock { $0 = report }
+                launched.done.open()
             }
+            thread.name = "CrashReporter.inbox"
+            thread.start()
+            return
+        }
+        let extraPresets = trackerConfiguration.includeHostInfo ? Tracker.hostPresets() : [:]
+        tracker = Tracker(trackerConfiguration, store: store) { store in
+            // The tracker's launch, on its writer thread: every record to every sink (the events
+            // sink claims the crashed runs before the tracker ends the dead ones). A store that
+            // cannot be opened keeps the records for the events sink, and the others get them.
+            let report = Self.deliverRecords(in: recordDirectory, store: store, appName: configuration.appName,
+                                             appVersion: configuration.appVersion, extraPresets: extraPresets,
+                                             sinks: (store == nil ? [UnavailableSink(id: .events, reason: "the events store cannot be opened")] : [])
+                                                 + otherSinks)
+            launched.state.withLock { $0 = report }
+            launched.done.open()
         }
     }
 
+    /// One inbox pass over `directory`: every record to the events sink (with a store) and `sinks`.
+    package static func deliverRecords(in directory: String, store: TrackingStore?, appName: String, appVersion: String,
+                                       extraPresets: [String: JSONScalar] = [:], sinks: [any CrashRecordSink]) -> LaunchReport {
+        let events = store.map { EventsSink(store: $0, appName: appName, appVersion: appVersion, extraPresets: extraPresets) }
+        let inbox = RecordInbox(directory: directory, sinks: (events.map { [$0] } ?? []) + sinks).pass()
+        events?.pruneClaims(keeping: Set(inbox.recordsAwaitingSinks + inbox.recordsInProgress))
+        var report = LaunchReport()
+        report.recordsDelivered = inbox.recordsDelivered
+        report.recordsAwaitingSinks = inbox.recordsAwaitingSinks
+        report.recordsInProgress = inbox.recordsInProgress
+        report.errors = inbox.errors
+        if let events = events?.report {
+            report.recordsIngested = events.recordsIngested
+            report.recordsAlreadyIngested = events.recordsAlreadyIngested
+            report.recordsUnreadable = events.recordsUnreadable
+        }
+        return report
+    }
+
+    /// What ``shutdown(timeout:)`` achieved.
+    public struct ShutdownResult: Sendable, Equatable {
+        /// Everything tracked, `$AppEnd` included, was committed (`true` without an events store).
+        public var stored: Bool
+        /// The events store was drained to the endpoint (`false` without an endpoint).
+        public var uploaded: Bool
+        /// Every record handed to Sentry was sent or given up (`true` without a DSN).
+        public var sentToSentry: Bool
+    }
+
     /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``);
-    /// the Sentry upload, if any, gets the same deadline (what it has not sent, it sends next launch).
+    /// the Sentry sink gets the same deadline (what it has not sent, it sends next launch).
     @discardableResult
-    public func shutdown(timeout: Double? = nil) -> Tracker.ShutdownResult {
-        let seconds = timeout ?? tracker.configuration.shutdownTimeout
-        let deadline = SentryUpload.monotonic() + Int64(seconds * 1e9)
-        let result = tracker.shutdown(timeout: seconds) // waits for the launch
-        if launched.withLock({ $0.sentryStarted }) { sentry?.finish(deadline: deadline) }
-        return result
+    public func shutdown(timeout: Double? = nil) -> ShutdownResult {
+        let seconds = timeout ?? tracker?.configuration.shutdownTimeout ?? 3
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        let result = tracker?.shutdown(timeout: seconds) // waits for the launch
+        var sent = true
+        if let sentry {
+            // The records reach the sink in the launch's pass: wait for it, within the deadline.
+            _ = launched.done.wait(until: deadline)
+            sent = sentry.finish(deadline: deadline)
+        }
+        return ShutdownResult(stored: result?.stored ?? true, uploaded: result?.uploaded ?? false, sentToSentry: sent)
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor.
     @discardableResult
-    public func shutdown(timeout: Duration? = nil) async -> Tracker.ShutdownResult {
+    public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
         await withCheckedContinuation { continuation in
             let thread = Thread { [self] in
                 let seconds = timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
@@ -180,5 +284,45 @@ public final class CrashReporting: Sendable {
             thread.name = "CrashReporter.shutdown"
             thread.start()
         }
+    }
+}
+
+/// A configured sink that cannot take records this launch: they stay for it.
+struct UnavailableSink: CrashRecordSink {
+    let id: RecordSinkID
+    let reason: String
+    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
+}
+
+/// A one-way gate: closed until ``open()``, then open for good.
+final class Latch: Sendable {
+    private let condition = NSCondition()
+    private let isOpen = Mutex(false)
+
+    func open() {
+        condition.lock()
+        isOpen.withLock { $0 = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait() {
+        condition.lock()
+        while !isOpen.withLock({ $0 }) { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Waits at most until `deadline`; whether it is open.
+    @discardableResult
+    func wait(until deadline: ContinuousClock.Instant) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !isOpen.withLock({ $0 }) {
+            let left = ContinuousClock.now.duration(to: deadline).components
+            let seconds = Double(left.seconds) + Double(left.attoseconds) / 1e18
+            if seconds <= 0 { return false }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+        }
+        return true
     }
 }

@@ -224,8 +224,8 @@ public struct DebuginfodClient: Sendable, Equatable {
         }
         // `timeout` is without progress (elfutils' DEBUGINFOD_TIMEOUT); a debug file may take
         // long to download, so the whole exchange may take ten times that.
-        var request = HTTPExchange.Request(url: url, headers: [("User-Agent", "crash-inspect")], timeout: timeout,
-                                           totalTimeout: timeout * 10)
+        var request = HTTPExchange.Request(url: url, headers: [("User-Agent", "crash-inspect")], timeout: .seconds(timeout),
+                                           totalTimeout: .seconds(timeout * 10))
         // Debug information of a large program runs to hundreds of MiB; a file this size is not.
         request.maxBodyBytes = 4 << 30
         let answer = HTTPExchange.send(request)

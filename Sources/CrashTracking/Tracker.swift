@@ -6,6 +6,8 @@
 // events are pending. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
 // yet committed) are lost; events committed never are (`waitUntilStored` tells which).
 import CrashEvents
+@_exported import struct HTTPExchange.UploadPolicy
+import HTTPExchange
 import Foundation
 import Synchronization
 
@@ -151,7 +153,7 @@ public final class Tracker: @unchecked Sendable {
     /// Like ``init(_:)`` with a store the caller opened.
     public convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
-        try performLaunch(before: nil)
+        try performLaunch()
         startWriter(launching: nil)
     }
 
@@ -163,9 +165,10 @@ public final class Tracker: @unchecked Sendable {
     /// memory. ``track(_:properties:)`` never waits for it; calls that read or change the
     /// identity or super properties, ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
     /// When the store cannot be read at all, the launch ends with a temporary anonymous identity
-    /// (``launchError`` says why) and the writer keeps retrying its writes as it always does.
+    /// (``launchError`` says why), `launch` is run with `nil` (what it does without the store
+    /// still happens), and the writer keeps retrying its writes as it always does.
     package convenience init(_ configuration: Configuration, store: TrackingStore,
-                 launch: @escaping @Sendable (TrackingStore, StoreState) -> Void) {
+                 launch: @escaping @Sendable (TrackingStore?) -> Void) {
         self.init(configuration: configuration, store: store)
         startWriter(launching: launch)
     }
@@ -184,12 +187,20 @@ public final class Tracker: @unchecked Sendable {
 
     /// Starts the writer thread (which first performs the launch when `launching` is given) and
     /// registers the exit hook.
-    private func startWriter(launching: (@Sendable (TrackingStore, StoreState) -> Void)?) {
+    private func startWriter(launching: (@Sendable (TrackingStore?) -> Void)?) {
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         let writer = Thread { [self] in
+            OSThread.name(Self.writerThreadName)
             cond.withLock { writerThread = pthread_self() }
             if let launching {
-                do { try performLaunch(before: launching) } catch {
+                var ran = false
+                do {
+                    try performLaunch { store in
+                        ran = true
+                        launching(store)
+                    }
+                } catch {
+                    if !ran { launching(nil) }
                     finishLaunchWithoutStore(error as? TrackingStoreError
                                              ?? TrackingStoreError(operation: "launch", underlying: "\(error)"))
                 }
@@ -202,14 +213,14 @@ public final class Tracker: @unchecked Sendable {
 
     /// Loads the identity, runs `before` (CrashReporting's ingest), registers this run's marker,
     /// ends dead runs, starts the uploader and queues `$AppStart` ahead of anything tracked so far.
-    private func performLaunch(before: (@Sendable (TrackingStore, StoreState) -> Void)?) throws {
+    private func performLaunch(before: ((TrackingStore) -> Void)? = nil) throws {
         let state = try store.loadState()
         let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
         let loaded = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
         cond.withLock { context = loaded }
         // The crash $AppEnd first: a crash during the rest of the launch carries this identity.
         publishContext()
-        before?(store, state)
+        before?(store)
         try store.registerRun(RunMarker(
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
@@ -438,7 +449,7 @@ public final class Tracker: @unchecked Sendable {
     /// without an endpoint (events then simply stay in the store).
     @discardableResult
     public func flush(timeout: Double = 10) -> Bool {
-        let deadline = Clock.monotonicNanoseconds() + Int64(timeout * 1e9)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
         guard waitUntilStored(timeout: timeout), let uploader else { return false }
         return uploader.flush(deadline: deadline)
     }
@@ -457,7 +468,7 @@ public final class Tracker: @unchecked Sendable {
     @discardableResult
     public func shutdown(timeout: Double? = nil) -> ShutdownResult {
         let seconds = timeout ?? configuration.shutdownTimeout
-        let deadline = Clock.monotonicNanoseconds() + Int64(seconds * 1e9)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         let end = AppEvents.appEnd(reason: .normal, durationSeconds: duration, runID: configuration.runID, time: 0, identity: identity)
         enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true)

@@ -21,16 +21,16 @@ public enum HTTPExchange {
         public var headers: [(name: String, value: String)]
         /// The POST body.
         public var body: Data
-        /// Seconds without a byte moving (connecting included) before the request counts as
-        /// timed out: what URLSession called the request timeout.
-        public var timeout: Double
-        /// Seconds for the whole exchange, redirects included (default: `timeout` + 5).
-        public var totalTimeout: Double?
+        /// Time without a byte moving (connecting included) before the request counts as timed
+        /// out: what URLSession called the request timeout.
+        public var timeout: Duration
+        /// The whole exchange, redirects included (default: `timeout` + 5 s).
+        public var totalTimeout: Duration?
         /// A longer response body fails the request (status 0).
         public var maxBodyBytes: Int = 64 << 20
 
         public init(url: URL, method: Method = .get, headers: [(name: String, value: String)] = [], body: Data = Data(),
-                    timeout: Double, totalTimeout: Double? = nil) {
+                    timeout: Duration, totalTimeout: Duration? = nil) {
             self.url = url
             self.method = method
             self.headers = headers
@@ -40,20 +40,33 @@ public enum HTTPExchange {
         }
     }
 
-    /// What came back. `status` is 0 when there was no answer (network error, timeout, cancelled,
-    /// libcurl missing).
+    /// Why there was no answer.
+    public enum Failure: Sendable, Equatable {
+        /// Not sent: its cancellation was set before it started.
+        case stopped
+        /// Aborted in flight by its cancellation.
+        case cancelled
+        /// Its idle, connect or total timeout passed.
+        case timedOut
+        /// Anything else: no connection, a reset, TLS, libcurl missing… (the reason is in `text`).
+        case network
+    }
+
+    /// What came back. `status` is 0 when there was no answer; `failure` then says why.
     public struct Answer: Sendable, Equatable {
         public var status: Int
-        /// Retry-After, in seconds, when the server sent one.
-        public var retryAfter: Double?
+        /// Retry-After, when the server sent one.
+        public var retryAfter: Duration?
         /// Response headers, names lowercased.
         public var headers: [String: String]
-        /// The first 200 bytes of the body, or the error ("stopped" when cancelled before it was sent).
+        /// The first 200 bytes of the body, or the error.
         public var text: String
         /// The whole body (empty without an answer).
         public var body: Data = Data()
+        /// Why there was no answer (`nil` when there was one).
+        public var failure: Failure?
         /// The request timed out (its idle, connect or total timeout).
-        public var timedOut = false
+        public var timedOut: Bool { failure == .timedOut }
     }
 
     /// A flag that stops the requests given it: one in flight is aborted within about a second
@@ -80,8 +93,10 @@ public enum HTTPExchange {
     /// Sends `request` and waits for the answer (on the calling thread: blocking). Never throws:
     /// whatever went wrong is status 0 with the reason in `text`.
     public static func send(_ request: Request, cancellation: Cancellation? = nil) -> Answer {
-        if cancellation?.isCancelled == true { return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped") }
-        let total = request.totalTimeout ?? request.timeout + 5
+        if cancellation?.isCancelled == true {
+            return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped", failure: .stopped)
+        }
+        let total = request.totalTimeout ?? request.timeout + .seconds(5)
         let headerLines = request.headers.map { "\($0.name): \($0.value)" }
         var response = cc_http_response()
         defer { cc_http_response_free(&response) }
@@ -106,8 +121,9 @@ public enum HTTPExchange {
         }
         guard response.status > 0 else {
             let error = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            return Answer(status: 0, retryAfter: nil, headers: [:], text: error.isEmpty ? "no response" : error,
-                          timedOut: response.timed_out != 0)
+            let failure: Failure = response.timed_out != 0 ? .timedOut
+                : cancellation?.isCancelled == true ? .cancelled : .network
+            return Answer(status: 0, retryAfter: nil, headers: [:], text: error.isEmpty ? "no response" : error, failure: failure)
         }
         let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
         let headers = response.headers.map { parseHeaders(String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self)) } ?? [:]
@@ -129,8 +145,10 @@ public enum HTTPExchange {
         return headers
     }
 
-    private static func milliseconds(_ seconds: Double) -> Int {
-        seconds > 0 ? Int(min(seconds, 1e9) * 1000) : 0
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, duration > .zero else { return 0 }
+        return Int(min(seconds, 1_000_000_000)) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 
     /// Calls `body` with the strings as an array of C strings, alive for the call.
@@ -140,23 +158,23 @@ public enum HTTPExchange {
         return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer(body)
     }
 
-    /// Retry-After as seconds: a number of seconds or an HTTP date.
-    public static func parseRetryAfter(_ value: String) -> Double? {
+    /// Retry-After: a number of seconds or an HTTP date.
+    public static func parseRetryAfter(_ value: String) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(trimmed) { return max(0, seconds) }
+        if let seconds = Double(trimmed), seconds.isFinite { return .seconds(min(max(0, seconds), 1e9)) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSinceNow)
+        return .seconds(max(0, min(date.timeIntervalSinceNow, 1e9)))
     }
 
     /// Exponential backoff with jitter: after the `failures`-th failure in a row, half to all of
     /// `initial` · 2^(failures−1), at least `retryAfter`, at most `maximum`.
-    public static func backoff(failures: Int, initial: Double, maximum: Double, retryAfter: Double? = nil) -> Double {
-        let step = initial * pow(2, Double(max(0, min(failures - 1, 30))))
+    public static func backoff(failures: Int, initial: Duration, maximum: Duration, retryAfter: Duration? = nil) -> Duration {
+        let step = initial * (1 << max(0, min(failures - 1, 30)))
         let jittered = min(maximum, step) * Double.random(in: 0.5...1.0)
-        return min(maximum, max(jittered, retryAfter ?? 0))
+        return min(maximum, max(jittered, retryAfter ?? .zero))
     }
 }

@@ -81,13 +81,13 @@ extension CrashHarness {
             let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout, hostInfo = hostInfo
             configuration.tracker = { tracker in
                 tracker.runID = run
-                tracker.upload.initialRetryDelay = retryDelay
-                tracker.upload.maxRetryDelay = maxRetryDelay
+                tracker.upload.initialRetryDelay = .seconds(retryDelay)
+                tracker.upload.maxRetryDelay = .seconds(maxRetryDelay)
                 tracker.shutdownTimeout = flushTimeout
                 tracker.includeHostInfo = hostInfo
             }
             let reporting = CrashReporting.start(configuration)
-            let tracker = reporting.tracker
+            guard let tracker = reporting.tracker else { throw ValidationError("no tracker for a configuration with a store") }
             if let login { tracker.login(login) }
             for pair in superProperties {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
@@ -108,7 +108,7 @@ extension CrashHarness {
             if exitWithoutShutdown { Glibc.exit(0) }
             let result = reporting.shutdown(timeout: flushTimeout)
             if json {
-                let report = reporting.ingestReport
+                let report = reporting.launchReport
                 let object: [String: Any] = [
                     "run": run, "stored": result.stored, "uploaded": result.uploaded,
                     "recordsIngested": report.recordsIngested, "abnormalEnds": report.abnormalEnds,

@@ -16,7 +16,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
 
     func testAValidAppEndIsTakenWithItsTrackIDTimeAndIdentity() throws {
         let text = #"  {"_track_id":"t-1","time":1700000000123,"type":"track","event":"$AppEnd","anonymous_id":"a","login_id":"u","properties":{"$run_id":"r"}} "#
-        let end = try XCTUnwrap(NextLaunchIngest.parseAppEnd(text))
+        let end = try XCTUnwrap(EventsSink.parseAppEnd(text))
         XCTAssertEqual(end.trackID, "t-1")
         XCTAssertEqual(end.time, 1_700_000_000_123)
         XCTAssertEqual(end.identity, EventIdentity(anonymousID: "a", loginID: "u"))
@@ -35,7 +35,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
             "{\"_track_id\":\"t\",\"time\":1,\"event\":\"$AppEnd\",\"properties\":{\"x\":\"\u{1}T\"}}", // a raw control byte
         ]
         for text in refused {
-            XCTAssertNil(NextLaunchIngest.parseAppEnd(text), text ?? "nil")
+            XCTAssertNil(EventsSink.parseAppEnd(text), text ?? "nil")
         }
     }
 
@@ -49,24 +49,24 @@ final class NextLaunchIngestUnitTests: XCTestCase {
 
     func testARecordPairsWithItsRunByRunIDFirst() {
         let markers = [marker("a", pid: 999_990, start: 1_000), marker("b", pid: 999_991, start: 2_000)]
-        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: "b", pid: 999_990, crashMs: 1_500)?.runID, "b")
+        XCTAssertEqual(EventsSink.matchMarker(markers, runID: "b", pid: 999_990, crashMs: 1_500)?.runID, "b")
     }
 
     func testWithoutARunIDTheLatestDeadRunOfThatPidStartedBeforeTheCrashIsTaken() {
         let dead = 999_990 as Int32 // no such process here
         let markers = [marker("old", pid: dead, start: 2_000), marker("newer", pid: dead, start: 5_000),
                        marker("after-crash", pid: dead, start: 60_000), marker("other-pid", pid: 999_991, start: 6_000)]
-        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: nil, pid: dead, crashMs: 10_000)?.runID, "newer")
-        XCTAssertEqual(NextLaunchIngest.matchMarker(markers, runID: "unknown", pid: dead, crashMs: 10_000)?.runID, "newer")
+        XCTAssertEqual(EventsSink.matchMarker(markers, runID: nil, pid: dead, crashMs: 10_000)?.runID, "newer")
+        XCTAssertEqual(EventsSink.matchMarker(markers, runID: "unknown", pid: dead, crashMs: 10_000)?.runID, "newer")
         // Started more than the one-second slack after the crash: not the crashed run.
-        XCTAssertNil(NextLaunchIngest.matchMarker(markers, runID: nil, pid: dead, crashMs: 500))
-        XCTAssertNil(NextLaunchIngest.matchMarker(markers, runID: nil, pid: nil, crashMs: 10_000))
+        XCTAssertNil(EventsSink.matchMarker(markers, runID: nil, pid: dead, crashMs: 500))
+        XCTAssertNil(EventsSink.matchMarker(markers, runID: nil, pid: nil, crashMs: 10_000))
         // A live process's run (this one) never pairs with a record by pid.
         let live = ProcessIdentity.current
         let mine = RunMarker(runID: "live", process: live, startWallMilliseconds: 1, startMonotonicNanoseconds: 0,
                              refreshWallMilliseconds: 1, refreshMonotonicNanoseconds: 0, appName: "a", appVersion: "1",
                              identity: EventIdentity())
-        XCTAssertNil(NextLaunchIngest.matchMarker([mine], runID: nil, pid: live.pid, crashMs: 10_000))
+        XCTAssertNil(EventsSink.matchMarker([mine], runID: nil, pid: live.pid, crashMs: 10_000))
     }
 
     // MARK: AppCrashed from a real record
@@ -83,7 +83,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
 
     func testAppCrashedPropertiesOfARealCrashAgreeWithTheRecordAndReadelf() throws {
         let (outcome, record, name) = try crash("null-dereference")
-        let properties = NextLaunchIngest.crashProperties(record, name: name)
+        let properties = EventsSink.crashProperties(record, name: name)
 
         XCTAssertEqual(properties["$crash_signal"], .string("SIGSEGV"))
         XCTAssertEqual(properties["$crash_signal_number"], .int(Int(SIGSEGV)))
@@ -107,7 +107,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
         XCTAssertTrue(lines[0].hasPrefix("SIGSEGV (SEGV_MAPERR: "), lines[0])
         XCTAssertTrue(lines[0].hasSuffix(" at 0x0"), lines[0])
         let frameLines = lines.filter { $0.hasPrefix("#") }
-        XCTAssertEqual(frameLines.count, min(NextLaunchIngest.reasonFrames, thread.frames.count))
+        XCTAssertEqual(frameLines.count, min(EventsSink.reasonFrames, thread.frames.count))
         let harnessName = (BuiltProducts.harness as NSString).lastPathComponent
         let first = try XCTUnwrap(frameLines.first)
         XCTAssertTrue(first.hasPrefix("#0 0x" + String(thread.frames[0], radix: 16) + " " + harnessName + "+0x"), first)
@@ -128,7 +128,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
     func testAppCrashedOfAnAsyncCrashListsTheAsyncCallersAsTheSymbolizerAndNmSeeThem() throws {
         let (_, record, name) = try crash("async-task-chain", reference: false)
         let thread = try XCTUnwrap(record.crashedThread)
-        let properties = NextLaunchIngest.crashProperties(record, name: name)
+        let properties = EventsSink.crashProperties(record, name: name)
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
         let frameLines = reason.split(separator: "\n").map(String.init).filter { $0.hasPrefix("#") }
 
@@ -136,7 +136,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
         let asyncTruth = truth.filter { $0.kind == .asyncResumePoint }
         XCTAssertGreaterThanOrEqual(asyncTruth.count, 4, "handleRequest, asyncLevel1, asyncLevel2 and the task's closure")
         XCTAssertEqual(properties["$crash_async_frame_count"], .int(asyncTruth.count))
-        XCTAssertEqual(frameLines.count, min(NextLaunchIngest.reasonFrames, truth.count))
+        XCTAssertEqual(frameLines.count, min(EventsSink.reasonFrames, truth.count))
         for (line, frame) in zip(frameLines, truth) {
             XCTAssertTrue(line.contains("0x" + String(frame.address, radix: 16) + " "), "\(line) vs \(frame.address)")
             XCTAssertEqual(line.hasSuffix(" [async]"), frame.kind == .asyncResumePoint, line)
@@ -154,7 +154,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
     /// printed it on stderr (the reference run, CrashCapture disabled).
     func testAppCrashedCarriesGlibcsAbortMessage() throws {
         let (outcome, record, name) = try crash("double-free")
-        let properties = NextLaunchIngest.crashProperties(record, name: name)
+        let properties = EventsSink.crashProperties(record, name: name)
         let printed = try XCTUnwrap(outcome.reference?.stderr.split(separator: "\n").first { $0.contains("double free") }.map(String.init))
         XCTAssertEqual(properties["$crash_abort_message"], .string(printed))
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }

@@ -56,16 +56,16 @@ final class ReportingLaunchTests: XCTestCase {
         locked.wait()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
         let reporting = CrashReporting.start(configuration)
-        reporting.tracker.track("Early", properties: ["n": .int(1)])
+        reporting.tracker!.track("Early", properties: ["n": .int(1)])
         // start and track did not wait for the store (a synchronous launch would still be
         // waiting for the lock here, released only after 2 s).
         XCTAssertFalse(released.isSet, "CrashReporting.start or track waited for the locked store")
 
         // Reading the identity waits for the launch, which can finish once the lock is gone.
-        XCTAssertEqual(reporting.tracker.identity.loginID, "user-7")
+        XCTAssertEqual(reporting.tracker!.identity.loginID, "user-7")
         XCTAssertTrue(released.isSet)
-        XCTAssertNil(reporting.tracker.launchError)
-        XCTAssertTrue(reporting.tracker.waitUntilStored(timeout: 20))
+        XCTAssertNil(reporting.tracker!.launchError)
+        XCTAssertTrue(reporting.tracker!.waitUntilStored(timeout: 20))
         let stored = try events(storePath).dropFirst(before).map { $0 }
         XCTAssertEqual(stored.map(\.event), ["$AppStart", "Early"])
         let appStart = try XCTUnwrap(stored.first)
@@ -77,7 +77,7 @@ final class ReportingLaunchTests: XCTestCase {
         let appStartTime = try XCTUnwrap(appStart["time"] as? Int)
         XCTAssertLessThan(Int64(appStartTime) - startedAt, 1_000)
         XCTAssertLessThanOrEqual(appStartTime, try XCTUnwrap(early["time"] as? Int))
-        XCTAssertEqual(try reporting.tracker.store.runMarkers().map(\.runID), [reporting.tracker.runID])
+        XCTAssertEqual(try reporting.tracker!.store.runMarkers().map(\.runID), [reporting.tracker!.runID])
         reporting.shutdown()
         XCTAssertEqual(try events(storePath).last?.event, "$AppEnd")
     }
@@ -87,20 +87,32 @@ final class ReportingLaunchTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The store's path is a directory: SQLite cannot open it.
         try FileManager.default.createDirectory(atPath: directory + "/events.sqlite", withIntermediateDirectories: true)
+        // A record of an earlier run, and Sentry: the store failing keeps the record from no other sink.
+        let record = "crash-1700000000000-999999-999999.ccrec"
+        try FileManager.default.createDirectory(atPath: directory + "/records", withIntermediateDirectories: true)
+        try Data("cut short before its header".utf8).write(to: URL(fileURLWithPath: directory + "/records/" + record))
+        let sentry = try TestHTTPServer()
         var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
         configuration.captureCrashes = false
-        configuration.sentryDSN = nil
+        configuration.sentryDSN = "http://key@127.0.0.1:\(sentry.port)/1"
         configuration.tracker = { $0.shutdownAtExit = nil }
         let reporting = CrashReporting.start(configuration)
-        reporting.tracker.track("Kept")
-        let error = try XCTUnwrap(reporting.tracker.launchError)
+        reporting.tracker!.track("Kept")
+        let error = try XCTUnwrap(reporting.tracker!.launchError)
         XCTAssertTrue(error.description.contains("events.sqlite"), error.description)
-        XCTAssertFalse(reporting.tracker.identity.anonymousID?.isEmpty ?? true)
-        XCTAssertEqual(reporting.ingestReport.recordsIngested, [])
+        XCTAssertFalse(reporting.tracker!.identity.anonymousID?.isEmpty ?? true)
+        let launch = reporting.launchReport
+        XCTAssertEqual(launch.recordsIngested, [])
+        XCTAssertEqual(launch.recordsAwaitingSinks, [record])
+        XCTAssertEqual(launch.errors, ["\(record): events: the events store cannot be opened"])
         // Nothing could be stored: the wait times out rather than pretending.
-        XCTAssertFalse(reporting.tracker.waitUntilStored(timeout: 1.5))
+        XCTAssertFalse(reporting.tracker!.waitUntilStored(timeout: 1.5))
         let result = reporting.shutdown(timeout: 1)
         XCTAssertFalse(result.stored)
+        XCTAssertTrue(result.sentToSentry)
+        XCTAssertEqual(sentry.allRequests.count, 1, "Sentry got the record although the store failed")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/records").sorted(),
+                       [record, record + ".sentry.ack"], "kept for the events sink only")
     }
 }
 
@@ -112,7 +124,7 @@ extension ReportingLaunchTests {
         var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
         configuration.shutdownAtExit = nil
         // The launch's own hook logs in (as an integrator's context callback could).
-        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _, _ in
+        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _ in
             ready.wait()
             box.tracker?.login("in-launch")
         }

@@ -55,7 +55,7 @@ final class TrackerTests: XCTestCase {
         configuration.captureCrashes = false   // no signal handlers in the test process
         configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
         let reporting = CrashReporting.start(configuration)
-        reporting.tracker.login("user-9")
+        reporting.tracker!.login("user-9")
         reporting.shutdown()
         XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")
     }

@@ -8,8 +8,8 @@ final class UploaderTests: XCTestCase {
     func tracker(_ name: String, server: TestHTTPServer, batchSize: Int = 50) throws -> Tracker {
         var config = Tracker.Configuration(storePath: try Scratch.directory(name) + "/s.sqlite", appName: "tests",
                                            appVersion: "1.0", endpoint: server.url)
-        config.upload.initialRetryDelay = 0.01
-        config.upload.maxRetryDelay = 0.05
+        config.upload.initialRetryDelay = .milliseconds(10)
+        config.upload.maxRetryDelay = .milliseconds(50)
         config.upload.maxServerErrorAttempts = 4
         config.upload.batchSize = batchSize
         config.trackAppStart = false
@@ -124,8 +124,8 @@ final class UploaderTests: XCTestCase {
         server.stop() // nothing listens on that port any more: connection refused
         var config = Tracker.Configuration(storePath: try Scratch.directory("down") + "/s.sqlite", appName: "tests",
                                            appVersion: "1.0", endpoint: url)
-        config.upload.initialRetryDelay = 0.01
-        config.upload.maxRetryDelay = 0.05
+        config.upload.initialRetryDelay = .milliseconds(10)
+        config.upload.maxRetryDelay = .milliseconds(50)
         let tracker = try Tracker(config)
         tracker.track("Kept")
         XCTAssertTrue(tracker.waitUntilStored(timeout: 60))

@@ -50,11 +50,11 @@ final class WireTests: XCTestCase {
     }
 
     func testRetryAfterAcceptsSecondsAndHTTPDates() {
-        XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), 7)
-        XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), 0)
+        XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), .seconds(7))
+        XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), .zero)
         XCTAssertNil(HTTPExchange.parseRetryAfter("soon"))
         let later = HTTPExchange.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
         XCTAssertNotNil(later)
-        XCTAssertGreaterThan(later ?? 0, 1000)
+        XCTAssertGreaterThan(later ?? .zero, .seconds(1000))
     }
 }

@@ -1,0 +1,246 @@
+// RecordInbox.swift — the one way a crash record goes from the record directory to its sinks.
+//
+// At the next launch the inbox lists the record directory once, reads and verifies each record
+// once (through CrashRecordReader: no symbolic link, no FIFO, a size limit), and hands it to every
+// configured sink that does not have it yet: the Sensors events sink (AppCrashed + `$AppEnd` in
+// the tracking store), the Sentry sink, and any sink of the app's own. A sink says it has the
+// record (`.delivered`), that it took it and will say so later (`.accepted`, the Sentry sink,
+// whose requests retry on their own thread), or that it cannot take it now (`.later`: the next
+// launch offers it again). One sink failing never keeps the record from the others.
+//
+// The record file is deleted only when every configured sink has it. What each sink has is kept
+// beside the record, one empty file per sink and record (`<record>.<sink id>.ack`, created with
+// O_EXCL): written only while some other sink still lacks the record, so with one sink, or when
+// every sink takes a record in the same pass, nothing but the deletion touches the directory. A
+// sink whose acknowledgment is lost (the process died between its delivery and the file) is
+// offered the record again; each of ours makes that harmless (the store's claim refuses the
+// same events twice, Sentry drops an event id it has).
+import CrashRecordFormat
+import CrashTracking
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A sink's name in the record directory's acknowledgments: 1–32 lowercase ASCII letters,
+/// digits, `-` or `_`.
+public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// `nil` when `rawValue` is not 1–32 of `a-z`, `0-9`, `-`, `_`.
+    public init?(_ rawValue: String) {
+        guard (1...32).contains(rawValue.utf8.count),
+              rawValue.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
+        else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// The Sensors events sink (`AppCrashed` and `$AppEnd` in the tracking store).
+    public static let events = RecordSinkID("events")!
+    /// The Sentry sink.
+    public static let sentry = RecordSinkID("sentry")!
+
+    public var description: String { rawValue }
+}
+
+/// One record as every sink gets it: read and verified once by the inbox.
+public struct InboxRecord: Sendable {
+    /// The file name (`crash-<ms>-<pid>-<tid>.ccrec`, or `.ccrec.partial` for one whose writer died).
+    public let name: String
+    /// The file's path.
+    public let path: String
+    /// The file's bytes as read (empty when it could not be read at all).
+    public let bytes: [UInt8]
+    /// The parsed record, or why the file is not a readable record. An unreadable record still
+    /// says that a crash happened: each of our sinks reports it as such.
+    public let record: Result<CrashRecord, CrashRecordError>
+}
+
+/// What a sink did with a record.
+public enum SinkResult: Sendable, Equatable {
+    /// The sink has the record for good: stored, sent, or given up with a reason it reports.
+    case delivered
+    /// The sink took the record and calls its ``SinkReceipt/acknowledge()`` once it has it.
+    case accepted
+    /// Not now (the store is locked, another process sends it…): the next launch offers it again.
+    case later(reason: String)
+}
+
+/// Given to a sink with each record: the sink's acknowledgment, for a sink that delivers later.
+public final class SinkReceipt: Sendable {
+    let inbox: RecordInbox
+    let name: String
+    let sink: RecordSinkID
+
+    init(inbox: RecordInbox, name: String, sink: RecordSinkID) {
+        self.inbox = inbox
+        self.name = name
+        self.sink = sink
+    }
+
+    /// The sink has the record: once every sink has it, the file is deleted.
+    public func acknowledge() { inbox.acknowledge(name, by: sink) }
+}
+
+/// A destination for crash records: the inbox offers it every record it does not have yet,
+/// oldest first, on the reporter's thread (return quickly; send on a thread of your own and
+/// return `.accepted` if delivering takes long).
+public protocol CrashRecordSink: Sendable {
+    /// Its name in the acknowledgments (unique among the configured sinks).
+    var id: RecordSinkID { get }
+    /// Takes `record`. `.accepted` promises a later `receipt.acknowledge()`.
+    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult
+}
+
+/// The record directory and the sinks its records go to (see the file comment).
+public final class RecordInbox: Sendable {
+    /// What one pass did.
+    public struct Report: Sendable, Equatable {
+        /// Records every sink has now (their files deleted).
+        public var recordsDelivered: [String] = []
+        /// Records some sink does not have yet (kept for it): sink ids by record.
+        public var recordsAwaitingSinks: [String] = []
+        /// Partial records of a process that still runs (left alone).
+        public var recordsInProgress: [String] = []
+        /// `.later` answers: "record: sink: reason".
+        public var errors: [String] = []
+        public init() {}
+    }
+
+    public let directory: String
+    let sinks: [any CrashRecordSink]
+
+    /// - Precondition: the sinks' ids are distinct.
+    public init(directory: String, sinks: [any CrashRecordSink]) {
+        precondition(Set(sinks.map(\.id)).count == sinks.count, "two record sinks with one id")
+        self.directory = directory
+        self.sinks = sinks
+    }
+
+    /// One pass over the directory: each record not in progress is read once and offered to
+    /// every sink that lacks it; acknowledgments of records no longer there are removed. Never
+    /// throws: a directory that cannot be listed is an error in the report.
+    @discardableResult
+    public func pass() -> Report {
+        var report = Report()
+        let entries: [String]
+        let listed: Set<String>
+        do {
+            entries = try Self.entries(in: directory)
+            listed = Set(entries)
+        } catch {
+            report.errors.append("\(directory): \(error)")
+            return report
+        }
+        let records = entries.filter { RecordFileName($0) != nil }
+        let present = Set(records)
+        for entry in entries where RecordFileName(entry) == nil {
+            // An acknowledgment whose record is gone (deleted by another process after ours).
+            if let (record, _) = Self.parseAcknowledgment(entry), !present.contains(record) { unlink(path(entry)) }
+        }
+        let own = getpid()
+        for name in records {
+            if let parsed = RecordFileName(name), parsed.isPartial, parsed.pid != own,
+               ProcessIdentity.isRunning(pid: parsed.pid, startedBy: parsed.milliseconds) {
+                // A live process's handler may still be writing it (it renames the file when
+                // done); a live process that started after the crash has only reused the pid.
+                report.recordsInProgress.append(name)
+                continue
+            }
+            let missing = sinks.filter { !listed.contains(Self.acknowledgment(name, $0.id)) }
+            if missing.isEmpty {
+                delete(name)
+                report.recordsDelivered.append(name)
+                continue
+            }
+            let record = read(name)
+            var waiting = false
+            for sink in missing {
+                switch sink.take(record, receipt: SinkReceipt(inbox: self, name: name, sink: sink.id)) {
+                case .delivered:
+                    acknowledge(name, by: sink.id)
+                case .accepted:
+                    waiting = true
+                case .later(let reason):
+                    waiting = true
+                    report.errors.append("\(name): \(sink.id): \(reason)")
+                }
+            }
+            if access(path(name), F_OK) != 0 {
+                report.recordsDelivered.append(name)
+            } else if waiting || !sinks.allSatisfy({ has(name, $0.id) }) {
+                report.recordsAwaitingSinks.append(name)
+            }
+        }
+        return report
+    }
+
+    /// `sink` has record `name`: the file is deleted if every sink has it now, else the
+    /// acknowledgment is kept beside it.
+    func acknowledge(_ name: String, by sink: RecordSinkID) {
+        guard RecordFileName(name) != nil else { return }
+        let others = sinks.map(\.id).filter { $0 != sink }
+        if !others.allSatisfy({ has(name, $0) }) {
+            let ack = path(Self.acknowledgment(name, sink))
+            let fd = open(ack, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+            // Another process finished the record meanwhile (it deletes the record, then the
+            // acknowledgments): ours, if made after that, goes too.
+            if access(path(name), F_OK) != 0 {
+                unlink(ack)
+                return
+            }
+            // Another sink may have acknowledged meanwhile (from another thread or process):
+            // whoever acknowledges last sees every acknowledgment and deletes.
+            guard others.allSatisfy({ has(name, $0) }) else { return }
+        }
+        delete(name)
+    }
+
+    /// The record is gone for every sink: the file, then its acknowledgments.
+    private func delete(_ name: String) {
+        unlink(path(name))
+        for sink in sinks { unlink(path(Self.acknowledgment(name, sink.id))) }
+    }
+
+    /// Whether `sink` acknowledged record `name` (its acknowledgment file is there).
+    private func has(_ name: String, _ sink: RecordSinkID) -> Bool {
+        var info = stat()
+        return lstat(path(Self.acknowledgment(name, sink)), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// The record's bytes and parse, read once through the record reader's checks.
+    private func read(_ name: String) -> InboxRecord {
+        let file = path(name)
+        do {
+            let bytes = try CrashRecordReader.readBytes(path: file)
+            do {
+                return InboxRecord(name: name, path: file, bytes: bytes, record: .success(try CrashRecordReader.parse(bytes)))
+            } catch let error as CrashRecordError {
+                return InboxRecord(name: name, path: file, bytes: bytes, record: .failure(error))
+            }
+        } catch let error as CrashRecordError {
+            return InboxRecord(name: name, path: file, bytes: [], record: .failure(error))
+        } catch {
+            return InboxRecord(name: name, path: file, bytes: [], record: .failure(.unreadable(path: file, reason: "\(error)")))
+        }
+    }
+
+    private func path(_ name: String) -> String { directory + "/" + name }
+
+    /// `<record>.<sink>.ack`.
+    static func acknowledgment(_ record: String, _ sink: RecordSinkID) -> String { "\(record).\(sink.rawValue).ack" }
+
+    /// The record and sink of an acknowledgment's name, if it is one.
+    static func parseAcknowledgment(_ entry: String) -> (String, RecordSinkID)? {
+        guard entry.hasSuffix(".ack") else { return nil }
+        let stem = entry.dropLast(4)
+        guard let dot = stem.lastIndex(of: "."), let sink = RecordSinkID(String(stem[stem.index(after: dot)...])) else { return nil }
+        let record = String(stem[..<dot])
+        return RecordFileName(record) != nil ? (record, sink) : nil
+    }
+
+    /// The record files and acknowledgments in `directory` (nothing else), sorted.
+    static func entries(in directory: String) throws -> [String] {
+        try RecordFileName.names(in: directory, including: { parseAcknowledgment($0) != nil })
+    }
+}

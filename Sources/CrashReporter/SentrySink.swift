@@ -1,0 +1,265 @@
+// SentrySink.swift — crash records sent straight to Sentry, one envelope each.
+//
+// The inbox hands the sink each record Sentry does not have yet; an UploadWorker thread
+// (HTTPExchange, the one the `/sa` uploader runs on too) sends them oldest first to the DSN's
+// envelope endpoint, the record attached. The sink acknowledges a record to the inbox when
+// Sentry acknowledged it (2xx) or it was given up (413, any other 4xx but 408 and 429,
+// `maxServerErrorAttempts` 5xx in a row); the inbox deletes the file once every sink has it. 429
+// waits for `X-Sentry-Rate-Limits` / `Retry-After`; network errors, 408 and 5xx back off
+// exponentially. What is not sent by the deadline is sent next launch, with the same event id
+// (Sentry drops the repeat). A record the reader rejects still goes, as an event saying so with
+// the file attached.
+//
+// Several processes of one app over one record directory (a pre-forked service, a pool, several
+// instances on one volume) send each record once: a process sends a record only while it holds
+// an exclusive flock(2) on the record file (RecordLease), from before the request until it is
+// acknowledged; the others leave it. The kernel releases the lock when its holder dies, however
+// it dies, so a killed sender blocks nothing: the next process sends the record again, with the
+// same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
+// sender killed mid-send and need a timeout to be taken back.
+import CrashEvents
+import CrashRecordFormat
+import CrashSentry
+import Foundation
+import HTTPExchange
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Sentry DSN: `https://<public key>@<host>[:port]/[path/]<project id>`.
+public struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
+    public let publicKey: String
+    public let projectID: String
+    /// `<scheme>://<host>[:port]/[path/]api/<project id>/envelope/`.
+    public let envelopeURL: URL
+
+    /// Parses `dsn`; `nil` when it is not a DSN (no key, no project id, not http(s)).
+    public init?(_ dsn: String) {
+        guard let components = URLComponents(string: dsn.trimmingCharacters(in: .whitespaces)),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty,
+              let key = components.user, !key.isEmpty else { return nil }
+        var parts = components.path.split(separator: "/").map(String.init)
+        guard let project = parts.popLast(), !project.isEmpty, project.allSatisfy(\.isNumber) else { return nil }
+        var url = URLComponents()
+        url.scheme = scheme
+        url.host = host
+        url.port = components.port
+        url.path = "/" + (parts + ["api", project, "envelope"]).joined(separator: "/") + "/"
+        guard let envelopeURL = url.url else { return nil }
+        publicKey = key
+        projectID = project
+        self.envelopeURL = envelopeURL
+    }
+
+    /// The `X-Sentry-Auth` header (protocol 7, the public key, this client).
+    public var authHeader: String {
+        "Sentry sentry_version=7, sentry_key=\(publicKey), sentry_client=\(EventLibrary.name.lowercased())/\(EventLibrary.version)"
+    }
+
+    /// The DSN without its key (for logs).
+    public var description: String { envelopeURL.absoluteString }
+}
+
+/// Builds the envelope of one record: (record, its bytes, its file name, the time of sending).
+public typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date) -> [UInt8]
+
+/// The Sentry sink (see the file comment).
+// @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
+public final class SentrySink: CrashRecordSink, @unchecked Sendable {
+    public let id = RecordSinkID.sentry
+
+    /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
+    /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
+    /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
+    public static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
+        SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
+                            sentAt: sentAt, osRelease: SentryOSRelease.current())
+    }
+
+    /// What this process's Sentry sink did.
+    public struct Report: Sendable, Equatable {
+        /// Records Sentry acknowledged.
+        public var sent: [String] = []
+        /// Records given up, with why.
+        public var quarantined: [String: String] = [:]
+        /// Records another process of the app was sending (left to it).
+        public var leftToOthers: [String] = []
+        /// The last failure that will be retried, if any.
+        public var lastError: String?
+    }
+
+    let dsn: SentryDSN
+    let makeEnvelope: SentryEnvelopeMaker
+    /// Counts `sentry_sent` and `sentry_quarantined` where the app keeps counters (its tracking store).
+    let count: (@Sendable (String) -> Void)?
+    let worker: UploadWorker
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var queue: [Taken] = []
+    private var report = Report()
+    // The worker thread only: 5xx answers in a row for the record at the head of the queue.
+    private var serverErrors = 0
+
+    /// A record taken from the inbox: sent while its lease is held.
+    private struct Taken {
+        var record: InboxRecord
+        var receipt: SinkReceipt
+        var lease: RecordLease
+    }
+
+    public init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), envelope: @escaping SentryEnvelopeMaker = SentrySink.standardEnvelope,
+                count: (@Sendable (String) -> Void)? = nil) {
+        self.dsn = dsn
+        self.makeEnvelope = envelope
+        self.count = count
+        worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
+        worker.start { [unowned self] in step() }
+    }
+
+    /// What was sent and given up so far.
+    public var currentReport: Report { lock.withLock { report } }
+
+    /// Queues the record for sending while this process holds its lease; another process
+    /// holding it is sending it (`.later`).
+    public func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
+        // The lease: held from here until the record is acknowledged (or given up) and deleted,
+        // across retries. Another process of the app sending it holds it now: leave the record
+        // to that one. A sender that dies lets go with its last fd.
+        guard let lease = RecordLease(path: record.path) else {
+            lock.withLock { report.leftToOthers.append(record.name) }
+            return .later(reason: "another process is sending it")
+        }
+        lock.withLock { queue.append(Taken(record: record, receipt: receipt, lease: lease)) }
+        worker.wake()
+        return .accepted
+    }
+
+    /// Sends until nothing is queued or `deadline` passes, then stops: a request in flight at
+    /// the deadline is cancelled and its record sent again next launch. Returns whether
+    /// everything queued was sent (or given up).
+    @discardableResult
+    public func finish(deadline: ContinuousClock.Instant) -> Bool {
+        worker.finish(deadline: deadline)
+        // What is left keeps its file (and loses its lease with it) for the next launch.
+        return lock.withLock {
+            let done = queue.isEmpty
+            queue.forEach { $0.lease.release() }
+            queue.removeAll()
+            return done
+        }
+    }
+
+    private func step() -> UploadWorker.Step {
+        guard let head = lock.withLock({ queue.first }) else { return .idle }
+        let body: [UInt8]
+        switch head.record.record {
+        case .success(let record):
+            body = makeEnvelope(record, head.record.bytes, head.record.name, Date())
+        case .failure(let error):
+            // A crash whose record cannot be read still happened: an event that says so.
+            body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: head.record.bytes,
+                                                   reason: "\(error)", sentAt: Date())
+        }
+        let request = HTTPExchange.Request(url: dsn.envelopeURL, method: .post,
+                                           headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
+                                           body: Data(body), timeout: worker.policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+        let limit = Self.rateLimit(answer.headers["x-sentry-rate-limits"])
+        switch answer.status {
+        case 200..<300:
+            settle(head, counter: "sentry_sent") { $0.sent.append(head.record.name) }
+            // A 2xx may announce a limit for what follows.
+            if let limit, limit > .zero { return .pause(limit) }
+            return .sent
+        case 429:
+            note("HTTP 429 \(answer.text)")
+            return .failed(retryAfter: limit ?? answer.retryAfter ?? .seconds(60))
+        case 0:
+            if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
+            note(answer.text)
+            return .failed(retryAfter: nil)
+        case 408:
+            note("HTTP 408 \(answer.text)")
+            return .failed(retryAfter: nil)
+        case 500..<600:
+            note("HTTP \(answer.status) \(answer.text)")
+            serverErrors += 1
+            if serverErrors >= worker.policy.maxServerErrorAttempts {
+                giveUp(head, reason: "\(serverErrors) server errors in a row: HTTP \(answer.status) \(answer.text)")
+                return .sent
+            }
+            return .failed(retryAfter: answer.retryAfter)
+        default:
+            // 413 (too large) and every other 4xx: sending it again cannot help.
+            giveUp(head, reason: "HTTP \(answer.status): \(answer.text)")
+            return .sent
+        }
+    }
+
+    private func note(_ error: String) { lock.withLock { report.lastError = error } }
+
+    private func giveUp(_ taken: Taken, reason: String) {
+        settle(taken, counter: "sentry_quarantined") { $0.quarantined[taken.record.name] = reason }
+    }
+
+    /// Sentry has the record (or never will): acknowledged to the inbox, counted, unleased.
+    private func settle(_ taken: Taken, counter: String, _ update: (inout Report) -> Void) {
+        serverErrors = 0
+        taken.receipt.acknowledge()
+        count?(counter)
+        taken.lease.release()
+        lock.withLock {
+            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
+            update(&report)
+            report.lastError = nil
+        }
+    }
+
+    /// The wait `X-Sentry-Rate-Limits` asks for before the next error event or attachment:
+    /// the longest `retry_after` among limits whose categories are empty (all), `error`,
+    /// `default` or `attachment`. `nil` when none applies.
+    public static func rateLimit(_ header: String?) -> Duration? {
+        guard let header else { return nil }
+        var wait: Double?
+        for limit in header.split(separator: ",") {
+            let fields = limit.trimmingCharacters(in: .whitespaces).split(separator: ":", omittingEmptySubsequences: false)
+            guard let seconds = fields.first.flatMap({ Double($0) }), seconds >= 0, seconds.isFinite else { continue }
+            let categories = fields.count > 1 ? fields[1].split(separator: ";").map(String.init) : []
+            if categories.isEmpty || categories.contains(where: { ["error", "default", "attachment"].contains($0) }) {
+                wait = max(wait ?? 0, seconds)
+            }
+        }
+        return wait.map { .seconds(min($0, 1e9)) }
+    }
+}
+
+/// An exclusive, non-blocking `flock(2)` on a record file: whoever holds it is the one process
+/// sending that record. Released by ``release()``, or by the kernel when the process dies.
+final class RecordLease {
+    private var fd: Int32
+
+    /// The lease on the record at `path`, or nil when another process holds it, or the file is
+    /// gone (sent and deleted by another process) or is not a regular file.
+    init?(path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var opened = stat(), current = stat()
+        guard fstat(fd, &opened) == 0, (opened.st_mode & S_IFMT) == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0,
+              // Still the file at that path (not deleted, nor replaced, while we waited for the lock).
+              stat(path, &current) == 0, current.st_ino == opened.st_ino, current.st_dev == opened.st_dev else {
+            close(fd)
+            return nil
+        }
+        self.fd = fd
+    }
+
+    func release() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}
+

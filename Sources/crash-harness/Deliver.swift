@@ -1,0 +1,48 @@
+// Deliver.swift — crash-harness deliver: one launch of CrashReporting over a record directory, as
+// an app configures it (Sentry alone, or with the events store), reported as JSON. Test support:
+// run in a fresh process, so what the launch starts (threads, files) is the launch's alone.
+import ArgumentParser
+import CrashCapture
+import CrashEvents
+import CrashReporter
+import Foundation
+
+extension CrashHarness {
+    struct Deliver: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Starts CrashReporting over a record directory, waits for its launch, shuts down; prints JSON.")
+
+        @Option(help: "The record directory.")
+        var records: String
+
+        @Option(name: .customLong("sentry-dsn"), help: "Send records to this Sentry DSN.")
+        var sentryDSN: String?
+
+        @Option(help: "The events store (none: Sentry alone).")
+        var store: String?
+
+        @Option(help: "Seconds shutdown may take.")
+        var timeout: Double = 20
+
+        func run() throws {
+            var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
+                                                             appVersion: EventLibrary.version)
+            configuration.sentryDSN = sentryDSN
+            let reporting = CrashReporting.start(configuration)
+            let report = reporting.launchReport
+            // The threads while the launch's work runs (before shutdown stops the senders).
+            let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
+                (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            }.sorted()
+            let result = reporting.shutdown(timeout: timeout)
+            let object: [String: Any] = [
+                "tracker": reporting.tracker != nil, "threads": threads,
+                "recordsDelivered": report.recordsDelivered, "recordsAwaitingSinks": report.recordsAwaitingSinks,
+                "recordsIngested": report.recordsIngested, "errors": report.errors,
+                "sentToSentry": result.sentToSentry, "sentryDSNError": reporting.sentryDSNError ?? NSNull(),
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+}

@@ -1,0 +1,294 @@
+// SentrySinkTests.swift — the Sentry sink's guarantees against a real HTTP server on 127.0.0.1: in
+// order, retry with backoff, 429 and X-Sentry-Rate-Limits honoured, 413 and other 4xx
+// quarantined and counted, records deleted only once Sentry and the events store both have them.
+// (What the envelope holds is CrashSentry's, checked against Sentry's own parser elsewhere.)
+@testable import CrashReporter
+import CrashRecordFormat
+@testable import CrashTracking
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+
+final class SentrySinkTests: XCTestCase {
+    static let dsn = "http://publickey@127.0.0.1:PORT/42"
+
+    /// A stand-in envelope: enough to see which record was sent and when.
+    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt in
+        Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A]
+    }
+
+    /// `count` real records (the debug harness crashing `null-dereference` into `directory`).
+    func records(_ count: Int, in directory: String) throws -> [String] { try Self.records(count, in: directory) }
+
+    static func records(_ count: Int, in directory: String) throws -> [String] {
+        for _ in 0..<count {
+            let child = try ChildProcess.run(BuiltProducts.harness, ["run", "null-dereference", "--dir", directory],
+                                             environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
+            XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+            usleep(2000) // distinct millisecond names
+        }
+        return try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
+    }
+
+    func recordFiles(_ directory: String) throws -> [String] {
+        try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
+    }
+
+    /// Everything in `directory` but the store's files.
+    func leftovers(_ directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix("s.sqlite") }.sorted()
+    }
+
+    func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast(), store: TrackingStore? = nil) throws -> SentrySink {
+        try Self.sink(server, policy: policy, store: store)
+    }
+
+    static func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast(), store: TrackingStore? = nil) throws -> SentrySink {
+        let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
+        var count: (@Sendable (String) -> Void)?
+        if let store { count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) } }
+        return SentrySink(dsn: dsn, policy: policy, envelope: Self.envelope, count: count)
+    }
+
+    /// One launch's inbox pass: the events sink (with a store) and the Sentry sink.
+    func pass(_ directory: String, store: TrackingStore?, _ sentry: SentrySink) -> CrashReporting.LaunchReport {
+        CrashReporting.deliverRecords(in: directory, store: store, appName: "t", appVersion: "1", sinks: [sentry])
+    }
+
+    static func fast() -> UploadPolicy {
+        var policy = UploadPolicy()
+        policy.initialRetryDelay = .milliseconds(10)
+        policy.maxRetryDelay = .milliseconds(50)
+        policy.requestTimeout = .seconds(5)
+        return policy
+    }
+
+    /// The file name of the record an envelope carries (its attachment item's header).
+    static func sentName(_ request: TestHTTPServer.Request) -> String? {
+        for line in request.bodyBytes.split(separator: 0x0A) where line.first == UInt8(ascii: "{") && line.count < 4096 {
+            if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+               object["type"] as? String == "attachment" { return object["filename"] as? String }
+        }
+        return nil
+    }
+
+    func deadline(_ seconds: Double) -> ContinuousClock.Instant { .now.advanced(by: .seconds(seconds)) }
+
+    func testRecordsAreSentInOrderWithTheAuthHeaderAndDeletedOnlyOnceBothSinksHaveThem() throws {
+        let directory = try Scratch.directory("sentry-order")
+        let names = try records(3, in: directory)
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        // Sentry answers only once the test says so: the events are stored first.
+        let gate = Gate()
+        let server = try TestHTTPServer { _ in gate.wait(); return .status(200) }
+        let sentry = try sink(server, store: store)
+        let report = pass(directory, store: store, sentry)
+        XCTAssertEqual(report.recordsIngested, names)
+        XCTAssertEqual(report.recordsAwaitingSinks, names, "events stored, Sentry not yet: the files stay")
+        XCTAssertEqual(try recordFiles(directory), names)
+        XCTAssertEqual(try leftovers(directory), (names + names.map { $0 + ".events.ack" }).sorted(),
+                       "the events sink's acknowledgments beside the records")
+        gate.open()
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        let requests = server.allRequests
+        XCTAssertEqual(requests.compactMap(Self.sentName), names)
+        for request in requests {
+            XCTAssertEqual(request.path, "/api/42/envelope/")
+            XCTAssertEqual(request.headers["x-sentry-auth"], "Sentry sentry_version=7, sentry_key=publickey, sentry_client=crashcapture/0.1.0")
+            XCTAssertEqual(request.headers["content-type"], "application/x-sentry-envelope")
+        }
+        XCTAssertEqual(sentry.currentReport.sent, names)
+        XCTAssertEqual(try leftovers(directory), [], "records and acknowledgments deleted")
+        XCTAssertEqual(try store.summary().counters["sentry_sent"], 3)
+        XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 3)
+    }
+
+    func testServerErrorsAndNetworkFailuresAreRetriedAndTheRecordKeptUntilAcknowledged() throws {
+        let directory = try Scratch.directory("sentry-retry")
+        let names = try records(1, in: directory)
+        let server = try TestHTTPServer { request in
+            switch request.index {
+            case 0: return .status(503)
+            case 1: return .reset
+            case 2: return .status(408)
+            default: return .status(200)
+            }
+        }
+        let sentry = try sink(server)
+        _ = pass(directory, store: nil, sentry)
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertEqual(server.allRequests.count, 4)
+        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), Array(repeating: names[0], count: 4))
+        XCTAssertEqual(sentry.currentReport.sent, names)
+        XCTAssertEqual(try leftovers(directory), [])
+    }
+
+    func testA429WaitsForTheRateLimitItAnnounces() throws {
+        let directory = try Scratch.directory("sentry-429")
+        _ = try records(2, in: directory)
+        let times = TimeLog()
+        let server = try TestHTTPServer { request in
+            times.mark()
+            return request.index == 0 ? .status(429, headers: ["X-Sentry-Rate-Limits": "1:error;attachment:organization, 900:transaction:project"])
+                : .status(200)
+        }
+        var policy = Self.fast()
+        policy.maxRetryDelay = .seconds(5) // the cap must not cut the 1 s limit short
+        let sentry = try sink(server, policy: policy)
+        _ = pass(directory, store: nil, sentry)
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        let marks = times.marks
+        XCTAssertEqual(marks.count, 3)
+        XCTAssertGreaterThanOrEqual(marks[1] - marks[0], 0.95, "the retry came before the announced second")
+        XCTAssertEqual(sentry.currentReport.sent.count, 2)
+    }
+
+    func testA413AndAPoisonEnvelopeAreQuarantinedCountedAndDoNotBlockTheNext() throws {
+        let directory = try Scratch.directory("sentry-413")
+        let names = try records(3, in: directory)
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let server = try TestHTTPServer { request in
+            switch Self.sentName(request) {
+            case names[0]: return .status(413)
+            case names[1]: return .status(400)
+            default: return .status(200)
+            }
+        }
+        let sentry = try sink(server, store: store)
+        _ = pass(directory, store: store, sentry)
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), names, "each sent once, in order")
+        let report = sentry.currentReport
+        XCTAssertEqual(report.sent, [names[2]])
+        XCTAssertEqual(Set(report.quarantined.keys), [names[0], names[1]])
+        XCTAssertTrue(report.quarantined[names[0]]?.hasPrefix("HTTP 413") == true)
+        XCTAssertEqual(try store.summary().counters["sentry_quarantined"], 2)
+        XCTAssertEqual(try leftovers(directory), [])
+    }
+
+    func testWhatIsNotSentByTheDeadlineIsSentByTheNextLaunchAndNoEventIsStoredTwice() throws {
+        let directory = try Scratch.directory("sentry-next")
+        let names = try records(2, in: directory)
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let down = try TestHTTPServer { _ in .reset } // no answer at all: retried without limit
+        let first = try sink(down)
+        let launch = pass(directory, store: store, first)
+        XCTAssertEqual(launch.recordsIngested, names)
+        XCTAssertFalse(first.finish(deadline: deadline(0.5)))
+        XCTAssertEqual(first.currentReport.sent, [])
+        XCTAssertNotNil(first.currentReport.lastError)
+        XCTAssertEqual(try recordFiles(directory), names)
+        // Next launch: the events sink has them (its acknowledgments say so): only Sentry is offered them.
+        let up = try TestHTTPServer()
+        let second = try sink(up)
+        let next = pass(directory, store: store, second)
+        XCTAssertEqual(next.recordsIngested, [])
+        XCTAssertEqual(next.recordsAlreadyIngested, [], "the events sink was not asked again")
+        XCTAssertEqual(next.recordsAwaitingSinks, names)
+        XCTAssertTrue(second.finish(deadline: deadline(30)))
+        XCTAssertEqual(second.currentReport.sent, names)
+        XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 2, "no event twice")
+        XCTAssertEqual(try leftovers(directory), [])
+    }
+
+    func testAnEnvelopeTheServerFailsOnEveryTimeIsGivenUpAfterTheLimitAndTheNextGoesThrough() throws {
+        let directory = try Scratch.directory("sentry-5xx")
+        let names = try records(2, in: directory)
+        let server = try TestHTTPServer { request in Self.sentName(request) == names[0] ? .status(500) : .status(200) }
+        var policy = Self.fast()
+        policy.maxServerErrorAttempts = 3
+        let sentry = try sink(server, policy: policy)
+        _ = pass(directory, store: nil, sentry)
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), [names[0], names[0], names[0], names[1]])
+        XCTAssertEqual(sentry.currentReport.sent, [names[1]])
+        XCTAssertTrue(sentry.currentReport.quarantined[names[0]]?.hasPrefix("3 server errors in a row") == true)
+    }
+
+    /// A record the reader rejects still tells Sentry a crash happened: an event saying so
+    /// (Sentry's own parser reads it), the bytes attached.
+    func testAnUnreadableRecordReachesSentryAsAnEventSayingSo() throws {
+        let directory = try Scratch.directory("sentry-unreadable")
+        let name = "crash-1700000000000-999999-999999.ccrec"
+        try Data("not a record at all".utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+        let server = try TestHTTPServer()
+        let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
+        let sentry = SentrySink(dsn: dsn, policy: Self.fast())
+        _ = pass(directory, store: nil, sentry)
+        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertEqual(sentry.currentReport.sent, [name])
+        let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
+        let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
+        let event = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "UnreadableCrashRecord")
+        XCTAssertTrue((exception["value"] as? String)?.contains("not a crash record") == true, "\(exception)")
+        XCTAssertEqual(event["level"] as? String, "fatal")
+        XCTAssertTrue(String(decoding: body, as: UTF8.self).contains("not a record at all"), "the bytes attached")
+        XCTAssertEqual(try leftovers(directory), [])
+        // Sentry's own envelope parser and Relay's normaliser accept it (the script fails otherwise).
+        let file = try Scratch.directory("sentry-unreadable-envelope") + "/envelope"
+        try Data(body).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0)
+        XCTAssertEqual((summary["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String }, ["event", "attachment"])
+    }
+
+    /// A valid DSN starts the upload whatever else is configured; only a DSN that does not parse
+    /// is reported as one (it once was, for a valid DSN, when no envelope builder was set).
+    func testOnlyADSNThatDoesNotParseIsReportedAsNotADSN() throws {
+        for (dsn, error) in [("http://0123456789abcdef@127.0.0.1:9/42", false), ("not a dsn", true)] {
+            let directory = try Scratch.directory("dsn-report")
+            var configuration = CrashReporting.Configuration(directory: directory, appName: "dsn-test", appVersion: "1")
+            configuration.captureCrashes = false
+            configuration.sentryDSN = dsn
+            let reporting = CrashReporting.start(configuration)
+            XCTAssertEqual(reporting.sentryDSNError != nil, error, "\(dsn): \(reporting.sentryDSNError ?? "no error")")
+            if error { XCTAssertTrue(reporting.sentryDSNError?.hasPrefix("not a Sentry DSN") == true) }
+            _ = reporting.shutdown(timeout: 2.0)
+        }
+    }
+
+    func testDSNs() throws {
+        let dsn = try XCTUnwrap(SentryDSN("https://abc123@o1.ingest.sentry.example:8443/some/path/4505"))
+        XCTAssertEqual(dsn.publicKey, "abc123")
+        XCTAssertEqual(dsn.projectID, "4505")
+        XCTAssertEqual(dsn.envelopeURL.absoluteString, "https://o1.ingest.sentry.example:8443/some/path/api/4505/envelope/")
+        XCTAssertEqual(SentryDSN("http://k:secret@127.0.0.1/7")?.envelopeURL.absoluteString, "http://127.0.0.1/api/7/envelope/")
+        for bad in ["", "nonsense", "https://sentry.example/42", "https://key@sentry.example/", "https://key@sentry.example/notanumber",
+                    "ftp://key@sentry.example/1", "https://key@/1"] {
+            XCTAssertNil(SentryDSN(bad), bad)
+        }
+    }
+
+    func testRateLimitHeaders() {
+        XCTAssertEqual(SentrySink.rateLimit("60:error:organization"), .seconds(60))
+        XCTAssertEqual(SentrySink.rateLimit("60::organization"), .seconds(60), "no categories: everything")
+        XCTAssertEqual(SentrySink.rateLimit("10:transaction:key, 30:attachment;error:org, 5:default:org"), .seconds(30))
+        XCTAssertNil(SentrySink.rateLimit("60:transaction;session:organization"))
+        XCTAssertNil(SentrySink.rateLimit("soon:error"))
+        XCTAssertNil(SentrySink.rateLimit(nil))
+    }
+}
+
+/// Holds the server's answers until opened.
+final class Gate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var isOpen = false
+    func open() { condition.withLock { isOpen = true; condition.broadcast() } }
+    func wait() { condition.withLock { while !isOpen { condition.wait() } } }
+}
+
+/// Monotonic times of server answers.
+// @unchecked: `values` is only touched under `lock`.
+final class TimeLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Double] = []
+    private let start = ContinuousClock.now
+    func mark() {
+        let (seconds, attoseconds) = start.duration(to: .now).components
+        lock.withLock { values.append(Double(seconds) + Double(attoseconds) / 1e18) }
+    }
+    var marks: [Double] { lock.withLock { values } }
+}
