@@ -16,18 +16,16 @@ mkdir -p "$out"
 c_dirs=()
 for dir in CShims Sources/*/; do
   dir="${dir%/}"
-  compgen -G "$dir/*.c" >/dev/null && c_dirs+=("$dir")
+  [ -n "$(find "$dir" -name '*.c' -print -quit)" ] && c_dirs+=("$dir")
 done
 includes=()
 for dir in "${c_dirs[@]}"; do [ -d "$dir/include" ] && includes+=(-I "$dir/include"); done
 
 echo "== -Wall -Wextra -Werror over every C target (${c_dirs[*]}), debug and release flags"
-for dir in "${c_dirs[@]}"; do
-  for file in "$dir"/*.c; do
-    clang -fsyntax-only -Wall -Wextra -Werror -DSWIFT_PACKAGE=1 -fblocks -O0 -DDEBUG=1 "${includes[@]}" "$file"
-    clang -fsyntax-only -Wall -Wextra -Werror -DSWIFT_PACKAGE=1 -fblocks -O2 "${includes[@]}" "$file"
-  done
-done
+while IFS= read -r file; do
+  clang -fsyntax-only -Wall -Wextra -Werror -DSWIFT_PACKAGE=1 -fblocks -O0 -DDEBUG=1 "${includes[@]}" "$file"
+  clang -fsyntax-only -Wall -Wextra -Werror -DSWIFT_PACKAGE=1 -fblocks -O2 "${includes[@]}" "$file"
+done < <(find "${c_dirs[@]}" -name '*.c' | sort)
 echo "   no warnings"
 
 echo "== CShims under AddressSanitizer and UndefinedBehaviorSanitizer (Tests/CShimsSanitizerTests)"
