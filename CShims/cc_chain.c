@@ -110,7 +110,14 @@ static int cc__range_readable(uint64_t low, uint64_t high) {
     return 1;
 }
 
-/* async-signal-safe. */
+/* async-signal-safe. The previous handler is called with three arguments (signal, siginfo,
+ * ucontext) even when it was installed as a one-argument sa_handler, without SA_SIGINFO: the
+ * kernel does the same (x86-64 and aarch64 put the three in the first argument registers for
+ * every handler, and a handler declared with three but installed without SA_SIGINFO relies on
+ * it), and so does cc__call_on_stack. In C that call goes through a pointer of another function
+ * type, which UBSan's -fsanitize=function reports; it is the point here, so that one check is
+ * off for this function (it only matters to the sanitizer build, scripts/c-checks.sh). */
+__attribute__((no_sanitize("function")))
 int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *uc, int saved_errno,
                             int *errno_after) {
     /* A copy: another thread may adopt a new disposition meanwhile. */

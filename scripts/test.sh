@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds a release harness too, runs every test.
+# The test command: installs what is missing, checks the C code (no warning; the C core under
+# ASan + UBSan), builds a release harness too, runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/c-checks.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
