@@ -85,12 +85,3 @@ public func isoTime(_ nanoseconds: Int64) -> String {
     formatter.timeZone = TimeZone(identifier: "UTC")
     return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9))
 }
-
-/// "critical" for level 6, swift-log's names.
-public func levelName(_ level: UInt32) -> String {
-    ["trace", "debug", "info", "notice", "warning", "error", "critical"][safe: Int(level)] ?? "level \(level)"
-}
-
-extension Array {
-    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
-}

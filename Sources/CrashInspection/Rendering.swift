@@ -69,7 +69,7 @@ public enum Rendering {
         if !record.breadcrumbs.isEmpty {
             out.append("")
             out.append("Breadcrumbs (oldest first)")
-            record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \(levelName($0.level).padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
+            record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
         out.append("")
         out.append("Images")
@@ -237,7 +237,7 @@ public enum Rendering {
             ["label": $0.label, "address": Explanation.hex($0.address), "hex": $0.bytes.map { String(format: "%02x", $0) }.joined()]
         }
         object["breadcrumbs"] = record.breadcrumbs.map {
-            ["time": isoTime($0.wallNanoseconds), "level": levelName($0.level), "message": $0.message]
+            ["time": isoTime($0.wallNanoseconds), "level": $0.level.name, "message": $0.message]
         }
         object["images"] = record.images.map {
             ["path": $0.path, "buildID": $0.buildIDHex, "base": Explanation.hex($0.base), "size": Int(clamping: $0.size),

@@ -277,13 +277,15 @@ public enum SentryEnvelope {
         return value
     }
 
-    static func level(_ level: UInt32) -> String {
+    /// Sentry's breadcrumb level (debug, info, warning, error, fatal) for a record's: swift-log's
+    /// seven fold into Sentry's five; an unknown level (every one is above critical) is fatal.
+    static func level(_ level: BreadcrumbLevel) -> String {
         switch level {
-        case 0, 1: return "debug"
-        case 2, 3: return "info"
-        case 4: return "warning"
-        case 5: return "error"
-        default: return "fatal"
+        case .trace, .debug: return "debug"
+        case .info, .notice: return "info"
+        case .warning: return "warning"
+        case .error: return "error"
+        case .critical, .unknown: return "fatal"
         }
     }
 
