@@ -1,54 +1,14 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
 // images, contexts) and the record file attached as is. The one builder crash-inspect's export and
 // the uploader share.
+import CrashEvents
 import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-/// The distribution fields of os-release(5) that sentry-native sends in `contexts.os`.
-public struct SentryOSRelease: Sendable, Equatable {
-    /// `ID`, e.g. "debian" (sentry-native's `distribution_name`).
-    public var id: String?
-    /// `VERSION_ID`, e.g. "12" (`distribution_version`).
-    public var versionID: String?
-    /// `PRETTY_NAME`, e.g. "Debian GNU/Linux 12 (bookworm)" (`distribution_pretty_name`).
-    public var prettyName: String?
-
-    public init(id: String? = nil, versionID: String? = nil, prettyName: String? = nil) {
-        self.id = id
-        self.versionID = versionID
-        self.prettyName = prettyName
-    }
-
-    /// Parses os-release text: `KEY=value` lines, values optionally in double quotes.
-    public init(parsing text: String) {
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                value = String(value.dropFirst().dropLast())
-            }
-            switch key {
-            case "ID": id = value
-            case "VERSION_ID": versionID = value
-            case "PRETTY_NAME": prettyName = value
-            default: break
-            }
-        }
-    }
-
-    /// This machine's `/etc/os-release`, else `/usr/lib/os-release` (the first that exists, as
-    /// os-release(5) and sentry-native say); nil when neither can be read.
-    public static func current(paths: [String] = ["/etc/os-release", "/usr/lib/os-release"]) -> SentryOSRelease? {
-        for path in paths {
-            if let data = FileManager.default.contents(atPath: path) {
-                return SentryOSRelease(parsing: String(decoding: data, as: UTF8.self))
-            }
-        }
-        return nil
-    }
-}
+/// The os-release fields `contexts.os` carries: CrashEvents' ``OSRelease``, the one parser.
+/// (This name stays until the reporter's upload names `OSRelease` itself.)
+public typealias SentryOSRelease = OSRelease
 
 public enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
@@ -83,12 +43,12 @@ public enum SentryEnvelope {
     ///   - frames: each thread's frames as Swift's backtracer shows them, with names where known
     ///     locally; see ``event(record:eventID:frames:osRelease:readImageFiles:)``.
     ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
-    ///     (the uploader, at the next launch on that machine: ``SentryOSRelease/current(paths:)``).
+    ///     (the uploader, at the next launch on that machine: ``OSRelease/current(paths:)``).
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
     public static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
-        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
@@ -126,7 +86,7 @@ public enum SentryEnvelope {
     /// no file is read and the frames are the physical ones.
     public static func event(
         record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
-        osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+        osRelease: OSRelease? = nil, readImageFiles: Bool = true
     ) -> [String: Any] {
         let local = ImageSymbols(images: record.images)
         let framesOf = frames ?? { thread in
@@ -223,7 +183,7 @@ public enum SentryEnvelope {
     /// (`ID`), `distribution_version` (`VERSION_ID`), `distribution_pretty_name` (`PRETTY_NAME`).
     /// `kernel_version` (which sentry-native sets only on macOS and Windows) is the whole release.
     /// The record's kernel line is uname's "sysname release version machine".
-    public static func osContext(kernel: String?, osRelease: SentryOSRelease?) -> [String: Any] {
+    public static func osContext(kernel: String?, osRelease: OSRelease?) -> [String: Any] {
         var os: [String: Any] = ["type": "os"]
         let words = (kernel ?? "").split(separator: " ").map(String.init)
         os["name"] = words.first ?? "Linux"

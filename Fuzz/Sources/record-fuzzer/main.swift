@@ -2,6 +2,7 @@
 //
 // SwiftPM gives every executable its own entry point, so libFuzzer's main() cannot be used;
 // this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
+import CrashEvents
 import CrashRecordFormat
 import CrashInspection
 import CrashSentry
@@ -35,7 +36,7 @@ let testOneInput: FuzzCallback = { data, size in
     // The Sentry envelope as the uploader builds it, without reading the files the record names.
     let raw = Array(bytes)
     _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: Date(timeIntervalSince1970: 0), osRelease: SentryOSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
+                            sentAt: Date(timeIntervalSince1970: 0), osRelease: OSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
                             readImageFiles: false)
     return 0
 }
