@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
-            dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashReporter", "CrashEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),

@@ -38,6 +38,9 @@ public struct Inspection: Sendable {
 
     public var crashed: InspectedThread? { threads.first { $0.thread.crashed } }
 
+    /// The crash's one summary (``CrashSummary``), from the crashed thread's frames as shown here.
+    package var summary: CrashSummary { CrashSummary(record: record, frames: crashed?.frames ?? []) }
+
     /// Whether an image belongs to the system or toolchain rather than to the program.
     public static func isSystemImage(_ path: String?) -> Bool {
         guard let path else { return true }

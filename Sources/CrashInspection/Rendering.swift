@@ -21,10 +21,9 @@ public enum Rendering {
         if let kernel = record.kernel { out.append("  kernel      \(kernel)") }
         out.append("")
         out.append("What happened")
-        if let signal = record.signal {
-            let code = signal.codeName.isEmpty ? "si_code \(signal.code)" : "\(signal.codeName): \(signal.codeDescription)"
-            out.append("  \(signal.name) (\(code))")
-        }
+        // The crash's one summary (as AppCrashed's reason and the Sentry exception say it), then
+        // what it means.
+        out.append("  \(inspection.summary.headline)")
         out.append("  \(Explanation.whatHappened(record))")
         if let message = record.fatalMessage {
             out.append("  Fatal error message:")
@@ -102,9 +101,7 @@ public enum Rendering {
             if thread.omittedFrames > 0 && threadFrame.physicalIndex == thread.innermostFrameCount {
                 out.append("       … \(thread.omittedFrames) frames omitted …")
             }
-            let async = threadFrame.kind != .asyncResumePoint ? ""
-                : threadFrame.taskDepth == 0 ? " [async]"
-                : " [async, parent task\(threadFrame.taskID.map { " \($0)" } ?? "")]"
+            let async = threadFrame.asyncMarker
             for frame in threadFrame.symbols {
                 let number = frame.inlined ? "   " : String(format: "%3d", depth(of: threadFrame, at: position, in: thread))
                 let location = frame.file.map { f in
@@ -177,6 +174,7 @@ public enum Rendering {
             "file": inspection.path,
             "complete": record.isComplete,
             "incompleteReason": record.isComplete ? NSNull() : reason(record.completeness) as Any,
+            "summary": inspection.summary.headline,
             "explanation": Explanation.whatHappened(record),
             "message": record.fatalMessage.map { $0 as Any } ?? NSNull(),
             "abortMessage": record.abortMessage.map { $0 as Any } ?? NSNull(),

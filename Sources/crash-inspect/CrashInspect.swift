@@ -100,7 +100,8 @@ extension CrashInspect {
                         "time": record.process.map { isoTime($0.crashWallNanoseconds) as Any } ?? NSNull(),
                         "app": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull(),
                         "signalName": record.signal?.name ?? NSNull(),
-                        "message": record.lastWords.map { Explanation.firstLine($0) as Any } ?? NSNull(),
+                        "summary": inspection.summary.headline,
+                        "message": inspection.summary.message ?? NSNull(),
                         "topFrame": inspection.topFrameOfOurCode.map { Inspection.label($0) as Any } ?? NSNull(),
                     ]
                 } + bad.map { ["id": $0.id, "error": $0.error] }
@@ -111,10 +112,11 @@ extension CrashInspect {
                 let record = inspection.record
                 let time = record.process.map { isoTime($0.crashWallNanoseconds) } ?? "-"
                 let app = "\(record.appName ?? "?") \(record.appVersion ?? "")"
-                let message = record.lastWords.map { "\"\(shorten(Explanation.firstLine($0), 48))\"" } ?? "-"
+                let summary = inspection.summary
+                let message = summary.message.map { "\"\(shorten($0, 100))\"" } ?? "-"
                 let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
                 let state = record.isComplete ? "" : " (incomplete)"
-                print("\(inspection.id)  \(time)  \(app)  \(record.signal?.name ?? "?")  \(message)  \(top)\(state)")
+                print("\(inspection.id)  \(time)  \(app)  \(summary.title)  \(message)  \(top)\(state)")
             }
             if good.isEmpty && bad.isEmpty { print("no crash records in \(options.dir)") }
         }

@@ -220,10 +220,9 @@ final class SentryEnvelopeTests: XCTestCase {
 
         // The uploader's envelope (no local names): the same frames at the same addresses.
         let plain = SentryEnvelope.event(record: record, eventID: SentryEnvelope.eventID(rawRecord: raw))
-        let plainException = try XCTUnwrap(((plain["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
-        let plainFrames = try XCTUnwrap((plainException["stacktrace"] as? [String: Any])?["frames"] as? [[String: Any]])
-        XCTAssertEqual(plainFrames.reversed().map { address($0["instruction_addr"]) }, sent)
-        XCTAssertNil(plainFrames.first?["function"])
+        let plainFrames = try XCTUnwrap(plain.exception.values.first?.stacktrace?.frames)
+        XCTAssertEqual(plainFrames.reversed().map { address($0.instructionAddr) }, sent)
+        XCTAssertNil(plainFrames.first?.function)
     }
 
     /// glibc's abort message is in the exception's value (and `extra`), and Relay takes it.
