@@ -3,10 +3,10 @@ import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-public enum Explanation {
+package enum Explanation {
     /// E.g. "null pointer dereference at 0x0", "stack overflow (fault at 0x7ffd… just below the
     /// stack pointer)", "abort() called by the process itself".
-    public static func whatHappened(_ record: CrashRecord) -> String {
+    package static func whatHappened(_ record: CrashRecord) -> String {
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
@@ -62,7 +62,7 @@ public enum Explanation {
     /// name that an assert starts with (the path it was run by differs), addresses as 0x?.
     /// Nothing in glibc's abort messages depends on data (an assert names its expression, file,
     /// line and function), so two asserts that differ only in their text group apart.
-    public static func abortSignature(_ message: String) -> String {
+    package static func abortSignature(_ message: String) -> String {
         var line = CrashSummary.firstLine(of: message) ?? message
         if let assertion = line.range(of: ": Assertion `"),
            let colon = line[..<assertion.lowerBound].firstIndex(of: ":") {
@@ -71,5 +71,5 @@ public enum Explanation {
         return line.replacingOccurrences(of: #"0x[0-9a-fA-F]+"#, with: "0x?", options: .regularExpression)
     }
 
-    public static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+    package static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
 }

@@ -199,7 +199,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
             // crash-inspect, with llvm-symbolizer's names.
             let inspection = Inspection(path: name, record: record, symbolicator: try Symbolicator())
             XCTAssertTrue(Rendering.text(inspection).contains("\nWhat happened\n  " + headline + "\n"), scenario)
-            XCTAssertEqual(Rendering.json(inspection)["summary"] as? String, headline, scenario)
+            XCTAssertEqual(Rendering.json(inspection).summary, headline, scenario)
             XCTAssertEqual(inspection.summary.lines, reasonLines, scenario)
             if scenario == "async-task-chain" {
                 XCTAssertTrue(reasonLines.contains { $0.hasSuffix(" [async]") }, reason)

@@ -28,7 +28,7 @@ let testOneInput: FuzzCallback = { data, size in
     // What the inspector does with an untrusted record, short of running llvm-symbolizer.
     let inspection = Inspection(path: "fuzz.ccrec", record: record, symbolicator: nil)
     _ = Rendering.text(inspection)
-    _ = Rendering.encode(Rendering.json(inspection))
+    _ = Rendering.jsonText(inspection)
     _ = inspection.signature
     // The async frames of every thread as if every address were async code: hostile chains and
     // tasks (cycles, joins, loops of parents) must end.
