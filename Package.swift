@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
-        .target(name: "CrashSentry", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "CrashSentry", dependencies: ["CrashEvents", "CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
-            dependencies: ["CrashReporter", "CrashEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashReporter", "CrashEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
@@ -118,7 +118,7 @@ let package = Package(
         // The envelope against Sentry's own code (sentry_sdk, sentry_relay, symbolic in .venv-oracles).
         .testTarget(
             name: "CrashSentryTests",
-            dependencies: ["CrashSentry", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashSentry", "CrashEvents", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashTrackingTests",

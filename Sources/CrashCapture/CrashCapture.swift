@@ -129,7 +129,7 @@ public enum CrashCapture {
         var message = message
         message.withUTF8 { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                cc_breadcrumb(UInt32(level.breadcrumbLevel), chars.baseAddress, chars.count)
+                cc_breadcrumb(BreadcrumbLevel(level).rawValue, chars.baseAddress, chars.count)
             }
         }
     }
@@ -191,8 +191,9 @@ public struct CrashCaptureConfiguration: Sendable {
     /// overflow on them). Done by wrapping `pthread_create`.
     public var alternateStacksForNewThreads: Bool
     /// Threads that block the stop signal (libdispatch workers, the Swift concurrency pool) are
-    /// stopped with ptrace and unwound by a helper process started at the crash (the same
-    /// executable, re-run). `false` leaves them running and without frames.
+    /// stopped with ptrace and unwound by a helper process the recording thread starts with
+    /// `clone(CLONE_VM)` (it shares the process's memory: nothing is exec'd or copied).
+    /// `false` leaves them running and without frames.
     public var threadHelper: Bool
     /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
     /// free real-time signal below it). Only used if no handler is installed for it at start.
@@ -268,17 +269,17 @@ enum Directory {
     }
 }
 
-extension Logger.Level {
-    /// 0 trace ... 6 critical, the order swift-log declares them in.
-    var breadcrumbLevel: Int {
-        switch self {
-        case .trace: return 0
-        case .debug: return 1
-        case .info: return 2
-        case .notice: return 3
-        case .warning: return 4
-        case .error: return 5
-        case .critical: return 6
+extension BreadcrumbLevel {
+    /// The record's level for a swift-log level (the record format names swift-log's levels).
+    init(_ level: Logger.Level) {
+        switch level {
+        case .trace: self = .trace
+        case .debug: self = .debug
+        case .info: self = .info
+        case .notice: self = .notice
+        case .warning: self = .warning
+        case .error: self = .error
+        case .critical: self = .critical
         }
     }
 }

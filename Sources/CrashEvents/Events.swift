@@ -98,23 +98,10 @@ public enum PresetProperties {
         return count > 0 ? Array(bytes[0..<count]) : []
     }
 
-    /// "Debian GNU/Linux 12 (bookworm); kernel 6.1.0-18-amd64" from /etc/os-release and uname.
-    /// Works on bytes: String's Character-level split and prefix tests cost ~0.1 ms on first use,
-    /// and this runs on the launch path.
+    /// "Debian GNU/Linux 12 (bookworm); kernel 6.1.0-18-amd64": os-release's `PRETTY_NAME`
+    /// (``OSRelease``) and uname's release.
     static func osVersion(kernelRelease: String) -> String {
-        let bytes = smallFile("/etc/os-release")
-        let key = Array("PRETTY_NAME=".utf8)
-        var pretty: [UInt8] = []
-        var lineStart = 0
-        while lineStart < bytes.count {
-            let lineEnd = bytes[lineStart...].firstIndex(of: 0x0A) ?? bytes.count
-            let line = bytes[lineStart..<lineEnd]
-            if line.starts(with: key) {
-                pretty = line.dropFirst(key.count).filter { $0 != 0x22 && $0 != 0x27 } // no quotes
-            }
-            lineStart = lineEnd + 1
-        }
-        if !pretty.isEmpty { return String(decoding: pretty, as: UTF8.self) + "; kernel " + kernelRelease }
+        if let pretty = OSRelease.current()?.prettyName, !pretty.isEmpty { return pretty + "; kernel " + kernelRelease }
         return "kernel " + kernelRelease
     }
 }

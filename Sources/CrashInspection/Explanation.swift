@@ -1,19 +1,20 @@
 // Explanation.swift — what a signal, its si_code and fault address mean, in one sentence a person can act on.
 import CrashRecordFormat
+import CrashSymbolication
 import Foundation
 
-public enum Explanation {
+package enum Explanation {
     /// E.g. "null pointer dereference at 0x0", "stack overflow (fault at 0x7ffd… just below the
     /// stack pointer)", "abort() called by the process itself".
-    public static func whatHappened(_ record: CrashRecord) -> String {
+    package static func whatHappened(_ record: CrashRecord) -> String {
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
         if let sender = signal.sender {
             if let process = record.process, sender.pid == process.pid {
                 if signal.number == SIGABRT {
-                    if let message = record.abortMessage, !message.isEmpty {
-                        return "abort() by the C library: \(abortLine(message))"
+                    if let line = record.abortMessage.flatMap(CrashSummary.firstLine) {
+                        return "abort() by the C library: \(line)"
                     }
                     return "abort() called by the process itself (assert, a glibc heap check, a runtime error)"
                 }
@@ -44,8 +45,8 @@ public enum Explanation {
         case SIGFPE:
             return "\(signal.codeDescription.isEmpty ? "arithmetic exception" : signal.codeDescription) at \(address ?? "?")"
         case SIGILL, SIGTRAP:
-            if let message = record.fatalMessage, !message.isEmpty {
-                return "Swift runtime trap: \(firstLine(message))"
+            if let line = record.fatalMessage.flatMap(CrashSummary.firstLine) {
+                return "Swift runtime trap: \(line)"
             }
             return "\(signal.number == SIGILL ? "illegal instruction" : "trap") at \(address ?? "?") — a Swift runtime check (overflow, force-unwrap, bounds) in an optimised build, or __builtin_trap"
         case SIGABRT:
@@ -55,19 +56,14 @@ public enum Explanation {
         }
     }
 
-    /// The first line of glibc's abort message: an assert's "prog: file.c:12: f: Assertion `x'
-    /// failed.", malloc's "free(): double free detected in tcache 2", _FORTIFY_SOURCE's
-    /// "*** buffer overflow detected ***: terminated".
-    public static func abortLine(_ message: String) -> String {
-        message.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? message
-    }
-
-    /// The abort message as a crash signature keeps it: its first line without the program's
+    /// The abort message as a crash signature keeps it: its first line (an assert's "prog:
+    /// file.c:12: f: Assertion `x' failed.", malloc's "free(): double free detected in tcache 2",
+    /// _FORTIFY_SOURCE's "*** buffer overflow detected ***: terminated") without the program's
     /// name that an assert starts with (the path it was run by differs), addresses as 0x?.
     /// Nothing in glibc's abort messages depends on data (an assert names its expression, file,
     /// line and function), so two asserts that differ only in their text group apart.
-    public static func abortSignature(_ message: String) -> String {
-        var line = abortLine(message)
+    package static func abortSignature(_ message: String) -> String {
+        var line = CrashSummary.firstLine(of: message) ?? message
         if let assertion = line.range(of: ": Assertion `"),
            let colon = line[..<assertion.lowerBound].firstIndex(of: ":") {
             line = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
@@ -75,12 +71,5 @@ public enum Explanation {
         return line.replacingOccurrences(of: #"0x[0-9a-fA-F]+"#, with: "0x?", options: .regularExpression)
     }
 
-    /// The first line of a fatal message, without the file prefix Swift adds.
-    public static func firstLine(_ message: String) -> String {
-        let line = message.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? message
-        if let range = line.range(of: "Fatal error: ") { return String(line[range.upperBound...]) }
-        return line
-    }
-
-    public static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+    package static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
 }

@@ -2,17 +2,17 @@
 import Foundation
 
 /// Records that share a crash signature.
-public struct CrashGroup: Sendable {
-    public var signature: String
-    public var ids: [String]
-    public var firstSeenNanoseconds: Int64?
-    public var lastSeenNanoseconds: Int64?
-    public var appVersions: [String]
+package struct CrashGroup: Sendable {
+    package var signature: String
+    package var ids: [String]
+    package var firstSeenNanoseconds: Int64?
+    package var lastSeenNanoseconds: Int64?
+    package var appVersions: [String]
     /// The explanation of the most recent member.
-    public var explanation: String
+    package var explanation: String
 
     /// Groups inspections by ``Inspection/signature``; largest group first, then most recent.
-    public static func make(_ inspections: [Inspection]) -> [CrashGroup] {
+    package static func make(_ inspections: [Inspection]) -> [CrashGroup] {
         var groups: [String: CrashGroup] = [:]
         for inspection in inspections {
             let signature = inspection.signature
@@ -36,12 +36,19 @@ public struct CrashGroup: Sendable {
         }
     }
 
-    public var json: [String: Any] {
-        [
-            "signature": signature, "count": ids.count, "ids": ids,
-            "firstSeen": firstSeenNanoseconds.map { isoTime($0) as Any } ?? NSNull(),
-            "lastSeen": lastSeenNanoseconds.map { isoTime($0) as Any } ?? NSNull(),
-            "appVersions": appVersions.sorted(), "explanation": explanation,
-        ]
+    /// One entry of `groups --json`.
+    package struct JSON: Encodable, Sendable {
+        package var signature: String
+        package var count: Int
+        package var ids: [String]
+        package var firstSeen: Nullable<String>
+        package var lastSeen: Nullable<String>
+        package var appVersions: [String]
+        package var explanation: String
+    }
+
+    package var json: JSON {
+        JSON(signature: signature, count: ids.count, ids: ids, firstSeen: Nullable(firstSeenNanoseconds.map(isoTime)),
+             lastSeen: Nullable(lastSeenNanoseconds.map(isoTime)), appVersions: appVersions.sorted(), explanation: explanation)
     }
 }

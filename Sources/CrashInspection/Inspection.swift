@@ -4,20 +4,20 @@ import CrashSymbolication
 import Foundation
 
 /// A thread whose frames have been through the symbolicator.
-public struct InspectedThread: Sendable {
-    public var thread: CrashThread
+package struct InspectedThread: Sendable {
+    package var thread: CrashThread
     /// The frames as a Swift backtrace shows them (async callers after the first async frame,
     /// ``ThreadFrames``); each one's `symbols` expand inlined code, innermost first.
-    public var frames: [ThreadFrame]
+    package var frames: [ThreadFrame]
 }
 
 /// A record and everything derived from it.
 public struct Inspection: Sendable {
-    public var id: String
-    public var path: String
-    public var record: CrashRecord
+    package var id: String
+    package var path: String
+    package var record: CrashRecord
     /// Crashed thread first, then the others in record order.
-    public var threads: [InspectedThread]
+    package var threads: [InspectedThread]
 
     /// Symbolicates every thread of `record`.
     public init(path: String, record: CrashRecord, symbolicator: Symbolicator?) {
@@ -36,22 +36,25 @@ public struct Inspection: Sendable {
         }
     }
 
-    public var crashed: InspectedThread? { threads.first { $0.thread.crashed } }
+    package var crashed: InspectedThread? { threads.first { $0.thread.crashed } }
+
+    /// The crash's one summary (``CrashSummary``), from the crashed thread's frames as shown here.
+    package var summary: CrashSummary { CrashSummary(record: record, frames: crashed?.frames ?? []) }
 
     /// Whether an image belongs to the system or toolchain rather than to the program.
-    public static func isSystemImage(_ path: String?) -> Bool {
+    package static func isSystemImage(_ path: String?) -> Bool {
         guard let path else { return true }
         return path.hasPrefix("/lib") || path.hasPrefix("/usr/lib") || path.hasPrefix("/opt/swift/")
             || path.hasPrefix("/usr/libexec") || path.hasPrefix("[")
     }
 
     /// The innermost frame of the program's own code (not libc, not the Swift runtime).
-    public var topFrameOfOurCode: SymbolicatedFrame? {
+    package var topFrameOfOurCode: SymbolicatedFrame? {
         crashed?.frames.flatMap(\.symbols).first { !Self.isSystemImage($0.image) }
     }
 
     /// How a frame reads in one short line: the symbol, or image+offset without one.
-    public static func label(_ frame: SymbolicatedFrame) -> String {
+    package static func label(_ frame: SymbolicatedFrame) -> String {
         if let symbol = frame.symbol { return symbol }
         if let path = frame.image, let offset = frame.imageOffset { return CrashImage.offsetLabel(path: path, offset: offset) }
         let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
@@ -79,18 +82,9 @@ public struct Inspection: Sendable {
 }
 
 /// ISO-8601 UTC with milliseconds, for nanoseconds since the epoch.
-public func isoTime(_ nanoseconds: Int64) -> String {
+package func isoTime(_ nanoseconds: Int64) -> String {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     formatter.timeZone = TimeZone(identifier: "UTC")
     return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9))
-}
-
-/// "critical" for level 6, swift-log's names.
-public func levelName(_ level: UInt32) -> String {
-    ["trace", "debug", "info", "notice", "warning", "error", "critical"][safe: Int(level)] ?? "level \(level)"
-}
-
-extension Array {
-    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

@@ -21,10 +21,9 @@ public enum Rendering {
         if let kernel = record.kernel { out.append("  kernel      \(kernel)") }
         out.append("")
         out.append("What happened")
-        if let signal = record.signal {
-            let code = signal.codeName.isEmpty ? "si_code \(signal.code)" : "\(signal.codeName): \(signal.codeDescription)"
-            out.append("  \(signal.name) (\(code))")
-        }
+        // The crash's one summary (as AppCrashed's reason and the Sentry exception say it), then
+        // what it means.
+        out.append("  \(inspection.summary.headline)")
         out.append("  \(Explanation.whatHappened(record))")
         if let message = record.fatalMessage {
             out.append("  Fatal error message:")
@@ -69,7 +68,7 @@ public enum Rendering {
         if !record.breadcrumbs.isEmpty {
             out.append("")
             out.append("Breadcrumbs (oldest first)")
-            record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \(levelName($0.level).padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
+            record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
         out.append("")
         out.append("Images")
@@ -102,9 +101,7 @@ public enum Rendering {
             if thread.omittedFrames > 0 && threadFrame.physicalIndex == thread.innermostFrameCount {
                 out.append("       … \(thread.omittedFrames) frames omitted …")
             }
-            let async = threadFrame.kind != .asyncResumePoint ? ""
-                : threadFrame.taskDepth == 0 ? " [async]"
-                : " [async, parent task\(threadFrame.taskID.map { " \($0)" } ?? "")]"
+            let async = threadFrame.asyncMarker
             for frame in threadFrame.symbols {
                 let number = frame.inlined ? "   " : String(format: "%3d", depth(of: threadFrame, at: position, in: thread))
                 let location = frame.file.map { f in
@@ -169,93 +166,74 @@ public enum Rendering {
     // MARK: show, JSON
 
     /// The stable `show --json` object (schema documented in docs/inspector.md).
-    public static func json(_ inspection: Inspection) -> [String: Any] {
+    package static func json(_ inspection: Inspection) -> ShowJSON {
         let record = inspection.record
-        var object: [String: Any] = [
-            "schemaVersion": 1,
-            "id": inspection.id,
-            "file": inspection.path,
-            "complete": record.isComplete,
-            "incompleteReason": record.isComplete ? NSNull() : reason(record.completeness) as Any,
-            "explanation": Explanation.whatHappened(record),
-            "message": record.fatalMessage.map { $0 as Any } ?? NSNull(),
-            "abortMessage": record.abortMessage.map { $0 as Any } ?? NSNull(),
-            "app": ["name": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull()] as [String: Any],
-            "notes": record.notes,
-        ]
-        if let signal = record.signal {
-            object["signal"] = Int(signal.number)
-            object["signalName"] = signal.name
-            object["code"] = Int(signal.code)
-            object["codeName"] = signal.codeName
-            object["codeDescription"] = signal.codeDescription
-            object["faultAddress"] = signal.faultAddress.map { Explanation.hex($0) as Any } ?? NSNull()
-            object["sender"] = signal.sender.map { ["pid": Int($0.pid), "uid": Int($0.uid)] as Any } ?? NSNull()
-        } else {
-            for key in ["signal", "signalName", "code", "codeName", "codeDescription", "faultAddress", "sender"] { object[key] = NSNull() }
+        let signal = record.signal
+        let process = record.process
+        let appEnd: JSONValue? = record.appEndJSON.map { text in
+            switch JSONValue(parsing: text) {
+            case .some(.object(let object)): return .object(object)
+            case .some(.array(let array)): return .array(array)
+            default: return .string(text) // not an object or array: shown as the text it is
+            }
         }
-        if let process = record.process {
-            object["process"] = [
-                "pid": Int(process.pid), "tid": Int(process.tid), "ppid": Int(process.ppid), "uid": Int(process.uid),
-                "threadName": process.threadName, "executable": record.executablePath ?? NSNull(),
-                "startTime": isoTime(process.startWallNanoseconds), "crashTime": isoTime(process.crashWallNanoseconds),
-                "uptimeSeconds": process.uptimeSeconds,
-            ] as [String: Any]
-        } else {
-            object["process"] = NSNull()
-        }
-        object["threads"] = inspection.threads.map { inspected -> [String: Any] in
-            [
-                "tid": Int(inspected.thread.tid), "name": inspected.thread.name, "crashed": inspected.thread.crashed,
-                "stackAvailable": !inspected.thread.stackUnavailable, "truncated": inspected.thread.truncated,
-                "stack": stackSource(inspected.thread), "alsoCrashed": inspected.thread.alsoCrashed,
-                "omittedFrames": inspected.thread.omittedFrames,
-                "registers": Dictionary(inspected.thread.registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a }),
-                "frames": inspected.frames.enumerated().flatMap { position, threadFrame in
-                    threadFrame.symbols.map { frame -> [String: Any] in
-                        [
-                            "index": depth(of: threadFrame, at: position, in: inspected.thread),
-                            "kind": threadFrame.kind.rawValue,
-                            "taskDepth": threadFrame.taskDepth,
-                            "taskID": threadFrame.taskID.map { Int($0) as Any } ?? NSNull(),
-                            "address": Explanation.hex(frame.address),
-                            "image": frame.image ?? NSNull(),
-                            "imageOffset": frame.imageOffset.map { Explanation.hex($0) as Any } ?? NSNull(),
-                            "symbol": frame.symbol ?? NSNull(),
-                            "file": frame.file ?? NSNull(),
-                            "line": frame.line ?? NSNull(),
-                            "column": frame.column ?? NSNull(),
-                            "inlined": frame.inlined,
-                            "problem": frame.problem ?? NSNull(),
-                        ]
-                    }
-                },
-            ]
-        }
-        object["registers"] = Dictionary(record.registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a })
-        object["memory"] = record.memory.map {
-            ["label": $0.label, "address": Explanation.hex($0.address), "hex": $0.bytes.map { String(format: "%02x", $0) }.joined()]
-        }
-        object["breadcrumbs"] = record.breadcrumbs.map {
-            ["time": isoTime($0.wallNanoseconds), "level": levelName($0.level), "message": $0.message]
-        }
-        object["images"] = record.images.map {
-            ["path": $0.path, "buildID": $0.buildIDHex, "base": Explanation.hex($0.base), "size": Int(clamping: $0.size),
-             "mainExecutable": $0.isMainExecutable] as [String: Any]
-        }
-        if let text = record.appEndJSON {
-            object["appEnd"] = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) ?? text
-        } else {
-            object["appEnd"] = NSNull()
-        }
-        return object
+        return ShowJSON(
+            id: inspection.id,
+            file: inspection.path,
+            complete: record.isComplete,
+            incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),
+            summary: inspection.summary.headline,
+            explanation: Explanation.whatHappened(record),
+            message: Nullable(record.fatalMessage),
+            abortMessage: Nullable(record.abortMessage),
+            app: .init(name: Nullable(record.appName), version: Nullable(record.appVersion)),
+            notes: record.notes,
+            signal: Nullable(signal.map { Int($0.number) }),
+            signalName: Nullable(signal?.name),
+            code: Nullable(signal.map { Int($0.code) }),
+            codeName: Nullable(signal?.codeName),
+            codeDescription: Nullable(signal?.codeDescription),
+            faultAddress: Nullable(signal?.faultAddress.map(Explanation.hex)),
+            sender: Nullable(signal?.sender.map { ShowJSON.Sender(pid: Int($0.pid), uid: Int($0.uid)) }),
+            process: Nullable(process.map {
+                ShowJSON.Process(pid: Int($0.pid), tid: Int($0.tid), ppid: Int($0.ppid), uid: Int($0.uid), threadName: $0.threadName,
+                                 executable: Nullable(record.executablePath), startTime: isoTime($0.startWallNanoseconds),
+                                 crashTime: isoTime($0.crashWallNanoseconds), uptimeSeconds: $0.uptimeSeconds)
+            }),
+            threads: inspection.threads.map { inspected in
+                ShowJSON.Thread(
+                    tid: Int(inspected.thread.tid), name: inspected.thread.name, crashed: inspected.thread.crashed,
+                    stackAvailable: !inspected.thread.stackUnavailable, truncated: inspected.thread.truncated,
+                    stack: stackSource(inspected.thread), alsoCrashed: inspected.thread.alsoCrashed,
+                    omittedFrames: inspected.thread.omittedFrames, registers: registers(inspected.thread.registers),
+                    frames: inspected.frames.enumerated().flatMap { position, threadFrame in
+                        threadFrame.symbols.map { frame in
+                            ShowJSON.Frame(
+                                index: depth(of: threadFrame, at: position, in: inspected.thread), kind: threadFrame.kind,
+                                taskDepth: threadFrame.taskDepth, taskID: Nullable(threadFrame.taskID.map(Int.init)),
+                                address: Explanation.hex(frame.address), image: Nullable(frame.image),
+                                imageOffset: Nullable(frame.imageOffset.map(Explanation.hex)), symbol: Nullable(frame.symbol),
+                                file: Nullable(frame.file), line: Nullable(frame.line), column: Nullable(frame.column),
+                                inlined: frame.inlined, problem: Nullable(frame.problem))
+                        }
+                    })
+            },
+            registers: registers(record.registers),
+            memory: record.memory.map {
+                ShowJSON.Memory(label: $0.label, address: Explanation.hex($0.address), hex: $0.bytes.map { String(format: "%02x", $0) }.joined())
+            },
+            breadcrumbs: record.breadcrumbs.map {
+                ShowJSON.Breadcrumb(time: isoTime($0.wallNanoseconds), level: $0.level.name, message: $0.message)
+            },
+            images: record.images.map {
+                ShowJSON.Image(path: $0.path, buildID: $0.buildIDHex, base: Explanation.hex($0.base), size: Int(clamping: $0.size),
+                               mainExecutable: $0.isMainExecutable)
+            },
+            appEnd: Nullable(appEnd))
     }
 
-    /// Pretty, key-sorted JSON text.
-    public static func encode(_ object: Any) -> String {
-        guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+    /// Registers by name, as hex strings (the first of a name wins).
+    static func registers(_ registers: [Register]) -> [String: String] {
+        Dictionary(registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a })
     }
 }

@@ -603,16 +603,66 @@ public struct CrashImage: Sendable, Equatable {
 public struct Breadcrumb: Sendable, Equatable {
     /// `CLOCK_REALTIME` in nanoseconds when the breadcrumb was left.
     public var wallNanoseconds: Int64
-    /// The level, in swift-log's order: 0 trace, 1 debug, 2 info, 3 notice, 4 warning,
-    /// 5 error, 6 critical. Other values are passed through as written.
-    public var level: UInt32
+    /// The level it was left at.
+    public var level: BreadcrumbLevel
     /// The breadcrumb's message.
     public var message: String
 
     /// Creates a breadcrumb.
-    public init(wallNanoseconds: Int64, level: UInt32, message: String) {
+    public init(wallNanoseconds: Int64, level: BreadcrumbLevel, message: String) {
         self.wallNanoseconds = wallNanoseconds
         self.level = level
         self.message = message
+    }
+}
+
+/// A breadcrumb's level: swift-log's levels, in its order. The numbers the record holds are
+/// `CC_BREADCRUMB_*` in cc_record.h, and only there; a value this reader does not know (a newer
+/// writer's, or a C caller's of `cc_breadcrumb`) is kept as written.
+public enum BreadcrumbLevel: RawRepresentable, Sendable, Hashable {
+    case trace, debug, info, notice, warning, error, critical
+    /// A level the record format does not define, as written.
+    case unknown(UInt32)
+
+    /// The level a record's number stands for.
+    public init(rawValue: UInt32) {
+        switch rawValue {
+        case CC_BREADCRUMB_TRACE: self = .trace
+        case CC_BREADCRUMB_DEBUG: self = .debug
+        case CC_BREADCRUMB_INFO: self = .info
+        case CC_BREADCRUMB_NOTICE: self = .notice
+        case CC_BREADCRUMB_WARNING: self = .warning
+        case CC_BREADCRUMB_ERROR: self = .error
+        case CC_BREADCRUMB_CRITICAL: self = .critical
+        default: self = .unknown(rawValue)
+        }
+    }
+
+    /// The number the record holds for this level.
+    public var rawValue: UInt32 {
+        switch self {
+        case .trace: return CC_BREADCRUMB_TRACE
+        case .debug: return CC_BREADCRUMB_DEBUG
+        case .info: return CC_BREADCRUMB_INFO
+        case .notice: return CC_BREADCRUMB_NOTICE
+        case .warning: return CC_BREADCRUMB_WARNING
+        case .error: return CC_BREADCRUMB_ERROR
+        case .critical: return CC_BREADCRUMB_CRITICAL
+        case .unknown(let value): return value
+        }
+    }
+
+    /// swift-log's name of the level ("trace" … "critical"); "level N" for an unknown one.
+    public var name: String {
+        switch self {
+        case .trace: return "trace"
+        case .debug: return "debug"
+        case .info: return "info"
+        case .notice: return "notice"
+        case .warning: return "warning"
+        case .error: return "error"
+        case .critical: return "critical"
+        case .unknown(let value): return "level \(value)"
+        }
     }
 }

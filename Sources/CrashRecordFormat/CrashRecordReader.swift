@@ -639,7 +639,7 @@ private struct RecordParser {
         try require(p, holds: S.self, "breadcrumb")
         record.breadcrumbs.append(Breadcrumb(
             wallNanoseconds: p.i64(Layout.offset(\S.wall_ns)),
-            level: p.u32(Layout.offset(\S.level)),
+            level: BreadcrumbLevel(rawValue: p.u32(Layout.offset(\S.level))),
             message: p.text(from: Layout.size(S.self))
         ))
     }

@@ -6,11 +6,11 @@ import Foundation
 
 extension SentryEnvelope {
     /// The ids of one image as Sentry wants them: `code_id` (the build-id as hex) and `debug_id`.
-    public struct ImageIDs: Sendable, Equatable {
+    package struct ImageIDs: Sendable, Equatable {
         /// The GNU build-id as lowercase hex; nil when the image has none (as symbolic and
         /// sentry-native leave it out then).
-        public var codeID: String?
-        public var debugID: String
+        package var codeID: String?
+        package var debugID: String
     }
 
     /// The ids of an image in a record. With a build-id, both come from it. Without one, the
@@ -19,7 +19,7 @@ extension SentryEnvelope {
     /// one that was mapped: an ELF file without a build-id whose `PT_LOAD` span fits the
     /// record's mapping size and that was not modified after the crash (`crashTime`). Otherwise
     /// nil: no id rather than an invented one. `[vdso]` without a build-id has no file: nil.
-    public static func imageIDs(_ image: CrashImage, crashTime: Date?, readFiles: Bool = true) -> ImageIDs? {
+    package static func imageIDs(_ image: CrashImage, crashTime: Date?, readFiles: Bool = true) -> ImageIDs? {
         if !image.buildID.isEmpty {
             return ImageIDs(codeID: image.buildIDHex, debugID: debugID(buildID: image.buildID))
         }

@@ -1,60 +1,20 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
 // images, contexts) and the record file attached as is. The one builder crash-inspect's export and
 // the uploader share.
+import CrashEvents
 import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-/// The distribution fields of os-release(5) that sentry-native sends in `contexts.os`.
-public struct SentryOSRelease: Sendable, Equatable {
-    /// `ID`, e.g. "debian" (sentry-native's `distribution_name`).
-    public var id: String?
-    /// `VERSION_ID`, e.g. "12" (`distribution_version`).
-    public var versionID: String?
-    /// `PRETTY_NAME`, e.g. "Debian GNU/Linux 12 (bookworm)" (`distribution_pretty_name`).
-    public var prettyName: String?
-
-    public init(id: String? = nil, versionID: String? = nil, prettyName: String? = nil) {
-        self.id = id
-        self.versionID = versionID
-        self.prettyName = prettyName
-    }
-
-    /// Parses os-release text: `KEY=value` lines, values optionally in double quotes.
-    public init(parsing text: String) {
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                value = String(value.dropFirst().dropLast())
-            }
-            switch key {
-            case "ID": id = value
-            case "VERSION_ID": versionID = value
-            case "PRETTY_NAME": prettyName = value
-            default: break
-            }
-        }
-    }
-
-    /// This machine's `/etc/os-release`, else `/usr/lib/os-release` (the first that exists, as
-    /// os-release(5) and sentry-native say); nil when neither can be read.
-    public static func current(paths: [String] = ["/etc/os-release", "/usr/lib/os-release"]) -> SentryOSRelease? {
-        for path in paths {
-            if let data = FileManager.default.contents(atPath: path) {
-                return SentryOSRelease(parsing: String(decoding: data, as: UTF8.self))
-            }
-        }
-        return nil
-    }
-}
+/// The os-release fields `contexts.os` carries: CrashEvents' ``OSRelease``, the one parser.
+/// (This name stays until the reporter's upload names `OSRelease` itself.)
+public typealias SentryOSRelease = OSRelease
 
 public enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
     /// little-endian GUID (the first three fields byte-swapped), as sentry-native and
     /// symbolic compute it. Shorter build-ids are zero-padded.
-    public static func debugID(buildID: [UInt8]) -> String {
+    package static func debugID(buildID: [UInt8]) -> String {
         var bytes = Array(buildID.prefix(16))
         bytes += Array(repeating: 0, count: 16 - bytes.count)
         bytes[0..<4].reverse()
@@ -83,25 +43,21 @@ public enum SentryEnvelope {
     ///   - frames: each thread's frames as Swift's backtracer shows them, with names where known
     ///     locally; see ``event(record:eventID:frames:osRelease:readImageFiles:)``.
     ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
-    ///     (the uploader, at the next launch on that machine: ``SentryOSRelease/current(paths:)``).
+    ///     (the uploader, at the next launch on that machine: ``OSRelease/current(paths:)``).
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
     public static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
-        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
+        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
         let eventData = json(event)
-        var header: [String: Any] = ["event_id": id]
-        if let sentAt { header["sent_at"] = isoTime(sentAt) }
-        var out = json(header) + [0x0A]
-        out += json(["type": "event", "length": eventData.count, "content_type": "application/json"]) + [0x0A]
+        var out = json(SentryEnvelopeHeader(eventID: id, sentAt: sentAt.map(isoTime))) + [0x0A]
+        out += json(SentryItemHeader(type: "event", length: eventData.count, contentType: "application/json")) + [0x0A]
         out += eventData + [0x0A]
-        out += json([
-            "type": "attachment", "length": rawRecord.count, "filename": fileName,
-            "content_type": "application/octet-stream", "attachment_type": "event.attachment",
-        ]) + [0x0A]
+        out += json(SentryItemHeader(type: "attachment", length: rawRecord.count, contentType: "application/octet-stream",
+                                     filename: fileName, attachmentType: "event.attachment")) + [0x0A]
         out += rawRecord + [0x0A]
         return out
     }
@@ -124,10 +80,10 @@ public enum SentryEnvelope {
     /// file. Without it the frames are resolved here from the symbol tables of the images on
     /// this machine (``ImageSymbols``), without names — unless `readImageFiles` is false: then
     /// no file is read and the frames are the physical ones.
-    public static func event(
+    package static func event(
         record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
-        osRelease: SentryOSRelease? = nil, readImageFiles: Bool = true
-    ) -> [String: Any] {
+        osRelease: OSRelease? = nil, readImageFiles: Bool = true
+    ) -> SentryEvent {
         let local = ImageSymbols(images: record.images)
         let framesOf = frames ?? { thread in
             ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }
@@ -135,81 +91,74 @@ public enum SentryEnvelope {
         let signal = record.signal
         let crashed = record.crashedThread
         let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }
-        var mechanism: [String: Any] = ["type": "signalhandler", "handled": false, "synthetic": true]
+        var mechanism = SentryEvent.Mechanism()
         if let signal {
-            var meta: [String: Any] = ["number": Int(signal.number), "code": Int(signal.code)]
-            if !signal.name.isEmpty { meta["name"] = signal.name }
-            if !signal.codeName.isEmpty { meta["code_name"] = signal.codeName }
-            mechanism["meta"] = ["signal": meta]
+            mechanism.meta = .init(signal: .init(number: Int(signal.number), code: Int(signal.code),
+                                                 name: signal.name.isEmpty ? nil : signal.name,
+                                                 codeName: signal.codeName.isEmpty ? nil : signal.codeName))
         }
-        var exception: [String: Any] = ["type": signal.map { $0.name.isEmpty ? "signal \($0.number)" : $0.name } ?? "unknown signal",
-                                        "value": exceptionValue(record), "mechanism": mechanism]
+        // The crash's one summary: Sentry shows "type: value" as its headline.
+        let crashedFrames = crashed.map(framesOf) ?? []
+        let summary = CrashSummary(record: record, frames: crashedFrames)
+        var exception = SentryEvent.Exception(type: summary.title, value: summary.value, mechanism: mechanism)
         if let crashed {
-            exception["thread_id"] = Int(crashed.tid)
-            var stacktrace = self.stacktrace(crashed, frames: framesOf(crashed), record: record)
+            exception.threadID = Int(crashed.tid)
+            var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record)
             if !record.registers.isEmpty {
-                stacktrace["registers"] = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
+                stacktrace.registers = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
             }
-            exception["stacktrace"] = stacktrace
+            exception.stacktrace = stacktrace
         }
-        var images: [[String: Any]] = []
-        for image in record.images {
-            guard let ids = imageIDs(image, crashTime: crashTime, readFiles: readImageFiles) else { continue } // debug_id is required
-            var value: [String: Any] = ["type": "elf", "code_file": codeFile(image.path), "debug_id": ids.debugID,
-                                        "image_addr": hex(image.base), "image_size": Int(clamping: image.size)]
-            if let codeID = ids.codeID { value["code_id"] = codeID }
-            images.append(value)
+        let images = record.images.compactMap { image -> SentryEvent.Image? in
+            guard let ids = imageIDs(image, crashTime: crashTime, readFiles: readImageFiles) else { return nil } // debug_id is required
+            return SentryEvent.Image(codeFile: codeFile(image.path), debugID: ids.debugID, imageAddr: hex(image.base),
+                                     imageSize: Int(clamping: image.size), codeID: ids.codeID)
         }
-        var event: [String: Any] = [
-            "event_id": eventID,
-            "platform": "native",
-            "level": "fatal",
-            "exception": ["values": [exception]],
-            "threads": ["values": record.threads.map { thread -> [String: Any] in
-                var value: [String: Any] = ["id": Int(thread.tid), "crashed": thread.crashed, "current": thread.crashed]
-                if !thread.name.isEmpty { value["name"] = thread.name }
-                if !thread.frames.isEmpty { value["stacktrace"] = stacktrace(thread, frames: framesOf(thread), record: record) }
-                return value
-            }],
-            "debug_meta": ["images": images],
-            "contexts": [
-                "os": osContext(kernel: record.kernel, osRelease: osRelease),
-                "device": ["type": "device", "arch": architecture(record.architecture)],
-                "app": ["type": "app", "app_name": record.appName ?? "", "app_version": record.appVersion ?? ""],
-            ],
-            // Relay rejects an empty tag value: the signal tag only when there is a name.
-            "tags": (signal.map { $0.name.isEmpty ? [:] : ["signal": $0.name] } ?? [:]).merging(["record_complete": record.isComplete ? "yes" : "no"]) { a, _ in a },
-            "breadcrumbs": ["values": record.breadcrumbs.map {
-                ["timestamp": Double($0.wallNanoseconds) / 1e9, "level": level($0.level), "message": $0.message] as [String: Any]
-            }],
-        ]
-        if let process = record.process { event["timestamp"] = Double(process.crashWallNanoseconds) / 1e9 }
-        if let name = record.appName { event["release"] = "\(name)@\(record.appVersion ?? "unknown")" }
-        var extra: [String: Any] = [:]
+        let threads = record.threads.map { thread in
+            SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.crashed,
+                               name: thread.name.isEmpty ? nil : thread.name,
+                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record))
+        }
+        var tags = ["record_complete": record.isComplete ? "yes" : "no"]
+        // Relay rejects an empty tag value: the signal tag only when there is a name.
+        if let signal, !signal.name.isEmpty { tags["signal"] = signal.name }
+        var extra: [String: String] = [:]
         if let message = record.fatalMessage { extra["fatal_message"] = message }
         if let message = record.abortMessage { extra["abort_message"] = message }
-        if !extra.isEmpty { event["extra"] = extra }
-        return event
+        return SentryEvent(
+            eventID: eventID,
+            timestamp: record.process.map { Double($0.crashWallNanoseconds) / 1e9 },
+            release: record.appName.map { "\($0)@\(record.appVersion ?? "unknown")" },
+            exception: .init(values: [exception]),
+            threads: .init(values: threads),
+            debugMeta: .init(images: images),
+            contexts: .init(os: osContext(kernel: record.kernel, osRelease: osRelease),
+                            device: .init(arch: architecture(record.architecture)),
+                            app: .init(appName: record.appName ?? "", appVersion: record.appVersion ?? "")),
+            tags: tags,
+            breadcrumbs: .init(values: record.breadcrumbs.map {
+                SentryEvent.Breadcrumb(timestamp: Double($0.wallNanoseconds) / 1e9, level: level($0.level), message: $0.message)
+            }),
+            extra: extra.isEmpty ? nil : extra)
     }
 
     /// One frame per thread frame, outermost first (see ``event(record:eventID:frames:osRelease:readImageFiles:)``).
-    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord) -> [String: Any] {
+    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord) -> SentryEvent.Stacktrace {
         let hasAsync = frames.contains { $0.kind == .asyncResumePoint }
-        let sent = frames.reversed().map { threadFrame -> [String: Any] in
+        let sent = frames.reversed().map { threadFrame in
             let address = hasAsync ? callAddress(threadFrame, architecture: record.architecture) : threadFrame.address
-            var frame: [String: Any] = ["instruction_addr": hex(address)]
-            if let image = record.image(containing: threadFrame.address) { frame["package"] = codeFile(image.path) }
-            if let function = threadFrame.symbols.last(where: { !$0.inlined })?.symbol { frame["function"] = function }
-            return frame
+            return SentryEvent.Frame(instructionAddr: hex(address),
+                                     package: record.image(containing: threadFrame.address).map { codeFile($0.path) },
+                                     function: threadFrame.symbols.last(where: { !$0.inlined })?.symbol)
         }
         let adjustment = hasAsync ? "none" : thread.framesFromSignalContext ? "all_but_first" : "all"
-        return ["frames": sent, "instruction_addr_adjustment": adjustment]
+        return SentryEvent.Stacktrace(frames: sent, instructionAddrAdjustment: adjustment)
     }
 
     /// The address Sentry's symbolicator should look up for a frame: a return address moved
     /// back into its call instruction as symbolic's `caller_address` does (x86-64: less 1; arm64:
     /// less 4, instruction-aligned), a pc or an async resume point (a function entry) as is.
-    public static func callAddress(_ frame: ThreadFrame, architecture: CrashRecord.Architecture) -> UInt64 {
+    package static func callAddress(_ frame: ThreadFrame, architecture: CrashRecord.Architecture) -> UInt64 {
         guard frame.kind == .returnAddress, frame.address >= 4 else { return frame.address }
         switch architecture {
         case .aarch64: return (frame.address - 4) & ~3
@@ -223,10 +172,9 @@ public enum SentryEnvelope {
     /// (`ID`), `distribution_version` (`VERSION_ID`), `distribution_pretty_name` (`PRETTY_NAME`).
     /// `kernel_version` (which sentry-native sets only on macOS and Windows) is the whole release.
     /// The record's kernel line is uname's "sysname release version machine".
-    public static func osContext(kernel: String?, osRelease: SentryOSRelease?) -> [String: Any] {
-        var os: [String: Any] = ["type": "os"]
+    package static func osContext(kernel: String?, osRelease: OSRelease?) -> SentryEvent.OS {
         let words = (kernel ?? "").split(separator: " ").map(String.init)
-        os["name"] = words.first ?? "Linux"
+        var os = SentryEvent.OS(name: words.first ?? "Linux")
         if words.count >= 2 {
             let release = words[1]
             var dots = 0
@@ -239,20 +187,18 @@ public enum SentryEnvelope {
             }
             var build = release[end...]
             if build.first == "-" || build.first == "." { build = build.dropFirst() }
-            os["version"] = String(release[..<end])
-            if !build.isEmpty { os["build"] = String(build) }
-            os["kernel_version"] = release
+            os.version = String(release[..<end])
+            if !build.isEmpty { os.build = String(build) }
+            os.kernelVersion = release
         }
-        if let osRelease {
-            if let id = osRelease.id { os["distribution_name"] = id }
-            if let version = osRelease.versionID { os["distribution_version"] = version }
-            if let pretty = osRelease.prettyName { os["distribution_pretty_name"] = pretty }
-        }
+        os.distributionName = osRelease?.id
+        os.distributionVersion = osRelease?.versionID
+        os.distributionPrettyName = osRelease?.prettyName
         return os
     }
 
     /// Sentry's architecture names: "x86_64", "arm64" (not "aarch64").
-    public static func architecture(_ architecture: CrashRecord.Architecture) -> String {
+    package static func architecture(_ architecture: CrashRecord.Architecture) -> String {
         switch architecture {
         case .x86_64: return "x86_64"
         case .aarch64: return "arm64"
@@ -263,35 +209,19 @@ public enum SentryEnvelope {
     /// The vdso is `[vdso]` in records and `linux-gate.so` to Sentry (as sentry-native names it).
     static func codeFile(_ path: String) -> String { path == "[vdso]" ? "linux-gate.so" : path }
 
-    /// "SEGV_MAPERR at 0x0: address not mapped to object", and the first line of the last words
-    /// (the Swift fatal message, else glibc's abort message).
-    static func exceptionValue(_ record: CrashRecord) -> String {
-        guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
-        var value = signal.codeName.isEmpty ? "code \(signal.code)" : signal.codeName
-        if let fault = signal.faultAddress { value += " at " + hex(fault) }
-        if let sender = signal.sender { value += " sent by pid \(sender.pid)" }
-        if !signal.codeDescription.isEmpty { value += ": " + signal.codeDescription }
-        if let message = record.lastWords, let line = message.split(separator: "\n").first {
-            value += " — " + line
-        }
-        return value
-    }
-
-    static func level(_ level: UInt32) -> String {
+    /// Sentry's breadcrumb level (debug, info, warning, error, fatal) for a record's: swift-log's
+    /// seven fold into Sentry's five; an unknown level (every one is above critical) is fatal.
+    static func level(_ level: BreadcrumbLevel) -> String {
         switch level {
-        case 0, 1: return "debug"
-        case 2, 3: return "info"
-        case 4: return "warning"
-        case 5: return "error"
-        default: return "fatal"
+        case .trace, .debug: return "debug"
+        case .info, .notice: return "info"
+        case .warning: return "warning"
+        case .error: return "error"
+        case .critical, .unknown: return "fatal"
         }
     }
 
     static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
-
-    static func json(_ object: [String: Any]) -> [UInt8] {
-        [UInt8]((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8))
-    }
 
     /// RFC 3339 UTC with milliseconds, e.g. "2023-11-14T22:13:20.250Z".
     static func isoTime(_ date: Date) -> String {

@@ -93,17 +93,16 @@ extension CrashInspect {
         func run() throws {
             let (good, bad) = try options.inspections()
             if options.json {
-                let rows: [[String: Any]] = good.map { inspection in
+                let rows: [ListRow] = good.map { inspection in
                     let record = inspection.record
-                    return [
-                        "id": inspection.id, "file": inspection.path, "complete": record.isComplete,
-                        "time": record.process.map { isoTime($0.crashWallNanoseconds) as Any } ?? NSNull(),
-                        "app": record.appName ?? NSNull(), "version": record.appVersion ?? NSNull(),
-                        "signalName": record.signal?.name ?? NSNull(),
-                        "message": record.lastWords.map { Explanation.firstLine($0) as Any } ?? NSNull(),
-                        "topFrame": inspection.topFrameOfOurCode.map { Inspection.label($0) as Any } ?? NSNull(),
-                    ]
-                } + bad.map { ["id": $0.id, "error": $0.error] }
+                    let summary = inspection.summary
+                    return .record(.init(
+                        id: inspection.id, file: inspection.path, complete: record.isComplete,
+                        time: Nullable(record.process.map { isoTime($0.crashWallNanoseconds) }),
+                        app: Nullable(record.appName), version: Nullable(record.appVersion),
+                        signalName: Nullable(record.signal?.name), summary: summary.headline, message: Nullable(summary.message),
+                        topFrame: Nullable(inspection.topFrameOfOurCode.map(Inspection.label))))
+                } + bad.map { .unreadable(id: $0.id, error: $0.error) }
                 print(Rendering.encode(rows))
                 return
             }
@@ -111,10 +110,11 @@ extension CrashInspect {
                 let record = inspection.record
                 let time = record.process.map { isoTime($0.crashWallNanoseconds) } ?? "-"
                 let app = "\(record.appName ?? "?") \(record.appVersion ?? "")"
-                let message = record.lastWords.map { "\"\(shorten(Explanation.firstLine($0), 48))\"" } ?? "-"
+                let summary = inspection.summary
+                let message = summary.message.map { "\"\(shorten($0, 100))\"" } ?? "-"
                 let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
                 let state = record.isComplete ? "" : " (incomplete)"
-                print("\(inspection.id)  \(time)  \(app)  \(record.signal?.name ?? "?")  \(message)  \(top)\(state)")
+                print("\(inspection.id)  \(time)  \(app)  \(summary.title)  \(message)  \(top)\(state)")
             }
             if good.isEmpty && bad.isEmpty { print("no crash records in \(options.dir)") }
         }
@@ -134,7 +134,7 @@ extension CrashInspect {
 
         func run() throws {
             let (inspection, _) = try options.inspection(record)
-            print(options.json ? Rendering.encode(Rendering.json(inspection)) : Rendering.text(inspection))
+            print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
         }
     }
 
@@ -181,22 +181,7 @@ extension CrashInspect {
             }
             let last = summary.lastUpload
             if json {
-                let object: [String: Any] = [
-                    "path": summary.path, "pending": summary.pending, "pendingCrash": summary.pendingCrash,
-                    "quarantined": summary.quarantined, "counters": summary.counters, "runMarkers": summary.runMarkers,
-                    "anonymousID": summary.anonymousID ?? NSNull(),
-                    "oldestPending": summary.oldestPending.map {
-                        ["trackID": $0.trackID, "event": $0.event, "time": isoTime($0.time * 1_000_000)] as Any
-                    } ?? NSNull(),
-                    "lastUpload": last.map {
-                        ["time": isoTime($0.time * 1_000_000), "status": $0.status, "events": $0.events, "error": $0.error.map { $0 as Any } ?? NSNull()] as Any
-                    } ?? NSNull(),
-                    "quarantine": quarantine.map {
-                        ["trackID": $0.event.trackID, "event": $0.event.event, "status": $0.status, "reason": $0.reason,
-                         "quarantinedAt": isoTime($0.quarantinedAt * 1_000_000)] as [String: Any]
-                    },
-                ]
-                print(Rendering.encode(object))
+                print(Rendering.encode(StoreJSON(summary, quarantine: quarantine)))
                 return
             }
             print("Tracking store \(summary.path)")
@@ -290,23 +275,23 @@ extension CrashInspect {
             }
 
             func run() throws {
-                var rows: [[String: Any]] = []
+                var rows: [SymbolsAddRow] = []
                 var refused = 0
                 for binary in binaries {
                     do {
                         let buildID = hexString(try ELFFile(path: binary).buildID)
                         switch try SymbolStore.add(binary: binary, to: to) {
                         case .added(let path):
-                            rows.append(["binary": binary, "buildID": buildID, "path": path, "result": "added"])
+                            rows.append(SymbolsAddRow(binary: binary, buildID: buildID, path: path, result: "added"))
                             if !json { print("\(binary): \(buildID) added as \(path)") }
                         case .alreadyPresent(let path):
-                            rows.append(["binary": binary, "buildID": buildID, "path": path, "result": "alreadyPresent"])
+                            rows.append(SymbolsAddRow(binary: binary, buildID: buildID, path: path, result: "alreadyPresent"))
                             if !json { print("\(binary): \(buildID) already present as \(path)") }
                         }
                     } catch {
                         refused += 1
                         let reason = (error as? SymbolStore.Refusal)?.description ?? "\(error)"
-                        rows.append(["binary": binary, "error": reason])
+                        rows.append(SymbolsAddRow(binary: binary, error: reason))
                         FileHandle.standardError.write(Data("crash-inspect: \(reason)\n".utf8))
                     }
                 }

@@ -1,5 +1,5 @@
 // BreadcrumbLogHandlerTests.swift — the breadcrumb handler composes with swift-log's own handlers.
-import CrashCapture
+@testable import CrashCapture
 import Logging
 import XCTest
 
@@ -40,5 +40,15 @@ final class BreadcrumbLogHandlerTests: XCTestCase {
         handler[metadataKey: "k"] = "v"
         XCTAssertEqual(handler.metadata["k"], "v")
         XCTAssertEqual(handler.logLevel, .info)
+    }
+
+    /// Every swift-log level is written as the record's level of the same name and place in
+    /// swift-log's order (the numbers are cc_record.h's CC_BREADCRUMB_*).
+    func testEverySwiftLogLevelBecomesTheRecordsLevelOfTheSameName() {
+        for (index, level) in Logger.Level.allCases.enumerated() {
+            XCTAssertEqual(BreadcrumbLevel(level).name, level.rawValue)
+            XCTAssertEqual(BreadcrumbLevel(level).rawValue, UInt32(index), "\(level)")
+            XCTAssertEqual(BreadcrumbLevel(rawValue: UInt32(index)), BreadcrumbLevel(level))
+        }
     }
 }

@@ -74,6 +74,19 @@ final class CrashRecordReaderTests: XCTestCase {
         XCTAssertNil(signal.sender)
     }
 
+    /// A breadcrumb level the format does not define (a newer writer's, a C caller's of
+    /// cc_breadcrumb) is kept as written, and shown as its number.
+    func testABreadcrumbLevelTheFormatDoesNotDefineIsKeptAsWritten() throws {
+        var builder = RecordBuilder()
+        builder.breadcrumb(wallNanoseconds: 1, level: CC_BREADCRUMB_CRITICAL, message: "known")
+        builder.breadcrumb(wallNanoseconds: 2, level: CC_BREADCRUMB_CRITICAL + 3, message: "from the future")
+        builder.end()
+        let levels = try CrashRecordReader.parse(builder.build()).breadcrumbs.map(\.level)
+        XCTAssertEqual(levels, [.critical, .unknown(9)])
+        XCTAssertEqual(levels.map(\.rawValue), [6, 9])
+        XCTAssertEqual(levels.map(\.name), ["critical", "level 9"])
+    }
+
     func testLaterStringsReplaceEarlierOnesButNotesAccumulate() throws {
         var builder = RecordBuilder()
         builder.string(CC_STR_APP_NAME, "first")
@@ -919,8 +932,8 @@ private struct RecordBuilder {
         builder.thread(tid: 4242, name: "main", flags: CC_THREAD_NO_STACK, frames: [])
         builder.image(path: "/usr/bin/demo", base: 0x5555_5555_4000, size: 0x2_0000, buildID: sampleBuildID, flags: CC_IMAGE_MAIN_EXECUTABLE)
         builder.image(path: "/usr/lib/libc.so.6", base: 0x7F00_0000_0000, size: 0x20_0000, buildID: [], flags: 0)
-        builder.breadcrumb(wallNanoseconds: 1_700_000_001_000_000_000, level: 2, message: "opened file")
-        builder.breadcrumb(wallNanoseconds: 1_700_000_002_000_000_000, level: 4, message: "low memory")
+        builder.breadcrumb(wallNanoseconds: 1_700_000_001_000_000_000, level: CC_BREADCRUMB_INFO, message: "opened file")
+        builder.breadcrumb(wallNanoseconds: 1_700_000_002_000_000_000, level: CC_BREADCRUMB_WARNING, message: "low memory")
         builder.appEnd(#"{"event":"$AppEnd","properties":{"$app_crashed_reason":"SIGSEGV"}}"#)
         builder.end()
         return builder
@@ -958,8 +971,8 @@ private struct RecordBuilder {
             CrashImage(path: "/usr/lib/libc.so.6", base: 0x7F00_0000_0000, size: 0x20_0000, buildID: [], isMainExecutable: false),
         ],
         breadcrumbs: [
-            Breadcrumb(wallNanoseconds: 1_700_000_001_000_000_000, level: 2, message: "opened file"),
-            Breadcrumb(wallNanoseconds: 1_700_000_002_000_000_000, level: 4, message: "low memory"),
+            Breadcrumb(wallNanoseconds: 1_700_000_001_000_000_000, level: .info, message: "opened file"),
+            Breadcrumb(wallNanoseconds: 1_700_000_002_000_000_000, level: .warning, message: "low memory"),
         ],
         appEndJSON: #"{"event":"$AppEnd","properties":{"$app_crashed_reason":"SIGSEGV"}}"#,
         unknownSectionTypes: [],

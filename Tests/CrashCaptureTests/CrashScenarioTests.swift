@@ -56,7 +56,7 @@ final class CrashScenarioTests: XCTestCase {
         // Breadcrumbs left before the crash, in order, with their levels.
         XCTAssertEqual(record.breadcrumbs.map(\.message),
                        ["scenario null-dereference starting", "[crash-harness] performing null-dereference", "about to crash"])
-        XCTAssertEqual(record.breadcrumbs.last?.level, 4)
+        XCTAssertEqual(record.breadcrumbs.last?.level, .warning)
 
         // The compensating $AppEnd, in the tracking store's event shape.
         let process = try XCTUnwrap(record.process)

@@ -101,4 +101,50 @@ final class EventsTests: XCTestCase {
         }
         XCTAssertEqual(seen.count, 2000)
     }
+
+    // MARK: os-release
+
+    /// Python's `platform` module parses os-release the way this does (a parser no one here
+    /// wrote): the same fields of every text, and this machine's file found where Python finds it.
+    func testOSReleaseIsParsedAsPythonParsesIt() throws {
+        let output = try Tools.output(try Oracles.python(), ["-c", "import json, platform; print(json.dumps(platform.freedesktop_os_release()))"])
+        let truth = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: String])
+        let release = try XCTUnwrap(OSRelease.current())
+        XCTAssertEqual(release.id, truth["ID"])
+        XCTAssertEqual(release.versionID, truth["VERSION_ID"])
+        XCTAssertEqual(release.prettyName, truth["PRETTY_NAME"])
+
+        let texts = [
+            "ID=fedora\nVERSION_ID=\"40\"\nPRETTY_NAME='Fedora Linux 40'\n",
+            // Escapes inside quotes, a quote inside the other kind, an unmatched quote, a comment,
+            // blank and indented lines, a key repeated (the last wins), CRLF, "=" in a value.
+            "PRETTY_NAME=\"Joe\\'s \\\"OS\\\" \\$5 \\`x\\` C:\\\\dir \\n\"\nID=\"joe's\"\nVERSION_ID=\"12\n",
+            "# ID=commented\n\n  ID=indented\nID=first\nID=second\nVERSION_ID='1=2'\r\nPRETTY_NAME=\"\"\n",
+            "ID=\"\nVERSION_ID=''\nPRETTY_NAME=a b  \nBAD KEY=x\n=novalue\nID-X=y\n",
+            "VERSION_ID=\"é 漢字\"\nPRETTY_NAME=\"tab\there\"",
+        ]
+        let directory = try Scratch.directory("os-release")
+        for (index, text) in texts.enumerated() {
+            let path = directory + "/\(index)"
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            let script = "import json, platform, sys; print(json.dumps(platform._parse_os_release(open(sys.argv[1], newline=''))))"
+            let python = try Tools.output(try Oracles.python(), ["-c", script, path])
+            let theirs = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(python.utf8)) as? [String: String])
+            let mine = OSRelease(parsing: text)
+            // Python fills ID and PRETTY_NAME with defaults ("linux", "Linux") where the text has none.
+            XCTAssertEqual(mine.id ?? "linux", theirs["ID"], text)
+            XCTAssertEqual(mine.versionID, theirs["VERSION_ID"], text)
+            XCTAssertEqual(mine.prettyName ?? "Linux", theirs["PRETTY_NAME"], text)
+            XCTAssertEqual(OSRelease.current(paths: [directory + "/missing", path]), mine)
+        }
+        XCTAssertNil(OSRelease.current(paths: [directory + "/missing"]))
+        XCTAssertEqual(OSRelease(parsing: texts[0]), OSRelease(id: "fedora", versionID: "40", prettyName: "Fedora Linux 40"))
+    }
+
+    /// `$os_version` is os-release's PRETTY_NAME, as the one parser reads it, and the kernel.
+    func testTheOSVersionPresetIsThePrettyNameOfTheOneParser() throws {
+        guard case .string(let version) = PresetProperties.current()["$os_version"] else { return XCTFail("no $os_version") }
+        let pretty = try XCTUnwrap(OSRelease.current()?.prettyName)
+        XCTAssertTrue(version.hasPrefix(pretty + "; kernel "), version)
+    }
 }

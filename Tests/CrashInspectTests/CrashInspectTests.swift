@@ -112,7 +112,11 @@ final class CrashInspectTests: XCTestCase {
         let path = try crash("fatal-error", into: directory)
         let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
         XCTAssertTrue((object["message"] as? String)?.contains("crash-harness fatalError text") == true)
-        XCTAssertEqual(object["explanation"] as? String, "Swift runtime trap: crash-harness fatalError text")
+        // The runtime's line as it printed it ("<file>:<line>: Fatal error: <text>"): nothing is
+        // stripped, as in the crash's one summary (CrashSummary) and Sentry's Swift SDK.
+        let explanation = try XCTUnwrap(object["explanation"] as? String)
+        XCTAssertTrue(explanation.hasPrefix("Swift runtime trap: CrashScenarios/Scenarios.swift:"), explanation)
+        XCTAssertTrue(explanation.hasSuffix(": Fatal error: crash-harness fatalError text"), explanation)
     }
 
     func testARunawayRecursionShowsItsTopAndBottomWithTheNumberOfFramesOmittedBetween() throws {
@@ -358,7 +362,8 @@ final class CrashInspectTests: XCTestCase {
         let line = try XCTUnwrap(output.stdout.split(separator: "\n").first.map(String.init))
         XCTAssertTrue(line.hasPrefix(RecordDirectory.id(of: path)), line)
         XCTAssertTrue(line.contains("crash-harness 0.1.0"), line)
-        XCTAssertTrue(line.contains("\"crash-harness fatalError text\""), line)
+        // The fatal message's first line as the runtime wrote it (CrashSummary strips nothing).
+        XCTAssertTrue(line.contains(": Fatal error: crash-harness fatalError text\""), line)
         XCTAssertTrue(line.contains("closure #1 () -> () in closure"), "the fatalError call site: \(line)")
     }
 

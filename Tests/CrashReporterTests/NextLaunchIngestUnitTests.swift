@@ -1,10 +1,13 @@
 // NextLaunchIngestUnitTests.swift — CrashReporter's own pieces, on real records and hostile text:
 // the parse of a record's $AppEnd, the pairing of a record with its run marker, and AppCrashed's
-// properties checked against readelf (an oracle no one here wrote).
+// properties checked against readelf (an oracle no one here wrote), and the crash said in the same
+// words by AppCrashed, the Sentry event and crash-inspect.
 @testable import CrashReporter
 import CrashEvents
+import CrashInspection
 import CrashRecordFormat
 import CrashScenarios
+import CrashSentry
 import CrashSymbolication
 import CrashTracking
 import Foundation
@@ -101,10 +104,11 @@ final class NextLaunchIngestUnitTests: XCTestCase {
             .split(separator: " ").last.map(String.init))
         XCTAssertEqual(properties["$crash_build_id"], .string(buildID))
 
-        // app_crashed_reason: the signal line, then the first frames as #n 0xpc image+0xoffset.
+        // app_crashed_reason: the crash's one summary (CrashSummary), its headline as Sentry shows
+        // the exception ("type: value"), then the first frames as #n 0xpc image+0xoffset.
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
         let lines = reason.split(separator: "\n").map(String.init)
-        XCTAssertTrue(lines[0].hasPrefix("SIGSEGV (SEGV_MAPERR: "), lines[0])
+        XCTAssertTrue(lines[0].hasPrefix("SIGSEGV: SEGV_MAPERR ("), lines[0])
         XCTAssertTrue(lines[0].hasSuffix(" at 0x0"), lines[0])
         let frameLines = lines.filter { $0.hasPrefix("#") }
         XCTAssertEqual(frameLines.count, min(EventsSink.reasonFrames, thread.frames.count))
@@ -150,15 +154,56 @@ final class NextLaunchIngestUnitTests: XCTestCase {
         }
     }
 
-    /// glibc's abort message reaches AppCrashed: its own property and a reason line, as glibc
-    /// printed it on stderr (the reference run, CrashCapture disabled).
+    /// glibc's abort message reaches AppCrashed: its own property, and the end of the reason's
+    /// headline (the first line of the process's last words), as glibc printed it on stderr (the
+    /// reference run, CrashCapture disabled).
     func testAppCrashedCarriesGlibcsAbortMessage() throws {
         let (outcome, record, name) = try crash("double-free")
         let properties = EventsSink.crashProperties(record, name: name)
         let printed = try XCTUnwrap(outcome.reference?.stderr.split(separator: "\n").first { $0.contains("double free") }.map(String.init))
         XCTAssertEqual(properties["$crash_abort_message"], .string(printed))
         guard case .string(let reason) = try XCTUnwrap(properties["app_crashed_reason"]) else { return XCTFail("not a string") }
-        XCTAssertEqual(reason.split(separator: "\n").dropFirst().first.map(String.init), printed)
+        XCTAssertTrue(reason.split(separator: "\n").first?.hasSuffix(" — " + printed) == true, reason)
         XCTAssertNil(properties["$crash_fatal_message"])
+    }
+
+    // MARK: one summary of a crash
+
+    /// A crash reads the same wherever it is said in one line: AppCrashed's reason, the Sentry
+    /// exception (which Sentry shows as "type: value") and crash-inspect (show's text and JSON,
+    /// list's JSON) — the signal, its code, the fault address, then the fatal message's first
+    /// line as the Swift runtime printed it on stderr (the reference run, CrashCapture disabled);
+    /// and AppCrashed's frames, told from the images' symbol tables, are the ones crash-inspect's
+    /// summary takes from llvm-symbolizer's names, async callers included.
+    func testAppCrashedSentryAndCrashInspectSayACrashInTheSameWords() throws {
+        for (scenario, reference) in [("fatal-error", true), ("async-task-chain", false), ("double-free", true)] {
+            let (outcome, record, name) = try crash(scenario, reference: reference)
+            let signal = try XCTUnwrap(record.signal)
+            guard case .string(let reason) = try XCTUnwrap(NextLaunchIngest.crashProperties(record, name: name)["app_crashed_reason"]) else {
+                return XCTFail("not a string")
+            }
+            let reasonLines = reason.split(separator: "\n").map(String.init)
+            let headline = try XCTUnwrap(reasonLines.first)
+
+            // Against the record and what the process printed.
+            XCTAssertTrue(headline.hasPrefix("\(signal.name): \(signal.codeName) (\(signal.codeDescription))"), headline)
+            if let stderr = outcome.reference?.stderr {
+                let printed = try XCTUnwrap(stderr.split(separator: "\n").first { $0.contains("Fatal error: ") || $0.contains("double free") })
+                XCTAssertTrue(headline.hasSuffix(" — " + printed), "\(headline) vs \(printed)")
+            }
+
+            // The Sentry event as the uploader makes it (frames from the symbol tables here).
+            let exception = try XCTUnwrap(SentryEnvelope.event(record: record, eventID: SentryEnvelope.eventID(rawRecord: [])).exception.values.first)
+            XCTAssertEqual(exception.type + ": " + exception.value, headline, scenario)
+
+            // crash-inspect, with llvm-symbolizer's names.
+            let inspection = Inspection(path: name, record: record, symbolicator: try Symbolicator())
+            XCTAssertTrue(Rendering.text(inspection).contains("\nWhat happened\n  " + headline + "\n"), scenario)
+            XCTAssertEqual(Rendering.json(inspection).summary, headline, scenario)
+            XCTAssertEqual(inspection.summary.lines, reasonLines, scenario)
+            if scenario == "async-task-chain" {
+                XCTAssertTrue(reasonLines.contains { $0.hasSuffix(" [async]") }, reason)
+            }
+        }
     }
 }

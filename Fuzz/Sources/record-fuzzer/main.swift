@@ -2,6 +2,7 @@
 //
 // SwiftPM gives every executable its own entry point, so libFuzzer's main() cannot be used;
 // this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
+import CrashEvents
 import CrashRecordFormat
 import CrashInspection
 import CrashSentry
@@ -27,7 +28,7 @@ let testOneInput: FuzzCallback = { data, size in
     // What the inspector does with an untrusted record, short of running llvm-symbolizer.
     let inspection = Inspection(path: "fuzz.ccrec", record: record, symbolicator: nil)
     _ = Rendering.text(inspection)
-    _ = Rendering.encode(Rendering.json(inspection))
+    _ = Rendering.jsonText(inspection)
     _ = inspection.signature
     // The async frames of every thread as if every address were async code: hostile chains and
     // tasks (cycles, joins, loops of parents) must end.
@@ -35,7 +36,7 @@ let testOneInput: FuzzCallback = { data, size in
     // The Sentry envelope as the uploader builds it, without reading the files the record names.
     let raw = Array(bytes)
     _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: Date(timeIntervalSince1970: 0), osRelease: SentryOSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
+                            sentAt: Date(timeIntervalSince1970: 0), osRelease: OSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
                             readImageFiles: false)
     return 0
 }

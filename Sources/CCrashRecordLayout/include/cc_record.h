@@ -264,9 +264,20 @@ typedef struct {
 _Static_assert(sizeof(cc_sec_image_t) == 56, "cc_sec_image_t layout");
 #define CC_IMAGE_MAIN_EXECUTABLE 0x1u
 
+/* cc_sec_breadcrumb_t.level: swift-log's levels, in its order (the one place these numbers are
+ * written down: the Swift side names them `BreadcrumbLevel` in CrashRecordFormat). A reader keeps
+ * any other value as written. */
+#define CC_BREADCRUMB_TRACE    0u
+#define CC_BREADCRUMB_DEBUG    1u
+#define CC_BREADCRUMB_INFO     2u
+#define CC_BREADCRUMB_NOTICE   3u
+#define CC_BREADCRUMB_WARNING  4u
+#define CC_BREADCRUMB_ERROR    5u
+#define CC_BREADCRUMB_CRITICAL 6u
+
 typedef struct {
     int64_t  wall_ns;               /* CLOCK_REALTIME when the breadcrumb was left */
-    uint32_t level;                 /* 0 trace ... 6 critical (swift-log's order) */
+    uint32_t level;                 /* CC_BREADCRUMB_* */
     uint32_t reserved;
 } cc_sec_breadcrumb_t;
 _Static_assert(sizeof(cc_sec_breadcrumb_t) == 16, "cc_sec_breadcrumb_t layout");

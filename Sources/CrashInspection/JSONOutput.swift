@@ -1,0 +1,177 @@
+// JSONOutput.swift — crash-inspect's JSON shapes as types (show's schema, the groups), the one
+// encoder every --json output is written with, and the two helpers they need: an explicit null and
+// any JSON value (the record's $AppEnd, shown as it parses).
+import CrashRecordFormat
+import CrashSymbolication
+import Foundation
+
+/// A value written as JSON `null` when absent (a key the schema always has), where a plain
+/// optional would leave the key out.
+package struct Nullable<Wrapped: Encodable & Sendable>: Encodable, Sendable, ExpressibleByNilLiteral {
+    package var value: Wrapped?
+
+    package init(_ value: Wrapped?) { self.value = value }
+    package init(nilLiteral: ()) { value = nil }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value { try container.encode(value) } else { try container.encodeNil() }
+    }
+}
+
+/// Any JSON value, read from text: what a record's `$AppEnd` holds, shown as it parses. Integers
+/// stay integers (a millisecond `time` is past what a Double holds exactly).
+package indirect enum JSONValue: Codable, Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The value of JSON `text`; nil when it is not JSON.
+    package init?(parsing text: String) {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
+        self = value
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+extension Rendering {
+    /// Pretty, key-sorted JSON text: the one encoder of every `--json` output.
+    package static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `show --json`'s text (the object of ``json(_:)``).
+    public static func jsonText(_ inspection: Inspection) -> String { encode(json(inspection)) }
+}
+
+/// The `show --json` object, schema version 1 (docs/inspector.md). Every key is always present;
+/// what the record does not hold is `null`.
+package struct ShowJSON: Encodable, Sendable {
+    package var schemaVersion = 1
+    package var id: String
+    package var file: String
+    package var complete: Bool
+    package var incompleteReason: Nullable<String>
+    package var summary: String
+    package var explanation: String
+    package var message: Nullable<String>
+    package var abortMessage: Nullable<String>
+    package var app: App
+    package var notes: [String]
+    package var signal: Nullable<Int>
+    package var signalName: Nullable<String>
+    package var code: Nullable<Int>
+    package var codeName: Nullable<String>
+    package var codeDescription: Nullable<String>
+    package var faultAddress: Nullable<String>
+    package var sender: Nullable<Sender>
+    package var process: Nullable<Process>
+    package var threads: [Thread]
+    package var registers: [String: String]
+    package var memory: [Memory]
+    package var breadcrumbs: [Breadcrumb]
+    package var images: [Image]
+    /// The record's `$AppEnd` as it parses, its text when it does not, null without one.
+    package var appEnd: Nullable<JSONValue>
+
+    package struct App: Encodable, Sendable {
+        package var name: Nullable<String>
+        package var version: Nullable<String>
+    }
+
+    package struct Sender: Encodable, Sendable {
+        package var pid: Int
+        package var uid: Int
+    }
+
+    package struct Process: Encodable, Sendable {
+        package var pid, tid, ppid, uid: Int
+        package var threadName: String
+        package var executable: Nullable<String>
+        package var startTime: String
+        package var crashTime: String
+        package var uptimeSeconds: Double
+    }
+
+    package struct Thread: Encodable, Sendable {
+        package var tid: Int
+        package var name: String
+        package var crashed: Bool
+        package var stackAvailable: Bool
+        package var truncated: Bool
+        /// How the stack was obtained (``Rendering/stackSource(_:)``).
+        package var stack: String
+        package var alsoCrashed: Bool
+        package var omittedFrames: Int
+        package var registers: [String: String]
+        package var frames: [Frame]
+    }
+
+    /// One symbolicated frame: an inlined call expands a thread frame into several, innermost first.
+    package struct Frame: Encodable, Sendable {
+        package var index: Int
+        package var kind: ThreadFrame.Kind
+        package var taskDepth: Int
+        package var taskID: Nullable<Int>
+        package var address: String
+        package var image: Nullable<String>
+        package var imageOffset: Nullable<String>
+        package var symbol: Nullable<String>
+        package var file: Nullable<String>
+        package var line: Nullable<Int>
+        package var column: Nullable<Int>
+        package var inlined: Bool
+        package var problem: Nullable<String>
+    }
+
+    package struct Memory: Encodable, Sendable {
+        package var label: String
+        package var address: String
+        package var hex: String
+    }
+
+    package struct Breadcrumb: Encodable, Sendable {
+        package var time: String
+        /// ``BreadcrumbLevel/name``.
+        package var level: String
+        package var message: String
+    }
+
+    package struct Image: Encodable, Sendable {
+        package var path: String
+        package var buildID: String
+        package var base: String
+        package var size: Int
+        package var mainExecutable: Bool
+    }
+}

@@ -1,0 +1,193 @@
+// SentryEvent.swift — the JSON shapes of a Sentry envelope as types: the envelope and item headers
+// and the event (Sentry's event protocol, the fields sentry-native's inproc backend fills), with the
+// one encoder they are written by.
+import Foundation
+
+/// The event item of a crash's envelope. Optional fields that are nil are left out.
+package struct SentryEvent: Encodable, Sendable, Equatable {
+    package var eventID: String
+    package var platform = "native"
+    package var level = "fatal"
+    /// The crash time, seconds since the epoch.
+    package var timestamp: Double?
+    package var release: String?
+    package var exception: Values<Exception>
+    package var threads: Values<Thread>
+    package var debugMeta: DebugMeta
+    package var contexts: Contexts
+    package var tags: [String: String]
+    package var breadcrumbs: Values<Breadcrumb>
+    package var extra: [String: String]?
+
+    enum CodingKeys: String, CodingKey {
+        case eventID = "event_id", platform, level, timestamp, release, exception, threads
+        case debugMeta = "debug_meta", contexts, tags, breadcrumbs, extra
+    }
+
+    /// Sentry's `{"values": [...]}` wrapper.
+    package struct Values<Value: Encodable & Sendable & Equatable>: Encodable, Sendable, Equatable {
+        package var values: [Value]
+    }
+
+    package struct Exception: Encodable, Sendable, Equatable {
+        package var type: String
+        package var value: String
+        package var mechanism: Mechanism
+        package var threadID: Int?
+        package var stacktrace: Stacktrace?
+
+        enum CodingKeys: String, CodingKey {
+            case type, value, mechanism, threadID = "thread_id", stacktrace
+        }
+    }
+
+    /// How the crash was caught: a signal handler, not handled, synthetic (no exception object).
+    package struct Mechanism: Encodable, Sendable, Equatable {
+        package var type = "signalhandler"
+        package var handled = false
+        package var synthetic = true
+        package var meta: Meta?
+
+        package struct Meta: Encodable, Sendable, Equatable {
+            package var signal: Signal
+        }
+
+        package struct Signal: Encodable, Sendable, Equatable {
+            package var number: Int
+            package var code: Int
+            package var name: String?
+            package var codeName: String?
+
+            enum CodingKeys: String, CodingKey {
+                case number, code, name, codeName = "code_name"
+            }
+        }
+    }
+
+    package struct Stacktrace: Encodable, Sendable, Equatable {
+        /// Outermost caller first.
+        package var frames: [Frame]
+        /// "all_but_first", "all" or "none": which addresses Sentry moves back into their call.
+        package var instructionAddrAdjustment: String
+        package var registers: [String: String]?
+
+        enum CodingKeys: String, CodingKey {
+            case frames, instructionAddrAdjustment = "instruction_addr_adjustment", registers
+        }
+    }
+
+    package struct Frame: Encodable, Sendable, Equatable {
+        package var instructionAddr: String
+        /// The image's path (`code_file`).
+        package var package: String?
+        package var function: String?
+
+        enum CodingKeys: String, CodingKey {
+            case instructionAddr = "instruction_addr", package, function
+        }
+    }
+
+    package struct Thread: Encodable, Sendable, Equatable {
+        package var id: Int
+        package var crashed: Bool
+        package var current: Bool
+        package var name: String?
+        package var stacktrace: Stacktrace?
+    }
+
+    package struct DebugMeta: Encodable, Sendable, Equatable {
+        package var images: [Image]
+    }
+
+    package struct Image: Encodable, Sendable, Equatable {
+        package var type = "elf"
+        package var codeFile: String
+        package var debugID: String
+        package var imageAddr: String
+        package var imageSize: Int
+        package var codeID: String?
+
+        enum CodingKeys: String, CodingKey {
+            case type, codeFile = "code_file", debugID = "debug_id", imageAddr = "image_addr", imageSize = "image_size", codeID = "code_id"
+        }
+    }
+
+    package struct Contexts: Encodable, Sendable, Equatable {
+        package var os: OS
+        package var device: Device
+        package var app: App
+    }
+
+    /// `contexts.os` (see ``SentryEnvelope/osContext(kernel:osRelease:)``).
+    package struct OS: Encodable, Sendable, Equatable {
+        package var type = "os"
+        package var name: String
+        package var version: String?
+        package var build: String?
+        package var kernelVersion: String?
+        package var distributionName: String?
+        package var distributionVersion: String?
+        package var distributionPrettyName: String?
+
+        enum CodingKeys: String, CodingKey {
+            case type, name, version, build, kernelVersion = "kernel_version", distributionName = "distribution_name"
+            case distributionVersion = "distribution_version", distributionPrettyName = "distribution_pretty_name"
+        }
+    }
+
+    package struct Device: Encodable, Sendable, Equatable {
+        package var type = "device"
+        package var arch: String
+    }
+
+    package struct App: Encodable, Sendable, Equatable {
+        package var type = "app"
+        package var appName: String
+        package var appVersion: String
+
+        enum CodingKeys: String, CodingKey {
+            case type, appName = "app_name", appVersion = "app_version"
+        }
+    }
+
+    package struct Breadcrumb: Encodable, Sendable, Equatable {
+        package var timestamp: Double
+        package var level: String
+        package var message: String
+    }
+}
+
+/// An envelope's first line.
+struct SentryEnvelopeHeader: Encodable {
+    var eventID: String
+    /// RFC 3339; left out for an envelope sent later (see ``SentryEnvelope/make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:)``).
+    var sentAt: String?
+
+    enum CodingKeys: String, CodingKey {
+        case eventID = "event_id", sentAt = "sent_at"
+    }
+}
+
+/// The header line of an envelope item.
+struct SentryItemHeader: Encodable {
+    var type: String
+    var length: Int
+    var contentType: String
+    var filename: String?
+    var attachmentType: String?
+
+    enum CodingKeys: String, CodingKey {
+        case type, length, contentType = "content_type", filename, attachmentType = "attachment_type"
+    }
+}
+
+extension SentryEnvelope {
+    /// The one encoder every line of an envelope is written with: keys sorted (stable bytes for
+    /// the same record), slashes as they are.
+    static func json(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Every value here is a string, number or bool the encoder takes: it cannot fail.
+        return [UInt8]((try? encoder.encode(value)) ?? Data("{}".utf8))
+    }
+}

@@ -1,0 +1,101 @@
+// Output.swift — the JSON shapes of list, store and symbols add (show's and groups' are
+// CrashInspection's), written by the one encoder, `Rendering.encode`.
+import CrashInspection
+import CrashTracking
+
+/// A row of `list --json`: a record, or a file that could not be read.
+enum ListRow: Encodable {
+    case record(Record)
+    case unreadable(id: String, error: String)
+
+    struct Record: Encodable {
+        var id: String
+        var file: String
+        var complete: Bool
+        var time: Nullable<String>
+        var app: Nullable<String>
+        var version: Nullable<String>
+        var signalName: Nullable<String>
+        /// The crash in one line (`CrashSummary`'s headline).
+        var summary: String
+        /// The first line of the process's last words.
+        var message: Nullable<String>
+        var topFrame: Nullable<String>
+    }
+
+    private struct Unreadable: Encodable {
+        var id: String
+        var error: String
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .record(let record): try record.encode(to: encoder)
+        case .unreadable(let id, let error): try Unreadable(id: id, error: error).encode(to: encoder)
+        }
+    }
+}
+
+/// `store --json`.
+struct StoreJSON: Encodable {
+    var path: String
+    var pending: Int
+    var pendingCrash: Int
+    var quarantined: Int
+    var counters: [String: Int]
+    var runMarkers: Int
+    var anonymousID: Nullable<String>
+    var oldestPending: Nullable<Oldest>
+    var lastUpload: Nullable<Upload>
+    var quarantine: [Quarantined]
+
+    struct Oldest: Encodable {
+        var trackID: String
+        var event: String
+        var time: String
+    }
+
+    struct Upload: Encodable {
+        var time: String
+        /// The HTTP status; 0 for a network error.
+        var status: Int
+        var events: Int
+        var error: Nullable<String>
+    }
+
+    struct Quarantined: Encodable {
+        var trackID: String
+        var event: String
+        var status: Int
+        var reason: String
+        var quarantinedAt: String
+    }
+
+    init(_ summary: StoreSummary, quarantine: [QuarantinedEvent]) {
+        path = summary.path
+        pending = summary.pending
+        pendingCrash = summary.pendingCrash
+        quarantined = summary.quarantined
+        counters = summary.counters
+        runMarkers = summary.runMarkers
+        anonymousID = Nullable(summary.anonymousID)
+        oldestPending = Nullable(summary.oldestPending.map { Oldest(trackID: $0.trackID, event: $0.event, time: isoTime($0.time * 1_000_000)) })
+        lastUpload = Nullable(summary.lastUpload.map {
+            Upload(time: isoTime($0.time * 1_000_000), status: $0.status, events: $0.events, error: Nullable($0.error))
+        })
+        self.quarantine = quarantine.map {
+            Quarantined(trackID: $0.event.trackID, event: $0.event.event, status: $0.status, reason: $0.reason,
+                        quarantinedAt: isoTime($0.quarantinedAt * 1_000_000))
+        }
+    }
+}
+
+/// A row of `symbols add --json`: what became of one binary (`error` alone when it was refused).
+struct SymbolsAddRow: Encodable {
+    var binary: String
+    var buildID: String?
+    var path: String?
+    /// "added" or "alreadyPresent".
+    var result: String?
+    var error: String?
+}
