@@ -74,7 +74,7 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
     public static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
         SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: sentAt, osRelease: SentryOSRelease.current())
+                            sentAt: sentAt, osRelease: OSRelease.current())
     }
 
     /// What this process's Sentry sink did.
@@ -158,8 +158,9 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
             body = makeEnvelope(record, head.record.bytes, head.record.name, Date())
         case .failure(let error):
             // A crash whose record cannot be read still happened: an event that says so.
+            let crashTime = RecordFileName(head.record.name).map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000) }
             body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: head.record.bytes,
-                                                   reason: "\(error)", sentAt: Date())
+                                                   reason: "\(error)", crashTime: crashTime, sentAt: Date())
         }
         let request = HTTPExchange.Request(url: dsn.envelopeURL, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],

@@ -8,7 +8,6 @@ import Foundation
 
 /// The os-release fields `contexts.os` carries: CrashEvents' ``OSRelease``, the one parser.
 /// (This name stays until the reporter's upload names `OSRelease` itself.)
-public typealias SentryOSRelease = OSRelease
 
 public enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
@@ -52,13 +51,19 @@ public enum SentryEnvelope {
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
-        let eventData = json(event)
-        var out = json(SentryEnvelopeHeader(eventID: id, sentAt: sentAt.map(isoTime))) + [0x0A]
-        out += json(SentryItemHeader(type: "event", length: eventData.count, contentType: "application/json")) + [0x0A]
-        out += eventData + [0x0A]
-        out += json(SentryItemHeader(type: "attachment", length: rawRecord.count, contentType: "application/octet-stream",
+        return envelope(eventID: id, sentAt: sentAt, event: json(event), attaching: rawRecord, fileName: fileName)
+    }
+
+    /// The envelope's lines: its header, the event item, and the record attached as is (no
+    /// attachment item when there are no bytes).
+    static func envelope(eventID: String, sentAt: Date?, event: [UInt8], attaching bytes: [UInt8], fileName: String) -> [UInt8] {
+        var out = json(SentryEnvelopeHeader(eventID: eventID, sentAt: sentAt.map(isoTime))) + [0x0A]
+        out += json(SentryItemHeader(type: "event", length: event.count, contentType: "application/json")) + [0x0A]
+        out += event + [0x0A]
+        guard !bytes.isEmpty else { return out }
+        out += json(SentryItemHeader(type: "attachment", length: bytes.count, contentType: "application/octet-stream",
                                      filename: fileName, attachmentType: "event.attachment")) + [0x0A]
-        out += rawRecord + [0x0A]
+        out += bytes + [0x0A]
         return out
     }
 

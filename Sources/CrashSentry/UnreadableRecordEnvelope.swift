@@ -2,39 +2,37 @@
 //
 // A record the reader rejects (cut short before its header, damaged, not a record at all) still
 // says that a crash happened: Sentry gets a fatal error event saying so, the file attached as
-// is (when there are bytes), and the same event id for the same bytes (a resend is deduplicated).
+// is (when there are bytes), and the same event id for the same file (a resend is deduplicated).
 import Foundation
 
+/// The event of an unreadable record: what is known is that a crash happened, and why its
+/// record says no more.
+struct UnreadableRecordEvent: Encodable {
+    var eventID: String
+    var platform = "native"
+    var level = "fatal"
+    var timestamp: Double
+    var exception: SentryEvent.Values<SentryEvent.Exception>
+    var tags: [String: String]
+
+    enum CodingKeys: String, CodingKey {
+        case eventID = "event_id", platform, level, timestamp, exception, tags
+    }
+}
+
 extension SentryEnvelope {
-    /// A fatal event "unreadable crash record <file>: <reason>", the bytes attached.
-    package static func unreadableRecord(fileName: String, rawRecord: [UInt8], reason: String, sentAt: Date?) -> [UInt8] {
+    /// A fatal event "unreadable crash record <file>: <reason>" at the time the file's name
+    /// says, the bytes attached.
+    package static func unreadableRecord(fileName: String, rawRecord: [UInt8], reason: String, crashTime: Date?, sentAt: Date?) -> [UInt8] {
         let id = eventID(rawRecord: Array(fileName.utf8) + [0] + rawRecord)
-        let event: [String: Any] = [
-            "event_id": id,
-            "platform": "native",
-            "level": "fatal",
-            "logger": "crashcapture",
-            "timestamp": isoTime(sentAt ?? Date()),
-            "exception": ["values": [[
-                "type": "UnreadableCrashRecord",
-                "value": "unreadable crash record \(fileName): \(reason)",
-                "mechanism": ["type": "crashcapture", "handled": false, "synthetic": true],
-            ]]],
-            "tags": ["crash_record": fileName, "crash_record_complete": "false"],
-        ]
-        let eventData = json(event)
-        var header: [String: Any] = ["event_id": id]
-        if let sentAt { header["sent_at"] = isoTime(sentAt) }
-        var out = json(header) + [0x0A]
-        out += json(["type": "event", "length": eventData.count, "content_type": "application/json"]) + [0x0A]
-        out += eventData + [0x0A]
-        if !rawRecord.isEmpty {
-            out += json([
-                "type": "attachment", "length": rawRecord.count, "filename": fileName,
-                "content_type": "application/octet-stream", "attachment_type": "event.attachment",
-            ]) + [0x0A]
-            out += rawRecord + [0x0A]
-        }
-        return out
+        var mechanism = SentryEvent.Mechanism()
+        mechanism.type = "crashcapture"
+        let event = UnreadableRecordEvent(
+            eventID: id, timestamp: (crashTime ?? sentAt ?? Date()).timeIntervalSince1970,
+            exception: .init(values: [SentryEvent.Exception(type: "UnreadableCrashRecord",
+                                                            value: "unreadable crash record \(fileName): \(reason)",
+                                                            mechanism: mechanism)]),
+            tags: ["crash_record": fileName, "crash_record_complete": "false"])
+        return envelope(eventID: id, sentAt: sentAt, event: json(event), attaching: rawRecord, fileName: fileName)
     }
 }

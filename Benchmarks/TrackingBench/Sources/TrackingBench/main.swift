@@ -106,12 +106,12 @@ func ingestAndUpload(records: Int) throws {
                                               appName: "bench", appVersion: "1.0", endpoint: server.url)
     config.captureCrashes = false
     let reporting = CrashReporting.start(config)
-    let flushed = reporting.tracker.flush(timeout: 30)
+    let flushed = reporting.tracker!.flush(timeout: 30)
     let seconds = Double(now() - start) / 1e9
     reporting.shutdown()
     server.stop()
     print(String(format: "next-launch ingest + upload of %d records to a loopback server: %.3f s (ingested %d, flushed %@, %d events in %d requests)",
-                 records, seconds, reporting.ingestReport.recordsIngested.count, flushed ? "yes" : "NO",
+                 records, seconds, reporting.launchReport.recordsIngested.count, flushed ? "yes" : "NO",
                  server.eventCount, server.requestCount))
 }
 

@@ -1,4 +1,4 @@
-// NextLaunchIngestUnitTests.swift — CrashReporter's own pieces, on real records and hostile text:
+// EventsSinkUnitTests.swift — CrashReporter's own pieces, on real records and hostile text:
 // the parse of a record's $AppEnd, the pairing of a record with its run marker, and AppCrashed's
 // properties checked against readelf (an oracle no one here wrote), and the crash said in the same
 // words by AppCrashed, the Sentry event and crash-inspect.
@@ -14,7 +14,7 @@ import Foundation
 import TestSupport
 import XCTest
 
-final class NextLaunchIngestUnitTests: XCTestCase {
+final class EventsSinkUnitTests: XCTestCase {
     // MARK: the record's $AppEnd is untrusted text
 
     func testAValidAppEndIsTakenWithItsTrackIDTimeAndIdentity() throws {
@@ -179,7 +179,7 @@ final class NextLaunchIngestUnitTests: XCTestCase {
         for (scenario, reference) in [("fatal-error", true), ("async-task-chain", false), ("double-free", true)] {
             let (outcome, record, name) = try crash(scenario, reference: reference)
             let signal = try XCTUnwrap(record.signal)
-            guard case .string(let reason) = try XCTUnwrap(NextLaunchIngest.crashProperties(record, name: name)["app_crashed_reason"]) else {
+            guard case .string(let reason) = try XCTUnwrap(EventsSink.crashProperties(record, name: name)["app_crashed_reason"]) else {
                 return XCTFail("not a string")
             }
             let reasonLines = reason.split(separator: "\n").map(String.init)
