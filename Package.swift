@@ -6,7 +6,7 @@ let package = Package(
     name: "CrashCapture",
     products: [
         .library(name: "CrashCapture", targets: ["CrashCapture"]),
-        .library(name: "CrashTracking", targets: ["CrashTracking"]),
+        .library(name: "SensorsTracking", targets: ["SensorsTracking"]),
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
         .executable(name: "crash-harness", targets: ["crash-harness"]),
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
@@ -16,8 +16,8 @@ let package = Package(
         // A crash record as a Sentry envelope: shared by crash-inspect's export and the uploader.
         .library(name: "CrashSentry", targets: ["CrashSentry"]),
         // The event model (identity, EventContext, EventRenderer, AppEvents): CrashCapture and
-        // CrashTracking take its types, and no longer re-export it.
-        .library(name: "CrashEvents", targets: ["CrashEvents"]),
+        // SensorsTracking take its types, and no longer re-export it.
+        .library(name: "SensorsEvents", targets: ["SensorsEvents"]),
         // posix_spawn with a deadline, the exact signal, a process group's leftovers.
         .library(name: "ProcessSpawning", targets: ["ProcessSpawning"]),
     ],
@@ -41,7 +41,7 @@ let package = Package(
         // fuzzer) link this, not CrashCapture.
         .target(name: "CrashRecordFormat", dependencies: ["CCrashRecordLayout"]),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
-        .target(name: "CrashEvents"),
+        .target(name: "SensorsEvents"),
         .target(
             name: "CrashCapture",
             // No Foundation, no event model: what capture links is what every adopter loads.
@@ -57,11 +57,11 @@ let package = Package(
         .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
         .target(
-            name: "CrashTracking",
-            dependencies: ["CrashEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
+            name: "SensorsTracking",
+            dependencies: ["SensorsEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "CrashEvents", "CrashTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "SensorsEvents", "SensorsTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
@@ -72,14 +72,14 @@ let package = Package(
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "CrashEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "SensorsEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "CrashEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "CrashTracking", "CrashReporter",
+                "CrashCapture", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -89,20 +89,20 @@ let package = Package(
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
-        .target(name: "CrashSentry", dependencies: ["CrashEvents", "CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "CrashSentry", dependencies: ["SensorsEvents", "CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashSymbolication", "CrashTracking",
+                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashSymbolication", "SensorsTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Test support shared by every test target: built tool paths, scratch directories.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
-        .testTarget(name: "CrashEventsTests", dependencies: ["CrashEvents", "TestSupport"]),
+        .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
-            dependencies: ["CrashReporter", "CrashEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "CrashTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashReporter", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
         .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
@@ -118,18 +118,18 @@ let package = Package(
         // The envelope against Sentry's own code (sentry_sdk, sentry_relay, symbolic in .venv-oracles).
         .testTarget(
             name: "CrashSentryTests",
-            dependencies: ["CrashSentry", "CrashEvents", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashSentry", "SensorsEvents", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
-            name: "CrashTrackingTests",
+            name: "SensorsTrackingTests",
             dependencies: [
-                "CrashTracking", "CrashReporter", "CrashCapture", "CrashEvents", "CrashRecordFormat", "CrashScenarios",
+                "SensorsTracking", "CrashReporter", "CrashCapture", "SensorsEvents", "CrashRecordFormat", "CrashScenarios",
                 "HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "CrashEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness", "capture-only"]
+            dependencies: ["CrashCapture", "CrashRecordFormat", "SensorsEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness", "capture-only"]
         ),
     ]
 )

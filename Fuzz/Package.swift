@@ -10,7 +10,7 @@ let package = Package(
         .executableTarget(
             name: "record-fuzzer",
             dependencies: [
-                .product(name: "CrashEvents", package: "CrashCapture"),
+                .product(name: "SensorsEvents", package: "CrashCapture"),
                 .product(name: "CrashRecordFormat", package: "CrashCapture"),
                 .product(name: "CrashInspection", package: "CrashCapture"),
                 .product(name: "CrashSentry", package: "CrashCapture"),

@@ -10,10 +10,10 @@ let package = Package(
         .executableTarget(
             name: "TrackingBench",
             dependencies: [
-                .product(name: "CrashTracking", package: "CrashCapture"),
+                .product(name: "SensorsTracking", package: "CrashCapture"),
                 .product(name: "CrashReporter", package: "CrashCapture"),
                 .product(name: "CrashCapture", package: "CrashCapture"),
-                .product(name: "CrashEvents", package: "CrashCapture"),
+                .product(name: "SensorsEvents", package: "CrashCapture"),
             ]
         ),
     ]

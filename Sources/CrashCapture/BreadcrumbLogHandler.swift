@@ -30,6 +30,6 @@ public struct BreadcrumbLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         guard event.level >= logLevel else { return }
-        CrashCapture.leaveBreadcrumb("[\(label)] \(event.message)", level: event.level)
+        CrashHandler.leaveBreadcrumb("[\(label)] \(event.message)", level: event.level)
     }
 }

@@ -1,5 +1,5 @@
 // AppCrashedProperties.swift — what `AppCrashed` says about a crash record.
-import CrashEvents
+import SensorsEvents
 import CrashRecordFormat
 import CrashSymbolication
 

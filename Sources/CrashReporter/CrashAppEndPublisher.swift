@@ -2,7 +2,7 @@
 // one event renderer, with placeholders the signal handler fills, and handed to CrashCapture
 // through its one narrow call (capture knows no key names and no event model).
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import Synchronization
 
 /// Keeps the `$AppEnd` that CrashCapture writes into a crash record equal to what the session's
@@ -14,7 +14,7 @@ import Synchronization
 /// let appEnd = CrashAppEndPublisher(appName: "myapp", appVersion: "1.4.2", runID: trackerConfiguration.runID)
 /// trackerConfiguration.onEventContextChange = { appEnd.publish($0) }
 /// ```
-/// Publishing before or after `CrashCapture.start` both work; the latest publication wins.
+/// Publishing before or after `CrashHandler.start` both work; the latest publication wins.
 public final class CrashAppEndPublisher: Sendable {
     private struct State {
         /// Made by the first publication (CrashReporting's launch, off the caller's thread).
@@ -61,7 +61,7 @@ public final class CrashAppEndPublisher: Sendable {
                 state.rendererExtras = context.extraPresets
             }
             // Under the lock: two publications reach capture in the order they were made.
-            CrashCapture.setAppEndTemplate(Self.template(renderer: renderer, runID: runID, context: context))
+            CrashHandler.setAppEndTemplate(Self.template(renderer: renderer, runID: runID, context: context))
         }
     }
 
@@ -75,9 +75,9 @@ public final class CrashAppEndPublisher: Sendable {
         for superProperties in [context.superProperties, [:]] {
             let text = renderer.renderTemplate(
                 event: AppEvents.appEnd, identity: context.identity, properties: properties, superProperties: superProperties,
-                rawTrackID: CrashCapture.AppEndTemplate.trackIDPlaceholder, rawTime: CrashCapture.AppEndTemplate.timePlaceholder,
-                rawProperties: [(AppEvents.eventDurationProperty, CrashCapture.AppEndTemplate.durationPlaceholder)])
-            if text.utf8.count < CrashCapture.AppEndTemplate.maxBytes { return text }
+                rawTrackID: CrashHandler.AppEndTemplate.trackIDPlaceholder, rawTime: CrashHandler.AppEndTemplate.timePlaceholder,
+                rawProperties: [(AppEvents.eventDurationProperty, CrashHandler.AppEndTemplate.durationPlaceholder)])
+            if text.utf8.count < CrashHandler.AppEndTemplate.maxBytes { return text }
         }
         return ""
     }

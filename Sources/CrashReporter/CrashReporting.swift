@@ -1,7 +1,7 @@
 // CrashReporting.swift — one call that wires capture, next-launch ingest and tracking for an app.
 import CrashCapture
-import CrashEvents
-import CrashTracking
+import SensorsEvents
+import SensorsTracking
 import Foundation
 import HTTPExchange
 import Synchronization
@@ -100,7 +100,7 @@ public final class CrashReporting: Sendable {
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
-    public let captureResult: Result<CrashCapture.StartResult, CrashCaptureError>?
+    public let captureResult: Result<CrashHandler.StartResult, CrashCaptureError>?
 
     /// The inbox pass's result, set once by the thread that runs it.
     private final class Launched: Sendable {
@@ -149,7 +149,7 @@ public final class CrashReporting: Sendable {
             trackerConfiguration = tracking
         }
         if configuration.captureCrashes {
-            var capture = CrashCaptureConfiguration(directory: configuration.recordDirectory, appName: configuration.appName,
+            var capture = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                     appVersion: configuration.appVersion)
             if var tracking = trackerConfiguration {
                 // CrashCapture's compensating $AppEnd follows what the tracker's events carry
@@ -170,7 +170,7 @@ public final class CrashReporting: Sendable {
             // this run's id; its $AppEnd once the launch has published one, else the next launch
             // makes it from the record).
             do {
-                captureResult = .success(try CrashCapture.start(capture))
+                captureResult = .success(try CrashHandler.start(capture))
             } catch let error as CrashCaptureError {
                 captureResult = .failure(error)
             } catch {

@@ -16,7 +16,7 @@
 // offered the record again; each of ours makes that harmless (the store's claim refuses the
 // same events twice, Sentry drops an event id it has).
 import CrashRecordFormat
-import CrashTracking
+import SensorsTracking
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -17,7 +17,7 @@
 // it dies, so a killed sender blocks nothing: the next process sends the record again, with the
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
-import CrashEvents
+import SensorsEvents
 import CrashRecordFormat
 import CrashSentry
 import Foundation

@@ -1,7 +1,7 @@
 // ScenarioRunner.swift — runs one scenario as a child process of the harness binary, with and without CrashCapture, and checks what it left.
 //
 // Every run is judged against the truth: the same scenario run again with CRASHCAPTURE_DISABLE=1
-// (CrashCapture.start installs nothing) is the reference. A crash reporter must not change how
+// (CrashHandler.start installs nothing) is the reference. A crash reporter must not change how
 // a program ends or what it prints, so the run fails when its ending, stdout or stderr differ
 // from the reference's (a scenario whose output legitimately differs between any two runs
 // declares a normaliser, or opts out with a reason; the ending is always compared). Each child
@@ -138,9 +138,9 @@ public enum ScenarioRunner {
         }
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.removeValue(forKey: CrashCapture.disableEnvironmentVariable)
+        environment.removeValue(forKey: CrashHandler.disableEnvironmentVariable)
         for (key, value) in scenario.environment { environment[key] = value.replacingOccurrences(of: "{dir}", with: directory) }
-        if captureDisabled { environment[CrashCapture.disableEnvironmentVariable] = "1" }
+        if captureDisabled { environment[CrashHandler.disableEnvironmentVariable] = "1" }
         if let backtracer { environment["SWIFT_BACKTRACE"] = backtracer }
         let child = try ChildProcess.run(harness, ["run", scenario.name, "--dir", directory], environment: environment,
                                          stdout: stdoutPath, stderr: stderrPath, timeout: timeout, ownProcessGroup: true)
@@ -218,7 +218,7 @@ public enum ScenarioRunner {
         var failures: [String] = []
         let describe = { (ending: Scenario.Ending?) in ending.map(\.description) ?? "a hang" }
         if reference.ending != outcome.ending {
-            failures.append("ended with \(describe(outcome.ending)), the reference run (\(CrashCapture.disableEnvironmentVariable)=1) with \(describe(reference.ending))")
+            failures.append("ended with \(describe(outcome.ending)), the reference run (\(CrashHandler.disableEnvironmentVariable)=1) with \(describe(reference.ending))")
         }
         if !reference.leftRunning.isEmpty {
             failures.append("reference run left \(reference.leftRunning.count) process(es) running: \(reference.leftRunning.map(\.command).joined(separator: ", "))")

@@ -1,6 +1,6 @@
 // Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
 import CCrashScenarios
-import CrashEvents
+import SensorsEvents
 import CrashReporter
 @_spi(Testing) import CrashCapture
 import Dispatch
@@ -132,7 +132,7 @@ public struct Scenario: Sendable {
     /// Runs before CrashCapture starts (to install a handler that must be chained).
     let beforeStart: (@Sendable () -> Void)?
     /// Adjusts the configuration.
-    let configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)?
+    let configure: (@Sendable (inout CrashHandler.Configuration) -> Void)?
     /// Performs the scenario (inside level5 unless it manages its own threads).
     let perform: @Sendable (ScenarioContext) -> Void
 
@@ -142,7 +142,7 @@ public struct Scenario: Sendable {
         output: OutputComparison = .exact, maxSeconds: Double? = nil,
         environment: [String: String] = [:],
         beforeStart: (@Sendable () -> Void)? = nil,
-        configure: (@Sendable (inout CrashCaptureConfiguration) -> Void)? = nil,
+        configure: (@Sendable (inout CrashHandler.Configuration) -> Void)? = nil,
         check: (@Sendable (RunOutcome) -> [String])? = nil,
         backtracerReference: Bool = false,
         perform: @escaping @Sendable (ScenarioContext) -> Void
@@ -657,18 +657,18 @@ public enum Scenarios {
     /// process, which the caller reports.
     public static func perform(_ scenario: Scenario, directory: String) throws {
         scenario.beforeStart?()
-        var configuration = CrashCaptureConfiguration(directory: directory, appName: "crash-harness", appVersion: EventLibrary.version)
+        var configuration = CrashHandler.Configuration(directory: directory, appName: "crash-harness", appVersion: EventLibrary.version)
         configuration.runID = EventDraft.newTrackID()
         scenario.configure?(&configuration)
         // The compensating $AppEnd, as CrashReporting publishes it for an app.
         let appEnd = CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion, runID: configuration.runID)
         appEnd.publish(identity: EventIdentity(anonymousID: "crash-harness-anonymous"))
-        try CrashCapture.start(configuration)
-        CrashCapture.leaveBreadcrumb("scenario \(scenario.name) starting", level: .notice)
+        try CrashHandler.start(configuration)
+        CrashHandler.leaveBreadcrumb("scenario \(scenario.name) starting", level: .notice)
         var logger = Logger(label: "crash-harness") { BreadcrumbLogHandler(label: $0) }
         logger.logLevel = .info
         logger.info("performing \(scenario.name)")
-        CrashCapture.leaveBreadcrumb("about to crash", level: .warning)
+        CrashHandler.leaveBreadcrumb("about to crash", level: .warning)
         scenario.perform(ScenarioContext(directory: directory, appEnd: appEnd))
     }
 }

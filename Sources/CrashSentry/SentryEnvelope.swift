@@ -1,12 +1,12 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
 // images, contexts) and the record file attached as is. The one builder crash-inspect's export and
 // the uploader share.
-import CrashEvents
+import SensorsEvents
 import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-/// The os-release fields `contexts.os` carries: CrashEvents' ``OSRelease``, the one parser.
+/// The os-release fields `contexts.os` carries: SensorsEvents' ``OSRelease``, the one parser.
 /// (This name stays until the reporter's upload names `OSRelease` itself.)
 
 public enum SentryEnvelope {

@@ -23,7 +23,7 @@ guard arguments.count >= 2 else {
     exit(64)
 }
 do {
-    let result = try CrashCapture.start(.init(directory: arguments[1], appName: "capture-only", appVersion: "1.0"))
+    let result = try CrashHandler.start(.init(directory: arguments[1], appName: "capture-only", appVersion: "1.0"))
     say("started: \(result)")
 } catch {
     say("not started: \(error)")

@@ -1,7 +1,7 @@
 // CrashHarness.swift — crash-harness: every way a Linux Swift program dies, performed and verified.
 import ArgumentParser
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import CrashScenarios
 import CrashSymbolication
 import Foundation
@@ -42,7 +42,7 @@ extension CrashHarness {
                 return text.components(separatedBy: "signal:").count - 1
             }
             let before = (threads: threads(), timers: timers())
-            try CrashCapture.start(.init(directory: dir, appName: "crash-harness", appVersion: EventLibrary.version))
+            try CrashHandler.start(.init(directory: dir, appName: "crash-harness", appVersion: EventLibrary.version))
             usleep(50_000)
             let after = (threads: threads(), timers: timers())
             print("{\"threadsBefore\":\(before.threads),\"threadsAfter\":\(after.threads),\"timersBefore\":\(before.timers),\"timersAfter\":\(after.timers)}")

@@ -3,7 +3,7 @@
 // run in a fresh process, so what the launch starts (threads, files) is the launch's alone.
 import ArgumentParser
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import CrashReporter
 import Foundation
 

@@ -2,9 +2,9 @@
 import ArgumentParser
 import CCrashScenarios
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import CrashReporter
-import CrashTracking
+import SensorsTracking
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -4,7 +4,7 @@ import CrashRecordFormat
 import CrashInspection
 import CrashSentry
 import CrashSymbolication
-import CrashTracking
+import SensorsTracking
 import Foundation
 
 @main

@@ -39,7 +39,7 @@ final class CaptureFootprintTests: XCTestCase {
         var environment = ProcessInfo.processInfo.environment
         environment["LD_DEBUG"] = "files"
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.removeValue(forKey: CrashCapture.disableEnvironmentVariable)
+        environment.removeValue(forKey: CrashHandler.disableEnvironmentVariable)
         let child = try ChildProcess.run(program, [directory + "/records", "crash"], environment: environment,
                                          stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 60)
         XCTAssertEqual(child.ending, .signaled(SIGSEGV))

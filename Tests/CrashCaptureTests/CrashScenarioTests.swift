@@ -1,6 +1,6 @@
 // CrashScenarioTests.swift — real crashes in child processes: the signal they died of and the record they left.
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import CrashScenarios
 import CrashSymbolication
 import Foundation
@@ -241,7 +241,7 @@ final class CrashScenarioTests: XCTestCase {
         let directory = try Harness.scratchDirectory("disabled")
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment[CrashCapture.disableEnvironmentVariable] = "1"
+        environment[CrashHandler.disableEnvironmentVariable] = "1"
         let child = try ChildProcess.run(Harness.debug, ["run", scenario.name, "--dir", directory], environment: environment)
         XCTAssertEqual(child.ending, .signaled(SIGSEGV))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [])

@@ -12,16 +12,16 @@ final class InstallTests: XCTestCase {
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("install-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/records").path
-        unsetenv(CrashCapture.disableEnvironmentVariable)
+        unsetenv(CrashHandler.disableEnvironmentVariable)
     }
 
     override func tearDown() {
-        CrashCapture.stop()
-        unsetenv(CrashCapture.disableEnvironmentVariable)
+        CrashHandler.stop()
+        unsetenv(CrashHandler.disableEnvironmentVariable)
     }
 
-    private func config() -> CrashCaptureConfiguration {
-        CrashCaptureConfiguration(directory: directory, appName: "install-tests", appVersion: "1.0")
+    private func config() -> CrashHandler.Configuration {
+        CrashHandler.Configuration(directory: directory, appName: "install-tests", appVersion: "1.0")
     }
 
     private func currentAction(_ signo: Int32) -> sigaction {
@@ -36,38 +36,38 @@ final class InstallTests: XCTestCase {
 
     func testStartingTwiceIsHarmlessAndStopRestoresThePreviousActions() throws {
         let before = [SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP].map { handlerAddress(currentAction($0)) }
-        XCTAssertEqual(try CrashCapture.start(config()), .installed)
-        XCTAssertTrue(CrashCapture.isInstalled)
+        XCTAssertEqual(try CrashHandler.start(config()), .installed)
+        XCTAssertTrue(CrashHandler.isInstalled)
         let installed = currentAction(SIGSEGV)
         XCTAssertNotEqual(installed.sa_flags & SA_SIGINFO, 0)
         XCTAssertNotEqual(installed.sa_flags & Int32(SA_ONSTACK), 0)
         XCTAssertEqual(installed.sa_flags & Int32(bitPattern: UInt32(SA_RESETHAND)), 0)
-        XCTAssertEqual(try CrashCapture.start(config()), .alreadyInstalled)
+        XCTAssertEqual(try CrashHandler.start(config()), .alreadyInstalled)
         XCTAssertEqual(handlerAddress(currentAction(SIGSEGV)), handlerAddress(installed), "a second start must not reinstall")
-        XCTAssertTrue(CrashCapture.stop())
-        XCTAssertFalse(CrashCapture.isInstalled)
-        XCTAssertFalse(CrashCapture.stop())
+        XCTAssertTrue(CrashHandler.stop())
+        XCTAssertFalse(CrashHandler.isInstalled)
+        XCTAssertFalse(CrashHandler.stop())
         let after = [SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP].map { handlerAddress(currentAction($0)) }
         XCTAssertEqual(after, before)
     }
 
     func testStopLeavesAHandlerInstalledAfterUsInPlace() throws {
-        try CrashCapture.start(config())
+        try CrashHandler.start(config())
         let original = currentAction(SIGBUS)
         var mine = sigaction()
         mine.__sigaction_handler.sa_handler = { _ in }
         sigaction(SIGBUS, &mine, nil)
-        CrashCapture.stop()
+        CrashHandler.stop()
         XCTAssertEqual(handlerAddress(currentAction(SIGBUS)), handlerAddress(mine))
         var restore = original
         sigaction(SIGBUS, &restore, nil)
     }
 
     func testStartCreatesTheRecordDirectoryWithMode0700() throws {
-        try CrashCapture.start(config())
+        try CrashHandler.start(config())
         let attributes = try FileManager.default.attributesOfItem(atPath: directory)
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o700)
-        XCTAssertEqual(CrashCapture.recordDirectory, directory)
+        XCTAssertEqual(CrashHandler.recordDirectory, directory)
     }
 
     func testStartThrowsAClearErrorWhenTheDirectoryCannotBeMade() throws {
@@ -76,12 +76,12 @@ final class InstallTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: file) }
         var configuration = config()
         configuration.directory = file + "/records"
-        XCTAssertThrowsError(try CrashCapture.start(configuration)) { error in
+        XCTAssertThrowsError(try CrashHandler.start(configuration)) { error in
             let failure = error as? CrashCaptureError
             XCTAssertEqual(failure?.errno, ENOTDIR, "\(error)")
             XCTAssertTrue("\(error)".contains("mkdir"), "\(error)")
         }
-        XCTAssertFalse(CrashCapture.isInstalled)
+        XCTAssertFalse(CrashHandler.isInstalled)
     }
 
     func testARecordDirectoryThatIsASymlinkIsRefused() throws {
@@ -89,16 +89,16 @@ final class InstallTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: directory, withDestinationPath: real)
-        XCTAssertThrowsError(try CrashCapture.start(config())) { error in
+        XCTAssertThrowsError(try CrashHandler.start(config())) { error in
             XCTAssertTrue([ELOOP, ENOTDIR].contains((error as? CrashCaptureError)?.errno ?? 0), "\(error)")
             XCTAssertTrue("\(error)".contains("open record directory"), "\(error)")
         }
     }
 
     func testTheDisableEnvironmentVariableInstallsNothing() throws {
-        setenv(CrashCapture.disableEnvironmentVariable, "1", 1)
-        XCTAssertEqual(try CrashCapture.start(config()), .disabledByEnvironment)
-        XCTAssertFalse(CrashCapture.isInstalled)
+        setenv(CrashHandler.disableEnvironmentVariable, "1", 1)
+        XCTAssertEqual(try CrashHandler.start(config()), .disabledByEnvironment)
+        XCTAssertFalse(CrashHandler.isInstalled)
     }
 
     func testStartAddsNoThreadAndNoTimer() throws {
@@ -115,10 +115,10 @@ final class InstallTests: XCTestCase {
     }
 
     func testThreadsCreatedAfterStartGetAnAlternateStack() throws {
-        try CrashCapture.start(config())
+        try CrashHandler.start(config())
         XCTAssertEqual(alternateStackOnNewThread().flags & Int32(SS_DISABLE), 0)
         XCTAssertGreaterThanOrEqual(alternateStackOnNewThread().size, 64 * 1024)
-        CrashCapture.stop()
+        CrashHandler.stop()
         XCTAssertNotEqual(alternateStackOnNewThread().flags & Int32(SS_DISABLE), 0, "after stop, new threads are left alone")
     }
 

@@ -47,7 +47,7 @@ final class ServerCrashTests: XCTestCase {
 
         // The reference run: no CrashCapture, Swift's backtracer writes its JSON report.
         let reference = try Self.crashServer(server, name: "server-backtracer", environment: [
-            CrashCapture.disableEnvironmentVariable: "1",
+            CrashHandler.disableEnvironmentVariable: "1",
             "SWIFT_BACKTRACE": "enable=yes,interactive=no,format=json,output-to={dir}",
         ])
         reference.checkDeath(file: #filePath, line: #line)
@@ -139,7 +139,7 @@ final class ServerCrashTests: XCTestCase {
         let directory = try Scratch.directory(name)
         try FileManager.default.createDirectory(atPath: directory + "/backtracer", withIntermediateDirectories: true)
         var environment = ProcessInfo.processInfo.environment
-        environment[CrashCapture.disableEnvironmentVariable] = nil
+        environment[CrashHandler.disableEnvironmentVariable] = nil
         environment["CRASH_DIR"] = nil
         for (key, value) in extra { environment[key] = value.replacingOccurrences(of: "{dir}", with: directory + "/backtracer") }
         let stdoutPath = directory + "/stdout", stderrPath = directory + "/stderr"

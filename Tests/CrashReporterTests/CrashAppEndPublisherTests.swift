@@ -1,7 +1,7 @@
 // CrashAppEndPublisherTests.swift — the crash $AppEnd template: valid JSON once its placeholders are
 // filled, whatever the names hold; the same keys as every other $AppEnd; bounded in size.
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 @testable import CrashReporter
 import Foundation
 import XCTest
@@ -9,9 +9,9 @@ import XCTest
 final class CrashAppEndPublisherTests: XCTestCase {
     /// Fills the placeholders with values of the documented shapes (crashcapture.h).
     private func fill(_ template: String) -> String {
-        template.replacingOccurrences(of: CrashCapture.AppEndTemplate.trackIDPlaceholder, with: #""00000000-0000-4000-8000-000000000000""#)
-            .replacingOccurrences(of: CrashCapture.AppEndTemplate.timePlaceholder, with: "1700000000123")
-            .replacingOccurrences(of: CrashCapture.AppEndTemplate.durationPlaceholder, with: "1.250")
+        template.replacingOccurrences(of: CrashHandler.AppEndTemplate.trackIDPlaceholder, with: #""00000000-0000-4000-8000-000000000000""#)
+            .replacingOccurrences(of: CrashHandler.AppEndTemplate.timePlaceholder, with: "1700000000123")
+            .replacingOccurrences(of: CrashHandler.AppEndTemplate.durationPlaceholder, with: "1.250")
     }
 
     private func object(_ json: String) throws -> [String: Any] {
@@ -24,7 +24,7 @@ final class CrashAppEndPublisherTests: XCTestCase {
                                    superProperties: ["team": .string("a\"b\u{1}T"), "n": .int(3)])
         let template = CrashAppEndPublisher.template(renderer: renderer, runID: "run-1", context: context)
         // Each placeholder once; no other raw 0x01 (the hostile \u{1}T value is escaped).
-        for placeholder in [CrashCapture.AppEndTemplate.trackIDPlaceholder, CrashCapture.AppEndTemplate.timePlaceholder, CrashCapture.AppEndTemplate.durationPlaceholder] {
+        for placeholder in [CrashHandler.AppEndTemplate.trackIDPlaceholder, CrashHandler.AppEndTemplate.timePlaceholder, CrashHandler.AppEndTemplate.durationPlaceholder] {
             XCTAssertEqual(template.components(separatedBy: placeholder).count, 2, placeholder.debugDescription)
         }
         XCTAssertEqual(template.utf8.filter { $0 == 1 }.count, 3)
@@ -69,7 +69,7 @@ final class CrashAppEndPublisherTests: XCTestCase {
         let huge = EventContext(superProperties: ["blob": .string(String(repeating: "x", count: 8000)),
                                                   "blob2": .string(String(repeating: "y", count: 8000))])
         let template = CrashAppEndPublisher.template(renderer: renderer, runID: "r", context: huge)
-        XCTAssertLessThan(template.utf8.count, CrashCapture.AppEndTemplate.maxBytes)
+        XCTAssertLessThan(template.utf8.count, CrashHandler.AppEndTemplate.maxBytes)
         let properties = try XCTUnwrap(try object(fill(template))["properties"] as? [String: Any])
         XCTAssertNil(properties["blob"])
         XCTAssertEqual(properties["$app_end_reason"] as? String, "crash")
@@ -89,8 +89,8 @@ final class CrashAppEndPublisherTests: XCTestCase {
     }
 
     func testATemplateTooLongForTheHandlerIsRefused() {
-        XCTAssertFalse(CrashCapture.setAppEndTemplate(String(repeating: "x", count: CrashCapture.AppEndTemplate.maxBytes)))
-        XCTAssertTrue(CrashCapture.setAppEndTemplate(String(repeating: "x", count: CrashCapture.AppEndTemplate.maxBytes - 1)))
-        XCTAssertTrue(CrashCapture.setAppEndTemplate(""))
+        XCTAssertFalse(CrashHandler.setAppEndTemplate(String(repeating: "x", count: CrashHandler.AppEndTemplate.maxBytes)))
+        XCTAssertTrue(CrashHandler.setAppEndTemplate(String(repeating: "x", count: CrashHandler.AppEndTemplate.maxBytes - 1)))
+        XCTAssertTrue(CrashHandler.setAppEndTemplate(""))
     }
 }

@@ -3,13 +3,13 @@
 // properties checked against readelf (an oracle no one here wrote), and the crash said in the same
 // words by AppCrashed, the Sentry event and crash-inspect.
 @testable import CrashReporter
-import CrashEvents
+import SensorsEvents
 import CrashInspection
 import CrashRecordFormat
 import CrashScenarios
 import CrashSentry
 import CrashSymbolication
-import CrashTracking
+import SensorsTracking
 import Foundation
 import TestSupport
 import XCTest

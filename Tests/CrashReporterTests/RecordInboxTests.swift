@@ -4,7 +4,7 @@
 // directory holding things that are not records.
 @testable import CrashReporter
 import CrashRecordFormat
-@testable import CrashTracking
+@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -62,7 +62,7 @@ final class RecordInboxTests: XCTestCase {
         XCTAssertEqual(alone["recordsAwaitingSinks"] as? [String], names, "taken by the Sentry sink at the launch")
         XCTAssertEqual(alone["sentToSentry"] as? Bool, true)
         let threads = try XCTUnwrap(alone["threads"] as? [String])
-        XCTAssertFalse(threads.contains { $0.hasPrefix("CrashTracking") }, "\(threads)")
+        XCTAssertFalse(threads.contains { $0.hasPrefix("Sensors.") }, "\(threads)")
         XCTAssertEqual(server.allRequests.compactMap(SentrySinkTests.sentName), names)
         XCTAssertEqual(try files(records), [], "records deleted, nothing else written")
         XCTAssertEqual(try files(directory), ["records"], "no store file anywhere")
@@ -72,7 +72,7 @@ final class RecordInboxTests: XCTestCase {
         let withStore = try deliver(["--records", records, "--sentry-dsn", dsn(server), "--store", directory + "/events.sqlite"])
         XCTAssertEqual(withStore["tracker"] as? Bool, true)
         XCTAssertEqual(withStore["recordsIngested"] as? [String], more)
-        XCTAssertTrue((withStore["threads"] as? [String])?.contains("CrashTracking.w") == true, "\(withStore)")
+        XCTAssertTrue((withStore["threads"] as? [String])?.contains("Sensors.writer") == true, "\(withStore)")
         XCTAssertTrue(try files(directory).contains("events.sqlite"))
     }
 

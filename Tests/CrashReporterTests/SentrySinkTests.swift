@@ -4,7 +4,7 @@
 // (What the envelope holds is CrashSentry's, checked against Sentry's own parser elsewhere.)
 @testable import CrashReporter
 import CrashRecordFormat
-@testable import CrashTracking
+@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport

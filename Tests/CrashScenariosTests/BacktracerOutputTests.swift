@@ -18,7 +18,7 @@ final class BacktracerOutputTests: XCTestCase {
         let directory = try Scratch.directory(name)
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = backtrace.replacingOccurrences(of: "{dir}", with: directory)
-        environment[CrashCapture.disableEnvironmentVariable] = "1"
+        environment[CrashHandler.disableEnvironmentVariable] = "1"
         let stderr = directory + ".stderr"
         let child = try ChildProcess.run(BuiltProducts.harness, ["run", "null-dereference", "--dir", directory + "/records"],
                                          environment: environment, stderr: stderr, timeout: 120)
@@ -174,7 +174,7 @@ final class BacktracerOutputTests: XCTestCase {
             let directory = try Scratch.directory(name)
             var environment = ProcessInfo.processInfo.environment
             environment["SWIFT_BACKTRACE"] = "enable=no"
-            environment[CrashCapture.disableEnvironmentVariable] = "1"
+            environment[CrashHandler.disableEnvironmentVariable] = "1"
             let child = try ChildProcess.run(BuiltProducts.harness, ["run", "fatal-error", "--dir", directory + "/records"],
                                              environment: environment, stderr: directory + "/stderr", timeout: 120)
             XCTAssertEqual(child.ending, .signaled(swiftTrapSignal))

@@ -2,7 +2,7 @@
 //
 // SwiftPM gives every executable its own entry point, so libFuzzer's main() cannot be used;
 // this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
-import CrashEvents
+import SensorsEvents
 import CrashRecordFormat
 import CrashInspection
 import CrashSentry

@@ -25,17 +25,17 @@ let benchmarks: @Sendable () -> Void = {
 
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("capture-bench-install-\(getpid())").path
 
-    Benchmark("install: CrashCapture.start + stop") { benchmark in
+    Benchmark("install: CrashHandler.start + stop") { benchmark in
         for _ in benchmark.scaledIterations {
-            _ = try CrashCapture.start(.init(directory: directory, appName: "bench", appVersion: "1.0"))
-            CrashCapture.stop()
+            _ = try CrashHandler.start(.init(directory: directory, appName: "bench", appVersion: "1.0"))
+            CrashHandler.stop()
         }
     }
 
     Benchmark("breadcrumb: leaveBreadcrumb, 1000 calls", configuration: .init(metrics: [.wallClock, .mallocCountTotal])) { benchmark in
         for _ in benchmark.scaledIterations {
             for index in 0..<1000 {
-                CrashCapture.leaveBreadcrumb(index & 1 == 0 ? "request handled in 3 ms" : "cache miss for key user:42")
+                CrashHandler.leaveBreadcrumb(index & 1 == 0 ? "request handled in 3 ms" : "cache miss for key user:42")
             }
         }
     }

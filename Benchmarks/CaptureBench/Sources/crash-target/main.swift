@@ -61,9 +61,9 @@ if mode != "none" {
     guard arguments.count > 2 else { fputs("usage: crash-target none | capture DIR | deep DIR\n", stderr); exit(64) }
     var before = timespec()
     clock_gettime(CLOCK_MONOTONIC, &before)
-    var configuration = CrashCaptureConfiguration(directory: arguments[2], appName: "crash-target", appVersion: "1.0")
+    var configuration = CrashHandler.Configuration(directory: arguments[2], appName: "crash-target", appVersion: "1.0")
     configuration.threadHelper = getenv("CRASH_TARGET_NO_HELPER") == nil
-    do { try CrashCapture.start(configuration) } catch {
+    do { try CrashHandler.start(configuration) } catch {
         fputs("crash-target: \(error)\n", stderr)
         exit(70)
     }

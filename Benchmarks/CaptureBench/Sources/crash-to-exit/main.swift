@@ -96,7 +96,7 @@ print(String(format: "CrashCapture's cost (c)-(a): %.2f ms; with the backtracer 
 print("record size of (c): median \(recordSizes.sorted()[recordSizes.count / 2]) bytes")
 if !startMicros.isEmpty {
     let sorted = startMicros.sorted()
-    print("CrashCapture.start in a fresh process (c): median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
+    print("CrashHandler.start in a fresh process (c): median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
 }
 if !writeMicros.isEmpty {
     let sorted = writeMicros.sorted()

@@ -1,4 +1,4 @@
-// capture: plain + CrashCapture.start, as README shows it. No Foundation of its own.
+// capture: plain + CrashHandler.start, as README shows it. No Foundation of its own.
 //   capture DIR    records would go to DIR (or $LAUNCH_BENCH_DIR); prints
 //                  "capture start_us=T init_us=I result=R objects=N", T the wall time of the
 //                  start call, I that of the configuration's init before it, R what start returned
@@ -12,9 +12,9 @@ import Glibc
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
     : getenv("LAUNCH_BENCH_DIR").map { String(cString: $0) } ?? "/tmp/launch-bench-capture"
 let beforeInit = monotonicNanoseconds()
-let configuration = CrashCapture.Configuration(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
+let configuration = CrashHandler.Configuration(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
 let before = monotonicNanoseconds()
-let result = try CrashCapture.start(configuration)
+let result = try CrashHandler.start(configuration)
 let after = monotonicNanoseconds()
 let name = switch result { // not "\(result)": reflection would cost plain nothing and this program some
 case .installed: "installed"

@@ -8,7 +8,7 @@
 // markdown table: per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss)
 // and CPU time; the median of the per-round differences against the row's baseline (capture
 // and capture-disabled against plain, reporter against foundation) beside issue 17's targets;
-// the median time of the start call as the program measured it (CrashCapture.start alone;
+// the median time of the start call as the program measured it (CrashHandler.start alone;
 // CrashReporting.start with its configuration, as one call); the shared objects it had
 // loaded at its end (dl_iterate_phdr: the vDSO and the dynamic loader count, as in ldd).
 //
@@ -238,7 +238,7 @@ for (index, row) in rows.enumerated() {
 print("")
 for (index, row) in rows.enumerated() {
     let inits = samples[index].compactMap(\.initMicroseconds)
-    if !inits.isEmpty { print("\(row.label): CrashCapture.Configuration's init before start took \(format(median(inits), 1)) µs (median; not in start µs).") }
+    if !inits.isEmpty { print("\(row.label): CrashHandler.Configuration's init before start took \(format(median(inits), 1)) µs (median; not in start µs).") }
 }
 print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(ProcessInfo.processInfo.activeProcessorCount) CPUs. "
       + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty; "

@@ -3,9 +3,9 @@
 // Targets (issue 4): track() p99 ≤ 20 µs on the caller; ≥ 50k events/s into the store;
 // ingest + upload of 100 crash records to a loopback server ≤ 1 s. Results are printed, never asserted.
 import CrashCapture
-import CrashEvents
+import SensorsEvents
 import CrashReporter
-import CrashTracking
+import SensorsTracking
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +30,7 @@ func percentile(_ sorted: [UInt64], _ p: Double) -> Double {
 
 // The child mode: start CrashCapture in DIR and die of SIGSEGV, leaving one record.
 if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == "crash-child" {
-    _ = try CrashCapture.start(.init(directory: CommandLine.arguments[2], appName: "bench", appVersion: "1.0"))
+    _ = try CrashHandler.start(.init(directory: CommandLine.arguments[2], appName: "bench", appVersion: "1.0"))
     raise(SIGSEGV)
     exit(70)
 }

@@ -6,7 +6,7 @@
 //   crashing-server [--dir DIR] [--port PORT]     (DIR also from CRASH_DIR; PORT 0 by default)
 //
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
-// CRASHCAPTURE_DISABLE=1 leaves capture off (CrashCapture.start itself honours it).
+// CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it).
 import CrashCapture
 import Foundation
 import Hummingbird
@@ -94,7 +94,7 @@ guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["
 }
 let port = argument("--port").flatMap { Int($0) } ?? 0
 
-let started = try CrashCapture.start(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
+let started = try CrashHandler.start(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
 FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
 
 let router = Router()

@@ -25,7 +25,7 @@ final class Uploader: @unchecked Sendable {
     init(store: TrackingStore, endpoint: URL, policy: UploadPolicy) {
         self.store = store
         self.endpoint = endpoint
-        worker = UploadWorker(name: "CrashTracking.uploader", policy: policy, timer: policy.flushInterval)
+        worker = UploadWorker(name: "Sensors.upload", policy: policy, timer: policy.flushInterval)
         batchLimit = max(1, policy.batchSize)
     }
 

@@ -2,7 +2,7 @@
 // needs no libcurl (readelf -d, ldd) and opens it only when it sends (LD_DEBUG=files); without
 // libcurl an upload fails saying so and keeps every event for a run that has it; redirects and
 // proxies are honoured as URLSession honoured them. Real child processes, a real server on 127.0.0.1.
-import CrashTracking
+import SensorsTracking
 import Foundation
 @testable import HTTPExchange
 import ProcessSpawning

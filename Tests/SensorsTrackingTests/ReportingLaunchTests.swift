@@ -2,8 +2,8 @@
 // ingest, the run marker and $AppStart happen on the tracker's writer thread, and what was tracked
 // meanwhile is stored after $AppStart with the identity the store holds.
 import CrashReporter
-@testable import CrashTracking
-import CrashEvents
+@testable import SensorsTracking
+import SensorsEvents
 import Foundation
 import GRDB
 import TestSupport

@@ -1,4 +1,4 @@
-// CrashCapture.swift — the one call a program makes to have its crashes recorded.
+// CrashHandler.swift — the one call a program makes to have its crashes recorded.
 //
 // Capture imports no Foundation and knows no event model: a program that links it loads the C
 // core, libunwind and swift-log's Logging, nothing else (CaptureFootprintTests checks). The
@@ -16,12 +16,12 @@ import Synchronization
 /// as crash records on disk, then lets the process die exactly as it would have.
 ///
 /// ```swift
-/// try CrashCapture.start(.init(directory: "/var/lib/myapp/crashes", appName: "myapp", appVersion: "1.4.2"))
+/// try CrashHandler.start(.init(directory: "/var/lib/myapp/crashes", appName: "myapp", appVersion: "1.4.2"))
 /// ```
 ///
 /// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
 /// type only prepares it. Records are read back with ``CrashRecordReader``.
-public enum CrashCapture {
+public enum CrashHandler {
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
 
@@ -44,7 +44,7 @@ public enum CrashCapture {
     ///   handler cannot be installed (everything is rolled back then), or a configuration
     ///   field is too long.
     @discardableResult
-    public static func start(_ configuration: CrashCaptureConfiguration) throws -> StartResult {
+    public static func start(_ configuration: CrashHandler.Configuration) throws -> StartResult {
         // getenv and a byte comparison: start is on the launch path (Foundation's environment
         // dictionary costs a third of a millisecond; String.lowercased loads Unicode tables).
         if isDisabledByEnvironment() { return .disabledByEnvironment }
@@ -62,7 +62,7 @@ public enum CrashCapture {
         return strcmp(raw, "1") == 0 || strcasecmp(raw, "true") == 0 || strcasecmp(raw, "yes") == 0
     }
 
-    private static func install(_ configuration: CrashCaptureConfiguration, template: String) throws -> StartResult {
+    private static func install(_ configuration: CrashHandler.Configuration, template: String) throws -> StartResult {
         var errnoValue: Int32 = 0
         let result: Int32 = configuration.directory.withCString { dir in
             configuration.appName.withCString { name in
@@ -174,8 +174,9 @@ public enum CrashCapture {
     private static let appEndTemplate = Mutex("")
 }
 
-/// What ``CrashCapture/start(_:)`` needs to know.
-public struct CrashCaptureConfiguration: Sendable {
+extension CrashHandler {
+/// What ``CrashHandler/start(_:)`` needs to know.
+public struct Configuration: Sendable {
     /// Directory for crash records; created with mode 0700 if missing.
     public var directory: String
     /// Recorded in every crash record and as `$app_name`.
@@ -233,10 +234,6 @@ public struct CrashCaptureConfiguration: Sendable {
         self._testSlowThreadHelper = false
     }
 }
-
-extension CrashCapture {
-    /// The configuration type of ``CrashCapture/start(_:)``.
-    public typealias Configuration = CrashCaptureConfiguration
 }
 
 /// A failed system call made by ``CrashCapture``: which operation, and errno.

@@ -1,7 +1,7 @@
 // StoreSchemaTests.swift — the migrator adopts files written by the pre-migrator code and refuses
 // files written by a newer schema.
-import CrashEvents
-@testable import CrashTracking
+import SensorsEvents
+@testable import SensorsTracking
 import Foundation
 import GRDB
 import TestSupport

@@ -1,5 +1,5 @@
 // UploaderTests.swift — uploads against a real HTTP server on 127.0.0.1.
-@testable import CrashTracking
+@testable import SensorsTracking
 import Foundation
 import TestSupport
 import XCTest

@@ -150,7 +150,7 @@ public final class TrackingStore: @unchecked Sendable {
     private static func openChecked(_ path: String) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(10)
-        config.label = "CrashTracking"
+        config.label = "SensorsTracking"
         config.prepareDatabase { db in
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else { throw DatabaseError(message: "could not switch \(path) to WAL (journal mode \(mode ?? "none"))") }

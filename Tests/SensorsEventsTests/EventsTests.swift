@@ -1,5 +1,5 @@
 // EventsTests.swift — the event vocabulary on its own: JSON text, scalars, identity, presets.
-import CrashEvents
+import SensorsEvents
 import Foundation
 import TestSupport
 import XCTest

@@ -1,7 +1,7 @@
 // NextLaunchTests.swift — real child processes (crash-harness emit): crashes, SIGKILLs, restarts, two writers.
 @testable import CrashReporter
 import CrashRecordFormat
-@testable import CrashTracking
+@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport

@@ -1,7 +1,7 @@
 // TrackerTests.swift — the public API in process: event model, identity, super properties, $AppStart/$AppEnd.
 import CrashReporter
-@testable import CrashTracking
-import CrashEvents
+@testable import SensorsTracking
+import SensorsEvents
 import Foundation
 import TestSupport
 import XCTest

@@ -5,7 +5,7 @@
 // transaction, refreshes this run's marker every few seconds, and tells the uploader how many
 // events are pending. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
 // yet committed) are lost; events committed never are (`waitUntilStored` tells which).
-import CrashEvents
+import SensorsEvents
 @_exported import struct HTTPExchange.UploadPolicy
 import HTTPExchange
 import Foundation
@@ -275,9 +275,9 @@ public final class Tracker: @unchecked Sendable {
         while !launch.done && !onWriterThread { cond.wait() }
     }
 
-    static let writerThreadName = "CrashTracking.writer"
+    static let writerThreadName = "Sensors.writer"
     /// The writer thread, once it runs (guarded by `cond`). By identity, not by name: Linux keeps
-    /// 15 bytes of a thread's name, so `Thread.current.name` there is "CrashTracking.w".
+    /// 15 bytes of a thread's name, so `Thread.current.name` there is "Sensors.writer".
     private var writerThread: pthread_t?
     /// Whether the caller is the writer thread. Call with `cond` held.
     private var onWriterThread: Bool { writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
@@ -517,7 +517,7 @@ public final class Tracker: @unchecked Sendable {
     static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: body()) }
-            thread.name = "CrashTracking.wait"
+            thread.name = "Sensors.wait"
             thread.start()
         }
     }

@@ -1,5 +1,5 @@
 // Quarantine.swift — the `quarantine` table: events the server refused, kept for inspection.
-import CrashEvents
+import SensorsEvents
 import GRDB
 
 /// A quarantined event and why the server refused it.

@@ -1,5 +1,5 @@
 // SeveralProcessesTests.swift — several processes of one app over one record directory and one store (a pre-forked service, a process pool): each crash reaches each sink once, and a sender killed mid-send is followed by exactly one resend.
-import CrashTracking
+import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport

@@ -1,5 +1,5 @@
 // Support.swift — scratch directories, child processes and event helpers shared by the tests.
-import CrashTracking
+import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport

@@ -1,6 +1,6 @@
 // TrackingStoreTests.swift — the SQLite store: order, bounds, counted evictions, quarantine, corruption.
-@testable import CrashTracking
-import CrashEvents
+@testable import SensorsTracking
+import SensorsEvents
 import Foundation
 import TestSupport
 import XCTest

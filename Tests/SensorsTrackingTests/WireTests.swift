@@ -1,5 +1,5 @@
 // WireTests.swift — the /sa body must match Sensors' servers byte for byte.
-@testable import CrashTracking
+@testable import SensorsTracking
 import Foundation
 import HTTPExchange
 import XCTest
