@@ -5,21 +5,18 @@ import PackageDescription
 let package = Package(
     name: "CrashCapture",
     products: [
+        // What a program links to have its crashes recorded: signal handlers, the record writer,
+        // breadcrumbs. No Foundation, no analytics.
         .library(name: "CrashCapture", targets: ["CrashCapture"]),
-        .library(name: "SensorsTracking", targets: ["SensorsTracking"]),
+        // Capture plus the next launch: every record to its sinks (Sentry, the Sensors events
+        // store, the app's own), and the Sensors event tracker.
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
-        .executable(name: "crash-harness", targets: ["crash-harness"]),
-        .executable(name: "crash-inspect", targets: ["crash-inspect"]),
-        .library(name: "CrashInspection", targets: ["CrashInspection"]),
-        .library(name: "CrashSymbolication", targets: ["CrashSymbolication"]),
+        // Reading crash records, for a tool of your own.
         .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
-        // A crash record as a Sentry envelope: shared by crash-inspect's export and the uploader.
-        .library(name: "CrashSentry", targets: ["CrashSentry"]),
-        // The event model (identity, EventContext, EventRenderer, AppEvents): CrashCapture and
-        // SensorsTracking take its types, and no longer re-export it.
-        .library(name: "SensorsEvents", targets: ["SensorsEvents"]),
-        // posix_spawn with a deadline, the exact signal, a process group's leftovers.
-        .library(name: "ProcessSpawning", targets: ["ProcessSpawning"]),
+        // The offline inspector: list, show, symbolicate, group, export.
+        .executable(name: "crash-inspect", targets: ["crash-inspect"]),
+        // Every way a Linux Swift program dies, performed and verified (the test harness).
+        .executable(name: "crash-harness", targets: ["crash-harness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

@@ -202,7 +202,7 @@ public struct Configuration: Sendable {
     /// This run's id, written into the record so that the next launch pairs the record with the
     /// run's marker: a tracker's `runID` when one runs (`CrashReporting` passes it). Empty (the
     /// default) writes none. At most 63 bytes.
-    public var runID: String
+    package var runID: String
     /// Seconds the handler may take before its watchdog ends the process with the original
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
     public var watchdogSeconds: Int
@@ -243,7 +243,7 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
     /// The errno it failed with.
     public var errno: Int32
 
-    public init(operation: String, errno: Int32) {
+    package init(operation: String, errno: Int32) {
         self.operation = operation
         self.errno = errno
     }
@@ -282,7 +282,7 @@ extension BreadcrumbLevel {
 }
 
 /// "SIGSEGV" for 11; "signal N" for a signal without a conventional name here.
-public func signalName(_ signo: Int32) -> String {
+package func signalName(_ signo: Int32) -> String {
     if let name = cc_signal_name(signo) { return String(cString: name) }
     return "signal \(signo)"
 }

@@ -5,7 +5,7 @@ import CrashSymbolication
 
 extension EventsSink {
     /// Frames quoted in `app_crashed_reason`.
-    public static let reasonFrames = CrashSummary.frameLimit
+    package static let reasonFrames = CrashSummary.frameLimit
 
     /// The properties of `AppCrashed`: `app_crashed_reason` (the crash's one summary,
     /// ``CrashSummary``: its headline, then its top frames) and structured `$crash_*` properties.

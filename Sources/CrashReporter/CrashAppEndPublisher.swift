@@ -15,7 +15,7 @@ import Synchronization
 /// trackerConfiguration.onEventContextChange = { appEnd.publish($0) }
 /// ```
 /// Publishing before or after `CrashHandler.start` both work; the latest publication wins.
-public final class CrashAppEndPublisher: Sendable {
+package final class CrashAppEndPublisher: Sendable {
     private struct State {
         /// Made by the first publication (CrashReporting's launch, off the caller's thread).
         var renderer: EventRenderer?
@@ -27,9 +27,9 @@ public final class CrashAppEndPublisher: Sendable {
     private let appName: String
     private let appVersion: String
     /// The run id the `$AppEnd` carries as `$run_id` (the one passed to CrashCapture's configuration).
-    public let runID: String
+    package let runID: String
 
-    public init(appName: String, appVersion: String, runID: String) {
+    package init(appName: String, appVersion: String, runID: String) {
         self.appName = appName
         self.appVersion = appVersion
         self.runID = runID
@@ -38,13 +38,13 @@ public final class CrashAppEndPublisher: Sendable {
 
     /// Renders the crash `$AppEnd` for `context` and hands it to CrashCapture. Safe from any
     /// thread; concurrent calls are serialised, so the handler never sees a mix of two.
-    public func publish(_ context: EventContext) {
+    package func publish(_ context: EventContext) {
         update { $0 = context }
     }
 
     /// Changes only the identity of the published context (in the same step, so a concurrent
     /// ``publish(_:)`` is never undone by an older context).
-    public func publish(identity: EventIdentity) {
+    package func publish(identity: EventIdentity) {
         update { $0.identity = identity }
     }
 

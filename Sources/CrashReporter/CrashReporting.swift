@@ -1,7 +1,9 @@
 // CrashReporting.swift — one call that wires capture, next-launch ingest and tracking for an app.
 import CrashCapture
-import SensorsEvents
-import SensorsTracking
+// What a reporter user names: the tracker (SensorsTracking), property values and identity
+// (SensorsEvents), the upload policy (re-exported by SensorsTracking).
+@_exported import SensorsEvents
+@_exported import SensorsTracking
 import Foundation
 import HTTPExchange
 import Synchronization
@@ -47,7 +49,7 @@ public final class CrashReporting: Sendable {
         /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
         public var sentryUpload = UploadPolicy()
         /// The envelope builder: CrashSentry's, the one `crash-inspect export --sentry` uses.
-        public var sentryEnvelope: SentryEnvelopeMaker = SentrySink.standardEnvelope
+        package var sentryEnvelope: SentryEnvelopeMaker = SentrySink.standardEnvelope
         /// More destinations for the records (each with its own ``RecordSinkID``).
         public var sinks: [any CrashRecordSink] = []
 
@@ -90,13 +92,13 @@ public final class CrashReporting: Sendable {
         public var abnormalEnds: [String] = []
         /// Problems that left something in place for the next launch.
         public var errors: [String] = []
-        public init() {}
+        package init() {}
     }
 
     /// The events tracker, when the configuration has an events store.
     public let tracker: Tracker?
     /// The Sentry sink, when a DSN is configured.
-    public let sentry: SentrySink?
+    package let sentry: SentrySink?
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).

@@ -35,9 +35,9 @@ public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The Sensors events sink (`AppCrashed` and `$AppEnd` in the tracking store).
-    public static let events = RecordSinkID("events")!
+    package static let events = RecordSinkID("events")!
     /// The Sentry sink.
-    public static let sentry = RecordSinkID("sentry")!
+    package static let sentry = RecordSinkID("sentry")!
 
     public var description: String { rawValue }
 }
@@ -92,25 +92,25 @@ public protocol CrashRecordSink: Sendable {
 }
 
 /// The record directory and the sinks its records go to (see the file comment).
-public final class RecordInbox: Sendable {
+package final class RecordInbox: Sendable {
     /// What one pass did.
-    public struct Report: Sendable, Equatable {
+    package struct Report: Sendable, Equatable {
         /// Records every sink has now (their files deleted).
-        public var recordsDelivered: [String] = []
+        package var recordsDelivered: [String] = []
         /// Records some sink does not have yet (kept for it): sink ids by record.
-        public var recordsAwaitingSinks: [String] = []
+        package var recordsAwaitingSinks: [String] = []
         /// Partial records of a process that still runs (left alone).
-        public var recordsInProgress: [String] = []
+        package var recordsInProgress: [String] = []
         /// `.later` answers: "record: sink: reason".
-        public var errors: [String] = []
-        public init() {}
+        package var errors: [String] = []
+        package init() {}
     }
 
-    public let directory: String
+    package let directory: String
     let sinks: [any CrashRecordSink]
 
     /// - Precondition: the sinks' ids are distinct.
-    public init(directory: String, sinks: [any CrashRecordSink]) {
+    package init(directory: String, sinks: [any CrashRecordSink]) {
         precondition(Set(sinks.map(\.id)).count == sinks.count, "two record sinks with one id")
         self.directory = directory
         self.sinks = sinks
@@ -120,7 +120,7 @@ public final class RecordInbox: Sendable {
     /// every sink that lacks it; acknowledgments of records no longer there are removed. Never
     /// throws: a directory that cannot be listed is an error in the report.
     @discardableResult
-    public func pass() -> Report {
+    package func pass() -> Report {
         var report = Report()
         let entries: [String]
         let listed: Set<String>

@@ -27,14 +27,14 @@ import Glibc
 #endif
 
 /// A Sentry DSN: `https://<public key>@<host>[:port]/[path/]<project id>`.
-public struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
-    public let publicKey: String
-    public let projectID: String
+package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
+    package let publicKey: String
+    package let projectID: String
     /// `<scheme>://<host>[:port]/[path/]api/<project id>/envelope/`.
-    public let envelopeURL: URL
+    package let envelopeURL: URL
 
     /// Parses `dsn`; `nil` when it is not a DSN (no key, no project id, not http(s)).
-    public init?(_ dsn: String) {
+    package init?(_ dsn: String) {
         guard let components = URLComponents(string: dsn.trimmingCharacters(in: .whitespaces)),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host, !host.isEmpty,
@@ -53,40 +53,40 @@ public struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The `X-Sentry-Auth` header (protocol 7, the public key, this client).
-    public var authHeader: String {
+    package var authHeader: String {
         "Sentry sentry_version=7, sentry_key=\(publicKey), sentry_client=\(EventLibrary.name.lowercased())/\(EventLibrary.version)"
     }
 
     /// The DSN without its key (for logs).
-    public var description: String { envelopeURL.absoluteString }
+    package var description: String { envelopeURL.absoluteString }
 }
 
 /// Builds the envelope of one record: (record, its bytes, its file name, the time of sending).
-public typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date) -> [UInt8]
+package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date) -> [UInt8]
 
 /// The Sentry sink (see the file comment).
 // @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
-public final class SentrySink: CrashRecordSink, @unchecked Sendable {
-    public let id = RecordSinkID.sentry
+package final class SentrySink: CrashRecordSink, @unchecked Sendable {
+    package let id = RecordSinkID.sentry
 
     /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
     /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
-    public static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
+    package static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
         SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
                             sentAt: sentAt, osRelease: OSRelease.current())
     }
 
     /// What this process's Sentry sink did.
-    public struct Report: Sendable, Equatable {
+    package struct Report: Sendable, Equatable {
         /// Records Sentry acknowledged.
-        public var sent: [String] = []
+        package var sent: [String] = []
         /// Records given up, with why.
-        public var quarantined: [String: String] = [:]
+        package var quarantined: [String: String] = [:]
         /// Records another process of the app was sending (left to it).
-        public var leftToOthers: [String] = []
+        package var leftToOthers: [String] = []
         /// The last failure that will be retried, if any.
-        public var lastError: String?
+        package var lastError: String?
     }
 
     let dsn: SentryDSN
@@ -108,7 +108,7 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
         var lease: RecordLease
     }
 
-    public init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), envelope: @escaping SentryEnvelopeMaker = SentrySink.standardEnvelope,
+    package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), envelope: @escaping SentryEnvelopeMaker = SentrySink.standardEnvelope,
                 count: (@Sendable (String) -> Void)? = nil) {
         self.dsn = dsn
         self.makeEnvelope = envelope
@@ -118,11 +118,11 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
     }
 
     /// What was sent and given up so far.
-    public var currentReport: Report { lock.withLock { report } }
+    package var currentReport: Report { lock.withLock { report } }
 
     /// Queues the record for sending while this process holds its lease; another process
     /// holding it is sending it (`.later`).
-    public func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
+    package func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
         // The lease: held from here until the record is acknowledged (or given up) and deleted,
         // across retries. Another process of the app sending it holds it now: leave the record
         // to that one. A sender that dies lets go with its last fd.
@@ -139,7 +139,7 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// the deadline is cancelled and its record sent again next launch. Returns whether
     /// everything queued was sent (or given up).
     @discardableResult
-    public func finish(deadline: ContinuousClock.Instant) -> Bool {
+    package func finish(deadline: ContinuousClock.Instant) -> Bool {
         worker.finish(deadline: deadline)
         // What is left keeps its file (and loses its lease with it) for the next launch.
         return lock.withLock {
@@ -220,7 +220,7 @@ public final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// The wait `X-Sentry-Rate-Limits` asks for before the next error event or attachment:
     /// the longest `retry_after` among limits whose categories are empty (all), `error`,
     /// `default` or `attachment`. `nil` when none applies.
-    public static func rateLimit(_ header: String?) -> Duration? {
+    package static func rateLimit(_ header: String?) -> Duration? {
         guard let header else { return nil }
         var wait: Double?
         for limit in header.split(separator: ",") {

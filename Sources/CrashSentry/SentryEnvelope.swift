@@ -45,7 +45,7 @@ public enum SentryEnvelope {
     ///     (the uploader, at the next launch on that machine: ``OSRelease/current(paths:)``).
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
-    public static func make(
+    package static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true
     ) -> [UInt8] {

@@ -4,7 +4,7 @@
 // ``EventRenderer``, so a data team sees the same keys whoever wrote the event.
 
 /// How a run ended, as `$app_end_reason` says it.
-public enum AppEndReason: String, Sendable, CaseIterable {
+package enum AppEndReason: String, Sendable, CaseIterable {
     /// `Tracker.shutdown`, or a normal process exit caught by the tracker's exit hook.
     case normal
     /// A fatal signal CrashCapture recorded: the signal handler completes this `$AppEnd`, or the
@@ -16,26 +16,26 @@ public enum AppEndReason: String, Sendable, CaseIterable {
 }
 
 /// The lifecycle events and the properties each carries.
-public enum AppEvents {
-    public static let appStart = "$AppStart"
-    public static let appEnd = "$AppEnd"
-    public static let appCrashed = "AppCrashed"
-    public static let signUp = "$SignUp"
+package enum AppEvents {
+    package static let appStart = "$AppStart"
+    package static let appEnd = "$AppEnd"
+    package static let appCrashed = "AppCrashed"
+    package static let signUp = "$SignUp"
 
     /// The property that carries the run id: in `$AppStart`, every `$AppEnd` and `AppCrashed`,
     /// so a data team can pair a session's start, crash and end.
-    public static let runIDProperty = "$run_id"
-    public static let eventDurationProperty = "$event_duration"
-    public static let endReasonProperty = "$app_end_reason"
-    public static let crashedProperty = "$app_crashed"
+    package static let runIDProperty = "$run_id"
+    package static let eventDurationProperty = "$event_duration"
+    package static let endReasonProperty = "$app_end_reason"
+    package static let crashedProperty = "$app_crashed"
 
     /// The event properties of every `$AppEnd`, whatever the reason (presets, super properties
     /// and identity come on top, from the renderer): the same keys for each reason.
-    public static let appEndPropertyKeys: Set<String> = [eventDurationProperty, endReasonProperty, crashedProperty, runIDProperty]
+    package static let appEndPropertyKeys: Set<String> = [eventDurationProperty, endReasonProperty, crashedProperty, runIDProperty]
 
     /// The `$AppEnd` of a run. `durationSeconds` is measured on the monotonic clock and kept to
     /// the millisecond. Crash and abnormal ends are kept longest when the store is full.
-    public static func appEnd(reason: AppEndReason, durationSeconds: Double, runID: String, time: Int64,
+    package static func appEnd(reason: AppEndReason, durationSeconds: Double, runID: String, time: Int64,
                               identity: EventIdentity, trackID: String = EventDraft.newTrackID()) -> EventDraft {
         EventDraft(trackID: trackID, time: time, event: appEnd, identity: identity,
                    properties: Dictionary(appEndProperties(reason: reason, durationSeconds: durationSeconds, runID: runID),
@@ -46,7 +46,7 @@ public enum AppEvents {
     /// The event properties of ``appEnd(reason:durationSeconds:runID:time:identity:trackID:)``
     /// as a list (what CrashCapture's template takes in `start`, where a first Dictionary costs
     /// ≈ 0.2 ms): the one definition of them.
-    public static func appEndProperties(reason: AppEndReason, durationSeconds: Double, runID: String) -> [(String, JSONScalar)] {
+    package static func appEndProperties(reason: AppEndReason, durationSeconds: Double, runID: String) -> [(String, JSONScalar)] {
         [
             (eventDurationProperty, .double((max(0, durationSeconds) * 1000).rounded() / 1000)),
             (endReasonProperty, .string(reason.rawValue)),
@@ -56,21 +56,21 @@ public enum AppEvents {
     }
 
     /// `$AppStart`: `$is_first_time` (the first start ever on this store) and the run id.
-    public static func appStart(isFirstTime: Bool, runID: String, time: Int64, identity: EventIdentity) -> EventDraft {
+    package static func appStart(isFirstTime: Bool, runID: String, time: Int64, identity: EventIdentity) -> EventDraft {
         EventDraft(time: time, event: appStart, identity: identity,
                    properties: ["$is_first_time": .bool(isFirstTime), runIDProperty: .string(runID)])
     }
 
     /// `$SignUp` (Sensors' `track_signup`): the login id replaces the anonymous one, which
     /// `original_id` keeps.
-    public static func signUp(time: Int64, identity: EventIdentity) -> EventDraft {
+    package static func signUp(time: Int64, identity: EventIdentity) -> EventDraft {
         EventDraft(time: time, type: "track_signup", event: signUp, identity: identity, originalID: identity.anonymousID,
                    properties: [:])
     }
 
     /// `AppCrashed` (crash priority) with the run id and the crash's own properties
     /// (`app_crashed_reason`, `$crash_*`), which the caller that read the record supplies.
-    public static func appCrashed(runID: String, time: Int64, identity: EventIdentity,
+    package static func appCrashed(runID: String, time: Int64, identity: EventIdentity,
                                   properties: [String: JSONScalar]) -> EventDraft {
         var properties = properties
         properties[runIDProperty] = .string(runID)
@@ -81,14 +81,14 @@ public enum AppEvents {
 /// Who the events of a run belong to and what they all carry: what the crash `$AppEnd` template
 /// is rendered from, and what the tracker republishes when it changes (login, logout, super
 /// properties).
-public struct EventContext: Sendable, Equatable {
-    public var identity: EventIdentity
-    public var superProperties: [String: JSONScalar]
+package struct EventContext: Sendable, Equatable {
+    package var identity: EventIdentity
+    package var superProperties: [String: JSONScalar]
     /// Presets beyond the standard ones (``EventRenderer``'s `extraPresets`): the tracker's
     /// `$hostname` and `$user` when it includes host info, so the crash `$AppEnd` has them too.
-    public var extraPresets: [String: JSONScalar]
+    package var extraPresets: [String: JSONScalar]
 
-    public init(identity: EventIdentity = EventIdentity(), superProperties: [String: JSONScalar] = [:],
+    package init(identity: EventIdentity = EventIdentity(), superProperties: [String: JSONScalar] = [:],
                 extraPresets: [String: JSONScalar] = [:]) {
         self.identity = identity
         self.superProperties = superProperties

@@ -5,28 +5,28 @@ import Foundation
 
 /// How eagerly an event is kept when the store is full: ordinary events are evicted first,
 /// crash events (AppCrashed and the `$AppEnd` that closes a crashed or killed run) last.
-public enum EventPriority: Int, Sendable, Codable {
+package enum EventPriority: Int, Sendable, Codable {
     case ordinary = 0
     case crash = 1
 }
 
 /// Everything an event is made of before it becomes JSON text.
-public struct EventDraft: Sendable {
+package struct EventDraft: Sendable {
     /// `_track_id`: servers deduplicate on it.
-    public var trackID: String
+    package var trackID: String
     /// `time`, ms since the epoch.
-    public var time: Int64
+    package var time: Int64
     /// `type`: "track" (or "track_signup" for `$SignUp`).
-    public var type: String
+    package var type: String
     /// `event`.
-    public var event: String
-    public var identity: EventIdentity
+    package var event: String
+    package var identity: EventIdentity
     /// `original_id` of a `$SignUp`.
-    public var originalID: String?
-    public var properties: [String: JSONScalar]
-    public var priority: EventPriority
+    package var originalID: String?
+    package var properties: [String: JSONScalar]
+    package var priority: EventPriority
 
-    public init(trackID: String = EventDraft.newTrackID(), time: Int64, type: String = "track", event: String,
+    package init(trackID: String = EventDraft.newTrackID(), time: Int64, type: String = "track", event: String,
                 identity: EventIdentity, originalID: String? = nil, properties: [String: JSONScalar],
                 priority: EventPriority = .ordinary) {
         self.trackID = trackID
@@ -40,7 +40,7 @@ public struct EventDraft: Sendable {
     }
 
     /// A fresh `_track_id`: a random (v4) UUID, lowercase.
-    public static func newTrackID() -> String {
+    package static func newTrackID() -> String {
         // From the system generator (getrandom), formatted by hand: Foundation's UUID costs more
         // on first use, and CrashCapture makes one in `start` (its default run id).
         var generator = SystemRandomNumberGenerator()
@@ -65,20 +65,20 @@ public struct EventDraft: Sendable {
 }
 
 /// Renders drafts as JSON objects, with the preset and super properties of this process.
-public struct EventRenderer: Sendable {
+package struct EventRenderer: Sendable {
     /// Longest string property value kept, in UTF-8 bytes (Sensors' limit); longer ones are cut.
-    public static let maxStringBytes = 8192
+    package static let maxStringBytes = 8192
 
-    public let appName: String
-    public let appVersion: String
+    package let appName: String
+    package let appVersion: String
     /// Preset properties (`$os`, `$model`, ..., `$app_name`, `$app_version`, `$cpu_count`).
-    public var presets: [String: JSONScalar] { Dictionary(presetList, uniquingKeysWith: { _, last in last }) }
+    package var presets: [String: JSONScalar] { Dictionary(presetList, uniquingKeysWith: { _, last in last }) }
     /// The same, as a list in key order. A list, not a Dictionary: CrashCapture renders its
     /// template in `start`, on the launch path, where the first hashed collection costs ≈ 0.2 ms.
     let presetList: [(String, JSONScalar)]
     let libJSON: String
 
-    public init(appName: String, appVersion: String, extraPresets: [String: JSONScalar] = [:]) {
+    package init(appName: String, appVersion: String, extraPresets: [String: JSONScalar] = [:]) {
         self.appName = appName
         self.appVersion = appVersion
         var list = PresetProperties.currentList()
@@ -109,7 +109,7 @@ public struct EventRenderer: Sendable {
 
     /// The rendered members for presets overlaid with `superProperties` (sorted, each followed by ","),
     /// and the set of keys they hold. Computed once per super-property change, not per event.
-    public func base(superProperties: [String: JSONScalar]) -> RenderedBase {
+    package func base(superProperties: [String: JSONScalar]) -> RenderedBase {
         var merged = presets
         for (key, value) in superProperties { merged[key] = value }
         let text = Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) + "," }.joined()
@@ -117,14 +117,14 @@ public struct EventRenderer: Sendable {
     }
 
     /// The pre-rendered preset + super properties.
-    public struct RenderedBase: Sendable {
+    package struct RenderedBase: Sendable {
         let text: String
         let keys: Set<String>
         let merged: [String: JSONScalar]
     }
 
     /// The event as one JSON object; event properties win over super properties, which win over presets.
-    public func render(_ draft: EventDraft, base: RenderedBase) -> String {
+    package func render(_ draft: EventDraft, base: RenderedBase) -> String {
         var out = head(draft, trackID: JSONText.quote(draft.trackID), time: String(draft.time))
         if draft.properties.keys.contains(where: { base.keys.contains($0) }) {
             var merged = base.merged
@@ -145,7 +145,7 @@ public struct EventRenderer: Sendable {
     /// place of a JSON value. CrashCapture renders its crash `$AppEnd` this way, with placeholder
     /// bytes its signal handler replaces. Works on lists, with no hashed collection (it runs in
     /// CrashCapture's `start`): event properties win over super properties, which win over presets.
-    public func renderTemplate(event: String, identity: EventIdentity, properties: [(String, JSONScalar)],
+    package func renderTemplate(event: String, identity: EventIdentity, properties: [(String, JSONScalar)],
                                superProperties: [String: JSONScalar], rawTrackID: String, rawTime: String,
                                rawProperties: [(String, String)]) -> String {
         let draft = EventDraft(trackID: "", time: 0, event: event, identity: identity, properties: [:])

@@ -5,9 +5,9 @@ import Glibc
 #endif
 
 /// The library as events name it (`$lib`, `$lib_version`).
-public enum EventLibrary {
-    public static let name = "CrashCapture"
-    public static let version = "0.1.0"
+package enum EventLibrary {
+    package static let name = "CrashCapture"
+    package static let version = "0.1.0"
 }
 
 /// Who the events belong to (the Sensors model: anonymous until login).
@@ -27,16 +27,16 @@ public struct EventIdentity: Sendable, Equatable {
 
 /// Preset (`$`-prefixed) properties every event of this process carries: what a data team
 /// expects to segment by. No hostname, user name, environment or argv.
-public enum PresetProperties {
+package enum PresetProperties {
     /// `$os`, `$os_version`, `$model`, `$lib`, `$lib_version`, `$timezone_offset`; the app's
     /// name and version are added by the caller that knows them.
-    public static func current() -> [String: JSONScalar] {
+    package static func current() -> [String: JSONScalar] {
         Dictionary(currentList(), uniquingKeysWith: { first, _ in first })
     }
 
     /// The same presets as an ordered list (no Dictionary: this runs on the launch path, where
     /// the first use of a hashed collection costs more than the work itself).
-    public static func currentList() -> [(String, JSONScalar)] {
+    package static func currentList() -> [(String, JSONScalar)] {
         var uts = utsname()
         uname(&uts)
         let machine = withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
@@ -55,7 +55,7 @@ public enum PresetProperties {
     /// The CPUs this process can use: those its affinity mask allows (what `nproc` prints),
     /// fewer when a cgroup v2 CPU quota (`cpu.max`) caps it, rounded up. Read directly: Foundation's
     /// `activeProcessorCount` costs ≈ 0.3 ms on first use, and this runs in CrashCapture's `start`.
-    public static func processorCount() -> Int {
+    package static func processorCount() -> Int {
         // The affinity mask as /proc/self/status prints it ("Cpus_allowed:\tff,ffffffff").
         var count = 0
         let status = smallFile("/proc/self/status")
@@ -114,7 +114,7 @@ public enum JSONScalar: Sendable, Equatable {
     case bool(Bool)
 
     /// The JSON text of this value.
-    public var json: String {
+    package var json: String {
         switch self {
         case .string(let s): return JSONText.quote(s)
         case .int(let i): return String(i)
@@ -126,11 +126,11 @@ public enum JSONScalar: Sendable, Equatable {
 
 /// Minimal JSON text helpers for pre-formatting (Foundation's encoder sorts and escapes
 /// differently across platforms; this is exact and dependency-free).
-public enum JSONText {
+package enum JSONText {
     /// `s` as a JSON string literal, with quotes. Works on UTF-8 bytes (no Foundation, no
     /// per-Character work): `"`, `\\` and control characters are escaped, as are U+2028 and
     /// U+2029 (valid JSON, but not valid JavaScript string literals).
-    public static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var out: [UInt8] = [0x22]
         out.reserveCapacity(s.utf8.count + 2)

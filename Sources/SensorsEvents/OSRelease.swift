@@ -5,16 +5,16 @@ import Glibc
 #endif
 
 /// The fields of os-release(5) that events name: `ID`, `VERSION_ID`, `PRETTY_NAME`.
-public struct OSRelease: Sendable, Equatable {
+package struct OSRelease: Sendable, Equatable {
     /// `ID`, e.g. "debian" (Sentry's `distribution_name`).
-    public var id: String?
+    package var id: String?
     /// `VERSION_ID`, e.g. "12" (Sentry's `distribution_version`).
-    public var versionID: String?
+    package var versionID: String?
     /// `PRETTY_NAME`, e.g. "Debian GNU/Linux 12 (bookworm)" (`$os_version`, Sentry's
     /// `distribution_pretty_name`).
-    public var prettyName: String?
+    package var prettyName: String?
 
-    public init(id: String? = nil, versionID: String? = nil, prettyName: String? = nil) {
+    package init(id: String? = nil, versionID: String? = nil, prettyName: String? = nil) {
         self.id = id
         self.versionID = versionID
         self.prettyName = prettyName
@@ -25,7 +25,7 @@ public struct OSRelease: Sendable, Equatable {
     /// double or single quotes loses them; a backslash before `\`, `$`, `"`, `'` or `` ` `` is
     /// dropped; any other line (a comment, a blank) is skipped; a later key wins. Works on bytes:
     /// this runs on the launch path, where String's Character-level work costs ~0.1 ms on first use.
-    public init(parsing bytes: some Collection<UInt8>) {
+    package init(parsing bytes: some Collection<UInt8>) {
         let bytes = Array(bytes)
         var lineStart = 0
         while lineStart < bytes.count {
@@ -43,16 +43,16 @@ public struct OSRelease: Sendable, Equatable {
     }
 
     /// Parses os-release text (see ``init(parsing:)-(some Collection<UInt8>)``).
-    public init(parsing text: String) {
+    package init(parsing text: String) {
         self.init(parsing: Array(text.utf8))
     }
 
     /// Where os-release(5) says the file is: `/etc/os-release`, else `/usr/lib/os-release`.
-    public static let paths = ["/etc/os-release", "/usr/lib/os-release"]
+    package static let paths = ["/etc/os-release", "/usr/lib/os-release"]
 
     /// This machine's os-release: the first of `paths` that can be opened, parsed; nil when none can.
     /// Plain read(2) (no Foundation on the launch path).
-    public static func current(paths: [String] = OSRelease.paths) -> OSRelease? {
+    package static func current(paths: [String] = OSRelease.paths) -> OSRelease? {
         for path in paths {
             if let bytes = readSmallFile(path) { return OSRelease(parsing: bytes) }
         }

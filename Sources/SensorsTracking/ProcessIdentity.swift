@@ -6,28 +6,28 @@ import Glibc
 
 /// A process named so that pid reuse cannot fool a liveness check: pid, boot id and the
 /// process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
-public struct ProcessIdentity: Sendable, Equatable {
-    public var pid: Int32
-    public var bootID: String
-    public var startTicks: Int64
+package struct ProcessIdentity: Sendable, Equatable {
+    package var pid: Int32
+    package var bootID: String
+    package var startTicks: Int64
 
-    public init(pid: Int32, bootID: String, startTicks: Int64) {
+    package init(pid: Int32, bootID: String, startTicks: Int64) {
         self.pid = pid
         self.bootID = bootID
         self.startTicks = startTicks
     }
 
     /// This process.
-    public static let current = ProcessIdentity(pid: getpid(), bootID: bootID(), startTicks: startTicks(of: getpid()) ?? 0)
+    package static let current = ProcessIdentity(pid: getpid(), bootID: bootID(), startTicks: startTicks(of: getpid()) ?? 0)
 
     /// `/proc/sys/kernel/random/boot_id`, or "" when unreadable.
-    public static func bootID() -> String {
+    package static func bootID() -> String {
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Field 22 (starttime) of `/proc/<pid>/stat`, or `nil` if there is no such process.
-    public static func startTicks(of pid: Int32) -> Int64? {
+    package static func startTicks(of pid: Int32) -> Int64? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
         // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
         guard let close = text.lastIndex(of: ")") else { return nil }
@@ -41,7 +41,7 @@ public struct ProcessIdentity: Sendable, Equatable {
     /// seconds of slack for the boot time's whole seconds and clock steps): a process that
     /// started later has reused the pid. For files named by pid and time, such as a `.partial`
     /// crash record, whose writer's start ticks were never recorded.
-    public static func isRunning(pid: Int32, startedBy wallMilliseconds: Int64) -> Bool {
+    package static func isRunning(pid: Int32, startedBy wallMilliseconds: Int64) -> Bool {
         guard pid > 0, let ticks = startTicks(of: pid), !isZombie(pid) else { return false }
         guard let boot = bootWallSeconds() else { return true } // cannot tell: assume the writer
         let perSecond = max(1, Int64(sysconf(Int32(_SC_CLK_TCK))))
@@ -67,7 +67,7 @@ public struct ProcessIdentity: Sendable, Equatable {
 
     /// Whether this process is still running (same boot, same pid, same start time).
     /// A process of another boot is never alive. A zombie counts as dead.
-    public var isAlive: Bool {
+    package var isAlive: Bool {
         if pid == getpid() && startTicks == ProcessIdentity.current.startTicks { return true }
         guard bootID == ProcessIdentity.current.bootID, !bootID.isEmpty else { return false }
         guard let ticks = ProcessIdentity.startTicks(of: pid), ticks == startTicks else { return false }

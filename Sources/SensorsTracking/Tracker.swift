@@ -18,17 +18,17 @@ public final class Tracker: @unchecked Sendable {
     /// What a tracker needs.
     public struct Configuration: Sendable {
         /// The SQLite store file (created with its directory if missing).
-        public var storePath: String
-        public var appName: String
-        public var appVersion: String
+        package var storePath: String
+        package var appName: String
+        package var appVersion: String
         /// The Sensors `/sa` URL; `nil` keeps events in the store (readable by the inspector).
-        public var endpoint: URL?
+        package var endpoint: URL?
         public var limits = StoreLimits()
         public var upload = UploadPolicy()
         /// Default bound for ``shutdown(timeout:)``, seconds.
         public var shutdownTimeout: Double = 3
         /// How often (seconds) the writer refreshes this run's marker.
-        public var runMarkerInterval: Double = 2
+        package var runMarkerInterval: Double = 2
         /// Events held in memory while the store cannot be written; beyond it new events are dropped (and counted).
         public var maxQueuedEvents = 100_000
         /// Track `$AppStart` when the tracker starts.
@@ -41,7 +41,7 @@ public final class Tracker: @unchecked Sendable {
         /// every event carries now; never concurrently, and never with an older context after a
         /// newer one. ``CrashReporting`` passes it to its `CrashAppEndPublisher`, so a crash's
         /// `$AppEnd` carries what the session's other events carry.
-        public var onEventContextChange: (@Sendable (EventContext) -> Void)?
+        package var onEventContextChange: (@Sendable (EventContext) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
         public var runID: String = EventDraft.newTrackID()
         /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
@@ -51,7 +51,7 @@ public final class Tracker: @unchecked Sendable {
         /// exit hook off.
         public var shutdownAtExit: Double? = 1
 
-        public init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
+        package init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.storePath = storePath
             self.appName = appName
             self.appVersion = appVersion
@@ -86,11 +86,11 @@ public final class Tracker: @unchecked Sendable {
         case setSuperProperties([String: JSONScalar])
     }
 
-    public let configuration: Configuration
-    public let store: TrackingStore
+    package let configuration: Configuration
+    package let store: TrackingStore
     /// The renderer of this tracker's events, made on first use (at the launch, on the writer
     /// thread: reading the presets is not the caller's work at start).
-    public var renderer: EventRenderer {
+    package var renderer: EventRenderer {
         rendererCell.withLock { cell in
             if let renderer = cell { return renderer }
             let renderer = EventRenderer(appName: configuration.appName, appVersion: configuration.appVersion, extraPresets: extraPresets)
@@ -100,10 +100,10 @@ public final class Tracker: @unchecked Sendable {
     }
     private let rendererCell = Mutex<EventRenderer?>(nil)
     /// The presets this tracker adds to the standard ones (``hostPresets()`` with `includeHostInfo`).
-    public let extraPresets: [String: JSONScalar]
+    package let extraPresets: [String: JSONScalar]
 
     /// `$hostname` and `$user`: what `Configuration.includeHostInfo` adds to every event.
-    public static func hostPresets() -> [String: JSONScalar] {
+    package static func hostPresets() -> [String: JSONScalar] {
         ["$hostname": .string(ProcessInfo.processInfo.hostName), "$user": .string(NSUserName())]
     }
     /// This run's id (its marker row).
@@ -146,12 +146,12 @@ public final class Tracker: @unchecked Sendable {
     /// Opens the store, registers this run's marker, tracks `$AppStart` and starts the writer (and
     /// the uploader when an endpoint is set).
     /// - Throws: ``TrackingStoreError`` when the store cannot be opened or written at all.
-    public convenience init(_ configuration: Configuration) throws {
+    package convenience init(_ configuration: Configuration) throws {
         try self.init(configuration, store: TrackingStore(path: configuration.storePath, limits: configuration.limits))
     }
 
     /// Like ``init(_:)`` with a store the caller opened.
-    public convenience init(_ configuration: Configuration, store: TrackingStore) throws {
+    package convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
         try performLaunch()
         startWriter(launching: nil)

@@ -35,19 +35,19 @@ public struct StoreLimits: Sendable {
 /// A failure of the store that the caller may want to show (the store itself never traps).
 public struct TrackingStoreError: Error, CustomStringConvertible {
     /// What kind of failure, for a caller that must act on it.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The file was written by a newer schema than this code knows; it was left untouched
         /// (an older build must not use it: upgrade, or point it at another file).
         case newerSchema
         /// Anything else (I/O, SQLite, a file that is not a store).
         case other
     }
-    public let operation: String
-    public let underlying: String
-    public let kind: Kind
+    package let operation: String
+    package let underlying: String
+    package let kind: Kind
     public var description: String { "\(operation): \(underlying)" }
 
-    public init(operation: String, underlying: String, kind: Kind = .other) {
+    package init(operation: String, underlying: String, kind: Kind = .other) {
         self.operation = operation
         self.underlying = underlying
         self.kind = kind
@@ -57,12 +57,12 @@ public struct TrackingStoreError: Error, CustomStringConvertible {
 /// The SQLite tracking store. Thread-safe; one instance per process and file is enough, and
 /// several processes may open the same file.
 // @unchecked: `database` (replaced on corruption recovery) and the moved-aside list change only under `lock`.
-public final class TrackingStore: @unchecked Sendable {
-    public let path: String
-    public let limits: StoreLimits
+package final class TrackingStore: @unchecked Sendable {
+    package let path: String
+    package let limits: StoreLimits
     /// Where a corrupt file found at open (or later) was moved, if that happened. Read under the
     /// same lock the recovery appends under (a writer thread may recover while a caller reads).
-    public var movedAsideCorruptFiles: [String] { lock.withLock { _movedAsideCorruptFiles } }
+    package var movedAsideCorruptFiles: [String] { lock.withLock { _movedAsideCorruptFiles } }
     private var _movedAsideCorruptFiles: [String] = []
 
     private let lock = NSLock()
@@ -74,7 +74,7 @@ public final class TrackingStore: @unchecked Sendable {
     /// database or is corrupt is moved aside to `<path>.corrupt-<ms>` and a fresh store is created.
     /// - Throws: ``TrackingStoreError`` when the file cannot be opened at all (permissions, no
     ///   space), or when it was written by a newer schema than this code knows (it is left as it is).
-    public init(path: String, limits: StoreLimits = StoreLimits()) throws {
+    package init(path: String, limits: StoreLimits = StoreLimits()) throws {
         self.path = path
         self.limits = limits
         var moved: [String] = []
@@ -219,7 +219,7 @@ public final class TrackingStore: @unchecked Sendable {
     }
 
     /// Closes the database (further calls fail with an error, never a trap).
-    public func close() {
+    package func close() {
         lock.withLock {
             closed = true
             try? database?.close()

@@ -4,10 +4,10 @@ import Foundation
 
 /// The body of one upload, byte-compatible with Sensors Analytics' `/sa` endpoint:
 /// `crc=<Java hashCode of the base64 text>&gzip=1&data_list=<percent-encoded base64(gzip(JSON array))>`.
-public enum SensorsWire {
+package enum SensorsWire {
     /// Builds the form body for a batch of event JSON objects (each one complete JSON object text).
     /// - Throws: ``WireError`` if zlib fails (it does not for in-memory input short of OOM).
-    public static func body(forEvents events: [String]) throws -> String {
+    package static func body(forEvents events: [String]) throws -> String {
         let array = "[" + events.joined(separator: ",") + "]"
         let zipped = try Gzip.compress(Data(array.utf8))
         let base64 = zipped.base64EncodedString()
@@ -15,7 +15,7 @@ public enum SensorsWire {
     }
 
     /// Java's `String.hashCode()`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, wrapping in Int32.
-    public static func javaHashCode(_ text: String) -> Int32 {
+    package static func javaHashCode(_ text: String) -> Int32 {
         var hash: Int32 = 0
         for unit in text.utf16 { hash = hash &* 31 &+ Int32(unit) }
         return hash
@@ -24,7 +24,7 @@ public enum SensorsWire {
     /// Percent-encodes `text` for a form value the way Sensors' SDKs do: everything but ASCII
     /// letters, digits, `-._~` and `?` is escaped as `%XX` (uppercase) over UTF-8, so
     /// `:#[]@!$&'()*+,;=` and `/` are always escaped.
-    public static func percentEncode(_ text: String) -> String {
+    package static func percentEncode(_ text: String) -> String {
         let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count + text.utf8.count / 8)
@@ -45,7 +45,7 @@ public enum SensorsWire {
 
     /// Decodes a form body made by ``body(forEvents:)`` back to the JSON array text; `nil` when the
     /// body is malformed or the crc does not match. Used by tests and the benchmark's server.
-    public static func decode(body: String) -> (crc: Int32, json: String)? {
+    package static func decode(body: String) -> (crc: Int32, json: String)? {
         var fields: [String: String] = [:]
         for pair in body.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
@@ -67,17 +67,17 @@ public enum SensorsWire {
 }
 
 /// zlib failed.
-public struct WireError: Error, CustomStringConvertible {
-    public let operation: String
-    public let code: Int32
-    public var description: String { "zlib \(operation) failed (\(code))" }
+package struct WireError: Error, CustomStringConvertible {
+    package let operation: String
+    package let code: Int32
+    package var description: String { "zlib \(operation) failed (\(code))" }
 }
 
 /// gzip (RFC 1952) through zlib: `deflateInit2` with windowBits 31.
-public enum Gzip {
+package enum Gzip {
     /// gzip-compresses `data`.
     /// - Throws: ``WireError`` when zlib reports an error.
-    public static func compress(_ data: Data) throws -> Data {
+    package static func compress(_ data: Data) throws -> Data {
         var stream = z_stream()
         var rc = deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY,
                                ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
@@ -101,7 +101,7 @@ public enum Gzip {
 
     /// Decompresses gzip (or zlib) data.
     /// - Throws: ``WireError`` when the data is not valid gzip.
-    public static func decompress(_ data: Data) throws -> Data {
+    package static func decompress(_ data: Data) throws -> Data {
         var stream = z_stream()
         var rc = inflateInit2_(&stream, 47, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else { throw WireError(operation: "inflateInit2", code: rc) }

@@ -11,7 +11,7 @@ extension TrackingStore {
     /// the claim `key`, in one transaction; `endingRun` removes that run's marker in it too.
     /// - Returns: `false` when `key` was already claimed: nothing at all was written.
     @discardableResult
-    public func appendOnce(_ events: [NewEvent], claim key: String, endingRun runID: String? = nil) throws -> Bool {
+    package func appendOnce(_ events: [NewEvent], claim key: String, endingRun runID: String? = nil) throws -> Bool {
         try write { db in
             if try Self.isClaimed(db, key) { return false }
             try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [key, Clock.wallMilliseconds()])
@@ -22,13 +22,13 @@ extension TrackingStore {
     }
 
     /// Whether `key` was claimed by ``appendOnce(_:claim:endingRun:)`` (and not pruned since).
-    public func isClaimed(_ key: String) throws -> Bool {
+    package func isClaimed(_ key: String) throws -> Bool {
         try read { db in try Self.isClaimed(db, key) }
     }
 
     /// Forgets claims older than `age` seconds (default 30 days), except `keeping` (claims whose
     /// subject still exists: forgetting them would let it be appended again).
-    public func pruneClaims(olderThan age: Double = 30 * 86400, keeping: Set<String> = []) throws {
+    package func pruneClaims(olderThan age: Double = 30 * 86400, keeping: Set<String> = []) throws {
         try write { db in
             let cutoff = Clock.wallMilliseconds() - Int64(age * 1000)
             let old = try String.fetchAll(db, sql: "SELECT name FROM ingested WHERE ingested_ms < ?", arguments: [cutoff])
@@ -42,7 +42,7 @@ extension TrackingStore {
     /// marker still exists: of several processes claiming the same run, one succeeds.
     /// - Returns: `false` when the marker was already gone: nothing at all was written.
     @discardableResult
-    public func claimRun(_ runID: String, appending events: [NewEvent]) throws -> Bool {
+    package func claimRun(_ runID: String, appending events: [NewEvent]) throws -> Bool {
         try write { db in
             guard try Self.runExists(db, runID) else { return false }
             try Self.deleteRun(db, runID)

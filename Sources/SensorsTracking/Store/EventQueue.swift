@@ -3,15 +3,15 @@ import SensorsEvents
 import GRDB
 
 /// An event ready to be stored.
-public struct NewEvent: Sendable {
-    public var trackID: String
-    public var event: String
-    public var time: Int64
-    public var priority: EventPriority
+package struct NewEvent: Sendable {
+    package var trackID: String
+    package var event: String
+    package var time: Int64
+    package var priority: EventPriority
     /// The complete JSON object.
-    public var json: String
+    package var json: String
 
-    public init(trackID: String, event: String, time: Int64, priority: EventPriority, json: String) {
+    package init(trackID: String, event: String, time: Int64, priority: EventPriority, json: String) {
         self.trackID = trackID
         self.event = event
         self.time = time
@@ -21,14 +21,14 @@ public struct NewEvent: Sendable {
 }
 
 /// A pending (or quarantined) event as stored.
-public struct StoredEvent: Sendable, Equatable {
+package struct StoredEvent: Sendable, Equatable {
     /// Position in the store's order (SQLite rowid).
-    public var id: Int64
-    public var trackID: String
-    public var event: String
-    public var time: Int64
-    public var priority: EventPriority
-    public var json: String
+    package var id: Int64
+    package var trackID: String
+    package var event: String
+    package var time: Int64
+    package var priority: EventPriority
+    package var json: String
 }
 
 extension TrackingStore {
@@ -40,7 +40,7 @@ extension TrackingStore {
     /// - `addingCounters`: adds to named counters (drops the caller counted before the store).
     /// - Returns: the number of pending events after the append.
     @discardableResult
-    public func append(_ events: [NewEvent], endingRun runID: String? = nil,
+    package func append(_ events: [NewEvent], endingRun runID: String? = nil,
                        refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)? = nil,
                        addingCounters counters: [String: Int] = [:]) throws -> Int {
         try write { db in

@@ -3,12 +3,12 @@ import SensorsEvents
 import GRDB
 
 /// A quarantined event and why the server refused it.
-public struct QuarantinedEvent: Sendable, Equatable {
-    public var event: StoredEvent
+package struct QuarantinedEvent: Sendable, Equatable {
+    package var event: StoredEvent
     /// HTTP status of the refusal (0 when quarantined for another reason).
-    public var status: Int
-    public var reason: String
-    public var quarantinedAt: Int64
+    package var status: Int
+    package var reason: String
+    package var quarantinedAt: Int64
 }
 
 extension TrackingStore {
@@ -35,7 +35,7 @@ extension TrackingStore {
     }
 
     /// The most recently quarantined events, newest first.
-    public func quarantinedEvents(limit: Int = 100) throws -> [QuarantinedEvent] {
+    package func quarantinedEvents(limit: Int = 100) throws -> [QuarantinedEvent] {
         try read { db in try Self.quarantined(db, limit: limit) }
     }
 

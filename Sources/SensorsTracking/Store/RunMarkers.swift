@@ -3,18 +3,18 @@ import SensorsEvents
 import GRDB
 
 /// One process's run marker: refreshed while it runs, removed when its `$AppEnd` is stored.
-public struct RunMarker: Sendable, Equatable {
-    public var runID: String
-    public var process: ProcessIdentity
-    public var startWallMilliseconds: Int64
-    public var startMonotonicNanoseconds: Int64
-    public var refreshWallMilliseconds: Int64
-    public var refreshMonotonicNanoseconds: Int64
-    public var appName: String
-    public var appVersion: String
-    public var identity: EventIdentity
+package struct RunMarker: Sendable, Equatable {
+    package var runID: String
+    package var process: ProcessIdentity
+    package var startWallMilliseconds: Int64
+    package var startMonotonicNanoseconds: Int64
+    package var refreshWallMilliseconds: Int64
+    package var refreshMonotonicNanoseconds: Int64
+    package var appName: String
+    package var appVersion: String
+    package var identity: EventIdentity
 
-    public init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
+    package init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
                 refreshWallMilliseconds: Int64, refreshMonotonicNanoseconds: Int64, appName: String, appVersion: String,
                 identity: EventIdentity) {
         self.runID = runID
@@ -29,7 +29,7 @@ public struct RunMarker: Sendable, Equatable {
     }
 
     /// Seconds the run is known to have lived (monotonic, start to last refresh).
-    public var knownDurationSeconds: Double {
+    package var knownDurationSeconds: Double {
         Double(max(0, refreshMonotonicNanoseconds - startMonotonicNanoseconds)) / 1e9
     }
 }
@@ -57,7 +57,7 @@ extension TrackingStore {
     }
 
     /// Every run marker in the store.
-    public func runMarkers() throws -> [RunMarker] {
+    package func runMarkers() throws -> [RunMarker] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_wall_ms").map { row in
                 RunMarker(runID: row["run_id"],

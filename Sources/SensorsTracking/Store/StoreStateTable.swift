@@ -5,18 +5,18 @@ import Foundation
 import GRDB
 
 /// Persistent state a tracker starts from.
-public struct StoreState: Sendable {
-    public var anonymousID: String
-    public var loginID: String?
-    public var superProperties: [String: JSONScalar]
+package struct StoreState: Sendable {
+    package var anonymousID: String
+    package var loginID: String?
+    package var superProperties: [String: JSONScalar]
     /// `true` only for the first process ever to start on this store.
-    public var isFirstStart: Bool
+    package var isFirstStart: Bool
 }
 
 extension TrackingStore {
     /// Loads the anonymous id (creating it on first use), login id, super properties, and
     /// whether this is the store's very first start (claimed atomically by one process).
-    public func loadState(claimingFirstStart: Bool = true) throws -> StoreState {
+    package func loadState(claimingFirstStart: Bool = true) throws -> StoreState {
         try write { db in
             var anonymous = try Self.meta(db, "anonymous_id")
             if anonymous == nil {
@@ -101,7 +101,7 @@ enum SuperPropertiesCoding {
 
 extension JSONScalar {
     /// A scalar from a `JSONSerialization` value (NSNumber booleans become `.bool`).
-    public init?(any value: Any) {
+    package init?(any value: Any) {
         switch value {
         case let s as String: self = .string(s)
         case let n as NSNumber:

@@ -3,30 +3,30 @@ import Foundation
 import GRDB
 
 /// What the inspector shows about a store.
-public struct StoreSummary: Sendable, Equatable {
-    public var path: String
-    public var pending: Int
-    public var pendingCrash: Int
-    public var quarantined: Int
+package struct StoreSummary: Sendable, Equatable {
+    package var path: String
+    package var pending: Int
+    package var pendingCrash: Int
+    package var quarantined: Int
     /// Evictions and drops by reason: `evicted_ordinary`, `evicted_crash`, `evicted_quarantine`,
     /// `dropped_queue_full`, `dropped_oversize`, `dropped_store_error`.
-    public var counters: [String: Int]
-    public var oldestPending: StoredEvent?
-    public var lastUpload: UploadOutcome?
-    public var runMarkers: Int
-    public var anonymousID: String?
+    package var counters: [String: Int]
+    package var oldestPending: StoredEvent?
+    package var lastUpload: UploadOutcome?
+    package var runMarkers: Int
+    package var anonymousID: String?
 }
 
 extension TrackingStore {
     /// Counts, the oldest pending event and the last upload outcome.
-    public func summary() throws -> StoreSummary {
+    package func summary() throws -> StoreSummary {
         try read { db in try Self.summary(db, path: path) }
     }
 
     /// Reads a store without writing to it (for the inspector; safe while a tracker runs).
     /// - Throws: ``TrackingStoreError`` when the file is missing, not a store, or written by a
     ///   newer schema than this code knows.
-    public static func inspect(path: String, quarantineLimit: Int = 100) throws -> (StoreSummary, [QuarantinedEvent]) {
+    package static func inspect(path: String, quarantineLimit: Int = 100) throws -> (StoreSummary, [QuarantinedEvent]) {
         guard FileManager.default.fileExists(atPath: path) else {
             throw TrackingStoreError(operation: "inspect \(path)", underlying: "no such file")
         }

@@ -3,12 +3,12 @@
 import GRDB
 
 /// The outcome of the most recent upload attempt.
-public struct UploadOutcome: Sendable, Equatable {
-    public var time: Int64
+package struct UploadOutcome: Sendable, Equatable {
+    package var time: Int64
     /// HTTP status, or 0 for a network error.
-    public var status: Int
-    public var events: Int
-    public var error: String?
+    package var status: Int
+    package var events: Int
+    package var error: String?
 }
 
 extension TrackingStore {
