@@ -79,6 +79,10 @@ public final class SinkReceipt: Sendable {
 
     /// The sink has the record: once every sink has it, the file is deleted.
     public func acknowledge() { inbox.acknowledge(name, by: sink) }
+
+    /// Whether the sink's acknowledgment is there now (another process of the app delivered the
+    /// record since this pass listed the directory).
+    package var isAcknowledged: Bool { inbox.has(name, sink) }
 }
 
 /// A destination for crash records: the inbox offers it every record it does not have yet,
@@ -203,7 +207,7 @@ package final class RecordInbox: Sendable {
     }
 
     /// Whether `sink` acknowledged record `name` (its acknowledgment file is there).
-    private func has(_ name: String, _ sink: RecordSinkID) -> Bool {
+    func has(_ name: String, _ sink: RecordSinkID) -> Bool {
         var info = stat()
         return lstat(path(Self.acknowledgment(name, sink)), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }

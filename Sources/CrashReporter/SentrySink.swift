@@ -130,6 +130,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             lock.withLock { report.leftToOthers.append(record.name) }
             return .later(reason: "another process is sending it")
         }
+        // Sent by another process between this pass's listing and our lease.
+        if receipt.isAcknowledged {
+            lease.release()
+            return .delivered
+        }
         lock.withLock { queue.append(Taken(record: record, receipt: receipt, lease: lease)) }
         worker.wake()
         return .accepted
