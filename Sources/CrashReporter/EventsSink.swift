@@ -135,14 +135,62 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
         var identity: EventIdentity
     }
 
-    /// The record's compensating `$AppEnd`, if it is a JSON object with the fields it must have.
+    /// The members of a record's `$AppEnd` the ingest reads (the rest is stored as written).
+    private struct AppEndHead: Decodable {
+        var event: String
+        var trackID: String
+        var time: Int64
+        var anonymousID: String?
+        var loginID: String?
+        /// Present and a JSON object (its members are not read).
+        var properties: AnyObject
+
+        /// Any JSON object.
+        struct AnyObject: Decodable {
+            init(from decoder: Decoder) throws { _ = try decoder.container(keyedBy: Key.self) }
+            struct Key: CodingKey {
+                var stringValue: String
+                var intValue: Int? { nil }
+                init(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { nil }
+            }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case event, trackID = "_track_id", time, anonymousID = "anonymous_id", loginID = "login_id", properties
+        }
+    }
+
+    /// The record's compensating `$AppEnd`, if it is a JSON object with the members it must have.
     static func parseAppEnd(_ text: String?) -> AppEnd? {
-        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              object["event"] as? String == AppEvents.appEnd, let trackID = object["_track_id"] as? String, !trackID.isEmpty,
-              let time = (object["time"] as? NSNumber)?.int64Value, object["properties"] is [String: Any]
+        guard let text, !hasRawControlCharacterInString(text),
+              let head = try? JSONDecoder().decode(AppEndHead.self, from: Data(text.utf8)),
+              head.event == AppEvents.appEnd, !head.trackID.isEmpty
         else { return nil }
-        return AppEnd(json: text.trimmingCharacters(in: .whitespacesAndNewlines), trackID: trackID, time: time,
-                      identity: EventIdentity(anonymousID: object["anonymous_id"] as? String, loginID: object["login_id"] as? String))
+        return AppEnd(json: text.trimmingCharacters(in: .whitespacesAndNewlines), trackID: head.trackID, time: head.time,
+                      identity: EventIdentity(anonymousID: head.anonymousID, loginID: head.loginID))
+    }
+
+    /// Whether a JSON text has a raw control character inside a string, which RFC 8259 forbids
+    /// (and the /sa server would refuse) but Foundation's decoder lets through.
+    static func hasRawControlCharacterInString(_ text: String) -> Bool {
+        var inString = false, escaped = false
+        for byte in text.utf8 {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                } else if byte < 0x20 {
+                    return true
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            }
+        }
+        return false
     }
 
     /// The marker of the crashed run: by run id, else the latest dead one of that pid started before the crash.

@@ -18,6 +18,15 @@ struct CrashHarness: ParsableCommand {
     )
 }
 
+/// The harness's JSON outputs: one encoder, keys sorted.
+enum HarnessJSON {
+    static func text(_ value: some Encodable, pretty: Bool = false) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
 #if DEBUG
 let buildConfiguration = "debug"
 #else
@@ -57,12 +66,11 @@ extension CrashHarness {
 
         func run() throws {
             if json {
-                let rows: [[String: Any]] = Scenarios.all.map {
-                    ["name": $0.name, "ending": $0.ending.description, "record": $0.record != nil, "summary": $0.summary]
-                }
-                let object: [String: Any] = ["build": buildConfiguration, "scenarios": rows]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                struct Row: Encodable { var name, ending: String; var record: Bool; var summary: String }
+                struct Listing: Encodable { var build: String; var scenarios: [Row] }
+                print(try HarnessJSON.text(Listing(build: buildConfiguration, scenarios: Scenarios.all.map {
+                    Row(name: $0.name, ending: $0.ending.description, record: $0.record != nil, summary: $0.summary)
+                }), pretty: true))
                 return
             }
             let width = Scenarios.all.map(\.name.count).max() ?? 0
@@ -157,18 +165,15 @@ extension CrashHarness {
             }
             let failed = rows.contains { $0.passed < runs }
             if json {
-                let object: [String: Any] = [
-                    "build": buildConfiguration,
-                    "runs": runs,
-                    "passed": !failed,
-                    "scenarios": rows.map { row -> [String: Any] in
-                        ["name": row.scenario.name, "runs": runs, "passed": row.passed,
-                         "expectedEnding": row.scenario.ending.description, "referenceEndings": row.references,
-                         "medianSeconds": median(row.times), "failures": Array(row.failures.prefix(20))]
-                    },
-                ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                struct Row: Encodable {
+                    var name: String, runs: Int, passed: Int, expectedEnding: String, referenceEndings: [String]
+                    var medianSeconds: Double, failures: [String]
+                }
+                struct Verdict: Encodable { var build: String; var runs: Int; var passed: Bool; var scenarios: [Row] }
+                print(try HarnessJSON.text(Verdict(build: buildConfiguration, runs: runs, passed: !failed, scenarios: rows.map { row in
+                    Row(name: row.scenario.name, runs: runs, passed: row.passed, expectedEnding: row.scenario.ending.description,
+                        referenceEndings: row.references, medianSeconds: median(row.times), failures: Array(row.failures.prefix(20)))
+                }), pretty: true))
             } else {
                 let width = max(8, rows.map(\.scenario.name.count).max() ?? 0)
                 func column(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }

@@ -35,14 +35,14 @@ extension CrashHarness {
                 (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             }.sorted()
             let result = reporting.shutdown(timeout: timeout)
-            let object: [String: Any] = [
-                "tracker": reporting.tracker != nil, "threads": threads,
-                "recordsDelivered": report.recordsDelivered, "recordsAwaitingSinks": report.recordsAwaitingSinks,
-                "recordsIngested": report.recordsIngested, "errors": report.errors,
-                "sentToSentry": result.sentToSentry, "sentryDSNError": reporting.sentryDSNError ?? NSNull(),
-            ]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            struct Summary: Encodable {
+                var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]
+                var recordsIngested: [String], errors: [String], sentToSentry: Bool, sentryDSNError: String?
+            }
+            print(try HarnessJSON.text(Summary(tracker: reporting.tracker != nil, threads: threads,
+                                               recordsDelivered: report.recordsDelivered, recordsAwaitingSinks: report.recordsAwaitingSinks,
+                                               recordsIngested: report.recordsIngested, errors: report.errors,
+                                               sentToSentry: result.sentToSentry, sentryDSNError: reporting.sentryDSNError)))
         }
     }
 }

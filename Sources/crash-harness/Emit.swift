@@ -109,13 +109,13 @@ extension CrashHarness {
             let result = reporting.shutdown(timeout: flushTimeout)
             if json {
                 let report = reporting.launchReport
-                let object: [String: Any] = [
-                    "run": run, "stored": result.stored, "uploaded": result.uploaded,
-                    "recordsIngested": report.recordsIngested, "abnormalEnds": report.abnormalEnds,
-                    "recordsUnreadable": report.recordsUnreadable, "errors": report.errors,
-                ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                struct Summary: Encodable {
+                    var run: String, stored: Bool, uploaded: Bool
+                    var recordsIngested: [String], abnormalEnds: [String], recordsUnreadable: [String], errors: [String]
+                }
+                print(try HarnessJSON.text(Summary(run: run, stored: result.stored, uploaded: result.uploaded,
+                                                   recordsIngested: report.recordsIngested, abnormalEnds: report.abnormalEnds,
+                                                   recordsUnreadable: report.recordsUnreadable, errors: report.errors)))
             }
             if !result.stored || (endpoint != nil && !result.uploaded) { throw ExitCode(3) }
         }
