@@ -264,7 +264,7 @@ public final class CrashReporting: Sendable {
     @discardableResult
     public func shutdown(timeout: Double? = nil) -> ShutdownResult {
         let seconds = timeout ?? tracker?.configuration.shutdownTimeout ?? 3
-        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        let deadline = SuspendingClock.now.advanced(by: .seconds(seconds))
         let result = tracker?.shutdown(timeout: seconds) // waits for the launch
         var sent = true
         if let sentry {
@@ -316,11 +316,11 @@ final class Latch: Sendable {
 
     /// Waits at most until `deadline`; whether it is open.
     @discardableResult
-    func wait(until deadline: ContinuousClock.Instant) -> Bool {
+    func wait(until deadline: SuspendingClock.Instant) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while !isOpen.withLock({ $0 }) {
-            let left = ContinuousClock.now.duration(to: deadline).components
+            let left = SuspendingClock.now.duration(to: deadline).components
             let seconds = Double(left.seconds) + Double(left.attoseconds) / 1e18
             if seconds <= 0 { return false }
             _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))

@@ -144,7 +144,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// the deadline is cancelled and its record sent again next launch. Returns whether
     /// everything queued was sent (or given up).
     @discardableResult
-    package func finish(deadline: ContinuousClock.Instant) -> Bool {
+    package func finish(deadline: SuspendingClock.Instant) -> Bool {
         worker.finish(deadline: deadline)
         // What is left keeps its file (and loses its lease with it) for the next launch.
         return lock.withLock {

@@ -5,7 +5,8 @@
 // around it — the thread, the wake-ups (asked for, or every `flushInterval`), the exponential
 // backoff after failures (at least a server's Retry-After or rate limit), flushes with a
 // deadline, and the stop (a request in flight at the deadline is cancelled; its data stays for
-// the next launch). One clock: `ContinuousClock`.
+// the next launch). One clock: `SuspendingClock`, which is CLOCK_MONOTONIC on Linux: the clock
+// the handler and `$event_duration` measure on, never the wall clock.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -53,16 +54,16 @@ package final class UploadWorker: @unchecked Sendable {
     package let cancellation = HTTPExchange.Cancellation()
     private let name: String
     private let interval: Duration?
-    private let clock = ContinuousClock()
+    private let clock = SuspendingClock()
     private let cond = NSCondition()
     // Guarded by `cond`.
     private var wakeRequested = false
     private var flushRequested = 0
     private var flushCompleted = 0
-    private var resumeAt: ContinuousClock.Instant
-    private var nextTimer: ContinuousClock.Instant
+    private var resumeAt: SuspendingClock.Instant
+    private var nextTimer: SuspendingClock.Instant
     private var stopping = false
-    private var stopDeadline = ContinuousClock.Instant.now.advanced(by: .seconds(1e9))
+    private var stopDeadline = SuspendingClock.Instant.now.advanced(by: .seconds(1e9))
     private var started = false
     private var finished = false
     // The worker thread only.
@@ -105,7 +106,7 @@ package final class UploadWorker: @unchecked Sendable {
     package var isStopping: Bool { cond.withLock { stopping && clock.now >= stopDeadline } }
 
     /// Steps until one says `.idle` or `deadline` passes. Returns whether it got to `.idle`.
-    package func flush(deadline: ContinuousClock.Instant) -> Bool {
+    package func flush(deadline: SuspendingClock.Instant) -> Bool {
         cond.lock()
         defer { cond.unlock() }
         guard started else { return false }
@@ -123,7 +124,7 @@ package final class UploadWorker: @unchecked Sendable {
     /// data stays), and a backoff that would end after the deadline stops it at once. Returns
     /// whether everything was sent.
     @discardableResult
-    package func finish(deadline: ContinuousClock.Instant) -> Bool {
+    package func finish(deadline: SuspendingClock.Instant) -> Bool {
         cond.withLock {
             stopping = true
             stopDeadline = deadline
@@ -192,7 +193,7 @@ package final class UploadWorker: @unchecked Sendable {
     }
 
     /// `instant` as a Foundation date, for NSCondition's wait.
-    private static func date(_ instant: ContinuousClock.Instant, _ now: ContinuousClock.Instant) -> Date {
+    private static func date(_ instant: SuspendingClock.Instant, _ now: SuspendingClock.Instant) -> Date {
         let (seconds, attoseconds) = now.duration(to: instant).components
         return Date(timeIntervalSinceNow: max(0, min(Double(seconds) + Double(attoseconds) / 1e18, 1e7)))
     }

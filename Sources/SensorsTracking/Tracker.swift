@@ -449,7 +449,7 @@ public final class Tracker: @unchecked Sendable {
     /// without an endpoint (events then simply stay in the store).
     @discardableResult
     public func flush(timeout: Double = 10) -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+        let deadline = SuspendingClock.now.advanced(by: .seconds(timeout))
         guard waitUntilStored(timeout: timeout), let uploader else { return false }
         return uploader.flush(deadline: deadline)
     }
@@ -468,7 +468,7 @@ public final class Tracker: @unchecked Sendable {
     @discardableResult
     public func shutdown(timeout: Double? = nil) -> ShutdownResult {
         let seconds = timeout ?? configuration.shutdownTimeout
-        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        let deadline = SuspendingClock.now.advanced(by: .seconds(seconds))
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         let end = AppEvents.appEnd(reason: .normal, durationSeconds: duration, runID: configuration.runID, time: 0, identity: identity)
         enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true)

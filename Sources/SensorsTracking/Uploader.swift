@@ -37,11 +37,11 @@ final class Uploader: @unchecked Sendable {
     }
 
     /// Drains the store; `true` when it was empty at some point before `deadline`.
-    func flush(deadline: ContinuousClock.Instant) -> Bool { worker.flush(deadline: deadline) }
+    func flush(deadline: SuspendingClock.Instant) -> Bool { worker.flush(deadline: deadline) }
 
     /// Drains until `deadline`, then stops the thread (an in-flight request is cancelled; its
     /// events stay in the store). Returns whether the store was drained.
-    func finish(deadline: ContinuousClock.Instant) -> Bool {
+    func finish(deadline: SuspendingClock.Instant) -> Bool {
         let drained = worker.finish(deadline: deadline)
         if holdsLease { try? store.releaseUploadLease() }
         holdsLease = false

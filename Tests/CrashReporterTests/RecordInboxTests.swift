@@ -88,7 +88,7 @@ final class RecordInboxTests: XCTestCase {
         let first = try SentrySinkTests.sink(server)
         let launch = CrashReporting.deliverRecords(in: directory, store: TrackingStore(deferringOpen: blocked), appName: "t",
                                                    appVersion: "1", sinks: [first])
-        XCTAssertTrue(first.finish(deadline: ContinuousClock.now.advanced(by: .seconds(30))))
+        XCTAssertTrue(first.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(first.currentReport.sent, names, "Sentry got it although the store failed")
         XCTAssertEqual(launch.recordsIngested, [])
         XCTAssertEqual(launch.errors.count, 1, "\(launch.errors)")
@@ -98,7 +98,7 @@ final class RecordInboxTests: XCTestCase {
         let store = try TrackingStore(path: directory + "/s.sqlite")
         let second = try SentrySinkTests.sink(server)
         let next = CrashReporting.deliverRecords(in: directory, store: store, appName: "t", appVersion: "1", sinks: [second])
-        XCTAssertTrue(second.finish(deadline: ContinuousClock.now.advanced(by: .seconds(30))))
+        XCTAssertTrue(second.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(next.recordsIngested, names)
         XCTAssertEqual(next.recordsDelivered, names)
         XCTAssertEqual(second.currentReport.sent, [], "not sent to Sentry twice")

@@ -73,7 +73,7 @@ final class SentrySinkTests: XCTestCase {
         return nil
     }
 
-    func deadline(_ seconds: Double) -> ContinuousClock.Instant { .now.advanced(by: .seconds(seconds)) }
+    func deadline(_ seconds: Double) -> SuspendingClock.Instant { .now.advanced(by: .seconds(seconds)) }
 
     func testRecordsAreSentInOrderWithTheAuthHeaderAndDeletedOnlyOnceBothSinksHaveThem() throws {
         let directory = try Scratch.directory("sentry-order")
@@ -285,7 +285,7 @@ final class Gate: @unchecked Sendable {
 final class TimeLog: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [Double] = []
-    private let start = ContinuousClock.now
+    private let start = SuspendingClock.now
     func mark() {
         let (seconds, attoseconds) = start.duration(to: .now).components
         lock.withLock { values.append(Double(seconds) + Double(attoseconds) / 1e18) }
