@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: a program crashes under CrashCapture, crash-inspect reads what it left, the next
-# launch turns the records into AppCrashed + $AppEnd events and uploads them to a loopback server.
+# launch turns the records into AppCrashed + $AppEnd events and uploads them to a loopback server;
+# then Sentry alone: a crash delivered to a loopback Sentry by the next launch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -57,6 +58,15 @@ echo
 echo "== crash-inspect store: nothing left pending, the records are gone"
 "$bin/crash-inspect" store "$store"
 ls "$records"
+
+echo
+echo "== Sentry alone: a program crashes; the next launch (CrashReporting with a DSN and no events"
+echo "   store) sends the record to a loopback Sentry and deletes it — no store file is made"
+sentry_records="$demo/sentry-only/records"
+set +e; "$bin/crash-harness" run null-dereference --dir "$sentry_records" 2>/dev/null; status=$?; set -e
+died $status
+"$bin/crash-harness" deliver --records "$sentry_records" --sentry-dsn "http://demo@127.0.0.1:$(cat "$demo/port")/1" > "$demo/deliver.json"
+echo "   left in $demo/sentry-only: $(ls -A "$demo/sentry-only" | tr '\n' ' ')(records: $(ls -A "$sentry_records" | wc -l))"
 
 echo
 echo "== crash-harness verify: scenarios run as child processes, each record checked"

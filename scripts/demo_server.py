@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""A stand-in for a Sensors Analytics /sa endpoint on 127.0.0.1, for the demo only.
+"""A stand-in for a Sensors Analytics /sa endpoint and a Sentry envelope endpoint on 127.0.0.1,
+for the demo only.
 
-Decodes each POST (form body: crc, gzip=1, data_list = percent-encoded base64 of a gzipped
+/sa: decodes each POST (form body: crc, gzip=1, data_list = percent-encoded base64 of a gzipped
 JSON array), checks the crc (Java String.hashCode of the base64 text), prints one line per
-event and answers 200. Writes its port to the file given as the first argument; stops by
+event and answers 200. /api/<project>/envelope/: prints the envelope's event (id, exception) and
+attachment, answers 200. Writes its port to the file given as the first argument; stops by
 itself after the number of seconds given as the second (default 120)."""
 import base64, gzip, json, sys, threading, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,8 @@ def java_hash(text):
 
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
+        if "/envelope/" in self.path:
+            return self.envelope(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
         form = urllib.parse.parse_qs(body)
         data = form["data_list"][0]
@@ -33,6 +37,21 @@ class Handler(BaseHTTPRequestHandler):
             print("   server got %-10s _track_id=%s%s" % (e["event"], e["_track_id"][:8], extra), flush=True)
         print("   server: batch of %d events, crc %s" % (len(events), "ok" if ok else "MISMATCH"), flush=True)
         self.send_response(200 if ok else 400)
+        self.end_headers()
+
+    def envelope(self, raw):
+        header, rest = raw.split(b"\n", 1)
+        while rest.strip():
+            item_header, rest = rest.split(b"\n", 1)
+            item = json.loads(item_header)
+            payload, rest = rest[:item["length"]], rest[item["length"] + 1:]
+            if item["type"] == "event":
+                exception = json.loads(payload)["exception"]["values"][0]
+                print("   sentry got event %s  %s: %s" % (json.loads(header)["event_id"][:8], exception["type"],
+                                                         exception["value"].splitlines()[0][:70]), flush=True)
+            else:
+                print("   sentry got %s %s (%d bytes)" % (item["type"], item.get("filename", ""), len(payload)), flush=True)
+        self.send_response(200)
         self.end_headers()
 
     def log_message(self, *args):
