@@ -1,7 +1,6 @@
 // CrashInspectTests.swift — the built crash-inspect binary on records left by real crashes of the harness.
 import CrashInspection
 import CrashRecordFormat
-import CrashScenarios
 import CrashSentry
 import CrashSymbolication
 import Foundation
@@ -465,12 +464,6 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(unwritable.ending, .exited(1))
         XCTAssertTrue(unwritable.stderr.contains("cannot write"), unwritable.stderr)
         XCTAssertFalse(unwritable.stderr.contains("Usage:"), unwritable.stderr)
-    }
-
-    func testSentryDebugIDsSwapTheFirstThreeGUIDFieldsOfTheBuildID() {
-        let buildID: [UInt8] = Array(0x00...0x13)
-        XCTAssertEqual(SentryEnvelope.debugID(buildID: buildID), "03020100-0504-0706-0809-0a0b0c0d0e0f")
-        XCTAssertEqual(SentryEnvelope.debugID(buildID: [0xAB]), "000000ab-0000-0000-0000-000000000000")
     }
 
     func testTheInspectorDoesNotLinkTheSignalHandlerOrItsLibcWrappers() throws {
