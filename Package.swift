@@ -94,22 +94,32 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Test support shared by every test target: built tool paths, scratch directories.
-        .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
+        // Test support shared by every test target: built tool paths, scratch directories, the
+        // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsTracking"]),
+        .testTarget(name: "CrashRecordFormatTests", dependencies: ["CrashRecordFormat", "CCrashRecordLayout"]),
         .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
-            dependencies: ["CrashReporter", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: [
+                "CrashReporter", "CrashCapture", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
+                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
-        .testTarget(name: "CrashSymbolicationTests", dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport"]),
+        // The symbol-store and symbolic-oracle tests drive the built crash-inspect on crashes of the harness.
+        .testTarget(
+            name: "CrashSymbolicationTests",
+            dependencies: ["CrashSymbolication", "CrashRecordFormat", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
+        ),
         .testTarget(
             name: "CrashScenariosTests",
             dependencies: ["CrashScenarios", "CrashCapture", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "CrashInspectTests",
-            dependencies: ["CrashInspection", "CrashSentry", "CrashCapture", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"],
+            dependencies: ["CrashInspection", "CrashSentry", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"],
             exclude: ["Fixtures"] // read by path: the expected help texts
         ),
         // The envelope against Sentry's own code (sentry_sdk, sentry_relay, symbolic in .venv-oracles).
@@ -119,14 +129,15 @@ let package = Package(
         ),
         .testTarget(
             name: "SensorsTrackingTests",
-            dependencies: [
-                "SensorsTracking", "CrashReporter", "CrashCapture", "SensorsEvents", "CrashRecordFormat", "CrashScenarios",
-                "HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            dependencies: ["SensorsTracking", "SensorsEvents", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .testTarget(name: "HTTPExchangeTests", dependencies: ["HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness"]),
         .testTarget(
             name: "CrashCaptureTests",
-            dependencies: ["CrashCapture", "CrashRecordFormat", "SensorsEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness", "capture-only"]
+            dependencies: [
+                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "TestSupport", "crash-harness", "capture-only", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ]
 )

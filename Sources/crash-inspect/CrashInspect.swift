@@ -61,14 +61,17 @@ struct RecordOptions: ParsableArguments {
         return (good, bad)
     }
 
-    /// One record named by path or id.
+    /// One record named by path or id, and the bytes it was parsed from.
     func inspection(_ recordOrID: String) throws -> (Inspection, [UInt8]) {
         guard let path = RecordDirectory.locate(recordOrID, in: dir) else {
             throw ValidationError("no record '\(recordOrID)' (give a file path, or an id from `crash-inspect list --dir \(dir)`)")
         }
         do {
-            let record = try CrashRecordReader.read(path: path)
-            let raw = FileManager.default.contents(atPath: path).map { [UInt8]($0) } ?? []
+            // Read once, with the reader's checks (no symbolic link, no FIFO, a regular file within
+            // the size limit), and parse those bytes: what is shown, attached and hashed into an
+            // event id is one read of one file, never a second open of a path that may have changed.
+            let raw = try CrashRecordReader.readBytes(path: path)
+            let record = try CrashRecordReader.parse(raw)
             return (Inspection(path: path, record: record, symbolicator: symbolicator()), raw)
         } catch {
             throw RuntimeFailure(description: "\((path as NSString).lastPathComponent): \(error)")

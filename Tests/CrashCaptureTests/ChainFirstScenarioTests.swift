@@ -5,6 +5,7 @@ import CrashCapture
 import CrashScenarios
 import Foundation
 import ProcessSpawning
+import TestSupport
 import XCTest
 
 final class ChainFirstScenarioTests: XCTestCase {

@@ -1,10 +1,12 @@
 // CrashScenarioTests.swift — real crashes in child processes: the signal they died of and the record they left.
 import CrashCapture
+import CrashRecordFormat
 import SensorsEvents
 import CrashScenarios
 import CrashSymbolication
 import Foundation
 import ProcessSpawning
+import TestSupport
 import XCTest
 
 final class CrashScenarioTests: XCTestCase {
@@ -84,6 +86,18 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertEqual(files.count, 1)
         XCTAssertTrue(files[0].hasPrefix("crash-") && files[0].hasSuffix(".ccrec"), files[0])
         XCTAssertEqual(try permissions(run.directory + "/" + files[0]), 0o600)
+    }
+
+    func testTheNameTheHandlerGivesARealRecordParses() throws {
+        let run = try Harness.run("null-dereference")
+        let path = try XCTUnwrap(run.outcome.ownRecordFiles.first)
+        let name = try XCTUnwrap(RecordFileName(path), path)
+        XCTAssertEqual(name.pid, run.outcome.pid)
+        XCTAssertEqual(name.tid, run.outcome.pid, "the main thread crashed")
+        XCTAssertFalse(name.isPartial)
+        let crashMs = try XCTUnwrap(run.record?.process).crashWallNanoseconds / 1_000_000
+        XCTAssertEqual(name.milliseconds, crashMs)
+        XCTAssertEqual(try RecordFileName.names(in: (path as NSString).deletingLastPathComponent), [(path as NSString).lastPathComponent])
     }
 
     func testAbortIsRecordedAsSIGABRTSentByTheProcessItself() throws {

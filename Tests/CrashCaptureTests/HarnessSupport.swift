@@ -1,4 +1,6 @@
-// HarnessSupport.swift — finds the crash-harness binaries and runs scenarios for the tests.
+// HarnessSupport.swift — runs the harness's scenarios for the capture tests: both builds of the
+// harness, each run verified against the scenario table and its reference run. (Harness itself,
+// and `emit`, are TestSupport's.)
 import CrashCapture
 import CrashScenarios
 import CrashSymbolication
@@ -7,9 +9,10 @@ import ProcessSpawning
 import TestSupport
 import XCTest
 
-enum Harness {
-    /// The debug harness SwiftPM built next to this test bundle.
-    static var debug: String { BuiltProducts.harness }
+extension Harness {
+    /// The debug harness SwiftPM built next to this test bundle (``Harness/path``), named beside
+    /// ``release``.
+    static var debug: String { path }
 
     /// The release harness, when the test command built one (scripts/test.sh does).
     static var release: String? { BuiltProducts.releaseHarness }

@@ -4,6 +4,7 @@ import CShims
 @testable import CrashRecordFormat
 import Foundation
 import ProcessSpawning
+import TestSupport
 import XCTest
 
 final class InstallTests: XCTestCase {

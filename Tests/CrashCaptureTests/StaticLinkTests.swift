@@ -4,6 +4,7 @@
 import CrashCapture
 import Foundation
 import ProcessSpawning
+import TestSupport
 import XCTest
 
 final class StaticLinkTests: XCTestCase {

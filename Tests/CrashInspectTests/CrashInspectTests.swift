@@ -1,7 +1,6 @@
 // CrashInspectTests.swift — the built crash-inspect binary on records left by real crashes of the harness.
 import CrashInspection
 import CrashRecordFormat
-import CrashScenarios
 import CrashSentry
 import CrashSymbolication
 import Foundation
@@ -418,6 +417,123 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(Set(frames.compactMap { $0["instruction_addr"] as? String }).count, frames.count, "one frame per address")
     }
 
+    /// An open(2) wrapper for LD_PRELOAD: every open of the path in SHIM_RECORD is logged to
+    /// SHIM_LOG ("nofollow" or "follow"), and its second open first renames SHIM_SWAP over that
+    /// path, as another process could between two reads of it.
+    static let openShim = #"""
+        #undef _FORTIFY_SOURCE
+        #define _GNU_SOURCE
+        #include <dlfcn.h>
+        #include <fcntl.h>
+        #include <stdarg.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <unistd.h>
+
+        static int opens;
+
+        static void note(const char *path, int flags) {
+            const char *record = getenv("SHIM_RECORD"), *log = getenv("SHIM_LOG"), *swap = getenv("SHIM_SWAP");
+            if (!record || !path || strcmp(path, record) != 0) return;
+            opens += 1;
+            if (log) {
+                int (*real_open)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+                int fd = real_open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+                if (fd >= 0) {
+                    dprintf(fd, "%s\n", (flags & O_NOFOLLOW) ? "nofollow" : "follow");
+                    close(fd);
+                }
+            }
+            if (opens == 2 && swap) rename(swap, record);
+        }
+
+        #define WRAP(name, type)                                                              \
+            int name(const char *path, int flags, ...) {                                      \
+                mode_t mode = 0;                                                              \
+                if (flags & (O_CREAT | O_TMPFILE)) {                                          \
+                    va_list list; va_start(list, flags); mode = va_arg(list, mode_t); va_end(list); \
+                }                                                                             \
+                note(path, flags);                                                            \
+                type real = (type)dlsym(RTLD_NEXT, #name);                                    \
+                return real(path, flags, mode);                                               \
+            }
+        typedef int (*open_t)(const char *, int, ...);
+        WRAP(open, open_t)
+        WRAP(open64, open_t)
+
+        #define WRAPAT(name)                                                                  \
+            int name(int dir, const char *path, int flags, ...) {                             \
+                mode_t mode = 0;                                                              \
+                if (flags & (O_CREAT | O_TMPFILE)) {                                          \
+                    va_list list; va_start(list, flags); mode = va_arg(list, mode_t); va_end(list); \
+                }                                                                             \
+                note(path, flags);                                                            \
+                int (*real)(int, const char *, int, ...) = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #name); \
+                return real(dir, path, flags, mode);                                          \
+            }
+        WRAPAT(openat)
+        WRAPAT(openat64)
+
+        int __open_2(const char *path, int flags) { return open(path, flags); }
+        int __open64_2(const char *path, int flags) { return open64(path, flags); }
+        int __openat_2(int dir, const char *path, int flags) { return openat(dir, path, flags); }
+        int __openat64_2(int dir, const char *path, int flags) { return openat64(dir, path, flags); }
+        """#
+
+    /// The open(2) wrapper, compiled with the C compiler into `directory`.
+    func openShim(in directory: String) throws -> String {
+        let cc = try XCTUnwrap(Tools.find("clang", "cc", "gcc"), "a C compiler")
+        try Self.openShim.write(toFile: directory + "/open-shim.c", atomically: true, encoding: .utf8)
+        _ = try Tools.output(cc, ["-shared", "-fPIC", "-O1", "-U_FORTIFY_SOURCE", directory + "/open-shim.c", "-o", directory + "/open-shim.so", "-ldl"])
+        return directory + "/open-shim.so"
+    }
+
+    /// export --sentry reads the record once, through the reader's checks, and attaches the bytes
+    /// it parsed: the file replaced by a symbolic link to another file after that read changes
+    /// nothing, since it is never opened again.
+    func testExportReadsTheRecordOnceThroughTheReadersChecksAndAttachesThoseBytes() throws {
+        let directory = try scratch("read-once")
+        let path = try crash("null-dereference", into: directory)
+        let original = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        let outside = try scratch("read-once-outside")
+        let secret = Data("not a crash record: a file of someone else's that a symbolic link points to\n".utf8)
+        XCTAssertTrue(FileManager.default.createFile(atPath: outside + "/secret", contents: secret))
+        try FileManager.default.createSymbolicLink(atPath: outside + "/swap", withDestinationPath: outside + "/secret")
+        let shim = try openShim(in: outside)
+        let out = outside + "/envelope", log = outside + "/opens"
+        let child = try ChildProcess.run(Self.inspect, ["export", path, "--sentry", "-o", out],
+                                         environment: ProcessInfo.processInfo.environment.merging([
+                                             "LD_PRELOAD": shim, "SHIM_RECORD": path, "SHIM_LOG": log, "SHIM_SWAP": outside + "/swap",
+                                         ]) { $1 },
+                                         stdout: outside + "/stdout", stderr: outside + "/stderr", timeout: 120)
+        let stderr = (try? String(contentsOfFile: outside + "/stderr", encoding: .utf8)) ?? ""
+        XCTAssertEqual(child.ending, .exited(0), stderr)
+        // The shim saw the reader's one open, with O_NOFOLLOW; there was no second one to swap at.
+        XCTAssertEqual(try String(contentsOfFile: log, encoding: .utf8), "nofollow\n", "the record's path was opened once, by the reader")
+        XCTAssertEqual(try? FileManager.default.destinationOfSymbolicLink(atPath: outside + "/swap"), outside + "/secret", "never swapped in")
+        let envelope = try XCTUnwrap(FileManager.default.contents(atPath: out))
+        XCTAssertNotNil(envelope.range(of: original), "the record as read is attached")
+        XCTAssertNil(envelope.range(of: secret), "nothing of the other file")
+        let header = try XCTUnwrap(try JSONSerialization.jsonObject(with: envelope.prefix { $0 != 0x0A }) as? [String: Any])
+        XCTAssertEqual(header["event_id"] as? String, SentryEnvelope.eventID(rawRecord: [UInt8](original)), "the event id is the read bytes' hash")
+    }
+
+    /// A symbolic link named like a record is refused in one line, and nothing is written.
+    func testExportRefusesASymbolicLinkNamedLikeARecord() throws {
+        let directory = try scratch("symlink-record")
+        let target = try crash("null-dereference", into: try scratch("symlink-target"))
+        let link = directory + "/crash-1700000000000-1-1.ccrec"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        for argument in [link, "crash-1700000000000-1-1"] {
+            let out = directory + "/envelope"
+            let output = try inspect(["export", argument, "--sentry", "-o", out, "--dir", directory])
+            XCTAssertEqual(output.ending, .exited(1), argument)
+            XCTAssertEqual(output.stderr, "Error: crash-1700000000000-1-1.ccrec: cannot read crash record \(link): is a symbolic link\n", argument)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out), "nothing written for \(argument)")
+        }
+    }
+
     func testStoreShowsPendingCrashEventsAfterTheNextLaunchIngestedARecord() throws {
         let directory = try scratch("store")
         let store = directory + "/app.sqlite"
@@ -465,12 +581,6 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(unwritable.ending, .exited(1))
         XCTAssertTrue(unwritable.stderr.contains("cannot write"), unwritable.stderr)
         XCTAssertFalse(unwritable.stderr.contains("Usage:"), unwritable.stderr)
-    }
-
-    func testSentryDebugIDsSwapTheFirstThreeGUIDFieldsOfTheBuildID() {
-        let buildID: [UInt8] = Array(0x00...0x13)
-        XCTAssertEqual(SentryEnvelope.debugID(buildID: buildID), "03020100-0504-0706-0809-0a0b0c0d0e0f")
-        XCTAssertEqual(SentryEnvelope.debugID(buildID: [0xAB]), "000000ab-0000-0000-0000-000000000000")
     }
 
     func testTheInspectorDoesNotLinkTheSignalHandlerOrItsLibcWrappers() throws {

@@ -317,6 +317,12 @@ final class SentryEnvelopeTests: XCTestCase {
 
     // MARK: unit level, still against outside truth
 
+    func testSentryDebugIDsSwapTheFirstThreeGUIDFieldsOfTheBuildID() {
+        let buildID: [UInt8] = Array(0x00...0x13)
+        XCTAssertEqual(SentryEnvelope.debugID(buildID: buildID), "03020100-0504-0706-0809-0a0b0c0d0e0f")
+        XCTAssertEqual(SentryEnvelope.debugID(buildID: [0xAB]), "000000ab-0000-0000-0000-000000000000")
+    }
+
     func testEventIDIsTheRecordsSHA256Prefix() throws {
         let directory = try Scratch.directory("sentry-event-id")
         for (index, bytes) in [[UInt8](), [0x61, 0x62, 0x63], [UInt8](repeating: 0x5A, count: 1000), (0..<200).map { UInt8($0) }].enumerated() {

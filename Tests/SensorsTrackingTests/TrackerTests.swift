@@ -1,5 +1,4 @@
 // TrackerTests.swift — the public API in process: event model, identity, super properties, $AppStart/$AppEnd.
-import CrashReporter
 @testable import SensorsTracking
 import SensorsEvents
 import Foundation
@@ -9,12 +8,6 @@ import XCTest
 final class TrackerTests: XCTestCase {
     func configuration(_ path: String) -> Tracker.Configuration {
         Tracker.Configuration(storePath: path, appName: "tests", appVersion: "9.9.9")
-    }
-
-    func storedObjects(_ path: String) throws -> [[String: Any]] {
-        let store = try TrackingStore(path: path)
-        defer { store.close() }
-        return try store.pendingBatch(limit: 100_000).map { object($0.json) }
     }
 
     func testEventsCarryTheSensorsModelInTrackOrder() throws {
@@ -46,18 +39,6 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(properties["$app_version"] as? String, "9.9.9")
         XCTAssertEqual(properties["label"] as? String, "\"q\"\n")
         for key in ["$hostname", "$user", "$argv", "$environment"] { XCTAssertNil(properties[key], key) }
-    }
-
-    func testCrashReportingKeepsTheIntegratorsIdentityCallback() throws {
-        let directory = try Scratch.directory("reporting-identity")
-        let seen = IdentityLog()
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0")
-        configuration.captureCrashes = false   // no signal handlers in the test process
-        configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
-        let reporting = CrashReporting.start(configuration)
-        reporting.tracker!.login("user-9")
-        reporting.shutdown()
-        XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")
     }
 
     func testTheAsyncFormsStoreAndShutDownWithoutHoldingTheCallersExecutor() async throws {
@@ -102,7 +83,7 @@ final class TrackerTests: XCTestCase {
 
     func testFirstStartAnonymousIDAndLoginPersistAcrossRuns() throws {
         let path = try Scratch.directory("identity") + "/s.sqlite"
-        let seen = IdentityLog()
+        let seen = Collected<EventIdentity>()
         var config = configuration(path)
         config.onIdentityChange = { seen.append($0) }
         let first = try Tracker(config)
@@ -196,11 +177,43 @@ final class TrackerTests: XCTestCase {
         let text = try XCTUnwrap(long.properties["text"] as? String)
         XCTAssertEqual(text.utf8.count, EventRenderer.maxStringBytes)
     }
+
+    func testAnIdentityCallMadeFromTheLaunchItselfDoesNotWaitForTheLaunch() throws {
+        let path = try Scratch.directory("launch-reentrant") + "/s.sqlite"
+        let box = TrackerBox()
+        let ready = DispatchSemaphore(value: 0)
+        var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
+        configuration.shutdownAtExit = nil
+        // The launch's own hook logs in (as an integrator's context callback could).
+        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _ in
+            ready.wait()
+            box.tracker?.login("in-launch")
+        }
+        box.tracker = tracker
+        tracker.track("Meanwhile")
+        ready.signal()
+        // Bounded: a launch waiting for itself never stores what was tracked.
+        let stored = tracker.waitUntilStored(timeout: 10)
+        XCTAssertTrue(stored, "the launch waited for itself")
+        guard stored else { return }
+        XCTAssertEqual(tracker.identity.loginID, "in-launch")
+        tracker.shutdown()
+        XCTAssertEqual(try storedObjects(path).map(\.event), ["$AppStart", "Meanwhile", "$SignUp", "$AppEnd"])
+    }
 }
 
-final class IdentityLog: @unchecked Sendable {
+final class TrackerBox: @unchecked Sendable {
     private let lock = NSLock()
-    private var identities: [EventIdentity] = []
-    func append(_ identity: EventIdentity) { lock.withLock { identities.append(identity) } }
-    var all: [EventIdentity] { lock.withLock { identities } }
+    private var value: Tracker?
+    var tracker: Tracker? {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
+/// The store's pending events as JSON objects, oldest first.
+func storedObjects(_ path: String) throws -> [[String: Any]] {
+    let store = try TrackingStore(path: path)
+    defer { store.close() }
+    return try store.pendingBatch(limit: 100_000).map { object($0.json) }
 }

@@ -1,4 +1,5 @@
-// UploaderTests.swift — uploads against a real HTTP server on 127.0.0.1.
+// UploaderTests.swift — uploads against a real HTTP server on 127.0.0.1; without libcurl, in a child
+// process (crash-harness emit): the upload fails saying so and a later run sends every event.
 @testable import SensorsTracking
 import Foundation
 import TestSupport
@@ -135,5 +136,31 @@ final class UploaderTests: XCTestCase {
         XCTAssertEqual(summary.pending, 3)
         XCTAssertEqual(summary.lastUpload?.status, 0)
         XCTAssertNotNil(summary.lastUpload?.error)
+    }
+
+    func testWithoutLibcurlAnUploadFailsSayingSoKeepsEveryEventAndALaterRunSendsThem() throws {
+        let server = try TestHTTPServer()
+        let directory = try Scratch.directory("no-libcurl")
+        let store = directory + "/s.sqlite"
+        let retry = ["--retry-delay", "0.05", "--max-retry-delay", "0.2"]
+        let without = try Harness.emit(["--count", "5", "--store", store, "--endpoint", server.url.absoluteString, "--run-id", "offline",
+                                        "--flush-timeout", "2"] + retry,
+                                       environment: ["CRASHCAPTURE_LIBCURL": "/nonexistent/libcurl.so.4"])
+        XCTAssertEqual(without.ending, .exited(3), "stored but not uploaded")
+        XCTAssertEqual(server.allRequests.count, 0)
+        let (kept, _) = try TrackingStore.inspect(path: store)
+        XCTAssertGreaterThanOrEqual(kept.pending, 5, "the 5 events (and the run's own) stay in the store")
+        XCTAssertEqual(kept.quarantined, 0)
+        let last = try XCTUnwrap(kept.lastUpload)
+        XCTAssertEqual(last.status, 0)
+        let error = try XCTUnwrap(last.error)
+        XCTAssertTrue(error.hasPrefix("HTTP needs libcurl.so.4 (Debian/Ubuntu: apt-get install libcurl4): "), error)
+        XCTAssertTrue(error.contains("/nonexistent/libcurl.so.4"), "dlerror names the file: \(error)")
+
+        let with = try Harness.emit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString] + retry)
+        XCTAssertEqual(with.ending, .exited(0))
+        let seqs = server.acceptedEvents.filter { $0.event == "HarnessEvent" && $0.run == "offline" }.compactMap(\.seq)
+        XCTAssertEqual(seqs.sorted(), Array(0..<5))
+        XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
     }
 }

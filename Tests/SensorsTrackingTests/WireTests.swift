@@ -1,7 +1,6 @@
 // WireTests.swift — the /sa body must match Sensors' servers byte for byte.
 @testable import SensorsTracking
 import Foundation
-import HTTPExchange
 import XCTest
 
 final class WireTests: XCTestCase {
@@ -47,14 +46,5 @@ final class WireTests: XCTestCase {
 
     func testFlushTimeIsAddedAsTheLastMember() {
         XCTAssertEqual(#"{"a":{"b":1}}"#.addingFlushTime(42), #"{"a":{"b":1},"_flush_time":42}"#)
-    }
-
-    func testRetryAfterAcceptsSecondsAndHTTPDates() {
-        XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), .seconds(7))
-        XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), .zero)
-        XCTAssertNil(HTTPExchange.parseRetryAfter("soon"))
-        let later = HTTPExchange.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
-        XCTAssertNotNil(later)
-        XCTAssertGreaterThan(later ?? .zero, .seconds(1000))
     }
 }

@@ -1,6 +1,7 @@
 // ReportingLaunchTests.swift — CrashReporting.start leaves the launch alone: opening the store, the
 // ingest, the run marker and $AppStart happen on the tracker's writer thread, and what was tracked
-// meanwhile is stored after $AppStart with the identity the store holds.
+// meanwhile is stored after $AppStart with the identity the store holds; the integrator's own
+// tracker configuration (its identity callback) is kept.
 import CrashReporter
 @testable import SensorsTracking
 import SensorsEvents
@@ -20,18 +21,12 @@ final class ReportingLaunchTests: XCTestCase {
         earlier.store.close()
     }
 
-    func events(_ path: String) throws -> [[String: Any]] {
-        let store = try TrackingStore(path: path)
-        defer { store.close() }
-        return try store.pendingBatch(limit: 10_000).map { object($0.json) }
-    }
-
     func testStartAndTrackReturnWhileTheStoreIsLockedAndTheLaunchStoresEverythingInOrderOnceItIsNot() throws {
         let directory = try Scratch.directory("launch-locked")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try storeWithLogin(directory, login: "user-7")
         let storePath = directory + "/events.sqlite"
-        let before = try events(storePath).count
+        let before = try storedObjects(storePath).count
 
         // Another process's writer holds the store: every write (the launch's migration check,
         // the run marker) waits on SQLite's busy timeout until it lets go.
@@ -66,7 +61,7 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertTrue(released.isSet)
         XCTAssertNil(reporting.tracker!.launchError)
         XCTAssertTrue(reporting.tracker!.waitUntilStored(timeout: 20))
-        let stored = try events(storePath).dropFirst(before).map { $0 }
+        let stored = try storedObjects(storePath).dropFirst(before).map { $0 }
         XCTAssertEqual(stored.map(\.event), ["$AppStart", "Early"])
         let appStart = try XCTUnwrap(stored.first)
         let early = try XCTUnwrap(stored.last)
@@ -79,7 +74,19 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertLessThanOrEqual(appStartTime, try XCTUnwrap(early["time"] as? Int))
         XCTAssertEqual(try reporting.tracker!.store.runMarkers().map(\.runID), [reporting.tracker!.runID])
         reporting.shutdown()
-        XCTAssertEqual(try events(storePath).last?.event, "$AppEnd")
+        XCTAssertEqual(try storedObjects(storePath).last?.event, "$AppEnd")
+    }
+
+    func testCrashReportingKeepsTheIntegratorsIdentityCallback() throws {
+        let directory = try Scratch.directory("reporting-identity")
+        let seen = Collected<EventIdentity>()
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0")
+        configuration.captureCrashes = false   // no signal handlers in the test process
+        configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
+        let reporting = CrashReporting.start(configuration)
+        reporting.tracker!.login("user-9")
+        reporting.shutdown()
+        XCTAssertEqual(seen.all.map(\.loginID), [nil, "user-9"], "the integrator's callback still runs")
     }
 
     func testAStoreThatCannotBeOpenedEndsTheLaunchWithATemporaryIdentityAndKeepsTheEventsInMemory() throws {
@@ -113,40 +120,6 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertEqual(sentry.allRequests.count, 1, "Sentry got the record although the store failed")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/records").sorted(),
                        [record, record + ".sentry.ack"], "kept for the events sink only")
-    }
-}
-
-extension ReportingLaunchTests {
-    func testAnIdentityCallMadeFromTheLaunchItselfDoesNotWaitForTheLaunch() throws {
-        let path = try Scratch.directory("launch-reentrant") + "/s.sqlite"
-        let box = TrackerBox()
-        let ready = DispatchSemaphore(value: 0)
-        var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
-        configuration.shutdownAtExit = nil
-        // The launch's own hook logs in (as an integrator's context callback could).
-        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _ in
-            ready.wait()
-            box.tracker?.login("in-launch")
-        }
-        box.tracker = tracker
-        tracker.track("Meanwhile")
-        ready.signal()
-        // Bounded: a launch waiting for itself never stores what was tracked.
-        let stored = tracker.waitUntilStored(timeout: 10)
-        XCTAssertTrue(stored, "the launch waited for itself")
-        guard stored else { return }
-        XCTAssertEqual(tracker.identity.loginID, "in-launch")
-        tracker.shutdown()
-        XCTAssertEqual(try events(path).map(\.event), ["$AppStart", "Meanwhile", "$SignUp", "$AppEnd"])
-    }
-}
-
-final class TrackerBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Tracker?
-    var tracker: Tracker? {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
     }
 }
 

@@ -1,11 +1,10 @@
 // CrashRecordReaderTests.swift — the crash-record reader against whole, cut, damaged,
 // foreign and hostile records.
 
-import CShims
+import CCrashRecordLayout
 import Foundation
 import XCTest
 
-@testable import CrashCapture
 @testable import CrashRecordFormat
 
 #if canImport(Glibc)
@@ -378,18 +377,6 @@ final class CrashRecordReaderTests: XCTestCase {
         XCTAssertTrue(RecordFileName.isRecordFile("anything.ccrec.partial"))
         XCTAssertFalse(RecordFileName.isRecordFile("anything.ccrec.tmp"))
         XCTAssertEqual(RecordFileName.stem(of: partial.name), "crash-1795460015227-11931-11932")
-    }
-
-    func testTheNameTheHandlerGivesARealRecordParses() throws {
-        let run = try Harness.run("null-dereference")
-        let path = try XCTUnwrap(run.outcome.ownRecordFiles.first)
-        let name = try XCTUnwrap(RecordFileName(path), path)
-        XCTAssertEqual(name.pid, run.outcome.pid)
-        XCTAssertEqual(name.tid, run.outcome.pid, "the main thread crashed")
-        XCTAssertFalse(name.isPartial)
-        let crashMs = try XCTUnwrap(run.record?.process).crashWallNanoseconds / 1_000_000
-        XCTAssertEqual(name.milliseconds, crashMs)
-        XCTAssertEqual(try RecordFileName.names(in: (path as NSString).deletingLastPathComponent), [(path as NSString).lastPathComponent])
     }
 
     func testAKnownSectionShorterThanItsStructIsIncomplete() throws {

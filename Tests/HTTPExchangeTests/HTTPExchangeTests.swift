@@ -1,8 +1,8 @@
 // HTTPExchangeTests.swift — HTTP without FoundationNetworking: a program linking the reporter
-// needs no libcurl (readelf -d, ldd) and opens it only when it sends (LD_DEBUG=files); without
-// libcurl an upload fails saying so and keeps every event for a run that has it; redirects and
-// proxies are honoured as URLSession honoured them. Real child processes, a real server on 127.0.0.1.
-import SensorsTracking
+// needs no libcurl (readelf -d, ldd) and opens it only when it sends (LD_DEBUG=files); redirects and
+// proxies are honoured as URLSession honoured them; Retry-After and repeated headers are read as HTTP
+// says. Real child processes, a real server on 127.0.0.1.
+// (What the uploader does without libcurl is SensorsTrackingTests' UploaderTests.)
 import Foundation
 @testable import HTTPExchange
 import ProcessSpawning
@@ -61,32 +61,6 @@ final class HTTPExchangeTests: XCTestCase {
         XCTAssertFalse(curl.contains { $0.contains("needed by") }, "\(curl)")
     }
 
-    func testWithoutLibcurlAnUploadFailsSayingSoKeepsEveryEventAndALaterRunSendsThem() throws {
-        let server = try TestHTTPServer()
-        let directory = try Scratch.directory("no-libcurl")
-        let store = directory + "/s.sqlite"
-        let retry = ["--retry-delay", "0.05", "--max-retry-delay", "0.2"]
-        let without = try Harness.emit(["--count", "5", "--store", store, "--endpoint", server.url.absoluteString, "--run-id", "offline",
-                                        "--flush-timeout", "2"] + retry,
-                                       environment: ["CRASHCAPTURE_LIBCURL": "/nonexistent/libcurl.so.4"])
-        XCTAssertEqual(without.ending, .exited(3), "stored but not uploaded")
-        XCTAssertEqual(server.allRequests.count, 0)
-        let (kept, _) = try TrackingStore.inspect(path: store)
-        XCTAssertGreaterThanOrEqual(kept.pending, 5, "the 5 events (and the run's own) stay in the store")
-        XCTAssertEqual(kept.quarantined, 0)
-        let last = try XCTUnwrap(kept.lastUpload)
-        XCTAssertEqual(last.status, 0)
-        let error = try XCTUnwrap(last.error)
-        XCTAssertTrue(error.hasPrefix("HTTP needs libcurl.so.4 (Debian/Ubuntu: apt-get install libcurl4): "), error)
-        XCTAssertTrue(error.contains("/nonexistent/libcurl.so.4"), "dlerror names the file: \(error)")
-
-        let with = try Harness.emit(["--count", "0", "--store", store, "--endpoint", server.url.absoluteString] + retry)
-        XCTAssertEqual(with.ending, .exited(0))
-        let seqs = server.acceptedEvents.filter { $0.event == "HarnessEvent" && $0.run == "offline" }.compactMap(\.seq)
-        XCTAssertEqual(seqs.sorted(), Array(0..<5))
-        XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
-    }
-
     func testAnUploadGoesThroughTheProxyThatHttpProxyNames() throws {
         // The endpoint's host does not resolve (.invalid, RFC 6761): only the proxy can deliver.
         let proxy = try TestHTTPServer()
@@ -123,6 +97,15 @@ final class HTTPExchangeTests: XCTestCase {
         XCTAssertEqual(answer.status, 0)
         XCTAssertEqual(answer.failure, .stopped)
         XCTAssertEqual(server.allRequests.count, 0)
+    }
+
+    func testRetryAfterAcceptsSecondsAndHTTPDates() {
+        XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), .seconds(7))
+        XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), .zero)
+        XCTAssertNil(HTTPExchange.parseRetryAfter("soon"))
+        let later = HTTPExchange.parseRetryAfter("Wed, 21 Oct 2099 07:28:00 GMT")
+        XCTAssertNotNil(later)
+        XCTAssertGreaterThan(later ?? .zero, .seconds(1000))
     }
 
     func testHeadersAreLowercasedAndRepeatsJoined() {

@@ -1,7 +1,7 @@
 // SymbolStoreTests.swift — stripped builds of the harness symbolicated from a symbol store made by
-// `crash-inspect symbols add`: local (--symbols), served by Debian's debuginfod, and by servers
-// that answer 404, garbage or the wrong file. The truth: the unstripped build's record, readelf,
-// debuginfod-find, and the bytes the stores hold.
+// `crash-inspect symbols add`: local (--symbols), served by Debian's debuginfod (which answers 404
+// for what it lacks), and by TestHTTPServer answering garbage, the wrong file or nothing. The truth:
+// the unstripped build's record, readelf, debuginfod-find, and the bytes the stores hold.
 import CrashSymbolication
 import Foundation
 import ProcessSpawning
@@ -177,7 +177,7 @@ final class SymbolStoreTests: XCTestCase {
                 throw Tools.Failure(description: "debuginfod (Debian package debuginfod) or timeout not installed")
             }
             let scratch = try Scratch.directory("debuginfod")
-            port = try SymbolStoreTests.freePort()
+            port = try TestHTTPServer.unusedPort()
             log = scratch + "/log"
             running = try ChildProcess.start(timeout, ["-s", "KILL", "300", debuginfod, "-F", directory, "-p", String(port),
                                                        "-d", scratch + "/db.sqlite", "-t", "0", "-g", "0"],
@@ -212,24 +212,6 @@ final class SymbolStoreTests: XCTestCase {
             let ended = running.wait(timeout: 10)
             return ended.leftRunning + ChildProcess.survivors(group: running.pid, token: nil)
         }
-    }
-
-    /// A port nobody listens on (bound to 127.0.0.1:0 and released).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { throw POSIXError(.EADDRINUSE) }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     /// A copy of `binary` whose build-id note has its last byte flipped: it runs as before and
@@ -312,11 +294,12 @@ final class SymbolStoreTests: XCTestCase {
         let debugFile = SymbolStore.debugFilePath(in: setup.store, buildID: try ELFFile(path: setup.stripped).buildID)
         let wrongFile = try XCTUnwrap(FileManager.default.contents(atPath: debugFile))
         let garbage = Data("this is not an ELF file\n".utf8)
-        let garbageServer = try LoopbackServer(body: garbage)
-        let wrongServer = try LoopbackServer(body: wrongFile)
+        // Every GET answered 200 with the same body, whatever it asks for.
+        let garbageServer = try TestHTTPServer { _ in .status(200, body: [UInt8](garbage)) }
+        let wrongServer = try TestHTTPServer { _ in .status(200, body: [UInt8](wrongFile)) }
         defer { garbageServer.stop(); wrongServer.stop() }
         let cache = try Scratch.directory("refused-cache")
-        let environment = ["DEBUGINFOD_URLS": "\(garbageServer.url) \(wrongServer.url)", "DEBUGINFOD_CACHE_PATH": cache]
+        let environment = ["DEBUGINFOD_URLS": "\(garbageServer.origin) \(wrongServer.origin)", "DEBUGINFOD_CACHE_PATH": cache]
         let output = try inspect(["show", record, "--json"], environment: environment)
         let refused = try crashedFrames(output, image: other.path)
         XCTAssertFalse(refused.frames.isEmpty)
@@ -325,14 +308,16 @@ final class SymbolStoreTests: XCTestCase {
         let path = "/buildid/\(other.buildID)/debuginfo"
         for problem in refused.problems {
             XCTAssertEqual(problem, "no symbol: \(other.path) has no debug information and no debug file with build-id \(other.buildID) "
-                           + "in any --symbols directory (none given); debuginfod: \(garbageServer.url)\(path) refused: not an ELF file; "
-                           + "\(wrongServer.url)\(path) refused: its build-id is \(setup.buildID), not \(other.buildID)")
+                           + "in any --symbols directory (none given); debuginfod: \(garbageServer.origin)\(path) refused: not an ELF file; "
+                           + "\(wrongServer.origin)\(path) refused: its build-id is \(setup.buildID), not \(other.buildID)")
         }
         // Both were asked for the record's build-id (the other paths are the record's other
-        // images). Not "exactly once": libcurl under URLSession may resend a request on a new
-        // connection after the server closed the previous one.
-        XCTAssertTrue(garbageServer.paths.contains(path), "\(garbageServer.paths)")
-        XCTAssertTrue(wrongServer.paths.contains(path), "\(wrongServer.paths)")
+        // images). Not "exactly once": libcurl may resend a request on a new connection after the
+        // server closed the previous one.
+        let garbagePaths = garbageServer.allRequests.map(\.path), wrongPaths = wrongServer.allRequests.map(\.path)
+        XCTAssertTrue(garbagePaths.contains(path), "\(garbagePaths)")
+        XCTAssertTrue(wrongPaths.contains(path), "\(wrongPaths)")
+        XCTAssertEqual(Set((garbageServer.allRequests + wrongServer.allRequests).map(\.method)), ["GET"])
         XCTAssertEqual(try FileManager.default.subpathsOfDirectory(atPath: cache).filter { $0.hasSuffix("debuginfo") || $0.contains("tmp") }, [],
                        "nothing refused is cached")
         // The text rendering says so too, and the process did not crash.
@@ -344,19 +329,19 @@ final class SymbolStoreTests: XCTestCase {
     func testAServerThatNeverAnswersTimesOutAsDEBUGINFOD_TIMEOUTSays() throws {
         let setup = try setUpStore()
         let record = try crash("null-dereference", harness: setup.stripped)
-        let silent = try LoopbackServer(body: nil)
+        let silent = try TestHTTPServer { _ in .silence }
         defer { silent.stop() }
         let started = Date()
         let output = try inspect(["show", record, "--json"], environment: [
-            "DEBUGINFOD_URLS": silent.url, "DEBUGINFOD_CACHE_PATH": try Scratch.directory("silent-cache"), "DEBUGINFOD_TIMEOUT": "2",
+            "DEBUGINFOD_URLS": silent.origin, "DEBUGINFOD_CACHE_PATH": try Scratch.directory("silent-cache"), "DEBUGINFOD_TIMEOUT": "2",
         ])
         let elapsed = Date().timeIntervalSince(started)
         let frames = try crashedFrames(output, image: setup.stripped)
         XCTAssertTrue(frames.frames.values.allSatisfy { $0 == [Frame(function: nil, file: nil, line: nil)] })
         for problem in frames.problems {
             // The first image asked waits the 2 s; the server is then not asked again this run.
-            let timedOut = problem?.hasSuffix("debuginfod: \(silent.url)/buildid/\(setup.buildID)/debuginfo: timed out after 2.0 s") == true
-            let skipped = problem?.hasSuffix("debuginfod: \(silent.url): not asked (it did not answer in time before)") == true
+            let timedOut = problem?.hasSuffix("debuginfod: \(silent.origin)/buildid/\(setup.buildID)/debuginfo: timed out after 2.0 s") == true
+            let skipped = problem?.hasSuffix("debuginfod: \(silent.origin): not asked (it did not answer in time before)") == true
             XCTAssertTrue(timedOut || skipped, problem ?? "nil")
         }
         XCTAssertLessThan(elapsed, 15, "one timeout for the run, not one per image (25 images would take 50 s)")
@@ -434,75 +419,5 @@ final class SymbolStoreTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.subpathsOfDirectory(atPath: store).filter { $0.hasSuffix(".debug") || $0.contains("tmp") }.count, 1)
         // No binary at all is a usage error.
         XCTAssertEqual(try inspect(["symbols", "add", "--to", store]).ending, .exited(64))
-    }
-}
-
-/// A one-answer-per-connection HTTP server on 127.0.0.1: every GET gets 200 with `body`; with
-/// a nil body it reads the request and never answers.
-final class LoopbackServer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listenFD: Int32 = -1
-    private var requested: [String] = []
-    private var open: [Int32] = []
-    private let body: Data?
-    private(set) var port: UInt16 = 0
-    var url: String { "http://127.0.0.1:\(port)" }
-    var paths: [String] { lock.lock(); defer { lock.unlock() }; return requested }
-
-    init(body: Data?) throws {
-        self.body = body
-        listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listenFD >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = listenFD
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { throw POSIXError(.EADDRINUSE) }
-        port = UInt16(bigEndian: address.sin_port)
-        Thread { [self] in acceptLoop(fd) }.start()
-    }
-
-    private func acceptLoop(_ fd: Int32) {
-        while true {
-            let client = accept(fd, nil, nil)
-            if client < 0 { if errno == EINTR { continue } else { return } }
-            var request: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while !request.suffix(4).elementsEqual([13, 10, 13, 10]) {
-                let n = chunk.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
-                if n <= 0 { break }
-                request += chunk[0..<n]
-            }
-            let line = String(decoding: request.prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
-            lock.lock()
-            if line.count >= 2 { requested.append(String(line[1])) }
-            lock.unlock()
-            guard let body else {
-                lock.lock(); open.append(client); lock.unlock()
-                continue
-            }
-            let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + [UInt8](body)
-            var offset = 0
-            while offset < answer.count {
-                let n = answer[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { break }
-                offset += n
-            }
-            close(client)
-        }
-    }
-
-    func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        if listenFD >= 0 { shutdown(listenFD, Int32(SHUT_RDWR)); close(listenFD); listenFD = -1 }
-        open.forEach { close($0) }
-        open = []
     }
 }

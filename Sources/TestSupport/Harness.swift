@@ -1,18 +1,21 @@
-// Support.swift — scratch directories, child processes and event helpers shared by the tests.
-import SensorsTracking
+// Harness.swift — crash-harness as the tests drive it (`emit`: a program that tracks events,
+// crashes on request and reports at its next launch), and the event JSON it leaves behind: in
+// the store, and in the `/sa` bodies a TestHTTPServer received.
 import Foundation
 import ProcessSpawning
-import TestSupport
-import XCTest
+import SensorsTracking
 #if canImport(Glibc)
 import Glibc
 #endif
 
-enum Harness {
+/// The debug crash-harness, run as a child process.
+public enum Harness {
     /// The debug crash-harness SwiftPM built next to this test bundle.
-    static var path: String { BuiltProducts.harness }
+    public static var path: String { BuiltProducts.harness }
 
-    static var environment: [String: String] {
+    /// The test process's environment without what would change a child's behaviour: Swift's
+    /// own backtracer off, CrashCapture not disabled, no Sentry DSN.
+    public static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: "CRASHCAPTURE_DISABLE")
@@ -21,19 +24,19 @@ enum Harness {
     }
 
     /// Runs `crash-harness emit ...` to its end (or kills it with SIGKILL after `timeout`).
-    static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
-                     environment extra: [String: String] = [:]) throws -> ChildProcess {
+    public static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
+                            environment extra: [String: String] = [:]) throws -> ChildProcess {
         try ChildProcess.run(path, ["emit"] + arguments, environment: environment.merging(extra) { $1 }, stdout: stdout,
                              timeout: timeout)
     }
 
     /// Starts `crash-harness emit ...` without waiting; `.wait()` on the result ends it.
-    static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
+    public static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
         try ChildProcess.start(path, ["emit"] + arguments, environment: environment)
     }
 
     /// Waits (bounded) until `path` exists.
-    static func waitForFile(_ path: String, timeout: Double = 60) -> Bool {
+    public static func waitForFile(_ path: String, timeout: Double = 60) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !FileManager.default.fileExists(atPath: path) {
             if Date() > deadline { return false }
@@ -44,21 +47,23 @@ enum Harness {
 }
 
 extension Dictionary where Key == String, Value == Any {
-    var event: String? { self["event"] as? String }
-    var trackID: String? { self["_track_id"] as? String }
-    var properties: [String: Any] { self["properties"] as? [String: Any] ?? [:] }
-    var seq: Int? { properties["seq"] as? Int }
-    var run: String? { properties["run"] as? String }
+    /// The event's name (`event`).
+    public var event: String? { self["event"] as? String }
+    public var trackID: String? { self["_track_id"] as? String }
+    public var properties: [String: Any] { self["properties"] as? [String: Any] ?? [:] }
+    /// `emit`'s own numbering of its events (`seq`) and its run (`run`).
+    public var seq: Int? { properties["seq"] as? Int }
+    public var run: String? { properties["run"] as? String }
 }
 
-/// Parses a stored event's JSON.
-func object(_ json: String) -> [String: Any] {
+/// Parses a stored event's JSON ([:] when it is not a JSON object).
+public func object(_ json: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]) ?? [:]
 }
 
 extension TestHTTPServer.Request {
     /// The events in a Sensors `/sa` body (nil when the body is not a valid Sensors form).
-    var events: [[String: Any]]? {
+    public var events: [[String: Any]]? {
         guard let decoded = SensorsWire.decode(body: body) else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(decoded.json.utf8)) as? [[String: Any]]
     }
@@ -66,7 +71,7 @@ extension TestHTTPServer.Request {
 
 extension TestHTTPServer {
     /// Events of the requests answered with a 2xx, in order.
-    var acceptedEvents: [[String: Any]] {
+    public var acceptedEvents: [[String: Any]] {
         allRequests.filter { ($0.answeredStatus ?? 0) / 100 == 2 }.flatMap { $0.events ?? [] }
     }
 }
