@@ -152,3 +152,10 @@ for target in package.targets where target.type == .regular || target.type == .e
     guard files.contains(where: { $0.hasSuffix(".c") }) else { continue }
     target.cSettings = (target.cSettings ?? []) + [.enableWarning("all"), .enableWarning("extra")]
 }
+
+// Every Swift target builds with no warning: a warning is an error (a new one fails the build,
+// as -Wextra's do for C). treatAllWarnings (PackageDescription 6.2) applies to this package's
+// own targets only, never to its dependencies.
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}
