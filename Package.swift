@@ -97,6 +97,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The record parser's libFuzzer target (corpus in Fuzz/corpus). A target here rather than a
+        // package of its own: the modules it fuzzes are package-internal. scripts/fuzz.sh builds it
+        // with -sanitize=fuzzer -DRECORD_FUZZER; any other build makes a replayer of the files
+        // given as arguments, so every `swift build` compiles it.
+        .executableTarget(
+            name: "record-fuzzer",
+            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents"],
+            path: "Fuzz/record-fuzzer"
+        ),
         // Test support shared by every test target: built tool paths, scratch directories.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning"]),
         .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "TestSupport"]),
