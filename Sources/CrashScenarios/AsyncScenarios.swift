@@ -11,25 +11,25 @@ import Glibc
 // only the async context chain knows it), then calls the next, and does work after the call so
 // that the call is not in tail position. @inline(never) keeps each a function of its own in -O.
 
-@inline(never) public func handleRequest(_ crash: @Sendable () -> Void) async {
+@inline(never) package func handleRequest(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     await asyncLevel1(crash)
     levelSink &+= 10
 }
 
-@inline(never) public func asyncLevel1(_ crash: @Sendable () -> Void) async {
+@inline(never) package func asyncLevel1(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     await asyncLevel2(crash)
     levelSink &+= 11
 }
 
-@inline(never) public func asyncLevel2(_ crash: @Sendable () -> Void) async {
+@inline(never) package func asyncLevel2(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     await asyncLevel3(crash)
     levelSink &+= 12
 }
 
-@inline(never) public func asyncLevel3(_ crash: @Sendable () -> Void) async {
+@inline(never) package func asyncLevel3(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     crash()
     levelSink &+= 13
@@ -37,14 +37,14 @@ import Glibc
 
 /// A second request handler that reaches the same last level directly: its crash differs from
 /// handleRequest's only in the async callers.
-@inline(never) public func handleOtherRequest(_ crash: @Sendable () -> Void) async {
+@inline(never) package func handleOtherRequest(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     await asyncLevel3(crash)
     levelSink &+= 20
 }
 
 /// Spawns the request as a task group's child and waits for it.
-@inline(never) public func spawnGroupChild(_ crash: @escaping @Sendable () -> Void) async {
+@inline(never) package func spawnGroupChild(_ crash: @escaping @Sendable () -> Void) async {
     await Task.yield()
     await withTaskGroup(of: Void.self) { group in
         // The child waits until the parent is waiting for the group: crashing at once, it could
@@ -60,7 +60,7 @@ import Glibc
 }
 
 /// Spawns the request behind async let and waits for it.
-@inline(never) public func spawnAsyncLet(_ crash: @escaping @Sendable () -> Void) async {
+@inline(never) package func spawnAsyncLet(_ crash: @escaping @Sendable () -> Void) async {
     await Task.yield()
     async let request: Void = handleRequest(crash)
     await request
@@ -69,43 +69,43 @@ import Glibc
 
 /// A last level that traps in its own code, calling nothing: optimised, it sets up no frame
 /// record, so its context is only in the async context register.
-@inline(never) public func leafLevel3(_ value: Int?) async -> Int {
+@inline(never) package func leafLevel3(_ value: Int?) async -> Int {
     await Task.yield()
     return value! &+ 1
 }
 
-@inline(never) public func leafLevel2() async {
+@inline(never) package func leafLevel2() async {
     await Task.yield()
     levelSink &+= await leafLevel3(opaque(nil))
     levelSink &+= 23
 }
 
 /// The async levels innermost first, as they appear among a crashed thread's frames.
-public let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
+package let asyncChain = ["asyncLevel3", "asyncLevel2", "asyncLevel1", "handleRequest"]
 
 /// An actor whose method is the chain's last level: reaching it hops to the actor's executor.
-public actor RequestActor {
-    public init() {}
-    @inline(never) public func actorLevel3(_ crash: @Sendable () -> Void) async {
+package actor RequestActor {
+    package init() {}
+    @inline(never) package func actorLevel3(_ crash: @Sendable () -> Void) async {
         await Task.yield()
         crash()
         levelSink &+= 14
     }
 }
 
-@inline(never) public func actorLevel2(_ actor: RequestActor, _ crash: @Sendable () -> Void) async {
+@inline(never) package func actorLevel2(_ actor: RequestActor, _ crash: @Sendable () -> Void) async {
     await Task.yield()
     await actor.actorLevel3(crash)
     levelSink &+= 15
 }
 
-@MainActor @inline(never) public func mainActorLevel3(_ crash: @Sendable () -> Void) async {
+@MainActor @inline(never) package func mainActorLevel3(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     crash()
     levelSink &+= 16
 }
 
-@inline(never) public func mainActorLevel2(_ crash: @Sendable () -> Void) async {
+@inline(never) package func mainActorLevel2(_ crash: @Sendable () -> Void) async {
     await Task.yield()
     await mainActorLevel3(crash)
     levelSink &+= 17

@@ -3,24 +3,24 @@ import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-public enum RuntimeOutput {
+package enum RuntimeOutput {
     /// The Swift runtime's "Current stack trace:" after a fatal error lists absolute addresses,
     /// which differ between any two runs (ASLR); the image names, symbols and image-relative
     /// offsets stay and must be the same with and without CrashCapture.
-    @Sendable public static func normaliseAddresses(_ text: String) -> String {
+    @Sendable package static func normaliseAddresses(_ text: String) -> String {
         text.replacing(hex, with: "0x?")
     }
 
     nonisolated(unsafe) private static let hex = try! Regex(#"0x[0-9a-fA-F]+"#)
 }
 
-public enum BacktracerOutput {
+package enum BacktracerOutput {
     /// The backtracer's text with what differs between any two runs taken out: addresses
     /// (ASLR), register values and the memory they point to, build-ids, its own run time.
     /// What is left — the lines, the frame numbers and their [ra] marks, the crash description,
     /// the register names, the image names and paths — must be the same with and without
     /// CrashCapture.
-    @Sendable public static func normaliseText(_ text: String) -> String {
+    @Sendable package static func normaliseText(_ text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { normaliseLine(String($0)) }.joined(separator: "\n")
     }
 
@@ -43,7 +43,7 @@ public enum BacktracerOutput {
     /// reference run: both must be complete JSON, and the crashed thread's frames must agree
     /// frame by frame — kind, image, symbol, offset in the symbol, and address relative to the
     /// image's base (absolute addresses differ under ASLR).
-    @Sendable public static func compareJSONReports(_ outcome: RunOutcome) -> [String] {
+    @Sendable package static func compareJSONReports(_ outcome: RunOutcome) -> [String] {
         guard let reference = outcome.reference else { return ["no reference run to compare the backtracer's JSON report with"] }
         var failures: [String] = []
         let mine = loadReport(in: outcome.directory, failures: &failures, label: "run")
@@ -63,7 +63,7 @@ public enum BacktracerOutput {
     }
 
     /// The one `.json` file in `directory`, parsed.
-    public static func loadReport(in directory: String, failures: inout [String], label: String) -> [String: Any]? {
+    package static func loadReport(in directory: String, failures: inout [String], label: String) -> [String: Any]? {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
         guard names.count == 1, let name = names.first else {
             failures.append("\(label): expected one backtracer JSON report in its directory, found \(names.count)")
@@ -82,7 +82,7 @@ public enum BacktracerOutput {
     }
 
     /// The crashed thread's frames as comparable strings.
-    public static func crashedFrames(_ report: [String: Any]) -> [String] {
+    package static func crashedFrames(_ report: [String: Any]) -> [String] {
         let threads = report["threads"] as? [[String: Any]] ?? []
         guard let crashed = threads.first(where: { $0["crashed"] as? Bool == true }) else { return [] }
         var bases: [String: UInt64] = [:]
@@ -106,7 +106,7 @@ public enum BacktracerOutput {
     /// The crashed thread's frames of a report as (kind, image name, offset from the image's
     /// base), without the entries that are not addresses (`truncated`, `omittedFrames`) or that
     /// repeat one (inlined frames); and whether the backtracer cut its walk short.
-    public static func reportFrames(_ report: [String: Any]) -> (frames: [String], truncated: Bool) {
+    package static func reportFrames(_ report: [String: Any]) -> (frames: [String], truncated: Bool) {
         let threads = report["threads"] as? [[String: Any]] ?? []
         guard let crashed = threads.first(where: { $0["crashed"] as? Bool == true }) else { return ([], false) }
         var bases: [String: UInt64] = [:]
@@ -128,7 +128,7 @@ public enum BacktracerOutput {
     }
 
     /// A record's frames (``Symbolicator/threadFrames(of:images:)``) in the same form.
-    public static func recordFrames(_ frames: [ThreadFrame], images: [CrashImage]) -> [String] {
+    package static func recordFrames(_ frames: [ThreadFrame], images: [CrashImage]) -> [String] {
         frames.map { frame in
             let image = images.first { $0.contains(frame.address) }
             let name = image.map { ($0.path as NSString).lastPathComponent } ?? "?"
@@ -142,7 +142,7 @@ public enum BacktracerOutput {
     /// in the image, async resume points included, and as many. (The backtracer ends every
     /// crashed thread with a `truncated` entry, walk finished or not: it is not a frame.)
     /// Failures, or [].
-    public static func compareRecordFrames(_ frames: [ThreadFrame], images: [CrashImage], backtracerDirectory: String) -> [String] {
+    package static func compareRecordFrames(_ frames: [ThreadFrame], images: [CrashImage], backtracerDirectory: String) -> [String] {
         var failures: [String] = []
         guard let report = loadReport(in: backtracerDirectory, failures: &failures, label: "backtracer run") else { return failures }
         let theirs = reportFrames(report).frames

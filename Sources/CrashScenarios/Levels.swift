@@ -9,22 +9,22 @@
 // ("closure propagated" specialisations, which identical-code folding then merged into symbols
 // without line information). The code each scenario runs inside level5 is still optimised.
 
-nonisolated(unsafe) public var levelSink = 0
+nonisolated(unsafe) package var levelSink = 0
 
-@inline(never) public func level1(_ body: () -> Void) { level2(body); levelSink &+= 1 }
-@inline(never) public func level2(_ body: () -> Void) { level3(body); levelSink &+= 2 }
-@inline(never) public func level3(_ body: () -> Void) { level4(body); levelSink &+= 3 }
-@inline(never) public func level4(_ body: () -> Void) { level5(body); levelSink &+= 4 }
-@inline(never) public func level5(_ body: () -> Void) { body(); levelSink &+= 5 }
+@inline(never) package func level1(_ body: () -> Void) { level2(body); levelSink &+= 1 }
+@inline(never) package func level2(_ body: () -> Void) { level3(body); levelSink &+= 2 }
+@inline(never) package func level3(_ body: () -> Void) { level4(body); levelSink &+= 3 }
+@inline(never) package func level4(_ body: () -> Void) { level5(body); levelSink &+= 4 }
+@inline(never) package func level5(_ body: () -> Void) { body(); levelSink &+= 5 }
 
 /// How scenarios call level1: a variable, so the call is indirect in -O builds too.
-nonisolated(unsafe) public var levelEntry: (() -> Void) -> Void = level1
+nonisolated(unsafe) package var levelEntry: (() -> Void) -> Void = level1
 
 /// Runs `body` inside level1 → level5.
-@inline(never) public func throughLevels(_ body: () -> Void) { levelEntry(body); levelSink &+= 6 }
+@inline(never) package func throughLevels(_ body: () -> Void) { levelEntry(body); levelSink &+= 6 }
 
 /// The level names innermost first, as they appear in a crashed thread's frames.
-public let levelChain = ["level5", "level4", "level3", "level2", "level1"]
+package let levelChain = ["level5", "level4", "level3", "level2", "level1"]
 
 /// A value the optimiser cannot see through.
-@inline(never) public func opaque<T>(_ value: T) -> T { value }
+@inline(never) package func opaque<T>(_ value: T) -> T { value }

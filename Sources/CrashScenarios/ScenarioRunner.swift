@@ -15,21 +15,21 @@ import Glibc
 #endif
 
 /// One child process of a scenario.
-public struct ProcessOutcome: Sendable {
+package struct ProcessOutcome: Sendable {
     /// How it ended, or nil when it had to be killed at the time limit (a hang).
-    public var ending: Scenario.Ending?
+    package var ending: Scenario.Ending?
     /// Seconds from spawn to exit.
-    public var seconds: Double
-    public var stdout: String
-    public var stderr: String
+    package var seconds: Double
+    package var stdout: String
+    package var stderr: String
     /// The run's directory (records, and files the scenario leaves).
-    public var directory: String
+    package var directory: String
     /// The child's pid (and process group).
-    public var pid: pid_t
+    package var pid: pid_t
     /// Processes of its group still running ~2 s after it ended (they were killed).
-    public var leftRunning: [ChildProcess.Leftover]
+    package var leftRunning: [ChildProcess.Leftover]
 
-    public init(ending: Scenario.Ending?, seconds: Double, stdout: String, stderr: String, directory: String, pid: pid_t,
+    package init(ending: Scenario.Ending?, seconds: Double, stdout: String, stderr: String, directory: String, pid: pid_t,
                 leftRunning: [ChildProcess.Leftover]) {
         self.ending = ending
         self.seconds = seconds
@@ -42,34 +42,34 @@ public struct ProcessOutcome: Sendable {
 }
 
 /// What happened to one child run.
-public struct RunOutcome: Sendable {
-    public var scenario: String
+package struct RunOutcome: Sendable {
+    package var scenario: String
     /// How it ended, or nil when it had to be killed at the time limit (a hang).
-    public var ending: Scenario.Ending?
+    package var ending: Scenario.Ending?
     /// Seconds from spawn to exit.
-    public var seconds: Double
-    public var stderr: String
-    public var stdout: String
+    package var seconds: Double
+    package var stderr: String
+    package var stdout: String
     /// Record files found afterwards (complete and `.partial`), from any process.
-    public var recordFiles: [String]
+    package var recordFiles: [String]
     /// The records of the process the scenario is about: the harness child, or for a
     /// `forkedChild` scenario the child it forked.
-    public var ownRecordFiles: [String]
+    package var ownRecordFiles: [String]
     /// Records left by other processes (children of the harness child).
-    public var childRecordFiles: [String]
+    package var childRecordFiles: [String]
     /// The run's directory.
-    public var directory: String
+    package var directory: String
     /// The harness child's pid.
-    public var pid: pid_t
+    package var pid: pid_t
     /// Processes of the child's group still running ~2 s after it ended (they were killed).
-    public var leftRunning: [ChildProcess.Leftover]
+    package var leftRunning: [ChildProcess.Leftover]
     /// The same scenario with `CRASHCAPTURE_DISABLE=1`; nil when it was not run.
-    public var reference: ProcessOutcome?
+    package var reference: ProcessOutcome?
     /// For a scenario with `backtracerReference`: the same scenario with CrashCapture disabled
     /// and Swift's backtracer writing its JSON report into this run's directory.
-    public var backtracerRun: ProcessOutcome?
+    package var backtracerRun: ProcessOutcome?
 
-    public init(scenario: String, ending: Scenario.Ending?, seconds: Double, stderr: String, stdout: String, recordFiles: [String],
+    package init(scenario: String, ending: Scenario.Ending?, seconds: Double, stderr: String, stdout: String, recordFiles: [String],
                 ownRecordFiles: [String], childRecordFiles: [String], directory: String, pid: pid_t,
                 leftRunning: [ChildProcess.Leftover], reference: ProcessOutcome?, backtracerRun: ProcessOutcome? = nil) {
         self.backtracerRun = backtracerRun
@@ -89,21 +89,21 @@ public struct RunOutcome: Sendable {
 }
 
 /// One run's verdict.
-public struct RunReport: Sendable {
-    public var outcome: RunOutcome
+package struct RunReport: Sendable {
+    package var outcome: RunOutcome
     /// Empty when the run passed.
-    public var failures: [String]
+    package var failures: [String]
     /// The crashed thread's symbolicated frames (names), for diagnostics.
-    public var frames: [String]
-    public var passed: Bool { failures.isEmpty }
+    package var frames: [String]
+    package var passed: Bool { failures.isEmpty }
 }
 
-public enum ScenarioRunner {
+package enum ScenarioRunner {
     /// Spawns `harness run <scenario> --dir <directory>` with Swift's backtracer off (unless the
     /// scenario turns it on) and waits at most `timeout` seconds; then, with `reference`, the
     /// same with `CRASHCAPTURE_DISABLE=1` in `<directory>-reference`.
     /// - Throws: when a child cannot be spawned.
-    public static func run(_ scenario: Scenario, harness: String, directory: String, timeout: Double = 60,
+    package static func run(_ scenario: Scenario, harness: String, directory: String, timeout: Double = 60,
                            reference: Bool = true) throws -> RunOutcome {
         let main = try spawn(scenario, harness: harness, directory: directory, timeout: timeout, captureDisabled: false)
         var referenceOutcome: ProcessOutcome?
@@ -164,7 +164,7 @@ public enum ScenarioRunner {
     }
 
     /// The pid in a record's file name.
-    public static func recordPid(_ path: String) -> pid_t? { RecordFileName(path)?.pid }
+    package static func recordPid(_ path: String) -> pid_t? { RecordFileName(path)?.pid }
 
     /// The first line where two outputs differ, for a failure message.
     static func firstDifference(_ mine: String, _ theirs: String) -> String {
@@ -182,7 +182,7 @@ public enum ScenarioRunner {
 
     /// Checks a run against its scenario and its reference run. `debugHarness` says whether the
     /// harness was a debug build (the Swift runtime reports some fatal messages only there).
-    public static func verify(_ outcome: RunOutcome, scenario: Scenario, symbolicator: Symbolicator, debugHarness: Bool) -> RunReport {
+    package static func verify(_ outcome: RunOutcome, scenario: Scenario, symbolicator: Symbolicator, debugHarness: Bool) -> RunReport {
         var failures: [String] = []
         switch outcome.ending {
         case nil: failures.append("hung: killed after the time limit")

@@ -12,13 +12,13 @@ import Glibc
 #endif
 
 /// One way a program can end, with what a correct crash reporter must leave behind.
-public struct Scenario: Sendable {
+package struct Scenario: Sendable {
     /// How the process must end.
-    public enum Ending: Sendable, Equatable, CustomStringConvertible {
+    package enum Ending: Sendable, Equatable, CustomStringConvertible {
         case signal(Int32)
         case exit(Int32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .signal(let s): return signalName(s)
             case .exit(let code): return "exit \(code)"
@@ -27,74 +27,74 @@ public struct Scenario: Sendable {
     }
 
     /// What the crash record must say; `nil` on a scenario means no record may appear.
-    public struct RecordExpectation: Sendable {
+    package struct RecordExpectation: Sendable {
         /// Signal in the record.
-        public var signal: Int32
+        package var signal: Int32
         /// si_code name, e.g. "SEGV_MAPERR" (nil: not checked).
-        public var codeName: String?
+        package var codeName: String?
         /// Function names that must appear in this order (innermost first) among the crashed
         /// thread's symbolicated frames; each matches a frame whose name contains it.
-        public var frames: [String]
+        package var frames: [String]
         /// Substring of the Swift fatal-error message, if the scenario has one.
-        public var message: String?
+        package var message: String?
         /// The runtime only reports `message` in debug builds (-O drops the stdlib's texts).
-        public var messageOnlyInDebug: Bool = false
+        package var messageOnlyInDebug: Bool = false
         /// The fault address the record must carry.
-        public var faultAddress: UInt64?
+        package var faultAddress: UInt64?
         /// The signal came from another process (sender pid is not ours).
-        public var fromOtherProcess: Bool = false
+        package var fromOtherProcess: Bool = false
         /// The record may lack its end section (the handler itself crashed).
-        public var mayBeIncomplete: Bool = false
+        package var mayBeIncomplete: Bool = false
         /// The unwind is expected to stop at the frame limit (runaway recursion).
-        public var truncatedFrames: Bool = false
+        package var truncatedFrames: Bool = false
         /// The crashed thread is not the main thread.
-        public var crashedOffMainThread: Bool = false
+        package var crashedOffMainThread: Bool = false
         /// The record comes from a child the harness process forked (its pid and parent differ).
-        public var forkedChild: Bool = false
+        package var forkedChild: Bool = false
         /// A very deep stack: the crashed thread's record leaves frames out in the middle
         /// (`omittedFrames > 0`), keeping the innermost frames and the outermost (`frames` then
         /// spans both ends, e.g. the recursing function and the level chain below it).
-        public var omittedFrames: Bool = false
+        package var omittedFrames: Bool = false
         /// The crashed thread's frame 0 must be exactly this pc (0 for a call through NULL).
-        public var firstFrameAddress: UInt64?
+        package var firstFrameAddress: UInt64?
         /// How many records other processes (the scenario's own children, e.g. a vfork child
         /// that crashed) may leave next to the one of the harness process; told apart by pid.
-        public var childRecords: ClosedRange<Int> = 0...0
+        package var childRecords: ClosedRange<Int> = 0...0
         /// The record may or may not be complete (the handler ran out of room), but must still
         /// hold the signal and the crashed thread's frames.
-        public var incompleteAllowed: Bool = false
+        package var incompleteAllowed: Bool = false
         /// Every thread but the crashed one is listed as stopped (parked while the record was
         /// written) or, if it blocks the stop signal, as not stopped without frames.
-        public var otherThreadsStopped: Bool = false
+        package var otherThreadsStopped: Bool = false
         /// At least one thread is listed as not stopped (it blocks the stop signal and could not
         /// be ptraced, or no helper ran), with no frames.
-        public var threadNotStopped: Bool = false
+        package var threadNotStopped: Bool = false
         /// At least one thread blocks the stop signal and was read by the ptrace helper, with
         /// registers and frames.
-        public var threadPtraced: Bool = false
+        package var threadPtraced: Bool = false
         /// Every thread besides the crashed one was stopped (parked or ptraced) and has frames.
-        public var everyThreadHasFrames: Bool = false
+        package var everyThreadHasFrames: Bool = false
         /// The record lists at least this many threads besides the crashed one.
-        public var minimumOtherThreads: Int = 0
+        package var minimumOtherThreads: Int = 0
         /// A note the record must carry (substring).
-        public var note: String?
+        package var note: String?
         /// Function names that must appear in this order among the async frames of a thread
         /// other than the crashed one (a task mid-chain on another thread).
-        public var otherThreadAsyncFrames: [String] = []
+        package var otherThreadAsyncFrames: [String] = []
         /// The thread with `otherThreadAsyncFrames` parked itself (it does not block the stop
         /// signal) rather than being read by the ptrace helper.
-        public var asyncFramesOnParkedThread = false
+        package var asyncFramesOnParkedThread = false
         /// Function names that must appear in this order among the crashed thread's frames of
         /// its parent tasks (a child task's spawner, waiting for it).
-        public var parentTaskFrames: [String] = []
+        package var parentTaskFrames: [String] = []
         /// Text glibc's abort message must contain; the record's message must also be, line for
         /// line, what glibc printed on stderr in the reference run.
-        public var abortMessage: String?
+        package var abortMessage: String?
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the
     /// same scenario with `CRASHCAPTURE_DISABLE=1`, the truth CrashCapture must not change).
-    public enum OutputComparison: Sendable {
+    package enum OutputComparison: Sendable {
         /// Byte for byte (after the run's directory is replaced by `<dir>`).
         case exact
         /// After a normaliser, for output that legitimately differs between any two runs
@@ -105,30 +105,30 @@ public struct Scenario: Sendable {
     }
 
     /// The scenario's name on the command line.
-    public let name: String
+    package let name: String
     /// What the scenario proves, one line.
-    public let summary: String
-    public let ending: Ending
-    public let record: RecordExpectation?
+    package let summary: String
+    package let ending: Ending
+    package let record: RecordExpectation?
     /// Text that must appear on the child's stderr (e.g. a chained handler's marker).
-    public let stderrContains: [String]
+    package let stderrContains: [String]
     /// Text that must appear on the child's stdout.
-    public let stdoutContains: [String]
+    package let stdoutContains: [String]
     /// Text that must not appear on the child's stdout.
-    public let stdoutLacks: [String]
+    package let stdoutLacks: [String]
     /// How stdout and stderr are compared with the reference run's.
-    public let output: OutputComparison
+    package let output: OutputComparison
     /// The run must end within this many seconds (a hang shorter than the time limit).
-    public let maxSeconds: Double?
+    package let maxSeconds: Double?
     /// Further checks of a finished run (e.g. files the scenario leaves); failures, or [].
-    public let check: (@Sendable (RunOutcome) -> [String])?
+    package let check: (@Sendable (RunOutcome) -> [String])?
     /// The scenario is also run with CrashCapture disabled and Swift's backtracer writing its
     /// JSON report, and the record's crashed-thread frames (async ones included) must be the
     /// report's, frame for frame by image offset.
-    public let backtracerReference: Bool
+    package let backtracerReference: Bool
     /// Environment for the child on top of the harness defaults; `{dir}` in a value becomes
     /// the run's directory.
-    public let environment: [String: String]
+    package let environment: [String: String]
     /// Runs before CrashCapture starts (to install a handler that must be chained).
     let beforeStart: (@Sendable () -> Void)?
     /// Adjusts the configuration.
@@ -166,16 +166,16 @@ public struct Scenario: Sendable {
 }
 
 /// What a scenario may use while it runs.
-public struct ScenarioContext: Sendable {
+package struct ScenarioContext: Sendable {
     /// The record directory (also a scratch place for files the scenario needs).
-    public let directory: String
+    package let directory: String
     /// Publishes the crash `$AppEnd` (as CrashReporting does for an app).
-    public let appEnd: CrashAppEndPublisher
+    package let appEnd: CrashAppEndPublisher
 
     /// Test support: with `CRASH_HARNESS_PAUSE_BEFORE_CRASH=PATH` in the environment, writes this
     /// process's pid to PATH.ready and waits (at most a minute) for PATH.go, so that a test can
     /// look at the process with an outside tool (eu-stack) just before it crashes.
-    public func pauseIfAsked() {
+    package func pauseIfAsked() {
         guard let path = ProcessInfo.processInfo.environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] else { return }
         _ = FileManager.default.createFile(atPath: path + ".ready", contents: Data("\(getpid())".utf8))
         for _ in 0..<6000 where !FileManager.default.fileExists(atPath: path + ".go") { usleep(10_000) }
@@ -184,11 +184,11 @@ public struct ScenarioContext: Sendable {
 
 /// Swift traps (force-unwrap, overflow, fatalError) are `ud2` on x86-64 and `brk` on arm64.
 #if arch(x86_64)
-public let swiftTrapSignal = SIGILL
+package let swiftTrapSignal = SIGILL
 let swiftTrapCode = "ILL_ILLOPN"
 let builtinTrapSignal = SIGILL
 #else
-public let swiftTrapSignal = SIGTRAP
+package let swiftTrapSignal = SIGTRAP
 let swiftTrapCode = "TRAP_BRKPT"
 let builtinTrapSignal = SIGTRAP
 #endif
@@ -209,7 +209,7 @@ func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () 
 @inline(never) func indexOutOfRange() { let array = opaque([1, 2, 3]); levelSink &+= array[opaque(5)] }
 @inline(never) func integerOverflow() { levelSink &+= opaque(Int.max) + opaque(1) }
 
-public enum Scenarios {
+package enum Scenarios {
     static let chain = levelChain
 
     /// The record of a null dereference in cch_null_dereference under the level chain, adjusted
@@ -228,7 +228,7 @@ public enum Scenarios {
 
     /// Every scenario, in the order `list` prints them.
     /// Every scenario: the synchronous ones, then the async ones (AsyncScenarios.swift).
-    public static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios
+    package static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios
 
     static let basicScenarios: [Scenario] = [
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
@@ -650,12 +650,12 @@ public enum Scenarios {
     ]
 
     /// The scenario called `name`, if any.
-    public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
+    package static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
 
     /// Performs `scenario` in this process: starts CrashCapture writing to `directory`, then
     /// dies (or exits) as the scenario says. Returns only if the scenario failed to end the
     /// process, which the caller reports.
-    public static func perform(_ scenario: Scenario, directory: String) throws {
+    package static func perform(_ scenario: Scenario, directory: String) throws {
         scenario.beforeStart?()
         var configuration = CrashHandler.Configuration(directory: directory, appName: "crash-harness", appVersion: EventLibrary.version)
         configuration.runID = EventDraft.newTrackID()
