@@ -94,6 +94,37 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The record parser's libFuzzer target (corpus in Fuzz/corpus). A target here rather than a
+        // package of its own: the modules it fuzzes are package-internal. scripts/fuzz.sh builds it
+        // with -sanitize=fuzzer -DRECORD_FUZZER; any other build makes a replayer of the files
+        // given as arguments, so every `swift build` compiles it.
+        .executableTarget(
+            name: "record-fuzzer",
+            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents"],
+            path: "Fuzz/record-fuzzer"
+        ),
+        // The benchmarks over this package's internal modules (scripts/bench.sh runs them in
+        // release builds; the ordo-one ones are Benchmarks/CaptureBench, a package of its own):
+        // crash-to-exit times crash-target's deaths with ProcessSpawning and reads the async chains
+        // of its records; symbolication-bench times Symbolicator. Small: a plain build compiles them.
+        // Both in the Swift 5 language mode they were written in (top-level state, stderr).
+        .executableTarget(
+            name: "crash-target",
+            dependencies: ["CrashCapture"],
+            path: "Benchmarks/InPackage/crash-target",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
+            name: "crash-to-exit",
+            dependencies: ["CrashRecordFormat", "ProcessSpawning"],
+            path: "Benchmarks/InPackage/crash-to-exit",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
+            name: "symbolication-bench",
+            dependencies: ["CrashRecordFormat", "CrashSymbolication"],
+            path: "Benchmarks/InPackage/symbolication-bench"
+        ),
         // Test support shared by every test target: built tool paths, scratch directories, the
         // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsTracking"]),

@@ -2,7 +2,9 @@
 # The benchmark suite (release builds; nothing here is a test): what linking and starting
 # CrashCapture and CrashReporting cost a program's launch (issue 17's table), crash-to-exit side
 # by side (plain, with 100 blocking threads, in a 50-deep async chain; the handler's time),
-# in-process costs through ordo-one/benchmark, the tracking store's figures.
+# symbolication, in-process costs through ordo-one/benchmark, the tracking store's figures.
+# crash-to-exit, crash-target and symbolication-bench are targets of the main package
+# (Benchmarks/InPackage: they use its internal modules); the rest are packages of their own.
 #   scripts/bench.sh [runs [launch-rounds]]
 #     runs          = interleaved crash-to-exit runs per configuration (default 100)
 #     launch-rounds = interleaved rounds of the launch table (default: runs; issue 17 asks for ≥ 40)
@@ -17,12 +19,20 @@ echo; echo "== launch cost: plain, capture (also with CRASHCAPTURE_DISABLE=1), f
 swift build -c release --package-path Benchmarks/LaunchBench
 "$(swift build -c release --package-path Benchmarks/LaunchBench --show-bin-path)/launch-cost" "$launch_rounds"
 
-echo; echo "== crash-to-exit: a plain crash, threads that block every signal, a crash in a 50-deep async chain (Benchmarks/CaptureBench)"
-swift build -c release --package-path Benchmarks/CaptureBench --product crash-target
-swift build -c release --package-path Benchmarks/CaptureBench --product crash-to-exit
-"$(swift build -c release --package-path Benchmarks/CaptureBench --show-bin-path)/crash-to-exit" "$runs"
+echo; echo "== crash-to-exit: a plain crash, threads that block every signal, a crash in a 50-deep async chain (Benchmarks/InPackage)"
+swift build -c release --product crash-target
+swift build -c release --product crash-to-exit
+swift build -c release --product symbolication-bench
+bin="$(swift build -c release --show-bin-path)"
+"$bin/crash-to-exit" "$runs"
 
-echo; echo "== install, breadcrumbs, symbolication (ordo-one/benchmark)"
+echo; echo "== symbolication of a 64-frame record, warm and cold (symbolication-bench, Benchmarks/InPackage)"
+record_dir="$(mktemp -d)"
+SWIFT_BACKTRACE=enable=no "$bin/crash-target" deep "$record_dir" || true
+"$bin/symbolication-bench" "$record_dir"/*.ccrec
+rm -rf "$record_dir"
+
+echo; echo "== install, breadcrumbs (ordo-one/benchmark)"
 (cd Benchmarks/CaptureBench && swift package --disable-sandbox benchmark --no-progress --format markdown)
 
 echo; echo "== tracking store and upload (Benchmarks/TrackingBench)"

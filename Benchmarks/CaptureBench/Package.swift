@@ -1,6 +1,9 @@
 // swift-tools-version:6.1
-// CrashCapture's benchmarks, outside the main package so that neither the library nor CI
-// builds ordo-one/benchmark. Run everything with scripts/bench.sh from the repository root.
+// CrashCapture's in-process benchmarks through ordo-one/benchmark (install, breadcrumbs), outside
+// the main package so that neither the library nor CI builds ordo-one/benchmark. The benchmarks
+// over the main package's internal modules (crash-to-exit with its crash-target, symbolication)
+// are targets of the main package, in Benchmarks/InPackage. Run everything with scripts/bench.sh
+// from the repository root.
 import PackageDescription
 
 let package = Package(
@@ -11,23 +14,9 @@ let package = Package(
     ],
     targets: [
         .executableTarget(
-            name: "crash-target",
-            dependencies: [.product(name: "CrashCapture", package: "CrashCapture")]
-        ),
-        .executableTarget(
-            name: "crash-to-exit",
-            dependencies: [
-                .product(name: "CrashCapture", package: "CrashCapture"),
-                .product(name: "CrashSymbolication", package: "CrashCapture"),
-                .product(name: "ProcessSpawning", package: "CrashCapture"),
-            ]
-        ),
-        .executableTarget(
             name: "CaptureBenchmarks",
             dependencies: [
                 .product(name: "CrashCapture", package: "CrashCapture"),
-                .product(name: "CrashSymbolication", package: "CrashCapture"),
-                .product(name: "ProcessSpawning", package: "CrashCapture"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CaptureBenchmarks",

@@ -23,9 +23,14 @@ let package = Package(
         // a child's ru_maxrss inherits, stays far below the programs' (about 1.5 MiB; the linker
         // warns that a static glibc's dlopen needs the same glibc at run time: it runs here only).
         .executableTarget(name: "launch-probe", linkerSettings: [.unsafeFlags(["-static-executable"])]),
+        // The main package's ProcessSpawning, its source compiled here (Sources/BenchSpawning is a
+        // symbolic link to it): it is internal to that package, not a product. Another name than
+        // ProcessSpawning, which `reporter` links through CrashReporter: target names are unique
+        // across a package graph.
+        .target(name: "BenchSpawning"),
         .executableTarget(
             name: "launch-cost",
-            dependencies: [.product(name: "ProcessSpawning", package: "CrashCapture")],
+            dependencies: ["BenchSpawning"],
             swiftSettings: [.swiftLanguageMode(.v5)] // top-level state used by its functions, as in crash-to-exit
         ),
     ]

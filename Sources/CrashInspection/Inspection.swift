@@ -12,7 +12,7 @@ package struct InspectedThread: Sendable {
 }
 
 /// A record and everything derived from it.
-public struct Inspection: Sendable {
+package struct Inspection: Sendable {
     package var id: String
     package var path: String
     package var record: CrashRecord
@@ -20,7 +20,7 @@ public struct Inspection: Sendable {
     package var threads: [InspectedThread]
 
     /// Symbolicates every thread of `record`.
-    public init(path: String, record: CrashRecord, symbolicator: Symbolicator?) {
+    package init(path: String, record: CrashRecord, symbolicator: Symbolicator?) {
         self.id = RecordDirectory.id(of: path)
         self.path = path
         self.record = record
@@ -66,7 +66,7 @@ public struct Inspection: Sendable {
     /// or the first three frames at all when none is the program's. Async callers count as
     /// frames (``ThreadFrames``), so crashes in two request handlers that share their innermost
     /// code but not their callers group apart, as they do not when the executor's frames follow.
-    public var signature: String {
+    package var signature: String {
         let all = crashed?.frames.flatMap(\.symbols) ?? []
         // CrashCapture's own thread trampoline (cc__*) is in every thread started after install.
         let ours = all.filter { !Self.isSystemImage($0.image) && !($0.symbol ?? "").hasPrefix("cc__") }

@@ -71,7 +71,7 @@ extension Rendering {
     }
 
     /// `show --json`'s text (the object of ``json(_:)``).
-    public static func jsonText(_ inspection: Inspection) -> String { encode(json(inspection)) }
+    package static func jsonText(_ inspection: Inspection) -> String { encode(json(inspection)) }
 }
 
 /// The `show --json` object, schema version 1 (docs/inspector.md). Every key is always present;

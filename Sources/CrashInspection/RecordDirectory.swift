@@ -3,19 +3,19 @@ import CrashRecordFormat
 import Foundation
 
 /// One file of a record directory: its record, or why it could not be read.
-public struct RecordEntry: Sendable {
+package struct RecordEntry: Sendable {
     /// The file's full path.
-    public var path: String
+    package var path: String
     /// File name without `.ccrec` / `.ccrec.partial`: what `show` accepts as an id.
-    public var id: String
-    public var result: Result<CrashRecord, CrashRecordError>
+    package var id: String
+    package var result: Result<CrashRecord, CrashRecordError>
 
-    public var record: CrashRecord? { try? result.get() }
+    package var record: CrashRecord? { try? result.get() }
 }
 
-public enum RecordDirectory {
+package enum RecordDirectory {
     /// The id of a record file: its name without the record extensions.
-    public static func id(of path: String) -> String {
+    package static func id(of path: String) -> String {
         let name = (path as NSString).lastPathComponent
         return RecordFileName.stem(of: name) ?? name
     }
@@ -24,7 +24,7 @@ public enum RecordDirectory {
     /// are read one by one; a bad one becomes a `.failure` and the rest are still read. Names
     /// are taken from the directory listing only, so nothing outside it is ever opened.
     /// - Throws: ``CrashRecordError/unreadable(path:reason:)`` when the directory itself cannot be listed.
-    public static func entries(in directory: String, sizeLimit: Int = CrashRecordReader.defaultSizeLimit) throws -> [RecordEntry] {
+    package static func entries(in directory: String, sizeLimit: Int = CrashRecordReader.defaultSizeLimit) throws -> [RecordEntry] {
         return try RecordFileName.names(in: directory)
             .map { name in
                 let path = (directory as NSString).appendingPathComponent(name)
@@ -39,7 +39,7 @@ public enum RecordDirectory {
     }
 
     /// Resolves what a user typed for `show`/`export`: a path to a file, or an id in `directory`.
-    public static func locate(_ recordOrID: String, in directory: String) -> String? {
+    package static func locate(_ recordOrID: String, in directory: String) -> String? {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: recordOrID, isDirectory: &isDirectory), !isDirectory.boolValue {
             return recordOrID

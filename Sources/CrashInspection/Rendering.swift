@@ -3,11 +3,11 @@ import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 
-public enum Rendering {
+package enum Rendering {
     // MARK: show, text
 
     /// The whole story of one crash, for a person.
-    public static func text(_ inspection: Inspection) -> String {
+    package static func text(_ inspection: Inspection) -> String {
         let record = inspection.record
         var out: [String] = []
         let state = record.isComplete ? "complete" : "INCOMPLETE: \(reason(record.completeness))"

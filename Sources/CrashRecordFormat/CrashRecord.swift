@@ -3,6 +3,13 @@
 // The on-disk layout lives in Sources/CCrashRecordLayout/include/cc_record.h; this file only describes what a
 // reader makes of it. Every type here is a plain value: `Sendable`, `Equatable`, and free of
 // any reference to the bytes it came from.
+//
+// Public is what a tool of one's own reading records needs (issue 18: this library product stays
+// at most 100 public declarations, scripts/public-surface.sh): the signal, process, threads and
+// frames, images and build-ids, messages, breadcrumbs, registers, memory. The rest is `package`,
+// for this package's own modules: initializers, raw layout values (architecture and level numbers,
+// `si_code`, the monotonic clocks), the async context chains and tasks (read only with symbols,
+// CrashSymbolication's `ThreadFrames`), and the conveniences only those modules call.
 import CCrashRecordLayout
 
 /// One crash record: what the signal handler wrote about a process that died.
@@ -12,7 +19,7 @@ import CCrashRecordLayout
 /// it stops where it does.
 public struct CrashRecord: Sendable, Equatable {
     /// The record format version from the file header (1 ... `CC_RECORD_VERSION`).
-    public var version: Int
+    package var version: Int
     /// The CPU architecture of the crashed process, from the file header.
     public var architecture: Architecture
     /// Whether the record ends with its end section, and if not, why not.
@@ -36,12 +43,12 @@ public struct CrashRecord: Sendable, Equatable {
     public var abortMessage: String?
     /// The process's last words: the Swift runtime's fatal-error message, else the C library's
     /// abort message.
-    public var lastWords: String? { fatalMessage ?? abortMessage }
+    package var lastWords: String? { fatalMessage ?? abortMessage }
     /// The kernel the process ran on (`uname`: sysname release version machine).
     public var kernel: String?
     /// The run id the tracker gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
     /// with that run's marker; `nil` when CrashCapture was started without one.
-    public var runID: String?
+    package var runID: String?
     /// Notes, in order: every note the writer left (`CC_STR_NOTE`), followed by any the
     /// reader added about the record's shape (for example trailing bytes after the end).
     public var notes: [String]
@@ -56,18 +63,18 @@ public struct CrashRecord: Sendable, Equatable {
     /// Breadcrumbs the application left before the crash, oldest first.
     public var breadcrumbs: [Breadcrumb]
     /// The raw JSON text of the compensating `$AppEnd` event (`CC_SEC_APP_END`), unvalidated.
-    public var appEndJSON: String?
+    package var appEndJSON: String?
     /// Section types this reader skipped because it does not know them, in file order.
-    public var unknownSectionTypes: [UInt32]
+    package var unknownSectionTypes: [UInt32]
     /// How many whole sections (checksum verified, including unknown ones and the end
     /// section) the reader accepted.
-    public var sectionCount: Int
+    package var sectionCount: Int
     /// How long the handler took from the signal to the end section, in microseconds (nil when
     /// the record has no end section or the writer did not measure it).
     public var writeMicroseconds: Int?
 
     /// Creates a record; every field defaults to "nothing known".
-    public init(
+    package init(
         version: Int = 1,
         architecture: Architecture = .unknown(0),
         completeness: Completeness = .complete,
@@ -116,7 +123,7 @@ public struct CrashRecord: Sendable, Equatable {
     }
 
     /// `true` when the record ends with its end section.
-    public var isComplete: Bool {
+    package var isComplete: Bool {
         completeness == .complete
     }
 
@@ -131,7 +138,7 @@ public struct CrashRecord: Sendable, Equatable {
     }
 
     /// `libfoo.so+0x1a2b` for an address inside one of the images, else `nil`.
-    public func offsetLabel(for address: UInt64) -> String? {
+    package func offsetLabel(for address: UInt64) -> String? {
         image(containing: address).map { CrashImage.offsetLabel(path: $0.path, offset: address &- $0.base) }
     }
 }
@@ -139,7 +146,7 @@ public struct CrashRecord: Sendable, Equatable {
 extension CrashImage {
     /// How an address without a symbol is named everywhere (the inspector, `AppCrashed`): the
     /// image's file name and the offset from its base, `libfoo.so+0x1a2b`.
-    public static func offsetLabel(path: String, offset: UInt64) -> String {
+    package static func offsetLabel(path: String, offset: UInt64) -> String {
         let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
         return name + "+0x" + String(offset, radix: 16)
     }
@@ -147,7 +154,7 @@ extension CrashImage {
 
 extension CrashRecord {
     /// The CPU architecture a record was written on.
-    public enum Architecture: Sendable, Equatable, Hashable, CustomStringConvertible {
+    public enum Architecture: Sendable, Equatable, Hashable {
         /// x86-64 (`CC_ARCH_X86_64`).
         case x86_64
         /// 64-bit ARM (`CC_ARCH_AARCH64`).
@@ -156,7 +163,7 @@ extension CrashRecord {
         case unknown(UInt16)
 
         /// Maps the header's `arch` field to an architecture.
-        public init(rawValue: UInt16) {
+        package init(rawValue: UInt16) {
             switch rawValue {
             case 1: self = .x86_64
             case 2: self = .aarch64
@@ -165,20 +172,11 @@ extension CrashRecord {
         }
 
         /// The header's `arch` value for this architecture.
-        public var rawValue: UInt16 {
+        package var rawValue: UInt16 {
             switch self {
             case .x86_64: return 1
             case .aarch64: return 2
             case .unknown(let value): return value
-            }
-        }
-
-        /// "x86_64", "aarch64", or "unknown(N)".
-        public var description: String {
-            switch self {
-            case .x86_64: return "x86_64"
-            case .aarch64: return "aarch64"
-            case .unknown(let value): return "unknown(\(value))"
             }
         }
     }
@@ -199,8 +197,8 @@ public struct SignalInfo: Sendable, Equatable {
     /// The signal's name as the writer knew it, e.g. "SIGSEGV"; empty if unknown.
     public var name: String
     /// The signal code (`si_code`).
-    public var code: Int32
-    /// The code's name, e.g. "SEGV_MAPERR"; empty if unknown.
+    package var code: Int32
+    /// The name of the signal code (`si_code`), e.g. "SEGV_MAPERR"; empty if unknown.
     public var codeName: String
     /// A human description of the code, e.g. "address not mapped to object"; empty if unknown.
     public var codeDescription: String
@@ -211,7 +209,7 @@ public struct SignalInfo: Sendable, Equatable {
     /// (`CC_CRASH_FROM_PROCESS`: kill, tgkill, sigqueue).
     public var sender: Sender?
     /// The value of `errno` when the handler started.
-    public var errnoAtCrash: Int32
+    package var errnoAtCrash: Int32
 
     /// The process that sent a signal.
     public struct Sender: Sendable, Equatable {
@@ -221,14 +219,14 @@ public struct SignalInfo: Sendable, Equatable {
         public var uid: UInt32
 
         /// Creates a sender.
-        public init(pid: Int32, uid: UInt32) {
+        package init(pid: Int32, uid: UInt32) {
             self.pid = pid
             self.uid = uid
         }
     }
 
     /// Creates a signal description.
-    public init(
+    package init(
         number: Int32,
         name: String = "",
         code: Int32 = 0,
@@ -256,22 +254,22 @@ public struct CrashedProcess: Sendable, Equatable {
     /// The thread id of the crashing thread.
     public var tid: Int32
     /// The parent process id.
-    public var ppid: Int32
+    package var ppid: Int32
     /// The real user id.
-    public var uid: UInt32
+    package var uid: UInt32
     /// `CLOCK_REALTIME` in nanoseconds when CrashCapture started.
-    public var startWallNanoseconds: Int64
+    package var startWallNanoseconds: Int64
     /// `CLOCK_REALTIME` in nanoseconds in the signal handler.
     public var crashWallNanoseconds: Int64
     /// `CLOCK_MONOTONIC` in nanoseconds when CrashCapture started.
-    public var startMonotonicNanoseconds: Int64
+    package var startMonotonicNanoseconds: Int64
     /// `CLOCK_MONOTONIC` in nanoseconds in the signal handler.
-    public var crashMonotonicNanoseconds: Int64
+    package var crashMonotonicNanoseconds: Int64
     /// The crashing thread's name; empty if it had none.
     public var threadName: String
 
     /// Creates a process description.
-    public init(
+    package init(
         pid: Int32,
         tid: Int32,
         ppid: Int32 = 0,
@@ -293,8 +291,7 @@ public struct CrashedProcess: Sendable, Equatable {
         self.threadName = threadName
     }
 
-    /// Seconds from CrashCapture's start to the crash on the monotonic clock
-    /// (`crashMonotonicNanoseconds - startMonotonicNanoseconds`); never traps, even on
+    /// Seconds from CrashCapture's start to the crash on the monotonic clock; never traps, even on
     /// nonsense clocks.
     public var uptimeSeconds: Double {
         let (difference, overflow) = crashMonotonicNanoseconds
@@ -314,7 +311,7 @@ public struct Register: Sendable, Equatable {
     public var value: UInt64
 
     /// Creates a register.
-    public init(name: String, value: UInt64) {
+    package init(name: String, value: UInt64) {
         self.name = name
         self.value = value
     }
@@ -330,7 +327,7 @@ public struct MemoryWindow: Sendable, Equatable {
     public var bytes: [UInt8]
 
     /// Creates a memory window.
-    public init(label: String, address: UInt64, bytes: [UInt8]) {
+    package init(label: String, address: UInt64, bytes: [UInt8]) {
         self.label = label
         self.address = address
         self.bytes = bytes
@@ -353,13 +350,13 @@ public struct CrashThread: Sendable, Equatable {
     public var truncated: Bool
     /// `true` when the thread has no frames because it was not stopped, or not in time
     /// (`CC_THREAD_NO_STACK`).
-    public var stackUnavailable: Bool
+    package var stackUnavailable: Bool
     /// `true` when the thread was stopped for the whole time the record was written
     /// (`CC_THREAD_STOPPED`).
-    public var stopped: Bool
+    package var stopped: Bool
     /// `true` when the thread blocks the stop signal, so it ran on while the record was
     /// written and has no frames (`CC_THREAD_NOT_STOPPED`).
-    public var notStopped: Bool
+    package var notStopped: Bool
     /// `true` when the thread faulted too while another thread was writing the record
     /// (`CC_THREAD_ALSO_CRASHED`).
     public var alsoCrashed: Bool
@@ -368,7 +365,7 @@ public struct CrashThread: Sendable, Equatable {
     public var ptraced: Bool
     /// `true` when the thread helper could not ptrace the thread (Yama, seccomp, setuid), so it
     /// has no frames (`CC_THREAD_PTRACE_REFUSED`).
-    public var ptraceRefused: Bool
+    package var ptraceRefused: Bool
     /// The thread's registers where it was stopped (`CC_SEC_THREAD_REGISTERS`); empty for the
     /// crashed thread (see ``CrashRecord/registers``) and for threads that were not read.
     public var registers: [Register]
@@ -379,11 +376,11 @@ public struct CrashThread: Sendable, Equatable {
     /// Program counters, innermost first.
     public var frames: [UInt64]
     /// Swift async context chains read from this thread's frames (`CC_SEC_ASYNC_CHAIN`), raw:
-    /// which frame is async is decided with symbols (CrashSymbolication's `AsyncFrames`).
-    public var asyncChains: [AsyncContextChain] = []
+    /// which frame is async is decided with symbols (CrashSymbolication's `ThreadFrames`).
+    package var asyncChains: [AsyncContextChain] = []
     /// The Swift tasks whole chains of this thread belong to, with their parents
     /// (`CC_SEC_ASYNC_TASK`).
-    public var asyncTasks: [AsyncTaskInfo] = []
+    package var asyncTasks: [AsyncTaskInfo] = []
 
     /// How many of `frames` come before the omitted ones (all of them when none were omitted).
     public var innermostFrameCount: Int {
@@ -391,7 +388,7 @@ public struct CrashThread: Sendable, Equatable {
     }
 
     /// Creates a thread.
-    public init(
+    package init(
         tid: Int32,
         name: String = "",
         crashed: Bool = false,
@@ -426,9 +423,9 @@ public struct CrashThread: Sendable, Equatable {
 
 /// A chain of Swift async contexts found from one frame of a thread (`CC_SEC_ASYNC_CHAIN`): each
 /// link's `resume` is where its parent async function resumes — one async frame.
-public struct AsyncContextChain: Sendable, Equatable {
+package struct AsyncContextChain: Sendable, Equatable {
     /// Where the first context came from.
-    public enum Source: Sendable, Equatable {
+    package enum Source: Sendable, Equatable {
         /// The word at the frame's fp - 8, where Swift's async frames keep their context.
         case framePointer
         /// Frame 0's async context register (r14 / x22).
@@ -438,7 +435,7 @@ public struct AsyncContextChain: Sendable, Equatable {
     }
 
     /// Why the chain stops after its last link.
-    public enum End: Sendable, Equatable {
+    package enum End: Sendable, Equatable {
         /// The last context's Parent is 0: the task's first context (the chain is whole).
         case parentNull
         /// The next context could not be read.
@@ -458,13 +455,13 @@ public struct AsyncContextChain: Sendable, Equatable {
     }
 
     /// One context: its address, its Parent and its ResumeParent.
-    public struct Link: Sendable, Equatable {
-        public var context: UInt64
-        public var parent: UInt64
-        public var resume: UInt64
+    package struct Link: Sendable, Equatable {
+        package var context: UInt64
+        package var parent: UInt64
+        package var resume: UInt64
 
         /// Creates a link.
-        public init(context: UInt64, parent: UInt64, resume: UInt64) {
+        package init(context: UInt64, parent: UInt64, resume: UInt64) {
             self.context = context
             self.parent = parent
             self.resume = resume
@@ -472,16 +469,16 @@ public struct AsyncContextChain: Sendable, Equatable {
     }
 
     /// The physical frame (index into the thread's `frames`) the chain starts from.
-    public var frameIndex: Int
-    public var source: Source
+    package var frameIndex: Int
+    package var source: Source
     /// The first context.
-    public var firstContext: UInt64
+    package var firstContext: UInt64
     /// The links, first context first; empty when `firstContext` is a link of an earlier chain.
-    public var links: [Link]
-    public var end: End
+    package var links: [Link]
+    package var end: End
 
     /// Creates a chain.
-    public init(frameIndex: Int, source: Source, firstContext: UInt64, links: [Link], end: End) {
+    package init(frameIndex: Int, source: Source, firstContext: UInt64, links: [Link], end: End) {
         self.frameIndex = frameIndex
         self.source = source
         self.firstContext = firstContext
@@ -492,31 +489,31 @@ public struct AsyncContextChain: Sendable, Equatable {
 
 /// The Swift task a whole async context chain belongs to (`CC_SEC_ASYNC_TASK`), and, for a child
 /// task, the parent it was spawned by: suspended, waiting for it.
-public struct AsyncTaskInfo: Sendable, Equatable {
+package struct AsyncTaskInfo: Sendable, Equatable {
     /// The `AsyncTask`'s address.
-    public var task: UInt64
+    package var task: UInt64
     /// The task's id, as the runtime numbers tasks.
-    public var id: UInt32
+    package var id: UInt32
     /// The task's JobFlags.
-    public var jobFlags: UInt32
+    package var jobFlags: UInt32
     /// The first context of the task: the last link of the chain it ends.
-    public var firstContext: UInt64
+    package var firstContext: UInt64
     /// The parent task, for a child task whose parent could be read.
-    public var parent: UInt64?
-    public var parentID: UInt32
+    package var parent: UInt64?
+    package var parentID: UInt32
     /// Where the parent resumes (its ResumeTask), and its context: the parent's chain starts there.
-    public var parentResume: UInt64
-    public var parentContext: UInt64
+    package var parentResume: UInt64
+    package var parentContext: UInt64
 
     /// A child task (async let or a task group's child).
-    public var isChild: Bool { jobFlags & CC_TASK_IS_CHILD != 0 }
+    package var isChild: Bool { jobFlags & CC_TASK_IS_CHILD != 0 }
     /// A task group's child.
-    public var isGroupChild: Bool { jobFlags & CC_TASK_IS_GROUP_CHILD != 0 }
+    package var isGroupChild: Bool { jobFlags & CC_TASK_IS_GROUP_CHILD != 0 }
     /// An async let's child.
-    public var isAsyncLet: Bool { jobFlags & CC_TASK_IS_ASYNC_LET != 0 }
+    package var isAsyncLet: Bool { jobFlags & CC_TASK_IS_ASYNC_LET != 0 }
 
     /// Creates a task.
-    public init(task: UInt64, id: UInt32, jobFlags: UInt32, firstContext: UInt64, parent: UInt64?, parentID: UInt32 = 0,
+    package init(task: UInt64, id: UInt32, jobFlags: UInt32, firstContext: UInt64, parent: UInt64?, parentID: UInt32 = 0,
                 parentResume: UInt64 = 0, parentContext: UInt64 = 0) {
         self.task = task
         self.id = id
@@ -531,13 +528,13 @@ public struct AsyncTaskInfo: Sendable, Equatable {
 
 extension CrashThread {
     /// The task whose first context is `context`, if the record names one.
-    public func asyncTask(firstContext context: UInt64) -> AsyncTaskInfo? {
+    package func asyncTask(firstContext context: UInt64) -> AsyncTaskInfo? {
         asyncTasks.first { $0.firstContext == context }
     }
 
     /// The links that follow from `context`, across the chains of this thread that share them
     /// (a chain may end where it joins an earlier one), without repeating a context.
-    public func asyncLinks(from context: UInt64) -> [AsyncContextChain.Link] {
+    package func asyncLinks(from context: UInt64) -> [AsyncContextChain.Link] {
         var byContext: [UInt64: AsyncContextChain.Link] = [:]
         for chain in asyncChains {
             for link in chain.links where byContext[link.context] == nil { byContext[link.context] = link }
@@ -554,7 +551,7 @@ extension CrashThread {
     }
 
     /// The chain that starts at frame `index` from `source`, if one was recorded.
-    public func asyncChain(atFrame index: Int, source: AsyncContextChain.Source) -> AsyncContextChain? {
+    package func asyncChain(atFrame index: Int, source: AsyncContextChain.Source) -> AsyncContextChain? {
         asyncChains.first { $0.frameIndex == index && $0.source == source }
     }
 }
@@ -568,12 +565,12 @@ public struct CrashImage: Sendable, Equatable {
     /// Bytes from `base` to the end of the image's last mapping.
     public var size: UInt64
     /// The GNU build-id (usually 20 bytes); empty when the image has none.
-    public var buildID: [UInt8]
+    package var buildID: [UInt8]
     /// `true` for the main executable (`CC_IMAGE_MAIN_EXECUTABLE`).
     public var isMainExecutable: Bool
 
     /// Creates an image.
-    public init(path: String, base: UInt64, size: UInt64, buildID: [UInt8] = [], isMainExecutable: Bool = false) {
+    package init(path: String, base: UInt64, size: UInt64, buildID: [UInt8] = [], isMainExecutable: Bool = false) {
         self.path = path
         self.base = base
         self.size = size
@@ -581,7 +578,8 @@ public struct CrashImage: Sendable, Equatable {
         self.isMainExecutable = isMainExecutable
     }
 
-    /// The build-id as lowercase hex, e.g. "9f1c..."; empty when there is none.
+    /// The image's GNU build-id as lowercase hex, e.g. "9f1c..." (as `file` and `readelf -n` print it,
+    /// and as debug files are named under `.build-id/`); empty when the image has none.
     public var buildIDHex: String {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
@@ -594,7 +592,7 @@ public struct CrashImage: Sendable, Equatable {
     }
 
     /// `true` when `address` lies in `base ..< base + size`.
-    public func contains(_ address: UInt64) -> Bool {
+    package func contains(_ address: UInt64) -> Bool {
         address >= base && address &- base < size
     }
 }
@@ -609,7 +607,7 @@ public struct Breadcrumb: Sendable, Equatable {
     public var message: String
 
     /// Creates a breadcrumb.
-    public init(wallNanoseconds: Int64, level: BreadcrumbLevel, message: String) {
+    package init(wallNanoseconds: Int64, level: BreadcrumbLevel, message: String) {
         self.wallNanoseconds = wallNanoseconds
         self.level = level
         self.message = message
@@ -619,13 +617,14 @@ public struct Breadcrumb: Sendable, Equatable {
 /// A breadcrumb's level: swift-log's levels, in its order. The numbers the record holds are
 /// `CC_BREADCRUMB_*` in cc_record.h, and only there; a value this reader does not know (a newer
 /// writer's, or a C caller's of `cc_breadcrumb`) is kept as written.
-public enum BreadcrumbLevel: RawRepresentable, Sendable, Hashable {
+public enum BreadcrumbLevel: Sendable, Hashable {
+    /// swift-log's levels, lowest first.
     case trace, debug, info, notice, warning, error, critical
     /// A level the record format does not define, as written.
     case unknown(UInt32)
 
     /// The level a record's number stands for.
-    public init(rawValue: UInt32) {
+    package init(rawValue: UInt32) {
         switch rawValue {
         case CC_BREADCRUMB_TRACE: self = .trace
         case CC_BREADCRUMB_DEBUG: self = .debug
@@ -639,7 +638,7 @@ public enum BreadcrumbLevel: RawRepresentable, Sendable, Hashable {
     }
 
     /// The number the record holds for this level.
-    public var rawValue: UInt32 {
+    package var rawValue: UInt32 {
         switch self {
         case .trace: return CC_BREADCRUMB_TRACE
         case .debug: return CC_BREADCRUMB_DEBUG
@@ -653,7 +652,7 @@ public enum BreadcrumbLevel: RawRepresentable, Sendable, Hashable {
     }
 
     /// swift-log's name of the level ("trace" … "critical"); "level N" for an unknown one.
-    public var name: String {
+    package var name: String {
         switch self {
         case .trace: return "trace"
         case .debug: return "debug"

@@ -76,7 +76,7 @@ public enum CrashRecordReader {
     /// The bytes of the record file at `path`, read as ``read(path:sizeLimit:)`` reads them (no
     /// symbolic link, no FIFO, a regular file of at most `sizeLimit` bytes): for a sink that sends
     /// the record itself, such as the Sentry upload's attachment.
-    public static func readBytes(path: String, sizeLimit: Int = defaultSizeLimit) throws -> [UInt8] {
+    package static func readBytes(path: String, sizeLimit: Int = defaultSizeLimit) throws -> [UInt8] {
         try readFile(path: path, sizeLimit: sizeLimit)
     }
 

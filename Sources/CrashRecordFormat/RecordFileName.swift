@@ -10,9 +10,9 @@ import Musl
 /// A record file's name: `crash-<unix ms>-<pid>-<tid>.ccrec`, or `.ccrec.partial` while the
 /// handler writes it (it renames the file when the record is complete).
 public struct RecordFileName: Sendable, Equatable {
-    public static let prefix = CC_RECORD_PREFIX
-    public static let completeExtension = CC_RECORD_EXTENSION
-    public static let partialExtension = CC_RECORD_PARTIAL_EXTENSION
+    package static let prefix = CC_RECORD_PREFIX
+    package static let completeExtension = CC_RECORD_EXTENSION
+    package static let partialExtension = CC_RECORD_PARTIAL_EXTENSION
 
     /// When the crash was recorded, milliseconds since the Unix epoch.
     public var milliseconds: Int64
@@ -23,7 +23,7 @@ public struct RecordFileName: Sendable, Equatable {
     /// The file still has its `.partial` name: being written, or its writer died first.
     public var isPartial: Bool
 
-    public init(milliseconds: Int64, pid: Int32, tid: Int32, isPartial: Bool = false) {
+    package init(milliseconds: Int64, pid: Int32, tid: Int32, isPartial: Bool = false) {
         self.milliseconds = milliseconds
         self.pid = pid
         self.tid = tid
@@ -40,13 +40,13 @@ public struct RecordFileName: Sendable, Equatable {
     }
 
     /// The file name.
-    public var name: String {
+    package var name: String {
         Self.prefix + "\(milliseconds)-\(pid)-\(tid)" + (isPartial ? Self.partialExtension : Self.completeExtension)
     }
 
     /// A name without its record extension (`.ccrec` or `.ccrec.partial`), or nil when it has
     /// neither.
-    public static func stem(of name: String) -> String? {
+    package static func stem(of name: String) -> String? {
         for suffix in [partialExtension, completeExtension] where name.hasSuffix(suffix) {
             return String(name.dropLast(suffix.count))
         }
@@ -54,16 +54,21 @@ public struct RecordFileName: Sendable, Equatable {
     }
 
     /// Whether a directory entry is a record file (complete or partial), judged by its name only.
-    public static func isRecordFile(_ name: String) -> Bool {
+    package static func isRecordFile(_ name: String) -> Bool {
         !name.contains("/") && stem(of: name) != nil
     }
 
     /// The names of the record files in `directory` (complete and partial), sorted: oldest first
     /// for the handler's names. Taken from the directory listing only, so nothing outside it is
-    /// ever opened. `including` widens what is listed (the reporter's acknowledgments beside
-    /// the records).
+    /// ever opened.
     /// - Throws: ``CrashRecordError/unreadable(path:reason:)`` when the directory cannot be listed.
-    public static func names(in directory: String, including: (String) -> Bool = { _ in false }) throws -> [String] {
+    public static func names(in directory: String) throws -> [String] {
+        try names(in: directory, including: { _ in false })
+    }
+
+    /// ``names(in:)``, also listing the entries `including` accepts (the reporter's
+    /// acknowledgments beside the records).
+    package static func names(in directory: String, including: (String) -> Bool) throws -> [String] {
         guard let stream = opendir(directory) else {
             throw CrashRecordError.unreadable(path: directory, reason: "cannot list the directory (\(String(cString: strerror(errno))))")
         }

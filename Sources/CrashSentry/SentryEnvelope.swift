@@ -9,7 +9,7 @@ import Foundation
 /// The os-release fields `contexts.os` carries: SensorsEvents' ``OSRelease``, the one parser.
 /// (This name stays until the reporter's upload names `OSRelease` itself.)
 
-public enum SentryEnvelope {
+package enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
     /// little-endian GUID (the first three fields byte-swapped), as sentry-native and
     /// symbolic compute it. Shorter build-ids are zero-padded.
@@ -27,7 +27,7 @@ public enum SentryEnvelope {
     /// The event id of a record: the first 32 hex digits of the SHA-256 of its bytes. The same
     /// record always gets the same id, so a record sent again (the process died between the
     /// send and its acknowledgement) is deduplicated by Sentry instead of counted twice.
-    public static func eventID(rawRecord: [UInt8]) -> String {
+    package static func eventID(rawRecord: [UInt8]) -> String {
         String(hexString(SHA256.digest(rawRecord)).prefix(32))
     }
 

@@ -4,44 +4,44 @@ import Foundation
 /// Reads an ELF64 little-endian file's GNU build-id and the virtual address of its first
 /// `PT_LOAD` segment. The file is untrusted: every offset is bounds-checked and a malformed
 /// file yields an error, never a crash.
-public struct ELFFile: Sendable {
+package struct ELFFile: Sendable {
     /// The GNU build-id note's bytes, or empty when the file has none.
-    public let buildID: [UInt8]
+    package let buildID: [UInt8]
     /// `p_vaddr` of the first PT_LOAD, rounded down to its page: subtract it from the image's
     /// load address to get the load bias.
-    public let firstLoadAddress: UInt64
+    package let firstLoadAddress: UInt64
     /// True when the file has DWARF: a `.debug_info` (or `.zdebug_info`) section with contents.
     /// A stripped binary has none; a separate debug file (`objcopy --only-keep-debug`) has it.
-    public let hasDebugInfo: Bool
+    package let hasDebugInfo: Bool
     /// True for a separate debug file: its `.text` is `SHT_NOBITS` (the code was left out),
     /// as `objcopy --only-keep-debug` and `eu-strip -f` write them.
-    public let isSeparateDebugFile: Bool
+    package let isSeparateDebugFile: Bool
     /// The file this was read from.
-    public let path: String
+    package let path: String
     /// The span of the `PT_LOAD` segments, unrounded: what a mapping of the file covers.
-    public let loadSpan: LoadSpan?
+    package let loadSpan: LoadSpan?
     /// `.text` when it has contents in the file (`SHT_PROGBITS`): file offset and size.
     let textSection: (offset: UInt64, size: UInt64)?
 
     /// Where the loadable segments lie in memory.
-    public struct LoadSpan: Sendable, Equatable {
+    package struct LoadSpan: Sendable, Equatable {
         /// The lowest `p_vaddr` of a `PT_LOAD`.
-        public let first: UInt64
+        package let first: UInt64
         /// `p_vaddr + p_filesz` and `p_vaddr + p_memsz` of the segment that reaches highest.
-        public let fileEnd: UInt64
-        public let memoryEnd: UInt64
+        package let fileEnd: UInt64
+        package let memoryEnd: UInt64
     }
 
     /// Why a file could not be read as ELF.
-    public struct Error: Swift.Error, CustomStringConvertible, Equatable {
-        public let path: String
-        public let reason: String
-        public var description: String { "\(path): \(reason)" }
+    package struct Error: Swift.Error, CustomStringConvertible, Equatable {
+        package let path: String
+        package let reason: String
+        package var description: String { "\(path): \(reason)" }
     }
 
     /// Reads only the headers and notes (a few KiB at most) from `path`.
     /// - Throws: ``ELFFile/Error`` when the file cannot be opened or is not ELF64 little-endian.
-    public init(path: String) throws {
+    package init(path: String) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw Error(path: path, reason: "cannot open")
         }
@@ -120,7 +120,7 @@ public struct ELFFile: Sendable {
 
     /// The first `min(count, size)` bytes of `.text`, read from the file now; nil when it has no
     /// `.text` with contents or the read comes up short.
-    public func textPrefix(_ count: Int = 4096) -> [UInt8]? {
+    package func textPrefix(_ count: Int = 4096) -> [UInt8]? {
         guard let textSection, let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
         let size = Int(min(textSection.size, UInt64(max(0, count))))
@@ -166,6 +166,6 @@ extension Array where Element == UInt8 {
 }
 
 /// Lowercase hex of bytes, the way build-ids are written.
-public func hexString(_ bytes: [UInt8]) -> String {
+package func hexString(_ bytes: [UInt8]) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }

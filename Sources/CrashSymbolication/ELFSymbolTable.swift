@@ -6,12 +6,12 @@ import Synchronization
 /// The function symbols (`STT_FUNC`, and `STT_NOTYPE` with a size) of an ELF64 little-endian file:
 /// `.symtab`, else `.dynsym`. The file is untrusted: offsets are bounds-checked, sizes capped,
 /// and a malformed table yields an error, never a crash.
-public struct ELFSymbolTable: Sendable {
+package struct ELFSymbolTable: Sendable {
     /// One symbol: its virtual address in the file, its size and its (mangled) name.
-    public struct Symbol: Sendable, Equatable {
-        public let address: UInt64
-        public let size: UInt64
-        public let name: String
+    package struct Symbol: Sendable, Equatable {
+        package let address: UInt64
+        package let size: UInt64
+        package let name: String
     }
 
     /// Symbols sorted by address, names as offsets into `names` (made into strings only when
@@ -20,11 +20,11 @@ public struct ELFSymbolTable: Sendable {
     private let names: [UInt8]
 
     /// Every symbol, sorted by address.
-    public var symbols: [Symbol] { entries.map { Symbol(address: $0.address, size: $0.size, name: name(at: $0.name)) } }
+    package var symbols: [Symbol] { entries.map { Symbol(address: $0.address, size: $0.size, name: name(at: $0.name)) } }
 
     /// Reads the symbol table of `path` (at most 256 MiB of symbols and names).
     /// - Throws: ``ELFFile/Error`` when the file cannot be read as ELF or has no symbol table.
-    public init(path: String) throws {
+    package init(path: String) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw ELFFile.Error(path: path, reason: "cannot open") }
         defer { try? handle.close() }
         func read(_ offset: UInt64, _ count: UInt64) -> [UInt8] {
@@ -76,7 +76,7 @@ public struct ELFSymbolTable: Sendable {
 
     /// The symbol `address` (a virtual address of the file) lies in: the last one starting at or
     /// before it, if the address is inside its size (or it has none).
-    public func symbol(containing address: UInt64) -> Symbol? {
+    package func symbol(containing address: UInt64) -> Symbol? {
         var low = 0, high = entries.count
         while low < high {
             let middle = (low + high) / 2
@@ -94,25 +94,25 @@ public struct ELFSymbolTable: Sendable {
 /// as Swift's backtracer does on Linux. Needs no symbolizer: what the next launch's reporter
 /// uses where the toolchain is not installed. A stripped image (no `.symtab`) has none of its
 /// local symbols, so its async frames cannot be told.
-public final class ImageSymbols: @unchecked Sendable {
+package final class ImageSymbols: @unchecked Sendable {
     // @unchecked: the cache is guarded by `lock`.
     private let images: [CrashImage]
     private var tables: [Int: (table: ELFSymbolTable, bias: UInt64)?] = [:]
     private let lock = NSLock()
 
     /// Over the images of one record.
-    public init(images: [CrashImage]) {
+    package init(images: [CrashImage]) {
         self.images = images
     }
 
     /// The symbol an address lies in, if its image's file is here with the record's build-id.
-    public func symbol(at address: UInt64) -> ELFSymbolTable.Symbol? {
+    package func symbol(at address: UInt64) -> ELFSymbolTable.Symbol? {
         guard let index = images.firstIndex(where: { $0.contains(address) }), let loaded = table(index) else { return nil }
         return loaded.table.symbol(containing: address &- loaded.bias)
     }
 
     /// For ``ThreadFrames/resolve(_:isAsyncFunction:)``.
-    public func isAsyncFunction(_ addresses: [UInt64]) -> [Bool] {
+    package func isAsyncFunction(_ addresses: [UInt64]) -> [Bool] {
         addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }
     }
 

@@ -8,20 +8,20 @@ import Glibc
 #endif
 
 /// A symbol store: a directory in the standard build-id layout.
-public enum SymbolStore {
+package enum SymbolStore {
     /// Where a store keeps the debug file of `buildID`: `.build-id/xx/rest.debug`.
-    public static func debugFilePath(in directory: String, buildID: [UInt8]) -> String {
+    package static func debugFilePath(in directory: String, buildID: [UInt8]) -> String {
         buildIDPath(in: directory, buildID: buildID) + ".debug"
     }
 
     /// `DIR/.build-id/xx/rest`: where the layout keeps the binary itself (its debug file adds `.debug`).
-    public static func buildIDPath(in directory: String, buildID: [UInt8]) -> String {
+    package static func buildIDPath(in directory: String, buildID: [UInt8]) -> String {
         let hex = hexString(buildID)
         return "\(directory)/.build-id/\(hex.prefix(2))/\(hex.dropFirst(2))"
     }
 
     /// What ``add(binary:to:objcopy:)`` did.
-    public enum Added: Equatable, Sendable {
+    package enum Added: Equatable, Sendable {
         /// The debug file was written to `path`.
         case added(path: String)
         /// A valid debug file with the same build-id was already at `path`: nothing written.
@@ -29,10 +29,10 @@ public enum SymbolStore {
     }
 
     /// Why a binary could not be added.
-    public struct Refusal: Error, CustomStringConvertible, Equatable {
-        public let path: String
-        public let reason: String
-        public var description: String { "\(path): \(reason)" }
+    package struct Refusal: Error, CustomStringConvertible, Equatable {
+        package let path: String
+        package let reason: String
+        package var description: String { "\(path): \(reason)" }
     }
 
     /// Files `binary`'s debug information under `directory/.build-id/xx/rest.debug`:
@@ -41,7 +41,7 @@ public enum SymbolStore {
     /// renamed into place, so the store never holds a half-written or wrong file.
     /// - Throws: ``Refusal`` for a file that is not ELF, has no GNU build-id or no debug
     ///   sections, or when objcopy fails.
-    public static func add(binary: String, to directory: String, objcopy: String? = nil) throws -> Added {
+    package static func add(binary: String, to directory: String, objcopy: String? = nil) throws -> Added {
         let elf: ELFFile
         do { elf = try ELFFile(path: binary) } catch let error as ELFFile.Error {
             throw Refusal(path: binary, reason: error.reason)
@@ -112,19 +112,19 @@ public enum SymbolStore {
 /// file is checked the same way before each use. Failures are not written to the cache (an
 /// empty file there, elfutils' mark of a failed query, is ignored); a ``Symbolicator`` asks
 /// once per build-id.
-public struct DebuginfodClient: Sendable, Equatable {
-    public var urls: [String]
-    public var cacheDirectory: String
-    public var timeout: Double
+package struct DebuginfodClient: Sendable, Equatable {
+    package var urls: [String]
+    package var cacheDirectory: String
+    package var timeout: Double
 
-    public init(urls: [String], cacheDirectory: String, timeout: Double = 90) {
+    package init(urls: [String], cacheDirectory: String, timeout: Double = 90) {
         self.urls = urls.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.cacheDirectory = cacheDirectory
         self.timeout = timeout
     }
 
     /// The client `environment` describes, or nil when `DEBUGINFOD_URLS` names no server.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> DebuginfodClient? {
+    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> DebuginfodClient? {
         let urls = (environment["DEBUGINFOD_URLS"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
         guard !urls.isEmpty else { return nil }
         let cache: String
@@ -140,14 +140,14 @@ public struct DebuginfodClient: Sendable, Equatable {
     }
 
     /// Why no debug file was obtained: one reason per server (and for a bad cached file).
-    public struct Failure: Error, CustomStringConvertible, Equatable {
-        public let reasons: [String]
-        public var description: String { reasons.joined(separator: "; ") }
+    package struct Failure: Error, CustomStringConvertible, Equatable {
+        package let reasons: [String]
+        package var description: String { reasons.joined(separator: "; ") }
     }
 
     /// The path of a verified debug file for `buildID`: from the cache, or fetched from the
     /// first server that has one and cached.
-    public func debugInfo(buildID: [UInt8]) -> Result<String, Failure> {
+    package func debugInfo(buildID: [UInt8]) -> Result<String, Failure> {
         var unresponsive: Set<String> = []
         return debugInfo(buildID: buildID, unresponsive: &unresponsive)
     }
@@ -155,7 +155,7 @@ public struct DebuginfodClient: Sendable, Equatable {
     /// ``debugInfo(buildID:)`` across many build-ids: a server that timed out once is in
     /// `unresponsive` and is not asked again (a stalled server would otherwise cost the timeout
     /// for every image of every record).
-    public func debugInfo(buildID: [UInt8], unresponsive: inout Set<String>) -> Result<String, Failure> {
+    package func debugInfo(buildID: [UInt8], unresponsive: inout Set<String>) -> Result<String, Failure> {
         let hex = hexString(buildID)
         guard !hex.isEmpty else { return .failure(Failure(reasons: ["no build-id to ask debuginfod for"])) }
         let folder = "\(cacheDirectory)/\(hex)"

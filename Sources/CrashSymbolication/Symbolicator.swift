@@ -8,26 +8,26 @@ import Glibc
 
 /// One source-level frame. An address that hit inlined code yields several, innermost first;
 /// all but the last have `inlined == true`.
-public struct SymbolicatedFrame: Sendable, Equatable {
+package struct SymbolicatedFrame: Sendable, Equatable {
     /// The address as recorded.
-    public var address: UInt64
+    package var address: UInt64
     /// Path of the image the address falls in, if any.
-    public var image: String?
+    package var image: String?
     /// The address relative to the image's load bias (what `llvm-symbolizer --obj` takes).
-    public var imageOffset: UInt64?
+    package var imageOffset: UInt64?
     /// Demangled function name, or nil when unknown.
-    public var symbol: String?
+    package var symbol: String?
     /// The function's name as the symbolizer gave it (mangled for Swift), or nil when unknown.
-    public var mangledSymbol: String?
-    public var file: String?
-    public var line: Int?
-    public var column: Int?
+    package var mangledSymbol: String?
+    package var file: String?
+    package var line: Int?
+    package var column: Int?
     /// True for a frame that was inlined into the one after it.
-    public var inlined: Bool
+    package var inlined: Bool
     /// Why no symbol is shown, when none is (e.g. "build-id differs").
-    public var problem: String?
+    package var problem: String?
 
-    public init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
+    package init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
                 file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil,
                 mangledSymbol: String? = nil) {
         self.address = address
@@ -50,9 +50,9 @@ public struct SymbolicatedFrame: Sendable, Equatable {
 /// demangling, and it is on every machine that has the toolchain. It never sees a binary
 /// whose build-id differs from the record's: such frames say so instead of showing a name.
 // @unchecked: the resolution cache and the llvm-symbolizer server are guarded by `lock`.
-public final class Symbolicator: @unchecked Sendable {
+package final class Symbolicator: @unchecked Sendable {
     /// Path of the llvm-symbolizer used.
-    public let symbolizerPath: String
+    package let symbolizerPath: String
     private let searchDirectories: [String]
     private var resolved: [String: Resolution] = [:]
     private let lock = NSLock()
@@ -66,8 +66,8 @@ public final class Symbolicator: @unchecked Sendable {
     enum Resolution { case file(path: String, bias: UInt64, note: String?), problem(String) }
 
     /// What went wrong finding the tool.
-    public struct Error: Swift.Error, CustomStringConvertible {
-        public let description: String
+    package struct Error: Swift.Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// - Parameters:
@@ -78,7 +78,7 @@ public final class Symbolicator: @unchecked Sendable {
     ///   - debuginfod: servers asked for debug information not found locally; by default the
     ///     ones `DEBUGINFOD_URLS` names (``DebuginfodClient/fromEnvironment(_:)``).
     /// - Throws: ``Symbolicator/Error`` when no llvm-symbolizer can be found.
-    public init(symbolizer: String? = nil, symbolDirectories: [String] = [],
+    package init(symbolizer: String? = nil, symbolDirectories: [String] = [],
                 debuginfod: DebuginfodClient? = DebuginfodClient.fromEnvironment()) throws {
         guard let path = symbolizer ?? Self.findSymbolizer() else {
             throw Error(description: "llvm-symbolizer not found (install the Swift toolchain or put it on PATH)")
@@ -112,13 +112,13 @@ public final class Symbolicator: @unchecked Sendable {
     /// Symbolicates a thread's frames. `firstIsExact` says frame 0 is a precise pc (from a signal
     /// context); other frames are return addresses and are looked up one byte earlier, so the
     /// line is the call's, not the next statement's.
-    public func symbolicate(frames: [UInt64], firstIsExact: Bool, images: [CrashImage]) -> [[SymbolicatedFrame]] {
+    package func symbolicate(frames: [UInt64], firstIsExact: Bool, images: [CrashImage]) -> [[SymbolicatedFrame]] {
         symbolicate(addresses: frames, exact: frames.indices.map { $0 == 0 && firstIsExact }, images: images)
     }
 
     /// Symbolicates addresses one by one: an `exact` one is looked up as is (a pc, an async
     /// resume point), any other one byte earlier (a return address: the call before it).
-    public func symbolicate(addresses frames: [UInt64], exact: [Bool], images: [CrashImage]) -> [[SymbolicatedFrame]] {
+    package func symbolicate(addresses frames: [UInt64], exact: [Bool], images: [CrashImage]) -> [[SymbolicatedFrame]] {
         var result: [[SymbolicatedFrame]] = frames.map { [SymbolicatedFrame(address: $0, inlined: false)] }
         var byImage: [Int: [(index: Int, lookup: UInt64)]] = [:]
         for (index, address) in frames.enumerated() {
@@ -406,7 +406,7 @@ final class SymbolizerServer {
 ///
 /// The toolchain's llvm-symbolizer demangles C++ but leaves Swift names mangled; libswiftCore
 /// exports `swift_demangle`, the same demangler `swift demangle` uses.
-public enum SwiftDemangler {
+package enum SwiftDemangler {
     @_silgen_name("swift_demangle")
     private static func swift_demangle(
         _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: Int,
@@ -415,7 +415,7 @@ public enum SwiftDemangler {
     ) -> UnsafeMutablePointer<CChar>?
 
     /// The demangled form of a Swift symbol; anything else comes back unchanged.
-    public static func demangle(_ name: String) -> String {
+    package static func demangle(_ name: String) -> String {
         guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") else { return name }
         return name.withCString { pointer -> String in
             guard let result = swift_demangle(pointer, strlen(pointer), nil, nil, 0) else { return name }

@@ -2,9 +2,9 @@
 import CrashRecordFormat
 
 /// One frame of a thread as Swift's backtracer lists it.
-public struct ThreadFrame: Sendable, Equatable {
+package struct ThreadFrame: Sendable, Equatable {
     /// What kind of address a frame is (the backtracer's JSON `kind`).
-    public enum Kind: String, Sendable, Equatable, Codable {
+    package enum Kind: String, Sendable, Equatable, Codable {
         /// The exact pc where the thread was interrupted (frame 0 from a signal context).
         case programCounter
         /// A return address: the call before it is looked up (address - 1).
@@ -14,22 +14,22 @@ public struct ThreadFrame: Sendable, Equatable {
     }
 
     /// The address as recorded.
-    public var address: UInt64
-    public var kind: Kind
+    package var address: UInt64
+    package var kind: Kind
     /// The physical frame's index in the thread's recorded frames; nil for an async frame.
-    public var physicalIndex: Int?
+    package var physicalIndex: Int?
     /// 0 for the frames of the thread's own task; 1 for its parent task's (the task that spawned
     /// it with async let or a task group, waiting for it), 2 for that one's parent, and so on.
     /// Swift's backtracer shows only depth 0.
-    public var taskDepth: Int = 0
+    package var taskDepth: Int = 0
     /// The id of the task the frame belongs to, where the record names it.
-    public var taskID: UInt32?
+    package var taskID: UInt32?
     /// The frame symbolicated; inlined code expands it to several, innermost first, the last
     /// the function the address lies in. One entry without a symbol when none is known.
-    public var symbols: [SymbolicatedFrame]
+    package var symbols: [SymbolicatedFrame]
 
     /// Creates a frame.
-    public init(address: UInt64, kind: Kind, physicalIndex: Int?, symbols: [SymbolicatedFrame]) {
+    package init(address: UInt64, kind: Kind, physicalIndex: Int?, symbols: [SymbolicatedFrame]) {
         self.address = address
         self.kind = kind
         self.physicalIndex = physicalIndex
@@ -38,15 +38,15 @@ public struct ThreadFrame: Sendable, Equatable {
 
     /// The address a symbolicator looks up for this frame: a return address less one (the call
     /// instruction), anything else as is.
-    public var lookupAddress: UInt64 { kind == .returnAddress && address > 0 ? address - 1 : address }
+    package var lookupAddress: UInt64 { kind == .returnAddress && address > 0 ? address - 1 : address }
 }
 
 /// Telling Swift async functions by their symbols.
-public enum SwiftAsyncSymbol {
+package enum SwiftAsyncSymbol {
     /// Whether a mangled name is an async function's partial function: on Linux (no frame-pointer
     /// bit marks async frames there) Swift's backtracer tells them by the suffix `TY<n>_` (an
     /// await resume) or `TQ<n>_` (a suspend resume), and so does this.
-    public static func isAsyncFunction(mangledName name: String) -> Bool {
+    package static func isAsyncFunction(mangledName name: String) -> Bool {
         var utf8 = Substring(name).utf8[...]
         guard utf8.last == UInt8(ascii: "_") else { return false }
         utf8 = utf8.dropLast()
@@ -57,7 +57,7 @@ public enum SwiftAsyncSymbol {
 }
 
 /// The one rule that turns a thread's recorded frames into the frames a Swift backtrace shows.
-public enum ThreadFrames {
+package enum ThreadFrames {
     /// The thread's frames as Swift's backtracer shows them, not yet symbolicated.
     ///
     /// Physical frames come first, up to and including the first one whose function is a Swift
@@ -72,7 +72,7 @@ public enum ThreadFrames {
     /// - Parameter isAsyncFunction: for addresses to look up (a return address already less
     ///   one), whether each lies in a Swift async partial function (its symbol's name ends in
     ///   `TY<n>_` or `TQ<n>_`, ``SwiftAsyncSymbol``); false where no name is known.
-    public static func resolve(_ thread: CrashThread, isAsyncFunction: ([UInt64]) -> [Bool]) -> [ThreadFrame] {
+    package static func resolve(_ thread: CrashThread, isAsyncFunction: ([UInt64]) -> [Bool]) -> [ThreadFrame] {
         let physical = thread.frames.enumerated().map { index, address in
             ThreadFrame(address: address, kind: index == 0 && thread.framesFromSignalContext ? .programCounter : .returnAddress,
                         physicalIndex: index, symbols: [])
@@ -137,7 +137,7 @@ public enum ThreadFrames {
 extension Symbolicator {
     /// The thread's frames as Swift's backtracer shows them (``ThreadFrames/resolve(_:isAsyncFunction:)``),
     /// symbolicated: async functions are told by the names the symbolizer gives.
-    public func threadFrames(of thread: CrashThread, images: [CrashImage]) -> [ThreadFrame] {
+    package func threadFrames(of thread: CrashThread, images: [CrashImage]) -> [ThreadFrame] {
         var known: [UInt64: [SymbolicatedFrame]] = [:]
         func names(_ lookups: [UInt64]) -> [[SymbolicatedFrame]] {
             let missing = Array(Set(lookups.filter { known[$0] == nil }))

@@ -9,27 +9,27 @@
 import CHTTPCurl
 import Foundation
 
-public enum HTTPExchange {
+package enum HTTPExchange {
     /// One request.
-    public struct Request: Sendable {
-        public enum Method: String, Sendable { case get = "GET", post = "POST" }
+    package struct Request: Sendable {
+        package enum Method: String, Sendable { case get = "GET", post = "POST" }
 
         /// http or https.
-        public var url: URL
-        public var method: Method
+        package var url: URL
+        package var method: Method
         /// Sent in this order ("Content-Type", "X-Sentry-Auth", "User-Agent"…).
-        public var headers: [(name: String, value: String)]
+        package var headers: [(name: String, value: String)]
         /// The POST body.
-        public var body: Data
+        package var body: Data
         /// Time without a byte moving (connecting included) before the request counts as timed
         /// out: what URLSession called the request timeout.
-        public var timeout: Duration
+        package var timeout: Duration
         /// The whole exchange, redirects included (default: `timeout` + 5 s).
-        public var totalTimeout: Duration?
+        package var totalTimeout: Duration?
         /// A longer response body fails the request (status 0).
-        public var maxBodyBytes: Int = 64 << 20
+        package var maxBodyBytes: Int = 64 << 20
 
-        public init(url: URL, method: Method = .get, headers: [(name: String, value: String)] = [], body: Data = Data(),
+        package init(url: URL, method: Method = .get, headers: [(name: String, value: String)] = [], body: Data = Data(),
                     timeout: Duration, totalTimeout: Duration? = nil) {
             self.url = url
             self.method = method
@@ -41,7 +41,7 @@ public enum HTTPExchange {
     }
 
     /// Why there was no answer.
-    public enum Failure: Sendable, Equatable {
+    package enum Failure: Sendable, Equatable {
         /// Not sent: its cancellation was set before it started.
         case stopped
         /// Aborted in flight by its cancellation.
@@ -53,31 +53,31 @@ public enum HTTPExchange {
     }
 
     /// What came back. `status` is 0 when there was no answer; `failure` then says why.
-    public struct Answer: Sendable, Equatable {
-        public var status: Int
+    package struct Answer: Sendable, Equatable {
+        package var status: Int
         /// Retry-After, when the server sent one.
-        public var retryAfter: Duration?
+        package var retryAfter: Duration?
         /// Response headers, names lowercased.
-        public var headers: [String: String]
+        package var headers: [String: String]
         /// The first 200 bytes of the body, or the error.
-        public var text: String
+        package var text: String
         /// The whole body (empty without an answer).
-        public var body: Data = Data()
+        package var body: Data = Data()
         /// Why there was no answer (`nil` when there was one).
-        public var failure: Failure?
+        package var failure: Failure?
         /// The request timed out (its idle, connect or total timeout).
-        public var timedOut: Bool { failure == .timedOut }
+        package var timedOut: Bool { failure == .timedOut }
     }
 
     /// A flag that stops the requests given it: one in flight is aborted within about a second
     /// (status 0, "cancelled"), and one not yet started is not sent (status 0, "stopped"). Once
     /// cancelled it stays cancelled: a sender keeps one for its life and cancels it at its deadline.
-    public final class Cancellation: Sendable {
+    package final class Cancellation: Sendable {
         // A C atomic int (cc_http_cancel) that libcurl's progress callback reads. Sendable: it is
         // only ever read and set through atomic operations, and freed in deinit.
         nonisolated(unsafe) let flag: OpaquePointer
 
-        public init() {
+        package init() {
             guard let flag = cc_http_cancel_create() else { fatalError("out of memory") }
             self.flag = flag
         }
@@ -85,14 +85,14 @@ public enum HTTPExchange {
         deinit { cc_http_cancel_destroy(flag) }
 
         /// Stops the request in flight, if any, and every later one.
-        public func cancel() { cc_http_cancel_set(flag) }
+        package func cancel() { cc_http_cancel_set(flag) }
 
-        public var isCancelled: Bool { cc_http_cancel_is_set(flag) != 0 }
+        package var isCancelled: Bool { cc_http_cancel_is_set(flag) != 0 }
     }
 
     /// Sends `request` and waits for the answer (on the calling thread: blocking). Never throws:
     /// whatever went wrong is status 0 with the reason in `text`.
-    public static func send(_ request: Request, cancellation: Cancellation? = nil) -> Answer {
+    package static func send(_ request: Request, cancellation: Cancellation? = nil) -> Answer {
         if cancellation?.isCancelled == true {
             return Answer(status: 0, retryAfter: nil, headers: [:], text: "stopped", failure: .stopped)
         }
@@ -159,7 +159,7 @@ public enum HTTPExchange {
     }
 
     /// Retry-After: a number of seconds or an HTTP date.
-    public static func parseRetryAfter(_ value: String) -> Duration? {
+    package static func parseRetryAfter(_ value: String) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Double(trimmed), seconds.isFinite { return .seconds(min(max(0, seconds), 1e9)) }
         let formatter = DateFormatter()
@@ -172,7 +172,7 @@ public enum HTTPExchange {
 
     /// Exponential backoff with jitter: after the `failures`-th failure in a row, half to all of
     /// `initial` · 2^(failures−1), at least `retryAfter`, at most `maximum`.
-    public static func backoff(failures: Int, initial: Duration, maximum: Duration, retryAfter: Duration? = nil) -> Duration {
+    package static func backoff(failures: Int, initial: Duration, maximum: Duration, retryAfter: Duration? = nil) -> Duration {
         let step = initial * (1 << max(0, min(failures - 1, 30)))
         let jittered = min(maximum, step) * Double.random(in: 0.5...1.0)
         return min(maximum, max(jittered, retryAfter ?? .zero))

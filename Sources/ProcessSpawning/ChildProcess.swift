@@ -9,9 +9,9 @@ import Glibc
 #endif
 
 /// A finished (or killed) child process.
-public struct ChildProcess: Sendable {
+package struct ChildProcess: Sendable {
     /// How a child ended.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         case exited(Int32)
         case signaled(Int32)
         /// Still running at the deadline; it was killed with SIGKILL.
@@ -19,25 +19,25 @@ public struct ChildProcess: Sendable {
     }
 
     /// A process the child left behind (in its process group, or carrying its run token).
-    public struct Leftover: Sendable, Equatable, CustomStringConvertible {
-        public var pid: pid_t
+    package struct Leftover: Sendable, Equatable, CustomStringConvertible {
+        package var pid: pid_t
         /// `/proc/<pid>/comm`.
-        public var command: String
-        public var description: String { "\(command) (\(pid))" }
+        package var command: String
+        package var description: String { "\(command) (\(pid))" }
     }
 
-    public var ending: Ending
+    package var ending: Ending
     /// Wall seconds from spawn to exit.
-    public var seconds: Double
+    package var seconds: Double
     /// The child's pid (also its process group when spawned with `ownProcessGroup`).
-    public var pid: pid_t = 0
+    package var pid: pid_t = 0
     /// With `ownProcessGroup`: processes of the child's group (or descendants that carry its
     /// environment token) still running ~2 s after it ended. They were killed with SIGKILL.
-    public var leftRunning: [Leftover] = []
+    package var leftRunning: [Leftover] = []
 
     /// The environment variable that marks every process of one `ownProcessGroup` run, so a
     /// descendant that left the process group (setsid) is still found.
-    public static let runTokenVariable = "CRASHCAPTURE_CHILD_RUN_TOKEN"
+    package static let runTokenVariable = "CRASHCAPTURE_CHILD_RUN_TOKEN"
 
     /// Runs `path` with `arguments` to its end; stdout and stderr go to the given files (or
     /// /dev/null), stdin is /dev/null. The child is killed with SIGKILL once it has run
@@ -45,7 +45,7 @@ public struct ChildProcess: Sendable {
     /// ends, the group is watched for up to `leftoverGrace` seconds and whatever is still
     /// running then is reported in `leftRunning` and killed.
     /// - Throws: ``SpawnError`` when posix_spawn fails (e.g. no such executable).
-    public static func run(
+    package static func run(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil,
         stdout: String? = nil, stderr: String? = nil, timeout: Double = 60,
         ownProcessGroup: Bool = false, leftoverGrace: Double = 2
@@ -56,9 +56,9 @@ public struct ChildProcess: Sendable {
 
     /// A child that was started and not yet waited for (``ChildProcess/start(_:_:environment:stdout:stderr:ownProcessGroup:)``).
     /// Wait for it exactly once.
-    public struct Running: Sendable {
+    package struct Running: Sendable {
         /// The child's pid (also its process group when spawned with `ownProcessGroup`).
-        public let pid: pid_t
+        package let pid: pid_t
         let started: UInt64
         let ownProcessGroup: Bool
         let token: String?
@@ -66,7 +66,7 @@ public struct ChildProcess: Sendable {
         /// Waits until the child ends, or kills it with SIGKILL (its group, with
         /// `ownProcessGroup`) once `timeout` seconds have passed since it was spawned; then,
         /// with `ownProcessGroup`, reaps the group's leftovers as ``ChildProcess/run(_:_:environment:stdout:stderr:timeout:ownProcessGroup:leftoverGrace:)`` does.
-        public func wait(timeout: Double = 60, leftoverGrace: Double = 2) -> ChildProcess {
+        package func wait(timeout: Double = 60, leftoverGrace: Double = 2) -> ChildProcess {
             var status: Int32 = 0
             var timedOut = false
             while true {
@@ -96,7 +96,7 @@ public struct ChildProcess: Sendable {
     /// child while it runs (kill it, attach to it). Redirections and `ownProcessGroup` as in
     /// ``ChildProcess/run(_:_:environment:stdout:stderr:timeout:ownProcessGroup:leftoverGrace:)``.
     /// - Throws: ``SpawnError`` when posix_spawn fails.
-    public static func start(
+    package static func start(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil,
         stdout: String? = nil, stderr: String? = nil, ownProcessGroup: Bool = false
     ) throws -> Running {
@@ -154,7 +154,7 @@ public struct ChildProcess: Sendable {
     }
 
     /// Live (not zombie) processes in process group `group`, or whose environment carries `token`.
-    public static func survivors(group: pid_t, token: String?) -> [Leftover] {
+    package static func survivors(group: pid_t, token: String?) -> [Leftover] {
         let needle = token.map { Array("\(runTokenVariable)=\($0)".utf8)[...] }
         var result: [Leftover] = []
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
@@ -180,9 +180,9 @@ public struct ChildProcess: Sendable {
     }
 
     /// posix_spawn failed.
-    public struct SpawnError: Error, CustomStringConvertible {
-        public let path: String
-        public let errno: Int32
-        public var description: String { "cannot run \(path): \(String(cString: strerror(errno)))" }
+    package struct SpawnError: Error, CustomStringConvertible {
+        package let path: String
+        package let errno: Int32
+        package var description: String { "cannot run \(path): \(String(cString: strerror(errno)))" }
     }
 }

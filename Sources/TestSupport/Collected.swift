@@ -3,13 +3,13 @@ import Synchronization
 
 /// Values appended from any thread (an identity callback, a server's policy), read in the order
 /// they were appended.
-public final class Collected<Element: Sendable>: Sendable {
+package final class Collected<Element: Sendable>: Sendable {
     private let values = Mutex<[Element]>([])
 
-    public init() {}
+    package init() {}
 
-    public func append(_ value: Element) { values.withLock { $0.append(value) } }
+    package func append(_ value: Element) { values.withLock { $0.append(value) } }
 
     /// Everything appended so far.
-    public var all: [Element] { values.withLock { $0 } }
+    package var all: [Element] { values.withLock { $0 } }
 }

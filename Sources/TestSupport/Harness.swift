@@ -9,13 +9,13 @@ import Glibc
 #endif
 
 /// The debug crash-harness, run as a child process.
-public enum Harness {
+package enum Harness {
     /// The debug crash-harness SwiftPM built next to this test bundle.
-    public static var path: String { BuiltProducts.harness }
+    package static var path: String { BuiltProducts.harness }
 
     /// The test process's environment without what would change a child's behaviour: Swift's
     /// own backtracer off, CrashCapture not disabled, no Sentry DSN.
-    public static var environment: [String: String] {
+    package static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: "CRASHCAPTURE_DISABLE")
@@ -24,19 +24,19 @@ public enum Harness {
     }
 
     /// Runs `crash-harness emit ...` to its end (or kills it with SIGKILL after `timeout`).
-    public static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
+    package static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
                             environment extra: [String: String] = [:]) throws -> ChildProcess {
         try ChildProcess.run(path, ["emit"] + arguments, environment: environment.merging(extra) { $1 }, stdout: stdout,
                              timeout: timeout)
     }
 
     /// Starts `crash-harness emit ...` without waiting; `.wait()` on the result ends it.
-    public static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
+    package static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
         try ChildProcess.start(path, ["emit"] + arguments, environment: environment)
     }
 
     /// Waits (bounded) until `path` exists.
-    public static func waitForFile(_ path: String, timeout: Double = 60) -> Bool {
+    package static func waitForFile(_ path: String, timeout: Double = 60) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !FileManager.default.fileExists(atPath: path) {
             if Date() > deadline { return false }
@@ -48,22 +48,22 @@ public enum Harness {
 
 extension Dictionary where Key == String, Value == Any {
     /// The event's name (`event`).
-    public var event: String? { self["event"] as? String }
-    public var trackID: String? { self["_track_id"] as? String }
-    public var properties: [String: Any] { self["properties"] as? [String: Any] ?? [:] }
+    package var event: String? { self["event"] as? String }
+    package var trackID: String? { self["_track_id"] as? String }
+    package var properties: [String: Any] { self["properties"] as? [String: Any] ?? [:] }
     /// `emit`'s own numbering of its events (`seq`) and its run (`run`).
-    public var seq: Int? { properties["seq"] as? Int }
-    public var run: String? { properties["run"] as? String }
+    package var seq: Int? { properties["seq"] as? Int }
+    package var run: String? { properties["run"] as? String }
 }
 
 /// Parses a stored event's JSON ([:] when it is not a JSON object).
-public func object(_ json: String) -> [String: Any] {
+package func object(_ json: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]) ?? [:]
 }
 
 extension TestHTTPServer.Request {
     /// The events in a Sensors `/sa` body (nil when the body is not a valid Sensors form).
-    public var events: [[String: Any]]? {
+    package var events: [[String: Any]]? {
         guard let decoded = SensorsWire.decode(body: body) else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(decoded.json.utf8)) as? [[String: Any]]
     }
@@ -71,7 +71,7 @@ extension TestHTTPServer.Request {
 
 extension TestHTTPServer {
     /// Events of the requests answered with a 2xx, in order.
-    public var acceptedEvents: [[String: Any]] {
+    package var acceptedEvents: [[String: Any]] {
         allRequests.filter { ($0.answeredStatus ?? 0) / 100 == 2 }.flatMap { $0.events ?? [] }
     }
 }

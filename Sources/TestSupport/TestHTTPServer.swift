@@ -13,22 +13,22 @@ import Glibc
 #endif
 
 // @unchecked: the request log, the stopped flag and the silent connections are guarded by `lock`.
-public final class TestHTTPServer: @unchecked Sendable {
-    public struct Request: Sendable {
-        public let index: Int
+package final class TestHTTPServer: @unchecked Sendable {
+    package struct Request: Sendable {
+        package let index: Int
         /// "GET", "POST", …
-        public let method: String
+        package let method: String
         /// The request target as sent: a path ("/sa?project=test"), or an absolute URL to a proxy.
-        public let path: String
+        package let path: String
         /// Header names lowercased.
-        public let headers: [String: String]
-        public let bodyBytes: [UInt8]
-        public var body: String { String(decoding: bodyBytes, as: UTF8.self) }
+        package let headers: [String: String]
+        package let bodyBytes: [UInt8]
+        package var body: String { String(decoding: bodyBytes, as: UTF8.self) }
         /// The status it was answered with (nil: reset, or not answered yet).
-        public internal(set) var answeredStatus: Int?
+        package internal(set) var answeredStatus: Int?
     }
 
-    public enum Answer: Sendable {
+    package enum Answer: Sendable {
         /// This status, these headers and this body (`ok` unless given), then the connection is closed.
         case status(Int, headers: [String: String] = [:], body: [UInt8] = Array("ok".utf8))
         /// The connection is closed with an RST instead of an answer.
@@ -43,17 +43,17 @@ public final class TestHTTPServer: @unchecked Sendable {
     private var stopped = false
     private var silent: Set<Int32> = []
     private let policy: @Sendable (Request) -> Answer
-    public private(set) var port: UInt16 = 0
+    package private(set) var port: UInt16 = 0
 
     /// `http://127.0.0.1:PORT`, with no path.
-    public var origin: String { "http://127.0.0.1:\(port)" }
+    package var origin: String { "http://127.0.0.1:\(port)" }
 
     /// A Sensors-style `/sa` URL on this server.
-    public var url: URL { URL(string: origin + "/sa?project=test")! }
+    package var url: URL { URL(string: origin + "/sa?project=test")! }
 
     /// Starts listening on 127.0.0.1 at a port the kernel picks; every request is answered as
     /// `policy` says (200 `ok` by default). Throws when no socket can be bound.
-    public init(policy: @escaping @Sendable (Request) -> Answer = { _ in .status(200) }) throws {
+    package init(policy: @escaping @Sendable (Request) -> Answer = { _ in .status(200) }) throws {
         self.policy = policy
         listenFD = try Self.boundSocket()
         do {
@@ -71,7 +71,7 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     /// Stops listening (a new connection is refused) and ends the connections left without an
     /// answer. Harmless twice.
-    public func stop() {
+    package func stop() {
         lock.lock()
         defer { lock.unlock() }
         let wasStopped = stopped
@@ -87,7 +87,7 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     /// A port on 127.0.0.1 that nothing listens on: bound to port 0 and released at once. For a
     /// server started on it later (debuginfod), or a connection to be refused.
-    public static func unusedPort() throws -> UInt16 {
+    package static func unusedPort() throws -> UInt16 {
         let fd = try boundSocket()
         defer { close(fd) }
         return try localPort(fd)
@@ -125,7 +125,7 @@ public final class TestHTTPServer: @unchecked Sendable {
     }
 
     /// Every request received, in arrival order.
-    public var allRequests: [Request] { lock.withLock { requests } }
+    package var allRequests: [Request] { lock.withLock { requests } }
 
     private func acceptLoop() {
         while true {

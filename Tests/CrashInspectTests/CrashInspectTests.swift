@@ -48,7 +48,7 @@ final class CrashInspectTests: XCTestCase {
             .deletingLastPathComponent().appendingPathComponent("Sources/CrashScenarios/Levels.swift")
         var lines: [String: Int] = [:]
         for (index, line) in try String(contentsOf: source, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            for level in 1...5 where line.contains("func level\(level)(") { lines["level\(level)"] = index + 1 }
+            for level in 1...5 where line.contains(" func level\(level)(") { lines["level\(level)"] = index + 1 }
         }
         XCTAssertEqual(lines.count, 5)
         return lines

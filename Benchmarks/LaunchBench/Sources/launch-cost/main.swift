@@ -15,10 +15,11 @@
 // Each program is spawned by launch-probe (C), which times it and reads its rusage: a child's
 // ru_maxrss is never below the RSS of the process that spawned it, so spawning straight from
 // here would report this program's RSS for every row (launch-probe's own floor is printed).
-// ProcessSpawning's ChildProcess starts launch-probe; it is not used for the timed spawn because
-// it polls waitpid every millisecond and reads no rusage.
+// ChildProcess (the main package's ProcessSpawning, compiled here as BenchSpawning) starts
+// launch-probe; it is not used for the timed spawn because it polls waitpid every millisecond
+// and reads no rusage.
 import Foundation
-import ProcessSpawning
+import BenchSpawning
 #if canImport(Glibc)
 import Glibc
 #endif

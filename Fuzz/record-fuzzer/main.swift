@@ -1,7 +1,11 @@
 // main.swift — libFuzzer driver: any bytes through the record parser and everything the inspector derives from it.
 //
-// SwiftPM gives every executable its own entry point, so libFuzzer's main() cannot be used;
-// this main hands control to libFuzzer through LLVMFuzzerRunDriver instead.
+// A target of the main package, so it reaches the package-internal modules it fuzzes
+// (CrashInspection, CrashSentry, CrashSymbolication) and is compiled by every `swift build`.
+// scripts/fuzz.sh builds it with `-sanitize=fuzzer -DRECORD_FUZZER`: then libFuzzer drives it
+// through LLVMFuzzerRunDriver (SwiftPM gives every executable its own entry point, so libFuzzer's
+// main() cannot be used). Any other build replays the files given as arguments (directories:
+// every file in them) through the same function, e.g. a crash artifact libFuzzer left.
 import SensorsEvents
 import CrashRecordFormat
 import CrashInspection
@@ -13,13 +17,6 @@ import Glibc
 #endif
 
 typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: FuzzCallback
-) -> Int32
 
 let testOneInput: FuzzCallback = { data, size in
     guard let data else { return 0 }
@@ -41,6 +38,33 @@ let testOneInput: FuzzCallback = { data, size in
     return 0
 }
 
+#if RECORD_FUZZER
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: FuzzCallback
+) -> Int32
+
 var argc = CommandLine.argc
 var argv = CommandLine.unsafeArgv
 exit(LLVMFuzzerRunDriver(&argc, &argv, testOneInput))
+#else
+var replayed = 0
+for argument in CommandLine.arguments.dropFirst() {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
+        FileHandle.standardError.write(Data("record-fuzzer: no such file: \(argument)\n".utf8))
+        exit(2)
+    }
+    let paths = isDirectory.boolValue
+        ? ((try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []).sorted().map { argument + "/" + $0 }
+        : [argument]
+    for path in paths {
+        guard let bytes = FileManager.default.contents(atPath: path) else { continue }
+        _ = bytes.withUnsafeBytes { testOneInput($0.bindMemory(to: UInt8.self).baseAddress, $0.count) }
+        replayed += 1
+    }
+}
+print("record-fuzzer: replayed \(replayed) input(s) without a crash (built without -DRECORD_FUZZER: no fuzzing; see scripts/fuzz.sh)")
+#endif

@@ -9,8 +9,7 @@
 // Then a crash at the end of a 50-deep async chain (and a 1-deep one as the control), alone and
 // with 100 threads, the four configurations again: CrashCapture's handler time, record size and
 // the async links it found on the crashed thread (at least 50 or the run fails).
-import CrashCapture
-import CrashSymbolication
+import CrashRecordFormat
 import ProcessSpawning
 import Foundation
 #if canImport(Glibc)
@@ -133,7 +132,7 @@ func once(_ configuration: ThreadConfiguration, threads: Int) throws -> Double {
     }
     if configuration.helper {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        guard files.count == 1, let record = try? CrashRecordReader.read(path: directory + "/" + files[0]), record.isComplete else {
+        guard files.count == 1, let record = try? CrashRecordReader.read(path: directory + "/" + files[0]), record.completeness == .complete else {
             FileHandle.standardError.write(Data("crash-to-exit: no complete record with \(threads) threads\n".utf8))
             exit(1)
         }
@@ -209,7 +208,7 @@ func once(_ configuration: Configuration, shape index: Int) throws -> Double {
     if configuration.capture && !configuration.backtracer {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let path = directory + "/" + (files.first ?? "")
-        guard files.count == 1, let record = try? CrashRecordReader.read(path: path), record.isComplete,
+        guard files.count == 1, let record = try? CrashRecordReader.read(path: path), record.completeness == .complete,
               let crashed = record.crashedThread else {
             FileHandle.standardError.write(Data("crash-to-exit: no complete record from \(configuration.label), \(shape.label)\n".utf8))
             exit(1)
