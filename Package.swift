@@ -120,6 +120,14 @@ let package = Package(
             path: "Benchmarks/InPackage/crash-to-exit",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // tracking-bench: the tracking store's throughput, upload and ingest against a loopback
+        // server (it opens trackers and stores directly, which only this package may).
+        .executableTarget(
+            name: "tracking-bench",
+            dependencies: ["SensorsTracking", "CrashReporter", "CrashCapture", "SensorsEvents"],
+            path: "Benchmarks/InPackage/tracking-bench",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "symbolication-bench",
             dependencies: ["CrashRecordFormat", "CrashSymbolication"],

@@ -35,5 +35,5 @@ rm -rf "$record_dir"
 echo; echo "== install, breadcrumbs (ordo-one/benchmark)"
 (cd Benchmarks/CaptureBench && swift package --disable-sandbox benchmark --no-progress --format markdown)
 
-echo; echo "== tracking store and upload (Benchmarks/TrackingBench)"
-swift run -c release --package-path Benchmarks/TrackingBench TrackingBench
+echo; echo "== tracking store and upload (tracking-bench, Benchmarks/InPackage)"
+swift run -c release tracking-bench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the C code (no warning; the C core under
-# ASan + UBSan), builds a release harness too, runs every test.
+# ASan + UBSan), builds a release harness too, runs every test, counts the public surface.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -13,5 +13,7 @@ swift build -c release --package-path Examples/CrashingServer
 export CRASHING_SERVER="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/crashing-server"
 echo "== swift test"
 swift test
+echo "== the public surface (at most 250 public declarations in the shipped modules)"
+scripts/public-surface.sh
 echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
