@@ -66,7 +66,7 @@ final class RestartTests: XCTestCase {
             usleep(UInt32(request.index % 4) * 2000)
             return .status(200)
         }
-        var generator = SeededGenerator(seed: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         var killed: [String] = []
         var completed: [String] = []
         let iterations = 20
@@ -185,15 +185,3 @@ final class PIDBox: @unchecked Sendable {
     }
 }
 
-/// SplitMix64: the kill delays are random but the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
