@@ -254,10 +254,14 @@ final class SentrySinkTests: XCTestCase {
         let dsn = try XCTUnwrap(SentryDSN("https://abc123@o1.ingest.sentry.example:8443/some/path/4505"))
         XCTAssertEqual(dsn.publicKey, "abc123")
         XCTAssertEqual(dsn.projectID, "4505")
-        XCTAssertEqual(dsn.envelopeURL.absoluteString, "https://o1.ingest.sentry.example:8443/some/path/api/4505/envelope/")
-        XCTAssertEqual(SentryDSN("http://k:secret@127.0.0.1/7")?.envelopeURL.absoluteString, "http://127.0.0.1/api/7/envelope/")
+        XCTAssertEqual(dsn.envelopeURL?.absoluteString, "https://o1.ingest.sentry.example:8443/some/path/api/4505/envelope/")
+        XCTAssertEqual(SentryDSN("http://k:secret@127.0.0.1/7")?.envelopeURL?.absoluteString, "http://127.0.0.1/api/7/envelope/")
+        XCTAssertEqual(SentryDSN(" HTTP://k@[::1]:9000/7 ")?.envelopeAddress, "http://[::1]:9000/api/7/envelope/")
+        XCTAssertEqual(SentryDSN("https://k@sentry.example/42?x=1")?.envelopeAddress, "https://sentry.example/api/42/envelope/")
         for bad in ["", "nonsense", "https://sentry.example/42", "https://key@sentry.example/", "https://key@sentry.example/notanumber",
-                    "ftp://key@sentry.example/1", "https://key@/1"] {
+                    "ftp://key@sentry.example/1", "https://key@/1", "https://key@sentry.example:0/1", "https://key@sentry.example:99999/1",
+                    "https://key@sentry.example:port/1", "https://k y@sentry.example/1", "https://key@sentry example/1",
+                    "https://key@[::1/1", "https://@sentry.example/1"] {
             XCTAssertNil(SentryDSN(bad), bad)
         }
     }

@@ -55,6 +55,8 @@ struct Row {
     let program: String
     var directory: Directory = .none
     var disable = false
+    /// More environment for the program (`LAUNCH_BENCH_SENTRY_ALONE=1`: the reporter with a DSN and no store).
+    var environment: [String: String] = [:]
     /// Index of the row this one is compared with, run for run.
     var baseline: Int?
     /// What the program must report as `result=` (capture) or `capture=` (reporter).
@@ -75,6 +77,8 @@ let rows = [
         expect: "installed", wallTarget: 3, startTarget: 2000),
     Row(label: "reporter, new directory", program: "reporter", directory: .new, baseline: 3,
         expect: "installed", wallTarget: 3, startTarget: 2000),
+    Row(label: "reporter, Sentry alone (no store)", program: "reporter", directory: .shared(scratch + "/reporter-sentry"),
+        environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 3, expect: "installed", wallTarget: 3, startTarget: 2000),
 ]
 for row in rows {
     if case .shared(let path) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
@@ -141,6 +145,7 @@ func probeRun(_ program: String, _ programArguments: [String], environment: [Str
 func run(_ row: Row) -> Sample {
     var childEnvironment = environment
     if row.disable { childEnvironment["CRASHCAPTURE_DISABLE"] = "1" }
+    childEnvironment.merge(row.environment) { $1 }
     var directoryArguments: [String] = []
     var newDirectory: String?
     switch row.directory {
