@@ -320,47 +320,15 @@ package final class Symbolicator: @unchecked Sendable {
 /// A long-lived `llvm-symbolizer` reading `"object" 0xoffset` lines on stdin and answering one
 /// JSON line each: debug info is parsed once per object, not once per record.
 final class SymbolizerServer {
-    private let pid: pid_t
-    private let input: Int32
-    private let output: Int32
-    private var buffered: [UInt8] = []
+    private let child: ChildProcess.Conversation
 
     init?(symbolizer: String, extraArguments: [String] = []) {
-        var toChild: [Int32] = [0, 0]
-        var fromChild: [Int32] = [0, 0]
-        guard pipe(&toChild) == 0 else { return nil }
-        guard pipe(&fromChild) == 0 else { close(toChild[0]); close(toChild[1]); return nil }
-        // Our ends must not leak into other children (a symbolizer that never sees EOF).
-        for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = [symbolizer, "--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + extraArguments
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
         // Without DEBUGINFOD_URLS: the toolchain's llvm-symbolizer would otherwise fetch debug
         // files itself, past the Symbolicator's build-id checks (it has decided already).
-        let environment = Symbolicator.symbolizerEnvironment
-        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { cEnv.forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, symbolizer, &actions, nil, &cArgs, &cEnv)
-        close(toChild[0])
-        close(fromChild[1])
-        guard rc == 0 else { close(toChild[1]); close(fromChild[0]); return nil }
-        pid = child
-        input = toChild[1]
-        output = fromChild[0]
-    }
-
-    deinit {
-        close(input) // end of input: the symbolizer exits
-        close(output)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard let child = try? ChildProcess.Conversation(
+            symbolizer, ["--output-style=JSON", "--inlines", "--demangle", "--relativenames"] + extraArguments,
+            environment: Symbolicator.symbolizerEnvironment) else { return nil }
+        self.child = child
     }
 
     /// One JSON line per offset, or nil if the process is gone or answers nonsense.
@@ -368,37 +336,10 @@ final class SymbolizerServer {
         guard !object.contains("\""), !object.contains("\n") else { return nil }
         var lines: [String] = []
         for offset in offsets {
-            let request = "\"\(object)\" 0x\(String(offset, radix: 16))\n"
-            guard writeAll(Array(request.utf8)), let line = readLine() else { return nil }
+            guard child.send("\"\(object)\" 0x\(String(offset, radix: 16))"), let line = child.readLine() else { return nil }
             lines.append(line)
         }
         return lines
-    }
-
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
-    }
-
-    private func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
-                return line
-            }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return nil }
-            buffered += chunk[0..<n]
-        }
     }
 }
 

@@ -117,19 +117,108 @@ package struct ChildProcess: Sendable {
             token = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             environment[runTokenVariable] = token
         }
-        let env = environment.map { "\($0.key)=\($0.value)" }
-        let argv = [path] + arguments
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        var cEnv: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
+        let started = DispatchTime.now().uptimeNanoseconds
+        let pid = try withUnsafePointer(to: &attributes) {
+            try spawn(path, arguments, environment: environment, actions: &actions, attributes: $0)
+        }
+        return Running(pid: pid, started: started, ownProcessGroup: ownProcessGroup, token: token)
+    }
+
+    /// posix_spawn with the arguments and environment as C strings: the one place this package
+    /// starts a process.
+    static func spawn(_ path: String, _ arguments: [String], environment: [String: String],
+                      actions: inout posix_spawn_file_actions_t, attributes: UnsafePointer<posix_spawnattr_t>?) throws -> pid_t {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             cArgs.forEach { free($0) }
             cEnv.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let started = DispatchTime.now().uptimeNanoseconds
-        let rc = posix_spawn(&pid, path, &actions, &attributes, &cArgs, &cEnv)
+        let rc = posix_spawn(&pid, path, &actions, attributes, &cArgs, &cEnv)
         guard rc == 0 else { throw SpawnError(path: path, errno: rc) }
-        return Running(pid: pid, started: started, ownProcessGroup: ownProcessGroup, token: token)
+        return pid
+    }
+
+    /// A long-lived child spoken to in lines: each line written to its stdin, each answer read
+    /// from its stdout (stderr goes to /dev/null). For a tool that keeps state between requests
+    /// (llvm-symbolizer parses an object's debug information once). Ending it closes its input
+    /// (it exits at end of input) and waits for it.
+    package final class Conversation {
+        private let pid: pid_t
+        private let input: Int32
+        private let output: Int32
+        private var buffered: [UInt8] = []
+
+        /// - Throws: ``SpawnError`` when the pipes cannot be made or posix_spawn fails.
+        package init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
+            var toChild: [Int32] = [0, 0]
+            var fromChild: [Int32] = [0, 0]
+            guard pipe(&toChild) == 0 else { throw SpawnError(path: path, errno: errno) }
+            guard pipe(&fromChild) == 0 else {
+                let error = errno
+                close(toChild[0]); close(toChild[1])
+                throw SpawnError(path: path, errno: error)
+            }
+            // Close-on-exec: our ends must not leak into other children (a child that holds its
+            // own input's write end never sees end of input). (pipe2 is not visible to Swift.)
+            for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            let spawned = Result { try ChildProcess.spawn(path, arguments, environment: environment, actions: &actions, attributes: nil) }
+            close(toChild[0])
+            close(fromChild[1])
+            switch spawned {
+            case .success(let pid):
+                self.pid = pid
+                input = toChild[1]
+                output = fromChild[0]
+            case .failure(let error):
+                close(toChild[1])
+                close(fromChild[0])
+                throw error
+            }
+        }
+
+        deinit {
+            close(input) // end of input: the child exits
+            close(output)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+
+        /// Writes `line` and a newline; `false` when the child is gone.
+        package func send(_ line: String) -> Bool {
+            let bytes = Array((line + "\n").utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+
+        /// The next line the child writes (without its newline); nil at its end of output.
+        package func readLine() -> String? {
+            while true {
+                if let newline = buffered.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                    buffered.removeSubrange(...newline)
+                    return line
+                }
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                let n = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return nil }
+                buffered += chunk[0..<n]
+            }
+        }
     }
 
     /// Waits up to `grace` seconds for every process of group `group` (and every process whose

@@ -201,3 +201,39 @@ final class ChildProcessTests: XCTestCase {
         XCTAssertEqual(ChildProcess.survivors(group: child.pid, token: nil), [])
     }
 }
+
+final class ConversationTests: XCTestCase {
+    /// A long-lived child answers line by line, keeps its state between lines, and ends when the
+    /// conversation does (end of input), leaving no zombie.
+    func testALongLivedChildAnswersLineByLineAndEndsWithTheConversation() throws {
+        // sed -u: unbuffered, one answer per line, the line number showing that the same process
+        // answers every line.
+        var conversation: ChildProcess.Conversation? = try ChildProcess.Conversation(
+            "/bin/sed", ["-u", "-n", "s/^/line /; =; p"], environment: [:])
+        XCTAssertTrue(conversation!.send("first"))
+        XCTAssertEqual(conversation!.readLine(), "1")
+        XCTAssertEqual(conversation!.readLine(), "line first")
+        XCTAssertTrue(conversation!.send("second"))
+        XCTAssertEqual(conversation!.readLine(), "2")
+        XCTAssertEqual(conversation!.readLine(), "line second")
+        // Our children, running or zombie: every thread's /proc children list, and which are sed.
+        let sedChildren = { () -> [String] in
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            let pids = tasks.flatMap { task in
+                ((try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").map(String.init)
+            }
+            return pids.filter { ((try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8)) ?? "").hasPrefix("sed") }
+        }
+        XCTAssertEqual(sedChildren().count, 1, "sed runs")
+        conversation = nil
+        XCTAssertEqual(sedChildren(), [], "sed ended and was reaped")
+    }
+
+    /// A child that ends early: its output ends (nil), and writing to it fails instead of
+    /// killing us with SIGPIPE (Swift programs ignore it).
+    func testAChildThatIsGoneAnswersNil() throws {
+        let conversation = try ChildProcess.Conversation("/bin/true", [], environment: [:])
+        XCTAssertNil(conversation.readLine())
+        XCTAssertThrowsError(try ChildProcess.Conversation("/nonexistent/tool", [], environment: [:]))
+    }
+}
