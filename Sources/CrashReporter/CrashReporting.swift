@@ -6,7 +6,6 @@ import CrashCapture
 @_exported import SensorsTracking
 import Foundation
 import HTTPExchange
-import Synchronization
 
 /// Crash capture for one application, its records delivered at the next launch to Sentry, to
 /// the Sensors events store, and to any sink of its own.
@@ -105,18 +104,13 @@ public final class CrashReporting: Sendable {
     public let captureResult: Result<CrashHandler.StartResult, CrashCaptureError>?
 
     /// The inbox pass's result, set once by the thread that runs it.
-    private final class Launched: Sendable {
-        let state = Mutex<LaunchReport?>(nil)
-        let done = Latch()
-    }
-    private let launched: Launched
+    private let launched = Latch<LaunchReport>()
 
     /// What the launch did with earlier records. Waits until the launch (on the tracker's
     /// writer thread, or the reporter's own thread without a store) is done.
     public var launchReport: LaunchReport {
         let abnormalEnds = tracker?.abnormalEnds ?? [] // waits for the tracker's launch
-        launched.done.wait()
-        var report = launched.state.withLock { $0 } ?? LaunchReport()
+        var report = launched.wait()
         report.abnormalEnds = abnormalEnds
         return report
     }
@@ -198,8 +192,7 @@ public final class CrashReporting: Sendable {
         }
         self.sentry = sentry
         sentryDSNError = dsnError
-        let launched = Launched()
-        self.launched = launched
+        let launched = self.launched
         let otherSinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
         let recordDirectory = configuration.recordDirectory
         guard let trackerConfiguration, let store else {
@@ -209,8 +202,7 @@ public final class CrashReporting: Sendable {
                 OSThread.name("CrashReporter.inbox")
                 let report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
                                                  appVersion: configuration.appVersion, sinks: otherSinks)
-                launched.state.withLock { $0 = report }
-                launched.done.open()
+                launched.open(report)
             }
             thread.name = "CrashReporter.inbox"
             thread.start()
@@ -225,8 +217,7 @@ public final class CrashReporting: Sendable {
                                              appVersion: configuration.appVersion, extraPresets: extraPresets,
                                              sinks: (store == nil ? [UnavailableSink(id: .events, reason: "the events store cannot be opened")] : [])
                                                  + otherSinks)
-            launched.state.withLock { $0 = report }
-            launched.done.open()
+            launched.open(report)
         }
     }
 
@@ -269,7 +260,7 @@ public final class CrashReporting: Sendable {
         var sent = true
         if let sentry {
             // The records reach the sink in the launch's pass: wait for it, within the deadline.
-            _ = launched.done.wait(until: deadline)
+            _ = launched.wait(until: deadline)
             sent = sentry.finish(deadline: deadline)
         }
         return ShutdownResult(stored: result?.stored ?? true, uploaded: result?.uploaded ?? false, sentToSentry: sent)
@@ -296,35 +287,37 @@ struct UnavailableSink: CrashRecordSink {
     func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
 }
 
-/// A one-way gate: closed until ``open()``, then open for good.
-final class Latch: Sendable {
+/// A one-way gate carrying a value: closed until ``open(_:)``, then open for good with it.
+// @unchecked: `value` is only touched under `condition`.
+final class Latch<Value: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
-    private let isOpen = Mutex(false)
+    private var value: Value?
 
-    func open() {
-        condition.lock()
-        isOpen.withLock { $0 = true }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait() {
-        condition.lock()
-        while !isOpen.withLock({ $0 }) { condition.wait() }
-        condition.unlock()
-    }
-
-    /// Waits at most until `deadline`; whether it is open.
-    @discardableResult
-    func wait(until deadline: SuspendingClock.Instant) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while !isOpen.withLock({ $0 }) {
-            let left = SuspendingClock.now.duration(to: deadline).components
-            let seconds = Double(left.seconds) + Double(left.attoseconds) / 1e18
-            if seconds <= 0 { return false }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+    func open(_ value: Value) {
+        condition.withLock {
+            self.value = value
+            condition.broadcast()
         }
-        return true
+    }
+
+    func wait() -> Value {
+        condition.withLock {
+            while value == nil { condition.wait() }
+            return value!
+        }
+    }
+
+    /// Waits at most until `deadline`; the value if it came by then.
+    @discardableResult
+    func wait(until deadline: SuspendingClock.Instant) -> Value? {
+        condition.withLock {
+            while value == nil {
+                let left = SuspendingClock.now.duration(to: deadline).components
+                let seconds = Double(left.seconds) + Double(left.attoseconds) / 1e18
+                if seconds <= 0 { break }
+                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            }
+            return value
+        }
     }
 }
