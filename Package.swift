@@ -17,6 +17,9 @@ let package = Package(
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
         // Every way a Linux Swift program dies, performed and verified (the test harness).
         .executable(name: "crash-harness", targets: ["crash-harness"]),
+        // Crash-time upload: what a crashing process starts to send its record to Sentry (off by
+        // default; CrashReporting's crashTimeUploader). Ship it beside the program.
+        .executable(name: "crash-uploader", targets: ["crash-uploader"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -80,6 +83,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Started by a crashing process's handler to send its record to Sentry (CrashTimeUpload).
+        .executableTarget(
+            name: "crash-uploader",
+            dependencies: ["CrashReporter", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
         // The offline inspector: explanations, rendering, grouping.
@@ -142,7 +150,7 @@ let package = Package(
             name: "CrashReporterTests",
             dependencies: [
                 "CrashReporter", "CrashCapture", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
-                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness",
+                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

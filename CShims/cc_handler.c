@@ -407,6 +407,8 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     CC__MARK("close");
     if (!w->failed) renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name);
     CC__MARK("rename");
+    /* The crash-time uploader, when configured (cc_uploader.c): bounded by the watchdog. */
+    cc__uploader_start(crash_mono_ns + (int64_t)cc__g.watchdog_seconds * 1000000000LL - 500000000LL);
 #ifdef CC_TRACE_STEPS
     cc__trace_dump("handler");
 #endif

@@ -68,8 +68,8 @@ static struct {
 } g_helper;
 
 /* async-signal-safe: a system call that returns -errno instead of setting errno (the helper
- * shares errno with the recording thread). */
-static long cc__raw_syscall(long n, long a, long b, long c, long d) {
+ * shares errno with the recording thread; so does the uploader's child, cc_uploader.c). */
+long cc__raw_syscall(long n, long a, long b, long c, long d) {
 #if defined(__x86_64__)
     long ret;
     register long r10 __asm__("r10") = d;

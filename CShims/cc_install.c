@@ -105,6 +105,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
     if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return CC_ERR_ARGUMENT;
     if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return CC_ERR_ARGUMENT;
+    if (!cc__uploader_fits(config)) return CC_ERR_ARGUMENT;
     /* setuid/setgid programs: a record would hold memory of a privileged process in a place
      * an unprivileged user may read. Stay off, as core dumps do. */
     if (getauxval(AT_SECURE)) return CC_ERR_SECURE;
@@ -194,6 +195,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     CC__MARK("images_prepare");
     cc_prepare_current_thread();
     CC__MARK("altstack");
+    cc__uploader_prepare(config);
     /* The stop signal for other threads (see cc_threads.c): installed even when their stacks
      * are not recorded, since stopping them is what keeps a crash a crash. Nothing is lost if
      * the program already handles every candidate signal: threads are then listed as not
@@ -223,6 +225,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
             int saved = errno;
             for (int j = i - 1; j >= 0; j--) sigaction(cc__g.signals[j], &cc__g.previous[j], 0);
             cc__threads_uninstall();
+            cc__uploader_disable();
             cc__close_resources();
             if (err_errno) *err_errno = saved;
             atomic_store(&cc__g.install_state, 0);
@@ -251,6 +254,7 @@ int cc_uninstall(void) {
         }
     }
     cc__threads_uninstall();
+    cc__uploader_disable();
     cc__close_resources();
     atomic_store(&cc__g.install_state, 0);
     return 0;

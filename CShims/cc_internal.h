@@ -222,6 +222,14 @@ int cc__helper_index(pid_t tid);
 int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
 void cc__helper_write_note(cc__writer_t *w);
 int cc__is_helper_process(void);
+/* async-signal-safe: syscall(2) returning -errno, errno untouched (for code sharing our memory). */
+long cc__raw_syscall(long n, long a, long b, long c, long d);
+
+/* cc_uploader.c — the crash-time uploader. */
+int cc__uploader_fits(const cc_config_t *config);                        /* install time */
+void cc__uploader_prepare(const cc_config_t *config);                    /* install time */
+void cc__uploader_disable(void);                                         /* uninstall */
+void cc__uploader_start(int64_t deadline_ns);                            /* async-signal-safe */
 
 /* cc_registers.c — async-signal-safe: a CC_SEC_REGISTERS payload (cc_sec_registers_t and the
  * registers) for the context into out; its length, 0 when cap is too small. */

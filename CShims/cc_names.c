@@ -113,6 +113,9 @@ const char *cc__errno_name(int error) {
     case ENOSYS: return "ENOSYS: not supported";
     case ETIMEDOUT: return "ETIMEDOUT: did not stop in time";
     case ECHILD: return "ECHILD: the helper process could not start or died";
+    case ENOENT: return "ENOENT: no such file";
+    case ENOEXEC: return "ENOEXEC: not an executable";
+    case EAGAIN: return "EAGAIN: no process could be made";
     default: return "another error";
     }
 }

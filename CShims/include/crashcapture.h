@@ -45,6 +45,14 @@ typedef struct {
     uint32_t flags;              /* CC_FLAG_* */
     int thread_dump_signal;      /* signal used to ask other threads for stacks; 0 = SIGRTMAX-3 */
     uint32_t watchdog_seconds;   /* a handler still writing after this long ends the process; 0 = 10 */
+    /* The crash-time uploader (cc_uploader.c): an executable the handler starts once the record
+     * is whole, with `uploader_arguments` and then the record's file name as its arguments, and
+     * `uploader_environment` ("KEY=value" entries, NULL-terminated) before this process's own
+     * environment as it is at install (an entry of the same key there is left out). All copied
+     * at install. NULL or "" path: none. */
+    const char *uploader_path;
+    const char *const *uploader_arguments;   /* NULL-terminated; NULL: none */
+    const char *const *uploader_environment; /* NULL-terminated; NULL: none */
 } cc_config_t;
 
 /* Installs the handlers. Not async-signal-safe; call from ordinary code.

@@ -85,7 +85,20 @@ public enum CrashHandler {
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
-                        return cc_install(&config, &errnoValue)
+                        // The uploader's strings: copied by cc_install, alive until it returns.
+                        let uploader = configuration.uploader
+                        return withCStrings(uploader?.arguments ?? []) { arguments in
+                            withCStrings(uploader?.environment ?? []) { environment in
+                                (uploader?.path ?? "").withCString { path in
+                                    if uploader != nil {
+                                        config.uploader_path = path
+                                        config.uploader_arguments = arguments
+                                        config.uploader_environment = environment
+                                    }
+                                    return cc_install(&config, &errnoValue)
+                                }
+                            }
+                        }
                     } }
                 }
             }
@@ -206,6 +219,10 @@ public struct Configuration: Sendable {
     /// Seconds the handler may take before its watchdog ends the process with the original
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
     public var watchdogSeconds: Int
+    /// The crash-time uploader (CrashReporter's `crashTimeUploader` sets it): an executable the
+    /// handler starts once a record is whole, to send it while the process dies. `nil` (the
+    /// default): none.
+    package var uploader: Uploader?
     /// Test hook: fault inside the signal handler after the first sections are written.
     @_spi(Testing) public var _testCrashInsideHandler: Bool
     /// Test hook: hang inside the signal handler after the first sections are written.
@@ -233,7 +250,31 @@ public struct Configuration: Sendable {
         self._testHangInsideHandler = false
         self._testSlowThreadHelper = false
     }
+
+    /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with
+    /// `arguments`, then the record's file name; its environment is `environment` ("KEY=value",
+    /// taking precedence) and this process's environment as it is at start. All copied at start.
+    /// As the init of a PID namespace, the handler waits for it (within the watchdog) before dying.
+    package struct Uploader: Sendable, Equatable {
+        package var path: String
+        package var arguments: [String]
+        package var environment: [String]
+
+        package init(path: String, arguments: [String], environment: [String]) {
+            self.path = path
+            self.arguments = arguments
+            self.environment = environment
+        }
+    }
 }
+}
+
+/// `strings` as a NULL-terminated array of C strings, alive for the duration of `body`.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 /// A failed system call made by ``CrashCapture``: which operation, and errno.

@@ -51,6 +51,13 @@ public final class CrashReporting: Sendable {
         package var sentryEnvelope: SentryEnvelopeMaker = SentrySink.standardEnvelope
         /// More destinations for the records (each with its own ``RecordSinkID``).
         public var sinks: [any CrashRecordSink] = []
+        /// Sends a crash to Sentry at crash time, not only at the next launch (README,
+        /// "Containers"): once the record is written, the handler starts this executable, which
+        /// sends it while the crashed process dies. `nil` (the default): off. A path, or a name
+        /// (`"crash-uploader"`, this package's product) looked up in the main executable's
+        /// directory. Only with a Sentry DSN and capture on. An uploader that is not there is
+        /// reported in the launch report's `errors`; capture works as without it.
+        public var crashTimeUploader: String?
 
         /// Records in `<directory>/records`, the events store in `<directory>/events.sqlite`.
         public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
@@ -89,7 +96,8 @@ public final class CrashReporting: Sendable {
         public var recordsUnreadable: [String] = []
         /// Run markers of dead runs turned into abnormal `$AppEnd`s (see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
-        /// Problems that left something in place for the next launch.
+        /// Problems that left something in place for the next launch, and a crash-time uploader
+        /// that was asked for and is not there.
         public var errors: [String] = []
         package init() {}
     }
@@ -144,6 +152,9 @@ public final class CrashReporting: Sendable {
             configuration.tracker?(&tracking)
             trackerConfiguration = tracking
         }
+        // By hand and cheap (no Foundation URL): parsed on the caller's thread.
+        let dsn = configuration.sentryDSN.map { ($0, SentryDSN($0)) }
+        var uploaderError: String?
         if configuration.captureCrashes {
             var capture = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                     appVersion: configuration.appVersion)
@@ -162,6 +173,15 @@ public final class CrashReporting: Sendable {
                 trackerConfiguration = tracking
                 capture.runID = tracking.runID
             }
+            if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
+                // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
+                let sinks = [RecordSinkID.sentry] + (configuration.storePath != nil ? [.events] : []) + configuration.sinks.map(\.id)
+                switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
+                                                sinks: sinks, dsn: text) {
+                case .success(let uploader): capture.uploader = uploader
+                case .failure(let unavailable): uploaderError = unavailable.description
+                }
+            }
             // Capture first and on the caller's thread: a crash from here on is recorded (with
             // this run's id; its $AppEnd once the launch has published one, else the next launch
             // makes it from the record).
@@ -175,11 +195,12 @@ public final class CrashReporting: Sendable {
         } else {
             captureResult = nil
         }
+        let uploaderNote = uploaderError
         let store = trackerConfiguration.map { TrackingStore(deferringOpen: $0.storePath, limits: $0.limits) }
         var sentry: SentrySink?
         var dsnError: String?
-        if let text = configuration.sentryDSN {
-            if let dsn = SentryDSN(text) {
+        if let (text, parsed) = dsn {
+            if let dsn = parsed {
                 // Sentry's counters go where the app keeps counters: its events store, if any.
                 var count: (@Sendable (String) -> Void)?
                 if let store {
@@ -200,8 +221,9 @@ public final class CrashReporting: Sendable {
             // No events store: the inbox pass on a thread of its own.
             let thread = Thread {
                 OSThread.name("CrashReporter.inbox")
-                let report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
+                var report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
                                                  appVersion: configuration.appVersion, sinks: otherSinks)
+                if let uploaderNote { report.errors.append(uploaderNote) }
                 launched.open(report)
             }
             thread.name = "CrashReporter.inbox"
@@ -213,10 +235,11 @@ public final class CrashReporting: Sendable {
             // The tracker's launch, on its writer thread: every record to every sink (the events
             // sink claims the crashed runs before the tracker ends the dead ones). A store that
             // cannot be opened keeps the records for the events sink, and the others get them.
-            let report = Self.deliverRecords(in: recordDirectory, store: store, appName: configuration.appName,
+            var report = Self.deliverRecords(in: recordDirectory, store: store, appName: configuration.appName,
                                              appVersion: configuration.appVersion, extraPresets: extraPresets,
                                              sinks: (store == nil ? [UnavailableSink(id: .events, reason: "the events store cannot be opened")] : [])
                                                  + otherSinks)
+            if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
         }
     }

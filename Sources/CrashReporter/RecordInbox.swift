@@ -122,9 +122,10 @@ package final class RecordInbox: Sendable {
 
     /// One pass over the directory: each record not in progress is read once and offered to
     /// every sink that lacks it; acknowledgments of records no longer there are removed. Never
-    /// throws: a directory that cannot be listed is an error in the report.
+    /// throws: a directory that cannot be listed is an error in the report. With `only`, that
+    /// record alone is offered (the crash-time uploader's pass).
     @discardableResult
-    package func pass() -> Report {
+    package func pass(only: String? = nil) -> Report {
         var report = Report()
         let entries: [String]
         let listed: Set<String>
@@ -142,7 +143,7 @@ package final class RecordInbox: Sendable {
             if let (record, _) = Self.parseAcknowledgment(entry), !present.contains(record) { unlink(path(entry)) }
         }
         let own = getpid()
-        for name in records {
+        for name in records where only == nil || name == only {
             if let parsed = RecordFileName(name), parsed.isPartial, parsed.pid != own,
                ProcessIdentity.isRunning(pid: parsed.pid, startedBy: parsed.milliseconds) {
                 // A live process's handler may still be writing it (it renames the file when

@@ -5,6 +5,7 @@ import ArgumentParser
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import CCrashScenarios
 import Foundation
 
 extension CrashHarness {
@@ -24,12 +25,37 @@ extension CrashHarness {
         @Option(help: "Seconds shutdown may take.")
         var timeout: Double = 20
 
+        @Option(name: .customLong("crash-time-uploader"), help: "Turn crash-time upload on with this uploader (a path, or a name beside this executable).")
+        var crashTimeUploader: String?
+
+        @Option(help: "After the launch, print the JSON summary and crash this way (null-dereference, abort, fatal-error) instead of shutting down.")
+        var crash: String?
+
+        func validate() throws {
+            if let crash, !["null-dereference", "abort", "fatal-error"].contains(crash) {
+                throw ValidationError("--crash must be null-dereference, abort or fatal-error")
+            }
+        }
+
         func run() throws {
             var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
                                                              appVersion: EventLibrary.version)
             configuration.sentryDSN = sentryDSN
+            configuration.crashTimeUploader = crashTimeUploader
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
+            if let crash {
+                // The launch's report first (a test reads its errors), then the crash.
+                struct Launched: Encodable { var captureInstalled: Bool, recordsDelivered: [String], errors: [String] }
+                print(try HarnessJSON.text(Launched(captureInstalled: CrashHandler.isInstalled, recordsDelivered: report.recordsDelivered,
+                                                    errors: report.errors)))
+                fflush(nil)
+                switch crash {
+                case "abort": abort()
+                case "fatal-error": fatalError("crash-harness deliver --crash fatal-error")
+                default: cch_null_dereference()
+                }
+            }
             // The threads while the launch's work runs (before shutdown stops the senders).
             let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
                 (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,0 +1,94 @@
+// CrashTimeUpload.swift — a record sent to Sentry at crash time, by a process of its own: what
+// CrashReporting hands capture (the uploader's path, arguments, the DSN in its environment), and
+// the one inbox pass that process runs (crash-uploader).
+//
+// The crashed process cannot send anything (no malloc, no Swift after the signal), so its handler
+// starts crash-uploader once the record is whole (CShims/cc_uploader.c) and dies as it would have.
+// The uploader goes through the same inbox and Sentry sink as the next launch, for that record
+// alone: the sink's lease while it sends, its acknowledgment once Sentry has it. With Sentry the
+// only sink the record is then deleted; with other sinks (the events store, the app's own) it
+// stays with `<record>.sentry.ack` beside it, and the next launch gives it to those sinks only.
+// A record the uploader could not send stays for the next launch, as without it.
+import CrashCapture
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+package enum CrashTimeUpload {
+    /// The uploader this package builds (the `crash-uploader` product).
+    package static let executableName = "crash-uploader"
+    /// Carries the DSN to the uploader: its environment, never its command line (any user may
+    /// read `/proc/<pid>/cmdline`; `/proc/<pid>/environ` only the process's owner).
+    package static let dsnVariable = "CRASHCAPTURE_UPLOAD_DSN"
+    /// Seconds the uploader may take in all.
+    package static let timeoutSeconds = 30
+
+    /// The uploader's path: `configured` itself when it holds a `/`, else that name in the main
+    /// executable's directory (`/proc/self/exe`).
+    package static func path(for configured: String) -> String {
+        guard !configured.contains("/") else { return configured }
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1) }
+        }
+        guard length > 0 else { return configured }
+        let executable = String(decoding: buffer[..<length], as: UTF8.self)
+        let directory = executable.lastIndex(of: "/").map { String(executable[..<$0]) } ?? "."
+        return directory + "/" + configured
+    }
+
+    /// What capture starts after a crash: `configured` (see ``path(for:)``) with the record
+    /// directory, the app's sink ids and the timeout as arguments (the record's name is appended
+    /// at crash time), and the DSN in its environment. The reason instead when the file is not
+    /// an executable regular file.
+    package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID],
+                                 dsn: String) -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
+        let path = path(for: configured)
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .failure(UploaderUnavailable(path: path, reason: String(cString: strerror(errno)))) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, access(path, X_OK) == 0 else {
+            return .failure(UploaderUnavailable(path: path, reason: "not an executable file"))
+        }
+        return .success(CrashHandler.Configuration.Uploader(
+            path: path,
+            arguments: ["--directory", recordDirectory, "--sinks", sinks.map(\.rawValue).joined(separator: ","),
+                        "--timeout", String(timeoutSeconds), "--record"],
+            // The Swift runtime's backtracer off: an uploader that crashes must not hold the
+            // program's stderr for seconds.
+            environment: ["\(dsnVariable)=\(dsn)", "SWIFT_BACKTRACE=enable=no"]))
+    }
+
+    /// Why crash-time upload is off although it was asked for.
+    package struct UploaderUnavailable: Error, CustomStringConvertible, Equatable {
+        package var path: String
+        package var reason: String
+        package var description: String { "crash-time upload is off: \(path): \(reason) (the next launch still sends every record)" }
+    }
+
+    /// What the uploader's pass did with its record.
+    package struct Outcome: Sendable, Equatable {
+        /// The inbox pass (for that record alone).
+        package var inbox: RecordInbox.Report
+        /// The Sentry sink's report after it finished.
+        package var sentry: SentrySink.Report
+        /// Everything taken was sent or given up by the deadline.
+        package var finished: Bool
+
+        /// Sentry has the record now, or another process is sending it, or it was gone already.
+        package var settled: Bool { finished && sentry.quarantined.isEmpty }
+    }
+
+    /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
+    /// `sinks` keep it for the next launch), within `timeout`.
+    package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN,
+                             timeout: Duration, policy: UploadPolicy = UploadPolicy()) -> Outcome {
+        let deadline = SuspendingClock.now.advanced(by: timeout)
+        let sentry = SentrySink(dsn: dsn, policy: policy)
+        let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
+            .map { UnavailableSink(id: $0, reason: "left for the next launch") }
+        let inbox = RecordInbox(directory: directory, sinks: [sentry] + others).pass(only: name)
+        let finished = sentry.finish(deadline: deadline)
+        return Outcome(inbox: inbox, sentry: sentry.currentReport, finished: finished)
+    }
+}

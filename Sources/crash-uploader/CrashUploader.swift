@@ -1,0 +1,56 @@
+// CrashUploader.swift — crash-uploader: started by a crashing process's handler (CShims/cc_uploader.c)
+// to send its record to Sentry while it dies (CrashReporter's CrashTimeUpload does the work).
+import ArgumentParser
+import CrashRecordFormat
+import CrashReporter
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct CrashUploader: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash-uploader",
+        abstract: "Sends one crash record to Sentry, through the record directory's inbox (what a crashing process starts when crash-time upload is on).",
+        discussion: """
+            The DSN comes from the environment (\(CrashTimeUpload.dsnVariable)), never the command line. Sentry's \
+            acknowledgment is left beside the record for the other sinks, or the record is deleted when Sentry is the \
+            only one. Exits 0 when Sentry has the record (or another process is sending it), 1 when it is left for the \
+            next launch.
+            """)
+
+    @Option(help: "The record directory.")
+    var directory: String
+
+    @Option(help: "The record's file name (crash-<ms>-<pid>-<tid>.ccrec).")
+    var record: String
+
+    @Option(help: "The app's sink ids, comma-separated (sentry, events, its own): the others keep the record.")
+    var sinks: String = "sentry"
+
+    @Option(help: "Seconds allowed in all.")
+    var timeout: Int = CrashTimeUpload.timeoutSeconds
+
+    func validate() throws {
+        guard RecordFileName(record) != nil, !record.contains("/") else { throw ValidationError("--record must be a record's file name") }
+        guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1...3600 seconds") }
+        for id in sinks.split(separator: ",") where RecordSinkID(String(id)) == nil {
+            throw ValidationError("--sinks: \(id) is not a sink id")
+        }
+    }
+
+    func run() throws {
+        guard let text = getenv(CrashTimeUpload.dsnVariable).map({ String(cString: $0) }), let dsn = SentryDSN(text) else {
+            throw ValidationError("\(CrashTimeUpload.dsnVariable) must hold a Sentry DSN")
+        }
+        let outcome = CrashTimeUpload.send(record: record, directory: directory,
+                                           sinks: sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
+                                           dsn: dsn, timeout: .seconds(timeout))
+        guard outcome.settled else {
+            let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? "not sent in \(timeout) s"
+            let line = "crash-uploader: \(record) not sent to Sentry (\(why)); the next launch sends it\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+// CrashTimeUploadTests.swift — crash-time upload for real: the debug harness crashes with
+// `crashTimeUploader` set, the handler starts the built crash-uploader, and a loopback Sentry
+// (TestHTTPServer on 127.0.0.1) receives the envelope while (or after) the crashed process dies;
+// the next launch sends nothing more; as PID 1 of a new PID namespace the handler waits for the
+// uploader and nothing is left behind; off by default; an uploader that is not there changes nothing.
+import CrashCapture
+@testable import CrashReporter
+import CrashRecordFormat
+import Foundation
+import ProcessSpawning
+import Synchronization
+import TestSupport
+import XCTest
+
+final class CrashTimeUploadTests: XCTestCase {
+    /// A loopback Sentry that notes, as each request arrives, the state of the process in
+    /// `watched` (`/proc/<pid>/stat`: "gone" once reaped, "Z" dead and not yet reaped).
+    final class Sentry: Sendable {
+        final class Watch: Sendable {
+            let pid = Mutex<pid_t>(0)
+            let statesAtArrival = Mutex<[String]>([])
+        }
+        let watch = Watch()
+        let server: TestHTTPServer
+        var statesAtArrival: [String] { watch.statesAtArrival.withLock { $0 } }
+
+        init() throws {
+            let watch = watch
+            server = try TestHTTPServer { _ in
+                let pid = watch.pid.withLock { $0 }
+                watch.statesAtArrival.withLock { $0.append(pid == 0 ? "none" : CrashTimeUploadTests.state(of: pid)) }
+                return .status(200, body: Array("{}".utf8))
+            }
+        }
+
+        var dsn: String { "http://0123456789abcdef@127.0.0.1:\(server.port)/42" }
+        var envelopes: Int { server.allRequests.filter { $0.path == "/api/42/envelope/" }.count }
+
+        /// Waits (bounded) until `count` envelopes arrived.
+        func waitForEnvelopes(_ count: Int, timeout: Double = 60) -> Bool {
+            let deadline = Date(timeIntervalSinceNow: timeout)
+            while envelopes < count && Date() < deadline { usleep(10_000) }
+            return envelopes >= count
+        }
+    }
+
+    /// The state letter of `/proc/<pid>/stat`, or "gone".
+    static func state(of pid: pid_t) -> String {
+        guard let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat"), let close = stat.lastIndex(of: UInt8(ascii: ")")),
+              close + 2 < stat.count else { return "gone" }
+        return String(decoding: [stat[close + 2]], as: UTF8.self)
+    }
+
+    /// Pids of every process whose name is crash-uploader (zombies included).
+    static func uploaderProcesses() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { entry in
+            guard Int32(entry) != nil, let comm = FileManager.default.contents(atPath: "/proc/\(entry)/comm") else { return false }
+            return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == CrashTimeUpload.executableName
+        }.map { "\($0) (\(state(of: pid_t($0)!)))" }
+    }
+
+    /// Waits (bounded) until no crash-uploader process is left, zombies included (an orphaned
+    /// uploader is reaped by init, or the subreaper, once it exits); what is left then.
+    static func uploadersLeft(timeout: Double = 10) -> [String] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        var left = uploaderProcesses()
+        while !left.isEmpty && Date() < deadline {
+            usleep(10_000)
+            left = uploaderProcesses()
+        }
+        return left
+    }
+
+    func records(_ directory: String) throws -> [String] {
+        try RecordFileName.names(in: directory, including: { RecordInbox.parseAcknowledgment($0) != nil })
+    }
+
+    /// `crash-harness deliver ... --crash <kind>` (optionally as PID 1 of a new PID namespace),
+    /// in its own process group: waits for its end, then up to `grace` seconds for what it left
+    /// (the uploader carries the run's token), and returns how it ended and its JSON line.
+    func crash(_ kind: String, records: String, store: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
+               disabled: Bool = false, grace: Double = 40) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
+        var arguments = ["deliver", "--records", records, "--crash", kind]
+        if let store { arguments += ["--store", store] }
+        if let sentry { arguments += ["--sentry-dsn", sentry.dsn] }
+        if let uploader { arguments += ["--crash-time-uploader", uploader] }
+        var environment = Harness.environment
+        if disabled { environment[CrashHandler.disableEnvironmentVariable] = "1" }
+        let output = try Scratch.directory("crash-time-output")
+        let path = pid1 ? "/usr/bin/unshare" : Harness.path
+        if pid1 { arguments = ["--pid", "--fork", "--mount-proc", Harness.path] + arguments }
+        let running = try ChildProcess.start(path, arguments, environment: environment, stdout: output + "/stdout",
+                                             stderr: output + "/stderr", ownProcessGroup: true)
+        if !pid1 { sentry?.watch.pid.withLock { $0 = running.pid } }
+        let child = running.wait(timeout: 90, leftoverGrace: grace)
+        let stdout = (try? String(contentsOfFile: output + "/stdout", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: output + "/stderr", encoding: .utf8)) ?? ""
+        let line = stdout.split(separator: "\n").first.map(String.init) ?? ""
+        let launch = (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+        return (child, launch, stderr)
+    }
+
+    /// How the same crash ends with CrashCapture off (CRASHCAPTURE_DISABLE=1).
+    func endingWithoutCapture(_ kind: String, pid1: Bool = false) throws -> ChildProcess.Ending {
+        try crash(kind, records: try Scratch.directory("crash-time-disabled"), sentry: nil, uploader: nil, pid1: pid1, disabled: true).child.ending
+    }
+
+    /// Sentry alone: the envelope arrives once the crashed process is dead (a zombie or reaped,
+    /// never running), the process died of SIGSEGV as without CrashCapture, the uploader ended
+    /// by itself, and the record is gone (Sentry was its only sink).
+    func testWithSentryAloneTheRecordIsSentAsTheProcessDiesAndThenDeleted() throws {
+        let directory = try Scratch.directory("crash-time-sentry-alone")
+        let sentry = try Sentry()
+        let run = try crash("null-dereference", records: directory, sentry: sentry, uploader: CrashTimeUpload.executableName)
+        XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(run.child.ending, try endingWithoutCapture("null-dereference"))
+        XCTAssertEqual(run.launch["errors"] as? [String], [])
+        XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
+        XCTAssertEqual(run.child.leftRunning, [], "the uploader ended by itself")
+        let states = sentry.statesAtArrival
+        XCTAssertEqual(states.count, 1)
+        XCTAssertTrue(states.allSatisfy { $0 == "Z" || $0 == "gone" }, "the crashed process was still running when its envelope arrived: \(states)")
+        XCTAssertEqual(sentry.envelopes, 1)
+        let request = try XCTUnwrap(sentry.server.allRequests.first)
+        XCTAssertTrue(request.headers["x-sentry-auth"]?.contains("sentry_key=0123456789abcdef") == true)
+        XCTAssertEqual(try records(directory), [], "Sentry was the only sink: the uploader's acknowledgment deletes the record")
+        XCTAssertEqual(Self.uploadersLeft(), [])
+    }
+
+    /// With the events store too: the uploader leaves `<record>.sentry.ack`; the next launch (a
+    /// new process over the same directory) stores the crash and sends nothing more to Sentry.
+    func testWithTheEventsStoreTheNextLaunchStoresTheCrashAndSendsNothingMoreToSentry() throws {
+        let directory = try Scratch.directory("crash-time-with-store")
+        let records = directory + "/records", store = directory + "/events.sqlite"
+        let sentry = try Sentry()
+        let run = try crash("null-dereference", records: records, store: store, sentry: sentry, uploader: CrashTimeUpload.executableName)
+        XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+        XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
+        XCTAssertEqual(run.child.leftRunning, [], "the uploader ended by itself")
+        XCTAssertTrue(sentry.statesAtArrival.allSatisfy { $0 == "Z" || $0 == "gone" })
+        let left = try self.records(records)
+        XCTAssertEqual(left.count, 2, "\(left)")
+        let record = try XCTUnwrap(left.first { RecordFileName($0) != nil })
+        XCTAssertEqual(left, [record, record + ".sentry.ack"], "kept for the events sink, Sentry's acknowledgment beside it")
+
+        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--store", store, "--sentry-dsn", sentry.dsn])
+        let launch = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(next.utf8)) as? [String: Any])
+        XCTAssertEqual(launch["recordsIngested"] as? [String], [record], "the events sink still gets the crash")
+        XCTAssertEqual(launch["recordsDelivered"] as? [String], [record])
+        XCTAssertEqual(sentry.envelopes, 1, "the next launch sent the crash to Sentry again")
+        XCTAssertEqual(try self.records(records), [])
+    }
+
+    /// As PID 1 of a new PID namespace (a container without an init), whose death kills the
+    /// uploader: the handler waits for it, so the envelope is there when the process has died;
+    /// it died as it does without CrashCapture (a null dereference: SIGSEGV; fatalError: SIGILL;
+    /// abort(): SIGSEGV — glibc's abort falls through to `hlt` because a namespace's init cannot
+    /// send itself SIGABRT — with or without CrashCapture); nothing is left running or a zombie.
+    func testAsPID1OfANewPIDNamespaceTheHandlerWaitsForTheUploaderAndNothingIsLeft() throws {
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
+            throw XCTSkip("needs root and unshare(1) to make a PID namespace")
+        }
+        let sentry = try Sentry()
+        for (index, kind) in ["null-dereference", "fatal-error", "abort"].enumerated() {
+            let directory = try Scratch.directory("crash-time-pid1-\(kind)")
+            let run = try crash(kind, records: directory, sentry: sentry, uploader: CrashTimeUpload.executableName, pid1: true, grace: 5)
+            XCTAssertEqual(sentry.envelopes, index + 1, "\(kind): the envelope was not sent before PID 1 died (stderr: \(run.stderr))")
+            XCTAssertEqual(run.child.ending, try endingWithoutCapture(kind, pid1: true), kind)
+            XCTAssertEqual(run.child.leftRunning, [], "\(kind): left running")
+            XCTAssertEqual(Self.uploaderProcesses(), [], "\(kind): an uploader is left (running or a zombie)")
+            XCTAssertEqual(try records(directory), [], "\(kind): sent, so deleted")
+        }
+        XCTAssertEqual(try endingWithoutCapture("null-dereference", pid1: true), .signaled(SIGSEGV))
+        XCTAssertEqual(try endingWithoutCapture("fatal-error", pid1: true), .signaled(SIGILL))
+    }
+
+    /// Off by default: no uploader starts; the record waits, whole, for the next launch, which sends it.
+    func testOffByDefaultNothingIsSentUntilTheNextLaunch() throws {
+        let directory = try Scratch.directory("crash-time-off")
+        let sentry = try Sentry()
+        let run = try crash("null-dereference", records: directory, sentry: sentry, uploader: nil, grace: 2)
+        XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(run.child.leftRunning, [])
+        XCTAssertFalse(sentry.waitForEnvelopes(1, timeout: 5), "an envelope arrived although crash-time upload is off")
+        let left = try records(directory)
+        XCTAssertEqual(left.count, 1, "\(left)")
+        _ = try Tools.output(Harness.path, ["deliver", "--records", directory, "--sentry-dsn", sentry.dsn])
+        XCTAssertEqual(sentry.envelopes, 1, "the next launch sends it")
+        XCTAssertEqual(try records(directory), [])
+    }
+
+    /// An uploader that is not there at start is reported by the launch and changes nothing
+    /// else; one that cannot be exec'd at crash time (not an executable format) gets one line on
+    /// stderr. Either way the record is whole and the death is the one without CrashCapture.
+    func testAnUploaderThatIsMissingOrCannotRunLeavesTheRecordAndTheDeathAsTheyWere() throws {
+        let expected = try endingWithoutCapture("null-dereference")
+        let sentry = try Sentry()
+
+        let missing = try Scratch.directory("crash-time-missing")
+        let run = try crash("null-dereference", records: missing + "/records", sentry: sentry, uploader: missing + "/crash-uploader", grace: 2)
+        XCTAssertEqual(run.child.ending, expected)
+        XCTAssertEqual(run.launch["captureInstalled"] as? Bool, true)
+        let errors = try XCTUnwrap(run.launch["errors"] as? [String])
+        XCTAssertEqual(errors.count, 1)
+        XCTAssertTrue(errors.first?.hasPrefix("crash-time upload is off: \(missing)/crash-uploader: No such file or directory") == true, "\(errors)")
+
+        let broken = try Scratch.directory("crash-time-broken")
+        let notExecutable = broken + "/crash-uploader"
+        try Data("not a program\n".utf8).write(to: URL(fileURLWithPath: notExecutable))
+        XCTAssertEqual(chmod(notExecutable, 0o755), 0)
+        let second = try crash("null-dereference", records: broken + "/records", sentry: sentry, uploader: notExecutable, grace: 2)
+        XCTAssertEqual(second.child.ending, expected)
+        XCTAssertEqual(second.launch["errors"] as? [String], [])
+        XCTAssertTrue(second.stderr.contains("crashcapture: the crash-time uploader did not start (execve: ENOEXEC"), second.stderr)
+
+        for directory in [missing + "/records", broken + "/records"] {
+            let names = try records(directory)
+            XCTAssertEqual(names.count, 1, "\(directory): \(names)")
+            let record = try CrashRecordReader.read(path: directory + "/" + (names.first ?? ""))
+            XCTAssertTrue(record.isComplete)
+            XCTAssertEqual(record.signal?.number, SIGSEGV)
+        }
+        XCTAssertFalse(sentry.waitForEnvelopes(1, timeout: 2))
+    }
+}
