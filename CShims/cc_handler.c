@@ -85,6 +85,36 @@ static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) 
     }
 }
 
+/* async-signal-safe: the init of a PID namespace gets no signal it sends itself while the action
+ * is the default (the kernel drops it): only a fault is forced on it, as a fault of the program
+ * would have been. So it faults, of the same kind where there is one (SIGILL, SIGTRAP, SIGFPE on
+ * x86-64), else with SIGSEGV — where glibc's abort() ends in such a process too (its `hlt`). */
+static void cc__fault_as_init(int signo) {
+    int fault = SIGSEGV;
+#if defined(__x86_64__)
+    if (signo == SIGILL || signo == SIGTRAP || signo == SIGFPE) fault = signo;
+#elif defined(__aarch64__)
+    if (signo == SIGILL || signo == SIGTRAP) fault = signo;
+#endif
+    struct sigaction dfl = { 0 };
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(fault, &dfl, 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, fault);
+    sigprocmask(SIG_UNBLOCK, &set, 0);
+#if defined(__x86_64__)
+    if (fault == SIGILL) __asm__ volatile("ud2");
+    if (fault == SIGTRAP) __asm__ volatile("int3");
+    if (fault == SIGFPE) { volatile int zero = 0; volatile int one = 1; one = one / zero; }
+#elif defined(__aarch64__)
+    if (fault == SIGILL) __asm__ volatile("udf #0");
+    if (fault == SIGTRAP) __asm__ volatile("brk #0");
+#endif
+    *(volatile int *)(uintptr_t)8 = 0;
+}
+
 /* async-signal-safe: ends the process now with `signo` (a fault inside the handler, the
  * watchdog): the core dump then shows the handler, which is where the trouble was. */
 static _Noreturn void cc__die_now(int signo) {
@@ -97,6 +127,8 @@ static _Noreturn void cc__die_now(int signo) {
     sigaddset(&set, signo);
     sigprocmask(SIG_UNBLOCK, &set, 0);
     syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
+    /* Still here: the kernel dropped it, this is the init of a PID namespace. */
+    if (getpid() == 1) cc__fault_as_init(signo);
     _exit(128 + signo); /* not reached: the default action of a fatal signal ends the process */
 }
 

@@ -174,6 +174,29 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(try endingWithoutCapture("fatal-error", pid1: true), .signaled(SIGILL))
     }
 
+    /// As PID 1, the handler's own ends (its watchdog; a fault inside it) cannot be a signal it
+    /// sends itself, which the kernel drops for a namespace's init: they die as the same crash
+    /// does without CrashCapture (both SIGSEGV: the hang's null dereference; glibc's abort()
+    /// ending in `hlt`), not with exit(128 + signal).
+    func testAsPID1TheWatchdogAndAFaultInTheHandlerStillEndTheProcessByASignal() throws {
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
+            throw XCTSkip("needs root and unshare(1) to make a PID namespace")
+        }
+        for scenario in ["hang-in-handler", "crash-in-handler"] {
+            var endings: [ChildProcess.Ending] = []
+            for disabled in [false, true] {
+                var environment = Harness.environment
+                if disabled { environment[CrashHandler.disableEnvironmentVariable] = "1" }
+                let directory = try Scratch.directory("crash-time-pid1-\(scenario)")
+                endings.append(try ChildProcess.run("/usr/bin/unshare", ["--pid", "--fork", "--mount-proc", Harness.path, "run", scenario,
+                                                                         "--dir", directory],
+                                                    environment: environment, timeout: 60).ending)
+            }
+            XCTAssertEqual(endings[0], endings[1], scenario)
+            XCTAssertEqual(endings[0], .signaled(SIGSEGV), scenario)
+        }
+    }
+
     /// Off by default: no uploader starts; the record waits, whole, for the next launch, which sends it.
     func testOffByDefaultNothingIsSentUntilTheNextLaunch() throws {
         let directory = try Scratch.directory("crash-time-off")
