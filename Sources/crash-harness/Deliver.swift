@@ -31,6 +31,9 @@ extension CrashHarness {
         @Option(help: "After the launch, print the JSON summary and crash this way (null-dereference, abort, fatal-error) instead of shutting down.")
         var crash: String?
 
+        @Option(help: "Before crashing, open this file without O_CLOEXEC, ignore SIGUSR2 and allow 1-byte core dumps (too small to write one): what a process started at the crash could inherit.")
+        var inheritable: String?
+
         func validate() throws {
             if let crash, !["null-dereference", "abort", "fatal-error"].contains(crash) {
                 throw ValidationError("--crash must be null-dereference, abort or fatal-error")
@@ -50,6 +53,17 @@ extension CrashHarness {
                 print(try HarnessJSON.text(Launched(captureInstalled: CrashHandler.isInstalled, recordsDelivered: report.recordsDelivered,
                                                     errors: report.errors)))
                 fflush(nil)
+                if let inheritable {
+                    _ = open(inheritable, O_RDONLY)
+                    signal(SIGUSR2, SIG_IGN)
+                    var core = rlimit()
+                    getrlimit(Int32(RLIMIT_CORE.rawValue), &core)
+                    var one = rlimit(rlim_cur: 1, rlim_max: max(core.rlim_max, 1))
+                    if setrlimit(Int32(RLIMIT_CORE.rawValue), &one) != 0 && core.rlim_max >= 1 {
+                        one.rlim_max = core.rlim_max
+                        setrlimit(Int32(RLIMIT_CORE.rawValue), &one)
+                    }
+                }
                 switch crash {
                 case "abort": abort()
                 case "fatal-error": fatalError("crash-harness deliver --crash fatal-error")

@@ -79,8 +79,8 @@ final class CrashTimeUploadTests: XCTestCase {
     /// in its own process group: waits for its end, then up to `grace` seconds for what it left
     /// (the uploader carries the run's token), and returns how it ended and its JSON line.
     func crash(_ kind: String, records: String, store: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
-               disabled: Bool = false, grace: Double = 40) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
-        var arguments = ["deliver", "--records", records, "--crash", kind]
+               disabled: Bool = false, grace: Double = 40, extra: [String] = []) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
+        var arguments = ["deliver", "--records", records, "--crash", kind] + extra
         if let store { arguments += ["--store", store] }
         if let sentry { arguments += ["--sentry-dsn", sentry.dsn] }
         if let uploader { arguments += ["--crash-time-uploader", uploader] }
@@ -195,6 +195,54 @@ final class CrashTimeUploadTests: XCTestCase {
             XCTAssertEqual(endings[0], endings[1], scenario)
             XCTAssertEqual(endings[0], .signaled(SIGSEGV), scenario)
         }
+    }
+
+    /// The uploader as the handler starts it (a Python script standing in, noting its own state
+    /// before anything else: Python blocks no signal at start, and ignores only SIGPIPE and
+    /// SIGXFSZ itself): the DSN in its environment and not on its command line, the record's name
+    /// as its last argument, no signal blocked, the program's ignored SIGUSR2 back to the default,
+    /// none of the program's fds (one opened without O_CLOEXEC), a session of its own, no core dumps.
+    func testTheUploaderStartsCleanWithTheDSNInItsEnvironmentOnly() throws {
+        let python = try XCTUnwrap(Tools.find("python3"), "python3 stands in for the uploader")
+        let directory = try Scratch.directory("crash-time-child-state")
+        let script = directory + "/uploader.py", inheritable = directory + "/inheritable"
+        try Data("inherit me\n".utf8).write(to: URL(fileURLWithPath: inheritable))
+        try Data("""
+            #!\(python)
+            import json, os, resource, sys
+            status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+            fds = {fd: os.readlink("/proc/self/fd/" + fd) for fd in os.listdir("/proc/self/fd") if os.path.exists("/proc/self/fd/" + fd)}
+            state = {"blocked": int(status["SigBlk"], 16), "ignored": int(status["SigIgn"], 16), "fds": fds,
+                     "pid": os.getpid(), "sid": os.getsid(0), "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
+                     "dsn": os.environ.get("\(CrashTimeUpload.dsnVariable)"), "argv": sys.argv,
+                     "cmdline": open("/proc/self/cmdline").read()}
+            path = os.path.join(os.path.dirname(sys.argv[0]), "observed")
+            open(path + ".tmp", "w").write(json.dumps(state))
+            os.rename(path + ".tmp", path)
+
+            """.utf8).write(to: URL(fileURLWithPath: script))
+        XCTAssertEqual(chmod(script, 0o755), 0)
+        let sentry = try Sentry()
+        let run = try crash("null-dereference", records: directory + "/records", sentry: sentry, uploader: script, grace: 10,
+                            extra: ["--inheritable", inheritable])
+        XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+        XCTAssertTrue(Harness.waitForFile(directory + "/observed", timeout: 30), "the uploader never ran (stderr: \(run.stderr))")
+        let state = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/observed")))
+                                  as? [String: Any])
+        let record = try XCTUnwrap(try records(directory + "/records").first)
+        let argv = try XCTUnwrap(state["argv"] as? [String])
+        XCTAssertEqual(argv.suffix(2), ["--record", record])
+        XCTAssertTrue(argv.contains("--directory") && argv.contains(directory + "/records"), "\(argv)")
+        XCTAssertEqual((state["cmdline"] as? String)?.contains("0123456789abcdef"), false, "the DSN is on the command line")
+        XCTAssertEqual(state["dsn"] as? String, sentry.dsn)
+        XCTAssertEqual(state["core"] as? Int, 0)
+        XCTAssertEqual(state["sid"] as? Int, state["pid"] as? Int, "the uploader leads a session of its own")
+        XCTAssertEqual(state["blocked"] as? Int, 0, "signals blocked in the uploader")
+        let ignored = try XCTUnwrap(state["ignored"] as? Int)
+        XCTAssertEqual(ignored & (1 << (SIGUSR2 - 1)), 0, "the program's ignored SIGUSR2 is still ignored in the uploader")
+        let fds = try XCTUnwrap(state["fds"] as? [String: String])
+        XCTAssertFalse(fds.values.contains(inheritable), "the program's fd leaked into the uploader: \(fds)")
+        XCTAssertFalse(fds.values.contains { $0.hasPrefix(directory + "/records") }, "\(fds)")
     }
 
     /// Off by default: no uploader starts; the record waits, whole, for the next launch, which sends it.
