@@ -302,6 +302,23 @@ static void child_chained_repairs_own_stack(void) { child_chained_repairs(0); }
 static void child_chained_repairs_alt_stack(void) { child_chained_repairs(1); }
 
 /* The test hooks: a fault inside the handler, a handler that hangs (the watchdog ends it). */
+/* The crash-time uploader (cc_uploader.c): a shell standing in, writing what it was given (its
+ * environment's entry, its last argument: the record's name) beside the record directory. */
+static void child_uploader(void) {
+    const char *arguments[] = {
+        "-c", "printf '%s %s' \"$CC_SANITIZER_UPLOAD\" \"$2\" > \"$1.uploaded.tmp\" && mv \"$1.uploaded.tmp\" \"$1.uploaded\"",
+        "sh", g_dir, 0,
+    };
+    const char *environment[] = { "CC_SANITIZER_UPLOAD=given", 0 };
+    cc_config_t config = {
+        .directory = g_dir, .app_name = APP_NAME, .app_version = APP_VERSION, .app_end_template = TEMPLATE,
+        .run_id = RUN_ID, .uploader_path = "/bin/sh", .uploader_arguments = arguments, .uploader_environment = environment,
+    };
+    int err = 0;
+    if (cc_install(&config, &err) != CC_INSTALLED) _exit(90);
+    sanitized_level1(sanitized_crash_null);
+}
+
 static void child_crash_in_handler(void) { install(CC_FLAG_TEST_CRASH_IN_HANDLER, 0); sanitized_level1(sanitized_crash_null); }
 static void child_hang_in_handler(void) { install(CC_FLAG_TEST_HANG_IN_HANDLER, 1); sanitized_level1(sanitized_crash_abort); }
 
@@ -708,6 +725,29 @@ static int check_null(const record_t *r, const outcome_t *o) {
     return no_fatal_message(r);
 }
 
+static int ends_with(const char *s, const char *suffix);
+
+static int check_uploader(const record_t *r, const outcome_t *o) {
+    if (!check_null(r, o)) return 0;
+    char path[4200], record[4200];
+    snprintf(path, sizeof path, "%s.uploaded", g_dir);
+    size_t size = 0;
+    unsigned char *text = 0;
+    for (int i = 0; i < 1000 && !(text = read_file(path, &size)); i++) {   /* 10 s at most */
+        struct timespec pause = { 0, 10 * 1000 * 1000 };
+        nanosleep(&pause, 0);
+    }
+    CHECK(text != 0, "the uploader wrote nothing to %s", path);
+    char given[512] = "";
+    snprintf(given, sizeof given, "%.*s", (int)size, (const char *)text);
+    free(text);
+    const char *name = strchr(given, ' ');
+    CHECK(strncmp(given, "given ", 6) == 0 && name, "the uploader was given \"%s\"", given);
+    snprintf(record, sizeof record, "%s/%s", g_dir, name + 1);
+    CHECK(ends_with(record, CC_RECORD_EXTENSION) && access(record, F_OK) == 0, "no record named %s", name + 1);
+    return 1;
+}
+
 static int check_read_only(const record_t *r, const outcome_t *o) {
     return check_crash(r, o, SIGSEGV, "SEGV_ACCERR", "sanitized_crash_read_only");
 }
@@ -904,6 +944,7 @@ static const scenario_t g_scenarios[] = {
     { "crash-in-handler", child_crash_in_handler, SIGSEGV, PARTIAL, check_crash_in_handler },
     { "watchdog", child_hang_in_handler, SIGABRT, PARTIAL, check_hang_in_handler },
     { "api", child_api, 0, NO_RECORD, 0 },
+    { "crash-time-uploader", child_uploader, SIGSEGV, COMPLETE, check_uploader },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",
@@ -953,10 +994,10 @@ static int run_scenario(const scenario_t *sc, const char *base, double *seconds)
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     fflush(0);
+    g_dir = dir;   /* the child's, and the checks' */
     pid_t pid = fork();
     if (pid == 0) {
         dup2(err_fd, 2);
-        g_dir = dir;
         sc->child();
         _exit(97);   /* a crash scenario that did not crash */
     }
