@@ -24,11 +24,13 @@ final class CrashTimeUploadTests: XCTestCase {
         let server: TestHTTPServer
         var statesAtArrival: [String] { watch.statesAtArrival.withLock { $0 } }
 
-        init() throws {
+        /// With `hold`, each answer waits (at most 60 s) for a signal on it.
+        init(hold: DispatchSemaphore? = nil) throws {
             let watch = watch
             server = try TestHTTPServer { _ in
                 let pid = watch.pid.withLock { $0 }
                 watch.statesAtArrival.withLock { $0.append(pid == 0 ? "none" : CrashTimeUploadTests.state(of: pid)) }
+                if let hold { _ = hold.wait(timeout: .now() + 60) }
                 return .status(200, body: Array("{}".utf8))
             }
         }
@@ -79,7 +81,8 @@ final class CrashTimeUploadTests: XCTestCase {
     /// in its own process group: waits for its end, then up to `grace` seconds for what it left
     /// (the uploader carries the run's token), and returns how it ended and its JSON line.
     func crash(_ kind: String, records: String, store: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
-               disabled: Bool = false, grace: Double = 40, extra: [String] = []) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
+               disabled: Bool = false, grace: Double = 40, ownGroup: Bool = true,
+               extra: [String] = []) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
         var arguments = ["deliver", "--records", records, "--crash", kind] + extra
         if let store { arguments += ["--store", store] }
         if let sentry { arguments += ["--sentry-dsn", sentry.dsn] }
@@ -90,7 +93,7 @@ final class CrashTimeUploadTests: XCTestCase {
         let path = pid1 ? "/usr/bin/unshare" : Harness.path
         if pid1 { arguments = ["--pid", "--fork", "--mount-proc", Harness.path] + arguments }
         let running = try ChildProcess.start(path, arguments, environment: environment, stdout: output + "/stdout",
-                                             stderr: output + "/stderr", ownProcessGroup: true)
+                                             stderr: output + "/stderr", ownProcessGroup: ownGroup)
         if !pid1 { sentry?.watch.pid.withLock { $0 = running.pid } }
         let child = running.wait(timeout: 90, leftoverGrace: grace)
         let stdout = (try? String(contentsOfFile: output + "/stdout", encoding: .utf8)) ?? ""
@@ -149,6 +152,38 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(launch["recordsDelivered"] as? [String], [record])
         XCTAssertEqual(sentry.envelopes, 1, "the next launch sent the crash to Sentry again")
         XCTAssertEqual(try self.records(records), [])
+    }
+
+    /// A next launch while the uploader is still sending (Sentry holds its request) finds the
+    /// record's lease held and leaves the record to it: it stores the crash and sends nothing; once
+    /// Sentry answers, the uploader's acknowledgment is the last one and the record is deleted.
+    func testANextLaunchWhileTheUploaderIsStillSendingLeavesTheRecordToIt() throws {
+        let directory = try Scratch.directory("crash-time-lease")
+        let records = directory + "/records", store = directory + "/events.sqlite"
+        let gate = DispatchSemaphore(value: 0)
+        let sentry = try Sentry(hold: gate)
+        defer { gate.signal() }
+        let run = try crash("null-dereference", records: records, store: store, sentry: sentry,
+                            uploader: CrashTimeUpload.executableName, ownGroup: false)
+        XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+        XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
+        let record = try XCTUnwrap(try self.records(records).first { RecordFileName($0) != nil })
+
+        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--store", store, "--sentry-dsn", sentry.dsn,
+                                                   "--timeout", "3"])
+        let launch = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(next.utf8)) as? [String: Any])
+        XCTAssertEqual(launch["recordsIngested"] as? [String], [record])
+        XCTAssertEqual(launch["recordsAwaitingSinks"] as? [String], [record], "left for the uploader's acknowledgment")
+        XCTAssertEqual(launch["errors"] as? [String], ["\(record): sentry: another process is sending it"])
+        XCTAssertEqual(sentry.envelopes, 1, "the next launch sent the record the uploader was sending")
+        XCTAssertEqual(try self.records(records), [record, record + ".events.ack"])
+
+        gate.signal()
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while try !self.records(records).isEmpty && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(try self.records(records), [], "the uploader's acknowledgment, the last, deletes the record")
+        XCTAssertEqual(sentry.envelopes, 1)
+        XCTAssertEqual(Self.uploadersLeft(timeout: 30), [])
     }
 
     /// As PID 1 of a new PID namespace (a container without an init), whose death kills the
