@@ -58,7 +58,7 @@
 #define CC__UPLOADER_ENV_BYTES   (96 * 1024)
 /* The prepared part is made read-only after install: one whole, aligned range of pages (64 KiB:
  * the largest page size of the supported targets). */
-#define CC__UPLOADER_PREPARED    (192 * 1024)
+#define CC__UPLOADER_PREPARED    (128 * 1024)
 
 typedef struct {
     char path[CC__PATH_MAX];
