@@ -5,6 +5,7 @@ import ArgumentParser
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import CCrashScenarios
 import Foundation
 
 extension CrashHarness {
@@ -24,6 +25,9 @@ extension CrashHarness {
         @Option(help: "Seconds shutdown may take.")
         var timeout: Double = 20
 
+        @Flag(help: "After the launch (its JSON printed), crash with a null dereference instead of shutting down: one turn of a crash loop.")
+        var crash = false
+
         func run() throws {
             var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
                                                              appVersion: EventLibrary.version)
@@ -34,6 +38,12 @@ extension CrashHarness {
             let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
                 (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             }.sorted()
+            if crash {
+                print(try HarnessJSON.text(["recordsDelivered": report.recordsDelivered, "recordsFolded": report.recordsFolded,
+                                            "errors": report.errors]))
+                fflush(nil)
+                cch_null_dereference()
+            }
             let result = reporting.shutdown(timeout: timeout)
             struct Summary: Encodable {
                 var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]
