@@ -87,7 +87,7 @@ public final class CrashReporting: Sendable {
         public var recordsAlreadyIngested: [String] = []
         /// Records the reader rejected (each sink still reports the crash, saying so).
         public var recordsUnreadable: [String] = []
-        /// Run markers of dead runs turned into abnormal `$AppEnd`s (see ``Tracker/abnormalEnds``).
+        /// Run markers of dead runs turned into abnormal (or `oom`) `$AppEnd`s (see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
         /// Problems that left something in place for the next launch.
         public var errors: [String] = []
