@@ -91,7 +91,7 @@ public final class CrashReporting: Sendable {
         public var recordsAlreadyIngested: [String] = []
         /// Records the reader rejected (each sink still reports the crash, saying so).
         public var recordsUnreadable: [String] = []
-        /// Run markers of dead runs turned into abnormal `$AppEnd`s (see ``Tracker/abnormalEnds``).
+        /// Run markers of dead runs turned into abnormal (or `oom`) `$AppEnd`s (see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
         /// Records taken out to keep the directory under its bounds: folded into the latest
         /// record of their crash (which counts them) or counted in the directory's ledger.
