@@ -77,6 +77,15 @@ package enum RecordDirectoryBound {
     @discardableResult
     package static func enforce(directory: String, limits: RecordDirectoryLimits = .standard) -> Outcome {
         var outcome = Outcome()
+        // The common case, on every start: under the bound, told from the raw directory entries
+        // (no String, no sort: in a fresh process those cost more than the listing itself).
+        if let (records, bytes) = quickCount(directory), records < limits.maxRecords, bytes + limits.reserveBytes <= limits.maxBytes {
+            outcome.recordsBefore = records
+            outcome.recordsAfter = records
+            outcome.bytesBefore = bytes
+            outcome.bytesAfter = bytes
+            return outcome
+        }
         let names: [String]
         do {
             names = try RecordFileName.names(in: directory, including: RecordFileName.isDirectoryFile)
@@ -177,6 +186,49 @@ package enum RecordDirectoryBound {
         outcome.recordsAfter = count
         outcome.bytesAfter = bytes
         return outcome
+    }
+
+    /// The record files (names `crash-…​.ccrec` and `crash-…​.ccrec.partial`) in `directory`, and
+    /// the bytes of every regular `crash-…` file and of the ledger: an upper bound of what
+    /// ``enforce(directory:limits:)`` counts (names are judged by their ends only), from one
+    /// `readdir` pass and an `fstatat` per such entry. nil when the directory cannot be listed.
+    static func quickCount(_ directory: String) -> (records: Int, bytes: Int)? {
+        guard let stream = opendir(directory) else { return nil }
+        defer { closedir(stream) }
+        let fd = dirfd(stream)
+        var records = 0, bytes = 0
+        while let entry = readdir(stream) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                let length = raw.firstIndex(of: 0) ?? raw.count
+                let name = UnsafeRawBufferPointer(rebasing: raw[..<length])
+                let ours = has(name, prefix: prefixBytes)
+                guard ours || equal(name, ledgerBytes) else { return }
+                if ours && (has(name, suffix: completeBytes) || has(name, suffix: partialBytes)) { records += 1 }
+                var info = stat()
+                if fstatat(fd, raw.baseAddress!.assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW) == 0,
+                   (info.st_mode & S_IFMT) == S_IFREG {
+                    bytes += Int(info.st_size)
+                }
+            }
+        }
+        return (records, bytes)
+    }
+
+    private static let prefixBytes = Array(RecordFileName.prefix.utf8)
+    private static let completeBytes = Array(RecordFileName.completeExtension.utf8)
+    private static let partialBytes = Array(RecordFileName.partialExtension.utf8)
+    private static let ledgerBytes = Array(RecordFileName.prunedLedger.utf8)
+
+    private static func has(_ name: UnsafeRawBufferPointer, prefix: [UInt8]) -> Bool {
+        name.count >= prefix.count && prefix.indices.allSatisfy { name[$0] == prefix[$0] }
+    }
+
+    private static func has(_ name: UnsafeRawBufferPointer, suffix: [UInt8]) -> Bool {
+        name.count >= suffix.count && suffix.indices.allSatisfy { name[name.count - suffix.count + $0] == suffix[$0] }
+    }
+
+    private static func equal(_ name: UnsafeRawBufferPointer, _ bytes: [UInt8]) -> Bool {
+        name.count == bytes.count && has(name, prefix: bytes)
     }
 
     /// Counts `entry` (and what its tally stands for) in the directory's ledger. False when the
