@@ -16,15 +16,16 @@
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
  *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close,
- *     renameat, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep, alarm;
- *     through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex, getdents64,
- *     process_vm_readv);
+ *     renameat, readlink, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep,
+ *     alarm; through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex,
+ *     getdents64, process_vm_readv);
  *   - C11 atomics (lock-free on every supported target);
  *   - libunwind's local unwinder (unw_init_local2 / unw_step / unw_get_reg: documented
  *     signal-safe; warmed up at install so its one-time initialisation never runs here; its
  *     calls to dl_iterate_phdr are answered by cc_interpose.c without the loader lock);
  *   - the previous handler, which the program installed for this very signal (cc_chain.c);
- *   - fixed buffers and pre-formatted strings in cc__g, prepared by cc_install.
+ *   - fixed buffers and pre-formatted strings in cc__g, prepared by cc_install;
+ *   - write(2) to fd 2, only for the summary of a record that is not whole (below).
  * It may NOT use malloc/free, stdio, any lock, dl_iterate_phdr/dladdr/dlsym, symbol-name
  * lookup (unw_get_proc_name), getenv, strerror, localtime, or anything written in Swift.
  * Every function it can reach says "async-signal-safe" in its comment.
@@ -39,6 +40,16 @@
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
  * under a small RLIMIT_FSIZE what is lost is the least valuable part.
+ *
+ * A RECORD NOT WHOLE. When the file cannot be created (EROFS, ENOENT, EACCES, ENOSPC...), a
+ * write fails (ENOSPC, EFBIG, EIO), or closing or the final rename fails, the writer stops
+ * writing (w->failed, with the first failure's step and errno) and the handler goes on through
+ * every step all the same: the frames are still unwound, the process still dies of its signal.
+ * Once, at the very end of cc__record, it then writes a short summary to fd 2 (cc_summary.c):
+ * the signal, the fault address, pid and tid, why the record is not whole, where the partial
+ * record is (or that none could be created) and the crashed thread's top frames as
+ * image+0xoffset. A whole record adds nothing to stderr. A fault or a hang inside the handler
+ * ends the process before that point: no summary then (the watchdog, DEATH below).
  *
  * CONCURRENCY. The first thread to swap its (pid, tid) into owner writes the record. Another
  * thread crashing meanwhile parks for good, its own context published, and is recorded with
@@ -308,7 +319,9 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
     cc__name_record(crash_wall_ns, pid, tid);
     CC__MARK("close_reserved1+name");
-    if (cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name) != 0) return;
+    /* A file that cannot be created (or take its header) does not end the record: the writer
+     * then writes nothing, but the frames are still unwound for the stderr summary. */
+    cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name);
     CC__MARK("writer_open");
 
     /* The signal. */
@@ -434,11 +447,17 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_end(w);
     cc__writer_flush(w);
     CC__MARK("end+flush6");
-    close(w->fd);
+    /* close(2) reports what a filesystem learns only then (NFS, a quota); EINTR still closed it. */
+    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
     w->fd = -1;
     CC__MARK("close");
-    if (!w->failed) renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name);
+    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
+        cc__writer_fail(w, CC__STEP_RENAME);
+    }
     CC__MARK("rename");
+    /* Not whole: say so on stderr, once, now that nothing more will be tried. */
+    if (w->failed) cc__summary_write(&crash, pid, tid, cc__g.frames, thread.frame_count, w);
+    CC__MARK("summary");
     /* The crash-time uploader, when configured (cc_uploader.c): bounded by the watchdog. */
     cc__uploader_start(crash_mono_ns + (int64_t)cc__g.watchdog_seconds * 1000000000LL - 500000000LL);
 #ifdef CC_TRACE_STEPS

@@ -410,3 +410,24 @@ int cc__images_contains(uint64_t address) {
     }
     return 0;
 }
+
+/* async-signal-safe: the crashed thread's frames named as the record's readers name them, for
+ * the stderr summary (cc_summary.c); see cc_internal.h. The main executable is looked at first,
+ * then the others in table order: the order cc__write_images writes them in. */
+int cc__images_label(uint64_t address, const char **name, size_t *name_length, uint64_t *offset) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < g_image_count; i++) {
+            const cc__image_t *image = &g_images[i];
+            if (cc__streq(g_paths + image->path_offset, cc__g.executable_path) != (pass == 0)) continue;
+            if (address < image->base || address - image->base >= image->end - image->base) continue;
+            const char *path = g_paths + image->path_offset;
+            size_t start = 0;
+            for (size_t k = 0; k < image->path_length; k++) if (path[k] == '/') start = k + 1;
+            *name = path + start;
+            *name_length = image->path_length - start;
+            *offset = address - image->base;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -41,9 +41,16 @@ typedef struct {
  * `out`, which goes to the file with one write(2) at each checkpoint (cc__writer_flush) or
  * when full. */
 #define CC__OUT_BUFFER (128 * 1024)
+/* What failed first, as the stderr summary says it (cc_summary.c). */
+#define CC__STEP_CREATE "creating its file"
+#define CC__STEP_WRITE  "writing it"
+#define CC__STEP_CLOSE  "closing it"
+#define CC__STEP_RENAME "renaming it"
 typedef struct {
     int fd;
     int failed;                  /* a write failed (disk full, EIO): stop writing, still chain */
+    int error;                   /* errno of the first failure (cc__writer_fail) */
+    const char *failed_step;     /* what failed first: one of CC__STEP_* */
     uint32_t section_count;
     size_t length;               /* payload bytes in the open section */
     int overflow;                /* the open section was cut at the buffer's end */
@@ -170,6 +177,7 @@ void cc__section_puts(cc__writer_t *w, const char *s);
 void cc__section_end(cc__writer_t *w);
 void cc__writer_flush(cc__writer_t *w);
 void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
+void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */
 
 /* cc_unwind.c */
 void cc__unwind_warm_up(void);                                           /* install time */
@@ -195,6 +203,10 @@ void cc__images_prepare(void);                                           /* inst
 void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
 int cc__images_contains(uint64_t address);                               /* async-signal-safe */
+/* async-signal-safe: `name+0xoffset` as CrashRecord.offsetLabel(for:) makes it from the record:
+ * the file name (after the last '/') of the first image holding `address` in the record's order
+ * (the main executable, then the others) and the offset from its base. 0 when none holds it. */
+int cc__images_label(uint64_t address, const char **name, size_t *name_length, uint64_t *offset);
 /* async-signal-safe: dl_iterate_phdr over the images cc__images_collect found. */
 int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
 
@@ -241,6 +253,11 @@ int cc__is_recording_thread(void);                                       /* asyn
 
 /* cc_breadcrumbs.c — async-signal-safe. */
 void cc__write_breadcrumbs(cc__writer_t *w);
+
+/* cc_summary.c — async-signal-safe: the few lines on stderr about a crash whose record could
+ * not be written whole (see cc_summary.c). `crash` as recorded; `frames` the crashed thread's. */
+void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const uint64_t *frames, uint32_t count,
+                       const cc__writer_t *w);
 
 /* cc_handler.c */
 void cc__handler(int signo, siginfo_t *info, void *context);

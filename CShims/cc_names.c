@@ -101,10 +101,27 @@ const char *cc__code_description(int signo, int code) {
     return e ? e->description : "";
 }
 
-/* async-signal-safe: "EPERM: operation not permitted" for the errors the thread helper meets
- * (strerror is neither async-signal-safe nor fixed text). */
+/* async-signal-safe: "EPERM: operation not permitted" for the errors the thread helper and the
+ * record's file meet (strerror is neither async-signal-safe nor fixed text). */
 const char *cc__errno_name(int error) {
     switch (error) {
+    case 0: return "no error code (the call made no progress)";
+    case ENOENT: return "ENOENT: no such file or directory";
+    case ENOSPC: return "ENOSPC: no space left on device";
+    case EDQUOT: return "EDQUOT: disk quota exceeded";
+    case EFBIG: return "EFBIG: file too large";
+    case EROFS: return "EROFS: read-only file system";
+    case EEXIST: return "EEXIST: file exists";
+    case EMFILE: return "EMFILE: too many open files";
+    case ENFILE: return "ENFILE: too many open files in system";
+    case ENOTDIR: return "ENOTDIR: not a directory";
+    case ELOOP: return "ELOOP: too many levels of symbolic links";
+    case EBADF: return "EBADF: bad file descriptor";
+    case EXDEV: return "EXDEV: cross-device link";
+    case EISDIR: return "EISDIR: is a directory";
+    case ESTALE: return "ESTALE: stale file handle";
+    case ENOMEM: return "ENOMEM: out of memory";
+    case EINVAL: return "EINVAL: invalid argument";
     case EPERM: return "EPERM: operation not permitted";
     case EACCES: return "EACCES: permission denied";
     case ESRCH: return "ESRCH: no such thread";
@@ -113,7 +130,6 @@ const char *cc__errno_name(int error) {
     case ENOSYS: return "ENOSYS: not supported";
     case ETIMEDOUT: return "ETIMEDOUT: did not stop in time";
     case ECHILD: return "ECHILD: the helper process could not start or died";
-    case ENOENT: return "ENOENT: no such file";
     case ENOEXEC: return "ENOEXEC: not an executable";
     case EAGAIN: return "EAGAIN: no process could be made";
     default: return "another error";

@@ -74,7 +74,8 @@ int64_t cc__clock_ns(clockid_t clock) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* async-signal-safe: write(2) until done, retrying EINTR; -1 on any other failure or no progress. */
+/* async-signal-safe: write(2) until done, retrying EINTR; -1 on any other failure (errno says
+ * which) or when write(2) makes no progress (errno 0). */
 int cc__write_all(int fd, const void *data, size_t len) {
     const char *p = data;
     while (len > 0) {
@@ -83,7 +84,7 @@ int cc__write_all(int fd, const void *data, size_t len) {
             if (errno == EINTR) continue;
             return -1;
         }
-        if (n == 0) return -1;
+        if (n == 0) { errno = 0; return -1; }   /* wrote nothing, said nothing: no errno to blame */
         p += n;
         len -= (size_t)n;
     }

@@ -2,19 +2,32 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
+/* async-signal-safe: the record will not be whole. Stops every later write; the first failure's
+ * step and errno (still the failing call's when this is called) are kept for the stderr summary
+ * (cc_summary.c). */
+void cc__writer_fail(cc__writer_t *w, const char *step) {
+    if (w->failed) return;
+    w->failed = 1;
+    w->error = errno;
+    w->failed_step = step;
+}
+
 /* async-signal-safe: creates the file (0600, O_EXCL, O_NOFOLLOW) and writes the file header.
- * Returns 0, or -1 with w->failed set. */
+ * Returns 0, or -1 with w->failed set (w->fd stays open when only the header's write failed). */
 int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     w->section_count = 0;
     w->failed = 0;
+    w->error = 0;
+    w->failed_step = 0;
     w->length = 0;
     w->out_length = 0;
     w->fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (w->fd < 0) { w->failed = 1; return -1; }
+    if (w->fd < 0) { cc__writer_fail(w, CC__STEP_CREATE); return -1; }
     cc_file_header_t h;
     /* No memset/memcpy from libc needed, but both are async-signal-safe in practice; keep
      * to plain stores so the contract is obvious. */
@@ -33,7 +46,7 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     h.byte_order = 1;
     h.pointer_size = (uint8_t)sizeof(void *);
     h.header_crc = cc_crc32(0, &h, offsetof(cc_file_header_t, header_crc));
-    if (cc__write_all(w->fd, &h, sizeof h) != 0) { w->failed = 1; return -1; }
+    if (cc__write_all(w->fd, &h, sizeof h) != 0) { cc__writer_fail(w, CC__STEP_WRITE); return -1; }
     return 0;
 }
 
@@ -64,7 +77,7 @@ void cc__section_puts(cc__writer_t *w, const char *s) {
  * every section gathered before that step; between checkpoints, fewer syscalls. */
 void cc__writer_flush(cc__writer_t *w) {
     if (w->failed || w->fd < 0 || w->out_length == 0) return;
-    if (cc__write_all(w->fd, w->out, w->out_length) != 0) w->failed = 1;
+    if (cc__write_all(w->fd, w->out, w->out_length) != 0) cc__writer_fail(w, CC__STEP_WRITE);
     w->out_length = 0;
 }
 
@@ -83,7 +96,7 @@ void cc__section_end(cc__writer_t *w) {
     total += sizeof crc;
     if (w->out_length + total > sizeof w->out) cc__writer_flush(w);
     if (total > sizeof w->out) {
-        if (cc__write_all(w->fd, start, total) != 0) { w->failed = 1; return; }
+        if (cc__write_all(w->fd, start, total) != 0) { cc__writer_fail(w, CC__STEP_WRITE); return; }
     } else {
         for (size_t i = 0; i < total; i++) w->out[w->out_length + i] = start[i];
         w->out_length += total;

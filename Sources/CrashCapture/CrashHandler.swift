@@ -50,6 +50,10 @@ public enum CrashHandler {
         if isDisabledByEnvironment() { return .disabledByEnvironment }
         if cc_is_installed() != 0 { return .alreadyInstalled }
         try Directory.create(configuration.directory)
+        // Room for this run's crash: a crash loop adds a record per start, so a start keeps the
+        // directory under its bounds (RecordDirectoryBound; cheap when it is: a listing).
+        RecordDirectoryBound.enforce(directory: configuration.directory,
+                                     limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         // Held across install so that a template published meanwhile is not lost: it is either
         // passed to cc_install or republished after it.
         return try appEndTemplate.withLock { template in try install(configuration, template: template) }
@@ -219,6 +223,12 @@ public struct Configuration: Sendable {
     /// Seconds the handler may take before its watchdog ends the process with the original
     /// signal (a hang while writing must not keep a dead process alive). 1...3600.
     public var watchdogSeconds: Int
+    /// Records the directory keeps at most (complete and partial; at least 2). Over it, a start
+    /// folds records of a crash that repeats into its latest record (which then says how many
+    /// crashes it stands for) and prunes the oldest (README, "A bounded record directory").
+    public var maxRecords: Int
+    /// Bytes the directory's records (and the files beside them) take at most (at least 1 MiB).
+    public var maxRecordBytes: Int
     /// The crash-time uploader (CrashReporter's `crashTimeUploader` sets it): an executable the
     /// handler starts once a record is whole, to send it while the process dies. `nil` (the
     /// default): none.
@@ -246,6 +256,8 @@ public struct Configuration: Sendable {
         self.threadDumpSignal = nil
         self.runID = ""
         self.watchdogSeconds = 10
+        self.maxRecords = 64
+        self.maxRecordBytes = 32 << 20
         self._testCrashInsideHandler = false
         self._testHangInsideHandler = false
         self._testSlowThreadHelper = false

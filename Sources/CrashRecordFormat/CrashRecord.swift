@@ -71,7 +71,7 @@ public struct CrashRecord: Sendable, Equatable {
     package var sectionCount: Int
     /// How long the handler took from the signal to the end section, in microseconds (nil when
     /// the record has no end section or the writer did not measure it).
-    public var writeMicroseconds: Int?
+    package var writeMicroseconds: Int?
 
     /// Creates a record; every field defaults to "nothing known".
     package init(
@@ -362,7 +362,7 @@ public struct CrashThread: Sendable, Equatable {
     public var alsoCrashed: Bool
     /// `true` when the thread could not stop itself (it blocks the stop signal) and the thread
     /// helper process stopped it with ptrace and read it from outside (`CC_THREAD_PTRACED`).
-    public var ptraced: Bool
+    package var ptraced: Bool
     /// `true` when the thread helper could not ptrace the thread (Yama, seccomp, setuid), so it
     /// has no frames (`CC_THREAD_PTRACE_REFUSED`).
     package var ptraceRefused: Bool
@@ -383,7 +383,7 @@ public struct CrashThread: Sendable, Equatable {
     package var asyncTasks: [AsyncTaskInfo] = []
 
     /// How many of `frames` come before the omitted ones (all of them when none were omitted).
-    public var innermostFrameCount: Int {
+    package var innermostFrameCount: Int {
         omittedFrames > 0 ? frames.count - frames.count / 2 : frames.count
     }
 

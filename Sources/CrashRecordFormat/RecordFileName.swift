@@ -58,6 +58,68 @@ public struct RecordFileName: Sendable, Equatable {
         !name.contains("/") && stem(of: name) != nil
     }
 
+    // MARK: What lives beside the records
+
+    /// Whether `name` can name a sink in the directory's files: 1–32 of `a-z`, `0-9`, `-`, `_`.
+    package static func isSinkName(_ name: String) -> Bool {
+        (1...32).contains(name.utf8.count)
+            && name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }
+    }
+
+    /// `<record>.<sink>.ack`: the sink has the record (the reporter's RecordInbox writes them).
+    package static func acknowledgment(of record: String, by sink: String) -> String { "\(record).\(sink).ack" }
+
+    /// The record and sink of an acknowledgment's name, if it is one.
+    package static func parseAcknowledgment(_ entry: String) -> (record: String, sink: String)? {
+        guard entry.hasSuffix(".ack") else { return nil }
+        let stem = entry.dropLast(4)
+        guard let dot = stem.lastIndex(of: ".") else { return nil }
+        let sink = String(stem[stem.index(after: dot)...]), record = String(stem[..<dot])
+        return isSinkName(sink) && RecordFileName(record) != nil ? (record, sink) : nil
+    }
+
+    /// `<record>.tally`: what the record stands for beyond its own crash (``RecordTally``).
+    package static func tally(of record: String) -> String { record + ".tally" }
+
+    /// The record a tally's name belongs to, if it is one.
+    package static func parseTally(_ entry: String) -> String? {
+        guard entry.hasSuffix(".tally") else { return nil }
+        let record = String(entry.dropLast(6))
+        return RecordFileName(record) != nil ? record : nil
+    }
+
+    /// The ledger of crashes whose records were pruned with no record of their signature left
+    /// to fold them into (``PrunedCrashes``).
+    package static let prunedLedger = "pruned-crashes"
+
+    /// The reporter's crash-loop state (``CrashLoop``).
+    package static let crashLoopState = "loop-state"
+
+    /// Whether a directory entry is one of the files the record directory's owners keep: a record,
+    /// an acknowledgment, a tally, the ledger or the crash-loop state.
+    package static func isDirectoryFile(_ name: String) -> Bool {
+        isRecordFile(name) || parseAcknowledgment(name) != nil || parseTally(name) != nil
+            || name == prunedLedger || name == crashLoopState
+    }
+
+    /// Whether the process that wrote this record may still be writing it: a `.partial` record
+    /// of a process that runs now (not a zombie) and started by the crash time (two seconds of
+    /// slack for the boot time's whole seconds and clock steps) — a process that started later
+    /// has only reused the pid. Complete records are never being written.
+    package var writerMayBeRunning: Bool {
+        guard isPartial, pid > 0, pid != getpid() else { return false }
+        guard let stat = ProcFile.contents("/proc/\(pid)/stat", limit: 4096),
+              let close = stat.lastIndex(of: ")") else { return false }
+        // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = Int64(fields[19]) else { return false }   // field 22: starttime
+        if fields[0] == "Z" || fields[0] == "X" { return false }
+        guard let boot = ProcFile.contents("/proc/stat", limit: 1 << 20)?.split(separator: "\n")
+            .first(where: { $0.hasPrefix("btime ") }).flatMap({ Int64($0.dropFirst(6)) }) else { return true }
+        let perSecond = max(1, Int64(sysconf(Int32(_SC_CLK_TCK))))
+        return boot * 1000 + ticks * 1000 / perSecond <= milliseconds + 2000
+    }
+
     /// The names of the record files in `directory` (complete and partial), sorted: oldest first
     /// for the handler's names. Taken from the directory listing only, so nothing outside it is
     /// ever opened.
@@ -81,5 +143,23 @@ public struct RecordFileName: Sendable, Equatable {
             if isRecordFile(name) || including(name) { names.append(name) }
         }
         return names.sorted()
+    }
+}
+
+/// A file of /proc read whole, without Foundation.
+enum ProcFile {
+    static func contents(_ path: String, limit: Int) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < limit {
+            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            bytes += chunk[..<got]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

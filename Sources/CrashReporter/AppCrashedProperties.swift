@@ -9,9 +9,17 @@ extension EventsSink {
 
     /// The properties of `AppCrashed`: `app_crashed_reason` (the crash's one summary,
     /// ``CrashSummary``: its headline, then its top frames) and structured `$crash_*` properties.
-    static func crashProperties(_ record: CrashRecord, name: String) -> [String: JSONScalar] {
+    ///
+    /// How many crashes the event stands for (`$crash_count`: 1, or more when records of the same
+    /// signature were folded into this one; `$crash_first_time`, ms, the earliest of them) and the
+    /// crash loop it was part of (`$crash_loop`, `$crash_loop_length`: crashes at start in a row).
+    static func crashProperties(_ record: CrashRecord, name: String, repetition: CrashRepetition = CrashRepetition()) -> [String: JSONScalar] {
         var properties: [String: JSONScalar] = ["$crash_record": .string(name),
-                                                "$crash_record_complete": .bool(record.isComplete)]
+                                                "$crash_record_complete": .bool(record.isComplete),
+                                                "$crash_count": .int(repetition.crashes),
+                                                "$crash_loop": .bool(repetition.isCrashLoop)]
+        if let first = repetition.firstMilliseconds { properties["$crash_first_time"] = .int(Int(first)) }
+        if let length = repetition.consecutiveCrashesAtStart { properties["$crash_loop_length"] = .int(length) }
         if let signal = record.signal {
             if let address = signal.faultAddress {
                 properties["$crash_fault_address"] = .string("0x\(String(address, radix: 16))")

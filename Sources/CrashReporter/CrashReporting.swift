@@ -37,6 +37,10 @@ public final class CrashReporting: Sendable {
         public var endpoint: URL?
         /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true
+        /// Adjusts capture's configuration (frames, other threads, the record directory's bounds:
+        /// ``CrashHandler/Configuration/maxRecords``, ``CrashHandler/Configuration/maxRecordBytes``)
+        /// before it starts. The inbox keeps the directory under the same bounds.
+        public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
         /// Adjusts the tracker's configuration (limits, upload policy, timeouts) before it starts.
         public var tracker: (@Sendable (inout Tracker.Configuration) -> Void)?
         /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
@@ -94,8 +98,11 @@ public final class CrashReporting: Sendable {
         public var recordsAlreadyIngested: [String] = []
         /// Records the reader rejected (each sink still reports the crash, saying so).
         public var recordsUnreadable: [String] = []
-        /// Run markers of dead runs turned into abnormal `$AppEnd`s (see ``Tracker/abnormalEnds``).
+        /// Run markers of dead runs turned into abnormal (or `oom`) `$AppEnd`s (see ``Tracker/abnormalEnds``).
         public var abnormalEnds: [String] = []
+        /// Records taken out to keep the directory under its bounds: folded into the latest
+        /// record of their crash (which counts them) or counted in the directory's ledger.
+        public var recordsFolded: [String] = []
         /// Problems that left something in place for the next launch, and a crash-time uploader
         /// that was asked for and is not there.
         public var errors: [String] = []
@@ -155,9 +162,12 @@ public final class CrashReporting: Sendable {
         // By hand and cheap (no Foundation URL): parsed on the caller's thread.
         let dsn = configuration.sentryDSN.map { ($0, SentryDSN($0)) }
         var uploaderError: String?
+        var captureConfiguration = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
+                                                              appVersion: configuration.appVersion)
+        configuration.capture?(&captureConfiguration)
+        let limits = RecordDirectoryLimits(maxRecords: captureConfiguration.maxRecords, maxBytes: captureConfiguration.maxRecordBytes)
         if configuration.captureCrashes {
-            var capture = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
-                                                    appVersion: configuration.appVersion)
+            var capture = captureConfiguration
             if var tracking = trackerConfiguration {
                 // CrashCapture's compensating $AppEnd follows what the tracker's events carry
                 // (identity, super properties): the tracker publishes its context as soon as its
@@ -222,7 +232,7 @@ public final class CrashReporting: Sendable {
             let thread = Thread {
                 OSThread.name("CrashReporter.inbox")
                 var report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
-                                                 appVersion: configuration.appVersion, sinks: otherSinks)
+                                                 appVersion: configuration.appVersion, sinks: otherSinks, limits: limits)
                 if let uploaderNote { report.errors.append(uploaderNote) }
                 launched.open(report)
             }
@@ -238,7 +248,7 @@ public final class CrashReporting: Sendable {
             var report = Self.deliverRecords(in: recordDirectory, store: store, appName: configuration.appName,
                                              appVersion: configuration.appVersion, extraPresets: extraPresets,
                                              sinks: (store == nil ? [UnavailableSink(id: .events, reason: "the events store cannot be opened")] : [])
-                                                 + otherSinks)
+                                                 + otherSinks, limits: limits)
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
         }
@@ -246,15 +256,17 @@ public final class CrashReporting: Sendable {
 
     /// One inbox pass over `directory`: every record to the events sink (with a store) and `sinks`.
     package static func deliverRecords(in directory: String, store: TrackingStore?, appName: String, appVersion: String,
-                                       extraPresets: [String: JSONScalar] = [:], sinks: [any CrashRecordSink]) -> LaunchReport {
+                                       extraPresets: [String: JSONScalar] = [:], sinks: [any CrashRecordSink],
+                                       limits: RecordDirectoryLimits = .standard) -> LaunchReport {
         let events = store.map { EventsSink(store: $0, appName: appName, appVersion: appVersion, extraPresets: extraPresets) }
-        let inbox = RecordInbox(directory: directory, sinks: (events.map { [$0] } ?? []) + sinks).pass()
+        let inbox = RecordInbox(directory: directory, sinks: (events.map { [$0] } ?? []) + sinks, limits: limits).pass()
         events?.pruneClaims(keeping: Set(inbox.recordsAwaitingSinks + inbox.recordsInProgress))
         var report = LaunchReport()
         report.recordsDelivered = inbox.recordsDelivered
         report.recordsAwaitingSinks = inbox.recordsAwaitingSinks
         report.recordsInProgress = inbox.recordsInProgress
-        report.errors = inbox.errors
+        report.errors = inbox.errors + inbox.bound.errors
+        report.recordsFolded = inbox.bound.folded.keys.sorted() + inbox.bound.pruned
         if let events = events?.report {
             report.recordsIngested = events.recordsIngested
             report.recordsAlreadyIngested = events.recordsAlreadyIngested

@@ -61,7 +61,7 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
         var endingRun: String?
         switch record.record {
         case .success(let crash):
-            let (made, marker) = self.events(for: crash, name: record.name)
+            let (made, marker) = self.events(for: crash, name: record.name, repetition: record.tally.repetition(forSink: id.rawValue))
             events = made
             if let marker {
                 endingRun = marker.runID
@@ -92,7 +92,7 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
     }
 
     /// `AppCrashed` and `$AppEnd` of a readable record, and the marker of its run if one matches.
-    private func events(for record: CrashRecord, name: String) -> ([NewEvent], RunMarker?) {
+    private func events(for record: CrashRecord, name: String, repetition: CrashRepetition) -> ([NewEvent], RunMarker?) {
         let parsed = RecordFileName(name)
         let appEnd = Self.parseAppEnd(record.appEndJSON)
         let crashMs = record.process.map { $0.crashWallNanoseconds / 1_000_000 } ?? parsed?.milliseconds
@@ -104,7 +104,7 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
         let base = renderer.base(superProperties: superProperties)
         let time = crashMs ?? Self.nowMilliseconds()
         let crashed = AppEvents.appCrashed(runID: runID, time: time, identity: identity,
-                                           properties: Self.crashProperties(record, name: name))
+                                           properties: Self.crashProperties(record, name: name, repetition: repetition))
         var events = [NewEvent(crashed, json: renderer.render(crashed, base: base))]
         if let appEnd {
             events.append(NewEvent(trackID: appEnd.trackID, event: AppEvents.appEnd, time: appEnd.time, priority: .crash, json: appEnd.json))

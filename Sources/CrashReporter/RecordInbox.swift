@@ -28,9 +28,7 @@ public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
 
     /// `nil` when `rawValue` is not 1–32 of `a-z`, `0-9`, `-`, `_`.
     public init?(_ rawValue: String) {
-        guard (1...32).contains(rawValue.utf8.count),
-              rawValue.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F })
-        else { return nil }
+        guard RecordFileName.isSinkName(rawValue) else { return nil }
         self.rawValue = rawValue
     }
 
@@ -53,6 +51,17 @@ public struct InboxRecord: Sendable {
     /// The parsed record, or why the file is not a readable record. An unreadable record still
     /// says that a crash happened: each of our sinks reports it as such.
     public let record: Result<CrashRecord, CrashRecordError>
+    /// What the record stands for beyond its own crash: the crashes folded into it when the
+    /// directory was over its bounds, the crash loop it was part of.
+    package internal(set) var tally: RecordTally
+
+    package init(name: String, path: String, bytes: [UInt8], record: Result<CrashRecord, CrashRecordError>, tally: RecordTally = RecordTally()) {
+        self.name = name
+        self.path = path
+        self.bytes = bytes
+        self.record = record
+        self.tally = tally
+    }
 }
 
 /// What a sink did with a record.
@@ -107,17 +116,21 @@ package final class RecordInbox: Sendable {
         package var recordsInProgress: [String] = []
         /// `.later` answers: "record: sink: reason".
         package var errors: [String] = []
+        /// What keeping the directory under its bounds did first (records folded and pruned).
+        package var bound = RecordDirectoryBound.Outcome()
         package init() {}
     }
 
     package let directory: String
     let sinks: [any CrashRecordSink]
+    let limits: RecordDirectoryLimits
 
     /// - Precondition: the sinks' ids are distinct.
-    package init(directory: String, sinks: [any CrashRecordSink]) {
+    package init(directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) {
         precondition(Set(sinks.map(\.id)).count == sinks.count, "two record sinks with one id")
         self.directory = directory
         self.sinks = sinks
+        self.limits = limits
     }
 
     /// One pass over the directory: each record not in progress is read once and offered to
@@ -127,6 +140,8 @@ package final class RecordInbox: Sendable {
     @discardableResult
     package func pass(only: String? = nil) -> Report {
         var report = Report()
+        // The directory under its bounds first (cheap when it is: a listing).
+        report.bound = RecordDirectoryBound.enforce(directory: directory, limits: limits)
         let entries: [String]
         let listed: Set<String>
         do {
@@ -139,13 +154,16 @@ package final class RecordInbox: Sendable {
         let records = entries.filter { RecordFileName($0) != nil }
         let present = Set(records)
         for entry in entries where RecordFileName(entry) == nil {
-            // An acknowledgment whose record is gone (deleted by another process after ours).
-            if let (record, _) = Self.parseAcknowledgment(entry), !present.contains(record) { unlink(path(entry)) }
+            // An acknowledgment or tally whose record is gone (deleted by another process after ours).
+            let owner = RecordFileName.parseAcknowledgment(entry)?.record ?? RecordFileName.parseTally(entry)
+            if let owner, !present.contains(owner) { unlink(path(entry)) }
         }
-        let own = getpid()
+        // The crash-loop state: opened (and created) with the first readable record.
+        var loop: CrashLoop?
+        var loopOpened = false
+        defer { loop?.close(keeping: { access(self.path($0), F_OK) == 0 }) }
         for name in records where only == nil || name == only {
-            if let parsed = RecordFileName(name), parsed.isPartial, parsed.pid != own,
-               ProcessIdentity.isRunning(pid: parsed.pid, startedBy: parsed.milliseconds) {
+            if let parsed = RecordFileName(name), parsed.writerMayBeRunning {
                 // A live process's handler may still be writing it (it renames the file when
                 // done); a live process that started after the crash has only reused the pid.
                 report.recordsInProgress.append(name)
@@ -157,7 +175,11 @@ package final class RecordInbox: Sendable {
                 report.recordsDelivered.append(name)
                 continue
             }
-            let record = read(name)
+            var record = read(name)
+            if case .success(let crash) = record.record {
+                if !loopOpened { loop = CrashLoop.open(directory: directory); loopOpened = true }
+                record.tally.consecutiveCrashesAtStart = loop?.verdict(for: name, crash, tally: record.tally)
+            }
             var waiting = false
             for sink in missing {
                 switch sink.take(record, receipt: SinkReceipt(inbox: self, name: name, sink: sink.id)) {
@@ -172,7 +194,9 @@ package final class RecordInbox: Sendable {
             }
             if access(path(name), F_OK) != 0 {
                 report.recordsDelivered.append(name)
-            } else if waiting || !sinks.allSatisfy({ has(name, $0.id) }) {
+                continue
+            }
+            if waiting || !sinks.allSatisfy({ has(name, $0.id) }) {
                 report.recordsAwaitingSinks.append(name)
             }
         }
@@ -201,10 +225,11 @@ package final class RecordInbox: Sendable {
         delete(name)
     }
 
-    /// The record is gone for every sink: the file, then its acknowledgments.
+    /// The record is gone for every sink: the file, then its acknowledgments and its tally.
     private func delete(_ name: String) {
         unlink(path(name))
         for sink in sinks { unlink(path(Self.acknowledgment(name, sink.id))) }
+        unlink(path(RecordFileName.tally(of: name)))
     }
 
     /// Whether `sink` acknowledged record `name` (its acknowledgment file is there).
@@ -213,39 +238,31 @@ package final class RecordInbox: Sendable {
         return lstat(path(Self.acknowledgment(name, sink)), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// The record's bytes and parse, read once through the record reader's checks.
+    /// The record's bytes and parse, read once through the record reader's checks, and its tally.
     private func read(_ name: String) -> InboxRecord {
         let file = path(name)
+        var bytes: [UInt8] = []
+        let record: Result<CrashRecord, CrashRecordError>
         do {
-            let bytes = try CrashRecordReader.readBytes(path: file)
-            do {
-                return InboxRecord(name: name, path: file, bytes: bytes, record: .success(try CrashRecordReader.parse(bytes)))
-            } catch let error as CrashRecordError {
-                return InboxRecord(name: name, path: file, bytes: bytes, record: .failure(error))
-            }
+            bytes = try CrashRecordReader.readBytes(path: file)
+            record = .success(try CrashRecordReader.parse(bytes))
         } catch let error as CrashRecordError {
-            return InboxRecord(name: name, path: file, bytes: [], record: .failure(error))
+            record = .failure(error)
         } catch {
-            return InboxRecord(name: name, path: file, bytes: [], record: .failure(.unreadable(path: file, reason: "\(error)")))
+            record = .failure(.unreadable(path: file, reason: "\(error)"))
         }
+        return InboxRecord(name: name, path: file, bytes: bytes, record: record, tally: RecordTally.read(record: name, in: directory))
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
 
     /// `<record>.<sink>.ack`.
-    static func acknowledgment(_ record: String, _ sink: RecordSinkID) -> String { "\(record).\(sink.rawValue).ack" }
-
-    /// The record and sink of an acknowledgment's name, if it is one.
-    static func parseAcknowledgment(_ entry: String) -> (String, RecordSinkID)? {
-        guard entry.hasSuffix(".ack") else { return nil }
-        let stem = entry.dropLast(4)
-        guard let dot = stem.lastIndex(of: "."), let sink = RecordSinkID(String(stem[stem.index(after: dot)...])) else { return nil }
-        let record = String(stem[..<dot])
-        return RecordFileName(record) != nil ? (record, sink) : nil
+    static func acknowledgment(_ record: String, _ sink: RecordSinkID) -> String {
+        RecordFileName.acknowledgment(of: record, by: sink.rawValue)
     }
 
-    /// The record files and acknowledgments in `directory` (nothing else), sorted.
+    /// The record files, acknowledgments and tallies in `directory` (nothing else), sorted.
     static func entries(in directory: String) throws -> [String] {
-        try RecordFileName.names(in: directory, including: { parseAcknowledgment($0) != nil })
+        try RecordFileName.names(in: directory, including: { RecordFileName.parseAcknowledgment($0) != nil || RecordFileName.parseTally($0) != nil })
     }
 }

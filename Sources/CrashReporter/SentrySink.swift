@@ -88,8 +88,9 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
     package var description: String { envelopeAddress }
 }
 
-/// Builds the envelope of one record: (record, its bytes, its file name, the time of sending).
-package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date) -> [UInt8]
+/// Builds the envelope of one record: (record, its bytes, its file name, the time of sending,
+/// how many crashes it stands for).
+package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition) -> [UInt8]
 
 /// The Sentry sink (see the file comment).
 // @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
@@ -99,9 +100,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
     /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
-    package static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt in
+    package static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt, repetition in
         SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: sentAt, osRelease: OSRelease.current())
+                            sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition)
     }
 
     /// What this process's Sentry sink did.
@@ -193,7 +194,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let body: [UInt8]
         switch head.record.record {
         case .success(let record):
-            body = makeEnvelope(record, head.record.bytes, head.record.name, Date())
+            body = makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue))
         case .failure(let error):
             // A crash whose record cannot be read still happened: an event that says so.
             let crashTime = RecordFileName(head.record.name).map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000) }
@@ -276,33 +277,3 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         return wait.map { .seconds(min($0, 1e9)) }
     }
 }
-
-/// An exclusive, non-blocking `flock(2)` on a record file: whoever holds it is the one process
-/// sending that record. Released by ``release()``, or by the kernel when the process dies.
-final class RecordLease {
-    private var fd: Int32
-
-    /// The lease on the record at `path`, or nil when another process holds it, or the file is
-    /// gone (sent and deleted by another process) or is not a regular file.
-    init?(path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        var opened = stat(), current = stat()
-        guard fstat(fd, &opened) == 0, (opened.st_mode & S_IFMT) == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0,
-              // Still the file at that path (not deleted, nor replaced, while we waited for the lock).
-              stat(path, &current) == 0, current.st_ino == opened.st_ino, current.st_dev == opened.st_dev else {
-            close(fd)
-            return nil
-        }
-        self.fd = fd
-    }
-
-    func release() {
-        guard fd >= 0 else { return }
-        close(fd)
-        fd = -1
-    }
-
-    deinit { release() }
-}
-

@@ -174,7 +174,8 @@ package struct ScenarioContext: Sendable {
 
     /// Test support: with `CRASH_HARNESS_PAUSE_BEFORE_CRASH=PATH` in the environment, writes this
     /// process's pid to PATH.ready and waits (at most a minute) for PATH.go, so that a test can
-    /// look at the process with an outside tool (eu-stack) just before it crashes.
+    /// look at the process with an outside tool (eu-stack) just before it crashes, or take its
+    /// record directory away.
     package func pauseIfAsked() {
         guard let path = ProcessInfo.processInfo.environment["CRASH_HARNESS_PAUSE_BEFORE_CRASH"] else { return }
         _ = FileManager.default.createFile(atPath: path + ".ready", contents: Data("\(getpid())".utf8))
@@ -234,7 +235,10 @@ package enum Scenarios {
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",
                  ending: .signal(SIGSEGV),
                  record: nullDereference())
-        { _ in throughLevels { cch_null_dereference() } },
+        { context in
+            context.pauseIfAsked()
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("write-read-only", "a write to a read-only page is recorded as SEGV_ACCERR",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_ACCERR", frames: ["cch_write_read_only"] + chain))
@@ -572,7 +576,21 @@ package enum Scenarios {
         },
         Scenario("fsize-limit-hard", "RLIMIT_FSIZE soft = hard = 2 KiB: death by SIGSEGV, a record that holds at least the signal, the crashed thread's frames and the main executable's image",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, incompleteAllowed: true))
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, incompleteAllowed: true),
+                 stderrContains: [StderrSummary.prefix + "record not written whole: writing it failed: EFBIG: file too large (errno \(EFBIG))\n"],
+                 output: .normalised(reason: "the handler adds its summary of the record it could not write whole", StderrSummary.removed(from:)),
+                 check: { outcome in
+                     // The summary says who crashed how, and names the record file the run left.
+                     guard let summary = StderrSummary(stderr: outcome.stderr) else { return ["no summary on stderr"] }
+                     var failures: [String] = []
+                     let crash = "pid \(outcome.pid) tid \(outcome.pid) crashed: SIGSEGV (SEGV_MAPERR) at 0x0"
+                     if summary.crash != crash { failures.append("the summary says \(summary.crash.debugDescription), not \(crash.debugDescription)") }
+                     let named = summary.partialRecord?.replacingOccurrences(of: "<dir>", with: outcome.directory)
+                     if named == nil || named != outcome.ownRecordFiles.first {
+                         failures.append("the summary names \(named ?? "no file"), the run left \(outcome.ownRecordFiles)")
+                     }
+                     return failures
+                 })
         { _ in
             throughLevels {
                 cch_limit_file_size(2048, 2048)

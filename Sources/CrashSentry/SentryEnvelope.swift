@@ -47,10 +47,12 @@ package enum SentryEnvelope {
     ///     from their files on disk.
     package static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
-        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true
+        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
+        repetition: CrashRepetition = CrashRepetition()
     ) -> [UInt8] {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
-        let event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
+        var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
+        say(repetition, in: &event)
         return envelope(eventID: id, sentAt: sentAt, event: json(event), attaching: rawRecord, fileName: fileName)
     }
 
@@ -65,6 +67,20 @@ package enum SentryEnvelope {
                                      filename: fileName, attachmentType: "event.attachment")) + [0x0A]
         out += bytes + [0x0A]
         return out
+    }
+
+    /// How many crashes the event stands for (`extra.crash_count`, `extra.first_crash`: records
+    /// folded into this one when the record directory was over its bounds), and the crash loop
+    /// it was part of (`tags.crash_loop`, `extra.crash_loop_length`). Nothing for a lone crash.
+    package static func say(_ repetition: CrashRepetition, in event: inout SentryEvent) {
+        var extra = event.extra ?? [:]
+        if repetition.crashes > 1 {
+            extra["crash_count"] = String(repetition.crashes)
+            if let first = repetition.firstMilliseconds { extra["first_crash"] = isoTime(Date(timeIntervalSince1970: Double(first) / 1000)) }
+        }
+        if let length = repetition.consecutiveCrashesAtStart, length > 0 { extra["crash_loop_length"] = String(length) }
+        if repetition.isCrashLoop { event.tags["crash_loop"] = "yes" }
+        event.extra = extra.isEmpty ? nil : extra
     }
 
     /// The event payload (Sentry's native-crash event shape, as sentry-native's inproc backend

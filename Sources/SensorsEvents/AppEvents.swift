@@ -10,9 +10,12 @@ package enum AppEndReason: String, Sendable, CaseIterable {
     /// A fatal signal CrashCapture recorded: the signal handler completes this `$AppEnd`, or the
     /// next launch makes it from the record when the record holds none.
     case crash
-    /// The run vanished with neither (SIGKILL, the OOM killer, power loss): made at the next
-    /// launch from the run's marker.
+    /// The run vanished with neither (SIGKILL, power loss, or an OOM kill that could not be
+    /// told): made at the next launch from the run's marker.
     case abnormal
+    /// Like `abnormal`, but the kernel's OOM killer counted a kill in the run's memory cgroup
+    /// after the marker's last reading (SensorsTracking's `OOMKillCounter`): made at the next launch.
+    case oom
 }
 
 /// The lifecycle events and the properties each carries.

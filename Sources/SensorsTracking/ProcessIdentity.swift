@@ -37,27 +37,6 @@ package struct ProcessIdentity: Sendable, Equatable {
         return ticks
     }
 
-    /// Whether a process `pid` runs now (not a zombie) and started by `wallMilliseconds` (two
-    /// seconds of slack for the boot time's whole seconds and clock steps): a process that
-    /// started later has reused the pid. For files named by pid and time, such as a `.partial`
-    /// crash record, whose writer's start ticks were never recorded.
-    package static func isRunning(pid: Int32, startedBy wallMilliseconds: Int64) -> Bool {
-        guard pid > 0, let ticks = startTicks(of: pid), !isZombie(pid) else { return false }
-        guard let boot = bootWallSeconds() else { return true } // cannot tell: assume the writer
-        let perSecond = max(1, Int64(sysconf(Int32(_SC_CLK_TCK))))
-        let started = boot * 1000 + ticks * 1000 / perSecond
-        return started <= wallMilliseconds + 2000
-    }
-
-    /// `btime` of `/proc/stat`: the wall time of boot, seconds since the epoch.
-    static func bootWallSeconds() -> Int64? {
-        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
-            return Int64(line.dropFirst(6).trimmingCharacters(in: .whitespaces))
-        }
-        return nil
-    }
-
     static func isZombie(_ pid: Int32) -> Bool {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return false }

@@ -120,6 +120,9 @@ public final class Tracker: @unchecked Sendable {
         var done = false
         var isFirstStart = false
         var abnormalEnds: [String] = []
+        /// This run's memory cgroup OOM-kill counter file (``OOMKillCounter``), read again at
+        /// each marker refresh; `nil` when there is none to read.
+        var oomCounter: String?
         /// The context as loaded from the store: events queued before the launch was done carry
         /// `provisional` and are rendered with this one (identity changes wait for the launch, so
         /// nothing can have changed it in between).
@@ -221,15 +224,17 @@ public final class Tracker: @unchecked Sendable {
         // The crash $AppEnd first: a crash during the rest of the launch carries this identity.
         publishContext()
         before?(store)
+        let oomCounter = OOMKillCounter.locate()
         try store.registerRun(RunMarker(
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
-            appVersion: configuration.appVersion, identity: identity))
+            appVersion: configuration.appVersion, identity: identity, oomKills: oomCounter.flatMap(OOMKillCounter.read)))
         let ended = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties,
                                         extraPresets: extraPresets)
         uploader?.start()
         configuration.onIdentityChange?(identity)
-        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, context: loaded))
+        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, oomCounter: oomCounter,
+                            context: loaded))
     }
 
     /// The launch could not read the store: a temporary anonymous identity (not stored), and the
@@ -288,11 +293,13 @@ public final class Tracker: @unchecked Sendable {
 
     /// The runs found dead at start (their marker left, their process gone, no `$AppEnd` and no
     /// crash record claimed them: SIGKILL, the OOM killer, power loss), each now ended by an
-    /// abnormal `$AppEnd` in the store and its marker removed. Waits for the launch.
+    /// `$AppEnd` in the store (`$app_end_reason` `oom` when the run's memory cgroup counted an
+    /// OOM kill after its marker's last reading, else `abnormal`) and its marker removed. Waits
+    /// for the launch.
     public var abnormalEnds: [String] { awaitLaunch { launch.abnormalEnds } }
 
-    /// Ends every dead run but `excluding` with an abnormal `$AppEnd`, each in one transaction
-    /// that also removes its marker, so that two processes starting at once report it once.
+    /// Ends every dead run but `excluding` with an abnormal (or `oom`) `$AppEnd`, each in one
+    /// transaction that also removes its marker, so that two processes starting at once report it once.
     static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar],
                                extraPresets: [String: JSONScalar]) -> [String] {
         var ended: [String] = []
@@ -305,12 +312,17 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// The `$AppEnd` of a run that vanished without one: `$event_duration` from the marker
-    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"`, the super properties
-    /// the store holds (the dead run was the last to set them).
+    /// (monotonic start to last refresh), `"$app_end_reason": "abnormal"` — `"oom"` when its
+    /// memory cgroup counted an OOM kill since the marker's last reading
+    /// (``OOMKillCounter/endReason(recorded:sameBoot:now:)``) —, the super properties the store
+    /// holds (the dead run was the last to set them).
     static func abnormalAppEnd(_ marker: RunMarker, superProperties: [String: JSONScalar],
                                extraPresets: [String: JSONScalar]) -> NewEvent {
         let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion, extraPresets: extraPresets)
-        let draft = AppEvents.appEnd(reason: .abnormal, durationSeconds: marker.knownDurationSeconds, runID: marker.runID,
+        let bootID = marker.process.bootID
+        let reason = OOMKillCounter.endReason(recorded: marker.oomKills,
+                                              sameBoot: !bootID.isEmpty && bootID == ProcessIdentity.current.bootID)
+        let draft = AppEvents.appEnd(reason: reason, durationSeconds: marker.knownDurationSeconds, runID: marker.runID,
                                      time: marker.refreshWallMilliseconds, identity: marker.identity)
         return NewEvent(trackID: draft.trackID, event: draft.event, time: draft.time, priority: draft.priority,
                         json: renderer.render(draft, base: renderer.base(superProperties: superProperties)))
@@ -553,14 +565,17 @@ public final class Tracker: @unchecked Sendable {
             droppedQueueFull = 0
             // The writer runs only after the launch (it performs it first), so this is set.
             let loadedContext = launch.context ?? provisional
+            let oomCounter = launch.oomCounter
             cond.unlock()
             let renderer = self.renderer
 
             let items = carry + spare
             let now = Clock.monotonicNanoseconds()
-            var refresh: (runID: String, wallMs: Int64, monoNs: Int64)?
+            var refresh: (runID: String, wallMs: Int64, monoNs: Int64, oomKills: Int64?)?
             if now >= nextRefresh {
-                refresh = (configuration.runID, Clock.wallMilliseconds(), now)
+                // The OOM-kill count read now: a kill of another process earlier in the run is
+                // then not blamed on this run's death (OOMKills.swift).
+                refresh = (configuration.runID, Clock.wallMilliseconds(), now, oomCounter.flatMap(OOMKillCounter.read)?.kills)
                 nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
             }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]

@@ -24,15 +24,20 @@ package enum Harness {
     }
 
     /// Runs `crash-harness emit ...` to its end (or kills it with SIGKILL after `timeout`).
+    /// A `launcher` (an executable and its first arguments, ending with an exec of the rest, such
+    /// as `/bin/sh -c '…; exec "$@"' sh`) starts it in a process it prepared (another cgroup, say).
     package static func emit(_ arguments: [String], timeout: Double = 60, stdout: String? = nil,
-                            environment extra: [String: String] = [:]) throws -> ChildProcess {
-        try ChildProcess.run(path, ["emit"] + arguments, environment: environment.merging(extra) { $1 }, stdout: stdout,
-                             timeout: timeout)
+                            environment extra: [String: String] = [:], launcher: [String] = []) throws -> ChildProcess {
+        let command = launcher + [path, "emit"] + arguments
+        return try ChildProcess.run(command[0], Array(command.dropFirst()), environment: environment.merging(extra) { $1 },
+                                    stdout: stdout, timeout: timeout)
     }
 
-    /// Starts `crash-harness emit ...` without waiting; `.wait()` on the result ends it.
-    package static func spawnEmit(_ arguments: [String]) throws -> ChildProcess.Running {
-        try ChildProcess.start(path, ["emit"] + arguments, environment: environment)
+    /// Starts `crash-harness emit ...` without waiting (through `launcher`, as ``emit(_:timeout:stdout:environment:launcher:)``
+    /// does); `.wait()` on the result ends it.
+    package static func spawnEmit(_ arguments: [String], launcher: [String] = []) throws -> ChildProcess.Running {
+        let command = launcher + [path, "emit"] + arguments
+        return try ChildProcess.start(command[0], Array(command.dropFirst()), environment: environment)
     }
 
     /// Waits (bounded) until `path` exists.

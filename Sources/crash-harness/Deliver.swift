@@ -25,18 +25,21 @@ extension CrashHarness {
         @Option(help: "Seconds shutdown may take.")
         var timeout: Double = 20
 
+        @Flag(help: "After the launch (its JSON printed), crash instead of shutting down (--crash-as says how): one turn of a crash loop.")
+        var crash = false
+
+        @Option(name: .customLong("crash-as"), help: "How --crash crashes: null-dereference (the default), abort or fatal-error.")
+        var crashAs = "null-dereference"
+
         @Option(name: .customLong("crash-time-uploader"), help: "Turn crash-time upload on with this uploader (a path, or a name beside this executable).")
         var crashTimeUploader: String?
-
-        @Option(help: "After the launch, print the JSON summary and crash this way (null-dereference, abort, fatal-error) instead of shutting down.")
-        var crash: String?
 
         @Option(help: "Before crashing, open this file without O_CLOEXEC, ignore SIGUSR2 and allow 1-byte core dumps (too small to write one): what a process started at the crash could inherit.")
         var inheritable: String?
 
         func validate() throws {
-            if let crash, !["null-dereference", "abort", "fatal-error"].contains(crash) {
-                throw ValidationError("--crash must be null-dereference, abort or fatal-error")
+            guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
+                throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
             }
         }
 
@@ -47,11 +50,15 @@ extension CrashHarness {
             configuration.crashTimeUploader = crashTimeUploader
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
-            if let crash {
-                // The launch's report first (a test reads its errors), then the crash.
-                struct Launched: Encodable { var captureInstalled: Bool, recordsDelivered: [String], errors: [String] }
+            // The threads while the launch's work runs (before shutdown stops the senders).
+            let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
+                (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            }.sorted()
+            if crash {
+                // The launch's report first (tests read it), then the crash.
+                struct Launched: Encodable { var captureInstalled: Bool, recordsDelivered: [String], recordsFolded: [String], errors: [String] }
                 print(try HarnessJSON.text(Launched(captureInstalled: CrashHandler.isInstalled, recordsDelivered: report.recordsDelivered,
-                                                    errors: report.errors)))
+                                                    recordsFolded: report.recordsFolded, errors: report.errors)))
                 fflush(nil)
                 if let inheritable {
                     _ = open(inheritable, O_RDONLY)
@@ -64,16 +71,12 @@ extension CrashHarness {
                         setrlimit(Int32(RLIMIT_CORE.rawValue), &one)
                     }
                 }
-                switch crash {
+                switch crashAs {
                 case "abort": abort()
-                case "fatal-error": fatalError("crash-harness deliver --crash fatal-error")
+                case "fatal-error": fatalError("crash-harness deliver --crash --crash-as fatal-error")
                 default: cch_null_dereference()
                 }
             }
-            // The threads while the launch's work runs (before shutdown stops the senders).
-            let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
-                (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-            }.sorted()
             let result = reporting.shutdown(timeout: timeout)
             struct Summary: Encodable {
                 var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]

@@ -50,6 +50,9 @@ extension CrashHarness {
         @Flag(help: "After the events are committed (and --ready-file written), sleep until killed.")
         var hold = false
 
+        @Flag(name: .customLong("grow-memory"), help: "After the events are committed (and --ready-file written), allocate and touch memory 1 MiB at a time until killed (the OOM killer, in a memory-limited cgroup); exit 4 if 4 GiB were touched and nothing killed it.")
+        var growMemory = false
+
         @Option(name: .customLong("super-property"), help: "Register a super property (key=value, a string) before tracking; repeatable.")
         var superProperties: [String] = []
 
@@ -100,9 +103,10 @@ extension CrashHarness {
                     cch_null_dereference()
                 }
             }
-            if readyFile != nil || hold {
+            if readyFile != nil || hold || growMemory {
                 tracker.waitUntilStored(timeout: 30)
                 if let readyFile { _ = FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
+                if growMemory { Self.growMemoryUntilKilled() }
                 while hold { sleep(60) }
             }
             if exitWithoutShutdown { Glibc.exit(0) }
@@ -118,6 +122,19 @@ extension CrashHarness {
                                                    recordsUnreadable: report.recordsUnreadable, errors: report.errors)))
             }
             if !result.stored || (endpoint != nil && !result.uploaded) { throw ExitCode(3) }
+        }
+
+        /// Touches every page of 1 MiB blocks (never freed) until the kernel kills the process;
+        /// gives up with exit status 4 after 4 GiB, so that a run without a memory limit ends.
+        static func growMemoryUntilKilled() -> Never {
+            let block = 1 << 20
+            var blocks: [UnsafeMutableRawPointer] = []
+            while blocks.count < 4096 {
+                guard let memory = malloc(block) else { break }
+                memset(memory, 0xA5, block)
+                blocks.append(memory)
+            }
+            withExtendedLifetime(blocks) { Glibc._exit(4) }
         }
     }
 }

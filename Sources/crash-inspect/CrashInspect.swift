@@ -148,7 +148,8 @@ extension CrashInspect {
         @OptionGroup var options: RecordOptions
 
         func run() throws {
-            let groups = CrashGroup.make(try options.inspections().good)
+            let inspections = try options.inspections()
+            let groups = CrashGroup.make(inspections.good, directory: options.dir, unreadable: inspections.bad.map(\.id))
             if options.json {
                 print(Rendering.encode(groups.map(\.json)))
                 return
@@ -156,7 +157,8 @@ extension CrashInspect {
             for group in groups {
                 let first = group.firstSeenNanoseconds.map(isoTime) ?? "-"
                 let last = group.lastSeenNanoseconds.map(isoTime) ?? "-"
-                print("\(group.ids.count) × \(group.signature)")
+                let folded = group.crashes == group.ids.count ? "" : " (\(group.ids.count) records kept, the others folded into them)"
+                print("\(group.crashes) × \(group.signature)" + folded)
                 print("    \(group.explanation)")
                 print("    first \(first), last \(last), versions \(group.appVersions.sorted().joined(separator: ", "))")
             }

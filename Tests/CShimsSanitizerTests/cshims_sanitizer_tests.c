@@ -301,7 +301,36 @@ static void child_chained_repairs(int onstack) {
 static void child_chained_repairs_own_stack(void) { child_chained_repairs(0); }
 static void child_chained_repairs_alt_stack(void) { child_chained_repairs(1); }
 
-/* The test hooks: a fault inside the handler, a handler that hangs (the watchdog ends it). */
+/* The record directory removed after install: no record can be created, the summary goes to stderr. */
+static void child_directory_removed(void) {
+    install(0, 0);
+    if (rmdir(g_dir) != 0) _exit(91);
+    sanitized_level1(sanitized_crash_null);
+}
+
+/* The same with abort(): a signal the process sent itself. */
+static void child_directory_removed_abort(void) {
+    install(0, 0);
+    if (rmdir(g_dir) != 0) _exit(91);
+    sanitized_level1(sanitized_crash_abort);
+}
+
+/* Every name the record can take in the next 3 s is a directory already: the final rename fails
+ * (EISDIR) and the whole record stays ".partial". */
+#define RENAME_WINDOW_MS 3000
+static void child_rename_fails(void) {
+    install(0, 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    char path[4400];
+    for (int i = 0; i < RENAME_WINDOW_MS; i++) {
+        snprintf(path, sizeof path, "%s/" CC_RECORD_PREFIX "%lld-%d-%d" CC_RECORD_EXTENSION, g_dir, ms + i, getpid(), getpid());
+        if (mkdir(path, 0700) != 0) _exit(92);
+    }
+    sanitized_level1(sanitized_crash_null);
+}
+
 /* The crash-time uploader (cc_uploader.c): a shell standing in, writing what it was given (its
  * environment's entry, its last argument: the record's name) beside the record directory. */
 static void child_uploader(void) {
@@ -319,6 +348,7 @@ static void child_uploader(void) {
     sanitized_level1(sanitized_crash_null);
 }
 
+/* The test hooks: a fault inside the handler, a handler that hangs (the watchdog ends it). */
 static void child_crash_in_handler(void) { install(CC_FLAG_TEST_CRASH_IN_HANDLER, 0); sanitized_level1(sanitized_crash_null); }
 static void child_hang_in_handler(void) { install(CC_FLAG_TEST_HANG_IN_HANDLER, 1); sanitized_level1(sanitized_crash_abort); }
 
@@ -442,6 +472,7 @@ typedef struct {
 typedef struct {
     pid_t pid;
     char *stderr_text;
+    const char *dir;            /* the child's record directory */
 } outcome_t;
 
 static char g_failure[1024];
@@ -717,6 +748,7 @@ static int no_fatal_message(const record_t *r) {
 
 static int check_null(const record_t *r, const outcome_t *o) {
     if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    CHECK(!strstr(o->stderr_text, "CrashCapture:"), "a whole record, yet stderr has: %.300s", o->stderr_text);
     cc_sec_crash_t crash;
     memcpy(&crash, find(r, CC_SEC_CRASH, 0)->payload, sizeof crash);
     CHECK((crash.flags & CC_CRASH_FAULT_ADDRESS) && crash.fault_address == 0, "fault address");
@@ -725,12 +757,78 @@ static int check_null(const record_t *r, const outcome_t *o) {
     return no_fatal_message(r);
 }
 
+/* No record: the summary on stderr says what crashed, why nothing was recorded, and the top
+ * frames as "image+0xoffset", which name (through the parent's dladdr: the child was forked,
+ * not exec'd) the crash's function and the level chain. */
+static int check_directory_removed(const record_t *r, const outcome_t *o) {
+    (void)r;
+    const char *text = o->stderr_text;
+    char line[4300];
+    snprintf(line, sizeof line, "CrashCapture: pid %d tid %d crashed: SIGSEGV (SEGV_MAPERR) at 0x0\n", o->pid, o->pid);
+    CHECK(strstr(text, line), "no crash line %s in: %.600s", line, text);
+    CHECK(strstr(text, "CrashCapture: record not written whole: creating its file failed: ENOENT: no such file or directory (errno 2)\n"),
+          "no reason line in: %.600s", text);
+    snprintf(line, sizeof line, "CrashCapture: no record file could be created in %s\n", o->dir);
+    CHECK(strstr(text, line), "no directory line %s in: %.600s", line, text);
+    Dl_info self;
+    CHECK(dladdr((void *)(uintptr_t)&sanitized_level1, &self) && self.dli_fbase, "dladdr of this executable");
+    const char *image = strrchr(self.dli_fname, '/') ? strrchr(self.dli_fname, '/') + 1 : self.dli_fname;
+    static const char *const expected[] = { "sanitized_crash_null", "sanitized_level2", "sanitized_level1" };
+    int lines = 0;
+    for (const char *at = text; (at = strstr(at, "CrashCapture: ")) != 0; at++) lines++;
+    CHECK(lines == 3 + 8, "%d summary lines, expected 3 and 8 frames: %.900s", lines, text);
+    for (int i = 0; i < 3; i++) {
+        snprintf(line, sizeof line, "CrashCapture: #%d %s+0x", i, image);
+        const char *at = strstr(text, line);
+        CHECK(at, "no %s in: %.900s", line, text);
+        uint64_t offset = strtoull(at + strlen(line), 0, 16);
+        const char *name = symbol_at((uint64_t)(uintptr_t)self.dli_fbase + offset, i == 0);
+        CHECK(strcmp(name, expected[i]) == 0, "frame %d is %s, expected %s", i, name, expected[i]);
+    }
+    return 1;
+}
+
+/* A sent signal's summary names its sender instead of a fault address. */
+static int check_directory_removed_abort(const record_t *r, const outcome_t *o) {
+    (void)r;
+    char line[200];
+    snprintf(line, sizeof line, "CrashCapture: pid %d tid %d crashed: SIGABRT (SI_TKILL) sent by pid %d\n", o->pid, o->pid, o->pid);
+    CHECK(strstr(o->stderr_text, line), "no crash line %s in: %.600s", line, o->stderr_text);
+    CHECK(strstr(o->stderr_text, "CrashCapture: record not written whole: creating its file failed: ENOENT"),
+          "no reason line in: %.600s", o->stderr_text);
+    return 1;
+}
+
 static int ends_with(const char *s, const char *suffix);
+
+/* The record is whole but could not take its final name: the summary says so and names the
+ * ".partial" file, which holds the whole record, end section included. */
+static int check_rename_fails(const record_t *unused, const outcome_t *o) {
+    (void)unused;
+    const char *text = o->stderr_text;
+    CHECK(strstr(text, "CrashCapture: record not written whole: renaming it failed: EISDIR: is a directory (errno 21)\n"),
+          "no reason line in: %.600s", text);
+    char prefix[4300];
+    snprintf(prefix, sizeof prefix, "CrashCapture: partial record: %s/" CC_RECORD_PREFIX, o->dir);
+    const char *line = strstr(text, prefix);
+    CHECK(line, "no %s in: %.600s", prefix, text);
+    line += strlen("CrashCapture: partial record: ");
+    char path[4300];
+    size_t n = strcspn(line, "\n");
+    CHECK(n < sizeof path, "partial record line too long");
+    memcpy(path, line, n);
+    path[n] = 0;
+    CHECK(ends_with(path, CC_RECORD_PARTIAL_EXTENSION), "partial record %s", path);
+    record_t r = { 0 };
+    int ok = parse_record(path, &r) && check_crash(&r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null");
+    free_record(&r);
+    return ok;
+}
 
 static int check_uploader(const record_t *r, const outcome_t *o) {
     if (!check_null(r, o)) return 0;
     char path[4200], record[4200];
-    snprintf(path, sizeof path, "%s.uploaded", g_dir);
+    snprintf(path, sizeof path, "%s.uploaded", o->dir);
     size_t size = 0;
     unsigned char *text = 0;
     for (int i = 0; i < 1000 && !(text = read_file(path, &size)); i++) {   /* 10 s at most */
@@ -743,7 +841,7 @@ static int check_uploader(const record_t *r, const outcome_t *o) {
     free(text);
     const char *name = strchr(given, ' ');
     CHECK(strncmp(given, "given ", 6) == 0 && name, "the uploader was given \"%s\"", given);
-    snprintf(record, sizeof record, "%s/%s", g_dir, name + 1);
+    snprintf(record, sizeof record, "%s/%s", o->dir, name + 1);
     CHECK(ends_with(record, CC_RECORD_EXTENSION) && access(record, F_OK) == 0, "no record named %s", name + 1);
     return 1;
 }
@@ -915,7 +1013,7 @@ static int check_hang_in_handler(const record_t *r, const outcome_t *o) {
 /* ------------------------------------------------------------------------------------------ */
 /* Running them.                                                                                */
 
-enum { NO_RECORD, COMPLETE, PARTIAL };
+enum { NO_RECORD, COMPLETE, PARTIAL, CHECKED_BY_SCENARIO /* the check finds the record itself */ };
 
 typedef struct {
     const char *name;
@@ -941,6 +1039,9 @@ static const scenario_t g_scenarios[] = {
     { "chained-gives-up-onstack", child_chained_gives_up_alt_stack, SIGSEGV, COMPLETE, check_chained_gives_up },
     { "chained-repairs", child_chained_repairs_own_stack, 0, NO_RECORD, check_chained_repairs },
     { "chained-repairs-onstack", child_chained_repairs_alt_stack, 0, NO_RECORD, check_chained_repairs },
+    { "directory-removed", child_directory_removed, SIGSEGV, NO_RECORD, check_directory_removed },
+    { "directory-removed-abort", child_directory_removed_abort, SIGABRT, NO_RECORD, check_directory_removed_abort },
+    { "rename-fails", child_rename_fails, SIGSEGV, CHECKED_BY_SCENARIO, check_rename_fails },
     { "crash-in-handler", child_crash_in_handler, SIGSEGV, PARTIAL, check_crash_in_handler },
     { "watchdog", child_hang_in_handler, SIGABRT, PARTIAL, check_hang_in_handler },
     { "api", child_api, 0, NO_RECORD, 0 },
@@ -994,10 +1095,10 @@ static int run_scenario(const scenario_t *sc, const char *base, double *seconds)
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     fflush(0);
-    g_dir = dir;   /* the child's, and the checks' */
     pid_t pid = fork();
     if (pid == 0) {
         dup2(err_fd, 2);
+        g_dir = dir;
         sc->child();
         _exit(97);   /* a crash scenario that did not crash */
     }
@@ -1018,7 +1119,7 @@ static int run_scenario(const scenario_t *sc, const char *base, double *seconds)
     }
     *seconds = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
 
-    outcome_t outcome = { .pid = pid, .stderr_text = slurp_text(err_path) };
+    outcome_t outcome = { .pid = pid, .stderr_text = slurp_text(err_path), .dir = dir };
     int ok = 0;
     record_t record = { 0 };
     char path[4096] = "";
@@ -1030,6 +1131,8 @@ static int run_scenario(const scenario_t *sc, const char *base, double *seconds)
         fail("expected %s, got %s %d; stderr:\n%.600s", sc->signo ? cc_signal_name(sc->signo) : "exit 0",
              WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
              outcome.stderr_text);
+    } else if (sc->record == CHECKED_BY_SCENARIO) {
+        ok = sc->check(&record, &outcome);
     } else if (sc->record == NO_RECORD) {
         find_record(dir, path, sizeof path, &files);
         if (files != 0) fail("%d files left, expected no record", files);

@@ -74,7 +74,7 @@ final class CrashTimeUploadTests: XCTestCase {
     }
 
     func records(_ directory: String) throws -> [String] {
-        try RecordFileName.names(in: directory, including: { RecordInbox.parseAcknowledgment($0) != nil })
+        try RecordFileName.names(in: directory, including: { RecordFileName.parseAcknowledgment($0) != nil })
     }
 
     /// `crash-harness deliver ... --crash <kind>` (optionally as PID 1 of a new PID namespace),
@@ -83,7 +83,7 @@ final class CrashTimeUploadTests: XCTestCase {
     func crash(_ kind: String, records: String, store: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
                disabled: Bool = false, grace: Double = 40, ownGroup: Bool = true,
                extra: [String] = []) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
-        var arguments = ["deliver", "--records", records, "--crash", kind] + extra
+        var arguments = ["deliver", "--records", records, "--crash", "--crash-as", kind] + extra
         if let store { arguments += ["--store", store] }
         if let sentry { arguments += ["--sentry-dsn", sentry.dsn] }
         if let uploader { arguments += ["--crash-time-uploader", uploader] }

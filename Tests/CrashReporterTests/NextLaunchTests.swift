@@ -48,7 +48,7 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(ends.first?.trackID, recordedEnd["_track_id"] as? String)
         XCTAssertLessThan(events.firstIndex { $0.event == "AppCrashed" }!, events.firstIndex { $0.event == "$AppEnd" && $0.properties["$app_crashed"] as? Bool == true }!)
         // The record is gone only now that its events are stored; the store is drained.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [RecordFileName.crashLoopState])
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 0)
     }
@@ -114,7 +114,7 @@ final class NextLaunchTests: XCTestCase {
         let os = try XCTUnwrap((normalized["contexts"] as? [String: Any])?["os"] as? [String: Any])
         XCTAssertNotNil(os["distribution_name"], "the next launch runs on the machine that crashed: os-release is sent")
         // Both sinks have it: the file is gone.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [RecordFileName.crashLoopState])
     }
 
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
@@ -222,8 +222,9 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(report.recordsUnreadable, [reused])
         XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/" + live))
         XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + reused))
-        XCTAssertTrue(ProcessIdentity.isRunning(pid: getpid(), startedBy: now))
-        XCTAssertFalse(ProcessIdentity.isRunning(pid: getpid(), startedBy: now - 3_600_000 * 24 * 365))
+        XCTAssertTrue(RecordFileName(live)!.writerMayBeRunning)
+        XCTAssertFalse(RecordFileName(reused)!.writerMayBeRunning)
+        XCTAssertFalse(RecordFileName(live.replacingOccurrences(of: ".partial", with: ""))!.writerMayBeRunning, "a complete record is written")
     }
 
     func testARecordAlreadyIngestedIsNotIngestedTwice() throws {

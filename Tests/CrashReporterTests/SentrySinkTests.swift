@@ -14,7 +14,7 @@ final class SentrySinkTests: XCTestCase {
     static let dsn = "http://publickey@127.0.0.1:PORT/42"
 
     /// A stand-in envelope: enough to see which record was sent and when.
-    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt in
+    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _ in
         Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A]
     }
 
@@ -35,9 +35,10 @@ final class SentrySinkTests: XCTestCase {
         try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
     }
 
-    /// Everything in `directory` but the store's files.
+    /// Everything in `directory` but the store's files and the crash-loop state.
     func leftovers(_ directory: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix("s.sqlite") }.sorted()
+        try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { !$0.hasPrefix("s.sqlite") && $0 != RecordFileName.crashLoopState }.sorted()
     }
 
     func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast(), store: TrackingStore? = nil) throws -> SentrySink {

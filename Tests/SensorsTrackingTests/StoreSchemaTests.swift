@@ -96,6 +96,7 @@ final class StoreSchemaTests: XCTestCase {
         XCTAssertEqual(markers.first?.process, ProcessIdentity(pid: 4242, bootID: "boot", startTicks: 77))
         XCTAssertEqual(markers.first?.identity, EventIdentity(anonymousID: "legacy-anon", loginID: "legacy-user"))
         XCTAssertEqual(markers.first?.knownDurationSeconds, 2)
+        XCTAssertNil(markers.first?.oomKills, "a marker of schema version 1 has no OOM-kill reading")
 
         let state = try store.loadState()
         XCTAssertEqual(state.anonymousID, "legacy-anon")
@@ -112,10 +113,10 @@ final class StoreSchemaTests: XCTestCase {
         XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.id), [1, 2, 3, 4])
         store.close()
 
-        // The migrator recorded the adoption; the schema version stays 1; no table was added but its own.
+        // The migrator recorded the adoption and v2 (the run marker's OOM-kill columns); no table was added but its own.
         try rawRead(path) { db in
-            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 1)
-            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"), ["v1"])
+            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 2)
+            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations"), ["v1", "v2"])
             XCTAssertEqual(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
                            ["counters", "events", "grdb_migrations", "ingested", "meta", "quarantine", "runs", "sqlite_sequence"])
         }
@@ -127,18 +128,21 @@ final class StoreSchemaTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("corrupt") }, [])
     }
 
-    func testANewStoreGetsTheSameSchemaAsThePreMigratorCode() throws {
+    func testANewStoreGetsTheSameSchemaAsAPreMigratorStoreMigrated() throws {
         let directory = try Scratch.directory("schema")
         let legacy = directory + "/legacy.sqlite"
         let current = directory + "/current.sqlite"
         try writeLegacyStore(legacy)
+        try TrackingStore(path: legacy).close()
         try TrackingStore(path: current).close()
         let sql = "SELECT type, name, sql FROM sqlite_master WHERE tbl_name <> 'grdb_migrations' ORDER BY name"
         func schema(_ path: String) throws -> [String] {
             try rawRead(path) { db in try Row.fetchAll(db, sql: sql).map { "\($0["type"] as String) \($0["name"] as String) \($0["sql"] as String?)" } }
         }
         XCTAssertEqual(try schema(current), try schema(legacy))
-        XCTAssertEqual(try rawRead(current) { try Int.fetchOne($0, sql: "PRAGMA user_version") }, 1)
+        XCTAssertEqual(try rawRead(current) { try Int.fetchOne($0, sql: "PRAGMA user_version") }, 2)
+        XCTAssertEqual(try rawRead(current) { try Row.fetchAll($0, sql: "PRAGMA table_info(runs)").map { $0["name"] as String } }.suffix(3),
+                       ["oom_counter_path", "oom_counter_inode", "oom_kills"])
     }
 
     func testAStoreWrittenByANewerSchemaIsRefusedAndLeftAlone() throws {
@@ -161,22 +165,22 @@ final class StoreSchemaTests: XCTestCase {
         }
 
         // A migration this code does not know.
-        try rawWrite(path) { db in try db.execute(sql: "INSERT INTO grdb_migrations(identifier) VALUES('v2-from-the-future')") }
+        try rawWrite(path) { db in try db.execute(sql: "INSERT INTO grdb_migrations(identifier) VALUES('v3-from-the-future')") }
         assertRefused("unknown migration")
         // A schema version above ours (without GRDB's bookkeeping).
         try rawWrite(path) { db in
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v2-from-the-future'; PRAGMA user_version = 2")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v3-from-the-future'; PRAGMA user_version = 3")
         }
-        assertRefused("user_version 2")
+        assertRefused("user_version 3")
 
         // Refused, not moved aside, not rewritten: the rows are still there.
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("corrupt") }, [])
         try rawRead(path) { db in
-            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 2)
+            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 3)
             XCTAssertEqual(try String.fetchAll(db, sql: "SELECT event FROM events"), ["Kept"])
         }
         // Back to a version this code knows, it opens with its rows.
-        try rawWrite(path) { db in try db.execute(sql: "PRAGMA user_version = 1") }
+        try rawWrite(path) { db in try db.execute(sql: "PRAGMA user_version = 2") }
         let store = try TrackingStore(path: path)
         XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["Kept"])
         store.close()
@@ -192,7 +196,7 @@ final class StoreSchemaTests: XCTestCase {
                 do { try TrackingStore(path: path).close() } catch { errors.withLock { failures.append("\(error)") } }
             }
             XCTAssertEqual(failures, [], "round \(round)")
-            XCTAssertEqual(try rawRead(path) { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }, ["v1"])
+            XCTAssertEqual(try rawRead(path) { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }, ["v1", "v2"])
         }
     }
 }

@@ -13,10 +13,13 @@ package struct RunMarker: Sendable, Equatable {
     package var appName: String
     package var appVersion: String
     package var identity: EventIdentity
+    /// The last reading of the run's memory cgroup OOM-kill counter (at start, then at each
+    /// refresh); `nil` when the run could not read one, and in markers of schema version 1.
+    package var oomKills: OOMKillReading?
 
     package init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
                 refreshWallMilliseconds: Int64, refreshMonotonicNanoseconds: Int64, appName: String, appVersion: String,
-                identity: EventIdentity) {
+                identity: EventIdentity, oomKills: OOMKillReading? = nil) {
         self.runID = runID
         self.process = process
         self.startWallMilliseconds = startWallMilliseconds
@@ -26,6 +29,7 @@ package struct RunMarker: Sendable, Equatable {
         self.appName = appName
         self.appVersion = appVersion
         self.identity = identity
+        self.oomKills = oomKills
     }
 
     /// Seconds the run is known to have lived (monotonic, start to last refresh).
@@ -40,11 +44,14 @@ extension TrackingStore {
         try write { db in
             try db.execute(sql: """
                 INSERT OR REPLACE INTO runs(run_id, pid, boot_id, start_ticks, start_wall_ms, start_mono_ns, refresh_wall_ms,
-                    refresh_mono_ns, app_name, app_version, anonymous_id, login_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
+                    refresh_mono_ns, app_name, app_version, anonymous_id, login_id, oom_counter_path, oom_counter_inode,
+                    oom_kills) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                 """, arguments: [marker.runID, marker.process.pid, marker.process.bootID, marker.process.startTicks,
                                  marker.startWallMilliseconds, marker.startMonotonicNanoseconds, marker.refreshWallMilliseconds,
                                  marker.refreshMonotonicNanoseconds, marker.appName, marker.appVersion,
-                                 marker.identity.anonymousID, marker.identity.loginID])
+                                 marker.identity.anonymousID, marker.identity.loginID, marker.oomKills?.path,
+                                 // SQLite integers are signed 64-bit: the inode's bits, kept as they are.
+                                 marker.oomKills.map { Int64(bitPattern: $0.inode) }, marker.oomKills?.kills])
         }
     }
 
@@ -65,9 +72,17 @@ extension TrackingStore {
                           startWallMilliseconds: row["start_wall_ms"], startMonotonicNanoseconds: row["start_mono_ns"],
                           refreshWallMilliseconds: row["refresh_wall_ms"], refreshMonotonicNanoseconds: row["refresh_mono_ns"],
                           appName: row["app_name"], appVersion: row["app_version"],
-                          identity: EventIdentity(anonymousID: row["anonymous_id"], loginID: row["login_id"]))
+                          identity: EventIdentity(anonymousID: row["anonymous_id"], loginID: row["login_id"]),
+                          oomKills: Self.oomKillReading(row))
             }
         }
+    }
+
+    /// The marker's OOM-kill reading: all three columns, or none (schema version 1 rows, runs without a counter).
+    private static func oomKillReading(_ row: Row) -> OOMKillReading? {
+        guard let path = row["oom_counter_path"] as String?, let inode = row["oom_counter_inode"] as Int64?,
+              let kills = row["oom_kills"] as Int64? else { return nil }
+        return OOMKillReading(path: path, inode: UInt64(bitPattern: inode), kills: kills)
     }
 
     static func runExists(_ db: Database, _ runID: String) throws -> Bool {
@@ -78,9 +93,12 @@ extension TrackingStore {
         try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [runID])
     }
 
-    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64) throws {
-        try db.execute(sql: "UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ? WHERE run_id = ?",
-                       arguments: [wallMs, monoNs, runID])
+    /// Sets a run's last-refresh clocks and, when `oomKills` is given, its OOM-kill count (a
+    /// failed reading keeps the last one).
+    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64, oomKills: Int64?) throws {
+        try db.execute(sql: """
+            UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ?, oom_kills = COALESCE(?, oom_kills) WHERE run_id = ?
+            """, arguments: [wallMs, monoNs, oomKills, runID])
     }
 
     static func runCount(_ db: Database) throws -> Int {

@@ -15,7 +15,7 @@ import GRDB
 
 enum StoreSchema {
     /// The schema version this code creates and understands (`PRAGMA user_version`).
-    static let version = 1
+    static let version = 2
 
     /// The migrations, in order. Append only; never edit one that has shipped.
     static func migrator() -> DatabaseMigrator {
@@ -37,6 +37,16 @@ enum StoreSchema {
                     app_version TEXT NOT NULL, anonymous_id TEXT, login_id TEXT);
                 CREATE TABLE IF NOT EXISTS ingested(name TEXT PRIMARY KEY, ingested_ms INTEGER NOT NULL);
                 PRAGMA user_version = 1;
+                """)
+        }
+        migrator.registerMigration("v2") { db in
+            // The run marker's last reading of its memory cgroup's OOM-kill counter (OOMKills.swift):
+            // NULL in markers written before, and when the run had no counter it could read.
+            try db.execute(sql: """
+                ALTER TABLE runs ADD COLUMN oom_counter_path TEXT;
+                ALTER TABLE runs ADD COLUMN oom_counter_inode INTEGER;
+                ALTER TABLE runs ADD COLUMN oom_kills INTEGER;
+                PRAGMA user_version = 2;
                 """)
         }
         return migrator

@@ -47,6 +47,8 @@ enum Directory {
     case shared(String)
     /// A path that does not exist yet, new for each run and removed after it.
     case new
+    /// One directory for every run, holding this many records (copies of a real one) before each.
+    case seeded(String, records: Int)
 }
 
 /// One row of the table: a program, how it is run, what it is compared with.
@@ -72,16 +74,23 @@ let rows = [
         expect: "installed", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
     Row(label: "capture, CRASHCAPTURE_DISABLE=1", program: "capture", directory: .shared(scratch + "/capture-disabled"),
         disable: true, baseline: 0, expect: "disabledByEnvironment", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
+    // Issue 19's bounded record directory: start lists it (and lstat's each file) when under its
+    // bound (64 records); at the bound it folds 16 records, reading and parsing every record.
+    Row(label: "capture, 63 records waiting", program: "capture", directory: .seeded(scratch + "/capture-63", records: 63), baseline: 0,
+        expect: "installed"),
+    Row(label: "capture, 64 records (start folds 16)", program: "capture", directory: .seeded(scratch + "/capture-64", records: 64), baseline: 0,
+        expect: "installed"),
     Row(label: "foundation", program: "foundation"),
-    Row(label: "reporter, nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 3,
+    Row(label: "reporter, nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 5,
         expect: "installed", wallTarget: 3, startTarget: 2000),
-    Row(label: "reporter, new directory", program: "reporter", directory: .new, baseline: 3,
+    Row(label: "reporter, new directory", program: "reporter", directory: .new, baseline: 5,
         expect: "installed", wallTarget: 3, startTarget: 2000),
     Row(label: "reporter, Sentry alone (no store)", program: "reporter", directory: .shared(scratch + "/reporter-sentry"),
-        environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 3, expect: "installed", wallTarget: 3, startTarget: 2000),
+        environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 5, expect: "installed", wallTarget: 3, startTarget: 2000),
 ]
 for row in rows {
     if case .shared(let path) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    if case .seeded(let path, _) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
 }
 
 /// One run's figures.
@@ -142,6 +151,31 @@ func probeRun(_ program: String, _ programArguments: [String], environment: [Str
             Sample(wallMilliseconds: wall / 1e6, maxRSSMebibytes: rss / 1024, cpuMilliseconds: cpu / 1000))
 }
 
+/// A real record (the capture program's null dereference), copied into the seeded directories.
+let seedRecord: String = {
+    let directory = scratch + "/seed"
+    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var seedEnvironment = environment
+    seedEnvironment["SWIFT_BACKTRACE"] = "enable=no"
+    let child = try? ChildProcess.run(binDirectory + "/capture", [directory, "crash"], environment: seedEnvironment, timeout: 60)
+    guard child?.ending == .signaled(SIGSEGV),
+          let name = (try? FileManager.default.contentsOfDirectory(atPath: directory))?.first(where: { $0.hasSuffix(".ccrec") }) else {
+        fail("the capture program left no record to seed directories with (\(String(describing: child?.ending)))")
+    }
+    return directory + "/" + name
+}()
+var seedCount = 0
+
+/// Copies of the seed record into `path` until it holds `records` of them (new names each time).
+func seed(_ path: String, records: Int) {
+    let present = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".ccrec") }.count
+    for _ in present..<max(present, records) {
+        seedCount += 1
+        let name = "crash-\(1_700_000_000_000 + seedCount)-\(900_000 + seedCount)-\(900_000 + seedCount).ccrec"
+        do { try FileManager.default.copyItem(atPath: seedRecord, toPath: path + "/" + name) } catch { fail("seeding \(path): \(error)") }
+    }
+}
+
 func run(_ row: Row) -> Sample {
     var childEnvironment = environment
     if row.disable { childEnvironment["CRASHCAPTURE_DISABLE"] = "1" }
@@ -154,6 +188,9 @@ func run(_ row: Row) -> Sample {
     case .new:
         newDirectory = scratch + "/new-\(runCount + 1)"
         directoryArguments = [newDirectory!]
+    case .seeded(let path, let records):
+        seed(path, records: records)
+        directoryArguments = [path]
     }
     defer { if let newDirectory { try? FileManager.default.removeItem(atPath: newDirectory) } }
     var (line, sample) = probeRun(binDirectory + "/" + row.program, directoryArguments, environment: childEnvironment)
@@ -247,6 +284,6 @@ for (index, row) in rows.enumerated() {
     if !inits.isEmpty { print("\(row.label): CrashHandler.Configuration's init before start took \(format(median(inits), 1)) µs (median; not in start µs).") }
 }
 print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(ProcessInfo.processInfo.activeProcessorCount) CPUs. "
-      + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty; "
+      + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty (the seeded ones hold 63 and 64 copies of a real record before each run); "
       + "\"nothing pending\": one store reused by every run (prepared by the warm-up runs, no record, no dead run; it keeps "
       + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run.")

@@ -1,0 +1,157 @@
+/* cc_summary.c — a few lines on stderr when a crash's record could not be written whole (async-signal-safe). */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#include <unistd.h>
+
+/*
+ * A record the handler could not write whole — the directory is read-only, gone or full, a hard
+ * RLIMIT_FSIZE, a failing disk — would otherwise leave no word anywhere that a crash happened
+ * (or only a ".partial" file nobody looks at). So the handler then writes a short summary to
+ * fd 2, where journald, `kubectl logs` and a terminal see it: every line starts with
+ * "CrashCapture: ", at most 11 lines, one write(2):
+ *
+ *   CrashCapture: pid 4242 tid 4242 crashed: SIGSEGV (SEGV_MAPERR) at 0x0
+ *   CrashCapture: record not written whole: writing it failed: ENOSPC: no space left on device (errno 28)
+ *   CrashCapture: partial record: /var/lib/app/crashes/crash-1764000000000-4242-4242.ccrec.partial
+ *   CrashCapture: #0 app+0x1a2b3
+ *   CrashCapture: #1 app+0x1a2f0
+ *   ...
+ *
+ * The frames are the crashed thread's, innermost first (frame 0 the faulting pc), named as the
+ * record's readers name an address without a symbol (CrashRecord.offsetLabel(for:): the image's
+ * file name and the offset from its base; cc__images_label), so a line here matches the same
+ * frame of a complete record of the same crash; an address outside every image is "0x…". A whole
+ * record adds nothing to stderr: the program's output stays what it was without CrashCapture.
+ *
+ * Only pre-formatted pieces: constant strings, the names cc_names.c knows, numbers formatted into
+ * a fixed buffer, paths prepared at install. fd 2 is written as it is at the crash; a program that
+ * closed it without reopening it loses the summary, as it would lose its own last words.
+ */
+
+#define CC__SUMMARY_FRAMES 8
+
+/* The text being assembled; what does not fit is dropped (the frames come last). */
+typedef struct {
+    char *out;
+    size_t used, cap;
+} cc__text_t;
+
+/* async-signal-safe. */
+static void cc__text_put(cc__text_t *t, const char *s, size_t len) {
+    for (size_t i = 0; i < len && t->used < t->cap; i++) t->out[t->used++] = s[i];
+}
+
+/* async-signal-safe. */
+static void cc__text_puts(cc__text_t *t, const char *s) { cc__text_put(t, s, cc__strnlen(s, CC__PATH_MAX)); }
+
+/* async-signal-safe: decimal. */
+static void cc__text_u64(cc__text_t *t, uint64_t value) {
+    char digits[24];
+    cc__text_put(t, digits, cc__fmt_u64(digits, value));
+}
+
+/* async-signal-safe: "0x" and lowercase hex without leading zeros, as Swift's String(_:radix: 16). */
+static void cc__text_hex(cc__text_t *t, uint64_t value) {
+    char digits[16];
+    int count = 1;
+    for (uint64_t rest = value >> 4; rest; rest >>= 4) count++;
+    cc__text_puts(t, "0x");
+    cc__text_put(t, digits, cc__fmt_hex(digits, value, count));
+}
+
+/* async-signal-safe: the record directory as a full path, without trailing '/': as configured
+ * when that is absolute, else where its fd points (/proc/self/fd; " (deleted)" when it is gone). */
+static void cc__text_directory(cc__text_t *t) {
+    size_t length = cc__strnlen(cc__g.directory, sizeof cc__g.directory);
+    const char *path = cc__g.directory;
+    static char resolved[CC__PATH_MAX];
+    if (length == 0 || path[0] != '/') {
+        char link[48];
+        size_t n = cc__strlcpy(link, "/proc/self/fd/", sizeof link);
+        n += cc__fmt_u64(link + n, (uint64_t)(cc__g.dir_fd < 0 ? 0 : cc__g.dir_fd));
+        link[n] = 0;
+        ssize_t got = cc__g.dir_fd < 0 ? -1 : readlink(link, resolved, sizeof resolved);
+        if (got > 0) { path = resolved; length = (size_t)got; }
+    }
+    while (length > 1 && path[length - 1] == '/') length--;
+    cc__text_put(t, path, length);
+}
+
+/* async-signal-safe: writes the summary (see above) to fd 2. `w` is the record's writer after
+ * its last step, w->failed set. */
+void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const uint64_t *frames, uint32_t count,
+                       const cc__writer_t *w) {
+    static char buffer[2 * CC__PATH_MAX];
+    cc__text_t t = { buffer, 0, sizeof buffer };
+    static const char prefix[] = "CrashCapture: ";
+
+    cc__text_puts(&t, prefix);
+    cc__text_puts(&t, "pid ");
+    cc__text_u64(&t, (uint64_t)(uint32_t)pid);
+    cc__text_puts(&t, " tid ");
+    cc__text_u64(&t, (uint64_t)(uint32_t)tid);
+    cc__text_puts(&t, " crashed: ");
+    const char *name = cc_signal_name(crash->signo);
+    if (name) {
+        cc__text_puts(&t, name);
+    } else {
+        cc__text_puts(&t, "signal ");
+        cc__text_u64(&t, (uint64_t)(uint32_t)crash->signo);
+    }
+    if (crash->code_name[0]) {
+        cc__text_puts(&t, " (");
+        cc__text_put(&t, crash->code_name, cc__strnlen(crash->code_name, sizeof crash->code_name));
+        cc__text_puts(&t, ")");
+    }
+    if (crash->flags & CC_CRASH_FAULT_ADDRESS) {
+        cc__text_puts(&t, " at ");
+        cc__text_hex(&t, crash->fault_address);
+    }
+    if (crash->flags & CC_CRASH_FROM_PROCESS) {
+        cc__text_puts(&t, " sent by pid ");
+        cc__text_u64(&t, (uint64_t)(uint32_t)crash->sender_pid);
+    }
+    cc__text_puts(&t, "\n");
+
+    cc__text_puts(&t, prefix);
+    cc__text_puts(&t, "record not written whole: ");
+    cc__text_puts(&t, w->failed_step ? w->failed_step : CC__STEP_WRITE);
+    cc__text_puts(&t, " failed: ");
+    cc__text_puts(&t, cc__errno_name(w->error));
+    cc__text_puts(&t, " (errno ");
+    cc__text_u64(&t, (uint64_t)(uint32_t)w->error);
+    cc__text_puts(&t, ")\n");
+
+    cc__text_puts(&t, prefix);
+    if (w->failed_step && cc__streq(w->failed_step, CC__STEP_CREATE)) {
+        cc__text_puts(&t, "no record file could be created in ");
+        cc__text_directory(&t);
+    } else {
+        cc__text_puts(&t, "partial record: ");
+        cc__text_directory(&t);
+        cc__text_puts(&t, "/");
+        cc__text_puts(&t, cc__g.partial_name);
+    }
+    cc__text_puts(&t, "\n");
+
+    for (uint32_t i = 0; i < count && i < CC__SUMMARY_FRAMES; i++) {
+        cc__text_puts(&t, prefix);
+        cc__text_puts(&t, "#");
+        cc__text_u64(&t, i);
+        cc__text_puts(&t, " ");
+        const char *image = 0;
+        size_t image_length = 0;
+        uint64_t offset = 0;
+        if (cc__images_label(frames[i], &image, &image_length, &offset)) {
+            cc__text_put(&t, image, image_length);
+            cc__text_puts(&t, "+");
+            cc__text_hex(&t, offset);
+        } else {
+            cc__text_hex(&t, frames[i]);
+        }
+        cc__text_puts(&t, "\n");
+    }
+    if (t.used == t.cap) t.out[t.cap - 1] = '\n';   /* cut short: still ends its last line */
+    cc__write_all(2, buffer, t.used);
+}

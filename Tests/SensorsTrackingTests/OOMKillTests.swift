@@ -1,0 +1,148 @@
+// OOMKillTests.swift — the kernel's OOM killer, for real: `crash-harness emit` run in a
+// memory-limited cgroup (v1) made for the test, killed by the OOM killer or by the test's own
+// SIGKILL, and the `$AppEnd` the next launch stores for it. Skipped, saying why, where no memory
+// cgroup can be made (not root, no v1 memory hierarchy, read-only cgroupfs, kernel before 4.13).
+@testable import SensorsTracking
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class OOMKillTests: XCTestCase {
+    func testARunTheOOMKillerKillsGetsAnOOMAppEndOnTheNextLaunch() throws {
+        let cgroup = try TestMemoryCgroup("oom", limitBytes: 128 << 20)
+        defer { cgroup.remove() }
+        let directory = try Scratch.directory("oom-killed")
+        let store = directory + "/s.sqlite"
+        let ready = directory + "/ready"
+        let before = try XCTUnwrap(cgroup.oomKills())
+        let child = try Harness.spawnEmit(["--count", "3", "--store", store, "--run-id", "oom-run", "--ready-file", ready, "--grow-memory"],
+                                          launcher: cgroup.launcher)
+        XCTAssertEqual(child.wait(timeout: 120).ending, .signaled(SIGKILL))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the run's tracker had started")
+        XCTAssertGreaterThan(try XCTUnwrap(cgroup.oomKills()), before, "the kernel counted the OOM kill")
+
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store], launcher: cgroup.launcher).ending, .exited(0))
+        let events = try storedObjects(store)
+        XCTAssertEqual(events.filter { $0.run == "oom-run" }.compactMap(\.seq), [0, 1, 2])
+        let ends = events.filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "oom-run" }
+        XCTAssertEqual(ends.count, 1)
+        let end = try XCTUnwrap(ends.first)
+        XCTAssertEqual(end.properties["$app_end_reason"] as? String, "oom")
+        XCTAssertEqual(end.properties["$app_crashed"] as? Bool, false)
+        XCTAssertNotNil(end.properties["$event_duration"] as? NSNumber)
+        XCTAssertFalse(events.contains { $0.event == "AppCrashed" })
+        // A third launch reports nothing more.
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store], launcher: cgroup.launcher).ending, .exited(0))
+        XCTAssertEqual(try storedObjects(store).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "oom-run" }.count, 1)
+    }
+
+    /// The control: the same run in the same kind of cgroup, killed by the test's SIGKILL.
+    func testARunKilledWithSIGKILLInAMemoryLimitedCgroupStaysAbnormal() throws {
+        let cgroup = try TestMemoryCgroup("sigkill", limitBytes: 128 << 20)
+        defer { cgroup.remove() }
+        let directory = try Scratch.directory("oom-control")
+        let store = directory + "/s.sqlite"
+        let ready = directory + "/ready"
+        let before = try XCTUnwrap(cgroup.oomKills())
+        let child = try Harness.spawnEmit(["--count", "3", "--store", store, "--run-id", "killed-run", "--ready-file", ready, "--hold"],
+                                         launcher: cgroup.launcher)
+        XCTAssertTrue(Harness.waitForFile(ready))
+        kill(child.pid, SIGKILL)
+        XCTAssertEqual(child.wait().ending, .signaled(SIGKILL))
+        XCTAssertEqual(cgroup.oomKills(), before, "no OOM kill")
+
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store], launcher: cgroup.launcher).ending, .exited(0))
+        let ends = try storedObjects(store).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "killed-run" }
+        XCTAssertEqual(ends.map { $0.properties["$app_end_reason"] as? String }, ["abnormal"])
+    }
+
+    /// Another process of the cgroup killed by the OOM killer while the run lives is read at the
+    /// run's next marker refresh, so the run's own later SIGKILL is not blamed on it.
+    func testAnOOMKillOfAnotherProcessEarlierInTheRunIsNotBlamedOnIt() throws {
+        let cgroup = try TestMemoryCgroup("neighbour", limitBytes: 128 << 20)
+        defer { cgroup.remove() }
+        let directory = try Scratch.directory("oom-neighbour")
+        let store = directory + "/s.sqlite"
+        let ready = directory + "/ready"
+        let before = try XCTUnwrap(cgroup.oomKills())
+        let held = try Harness.spawnEmit(["--count", "3", "--store", store, "--run-id", "held-run", "--ready-file", ready, "--hold"],
+                                         launcher: cgroup.launcher)
+        XCTAssertTrue(Harness.waitForFile(ready))
+        // The neighbour (its own store) grows until the OOM killer picks it, the largest process.
+        let neighbour = try Harness.spawnEmit(["--count", "0", "--store", directory + "/n.sqlite", "--grow-memory"], launcher: cgroup.launcher)
+        XCTAssertEqual(neighbour.wait(timeout: 120).ending, .signaled(SIGKILL))
+        let after = try XCTUnwrap(cgroup.oomKills())
+        XCTAssertGreaterThan(after, before)
+        // Wait for the held run's marker refresh (every 2 s) to read the new count.
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while try markerKills(store, "held-run") != after && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(try markerKills(store, "held-run"), after, "the marker refresh read the count")
+        kill(held.pid, SIGKILL)
+        XCTAssertEqual(held.wait().ending, .signaled(SIGKILL))
+
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store], launcher: cgroup.launcher).ending, .exited(0))
+        let ends = try storedObjects(store).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "held-run" }
+        XCTAssertEqual(ends.map { $0.properties["$app_end_reason"] as? String }, ["abnormal"])
+    }
+
+    func markerKills(_ store: String, _ runID: String) throws -> Int64? {
+        let opened = try TrackingStore(path: store)
+        defer { opened.close() }
+        return try opened.runMarkers().first { $0.runID == runID }?.oomKills?.kills
+    }
+}
+
+/// A cgroup v1 memory cgroup made for one test under this process's own (found as the tracker
+/// finds it, ``OOMKillCounter``), with a memory limit; ``remove()`` deletes it.
+struct TestMemoryCgroup {
+    let directory: String
+
+    /// - Throws: `XCTSkip` saying why when this machine cannot give a test a memory cgroup.
+    init(_ name: String, limitBytes: Int) throws {
+        guard getuid() == 0 else { throw XCTSkip("making a memory cgroup needs root (uid \(getuid()))") }
+        let cgroups = (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? ""
+        let mounts = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        guard let own = OOMKillCounter.candidates(procCgroup: cgroups, mountinfo: mounts).first(where: { $0.hasSuffix("/memory.oom_control") })
+        else {
+            throw XCTSkip("no cgroup v1 memory hierarchy mounted (these tests make v1 memory cgroups); /proc/self/cgroup: \(cgroups)")
+        }
+        directory = (own as NSString).deletingLastPathComponent + "/crashcapture-test-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard mkdir(directory, 0o755) == 0 else {
+            throw XCTSkip("cannot make a memory cgroup at \(directory): \(String(cString: strerror(errno)))")
+        }
+        guard OOMKillCounter.read(directory + "/memory.oom_control") != nil else {
+            remove()
+            throw XCTSkip("\(directory)/memory.oom_control has no oom_kill line (Linux before 4.13)")
+        }
+        guard Self.write("\(limitBytes)", to: directory + "/memory.limit_in_bytes") else {
+            let reason = String(cString: strerror(errno))
+            remove()
+            throw XCTSkip("cannot limit the memory of \(directory): \(reason)")
+        }
+    }
+
+    /// The cgroup's `oom_kill` count now.
+    func oomKills() -> Int64? { OOMKillCounter.read(directory + "/memory.oom_control")?.kills }
+
+    /// What starts a process inside the cgroup (``Harness``'s `launcher`): a shell joins it, then execs the rest.
+    var launcher: [String] { ["/bin/sh", "-c", "echo $$ > \"$0\" && exec \"$@\"", directory + "/cgroup.procs"] }
+
+    /// Removes the cgroup (its processes have all been waited for; the kernel may take a moment to let go).
+    func remove() {
+        for _ in 0..<100 {
+            if rmdir(directory) == 0 || errno == ENOENT { return }
+            usleep(20_000)
+        }
+        XCTFail("could not remove the test cgroup \(directory): \(String(cString: strerror(errno)))")
+    }
+
+    static func write(_ text: String, to path: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return text.withCString { Glibc.write(fd, $0, strlen($0)) } == text.utf8.count
+    }
+}
