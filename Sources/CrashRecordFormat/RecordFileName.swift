@@ -108,13 +108,13 @@ public struct RecordFileName: Sendable, Equatable {
     /// has only reused the pid. Complete records are never being written.
     package var writerMayBeRunning: Bool {
         guard isPartial, pid > 0, pid != getpid() else { return false }
-        guard let stat = ProcFile.contents("/proc/\(pid)/stat", limit: 4096),
+        guard let stat = RecordDirectoryFile.readSmall("/proc/\(pid)/stat", limit: 4096),
               let close = stat.lastIndex(of: ")") else { return false }
         // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 19, let ticks = Int64(fields[19]) else { return false }   // field 22: starttime
         if fields[0] == "Z" || fields[0] == "X" { return false }
-        guard let boot = ProcFile.contents("/proc/stat", limit: 1 << 20)?.split(separator: "\n")
+        guard let boot = RecordDirectoryFile.readSmall("/proc/stat", limit: 1 << 20)?.split(separator: "\n")
             .first(where: { $0.hasPrefix("btime ") }).flatMap({ Int64($0.dropFirst(6)) }) else { return true }
         let perSecond = max(1, Int64(sysconf(Int32(_SC_CLK_TCK))))
         return boot * 1000 + ticks * 1000 / perSecond <= milliseconds + 2000
@@ -143,23 +143,5 @@ public struct RecordFileName: Sendable, Equatable {
             if isRecordFile(name) || including(name) { names.append(name) }
         }
         return names.sorted()
-    }
-}
-
-/// A file of /proc read whole, without Foundation.
-enum ProcFile {
-    static func contents(_ path: String, limit: Int) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < limit {
-            let got = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { break }
-            bytes += chunk[..<got]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

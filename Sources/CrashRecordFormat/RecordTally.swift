@@ -88,8 +88,9 @@ package struct RecordTally: Sendable, Equatable {
     }
 }
 
-/// Small files of the record directory beside the records (tallies, the pruned-crash ledger):
-/// read bounded and only when regular, written through a temporary name.
+/// Small files of the record directory beside the records (tallies, the pruned-crash ledger),
+/// and the /proc files a liveness check reads: read bounded and only when regular (a /proc file
+/// says size 0 and is read to its end), written through a temporary name.
 package enum RecordDirectoryFile {
     /// The text of the regular file at `path` if it is at most `limit` bytes; nil otherwise.
     package static func readSmall(_ path: String, limit: Int) -> String? {

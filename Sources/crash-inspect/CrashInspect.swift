@@ -61,6 +61,13 @@ struct RecordOptions: ParsableArguments {
         return (good, bad)
     }
 
+    /// What a record of the directory stands for beyond its own crash (its tally beside it).
+    func tally(of inspection: Inspection) -> RecordTally {
+        let name = String(inspection.path.split(separator: "/").last ?? "")
+        let directory = inspection.path.hasSuffix("/" + name) ? String(inspection.path.dropLast(name.count + 1)) : dir
+        return RecordTally.read(record: name, in: directory)
+    }
+
     /// One record named by path or id, and the bytes it was parsed from.
     func inspection(_ recordOrID: String) throws -> (Inspection, [UInt8]) {
         guard let path = RecordDirectory.locate(recordOrID, in: dir) else {
@@ -104,7 +111,8 @@ extension CrashInspect {
                         time: Nullable(record.process.map { isoTime($0.crashWallNanoseconds) }),
                         app: Nullable(record.appName), version: Nullable(record.appVersion),
                         signalName: Nullable(record.signal?.name), summary: summary.headline, message: Nullable(summary.message),
-                        topFrame: Nullable(inspection.topFrameOfOurCode.map(Inspection.label))))
+                        topFrame: Nullable(inspection.topFrameOfOurCode.map(Inspection.label)),
+                        crashes: options.tally(of: inspection).totalCrashes))
                 } + bad.map { .unreadable(id: $0.id, error: $0.error) }
                 print(Rendering.encode(rows))
                 return
@@ -116,7 +124,9 @@ extension CrashInspect {
                 let summary = inspection.summary
                 let message = summary.message.map { "\"\(shorten($0, 100))\"" } ?? "-"
                 let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
-                let state = record.isComplete ? "" : " (incomplete)"
+                var state = record.isComplete ? "" : " (incomplete)"
+                let tally = options.tally(of: inspection)
+                if tally.folded > 0 { state += " (+\(tally.folded) folded crashes of this signature)" }
                 print("\(inspection.id)  \(time)  \(app)  \(summary.title)  \(message)  \(top)\(state)")
             }
             if good.isEmpty && bad.isEmpty { print("no crash records in \(options.dir)") }

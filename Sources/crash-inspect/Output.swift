@@ -21,6 +21,9 @@ enum ListRow: Encodable {
         /// The first line of the process's last words.
         var message: Nullable<String>
         var topFrame: Nullable<String>
+        /// Crashes the record stands for: 1, or more when records of the same crash were folded
+        /// into it to keep the directory under its bounds.
+        var crashes: Int
     }
 
     private struct Unreadable: Encodable {

@@ -79,6 +79,9 @@ final class BoundedDirectoryTests: XCTestCase {
         XCTAssertEqual(groups.compactMap { $0["count"] as? Int }.reduce(0, +), 300, "\(groups.map { ($0["count"], $0["records"]) })")
         XCTAssertEqual(groups.count, 1)
         XCTAssertEqual(groups.first?["records"] as? Int, names.count)
+        let listed = try XCTUnwrap(try JSONSerialization.jsonObject(
+            with: Data(try Tools.output(BuiltProducts.inspect, ["list", "--dir", records, "--json"]).utf8)) as? [[String: Any]])
+        XCTAssertEqual(listed.compactMap { $0["crashes"] as? Int }.reduce(0, +), 300, "list says what each record stands for")
 
         let server = try TestHTTPServer()
         _ = try deliver(["--records", records, "--store", directory + "/s.sqlite", "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/42"])
