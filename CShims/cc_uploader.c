@@ -38,11 +38,18 @@
  * The recording thread resumes once it has (CLONE_VFORK) and carries on dying as before: the
  * process still dies of its original signal; the uploader is reparented.
  *
- * PID 1. When this process is the init of its PID namespace (a container started without an
- * init), its death kills every process in the namespace, the uploader too. So, and only then,
- * the recording thread waits for the uploader with wait4 (which also reaps it: no zombie), for
- * as long as the watchdog leaves (its deadline less half a second); an uploader still running
- * then is killed with SIGKILL and reaped, and the record stays for the next launch.
+ * WHEN THE HANDLER WAITS. A process whose death ends its container or service takes the
+ * uploader down with it: as the init of its PID namespace (a container started without an init)
+ * its death kills every process in the namespace; under an init that exits with its only child
+ * (tini, dumb-init: `docker run --init`; a shell script as the entry point) the namespace goes as
+ * soon as that init has reaped it; systemd (KillMode=control-group) and a container runtime whose
+ * main process shares the pod's PID namespace kill what is left of the unit's or container's
+ * cgroup. Those are the processes that are PID 1, or whose parent is PID 1, or whose parent is
+ * outside their PID namespace (getppid() is 0). Such a process, and only such, waits for the
+ * uploader with wait4 (which also reaps it: no zombie) for as long as the watchdog leaves (its
+ * deadline less half a second); an uploader still running then is killed with SIGKILL and
+ * reaped, and the record stays for the next launch. Any other process (the child of a shell, a
+ * supervisor, a test) dies at once and leaves the uploader to finish on its own.
  */
 
 #ifndef SYS_close_range
@@ -208,9 +215,9 @@ static void cc__uploader_note(const char *why, int error) {
 }
 
 /* async-signal-safe: starts the uploader for the record just renamed into place (nothing
- * without an uploader, or when the record is not there whole). As the init of a PID namespace,
- * waits for it (bounded by the watchdog, whose deadline is `deadline_ns` on the monotonic
- * clock) and reaps it. */
+ * without an uploader, or when the record is not there whole). When this process's death would
+ * end the uploader too (see WHEN THE HANDLER WAITS), waits for it (bounded by the watchdog,
+ * whose deadline is `deadline_ns` on the monotonic clock) and reaps it. */
 void cc__uploader_start(int64_t deadline_ns) {
     if (!g_uploader.enabled || cc__g.dir_fd < 0) return;
     if (faccessat(cc__g.dir_fd, cc__g.file_name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) return;
@@ -226,7 +233,7 @@ void cc__uploader_start(int64_t deadline_ns) {
         cc__raw_syscall(SYS_wait4, child, (long)&status, 0, 0);
         return;
     }
-    if (getpid() != 1) return;
+    if (getpid() != 1 && getppid() > 1) return;
     for (;;) {
         long got = cc__raw_syscall(SYS_wait4, child, (long)&status, WNOHANG, 0);
         if (got == child || (got < 0 && got != -EINTR)) return;

@@ -266,7 +266,8 @@ public struct Configuration: Sendable {
     /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with
     /// `arguments`, then the record's file name; its environment is `environment` ("KEY=value",
     /// taking precedence) and this process's environment as it is at start. All copied at start.
-    /// As the init of a PID namespace, the handler waits for it (within the watchdog) before dying.
+    /// A process whose death would end it too (PID 1, a parent that is PID 1 or outside the PID
+    /// namespace) waits for it, within the watchdog, before dying (CShims/cc_uploader.c).
     package struct Uploader: Sendable, Equatable {
         package var path: String
         package var arguments: [String]

@@ -209,6 +209,41 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(try endingWithoutCapture("fatal-error", pid1: true), .signaled(SIGILL))
     }
 
+    /// Under an init that exits with its only child — a shell script as the entry point, tini
+    /// (`docker run --init`) where it is installed — the PID namespace goes as soon as the crashed
+    /// process is reaped, the uploader with it: the handler of a process whose parent is PID 1
+    /// waits for the uploader too, so the envelope is there when the init has exited, and the
+    /// container ends as it does without CrashCapture.
+    func testUnderAnInitThatExitsWithItsChildTheHandlerWaitsForTheUploader() throws {
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
+            throw XCTSkip("needs root and unshare(1) to make a PID namespace")
+        }
+        let sentry = try Sentry()
+        var inits: [[String]] = [["/bin/sh", "-c", "\"$0\" \"$@\"; exit 0"]]
+        if let tini = Tools.find("tini") { inits.append([tini, "--"]) }
+        for (index, initCommand) in inits.enumerated() {
+            var endings: [ChildProcess.Ending] = []
+            for disabled in [false, true] {
+                let directory = try Scratch.directory("crash-time-init")
+                var environment = Harness.environment
+                if disabled { environment[CrashHandler.disableEnvironmentVariable] = "1" }
+                let arguments = ["--pid", "--fork", "--mount-proc"] + initCommand
+                    + [Harness.path, "deliver", "--records", directory, "--sentry-dsn", sentry.dsn,
+                       "--crash-time-uploader", CrashTimeUpload.executableName, "--crash"]
+                let child = try ChildProcess.run("/usr/bin/unshare", arguments, environment: environment, timeout: 60,
+                                                 ownProcessGroup: true, leftoverGrace: 5)
+                endings.append(child.ending)
+                XCTAssertEqual(child.leftRunning, [], "\(initCommand[0])")
+                if !disabled {
+                    XCTAssertEqual(sentry.envelopes, index + 1, "\(initCommand[0]): the envelope was not sent before the namespace went")
+                    XCTAssertEqual(try records(directory), [], "\(initCommand[0]): sent, so deleted")
+                }
+            }
+            XCTAssertEqual(endings[0], endings[1], "\(initCommand[0]): the container ends as without CrashCapture")
+        }
+        XCTAssertEqual(Self.uploadersLeft(), [])
+    }
+
     /// As PID 1, the handler's own ends (its watchdog; a fault inside it) cannot be a signal it
     /// sends itself, which the kernel drops for a namespace's init: they die as the same crash
     /// does without CrashCapture (both SIGSEGV: the hang's null dereference; glibc's abort()
