@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 /*
- * WHY. A record is read at the next launch on the same disk. A container's writable layer is
- * gone when it restarts, and a crash-looping pod may start its next launch on another node: the
- * record never leaves. So, when the application asks for it (CrashReporting's crashTimeUploader,
+ * WHY. A record is read at the next launch on the same disk. A container's writable layer does
+ * not outlive the container (Kubernetes starts a new one at each restart), and a rescheduled pod
+ * starts its next launch on another node: the record never leaves. So, when the application asks for it (CrashReporting's crashTimeUploader,
  * off by default), the recording thread starts a small executable of this package
  * (crash-uploader) right after the record is renamed into place, and it sends the record while
  * this process dies (its acknowledgment and lease are the inbox's, so the next launch never
