@@ -187,7 +187,7 @@ public final class CrashReporting: Sendable {
                 // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                 let sinks = [RecordSinkID.sentry] + (configuration.storePath != nil ? [.events] : []) + configuration.sinks.map(\.id)
                 switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                sinks: sinks, dsn: text) {
+                                                sinks: sinks, dsn: text, limits: limits) {
                 case .success(let uploader): capture.uploader = uploader
                 case .failure(let unavailable): uploaderError = unavailable.description
                 }

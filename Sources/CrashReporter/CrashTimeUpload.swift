@@ -42,8 +42,8 @@ package enum CrashTimeUpload {
     /// directory, the app's sink ids and the timeout as arguments (the record's name is appended
     /// at crash time), and the DSN in its environment. The reason instead when the file is not
     /// an executable regular file.
-    package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID],
-                                 dsn: String) -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
+    package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String,
+                                 limits: RecordDirectoryLimits) -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
         let path = path(for: configured)
         var info = stat()
         guard stat(path, &info) == 0 else { return .failure(UploaderUnavailable(path: path, reason: String(cString: strerror(errno)))) }
@@ -52,7 +52,9 @@ package enum CrashTimeUpload {
         }
         return .success(CrashHandler.Configuration.Uploader(
             path: path,
+            // The directory's bounds as the app set them: the uploader's pass keeps them too.
             arguments: ["--directory", recordDirectory, "--sinks", sinks.map(\.rawValue).joined(separator: ","),
+                        "--max-records", String(limits.maxRecords), "--max-record-bytes", String(limits.maxBytes),
                         "--timeout", String(timeoutSeconds), "--record"],
             // The Swift runtime's backtracer off: an uploader that crashes must not hold the
             // program's stderr for seconds.
@@ -82,12 +84,12 @@ package enum CrashTimeUpload {
     /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
     /// `sinks` keep it for the next launch), within `timeout`.
     package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN,
-                             timeout: Duration, policy: UploadPolicy = UploadPolicy()) -> Outcome {
+                             limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy()) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
         let sentry = SentrySink(dsn: dsn, policy: policy)
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
-        let inbox = RecordInbox(directory: directory, sinks: [sentry] + others).pass(only: name)
+        let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)
         let finished = sentry.finish(deadline: deadline)
         return Outcome(inbox: inbox, sentry: sentry.currentReport, finished: finished)
     }

@@ -28,6 +28,12 @@ struct CrashUploader: ParsableCommand {
     @Option(help: "The app's sink ids, comma-separated (sentry, events, its own): the others keep the record.")
     var sinks: String = "sentry"
 
+    @Option(name: .customLong("max-records"), help: "The record directory's bound in records (the app's; the inbox pass keeps it).")
+    var maxRecords: Int = RecordDirectoryLimits.standard.maxRecords
+
+    @Option(name: .customLong("max-record-bytes"), help: "The record directory's bound in bytes.")
+    var maxRecordBytes: Int = RecordDirectoryLimits.standard.maxBytes
+
     @Option(help: "Seconds allowed in all.")
     var timeout: Int = CrashTimeUpload.timeoutSeconds
 
@@ -45,7 +51,8 @@ struct CrashUploader: ParsableCommand {
         }
         let outcome = CrashTimeUpload.send(record: record, directory: directory,
                                            sinks: sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
-                                           dsn: dsn, timeout: .seconds(timeout))
+                                           dsn: dsn, limits: RecordDirectoryLimits(maxRecords: maxRecords, maxBytes: maxRecordBytes),
+                                           timeout: .seconds(timeout))
         guard outcome.settled else {
             let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? "not sent in \(timeout) s"
             let line = "crash-uploader: \(record) not sent to Sentry (\(why)); the next launch sends it\n"

@@ -303,6 +303,10 @@ final class CrashTimeUploadTests: XCTestCase {
         let argv = try XCTUnwrap(state["argv"] as? [String])
         XCTAssertEqual(argv.suffix(2), ["--record", record])
         XCTAssertTrue(argv.contains("--directory") && argv.contains(directory + "/records"), "\(argv)")
+        // The app's bounds for the directory (the uploader's inbox pass keeps them too).
+        let limits = RecordDirectoryLimits.standard
+        XCTAssertEqual(argv.firstIndex(of: "--max-records").map { argv[$0 + 1] }, String(limits.maxRecords))
+        XCTAssertEqual(argv.firstIndex(of: "--max-record-bytes").map { argv[$0 + 1] }, String(limits.maxBytes))
         XCTAssertEqual((state["cmdline"] as? String)?.contains("0123456789abcdef"), false, "the DSN is on the command line")
         XCTAssertEqual(state["dsn"] as? String, sentry.dsn)
         XCTAssertEqual(state["core"] as? Int, 0)
