@@ -2,12 +2,13 @@
 # Installs the system libraries CrashCapture builds against, if any is missing (Debian/Ubuntu),
 # and elfutils, whose eu-stack the tests take as the truth for other threads' stacks, and binutils,
 # whose readelf, nm, addr2line and objcopy they take as the truth for symbolication, and
-# debuginfod (the real server the symbol-store tests fetch debug files from); then the Python test
+# debuginfod (the real server the symbol-store tests fetch debug files from), and tini (the init a
+# crash-time upload test runs the program under, as `docker run --init` does); then the Python test
 # oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod)
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
