@@ -21,6 +21,7 @@
 // A record is folded only into one that no sink has and the folded one lacks (so a sink never
 // misses a crash it had not reported). Never touched: a `.partial` record whose writer may still
 // be writing it, a record another process holds the lease of (``RecordLease``: it is being sent).
+import CCrashRecordLayout
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -188,47 +189,13 @@ package enum RecordDirectoryBound {
         return outcome
     }
 
-    /// The record files (names `crash-…​.ccrec` and `crash-…​.ccrec.partial`) in `directory`, and
-    /// the bytes of every regular `crash-…` file and of the ledger: an upper bound of what
-    /// ``enforce(directory:limits:)`` counts (names are judged by their ends only), from one
-    /// `readdir` pass and an `fstatat` per such entry. nil when the directory cannot be listed.
+    /// The record files in `directory` and the bytes of what lies beside them, as the C side
+    /// counts them (`cc_record_directory_usage`, cc_record.h: an upper bound, without a String
+    /// or an allocation). nil when the directory cannot be listed.
     static func quickCount(_ directory: String) -> (records: Int, bytes: Int)? {
-        guard let stream = opendir(directory) else { return nil }
-        defer { closedir(stream) }
-        let fd = dirfd(stream)
-        var records = 0, bytes = 0
-        while let entry = readdir(stream) {
-            withUnsafeBytes(of: &entry.pointee.d_name) { raw in
-                let length = raw.firstIndex(of: 0) ?? raw.count
-                let name = UnsafeRawBufferPointer(rebasing: raw[..<length])
-                let ours = has(name, prefix: prefixBytes)
-                guard ours || equal(name, ledgerBytes) else { return }
-                if ours && (has(name, suffix: completeBytes) || has(name, suffix: partialBytes)) { records += 1 }
-                var info = stat()
-                if fstatat(fd, raw.baseAddress!.assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   (info.st_mode & S_IFMT) == S_IFREG {
-                    bytes += Int(info.st_size)
-                }
-            }
-        }
-        return (records, bytes)
-    }
-
-    private static let prefixBytes = Array(RecordFileName.prefix.utf8)
-    private static let completeBytes = Array(RecordFileName.completeExtension.utf8)
-    private static let partialBytes = Array(RecordFileName.partialExtension.utf8)
-    private static let ledgerBytes = Array(RecordFileName.prunedLedger.utf8)
-
-    private static func has(_ name: UnsafeRawBufferPointer, prefix: [UInt8]) -> Bool {
-        name.count >= prefix.count && prefix.indices.allSatisfy { name[$0] == prefix[$0] }
-    }
-
-    private static func has(_ name: UnsafeRawBufferPointer, suffix: [UInt8]) -> Bool {
-        name.count >= suffix.count && suffix.indices.allSatisfy { name[name.count - suffix.count + $0] == suffix[$0] }
-    }
-
-    private static func equal(_ name: UnsafeRawBufferPointer, _ bytes: [UInt8]) -> Bool {
-        name.count == bytes.count && has(name, prefix: bytes)
+        var records: UInt64 = 0, bytes: UInt64 = 0
+        guard cc_record_directory_usage(directory, &records, &bytes) == 0 else { return nil }
+        return (Int(clamping: records), Int(clamping: bytes))
     }
 
     /// Counts `entry` (and what its tally stands for) in the directory's ledger. False when the

@@ -90,7 +90,7 @@ public struct RecordFileName: Sendable, Equatable {
 
     /// The ledger of crashes whose records were pruned with no record of their signature left
     /// to fold them into (``PrunedCrashes``).
-    package static let prunedLedger = "pruned-crashes"
+    package static let prunedLedger = CC_RECORD_PRUNED_LEDGER
 
     /// The reporter's crash-loop state (``CrashLoop``).
     package static let crashLoopState = "loop-state"

@@ -41,6 +41,8 @@
 #define CC_RECORD_PREFIX      "crash-"
 #define CC_RECORD_EXTENSION   ".ccrec"
 #define CC_RECORD_PARTIAL_EXTENSION ".ccrec.partial"
+/* The record directory's ledger of pruned crashes (CrashRecordFormat's PrunedCrashes). */
+#define CC_RECORD_PRUNED_LEDGER "pruned-crashes"
 /* Readers refuse a section longer than this as corrupt (the writer never exceeds it). */
 #define CC_SECTION_MAX_LENGTH (256u * 1024u)
 
@@ -287,5 +289,14 @@ typedef struct {
     uint32_t write_microseconds;    /* from the signal to this section (0 = not measured) */
 } cc_sec_end_t;
 _Static_assert(sizeof(cc_sec_end_t) == 8, "cc_sec_end_t layout");
+
+/* What a record directory holds, counted for the bound a start keeps (CrashRecordFormat's
+ * RecordDirectoryBound): *records the entries named CC_RECORD_PREFIX…CC_RECORD_EXTENSION or
+ * …CC_RECORD_PARTIAL_EXTENSION (judged by their ends only: an upper bound), *bytes the sizes of
+ * the regular files named CC_RECORD_PREFIX… and of the ledger. One pass of getdents64 into a
+ * stack buffer and an fstatat per such entry: no allocation, no sorting, cheap on every start.
+ * Ordinary code (not for a signal handler). Returns 0, or -1 with errno when the directory
+ * cannot be opened or read. */
+int cc_record_directory_usage(const char *directory, uint64_t *records, uint64_t *bytes);
 
 #endif /* CC_RECORD_H */
