@@ -89,16 +89,16 @@ public enum CrashHandler {
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
+                        // No uploader (the default): no array of C strings either (in a fresh
+                        // process, the first generic array work costs more than the install).
+                        guard let uploader = configuration.uploader else { return cc_install(&config, &errnoValue) }
                         // The uploader's strings: copied by cc_install, alive until it returns.
-                        let uploader = configuration.uploader
-                        return withCStrings(uploader?.arguments ?? []) { arguments in
-                            withCStrings(uploader?.environment ?? []) { environment in
-                                (uploader?.path ?? "").withCString { path in
-                                    if uploader != nil {
-                                        config.uploader_path = path
-                                        config.uploader_arguments = arguments
-                                        config.uploader_environment = environment
-                                    }
+                        return withCStrings(uploader.arguments) { arguments in
+                            withCStrings(uploader.environment) { environment in
+                                uploader.path.withCString { path in
+                                    config.uploader_path = path
+                                    config.uploader_arguments = arguments
+                                    config.uploader_environment = environment
                                     return cc_install(&config, &errnoValue)
                                 }
                             }
