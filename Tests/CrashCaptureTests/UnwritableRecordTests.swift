@@ -148,27 +148,26 @@ final class UnwritableRecordTests: XCTestCase {
     }
 
     func testAFilesystemOutOfInodesCreatesNoFileAndTheSummarySaysWhere() throws {
+        // The root directory takes the only inode.
+        try assertNoFileCreated(tmpfs: "size=64k,nr_inodes=1", reason: "creating its file failed: ENOSPC: no space left on device (errno 28)")
+    }
+
+    /// A crash into a tmpfs mounted with `options` where no record file can be created: the
+    /// summary says `reason` and names the directory, and the directory stays empty.
+    func assertNoFileCreated(tmpfs options: String, reason: String) throws {
         let namespace = try MountNamespace()
         defer { namespace.end() }
-        let directory = try namespace.tmpfs("size=64k,nr_inodes=1")   // the root directory takes the only one
+        let directory = try namespace.tmpfs(options)
         let crash = try Self.crash(into: directory, launcher: namespace.launcher)
         let reference = try Self.crash(into: directory, launcher: namespace.launcher, captureDisabled: true)
-        try assertSummarised(crash, reference: reference, reason: "creating its file failed: ENOSPC: no space left on device (errno 28)",
-                             partialIn: nil, uncreatedIn: directory)
+        try assertSummarised(crash, reference: reference, reason: reason, partialIn: nil, uncreatedIn: directory)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: namespace.outside(directory)), [])
     }
 
     // MARK: A read-only filesystem
 
     func testAReadOnlyFilesystemCreatesNoFileAndTheSummarySaysWhere() throws {
-        let namespace = try MountNamespace()
-        defer { namespace.end() }
-        let directory = try namespace.tmpfs("size=64k,ro")
-        let crash = try Self.crash(into: directory, launcher: namespace.launcher)
-        let reference = try Self.crash(into: directory, launcher: namespace.launcher, captureDisabled: true)
-        try assertSummarised(crash, reference: reference, reason: "creating its file failed: EROFS: read-only file system (errno 30)",
-                             partialIn: nil, uncreatedIn: directory)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: namespace.outside(directory)), [])
+        try assertNoFileCreated(tmpfs: "size=64k,ro", reason: "creating its file failed: EROFS: read-only file system (errno 30)")
     }
 
     // MARK: A hard file-size limit
