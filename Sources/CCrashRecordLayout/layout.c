@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* One entry as getdents64 returns it. */
-struct cc__dirent64 {
+struct layout_dirent64 {
     uint64_t d_ino;
     int64_t d_off;
     unsigned short d_reclen;
@@ -19,7 +19,7 @@ struct cc__dirent64 {
     char d_name[];
 };
 
-static int cc__has_suffix(const char *name, size_t length, const char *suffix) {
+static int layout_has_suffix(const char *name, size_t length, const char *suffix) {
     size_t n = strlen(suffix);
     return length >= n && memcmp(name + length - n, suffix, n) == 0;
 }
@@ -36,13 +36,13 @@ int cc_record_directory_usage(const char *directory, uint64_t *records, uint64_t
         if (got < 0) { close(fd); return -1; }
         if (got == 0) break;
         for (long at = 0; at < got;) {
-            const struct cc__dirent64 *entry = (const struct cc__dirent64 *)(buffer + at);
+            const struct layout_dirent64 *entry = (const struct layout_dirent64 *)(buffer + at);
             at += entry->d_reclen;
             const char *name = entry->d_name;
             size_t length = strlen(name);
             int ours = length >= prefix && memcmp(name, CC_RECORD_PREFIX, prefix) == 0;
             if (!ours && strcmp(name, CC_RECORD_PRUNED_LEDGER) != 0) continue;
-            if (ours && (cc__has_suffix(name, length, CC_RECORD_EXTENSION) || cc__has_suffix(name, length, CC_RECORD_PARTIAL_EXTENSION))) {
+            if (ours && (layout_has_suffix(name, length, CC_RECORD_EXTENSION) || layout_has_suffix(name, length, CC_RECORD_PARTIAL_EXTENSION))) {
                 *records += 1;
             }
             struct stat info;
