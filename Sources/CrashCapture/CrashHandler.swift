@@ -215,7 +215,7 @@ public struct Configuration: Sendable {
     public var threadHelper: Bool
     /// Signal used to stop the other threads at a crash; `nil` means `SIGRTMAX-3` (or the next
     /// free real-time signal below it). Only used if no handler is installed for it at start.
-    public var threadDumpSignal: Int32?
+    package var threadDumpSignal: Int32?
     /// This run's id, written into the record so that the next launch pairs the record with the
     /// run's marker: a tracker's `runID` when one runs (`CrashReporting` passes it). Empty (the
     /// default) writes none. At most 63 bytes.

@@ -45,13 +45,13 @@ public struct CrashRecord: Sendable, Equatable {
     /// abort message.
     package var lastWords: String? { fatalMessage ?? abortMessage }
     /// The kernel the process ran on (`uname`: sysname release version machine).
-    public var kernel: String?
+    package var kernel: String?
     /// The run id the tracker gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
     /// with that run's marker; `nil` when CrashCapture was started without one.
     package var runID: String?
     /// Notes, in order: every note the writer left (`CC_STR_NOTE`), followed by any the
     /// reader added about the record's shape (for example trailing bytes after the end).
-    public var notes: [String]
+    package var notes: [String]
     /// The crashing thread's registers at the moment of the signal, in the writer's order.
     public var registers: [Register]
     /// Memory windows the writer copied (around the pc, the stack pointer, ...).
@@ -207,16 +207,16 @@ public struct SignalInfo: Sendable, Equatable {
     public var faultAddress: UInt64?
     /// The process that sent the signal; `nil` unless it came from a process
     /// (`CC_CRASH_FROM_PROCESS`: kill, tgkill, sigqueue).
-    public var sender: Sender?
+    package var sender: Sender?
     /// The value of `errno` when the handler started.
     package var errnoAtCrash: Int32
 
     /// The process that sent a signal.
-    public struct Sender: Sendable, Equatable {
+    package struct Sender: Sendable, Equatable {
         /// The sender's process id.
-        public var pid: Int32
+        package var pid: Int32
         /// The sender's real user id.
-        public var uid: UInt32
+        package var uid: UInt32
 
         /// Creates a sender.
         package init(pid: Int32, uid: UInt32) {
@@ -266,7 +266,7 @@ public struct CrashedProcess: Sendable, Equatable {
     /// `CLOCK_MONOTONIC` in nanoseconds in the signal handler.
     package var crashMonotonicNanoseconds: Int64
     /// The crashing thread's name; empty if it had none.
-    public var threadName: String
+    package var threadName: String
 
     /// Creates a process description.
     package init(
@@ -359,7 +359,7 @@ public struct CrashThread: Sendable, Equatable {
     package var notStopped: Bool
     /// `true` when the thread faulted too while another thread was writing the record
     /// (`CC_THREAD_ALSO_CRASHED`).
-    public var alsoCrashed: Bool
+    package var alsoCrashed: Bool
     /// `true` when the thread could not stop itself (it blocks the stop signal) and the thread
     /// helper process stopped it with ptrace and read it from outside (`CC_THREAD_PTRACED`).
     package var ptraced: Bool

@@ -19,7 +19,7 @@ public struct RecordFileName: Sendable, Equatable {
     /// The crashed process.
     public var pid: Int32
     /// The crashed thread.
-    public var tid: Int32
+    package var tid: Int32
     /// The file still has its `.partial` name: being written, or its writer died first.
     public var isPartial: Bool
 

@@ -51,8 +51,18 @@ public final class CrashReporting: Sendable {
         public var sentryDSN: String? = getenv("SENTRY_DSN").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
         /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
         public var sentryUpload = UploadPolicy()
-        /// The envelope builder: CrashSentry's, the one `crash-inspect export --sentry` uses.
-        package var sentryEnvelope: SentryEnvelopeMaker = SentrySink.standardEnvelope
+        /// What a crash's Sentry event and the record attached to it carry beyond what Sentry
+        /// needs (README, "What leaves the machine"): by default no raw memory, no breadcrumbs,
+        /// no identity, sanitised paths; the OS's details.
+        public var sentryData = CrashDataPolicy()
+        /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
+        /// `before_send`: return it changed or as is, or nil to drop it (the record is then
+        /// acknowledged as delivered). What it returns must be a JSON object with the same
+        /// `event_id`, else the record is given up (counted `sentry_quarantined`). With a hook,
+        /// crash-time upload is off (the hook runs only in the app).
+        public var sentryBeforeSend: (@Sendable (String) -> String?)?
+        /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
+        package var sentryEnvelope: SentryEnvelopeMaker?
         /// More destinations for the records (each with its own ``RecordSinkID``).
         public var sinks: [any CrashRecordSink] = []
         /// Sends a crash to Sentry at crash time, not only at the next launch (README,
@@ -186,10 +196,15 @@ public final class CrashReporting: Sendable {
             if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
                 // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                 let sinks = [RecordSinkID.sentry] + (configuration.storePath != nil ? [.events] : []) + configuration.sinks.map(\.id)
-                switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                sinks: sinks, dsn: text, limits: limits) {
-                case .success(let uploader): capture.uploader = uploader
-                case .failure(let unavailable): uploaderError = unavailable.description
+                if configuration.sentryBeforeSend != nil {
+                    // The hook is the app's code: only the app can run it (the next launch does).
+                    uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
+                } else {
+                    switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
+                                                    sinks: sinks, dsn: text, limits: limits, data: configuration.sentryData) {
+                    case .success(let uploader): capture.uploader = uploader
+                    case .failure(let unavailable): uploaderError = unavailable.description
+                    }
                 }
             }
             // Capture first and on the caller's thread: a crash from here on is recorded (with
@@ -216,7 +231,9 @@ public final class CrashReporting: Sendable {
                 if let store {
                     count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) }
                 }
-                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, envelope: configuration.sentryEnvelope, count: count)
+                let envelope = configuration.sentryEnvelope
+                    ?? SentrySink.envelope(data: configuration.sentryData, beforeSend: configuration.sentryBeforeSend)
+                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope, count: count)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }

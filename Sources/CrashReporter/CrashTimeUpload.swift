@@ -43,7 +43,8 @@ package enum CrashTimeUpload {
     /// at crash time), and the DSN in its environment. The reason instead when the file is not
     /// an executable regular file.
     package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String,
-                                 limits: RecordDirectoryLimits) -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
+                                 limits: RecordDirectoryLimits, data: CrashDataPolicy = CrashDataPolicy())
+        -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
         let path = path(for: configured)
         var info = stat()
         guard stat(path, &info) == 0 else { return .failure(UploaderUnavailable(path: path, reason: String(cString: strerror(errno)))) }
@@ -55,6 +56,8 @@ package enum CrashTimeUpload {
             // The directory's bounds as the app set them: the uploader's pass keeps them too.
             arguments: ["--directory", recordDirectory, "--sinks", sinks.map(\.rawValue).joined(separator: ","),
                         "--max-records", String(limits.maxRecords), "--max-record-bytes", String(limits.maxBytes),
+                        // What leaves the machine, as the app chose it.
+                        "--sentry-data", data.argument,
                         "--timeout", String(timeoutSeconds), "--record"],
             // The Swift runtime's backtracer off: an uploader that crashes must not hold the
             // program's stderr for seconds.
@@ -84,9 +87,10 @@ package enum CrashTimeUpload {
     /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
     /// `sinks` keep it for the next launch), within `timeout`.
     package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN,
-                             limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy()) -> Outcome {
+                             limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
+                             data: CrashDataPolicy = CrashDataPolicy()) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
-        let sentry = SentrySink(dsn: dsn, policy: policy)
+        let sentry = SentrySink(dsn: dsn, policy: policy, data: data)
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
         let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)

@@ -89,8 +89,8 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Builds the envelope of one record: (record, its bytes, its file name, the time of sending,
-/// how many crashes it stands for).
-package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition) -> [UInt8]
+/// how many crashes it stands for), or why none is sent (the app's hook dropped the event).
+package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition) -> Result<[UInt8], SentryEnvelope.Refusal>
 
 /// The Sentry sink (see the file comment).
 // @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
@@ -100,10 +100,17 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
     /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
-    package static let standardEnvelope: SentryEnvelopeMaker = { record, raw, name, sentAt, repetition in
-        SentryEnvelope.make(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition)
+    /// What the configuration's ``CrashDataPolicy`` keeps of it, then the app's `beforeSend` hook.
+    package static func envelope(data: CrashDataPolicy, beforeSend: (@Sendable (String) -> String?)?) -> SentryEnvelopeMaker {
+        let minimised = SentryEnvelope.Minimisation(redaction: data.redaction, hostDetails: data.hostDetails)
+        return { record, raw, name, sentAt, repetition in
+            SentryEnvelope.outgoing(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
+                                    sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition, minimised: minimised,
+                                    beforeSend: beforeSend)
+        }
     }
+
+
 
     /// What this process's Sentry sink did.
     package struct Report: Sendable, Equatable {
@@ -113,11 +120,14 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         package var quarantined: [String: String] = [:]
         /// Records another process of the app was sending (left to it).
         package var leftToOthers: [String] = []
+        /// Records whose event the app's `sentryBeforeSend` dropped (not sent, acknowledged).
+        package var dropped: [String] = []
         /// The last failure that will be retried, if any.
         package var lastError: String?
     }
 
     let dsn: SentryDSN
+    let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
     /// Counts `sentry_sent` and `sentry_quarantined` where the app keeps counters (its tracking store).
     let count: (@Sendable (String) -> Void)?
@@ -136,10 +146,14 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         var lease: RecordLease
     }
 
-    package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), envelope: @escaping SentryEnvelopeMaker = SentrySink.standardEnvelope,
-                count: (@Sendable (String) -> Void)? = nil) {
+    /// - Parameters:
+    ///   - data: what the events and attachments keep (also of an unreadable record's event).
+    ///   - envelope: the envelope builder; nil: ``envelope(data:beforeSend:)`` without a hook.
+    package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
+                 envelope: SentryEnvelopeMaker? = nil, count: (@Sendable (String) -> Void)? = nil) {
         self.dsn = dsn
-        self.makeEnvelope = envelope
+        self.data = data
+        self.makeEnvelope = envelope ?? Self.envelope(data: data, beforeSend: nil)
         self.count = count
         worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
     }
@@ -194,11 +208,23 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let body: [UInt8]
         switch head.record.record {
         case .success(let record):
-            body = makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue))
+            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue)) {
+            case .success(let bytes):
+                body = bytes
+            case .failure(.dropped):
+                // The app chose not to send it: Sentry has all it will get.
+                settle(head, counter: "sentry_dropped") { $0.dropped.append(head.record.name) }
+                return .sent
+            case .failure(let refusal):
+                giveUp(head, reason: refusal.description)
+                return .sent
+            }
         case .failure(let error):
             // A crash whose record cannot be read still happened: an event that says so.
             let crashTime = RecordFileName(head.record.name).map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000) }
-            body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: head.record.bytes,
+            // Its bytes attached as the policy says: they may hold anything a record holds.
+            let attached = data == .everything ? head.record.bytes : data.redaction.apply(to: head.record.bytes)
+            body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: attached,
                                                    reason: "\(error)", crashTime: crashTime, sentAt: Date())
         }
         guard let url = dsn.envelopeURL else {

@@ -48,12 +48,104 @@ package enum SentryEnvelope {
     package static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
-        repetition: CrashRepetition = CrashRepetition()
+        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation? = nil
     ) -> [UInt8] {
+        // Without a hook there is nothing to refuse.
+        (try? outgoing(record: record, rawRecord: rawRecord, fileName: fileName, eventID: eventID, sentAt: sentAt, frames: frames,
+                       osRelease: osRelease, readImageFiles: readImageFiles, repetition: repetition, minimised: minimised,
+                       beforeSend: nil).get()) ?? []
+    }
+
+    /// ``make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:repetition:minimised:)``
+    /// as a sink sends it: `minimised` says what the event and the attached record keep (nil:
+    /// everything, as `crash-inspect export` writes it), then the app's `beforeSend` hook sees the
+    /// event's JSON and may change or drop it.
+    package static func outgoing(
+        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
+        frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
+        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, beforeSend: (@Sendable (String) -> String?)?
+    ) -> Result<[UInt8], Refusal> {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
         say(repetition, in: &event)
-        return envelope(eventID: id, sentAt: sentAt, event: json(event), attaching: rawRecord, fileName: fileName)
+        var attachment = rawRecord
+        if let minimised {
+            minimised.apply(to: &event)
+            // Keeping everything attaches the file as it is (a torn tail included).
+            let redaction = minimised.redaction
+            if !(redaction.rawMemory && redaction.breadcrumbs && redaction.identity && redaction.fullPaths) {
+                attachment = redaction.apply(to: rawRecord)
+            }
+        }
+        var eventJSON = json(event)
+        if let beforeSend {
+            switch hook(beforeSend, eventJSON, eventID: id) {
+            case .success(let changed): eventJSON = changed
+            case .failure(let refusal): return .failure(refusal)
+            }
+        }
+        return .success(envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName))
+    }
+
+    /// Why no envelope was made: the app's `before_send` hook dropped the event, or gave back
+    /// something that is not an event.
+    package enum Refusal: Error, Equatable, CustomStringConvertible {
+        case dropped
+        case notAnEvent(String)
+
+        package var description: String {
+            switch self {
+            case .dropped: return "dropped by the app's sentryBeforeSend"
+            case .notAnEvent(let why): return "sentryBeforeSend returned no event: \(why)"
+            }
+        }
+    }
+
+    /// The app's hook on the event's JSON text, as Sentry's `before_send`: nil drops it; what it
+    /// returns must be one JSON object with the same `event_id` (the id a resend is deduplicated by).
+    static func hook(_ beforeSend: @Sendable (String) -> String?, _ event: [UInt8], eventID: String) -> Result<[UInt8], Refusal> {
+        guard let changed = beforeSend(String(decoding: event, as: UTF8.self)) else { return .failure(.dropped) }
+        let bytes = Array(changed.utf8)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+            return .failure(.notAnEvent("not a JSON object"))
+        }
+        guard object["event_id"] as? String == eventID else { return .failure(.notAnEvent("its event_id changed")) }
+        return .success(bytes)
+    }
+
+    /// What a sink sends of an event and its record (CrashReporter's `CrashDataPolicy`).
+    package struct Minimisation: Sendable, Equatable {
+        /// What the attached record keeps (its breadcrumbs and paths settings apply to the event too).
+        package var redaction: RecordRedaction
+        /// The OS's kernel release and distribution in `contexts.os`.
+        package var hostDetails: Bool
+
+        package init(redaction: RecordRedaction, hostDetails: Bool) {
+            self.redaction = redaction
+            self.hostDetails = hostDetails
+        }
+
+        /// The event as this says: breadcrumbs only when kept; paths (images' `code_file`,
+        /// frames' `package`, the exception's value, the fatal and abort messages) sanitised unless
+        /// full paths are kept; the OS's name alone without host details.
+        package func apply(to event: inout SentryEvent) {
+            if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
+            if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
+            guard !redaction.fullPaths else { return }
+            let clean = PathSanitizer.sanitize
+            event.debugMeta.images = event.debugMeta.images.map { var image = $0; image.codeFile = clean(image.codeFile); return image }
+            func cleaned(_ stacktrace: SentryEvent.Stacktrace?) -> SentryEvent.Stacktrace? {
+                stacktrace.map { var trace = $0; trace.frames = trace.frames.map { var frame = $0; frame.package = frame.package.map(clean); return frame }; return trace }
+            }
+            event.exception.values = event.exception.values.map {
+                var exception = $0
+                exception.value = clean(exception.value)
+                exception.stacktrace = cleaned(exception.stacktrace)
+                return exception
+            }
+            event.threads.values = event.threads.values.map { var thread = $0; thread.stacktrace = cleaned(thread.stacktrace); return thread }
+            event.extra = event.extra.map { $0.mapValues(clean) }
+        }
     }
 
     /// The envelope's lines: its header, the event item, and the record attached as is (no

@@ -37,9 +37,14 @@ struct CrashUploader: ParsableCommand {
     @Option(help: "Seconds allowed in all.")
     var timeout: Int = CrashTimeUpload.timeoutSeconds
 
+    @Option(name: .customLong("sentry-data"),
+            help: "What the event and the attached record keep: raw-memory, breadcrumbs, identity, full-paths, host-details (comma-separated), or none.")
+    var sentryData: String = CrashDataPolicy().argument
+
     func validate() throws {
         guard RecordFileName(record) != nil, !record.contains("/") else { throw ValidationError("--record must be a record's file name") }
         guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1...3600 seconds") }
+        guard CrashDataPolicy(argument: sentryData) != nil else { throw ValidationError("--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, none") }
         for id in sinks.split(separator: ",") where RecordSinkID(String(id)) == nil {
             throw ValidationError("--sinks: \(id) is not a sink id")
         }
@@ -52,7 +57,7 @@ struct CrashUploader: ParsableCommand {
         let outcome = CrashTimeUpload.send(record: record, directory: directory,
                                            sinks: sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
                                            dsn: dsn, limits: RecordDirectoryLimits(maxRecords: maxRecords, maxBytes: maxRecordBytes),
-                                           timeout: .seconds(timeout))
+                                           timeout: .seconds(timeout), data: CrashDataPolicy(argument: sentryData) ?? CrashDataPolicy())
         guard outcome.settled else {
             let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? "not sent in \(timeout) s"
             let line = "crash-uploader: \(record) not sent to Sentry (\(why)); the next launch sends it\n"

@@ -15,7 +15,7 @@ final class SentrySinkTests: XCTestCase {
 
     /// A stand-in envelope: enough to see which record was sent and when.
     static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _ in
-        Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A]
+        .success(Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A])
     }
 
     /// `count` real records (the debug harness crashing `null-dereference` into `directory`).
