@@ -22,6 +22,9 @@ extension CrashHarness {
         @Option(help: "The events store (none: Sentry alone).")
         var store: String?
 
+        @Option(help: "The events store's Sensors /sa endpoint (its events are uploaded at shutdown).")
+        var endpoint: String?
+
         @Option(help: "Seconds shutdown may take.")
         var timeout: Double = 20
 
@@ -37,17 +40,52 @@ extension CrashHarness {
         @Option(help: "Before crashing, open this file without O_CLOEXEC, ignore SIGUSR2 and allow 1-byte core dumps (too small to write one): what a process started at the crash could inherit.")
         var inheritable: String?
 
+        @Option(name: .customLong("sentry-data"),
+                help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details (comma-separated), none, or everything (default: CrashDataPolicy()).")
+        var sentryData: String?
+
+        @Option(name: .customLong("before-send"),
+                help: "A sentryBeforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
+        var beforeSend: String?
+
         func validate() throws {
             guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
+            }
+            if let sentryData, sentryData != "everything", CrashDataPolicy(argument: sentryData) == nil {
+                throw ValidationError("--sentry-data: raw-memory, breadcrumbs, identity, full-paths, host-details, none or everything")
+            }
+            if let beforeSend, !["drop", "tag", "not-json", "new-id"].contains(beforeSend) {
+                throw ValidationError("--before-send must be drop, tag, not-json or new-id")
+            }
+        }
+
+        /// The test hooks `--before-send` names, as an app writes one.
+        static func hook(_ name: String) -> @Sendable (String) -> String? {
+            { event in
+                switch name {
+                case "drop": return nil
+                case "not-json": return "{not json"
+                case "new-id": return event.replacingOccurrences(of: "\"event_id\":\"", with: "\"event_id\":\"f")
+                default:
+                    guard var object = try? JSONSerialization.jsonObject(with: Data(event.utf8)) as? [String: Any] else { return event }
+                    var tags = object["tags"] as? [String: Any] ?? [:]
+                    tags["before_send"] = "seen"
+                    object["tags"] = tags
+                    return (try? JSONSerialization.data(withJSONObject: object)).map { String(decoding: $0, as: UTF8.self) }
+                }
             }
         }
 
         func run() throws {
             var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
-                                                             appVersion: EventLibrary.version)
+                                                             appVersion: EventLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
             configuration.sentryDSN = sentryDSN
             configuration.crashTimeUploader = crashTimeUploader
+            if let sentryData {
+                configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
+            }
+            configuration.sentryBeforeSend = beforeSend.map(Self.hook)
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
             // The threads while the launch's work runs (before shutdown stops the senders).

@@ -59,6 +59,9 @@ extension CrashHarness {
         @Flag(name: .customLong("host-info"), help: "Turn the tracker's includeHostInfo on ($hostname, $user on every event).")
         var hostInfo = false
 
+        @Option(help: "With --crash-after: before the crash leave a breadcrumb holding TEXT-CRUMB, and crash with TEXT-STACK in a buffer on the crashing thread's stack (what a request body or a key in memory looks like to a crash record).")
+        var secret: String?
+
         @Option(help: "Log in as this id before tracking.")
         var login: String?
 
@@ -74,6 +77,19 @@ extension CrashHarness {
                 throw ValidationError("--crash-after must be in 0..<count")
             }
             if let endpoint, URL(string: endpoint)?.scheme == nil { throw ValidationError("--endpoint must be a URL") }
+        }
+
+        /// A breadcrumb with `secret`-CRUMB, then a null dereference while `secret`-STACK fills a
+        /// buffer on this thread's stack (written through a system call, so it is really there).
+        static func crash(holding secret: String) -> Never {
+            CrashHandler.leaveBreadcrumb("the user typed \(secret)-CRUMB", level: .info)
+            let marker = Array("\(secret)-STACK ".utf8)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer in
+                for index in buffer.indices { buffer[index] = marker[index % marker.count] }
+                _ = write(-1, buffer.baseAddress, buffer.count)   // keeps the stores (EBADF)
+                cch_null_dereference()
+            }
+            fatalError("not reached")
         }
 
         func run() throws {
@@ -100,6 +116,7 @@ extension CrashHarness {
                 tracker.track("HarnessEvent", properties: ["seq": .int(seq), "run": .string(run)])
                 if seq == crashAfter {
                     tracker.waitUntilStored(timeout: 30)
+                    if let secret { Self.crash(holding: secret) }
                     cch_null_dereference()
                 }
             }

@@ -1,0 +1,145 @@
+// WhatLeavesTests.swift — what leaves the machine is what the user chose (issue 21): a real crash
+// seeded with four known secrets (a buffer on the crashing thread's stack, a breadcrumb, the login
+// id in the compensating $AppEnd, the executable's path), delivered to a loopback Sentry and /sa
+// collector under each setting of `sentryData`, and looked for in the bytes they received; the
+// app's `sentryBeforeSend` hook changing, dropping and breaking the event; Sentry's own parser and
+// Relay's normaliser on every envelope.
+@testable import CrashReporter
+import CrashRecordFormat
+@testable import SensorsTracking
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+
+final class WhatLeavesTests: XCTestCase {
+    /// The four secrets of one crash.
+    struct Secrets {
+        let stack: String, breadcrumb: String, login: String, path: String
+        var all: [String] { [stack, breadcrumb, login, path] }
+
+        init(_ tag: String) {
+            stack = "SECRET-\(tag)-STACK"
+            breadcrumb = "SECRET-\(tag)-CRUMB"
+            login = "SECRET-LOGIN-\(tag)"
+            path = "SECRET-PATH-\(tag)"
+        }
+    }
+
+    /// A crash of the harness, run from a directory named by `secrets.path`, logged in as
+    /// `secrets.login`, with the stack and breadcrumb secrets: its store and record directory
+    /// (the record holds every secret, else the test could not fail).
+    func crash(_ secrets: Secrets) throws -> (directory: String, store: String) {
+        let directory = try Scratch.directory("what-leaves")
+        let binaryDirectory = directory + "/" + secrets.path
+        try FileManager.default.createDirectory(atPath: binaryDirectory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: BuiltProducts.harness, toPath: binaryDirectory + "/crash-harness")
+        let store = directory + "/s.sqlite"
+        let child = try ChildProcess.run(binaryDirectory + "/crash-harness",
+                                         ["emit", "--count", "1", "--store", store, "--crash-after", "0",
+                                          "--secret", String(secrets.stack.dropLast("-STACK".count)), "--login", secrets.login],
+                                         environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
+        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+        let names = try RecordFileName.names(in: store + ".records")
+        XCTAssertEqual(names.count, 1)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store + ".records/" + (try XCTUnwrap(names.first))))
+        for secret in secrets.all { XCTAssertNotNil(bytes.range(of: Data(secret.utf8)), "the record holds \(secret)") }
+        return (directory, store)
+    }
+
+    /// What a loopback Sentry and /sa collector received when the next launch delivered a copy of
+    /// the crash's store and records with these harness options.
+    func deliver(_ crash: (directory: String, store: String), _ options: [String]) throws
+        -> (envelopes: [[UInt8]], sa: String, left: [String], counters: [String: Int]) {
+        let copy = try Scratch.directory("what-leaves-copy")
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: crash.store + suffix) {
+            try FileManager.default.copyItem(atPath: crash.store + suffix, toPath: copy + "/s.sqlite" + suffix)
+        }
+        try FileManager.default.copyItem(atPath: crash.store + ".records", toPath: copy + "/records")
+        let sentry = try TestHTTPServer(), sensors = try TestHTTPServer()
+        let output = copy + "/stdout"
+        let child = try ChildProcess.run(BuiltProducts.harness,
+                                         ["deliver", "--records", copy + "/records", "--store", copy + "/s.sqlite",
+                                          "--endpoint", sensors.url.absoluteString,
+                                          "--sentry-dsn", "http://key@127.0.0.1:\(sentry.port)/42"] + options,
+                                         environment: ["SWIFT_BACKTRACE": "enable=no"], stdout: output, timeout: 120)
+        XCTAssertEqual(child.ending, .exited(0))
+        let envelopes = sentry.allRequests.filter { $0.path.hasSuffix("/envelope/") }.map(\.bodyBytes)
+        let sa = sensors.allRequests.compactMap { SensorsWire.decode(body: $0.body)?.json }.joined(separator: "\n")
+        XCTAssertFalse(sa.isEmpty, "the events reached /sa")
+        return (envelopes, sa, try RecordFileName.names(in: copy + "/records"), try TrackingStore.inspect(path: copy + "/s.sqlite").0.counters)
+    }
+
+    func contains(_ bytes: [UInt8], _ text: String) -> Bool { Data(bytes).range(of: Data(text.utf8)) != nil }
+
+    /// Sentry's own parser and Relay's normaliser accept the envelope (the script fails otherwise).
+    func assertSentryAccepts(_ envelope: [UInt8], _ setting: String) throws {
+        let file = try Scratch.directory("what-leaves-envelope") + "/envelope"
+        try Data(envelope).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(setting): \(summary["errors"] ?? "")")
+        XCTAssertEqual((summary["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String }, ["event", "attachment"], setting)
+    }
+
+    /// By default none of the four secrets reaches Sentry, and each opt-in brings back its own
+    /// secret and no other; `everything` sends them all (the record as it is on disk). /sa never
+    /// gets the stack, the breadcrumb or the path; it gets the login id as the events' identity
+    /// (what the app's analytics is for), and nowhere else.
+    func testEachSecretLeavesOnlyWithItsOptIn() throws {
+        let secrets = Secrets("w\(getpid())")
+        let crashed = try crash(secrets)
+        let settings: [(String, [String])] = [
+            ("default", []), ("raw-memory", [secrets.stack]), ("breadcrumbs", [secrets.breadcrumb]),
+            ("identity", [secrets.login]), ("full-paths", [secrets.path]), ("everything", secrets.all),
+        ]
+        var sizes: [String: Int] = [:]
+        for (setting, expected) in settings {
+            let (envelopes, sa, _, _) = try deliver(crashed, setting == "default" ? [] : ["--sentry-data", setting == "everything" ? setting : setting + ",host-details"])
+            XCTAssertEqual(envelopes.count, 1, setting)
+            let envelope = try XCTUnwrap(envelopes.first)
+            sizes[setting] = envelope.count
+            for secret in secrets.all {
+                XCTAssertEqual(contains(envelope, secret), expected.contains(secret), "\(setting): \(secret) in what Sentry received")
+            }
+            try assertSentryAccepts(envelope, setting)
+            for secret in [secrets.stack, secrets.breadcrumb, secrets.path] {
+                XCTAssertFalse(sa.contains(secret), "\(setting): \(secret) in what /sa received")
+            }
+            // The login id is the events' identity, and only that.
+            let events = try sa.split(separator: "\n").flatMap {
+                try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [[String: Any]])
+            }
+            XCTAssertTrue(events.contains { $0["event"] as? String == "AppCrashed" }, setting)
+            for event in events {
+                var stripped = event
+                stripped["distinct_id"] = nil
+                stripped["login_id"] = nil
+                stripped["identities"] = nil
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: stripped), as: UTF8.self)
+                XCTAssertFalse(text.contains(secrets.login), "\(setting): the login id outside the identity: \(text)")
+            }
+        }
+        XCTAssertLessThan(sizes["default"]!, sizes["everything"]!, "\(sizes)")
+        print("what-leaves: envelope bytes by setting: \(sizes.sorted { $0.key < $1.key })")
+    }
+
+    /// The app's hook sees each event before it is sent, as Sentry's `before_send`: what it
+    /// changes arrives; nil sends nothing and the record counts as delivered; a hook that returns
+    /// no JSON object, or another event id, sends nothing and the record is given up.
+    func testTheBeforeSendHookChangesDropsOrIsRefused() throws {
+        let crashed = try crash(Secrets("h\(getpid())"))
+        let (tagged, _, _, _) = try deliver(crashed, ["--before-send", "tag"])
+        XCTAssertEqual(tagged.count, 1)
+        let lines = try XCTUnwrap(tagged.first).split(separator: 0x0A, omittingEmptySubsequences: false)
+        let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+        XCTAssertEqual((event["tags"] as? [String: Any])?["before_send"] as? String, "seen")
+        try assertSentryAccepts(try XCTUnwrap(tagged.first), "tag")
+        for hook in ["drop", "not-json", "new-id"] {
+            let (envelopes, _, left, counters) = try deliver(crashed, ["--before-send", hook])
+            XCTAssertEqual(envelopes.count, 0, "\(hook): nothing sent")
+            XCTAssertEqual(left, [], "\(hook): the record is done with")
+            // Dropped by the app's choice, or given up because the hook broke the event: counted apart.
+            XCTAssertEqual(counters[hook == "drop" ? "sentry_dropped" : "sentry_quarantined"], 1, "\(hook): \(counters)")
+        }
+    }
+}
