@@ -44,6 +44,9 @@ extension CrashHarness {
                 help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details (comma-separated), none, or everything (default: CrashDataPolicy()).")
         var sentryData: String?
 
+        @Option(help: "With --crash (null-dereference): crash holding TEXT-CRUMB in a breadcrumb and TEXT-STACK on the stack (as emit --secret).")
+        var secret: String?
+
         @Option(name: .customLong("before-send"),
                 help: "A sentryBeforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
         var beforeSend: String?
@@ -112,7 +115,9 @@ extension CrashHarness {
                 switch crashAs {
                 case "abort": abort()
                 case "fatal-error": fatalError("crash-harness deliver --crash --crash-as fatal-error")
-                default: cch_null_dereference()
+                default:
+                    if let secret { Emit.crash(holding: secret) }
+                    cch_null_dereference()
                 }
             }
             let result = reporting.shutdown(timeout: timeout)

@@ -130,6 +130,24 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(Self.uploadersLeft(), [])
     }
 
+    /// The uploader sends what the app's `sentryData` keeps (issue 21): by default neither the
+    /// stack's nor the breadcrumb's secret; with those opted in, both.
+    func testTheCrashTimeUploaderSendsWhatSentryDataKeeps() throws {
+        for optIn in [false, true] {
+            let directory = try Scratch.directory("crash-time-data")
+            let sentry = try Sentry()
+            let run = try crash("null-dereference", records: directory, sentry: sentry, uploader: CrashTimeUpload.executableName,
+                                extra: ["--secret", "SECRET-UPLOAD"] + (optIn ? ["--sentry-data", "raw-memory,breadcrumbs,host-details"] : []))
+            XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
+            XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
+            let body = Data(try XCTUnwrap(sentry.server.allRequests.first).bodyBytes)
+            for secret in ["SECRET-UPLOAD-STACK", "SECRET-UPLOAD-CRUMB"] {
+                XCTAssertEqual(body.range(of: Data(secret.utf8)) != nil, optIn, "\(secret), opted in: \(optIn)")
+            }
+            XCTAssertEqual(Self.uploadersLeft(), [])
+        }
+    }
+
     /// With the events store too: the uploader leaves `<record>.sentry.ack`; the next launch (a
     /// new process over the same directory) stores the crash and sends nothing more to Sentry.
     func testWithTheEventsStoreTheNextLaunchStoresTheCrashAndSendsNothingMoreToSentry() throws {
