@@ -169,6 +169,15 @@ final class RecordRedactionTests: XCTestCase {
             let dropped = original.memory.count + original.breadcrumbs.count + (original.appEndJSON == nil ? 0 : 1)
             XCTAssertEqual(redacted, expectedDefault(original, sectionCount: original.sectionCount - dropped), scenario)
             print("RecordRedactionTests size: \(scenario): \(bytes.count) bytes, default redaction \(copy.count) bytes")
+            if scenario == "c-assert" {
+                // glibc's assert message names the source file by its full path: the directories go,
+                // the file, line and assertion stay.
+                XCTAssertTrue(original.abortMessage?.contains(Oracles.repositoryRoot + "/Sources/CCrashScenarios/scenarios.c:") ?? false,
+                              original.abortMessage ?? "no abort message")
+                let message = try XCTUnwrap(redacted.abortMessage)
+                XCTAssertTrue(message.contains("/*/scenarios.c:") && message.contains("Assertion"), message)
+                XCTAssertFalse(message.contains(Oracles.repositoryRoot), message)
+            }
         }
     }
 
