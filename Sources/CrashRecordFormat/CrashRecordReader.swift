@@ -92,6 +92,33 @@ public enum CrashRecordReader {
         var parser = RecordParser(bytes: Array(bytes))
         return try parser.parse()
     }
+
+    /// The record parsed as ``parse(_:)`` parses it, with where its header ends and each
+    /// section it accepted lies (the sections before the first damaged one, up to and including
+    /// END). Throws as ``parse(_:)`` does.
+    package static func parseWithLayout(_ bytes: [UInt8]) throws -> (record: CrashRecord, layout: RecordLayout) {
+        var parser = RecordParser(bytes: bytes)
+        let record = try parser.parse()
+        return (record, parser.layout)
+    }
+}
+
+/// Where a record's parts lie in its bytes, as the reader accepted them.
+package struct RecordLayout: Sendable, Equatable {
+    /// One whole, checksum-verified section the reader decoded.
+    package struct Section: Sendable, Equatable {
+        /// `enum cc_section_type`.
+        package var type: UInt32
+        /// The offset of its 8-byte section header.
+        package var start: Int
+        /// Its payload's length (the header's `length`).
+        package var payloadLength: Int
+    }
+
+    /// The file header's size (where sections start).
+    package var headerSize: Int
+    /// The accepted sections, in file order.
+    package var sections: [Section]
 }
 
 // MARK: - CRC-32
@@ -285,6 +312,9 @@ private struct RecordParser {
     var asyncChains: [Int32: [AsyncContextChain]] = [:]
     /// CC_SEC_ASYNC_TASK by tid, likewise.
     var asyncTasks: [Int32: [AsyncTaskInfo]] = [:]
+    /// Where the file header ends and every section the parse accepted lies, in order: what
+    /// ``RecordRedaction`` copies, so it stops exactly where this reader stops.
+    var layout = RecordLayout(headerSize: 0, sections: [])
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -292,6 +322,7 @@ private struct RecordParser {
 
     mutating func parse() throws -> CrashRecord {
         let headerSize = try parseHeader()
+        layout.headerSize = headerSize
         record.completeness = parseSections(from: headerSize)
         // Each thread's own registers (CC_SEC_THREAD_REGISTERS), wherever they stood.
         for index in record.threads.indices where !record.threads[index].crashed {
@@ -395,6 +426,7 @@ private struct RecordParser {
                 return .incomplete(reason: "corrupt section at offset \(offset): \(error)")
             }
             record.sectionCount += 1
+            layout.sections.append(.init(type: type, start: offset, payloadLength: length))
             offset += total
 
             if isEnd {

@@ -716,7 +716,8 @@ final class CrashRecordReaderTests: XCTestCase {
 
 /// Builds valid record bytes (header and sections with their CRCs) from the C structs in
 /// cc_record.h, so tests never hand-write hex and always share the writer's layout.
-private struct RecordBuilder {
+/// (Also RecordRedactionTests': sections no real record holds.)
+struct RecordBuilder {
     var version = UInt16(CC_RECORD_VERSION)
     var arch = UInt16(CC_ARCH_X86_64.rawValue)
     var byteOrder: UInt8 = 1
