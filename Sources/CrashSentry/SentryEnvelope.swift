@@ -132,10 +132,12 @@ package enum SentryEnvelope {
             if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
             if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
             guard !redaction.fullPaths else { return }
+            // A path whole (its file name kept), as the attached record's; free text by its paths.
             let clean = PathSanitizer.sanitize
-            event.debugMeta.images = event.debugMeta.images.map { var image = $0; image.codeFile = clean(image.codeFile); return image }
+            let path: (String) -> String = { String(decoding: PathSanitizer.sanitizePath(Array($0.utf8)), as: UTF8.self) }
+            event.debugMeta.images = event.debugMeta.images.map { var image = $0; image.codeFile = path(image.codeFile); return image }
             func cleaned(_ stacktrace: SentryEvent.Stacktrace?) -> SentryEvent.Stacktrace? {
-                stacktrace.map { var trace = $0; trace.frames = trace.frames.map { var frame = $0; frame.package = frame.package.map(clean); return frame }; return trace }
+                stacktrace.map { var trace = $0; trace.frames = trace.frames.map { var frame = $0; frame.package = frame.package.map(path); return frame }; return trace }
             }
             event.exception.values = event.exception.values.map {
                 var exception = $0

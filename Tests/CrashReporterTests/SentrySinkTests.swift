@@ -208,32 +208,36 @@ final class SentrySinkTests: XCTestCase {
     }
 
     /// A record the reader rejects still tells Sentry a crash happened: an event saying so
-    /// (Sentry's own parser reads it), the bytes attached.
+    /// (Sentry's own parser reads it). Its bytes (a file that does not parse cannot be minimised
+    /// section by section) are attached only when the app sends everything.
     func testAnUnreadableRecordReachesSentryAsAnEventSayingSo() throws {
-        let directory = try Scratch.directory("sentry-unreadable")
-        let name = "crash-1700000000000-999999-999999.ccrec"
-        try Data("not a record at all".utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
-        let server = try TestHTTPServer()
-        let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
-        let sentry = SentrySink(dsn: dsn, policy: Self.fast())
-        _ = pass(directory, store: nil, sentry)
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
-        XCTAssertEqual(sentry.currentReport.sent, [name])
-        let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
-        let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
-        let event = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
-        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
-        XCTAssertEqual(exception["type"] as? String, "UnreadableCrashRecord")
-        XCTAssertTrue((exception["value"] as? String)?.contains("not a crash record") == true, "\(exception)")
-        XCTAssertEqual(event["level"] as? String, "fatal")
-        XCTAssertTrue(String(decoding: body, as: UTF8.self).contains("not a record at all"), "the bytes attached")
-        XCTAssertEqual(try leftovers(directory), [])
-        // Sentry's own envelope parser and Relay's normaliser accept it (the script fails otherwise).
-        let file = try Scratch.directory("sentry-unreadable-envelope") + "/envelope"
-        try Data(body).write(to: URL(fileURLWithPath: file))
-        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
-        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0)
-        XCTAssertEqual((summary["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String }, ["event", "attachment"])
+        for data in [CrashDataPolicy(), .everything] {
+            let directory = try Scratch.directory("sentry-unreadable")
+            let name = "crash-1700000000000-999999-999999.ccrec"
+            try Data("not a record at all".utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+            let server = try TestHTTPServer()
+            let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
+            let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
+            _ = pass(directory, store: nil, sentry)
+            XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+            XCTAssertEqual(sentry.currentReport.sent, [name])
+            let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
+            let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
+            let event = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+            let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+            XCTAssertEqual(exception["type"] as? String, "UnreadableCrashRecord")
+            XCTAssertTrue((exception["value"] as? String)?.contains("not a crash record") == true, "\(exception)")
+            XCTAssertEqual(event["level"] as? String, "fatal")
+            let everything = data == .everything
+            XCTAssertEqual(String(decoding: body, as: UTF8.self).contains("not a record at all"), everything, "the bytes attached: \(everything)")
+            XCTAssertEqual(try leftovers(directory), [])
+            // Sentry's own envelope parser and Relay's normaliser accept it (the script fails otherwise).
+            let file = try Scratch.directory("sentry-unreadable-envelope") + "/envelope"
+            try Data(body).write(to: URL(fileURLWithPath: file))
+            let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+            XCTAssertEqual((summary["errors"] as? [Any])?.count, 0)
+            XCTAssertEqual((summary["items"] as? [[String: Any]])?.compactMap { $0["type"] as? String }, everything ? ["event", "attachment"] : ["event"])
+        }
     }
 
     /// A valid DSN starts the upload whatever else is configured; only a DSN that does not parse

@@ -99,6 +99,10 @@ final class WhatLeavesTests: XCTestCase {
             let envelope = try XCTUnwrap(envelopes.first)
             sizes[setting] = envelope.count
             for secret in secrets.all {
+                // Raw memory holds whatever the process held: the top of the main thread's stack
+                // has its arguments and environment (the path), and the login id may be in a
+                // buffer too. There, only the stack's secret must be there and the breadcrumb's not.
+                if setting == "raw-memory" && (secret == secrets.login || secret == secrets.path) { continue }
                 XCTAssertEqual(contains(envelope, secret), expected.contains(secret), "\(setting): \(secret) in what Sentry received")
             }
             try assertSentryAccepts(envelope, setting)
