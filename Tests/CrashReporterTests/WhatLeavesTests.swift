@@ -90,11 +90,12 @@ final class WhatLeavesTests: XCTestCase {
         let crashed = try crash(secrets)
         let settings: [(String, [String])] = [
             ("default", []), ("raw-memory", [secrets.stack]), ("breadcrumbs", [secrets.breadcrumb]),
-            ("identity", [secrets.login]), ("full-paths", [secrets.path]), ("everything", secrets.all),
+            ("identity", [secrets.login]), ("full-paths", [secrets.path]), ("everything", secrets.all), ("none", []),
         ]
         var sizes: [String: Int] = [:]
         for (setting, expected) in settings {
-            let (envelopes, sa, _, _) = try deliver(crashed, setting == "default" ? [] : ["--sentry-data", setting == "everything" ? setting : setting + ",host-details"])
+            let options = setting == "default" ? [] : ["--sentry-data", ["everything", "none"].contains(setting) ? setting : setting + ",host-details"]
+            let (envelopes, sa, _, _) = try deliver(crashed, options)
             XCTAssertEqual(envelopes.count, 1, setting)
             let envelope = try XCTUnwrap(envelopes.first)
             sizes[setting] = envelope.count
@@ -106,6 +107,11 @@ final class WhatLeavesTests: XCTestCase {
                 XCTAssertEqual(contains(envelope, secret), expected.contains(secret), "\(setting): \(secret) in what Sentry received")
             }
             try assertSentryAccepts(envelope, setting)
+            // Host details: the OS's release and distribution by default, its name alone without.
+            let lines = envelope.split(separator: 0x0A, omittingEmptySubsequences: false)
+            let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+            let os = try XCTUnwrap((event["contexts"] as? [String: Any])?["os"] as? [String: Any])
+            XCTAssertEqual(Set(os.keys) == ["type", "name"], setting == "none", "\(setting): \(os)")
             for secret in [secrets.stack, secrets.breadcrumb, secrets.path] {
                 XCTAssertFalse(sa.contains(secret), "\(setting): \(secret) in what /sa received")
             }
