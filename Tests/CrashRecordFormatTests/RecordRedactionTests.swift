@@ -16,48 +16,15 @@ import Glibc
 #endif
 
 final class RecordRedactionTests: XCTestCase {
-    /// The four secrets of one crash.
-    struct Secrets {
-        let stack: String, breadcrumb: String, login: String, path: String
-        var all: [String] { [stack, breadcrumb, login, path] }
+    /// One crash of the harness per test process, holding four known secrets (TestSupport's
+    /// `SecretCrash`: a stack buffer, a breadcrumb, the login id, the executable's directory).
+    nonisolated(unsafe) static var crashed: SecretCrash?
+    static let secrets = SecretCrash("r\(getpid())")
 
-        init(_ tag: String) {
-            stack = "CRASHCAPTURE-SECRET-\(tag)-STACK"
-            breadcrumb = "CRASHCAPTURE-SECRET-\(tag)-CRUMB"
-            login = "CRASHCAPTURE-SECRET-LOGIN-\(tag)"
-            path = "CRASHCAPTURE-SECRET-PATH-\(tag)"
-        }
-    }
-
-    /// One crash of the harness per test process: (the record's bytes, its path, the directory the
-    /// harness ran from).
-    nonisolated(unsafe) static var crashed: (bytes: [UInt8], path: String, binaryDirectory: String)?
-    static let secrets = Secrets("r\(getpid())")
-
-    /// A crash of a copy of the harness in a directory named by `secrets.path`, logged in as
-    /// `secrets.login`, with the stack and breadcrumb secrets (`emit --secret`); the record holds
-    /// every secret, else these tests could not fail.
     func secretCrash() throws -> (bytes: [UInt8], path: String, binaryDirectory: String) {
-        if let crashed = Self.crashed { return crashed }
-        let secrets = Self.secrets
-        let directory = try Scratch.directory("redaction")
-        let binaryDirectory = directory + "/" + secrets.path
-        try FileManager.default.createDirectory(atPath: binaryDirectory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: BuiltProducts.harness, toPath: binaryDirectory + "/crash-harness")
-        let store = directory + "/s.sqlite"
-        let child = try ChildProcess.run(binaryDirectory + "/crash-harness",
-                                         ["emit", "--count", "1", "--store", store, "--crash-after", "0",
-                                          "--secret", String(secrets.stack.dropLast("-STACK".count)), "--login", secrets.login],
-                                         environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
-        // The same run with CrashCapture disabled dies of the same signal: the handler re-raised it.
-        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
-        let names = try RecordFileName.names(in: store + ".records")
-        XCTAssertEqual(names.count, 1)
-        let path = store + ".records/" + (try XCTUnwrap(names.first))
-        let bytes = try CrashRecordReader.readBytes(path: path)
-        for secret in secrets.all { XCTAssertTrue(contains(bytes, secret), "the record holds \(secret)") }
-        Self.crashed = (bytes, path, binaryDirectory)
-        return (bytes, path, binaryDirectory)
+        if Self.crashed == nil { Self.crashed = try Self.secrets.crash(in: try Scratch.directory("redaction")) }
+        let crashed = try XCTUnwrap(Self.crashed)
+        return (crashed.bytes, crashed.recordPath, crashed.binaryDirectory)
     }
 
     /// The record a table scenario leaves (`crash-harness run <scenario> --dir D`).
@@ -70,7 +37,7 @@ final class RecordRedactionTests: XCTestCase {
         return try CrashRecordReader.readBytes(path: directory + "/" + (try XCTUnwrap(names.first)))
     }
 
-    func contains(_ bytes: [UInt8], _ text: String) -> Bool { Data(bytes).range(of: Data(text.utf8)) != nil }
+    func contains(_ bytes: [UInt8], _ text: String) -> Bool { SecretCrash.contains(bytes, text) }
 
     /// `record` as the default redaction must read it back: no memory, breadcrumbs or $AppEnd,
     /// paths and last words sanitised, everything else (signal, threads and their frames,

@@ -13,38 +13,11 @@ import TestSupport
 import XCTest
 
 final class WhatLeavesTests: XCTestCase {
-    /// The four secrets of one crash.
-    struct Secrets {
-        let stack: String, breadcrumb: String, login: String, path: String
-        var all: [String] { [stack, breadcrumb, login, path] }
-
-        init(_ tag: String) {
-            stack = "SECRET-\(tag)-STACK"
-            breadcrumb = "SECRET-\(tag)-CRUMB"
-            login = "SECRET-LOGIN-\(tag)"
-            path = "SECRET-PATH-\(tag)"
-        }
-    }
-
-    /// A crash of the harness, run from a directory named by `secrets.path`, logged in as
-    /// `secrets.login`, with the stack and breadcrumb secrets: its store and record directory
-    /// (the record holds every secret, else the test could not fail).
-    func crash(_ secrets: Secrets) throws -> (directory: String, store: String) {
+    /// A crash holding four known secrets (TestSupport's `SecretCrash`): its store and records.
+    func crash(_ secrets: SecretCrash) throws -> (directory: String, store: String) {
         let directory = try Scratch.directory("what-leaves")
-        let binaryDirectory = directory + "/" + secrets.path
-        try FileManager.default.createDirectory(atPath: binaryDirectory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: BuiltProducts.harness, toPath: binaryDirectory + "/crash-harness")
-        let store = directory + "/s.sqlite"
-        let child = try ChildProcess.run(binaryDirectory + "/crash-harness",
-                                         ["emit", "--count", "1", "--store", store, "--crash-after", "0",
-                                          "--secret", String(secrets.stack.dropLast("-STACK".count)), "--login", secrets.login],
-                                         environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
-        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
-        let names = try RecordFileName.names(in: store + ".records")
-        XCTAssertEqual(names.count, 1)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: store + ".records/" + (try XCTUnwrap(names.first))))
-        for secret in secrets.all { XCTAssertNotNil(bytes.range(of: Data(secret.utf8)), "the record holds \(secret)") }
-        return (directory, store)
+        let crashed = try secrets.crash(in: directory)
+        return (directory, crashed.store)
     }
 
     /// What a loopback Sentry and /sa collector received when the next launch delivered a copy of
@@ -70,7 +43,7 @@ final class WhatLeavesTests: XCTestCase {
         return (envelopes, sa, try RecordFileName.names(in: copy + "/records"), try TrackingStore.inspect(path: copy + "/s.sqlite").0.counters)
     }
 
-    func contains(_ bytes: [UInt8], _ text: String) -> Bool { Data(bytes).range(of: Data(text.utf8)) != nil }
+    func contains(_ bytes: [UInt8], _ text: String) -> Bool { SecretCrash.contains(bytes, text) }
 
     /// Sentry's own parser and Relay's normaliser accept the envelope (the script fails otherwise).
     func assertSentryAccepts(_ envelope: [UInt8], _ setting: String) throws {
@@ -86,7 +59,7 @@ final class WhatLeavesTests: XCTestCase {
     /// gets the stack, the breadcrumb or the path; it gets the login id as the events' identity
     /// (what the app's analytics is for), and nowhere else.
     func testEachSecretLeavesOnlyWithItsOptIn() throws {
-        let secrets = Secrets("w\(getpid())")
+        let secrets = SecretCrash("w\(getpid())")
         let crashed = try crash(secrets)
         let settings: [(String, [String])] = [
             ("default", []), ("raw-memory", [secrets.stack]), ("breadcrumbs", [secrets.breadcrumb]),
@@ -137,7 +110,7 @@ final class WhatLeavesTests: XCTestCase {
     /// changes arrives; nil sends nothing and the record counts as delivered; a hook that returns
     /// no JSON object, or another event id, sends nothing and the record is given up.
     func testTheBeforeSendHookChangesDropsOrIsRefused() throws {
-        let crashed = try crash(Secrets("h\(getpid())"))
+        let crashed = try crash(SecretCrash("h\(getpid())"))
         let (tagged, _, _, _) = try deliver(crashed, ["--before-send", "tag"])
         XCTAssertEqual(tagged.count, 1)
         let lines = try XCTUnwrap(tagged.first).split(separator: 0x0A, omittingEmptySubsequences: false)
