@@ -30,8 +30,9 @@ package struct RecordRedaction: Sendable, Equatable {
         self.fullPaths = fullPaths
     }
 
-    /// Every opt-in on: the copy is the record as the reader accepts it.
-    private var keepsEverything: Bool { rawMemory && breadcrumbs && identity && fullPaths }
+    /// Every opt-in on: the copy is the record as the reader accepts it (a sink that keeps
+    /// everything sends the file as it is instead, a torn tail included).
+    package var keepsEverything: Bool { rawMemory && breadcrumbs && identity && fullPaths }
 
     /// A copy of `bytes` (a record as read from disk: untrusted, possibly partial or torn) with only
     /// what this policy keeps.

@@ -223,7 +223,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             // A crash whose record cannot be read still happened: an event that says so.
             let crashTime = RecordFileName(head.record.name).map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000) }
             // Its bytes attached as the policy says: they may hold anything a record holds.
-            let attached = data == .everything ? head.record.bytes : data.redaction.apply(to: head.record.bytes)
+            let attached = data.redaction.keepsEverything ? head.record.bytes : data.redaction.apply(to: head.record.bytes)
             body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: attached,
                                                    reason: "\(error)", crashTime: crashTime, sentAt: Date())
         }

@@ -72,10 +72,7 @@ package enum SentryEnvelope {
         if let minimised {
             minimised.apply(to: &event)
             // Keeping everything attaches the file as it is (a torn tail included).
-            let redaction = minimised.redaction
-            if !(redaction.rawMemory && redaction.breadcrumbs && redaction.identity && redaction.fullPaths) {
-                attachment = redaction.apply(to: rawRecord)
-            }
+            if !minimised.redaction.keepsEverything { attachment = minimised.redaction.apply(to: rawRecord) }
         }
         var eventJSON = json(event)
         if let beforeSend {
