@@ -65,13 +65,24 @@
  * signal that arrived meanwhile (SIGXFSZ, a timer's SIGPROF) can overtake it.
  */
 
-/* async-signal-safe: arranges for the process to die of `signo` as soon as the handler
- * returns (see DEATH above). `info` may be NULL. */
-static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
+/* async-signal-safe: `signo`'s action back to SIG_DFL and, with `unblock`, the signal let
+ * through this thread's mask: the ways the handler ends the process all start so. */
+static void cc__restore_default(int signo, int unblock) {
     struct sigaction dfl = { 0 };
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     sigaction(signo, &dfl, 0);
+    if (!unblock) return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    sigprocmask(SIG_UNBLOCK, &set, 0);
+}
+
+/* async-signal-safe: arranges for the process to die of `signo` as soon as the handler
+ * returns (see DEATH above). `info` may be NULL. */
+static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
+    cc__restore_default(signo, 0);
     pid_t pid = getpid(), tid = cc__gettid();
     siginfo_t queued;
     unsigned char *raw = (unsigned char *)&queued;
@@ -107,14 +118,7 @@ static void cc__fault_as_init(int signo) {
 #elif defined(__aarch64__)
     if (signo == SIGILL || signo == SIGTRAP) fault = signo;
 #endif
-    struct sigaction dfl = { 0 };
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(fault, &dfl, 0);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, fault);
-    sigprocmask(SIG_UNBLOCK, &set, 0);
+    cc__restore_default(fault, 1);
 #if defined(__x86_64__)
     if (fault == SIGILL) __asm__ volatile("ud2");
     if (fault == SIGTRAP) __asm__ volatile("int3");
@@ -129,14 +133,7 @@ static void cc__fault_as_init(int signo) {
 /* async-signal-safe: ends the process now with `signo` (a fault inside the handler, the
  * watchdog): the core dump then shows the handler, which is where the trouble was. */
 static _Noreturn void cc__die_now(int signo) {
-    struct sigaction dfl = { 0 };
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(signo, &dfl, 0);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, signo);
-    sigprocmask(SIG_UNBLOCK, &set, 0);
+    cc__restore_default(signo, 1);
     syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
     /* Still here: the kernel dropped it, this is the init of a PID namespace. */
     if (getpid() == 1) cc__fault_as_init(signo);
