@@ -117,7 +117,9 @@ static int cc__range_readable(uint64_t low, uint64_t high) {
  * it), and so does cc__call_on_stack. In C that call goes through a pointer of another function
  * type, which UBSan's -fsanitize=function reports; it is the point here, so that one check is
  * off for this function (it only matters to the sanitizer build, scripts/c-checks.sh). */
+#if defined(__clang__)   /* GCC has no "function" sanitizer, and warns of the attribute */
 __attribute__((no_sanitize("function")))
+#endif
 int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *uc, int saved_errno,
                             int *errno_after) {
     /* A copy: another thread may adopt a new disposition meanwhile. */

@@ -127,7 +127,10 @@ static void cc__fault_as_init(int signo) {
     if (fault == SIGILL) __asm__ volatile("udf #0");
     if (fault == SIGTRAP) __asm__ volatile("brk #0");
 #endif
-    *(volatile int *)(uintptr_t)8 = 0;
+    /* Through a volatile address: GCC's -Warray-bounds rejects a store to a constant one in
+     * the first page. */
+    volatile uintptr_t unmapped = 8;
+    *(volatile int *)unmapped = 0;
 }
 
 /* async-signal-safe: ends the process now with `signo` (a fault inside the handler, the
@@ -367,7 +370,8 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     if (uc) {
         cc__write_registers(w, uc, 0);
         if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
-            *(volatile int *)(uintptr_t)16 = 1; /* test hook: a fault inside the handler */
+            volatile uintptr_t unmapped = 16;   /* volatile: see cc__fault_as_init */
+            *(volatile int *)unmapped = 1; /* test hook: a fault inside the handler */
         }
         while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
         CC__MARK("registers");

@@ -89,6 +89,17 @@ long cc__raw_syscall(long n, long a, long b, long c, long d) {
 #endif
 }
 
+/* async-signal-safe: sleeps until a signal arrives. ARCH: one block per architecture; aarch64
+ * has no pause system call (its generic syscall table has ppoll instead: no descriptors, no
+ * timeout, the current mask, which waits the same way). */
+static void cc__raw_pause(void) {
+#if defined(SYS_pause)
+    cc__raw_syscall(SYS_pause, 0, 0, 0, 0);
+#else
+    cc__raw_syscall(SYS_ppoll, 0, 0, 0, 0);
+#endif
+}
+
 /* async-signal-safe: waits while *word == value, at most `ns`. */
 static void cc__futex_wait(_Atomic uint32_t *word, uint32_t value, long ns) {
     struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
@@ -117,7 +128,8 @@ static int cc__helper_registers(pid_t tid, ucontext_t *uc) {
     g[REG_R15] = (greg_t)regs.r15; g[REG_RIP] = (greg_t)regs.rip; g[REG_EFL] = (greg_t)regs.eflags;
     return 0;
 #elif defined(__aarch64__)
-    struct user_pt_regs regs;
+    /* glibc's aarch64 <sys/user.h> name for the kernel's struct user_pt_regs (NT_PRSTATUS). */
+    struct user_regs_struct regs;
     struct iovec io = { &regs, sizeof regs };
     long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
     if (rc < 0) return (int)-rc;
@@ -184,7 +196,7 @@ static int cc__helper_main(void *arg) {
     }
     atomic_store(&g_helper.done, 1);
     cc__futex_wake(&g_helper.done);
-    for (;;) cc__raw_syscall(SYS_pause, 0, 0, 0, 0);   /* hold them until we are killed */
+    for (;;) cc__raw_pause();   /* hold them until we are killed */
     return 0;
 }
 

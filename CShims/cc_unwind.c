@@ -2,6 +2,7 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -89,20 +90,49 @@ uint64_t cc__context_sp(const ucontext_t *uc) {
  * last thing the call pushed (x86-64: at sp) or is in the link register (aarch64). Rewrites
  * `context` to the caller and returns 1, or 0 when that address cannot be read. */
 static int cc__step_out_of_bad_call(unw_context_t *context) {
-    ucontext_t *uc = (ucontext_t *)context;
+    /* ARCH: one block per architecture. Through unw_context_t's own fields, not a ucontext_t
+     * cast: on aarch64 it is a shorter type (see cc__copy_to_unwind_context). */
 #if defined(__x86_64__)
-    uint64_t sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP], ret = 0;
+    uint64_t sp = (uint64_t)context->uc_mcontext.gregs[REG_RSP], ret = 0;
     if (cc__safe_read(sp, &ret, sizeof ret) != sizeof ret || ret == 0) return 0;
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
-    uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
+    context->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
+    context->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
     return 1;
 #elif defined(__aarch64__)
-    if (uc->uc_mcontext.regs[30] == 0) return 0;
-    uc->uc_mcontext.pc = uc->uc_mcontext.regs[30];
+    if (context->uc_mcontext.regs[30] == 0) return 0;
+    context->uc_mcontext.pc = context->uc_mcontext.regs[30];
     return 1;
 #else
-    (void)uc; return 0;
+    (void)context; return 0;
 #endif
+}
+
+/* async-signal-safe: the signal context as libunwind's unw_context_t. ARCH: one block per
+ * architecture.
+ * - x86-64: libunwind's unw_context_t is ucontext_t itself; the whole of it is copied.
+ * - aarch64: libunwind 1.6.2's unw_context_t is a shorter prefix of ucontext_t (the same
+ *   header and general registers, then only 66 * 8 bytes of the kernel's 4096-byte
+ *   __reserved area, where the FP/SIMD record comes first). Only what fits is copied, so
+ *   nothing is written past its end; the asserts hold the layout this relies on. */
+static void cc__copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
+#if defined(__x86_64__)
+    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "x86-64: unw_context_t is ucontext_t");
+    const size_t size = sizeof(ucontext_t);
+#elif defined(__aarch64__)
+    _Static_assert(sizeof(unw_context_t) <= sizeof(ucontext_t), "aarch64: unw_context_t is no longer than ucontext_t");
+    _Static_assert(offsetof(unw_context_t, uc_sigmask) == offsetof(ucontext_t, uc_sigmask), "aarch64: same header");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext) == offsetof(ucontext_t, uc_mcontext), "aarch64: mcontext at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.regs) == offsetof(ucontext_t, uc_mcontext.regs), "aarch64: x0..x30 at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.sp) == offsetof(ucontext_t, uc_mcontext.sp), "aarch64: sp at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.pc) == offsetof(ucontext_t, uc_mcontext.pc), "aarch64: pc at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.pstate) == offsetof(ucontext_t, uc_mcontext.pstate), "aarch64: pstate at the same offset");
+    const size_t size = sizeof(unw_context_t);
+#else
+    const size_t size = sizeof(unw_context_t) < sizeof(ucontext_t) ? sizeof(unw_context_t) : sizeof(ucontext_t);
+#endif
+    const unsigned char *src = (const unsigned char *)uc;
+    unsigned char *dst = (unsigned char *)context;
+    for (size_t i = 0; i < size; i++) dst[i] = src[i];
 }
 
 /* async-signal-safe: unwinds the interrupted thread, starting from the signal context (not from
@@ -122,11 +152,7 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     *omitted = 0;
     if (max == 0) return 0;
     if (max > CC__MAX_FRAMES) max = CC__MAX_FRAMES;
-    /* On x86-64 and aarch64 libunwind's unw_context_t is a ucontext_t. */
-    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "unw_context_t is ucontext_t");
-    const unsigned char *src = (const unsigned char *)uc;
-    unsigned char *dst = (unsigned char *)context;
-    for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
+    cc__copy_to_unwind_context(uc, context);
 
     uint32_t top = max < 2 ? max : max - max / 2;   /* innermost frames kept */
     uint32_t ring = max - top;                       /* outermost frames kept, as a ring */
