@@ -29,6 +29,7 @@
  * SIGABRT, is then recorded.
  */
 
+/* ARCH: the red zone and cc__call_on_stack (the stack switch); one block per architecture. */
 #if defined(__x86_64__)
 #define CC__RED_ZONE 128
 /* cc__call_on_stack(handler, signo, info, context, stack_top): calls handler on another stack. */

@@ -113,12 +113,14 @@ static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) 
  * x86-64), else with SIGSEGV — where glibc's abort() ends in such a process too (its `hlt`). */
 static void cc__fault_as_init(int signo) {
     int fault = SIGSEGV;
+    /* ARCH: which faults the init case can raise as themselves. */
 #if defined(__x86_64__)
     if (signo == SIGILL || signo == SIGTRAP || signo == SIGFPE) fault = signo;
 #elif defined(__aarch64__)
     if (signo == SIGILL || signo == SIGTRAP) fault = signo;
 #endif
     cc__restore_default(fault, 1);
+    /* ARCH: the faulting instructions; one block per architecture. */
 #if defined(__x86_64__)
     if (fault == SIGILL) __asm__ volatile("ud2");
     if (fault == SIGTRAP) __asm__ volatile("int3");

@@ -70,6 +70,7 @@ static struct {
 /* async-signal-safe: a system call that returns -errno instead of setting errno (the helper
  * shares errno with the recording thread; so does the uploader's child, cc_uploader.c). */
 long cc__raw_syscall(long n, long a, long b, long c, long d) {
+    /* ARCH: the raw system call; one block per architecture. */
 #if defined(__x86_64__)
     long ret;
     register long r10 __asm__("r10") = d;
@@ -114,6 +115,7 @@ static void cc__futex_wake(_Atomic uint32_t *word) {
 static int cc__helper_registers(pid_t tid, ucontext_t *uc) {
     unsigned char *raw = (unsigned char *)uc;
     for (size_t i = 0; i < sizeof *uc; i++) raw[i] = 0;
+    /* ARCH: ptrace registers (NT_PRSTATUS) into a ucontext; one block per architecture. */
 #if defined(__x86_64__)
     struct user_regs_struct regs;
     struct iovec io = { &regs, sizeof regs };

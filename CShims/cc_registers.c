@@ -21,6 +21,7 @@ static size_t cc__put_register(unsigned char *out, size_t at, size_t cap, const 
 size_t cc__registers_payload(const ucontext_t *uc, void *buffer, size_t cap) {
     unsigned char *out = buffer;
     size_t at = 0;
+    /* ARCH: the register names and their ucontext slots; one block per architecture. */
 #if defined(__x86_64__)
     static const struct { const char *name; int index; } regs[] = {
         { "rax", REG_RAX }, { "rbx", REG_RBX }, { "rcx", REG_RCX }, { "rdx", REG_RDX },

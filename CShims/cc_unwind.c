@@ -6,6 +6,7 @@
 #include <string.h>
 #include <ucontext.h>
 
+/* ARCH: libunwind's frame-pointer register; one block per architecture. */
 #if defined(__x86_64__)
 #define CC__UNW_FP UNW_X86_64_RBP
 #elif defined(__aarch64__)
@@ -42,6 +43,8 @@ void cc__unwind_warm_up(void) {
     }
 }
 
+/* ARCH: pc, fp, async context register and sp of a ucontext (the four functions below); one
+ * block per architecture in each. */
 /* async-signal-safe: program counter and stack pointer of an interrupted context. */
 uint64_t cc__context_pc(const ucontext_t *uc) {
 #if defined(__x86_64__)
