@@ -2,11 +2,13 @@
  * with the C core for aarch64 and run under qemu-aarch64-static. Usage:
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
- * says, under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
- * recorded frames can be checked by name. Exit 90: cc_install failed; 91: bad arguments;
+ * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
+ * thread-overflow), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
+ * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
  * 92: the crash did not happen. */
 #include "crashcapture.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +33,48 @@ NOINLINE void arm64_crash_call_null(void) {
     g_sink++;
 }
 
+/* previous-handler: the program's own SIGSEGV handler, installed before cc_install with
+ * SA_RESETHAND and without SA_ONSTACK (so cc_chain.c switches off the alternate stack to call
+ * it). It says so on stderr and returns: the fault runs again under SIG_DFL. */
+static void arm64_previous_handler(int signo) {
+    (void)signo;
+    static const char line[] = "arm64-crashes: previous handler ran\n";
+    write(2, line, sizeof line - 1);
+}
+
+/* stopped-thread: a second thread blocked in read() on a pipe nobody writes. */
+static int g_pipe[2];
+NOINLINE void *arm64_blocked_reader(void *unused) {
+    (void)unused;
+    char byte;
+    read(g_pipe[0], &byte, 1);
+    g_sink++;
+    return 0;
+}
+
+/* thread-overflow: a thread with a 256 KiB stack recursing until it hits its guard page. */
+NOINLINE void arm64_recurse(volatile char *previous) {
+    volatile char frame[512];
+    frame[0] = previous ? previous[0] : 1;
+    if (g_sink >= 0) arm64_recurse(frame);   /* always (g_sink is 0), opaque to the compiler */
+    g_sink += frame[1];
+}
+NOINLINE void *arm64_overflow_thread(void *unused) {
+    (void)unused;
+    arm64_recurse(0);
+    g_sink++;
+    return 0;
+}
+NOINLINE void arm64_crash_thread_overflow(void) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t thread;
+    if (pthread_create(&thread, &attr, arm64_overflow_thread, 0) != 0) _exit(93);
+    pthread_join(thread, 0);
+    g_sink++;
+}
+
 /* No tail calls (work after each call), so each level keeps its frame. */
 NOINLINE void arm64_level2(void (*crash)(void)) { crash(); g_sink++; }
 NOINLINE void arm64_level1(void (*crash)(void)) { arm64_level2(crash); g_sink++; }
@@ -42,6 +86,19 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "trap") == 0) crash = arm64_crash_trap;
     else if (strcmp(argv[1], "abort") == 0) crash = arm64_crash_abort;
     else if (strcmp(argv[1], "call-null") == 0) crash = arm64_crash_call_null;
+    else if (strcmp(argv[1], "previous-handler") == 0) {
+        crash = arm64_crash_null;
+        struct sigaction previous = { 0 };
+        previous.sa_handler = arm64_previous_handler;
+        previous.sa_flags = SA_RESETHAND;
+        sigemptyset(&previous.sa_mask);
+        if (sigaction(SIGSEGV, &previous, 0) != 0) return 93;
+    } else if (strcmp(argv[1], "stopped-thread") == 0) {
+        crash = arm64_crash_null;
+        pthread_t reader;
+        if (pipe(g_pipe) != 0 || pthread_create(&reader, 0, arm64_blocked_reader, 0) != 0) return 93;
+        usleep(200 * 1000);   /* let it reach read() */
+    } else if (strcmp(argv[1], "thread-overflow") == 0) crash = arm64_crash_thread_overflow;
     else return 91;
     if (argc < 4 || strcmp(argv[3], "nocapture") != 0) {
         cc_config_t config = { .directory = argv[2], .app_name = "arm64-crashes", .app_version = "1.0" };
