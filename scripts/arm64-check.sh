@@ -31,12 +31,15 @@ mkdir -p "$out"
 
 cc=aarch64-linux-gnu-gcc
 qemu=qemu-aarch64-static
-sysroot=/usr/aarch64-linux-gnu
+# At run time the aarch64 libraries are Debian's multiarch ones (libc6:arm64, libunwind8:arm64 in
+# /lib/aarch64-linux-gnu), not the cross toolchain's copy in /usr/aarch64-linux-gnu: with that
+# one every pthread_create hangs under qemu-aarch64-static 7.2 on this host.
+runroot=/
 missing=()
 command -v "$cc" >/dev/null || missing+=("$cc (gcc-aarch64-linux-gnu)")
 command -v "$qemu" >/dev/null || missing+=("$qemu (qemu-user-static)")
 [ -e /usr/include/aarch64-linux-gnu/libunwind.h ] || missing+=("libunwind-dev:arm64")
-[ -d "$sysroot/lib" ] || missing+=("$sysroot (libc6-dev:arm64 / the cross toolchain)")
+[ -e /lib/ld-linux-aarch64.so.1 ] || missing+=("/lib/ld-linux-aarch64.so.1 (libc6:arm64)")
 if [ ${#missing[@]} -gt 0 ]; then
   echo "arm64-check: missing: ${missing[*]}" >&2
   echo "arm64-check: see the install line at the top of $0" >&2
@@ -73,7 +76,7 @@ run() {
   set +e
   # In a subshell whose own stderr is discarded: bash's "Segmentation fault" job notice, not
   # the program's stderr (which goes to $dir/stderr). 128 + N: died of signal N.
-  ( timeout 120 "$qemu" -cpu max -L "$sysroot" "$out/arm64-crashes" "$1" "$dir/records" "$2" \
+  ( timeout 120 "$qemu" -cpu max -L "$runroot" "$out/arm64-crashes" "$1" "$dir/records" "$2" \
       >"$dir/stdout" 2>"$dir/stderr"; exit $? ) 2>/dev/null
   status=$?
   set -e
@@ -122,7 +125,7 @@ check() {
   fi
   local verdict
   if ! verdict="$(python3 - "$dir/show.json" "$signal" "$@" <<'PY'
-import json, sys
+import json, os, sys
 record = json.load(open(sys.argv[1]))
 signal = int(sys.argv[2])
 expected = sys.argv[3:]
@@ -131,11 +134,15 @@ if record.get("complete") is not True:
     problems.append(f"incomplete: {record.get('incompleteReason')}")
 if record.get("signal") != signal:
     problems.append(f"signal {record.get('signal')}, expected {signal}")
-if signal == 11:
-    if record.get("codeName") != "SEGV_MAPERR":
-        problems.append(f"si_code {record.get('codeName')}, expected SEGV_MAPERR")
-    if record.get("faultAddress") not in ("0x0", "0x0000000000000000"):
-        problems.append(f"fault address {record.get('faultAddress')}, expected 0x0")
+code_name = os.environ.get("expect_code", "")
+if code_name and record.get("codeName") != code_name:
+    problems.append(f"si_code {record.get('codeName')}, expected {code_name}")
+fault = os.environ.get("expect_fault", "")
+address = int(record.get("faultAddress") or "-1", 16) if record.get("faultAddress") else None
+if fault == "zero" and address != 0:
+    problems.append(f"fault address {record.get('faultAddress')}, expected 0x0")
+if fault == "nonzero" and not address:
+    problems.append(f"fault address {record.get('faultAddress')}, expected one")
 threads = record.get("threads") or []
 crashed = [t for t in threads if t.get("crashed")]
 if not crashed:
@@ -152,6 +159,27 @@ else:
             problems.append(f"frames do not name {want} after the earlier ones: {names[:12]}")
             break
         at += 1
+bottom = os.environ.get("expect_bottom", "")
+if crashed and bottom:
+    # A runaway recursion: the innermost and the outermost frames are both kept.
+    if not crashed[0].get("truncated") or not crashed[0].get("omittedFrames"):
+        problems.append("a runaway stack not marked truncated with omitted frames")
+    if bottom not in names[-8:]:
+        problems.append(f"{bottom} not among the outermost frames: {names[-8:]}")
+other = os.environ.get("expect_other", "")
+if other:
+    stopped = [t for t in threads if not t.get("crashed") and t.get("stack") == "stopped"
+               and other in [f.get("symbol") for f in t.get("frames", [])]]
+    if not stopped:
+        problems.append(f"no stopped thread whose frames name {other}: "
+                        + str([(t.get("stack"), [f.get("symbol") for f in t.get("frames", [])][:4]) for t in threads]))
+unstoppable = os.environ.get("expect_unstoppable", "")
+if unstoppable:
+    # A thread that blocks every signal cannot be stopped without the ptrace helper, which
+    # qemu-user cannot run: it is listed, not stopped, with no frames, and the crash goes on.
+    listed = [t for t in threads if not t.get("crashed") and t.get("stack") == "notStopped"]
+    if len(listed) < int(unstoppable):
+        problems.append(f"{len(listed)} threads listed as not stopped, expected at least {unstoppable}")
 if problems:
     print("; ".join(problems))
     sys.exit(1)
@@ -164,18 +192,36 @@ PY
 }
 
 echo "== under $qemu -cpu max, each crash without and with capture"
+# What the record must say beyond the signal and the frames (set per check, then cleared):
+expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable=""
+export expect_code expect_fault expect_bottom expect_other expect_unstoppable
+clear_expect() { expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable=""; }
+segv_null() { clear_expect; expect_code=SEGV_MAPERR expect_fault=zero; }
+
+segv_null
 check null-dereference 11 arm64_crash_null arm64_level2 arm64_level1 main
+clear_expect
 check trap 5 arm64_crash_trap arm64_level2 arm64_level1 main
 check abort 6 arm64_crash_abort arm64_level2 arm64_level1 main
+segv_null
 check call-null 11 arm64_crash_call_null arm64_level2 arm64_level1 main
 # The program's own SIGSEGV handler (SA_RESETHAND, no SA_ONSTACK) runs in both runs, and the
 # fault it returns to is the one recorded.
 marker="arm64-crashes: previous handler ran"
 check previous-handler 11 arm64_crash_null arm64_level2 arm64_level1 main
 marker=""
-# Not run: stopped-thread and thread-overflow (in arm64_crashes.c). On this host (kernel 6.18,
-# qemu-aarch64-static 7.2) any aarch64 pthread_create hangs under qemu, even in a program of
-# four lines without CrashCapture; see docs/arm64-status.md.
+# A second thread blocked in read(): stopped by the stop signal and unwound from its context.
+segv_null; expect_other=arm64_blocked_reader
+check stopped-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
+# A second thread that blocks every signal: not stoppable here (the ptrace helper cannot run
+# under qemu-user), so no hang, the same death, and the thread listed as not stopped. (qemu's
+# own thread, which blocks our stop signal too, is listed the same way: at least 2.)
+segv_null; expect_unstoppable=2
+check blocking-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
+# A 256 KiB thread stack overflowing into its guard page: SEGV_ACCERR at the guard, the
+# innermost frames and the outermost ones (the thread's start) both kept.
+clear_expect; expect_code=SEGV_ACCERR expect_fault=nonzero expect_bottom=arm64_overflow_thread
+check thread-overflow 11 arm64_recurse arm64_recurse
 
 if [ "$failures" -ne 0 ]; then echo "arm64-check: $failures failed"; exit 1; fi
 echo "arm64-check: all passed"

@@ -3,7 +3,7 @@
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
  * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
- * thread-overflow), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
+ * blocking-thread, thread-overflow), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
  * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
  * 92: the crash did not happen. */
 #include "crashcapture.h"
@@ -46,6 +46,19 @@ static void arm64_previous_handler(int signo) {
 static int g_pipe[2];
 NOINLINE void *arm64_blocked_reader(void *unused) {
     (void)unused;
+    char byte;
+    read(g_pipe[0], &byte, 1);
+    g_sink++;
+    return 0;
+}
+
+/* blocking-thread: a second thread that blocks every signal (as libdispatch workers and the
+ * Swift concurrency pool do), then waits in read(). */
+NOINLINE void *arm64_blocking_reader(void *unused) {
+    (void)unused;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, 0);
     char byte;
     read(g_pipe[0], &byte, 1);
     g_sink++;
@@ -98,6 +111,11 @@ int main(int argc, char **argv) {
         pthread_t reader;
         if (pipe(g_pipe) != 0 || pthread_create(&reader, 0, arm64_blocked_reader, 0) != 0) return 93;
         usleep(200 * 1000);   /* let it reach read() */
+    } else if (strcmp(argv[1], "blocking-thread") == 0) {
+        crash = arm64_crash_null;
+        pthread_t reader;
+        if (pipe(g_pipe) != 0 || pthread_create(&reader, 0, arm64_blocking_reader, 0) != 0) return 93;
+        usleep(200 * 1000);
     } else if (strcmp(argv[1], "thread-overflow") == 0) crash = arm64_crash_thread_overflow;
     else return 91;
     if (argc < 4 || strcmp(argv[3], "nocapture") != 0) {
