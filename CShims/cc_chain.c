@@ -29,78 +29,6 @@
  * SIGABRT, is then recorded.
  */
 
-/* ARCH: the red zone and cc__call_on_stack (the stack switch); one block per architecture. */
-#if defined(__x86_64__)
-#define CC__RED_ZONE 128
-/* cc__call_on_stack(handler, signo, info, context, stack_top): calls handler on another stack. */
-__asm__(
-    ".text\n"
-    ".p2align 4\n"
-    ".globl cc__call_on_stack\n"
-    ".hidden cc__call_on_stack\n"
-    ".type cc__call_on_stack,@function\n"
-    "cc__call_on_stack:\n"
-    ".cfi_startproc\n"
-    "    pushq %rbp\n"
-    ".cfi_def_cfa_offset 16\n"
-    ".cfi_offset %rbp, -16\n"
-    "    movq %rsp, %rbp\n"
-    ".cfi_def_cfa_register %rbp\n"
-    "    movq %r8, %rsp\n"
-    "    andq $-16, %rsp\n"
-    "    movq %rdi, %rax\n"
-    "    movl %esi, %edi\n"
-    "    movq %rdx, %rsi\n"
-    "    movq %rcx, %rdx\n"
-    "    callq *%rax\n"
-    "    movq %rbp, %rsp\n"
-    "    popq %rbp\n"
-    ".cfi_def_cfa %rsp, 8\n"
-    "    ret\n"
-    ".cfi_endproc\n"
-    ".size cc__call_on_stack, .-cc__call_on_stack\n");
-#define CC__HAVE_CALL_ON_STACK 1
-#elif defined(__aarch64__)
-#define CC__RED_ZONE 0
-__asm__(
-    ".text\n"
-    ".p2align 2\n"
-    ".globl cc__call_on_stack\n"
-    ".hidden cc__call_on_stack\n"
-    ".type cc__call_on_stack,%function\n"
-    "cc__call_on_stack:\n"
-    ".cfi_startproc\n"
-    "    stp x29, x30, [sp, #-16]!\n"
-    ".cfi_def_cfa_offset 16\n"
-    ".cfi_offset x29, -16\n"
-    ".cfi_offset x30, -8\n"
-    "    mov x29, sp\n"
-    ".cfi_def_cfa_register x29\n"
-    "    and x4, x4, #~15\n"
-    "    mov sp, x4\n"
-    "    mov x16, x0\n"
-    "    mov w0, w1\n"
-    "    mov x1, x2\n"
-    "    mov x2, x3\n"
-    "    blr x16\n"
-    "    mov sp, x29\n"
-    ".cfi_def_cfa_register sp\n"
-    "    ldp x29, x30, [sp], #16\n"
-    ".cfi_def_cfa_offset 0\n"
-    "    ret\n"
-    ".cfi_endproc\n"
-    ".size cc__call_on_stack, .-cc__call_on_stack\n");
-#define CC__HAVE_CALL_ON_STACK 1
-#else
-#define CC__RED_ZONE 0
-#define CC__HAVE_CALL_ON_STACK 0
-#endif
-
-#if CC__HAVE_CALL_ON_STACK
-void cc__call_on_stack(void (*handler)(int, siginfo_t *, void *), int signo, siginfo_t *info, void *context,
-                       uintptr_t stack_top);
-#endif
-
 /* async-signal-safe: whether every page of [low, high) can be read (a stack's pages are
  * read-write; its guard page is neither). */
 static int cc__range_readable(uint64_t low, uint64_t high) {
@@ -134,7 +62,6 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
     if (!(previous.sa_flags & SA_NODEFER)) sigaddset(&mask, signo);
 
     uintptr_t stack_top = 0;
-#if CC__HAVE_CALL_ON_STACK
     if (!(previous.sa_flags & SA_ONSTACK) && uc) {
         stack_t alt;
         uint64_t sp = cc__context_sp(uc);
@@ -144,14 +71,13 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
             /* Interrupted on the alternate stack already: the kernel would have stayed there, and
              * so do we (below our own frames). Otherwise: the interrupted stack. */
             if (!interrupted_on_alt) {
-                uint64_t top = sp - CC__RED_ZONE;
+                uint64_t top = sp - cc__arch_red_zone;
                 uint64_t frame = cc__g.signal_frame_size;
                 if (top < frame || !cc__range_readable(top - frame, top)) return 0;
                 stack_top = (uintptr_t)((top - frame) & ~(uint64_t)15);
             }
         }
     }
-#endif
 
     if (previous.sa_flags & SA_RESETHAND) {
         struct sigaction reset = previous;
@@ -161,11 +87,8 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
     sigset_t ours;
     sigprocmask(SIG_SETMASK, &mask, &ours);
     errno = saved_errno;
-#if CC__HAVE_CALL_ON_STACK
     if (stack_top) cc__call_on_stack(handler, signo, info, uc, stack_top);
-    else
-#endif
-        handler(signo, info, uc);
+    else handler(signo, info, uc);
     *errno_after = errno;
     sigprocmask(SIG_SETMASK, &ours, 0);
     return 1;

@@ -112,23 +112,9 @@ static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) 
  * would have been. So it faults, of the same kind where there is one (SIGILL, SIGTRAP, SIGFPE on
  * x86-64), else with SIGSEGV — where glibc's abort() ends in such a process too (its `hlt`). */
 static void cc__fault_as_init(int signo) {
-    int fault = SIGSEGV;
-    /* ARCH: which faults the init case can raise as themselves. */
-#if defined(__x86_64__)
-    if (signo == SIGILL || signo == SIGTRAP || signo == SIGFPE) fault = signo;
-#elif defined(__aarch64__)
-    if (signo == SIGILL || signo == SIGTRAP) fault = signo;
-#endif
-    cc__restore_default(fault, 1);
-    /* ARCH: the faulting instructions; one block per architecture. */
-#if defined(__x86_64__)
-    if (fault == SIGILL) __asm__ volatile("ud2");
-    if (fault == SIGTRAP) __asm__ volatile("int3");
-    if (fault == SIGFPE) { volatile int zero = 0; volatile int one = 1; one = one / zero; }
-#elif defined(__aarch64__)
-    if (fault == SIGILL) __asm__ volatile("udf #0");
-    if (fault == SIGTRAP) __asm__ volatile("brk #0");
-#endif
+    cc__restore_default(signo, 1);
+    cc__arch_fault_as(signo);   /* does not return where the architecture has the instruction */
+    cc__restore_default(SIGSEGV, 1);
     /* Through a volatile address: GCC's -Warray-bounds rejects a store to a constant one in
      * the first page. */
     volatile uintptr_t unmapped = 8;
@@ -298,6 +284,44 @@ static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     cc__strlcpy(cc__g.partial_name + n, CC_RECORD_PARTIAL_EXTENSION, sizeof cc__g.partial_name - n);
 }
 
+/* async-signal-safe: the crashed thread's CC_SEC_THREAD, its frames in cc__g.frames. */
+static void cc__write_crashed_thread(cc__writer_t *w, const cc_sec_thread_t *thread) {
+    cc__section_begin(w, CC_SEC_THREAD);
+    cc__section_put(w, thread, sizeof *thread);
+    cc__section_put(w, cc__g.frames, (size_t)thread->frame_count * sizeof(uint64_t));
+    cc__section_end(w);
+}
+
+/* async-signal-safe: the recording thread faulted while the unwinder walked the crashed thread
+ * (libunwind reading a stack too damaged for it). Before the process ends, the frames found so
+ * far become the crashed thread, with a note that says where the unwinder faulted, followed by
+ * the images that symbolicate them. The record stays a ".partial" one: what comes after the
+ * frames (async chains, strings, memory, other threads) is not written. Only the writer's own
+ * functions are used, as for any section; nothing here unwinds or reads unchecked memory. */
+static void cc__salvage_crashed_thread(pid_t tid) {
+    cc__walk_t *walk = &cc__g.unwind_walk;
+    if (!atomic_load(&walk->active)) return;
+    cc__writer_t *w = &cc__g.writer;
+    int truncated = 0;
+    uint32_t omitted = 0;
+    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT | CC_THREAD_TRUNCATED };
+    prctl(PR_GET_NAME, (unsigned long)thread.name, 0, 0, 0);
+    thread.name[15] = 0;
+    thread.frame_count = cc__walk_finish(walk, &omitted, &truncated);
+    thread.omitted_frames = omitted;
+    char note[128], *p = note;
+    static const char head[] = "the unwinder faulted on the crashed thread's stack after ";
+    for (size_t i = 0; head[i]; i++) *p++ = head[i];
+    p += cc__fmt_u64(p, thread.frame_count + omitted);
+    static const char tail[] = " frames; the record ends there";
+    for (size_t i = 0; tail[i]; i++) *p++ = tail[i];
+    cc__write_string(w, CC_STR_NOTE, note, (size_t)(p - note));
+    cc__write_crashed_thread(w, &thread);
+    cc__write_images(w, 1);
+    cc__write_images(w, 0);
+    cc__writer_flush(w);
+}
+
 /* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
 static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
     cc__writer_t *w = &cc__g.writer;
@@ -381,16 +405,21 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         CC__MARK("flush2");
         int truncated = 0;
         uint32_t omitted = 0;
-        thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor,
+        /* While the unwinder walks the stack, the crash's own signal is let through: a fault
+         * of the same kind inside it then reaches this handler (cc__salvage_crashed_thread)
+         * instead of the kernel's default action, which a blocked fault would get. */
+        sigset_t own, mask;
+        sigemptyset(&own);
+        sigaddset(&own, signo);
+        sigprocmask(SIG_UNBLOCK, &own, &mask);
+        thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor, &cc__g.unwind_walk,
                                                 cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
+        sigprocmask(SIG_SETMASK, &mask, 0);
         thread.omitted_frames = omitted;
         thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
     }
     CC__MARK("unwind");
-    cc__section_begin(w, CC_SEC_THREAD);
-    cc__section_put(w, &thread, sizeof thread);
-    cc__section_put(w, cc__g.frames, (size_t)thread.frame_count * sizeof(uint64_t));
-    cc__section_end(w);
+    cc__write_crashed_thread(w, &thread);
     cc__writer_flush(w); /* checkpoint: the physical frames, before reading async contexts */
     CC__MARK("thread+flush3");
     if (uc) {
@@ -498,7 +527,10 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     if (owner != 0 && (pid_t)(owner >> 32) == pid) {
         /* A fault inside our own record: stop here, with the signal the crash began with (the
          * ".partial" file keeps what was written). Another thread recording: park. */
-        if ((pid_t)(uint32_t)owner == tid) cc__die_now(cc__g.crash_signo);
+        if ((pid_t)(uint32_t)owner == tid) {
+            cc__salvage_crashed_thread(tid);
+            cc__die_now(cc__g.crash_signo);
+        }
         cc__park(uc, 1);
     }
     int index = cc__signal_index(signo);

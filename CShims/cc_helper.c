@@ -64,42 +64,9 @@ static struct {
     _Atomic uint32_t done;            /* futex: every thread is published */
     unw_context_t context;            /* the helper's unwinder state */
     unw_cursor_t cursor;
+    cc__walk_t walk;
     cc__helper_thread_t threads[CC__HELPER_MAX];
 } g_helper;
-
-/* async-signal-safe: a system call that returns -errno instead of setting errno (the helper
- * shares errno with the recording thread; so does the uploader's child, cc_uploader.c). */
-long cc__raw_syscall(long n, long a, long b, long c, long d) {
-    /* ARCH: the raw system call; one block per architecture. */
-#if defined(__x86_64__)
-    long ret;
-    register long r10 __asm__("r10") = d;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-    return ret;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = n;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
-    return x0;
-#else
-    long r = syscall(n, a, b, c, d);
-    return r < 0 ? -errno : r;
-#endif
-}
-
-/* async-signal-safe: sleeps until a signal arrives. ARCH: one block per architecture; aarch64
- * has no pause system call (its generic syscall table has ppoll instead: no descriptors, no
- * timeout, the current mask, which waits the same way). */
-static void cc__raw_pause(void) {
-#if defined(SYS_pause)
-    cc__raw_syscall(SYS_pause, 0, 0, 0, 0);
-#else
-    cc__raw_syscall(SYS_ppoll, 0, 0, 0, 0);
-#endif
-}
 
 /* async-signal-safe: waits while *word == value, at most `ns`. */
 static void cc__futex_wait(_Atomic uint32_t *word, uint32_t value, long ns) {
@@ -115,35 +82,7 @@ static void cc__futex_wake(_Atomic uint32_t *word) {
 static int cc__helper_registers(pid_t tid, ucontext_t *uc) {
     unsigned char *raw = (unsigned char *)uc;
     for (size_t i = 0; i < sizeof *uc; i++) raw[i] = 0;
-    /* ARCH: ptrace registers (NT_PRSTATUS) into a ucontext; one block per architecture. */
-#if defined(__x86_64__)
-    struct user_regs_struct regs;
-    struct iovec io = { &regs, sizeof regs };
-    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
-    if (rc < 0) return (int)-rc;
-    greg_t *g = uc->uc_mcontext.gregs;
-    g[REG_RAX] = (greg_t)regs.rax; g[REG_RBX] = (greg_t)regs.rbx; g[REG_RCX] = (greg_t)regs.rcx;
-    g[REG_RDX] = (greg_t)regs.rdx; g[REG_RDI] = (greg_t)regs.rdi; g[REG_RSI] = (greg_t)regs.rsi;
-    g[REG_RBP] = (greg_t)regs.rbp; g[REG_RSP] = (greg_t)regs.rsp; g[REG_R8] = (greg_t)regs.r8;
-    g[REG_R9] = (greg_t)regs.r9; g[REG_R10] = (greg_t)regs.r10; g[REG_R11] = (greg_t)regs.r11;
-    g[REG_R12] = (greg_t)regs.r12; g[REG_R13] = (greg_t)regs.r13; g[REG_R14] = (greg_t)regs.r14;
-    g[REG_R15] = (greg_t)regs.r15; g[REG_RIP] = (greg_t)regs.rip; g[REG_EFL] = (greg_t)regs.eflags;
-    return 0;
-#elif defined(__aarch64__)
-    /* glibc's aarch64 <sys/user.h> name for the kernel's struct user_pt_regs (NT_PRSTATUS). */
-    struct user_regs_struct regs;
-    struct iovec io = { &regs, sizeof regs };
-    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
-    if (rc < 0) return (int)-rc;
-    for (int i = 0; i < 31; i++) uc->uc_mcontext.regs[i] = regs.regs[i];
-    uc->uc_mcontext.sp = regs.sp;
-    uc->uc_mcontext.pc = regs.pc;
-    uc->uc_mcontext.pstate = regs.pstate;
-    return 0;
-#else
-    (void)tid;
-    return ENOSYS;
-#endif
+    return cc__arch_ptrace_registers(tid, uc);
 }
 
 /* async-signal-safe: waits (bounded) for a seized thread to report its ptrace stop. */
@@ -190,7 +129,7 @@ static int cc__helper_main(void *arg) {
         if (t->error == 0) t->error = cc__helper_registers(t->tid, &uc);
         if (t->error == 0) {
             t->registers_length = (uint32_t)cc__registers_payload(&uc, t->registers, sizeof t->registers);
-            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, t->frames, t->fps,
+            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, &g_helper.walk, t->frames, t->fps,
                                                 CC__OTHER_FRAMES, &t->omitted, &t->truncated);
             t->async_register = cc__context_async_register(&uc);
         }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <libunwind.h>
 #include "include/crashcapture.h"
+#include "cc_arch.h"   /* what differs between architectures: cc_arch_x86_64.c, cc_arch_aarch64.c */
 
 #define CC__SIGNAL_COUNT       6
 #define CC__DEFAULT_FRAMES     256
@@ -67,6 +68,16 @@ typedef struct {
     const ucontext_t *context;   /* lives on the parked thread's stack, valid until the process dies */
     int crashed;                 /* it faulted itself while another thread was recording */
 } cc__stopped_t;
+
+/* An unwind in progress (cc_unwind.c): where the frames found so far are, for cc__walk_finish
+ * even after a fault inside the unwinder. Caller-owned static storage. */
+typedef struct cc__walk {
+    uint64_t *frames;
+    uint64_t *fps;
+    uint32_t max, top, ring;
+    uint64_t total;            /* frames found so far */
+    _Atomic int active;        /* 1 while cc__unwind_context runs */
+} cc__walk_t;
 
 /* All mutable state of the C core, in one place. Everything the handler needs is prepared
  * here at install time; the handler only reads it or writes the fields marked (handler).
@@ -139,6 +150,7 @@ typedef struct {
     cc__writer_t writer;
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
+    cc__walk_t unwind_walk;          /* the crashed thread's unwind */
     uint64_t frames[CC__MAX_FRAMES];
     uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
@@ -183,13 +195,11 @@ void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno sti
 void cc__unwind_warm_up(void);                                           /* install time */
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
-uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
+uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor, cc__walk_t *walk,
                             uint64_t *frames, uint64_t *fps, uint32_t max, uint32_t *omitted, int *truncated);
+/* async-signal-safe: the frames `walk` holds, in order; what cc__unwind_context returns. */
+uint32_t cc__walk_finish(cc__walk_t *walk, uint32_t *omitted, int *truncated);
 void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid); /* async-signal-safe; tid 0 = crashed */
-uint64_t cc__context_pc(const ucontext_t *uc);
-uint64_t cc__context_sp(const ucontext_t *uc);
-uint64_t cc__context_fp(const ucontext_t *uc);                           /* async-signal-safe */
-uint64_t cc__context_async_register(const ucontext_t *uc);               /* async-signal-safe */
 
 /* cc_async.c — async-signal-safe: the Swift async context chains of one thread, a
  * CC_SEC_ASYNC_CHAIN per frame whose candidate context looks like one (see cc_record.h). At most
@@ -234,8 +244,6 @@ int cc__helper_index(pid_t tid);
 int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
 void cc__helper_write_note(cc__writer_t *w);
 int cc__is_helper_process(void);
-/* async-signal-safe: syscall(2) returning -errno, errno untouched (for code sharing our memory). */
-long cc__raw_syscall(long n, long a, long b, long c, long d);
 
 /* cc_uploader.c — the crash-time uploader. */
 int cc__uploader_fits(const cc_config_t *config);                        /* install time */
@@ -246,6 +254,10 @@ void cc__uploader_start(int64_t deadline_ns);                            /* asyn
 /* cc_registers.c — async-signal-safe: a CC_SEC_REGISTERS payload (cc_sec_registers_t and the
  * registers) for the context into out; its length, 0 when cap is too small. */
 size_t cc__registers_payload(const ucontext_t *uc, void *out, size_t cap);
+/* async-signal-safe: for cc__arch_registers: `len` bytes, or one named register, at `at` when
+ * they fit (else a length past cap). Return the new offset. */
+size_t cc__registers_put(unsigned char *out, size_t at, size_t cap, const void *data, size_t len);
+size_t cc__registers_put_one(unsigned char *out, size_t at, size_t cap, const char *name, uint64_t value);
 
 /* cc_interpose.c */
 void cc__interpose_prepare(void);                                        /* install time */

@@ -6,15 +6,6 @@
 #include <string.h>
 #include <ucontext.h>
 
-/* ARCH: libunwind's frame-pointer register; one block per architecture. */
-#if defined(__x86_64__)
-#define CC__UNW_FP UNW_X86_64_RBP
-#elif defined(__aarch64__)
-#define CC__UNW_FP UNW_AARCH64_X29
-#else
-#define CC__UNW_FP UNW_REG_SP
-#endif
-
 /* Install time (not async-signal-safe). What libunwind (1.6.2) does once, it does here:
  * - tdep_init, under its mutex, on the first unw_set_caching_policy / unw_init_local: the
  *   mempools (each mmapped and filled with twice its reserve), the memory-validation pipe
@@ -43,99 +34,65 @@ void cc__unwind_warm_up(void) {
     }
 }
 
-/* ARCH: pc, fp, async context register and sp of a ucontext (the four functions below); one
- * block per architecture in each. */
-/* async-signal-safe: program counter and stack pointer of an interrupted context. */
-uint64_t cc__context_pc(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uint64_t)uc->uc_mcontext.pc;
-#else
-    (void)uc; return 0;
-#endif
+/* async-signal-safe: keeps one frame (its pc, and its frame pointer beside it), in the walk's
+ * innermost slots or its ring of outermost ones. */
+static void cc__walk_put(cc__walk_t *walk, uint64_t pc, uint64_t fp) {
+    uint64_t total = walk->total;
+    uint32_t slot = total < walk->top ? (uint32_t)total
+                    : walk->ring > 0 ? walk->top + (uint32_t)((total - walk->top) % walk->ring) : UINT32_MAX;
+    if (slot != UINT32_MAX) {
+        walk->frames[slot] = pc;
+        if (walk->fps) walk->fps[slot] = fp;
+    }
+    walk->total = total + 1;
+    if ((cc__g.flags & CC_FLAG_TEST_FAULT_IN_UNWINDER) && walk == &cc__g.unwind_walk && walk->total == 4) {
+        volatile uintptr_t unmapped = 24;   /* test hook: a fault inside the unwinder */
+        *(volatile int *)unmapped = 1;
+    }
 }
 
-/* async-signal-safe: the frame pointer (rbp / x29) and the Swift async context register (r14 /
- * x22, where a partial function receives its context) of an interrupted context. */
-uint64_t cc__context_fp(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
-#elif defined(__aarch64__)
-    return (uint64_t)uc->uc_mcontext.regs[29];
-#else
-    (void)uc; return 0;
-#endif
+/* async-signal-safe: the frames kept so far, inner to outer (the ring rotated in place); their
+ * count, and how many were left out between. Also what a fault inside the unwinder leaves. */
+uint32_t cc__walk_finish(cc__walk_t *walk, uint32_t *omitted, int *truncated) {
+    atomic_store(&walk->active, 0);
+    *omitted = 0;
+    if (walk->total <= walk->max) return (uint32_t)walk->total;
+    static uint64_t rotated[CC__MAX_FRAMES];
+    uint32_t top = walk->top, ring = walk->ring;
+    uint32_t oldest = (uint32_t)((walk->total - top) % ring);
+    for (uint32_t i = 0; i < ring; i++) rotated[i] = walk->frames[top + (oldest + i) % ring];
+    for (uint32_t i = 0; i < ring; i++) walk->frames[top + i] = rotated[i];
+    if (walk->fps) {
+        for (uint32_t i = 0; i < ring; i++) rotated[i] = walk->fps[top + (oldest + i) % ring];
+        for (uint32_t i = 0; i < ring; i++) walk->fps[top + i] = rotated[i];
+    }
+    uint64_t left_out = walk->total - walk->max;
+    *omitted = left_out > UINT32_MAX ? UINT32_MAX : (uint32_t)left_out;
+    *truncated = 1;
+    walk->total = walk->max;
+    return walk->max;
 }
 
-uint64_t cc__context_async_register(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uint64_t)uc->uc_mcontext.gregs[REG_R14];
-#elif defined(__aarch64__)
-    return (uint64_t)uc->uc_mcontext.regs[22];
-#else
-    (void)uc; return 0;
-#endif
-}
-
-uint64_t cc__context_sp(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-    return (uint64_t)uc->uc_mcontext.sp;
-#else
-    (void)uc; return 0;
-#endif
-}
-
-/* async-signal-safe: after a call through a NULL (or wild) function pointer the pc is not in
- * any function, so there is no unwind information for it; the caller's return address is the
- * last thing the call pushed (x86-64: at sp) or is in the link register (aarch64). Rewrites
- * `context` to the caller and returns 1, or 0 when that address cannot be read. */
-static int cc__step_out_of_bad_call(unw_context_t *context) {
-    /* ARCH: one block per architecture. Through unw_context_t's own fields, not a ucontext_t
-     * cast: on aarch64 it is a shorter type (see cc__copy_to_unwind_context). */
-#if defined(__x86_64__)
-    uint64_t sp = (uint64_t)context->uc_mcontext.gregs[REG_RSP], ret = 0;
-    if (cc__safe_read(sp, &ret, sizeof ret) != sizeof ret || ret == 0) return 0;
-    context->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
-    context->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
-    return 1;
-#elif defined(__aarch64__)
-    if (context->uc_mcontext.regs[30] == 0) return 0;
-    context->uc_mcontext.pc = context->uc_mcontext.regs[30];
-    return 1;
-#else
-    (void)context; return 0;
-#endif
-}
-
-/* async-signal-safe: the signal context as libunwind's unw_context_t. ARCH: one block per
- * architecture.
- * - x86-64: libunwind's unw_context_t is ucontext_t itself; the whole of it is copied.
- * - aarch64: libunwind 1.6.2's unw_context_t is a shorter prefix of ucontext_t (the same
- *   header and general registers, then only 66 * 8 bytes of the kernel's 4096-byte
- *   __reserved area, where the FP/SIMD record comes first). Only what fits is copied, so
- *   nothing is written past its end; the asserts hold the layout this relies on. */
-static void cc__copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
-#if defined(__x86_64__)
-    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "x86-64: unw_context_t is ucontext_t");
-    const size_t size = sizeof(ucontext_t);
-#elif defined(__aarch64__)
-    _Static_assert(sizeof(unw_context_t) <= sizeof(ucontext_t), "aarch64: unw_context_t is no longer than ucontext_t");
-    _Static_assert(offsetof(unw_context_t, uc_sigmask) == offsetof(ucontext_t, uc_sigmask), "aarch64: same header");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext) == offsetof(ucontext_t, uc_mcontext), "aarch64: mcontext at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.regs) == offsetof(ucontext_t, uc_mcontext.regs), "aarch64: x0..x30 at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.sp) == offsetof(ucontext_t, uc_mcontext.sp), "aarch64: sp at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.pc) == offsetof(ucontext_t, uc_mcontext.pc), "aarch64: pc at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.pstate) == offsetof(ucontext_t, uc_mcontext.pstate), "aarch64: pstate at the same offset");
-    const size_t size = sizeof(unw_context_t);
-#else
-    const size_t size = sizeof(unw_context_t) < sizeof(ucontext_t) ? sizeof(unw_context_t) : sizeof(ucontext_t);
-#endif
-    const unsigned char *src = (const unsigned char *)uc;
-    unsigned char *dst = (unsigned char *)context;
-    for (size_t i = 0; i < size; i++) dst[i] = src[i];
+/* async-signal-safe: the rest of the stack by its frame records, from the frame pointer `fp` of
+ * the outermost frame found so far. A frame record is two words at the frame pointer: the
+ * caller's frame pointer, then the return address into the caller (aarch64's x29/x30 pair, the
+ * same shape as x86-64's saved rbp and return address); the Swift runtime's own backtracer
+ * walks nothing else. Each return address is stripped (cc__strip_code_address), so pointer
+ * authentication costs nothing here. Every read is fault-proof (cc__safe_read), and the walk
+ * stops at a frame pointer of 0, one that is misaligned, unreadable or not above the previous
+ * one (stacks grow down, so callers' records lie higher), a return address outside every loaded
+ * image, or the step limit. */
+static void cc__walk_frame_records(cc__walk_t *walk, uint64_t fp, int *truncated) {
+    while (fp != 0 && (fp & 15) == 0) {
+        if (walk->total >= CC__UNWIND_STEP_LIMIT) { *truncated = 1; return; }
+        uint64_t record[2];
+        if (cc__safe_read(fp, record, sizeof record) != sizeof record) return;
+        uint64_t ret = cc__strip_code_address(record[1]);
+        if (ret == 0 || !cc__images_contains(ret)) return;
+        cc__walk_put(walk, ret, record[0]);
+        if (record[0] <= fp) return;
+        fp = record[0];
+    }
 }
 
 /* async-signal-safe: unwinds the interrupted thread, starting from the signal context (not from
@@ -146,71 +103,76 @@ static void cc__copy_to_unwind_context(const ucontext_t *uc, unw_context_t *cont
  * through a NULL pointer, whose caller is recovered), when a step makes no progress, or after
  * CC__UNWIND_STEP_LIMIT steps. A stack deeper than `max` (runaway recursion) keeps its
  * innermost max - max/2 frames and its outermost max/2 (a ring while walking), and reports
- * how many lie between in *omitted. `context` and `cursor` are caller-owned static storage.
- * With `fps`, each frame's frame pointer (rbp / x29 as restored for that frame) is kept beside
- * its pc, in the same slots: where Swift's async frames keep their context (cc_async.c). */
-uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor,
+ * how many lie between in *omitted. `context`, `cursor` and `walk` are caller-owned static
+ * storage; while the walk runs, `walk` holds the frames found so far (cc__walk_finish turns
+ * them into a result even when libunwind faulted halfway). With `fps`, each frame's frame
+ * pointer (rbp / x29 as restored for that frame) is kept beside its pc, in the same slots:
+ * where Swift's async frames keep their context (cc_async.c).
+ *
+ * Return addresses are stripped of pointer-authentication codes (cc_arch.h), so no frame is
+ * recorded signed. libunwind 1.6.2 (Debian 12) does not know them on aarch64: at the first
+ * return address a function signed (-mbranch-protection=standard, pac-ret) it makes no more
+ * progress. So where cc__arch_walks_frame_records says so, the stack is walked on from there by
+ * its frame records (cc__walk_frame_records), as the Swift backtracer walks it; libunwind is
+ * kept for what only it recovers: frames of code built without frame pointers, the caller of a
+ * leaf function (from lr or the CFI), and the signal frame itself. */
+uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor, cc__walk_t *walk,
                             uint64_t *frames, uint64_t *fps, uint32_t max, uint32_t *omitted, int *truncated) {
     *truncated = 0;
     *omitted = 0;
     if (max == 0) return 0;
     if (max > CC__MAX_FRAMES) max = CC__MAX_FRAMES;
-    cc__copy_to_unwind_context(uc, context);
+    walk->frames = frames;
+    walk->fps = fps;
+    walk->max = max;
+    walk->top = max < 2 ? max : max - max / 2;   /* innermost frames kept */
+    walk->ring = max - walk->top;                /* outermost frames kept, as a ring */
+    walk->total = 0;
+    atomic_store(&walk->active, 1);
+    cc__arch_copy_to_unwind_context(uc, context);
 
-    uint32_t top = max < 2 ? max : max - max / 2;   /* innermost frames kept */
-    uint32_t ring = max - top;                       /* outermost frames kept, as a ring */
-    uint64_t total = 0;
     if (unw_init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
-        frames[0] = cc__context_pc(uc);
-        if (fps) fps[0] = cc__context_fp(uc);
-        return 1;
+        cc__walk_put(walk, cc__context_pc(uc), cc__context_fp(uc));
+        if (cc__arch_walks_frame_records) cc__walk_frame_records(walk, cc__context_fp(uc), truncated);
+        return cc__walk_finish(walk, omitted, truncated);
     }
-    unw_word_t last_ip = 0, last_sp = 0;
+    unw_word_t last_ip = 0, last_sp = 0, last_fp = 0;
     for (;;) {
-        unw_word_t ip = 0, sp = 0;
+        unw_word_t ip = 0, sp = 0, fp = 0;
         if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0) break;
-        if (ip == 0 && total > 0) break;
+        if (ip == 0 && walk->total > 0) break;
         unw_get_reg(cursor, UNW_REG_SP, &sp);
-        if (total > 0 && ip == last_ip && sp == last_sp) break;
-        if (total == CC__UNWIND_STEP_LIMIT) { *truncated = 1; break; }
-        unw_word_t fp = 0;
-        if (fps) unw_get_reg(cursor, CC__UNW_FP, &fp);
-        uint32_t slot = total < top ? (uint32_t)total : ring > 0 ? top + (uint32_t)((total - top) % ring) : UINT32_MAX;
-        if (slot != UINT32_MAX) {
-            frames[slot] = (uint64_t)ip;
-            if (fps) fps[slot] = (uint64_t)fp;
-        }
-        total++;
+        unw_get_reg(cursor, cc__arch_unw_fp_register, &fp);
+        if (walk->total > 0 && ip == last_ip && sp == last_sp) break;
+        if (walk->total == CC__UNWIND_STEP_LIMIT) { *truncated = 1; break; }
+        /* Frame 0 is the pc itself, recorded as it is; a caller's is a return address. */
+        uint64_t pc = walk->total == 0 ? (uint64_t)ip : cc__strip_code_address((uint64_t)ip);
+        cc__walk_put(walk, pc, (uint64_t)fp);
         last_ip = ip;
         last_sp = sp;
-        if (total == 1 && ip == 0) {
+        last_fp = fp;
+        if (walk->total == 1 && ip == 0) {
             /* No unwind information covers pc 0, and libunwind's fallback "step" from there
              * reports success with a wrong caller: recover the caller from the call itself. */
-            if (cc__step_out_of_bad_call(context) && unw_init_local2(cursor, context, 0) == 0)
+            if (cc__arch_step_out_of_bad_call(context) && unw_init_local2(cursor, context, 0) == 0)
                 continue;
             break;
         }
+        /* A signed return address: libunwind found no unwind information at it and can go no
+         * further. */
+        if (pc != (uint64_t)ip) break;
         if (unw_step(cursor) > 0) continue;
         break;
     }
-    if (total == 0) {
-        frames[0] = cc__context_pc(uc);
-        if (fps) fps[0] = cc__context_fp(uc);
-        return 1;
+    if (cc__arch_walks_frame_records && walk->total > 0 && !*truncated) {
+        /* Where libunwind stopped early (or said "outermost" at a frame whose record still
+         * leads on: libunwind 1.6.2 says so at a signed return address), the frame records
+         * take over from the last frame found. At the real outermost frame the frame pointer
+         * is 0 and nothing is added. */
+        cc__walk_frame_records(walk, (uint64_t)last_fp, truncated);
     }
-    if (total <= max) return (uint32_t)total;
-    /* The ring holds the outermost `ring` frames; rotate it so they run inner to outer. */
-    static uint64_t rotated[CC__MAX_FRAMES];
-    uint32_t oldest = (uint32_t)((total - top) % ring);
-    for (uint32_t i = 0; i < ring; i++) rotated[i] = frames[top + (oldest + i) % ring];
-    for (uint32_t i = 0; i < ring; i++) frames[top + i] = rotated[i];
-    if (fps) {
-        for (uint32_t i = 0; i < ring; i++) rotated[i] = fps[top + (oldest + i) % ring];
-        for (uint32_t i = 0; i < ring; i++) fps[top + i] = rotated[i];
-    }
-    *omitted = total - max > UINT32_MAX ? UINT32_MAX : (uint32_t)(total - max);
-    *truncated = 1;
-    return max;
+    if (walk->total == 0) cc__walk_put(walk, cc__context_pc(uc), cc__context_fp(uc));
+    return cc__walk_finish(walk, omitted, truncated);
 }
 
 /* async-signal-safe: the interrupted context's registers: CC_SEC_REGISTERS for the crashed

@@ -36,14 +36,7 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     for (int i = 0; i < 8; i++) h.magic[i] = CC_RECORD_MAGIC[i];
     h.version = CC_RECORD_VERSION;
     h.header_size = (uint16_t)sizeof h;
-    /* ARCH: the record's architecture. */
-#if defined(__x86_64__)
-    h.arch = CC_ARCH_X86_64;
-#elif defined(__aarch64__)
-    h.arch = CC_ARCH_AARCH64;
-#else
-    h.arch = CC_ARCH_UNKNOWN;
-#endif
+    h.arch = cc__arch_record_id;
     h.byte_order = 1;
     h.pointer_size = (uint8_t)sizeof(void *);
     h.header_crc = cc_crc32(0, &h, offsetof(cc_file_header_t, header_crc));

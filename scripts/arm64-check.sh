@@ -56,13 +56,24 @@ for file in "${core[@]}"; do
 done
 echo "   no warnings"
 
-echo "== aarch64: the crash programs (Tests/Arm64Crashes) linked with the core"
+echo "== aarch64: the crash programs (Tests/Arm64Crashes) linked with the core, plain and with PAC"
 # -g and --build-id: crash-inspect symbolicates by build-id; frame pointers and no sibling
-# calls keep the call chain the checks name.
-"$cc" -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror \
-  -Wl,--build-id "${includes[@]}" Tests/Arm64Crashes/arm64_crashes.c "${core[@]}" \
-  -lunwind -lpthread -ldl -o "$out/arm64-crashes"
-echo "   built $out/arm64-crashes"
+# calls keep the call chain the checks name. The second build signs return addresses with
+# pointer authentication (-mbranch-protection=standard: pac-ret and BTI, as Debian, Ubuntu and
+# Fedora build many arm64 libraries), which qemu's -cpu max executes with real keys.
+for variant in plain pac; do
+  flags=()
+  [ "$variant" = pac ] && flags=(-mbranch-protection=standard)
+  "$cc" -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror "${flags[@]}" \
+    -Wl,--build-id "${includes[@]}" Tests/Arm64Crashes/arm64_crashes.c "${core[@]}" \
+    -lunwind -lpthread -ldl -o "$out/arm64-crashes-$variant"
+  echo "   built $out/arm64-crashes-$variant"
+done
+# The PAC build must really sign: its functions start with paciasp (hint #25).
+aarch64-linux-gnu-objdump -d "$out/arm64-crashes-pac" >"$out/arm64-crashes-pac.dis"
+if ! grep -q 'paciasp' "$out/arm64-crashes-pac.dis"; then
+  echo "arm64-check: the PAC build has no paciasp: pointer authentication is not exercised" >&2; exit 1
+fi
 
 echo "== crash-inspect (x86-64) to read the records back"
 swift build --product crash-inspect >"$out/crash-inspect-build.log" 2>&1 || {
@@ -71,12 +82,12 @@ inspect="$(swift build --show-bin-path)/crash-inspect"
 
 # run SCENARIO MODE: runs the program under qemu in a fresh directory; sets status and dir.
 run() {
-  dir="$out/run-$1-$2"
+  dir="$out/run-$variant-$1-$2"
   rm -rf "$dir" && mkdir -p "$dir/records"
   set +e
   # In a subshell whose own stderr is discarded: bash's "Segmentation fault" job notice, not
   # the program's stderr (which goes to $dir/stderr). 128 + N: died of signal N.
-  ( timeout 120 "$qemu" -cpu max -L "$runroot" "$out/arm64-crashes" "$1" "$dir/records" "$2" \
+  ( timeout 120 "$qemu" -cpu max -L "$runroot" "$out/arm64-crashes-$variant" "$1" "$dir/records" "$2" \
       >"$dir/stdout" 2>"$dir/stderr"; exit $? ) 2>/dev/null
   status=$?
   set -e
@@ -84,7 +95,7 @@ run() {
 
 failures=0
 marker=""   # a line both runs must print on stderr (set per check)
-fail() { echo "FAIL   $scenario: $*"; failures=$((failures + 1)); }
+fail() { echo "FAIL   $variant $scenario: $*"; failures=$((failures + 1)); }
 
 # scenario signal expected-frames...
 check() {
@@ -117,6 +128,7 @@ check() {
   fi
 
   local records=("$dir"/records/*.ccrec)
+  [ -n "$expect_partial" ] && records=("$dir"/records/*.ccrec.partial)
   if [ ! -f "${records[0]}" ] || [ ${#records[@]} -ne 1 ]; then
     fail "with capture: expected one record file, found: $(ls -A "$dir/records" | tr '\n' ' ')"; return
   fi
@@ -130,7 +142,14 @@ record = json.load(open(sys.argv[1]))
 signal = int(sys.argv[2])
 expected = sys.argv[3:]
 problems = []
-if record.get("complete") is not True:
+partial = os.environ.get("expect_partial", "")
+if partial:
+    # The record stops where the salvage wrote the frames found so far, and says so.
+    if record.get("complete") is not False:
+        problems.append("expected a record cut short by the unwinder's fault")
+    if not any(partial in note for note in record.get("notes") or []):
+        problems.append(f"no note contains {partial!r}: {record.get('notes')}")
+elif record.get("complete") is not True:
     problems.append(f"incomplete: {record.get('incompleteReason')}")
 if record.get("signal") != signal:
     problems.append(f"signal {record.get('signal')}, expected {signal}")
@@ -159,6 +178,19 @@ else:
             problems.append(f"frames do not name {want} after the earlier ones: {names[:12]}")
             break
         at += 1
+# No signed address in the record: every frame and lr fit the 48-bit user address space (a
+# PAC signature sits in the bits above it). Frame 0 is the pc itself and may be anything.
+for thread in threads:
+    for index, frame in enumerate(thread.get("frames", [])):
+        address = int(frame.get("address", "0x0"), 16)
+        if index > 0 and address >> 48:
+            problems.append(f"thread {thread.get('tid')} frame {index}: {frame.get('address')} has bits above 48")
+    lr = (thread.get("registers") or {}).get("lr")
+    if lr and int(lr, 16) >> 48:
+        problems.append(f"thread {thread.get('tid')}: lr {lr} has bits above 48")
+lr = (record.get("registers") or {}).get("lr")
+if lr and int(lr, 16) >> 48:
+    problems.append(f"crashed thread: lr {lr} has bits above 48")
 bottom = os.environ.get("expect_bottom", "")
 if crashed and bottom:
     # A runaway recursion: the innermost and the outermost frames are both kept.
@@ -188,40 +220,49 @@ PY
 )"; then
     fail "record ${records[0]}: $verdict"; return
   fi
-  echo "ok     $scenario: $death; record complete; frames $verdict"
+  local shape="complete"
+  [ -n "$expect_partial" ] && shape="cut short, with the note"
+  echo "ok     $variant $scenario: $death; record $shape; frames $verdict"
 }
 
 echo "== under $qemu -cpu max, each crash without and with capture"
-# What the record must say beyond the signal and the frames (set per check, then cleared):
-expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable=""
-export expect_code expect_fault expect_bottom expect_other expect_unstoppable
-clear_expect() { expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable=""; }
-segv_null() { clear_expect; expect_code=SEGV_MAPERR expect_fault=zero; }
+for variant in plain pac; do
+  # What the record must say beyond the signal and the frames (set per check, then cleared):
+  expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable="" expect_partial=""
+  export expect_code expect_fault expect_bottom expect_other expect_unstoppable expect_partial
+  clear_expect() { expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable="" expect_partial=""; }
+  segv_null() { clear_expect; expect_code=SEGV_MAPERR expect_fault=zero; }
 
-segv_null
-check null-dereference 11 arm64_crash_null arm64_level2 arm64_level1 main
-clear_expect
-check trap 5 arm64_crash_trap arm64_level2 arm64_level1 main
-check abort 6 arm64_crash_abort arm64_level2 arm64_level1 main
-segv_null
-check call-null 11 arm64_crash_call_null arm64_level2 arm64_level1 main
-# The program's own SIGSEGV handler (SA_RESETHAND, no SA_ONSTACK) runs in both runs, and the
-# fault it returns to is the one recorded.
-marker="arm64-crashes: previous handler ran"
-check previous-handler 11 arm64_crash_null arm64_level2 arm64_level1 main
-marker=""
-# A second thread blocked in read(): stopped by the stop signal and unwound from its context.
-segv_null; expect_other=arm64_blocked_reader
-check stopped-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
-# A second thread that blocks every signal: not stoppable here (the ptrace helper cannot run
-# under qemu-user), so no hang, the same death, and the thread listed as not stopped. (qemu's
-# own thread, which blocks our stop signal too, is listed the same way: at least 2.)
-segv_null; expect_unstoppable=2
-check blocking-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
-# A 256 KiB thread stack overflowing into its guard page: SEGV_ACCERR at the guard, the
-# innermost frames and the outermost ones (the thread's start) both kept.
-clear_expect; expect_code=SEGV_ACCERR expect_fault=nonzero expect_bottom=arm64_overflow_thread
-check thread-overflow 11 arm64_recurse arm64_recurse
+  segv_null
+  check null-dereference 11 arm64_crash_null arm64_level2 arm64_level1 main
+  clear_expect
+  check trap 5 arm64_crash_trap arm64_level2 arm64_level1 main
+  check abort 6 arm64_crash_abort arm64_level2 arm64_level1 main
+  segv_null
+  check call-null 11 arm64_crash_call_null arm64_level2 arm64_level1 main
+  # The program's own SIGSEGV handler (SA_RESETHAND, no SA_ONSTACK) runs in both runs, and the
+  # fault it returns to is the one recorded.
+  marker="arm64-crashes: previous handler ran"
+  check previous-handler 11 arm64_crash_null arm64_level2 arm64_level1 main
+  marker=""
+  # A second thread blocked in read(): stopped by the stop signal and unwound from its context.
+  segv_null; expect_other=arm64_blocked_reader
+  check stopped-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
+  # A second thread that blocks every signal: not stoppable here (the ptrace helper cannot run
+  # under qemu-user), so no hang, the same death, and the thread listed as not stopped. (qemu's
+  # own thread, which blocks our stop signal too, is listed the same way: at least 2.)
+  segv_null; expect_unstoppable=2
+  check blocking-thread 11 arm64_crash_null arm64_level2 arm64_level1 main
+  # A 256 KiB thread stack overflowing into its guard page: SEGV_ACCERR at the guard, the
+  # innermost frames and the outermost ones (the thread's start) both kept.
+  clear_expect; expect_code=SEGV_ACCERR expect_fault=nonzero expect_bottom=arm64_overflow_thread
+  check thread-overflow 11 arm64_recurse arm64_recurse
+  # A fault inside the unwinder (injected by a test hook after the crashed thread's fourth
+  # frame): the frames found so far are in the record (a .partial one, with a note), and the
+  # process still dies of its signal.
+  segv_null; expect_partial="the unwinder faulted on the crashed thread's stack after 4 frames"
+  check unwinder-fault 11 arm64_crash_null arm64_level2 arm64_level1 main
+done
 
 if [ "$failures" -ne 0 ]; then echo "arm64-check: $failures failed"; exit 1; fi
 echo "arm64-check: all passed"

@@ -86,6 +86,7 @@ public enum CrashHandler {
                         if configuration._testCrashInsideHandler { flags |= UInt32(CC_FLAG_TEST_CRASH_IN_HANDLER) }
                         if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
                         if configuration._testSlowThreadHelper { flags |= UInt32(CC_FLAG_TEST_SLOW_HELPER) }
+                        if configuration._testFaultInsideUnwinder { flags |= UInt32(CC_FLAG_TEST_FAULT_IN_UNWINDER) }
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
@@ -240,6 +241,9 @@ public struct Configuration: Sendable {
     /// Test hook: the thread helper stalls after stopping its threads (it must be killed at its
     /// deadline, half the watchdog).
     @_spi(Testing) public var _testSlowThreadHelper: Bool
+    /// Test hook: fault inside the unwinder, after the crashed thread's fourth frame (what
+    /// libunwind does on a stack too damaged for it): the frames found so far must be kept.
+    package var _testFaultInsideUnwinder: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -261,6 +265,7 @@ public struct Configuration: Sendable {
         self._testCrashInsideHandler = false
         self._testHangInsideHandler = false
         self._testSlowThreadHelper = false
+        self._testFaultInsideUnwinder = false
     }
 
     /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with

@@ -351,6 +351,9 @@ package enum ScenarioRunner {
             failures.append("frame 0 is \(thread.frames.first.map { "0x" + String($0, radix: 16) } ?? "missing"), expected 0x\(String(first, radix: 16))")
         }
         failures += checkOtherThreads(record, expected: expected)
+        if let note = expected.note, !record.notes.contains(where: { $0.contains(note) }) {
+            failures.append("no note contains \(note.debugDescription); notes: \(record.notes)")
+        }
         let threadFrames = symbolicator.threadFrames(of: thread, images: record.images)
         let frameNames = threadFrames.flatMap { $0.symbols.map { $0.symbol ?? "?" } }
         var remaining = expected.frames[...]
@@ -436,7 +439,7 @@ package enum ScenarioRunner {
     /// Stopped / not stopped threads.
     static func checkOtherThreads(_ record: CrashRecord, expected: Scenario.RecordExpectation) -> [String] {
         guard expected.otherThreadsStopped || expected.threadNotStopped || expected.threadPtraced || expected.everyThreadHasFrames
-            || expected.note != nil else { return [] }
+        else { return [] }
         var failures: [String] = []
         let others = record.threads.filter { !$0.crashed }
         if others.isEmpty { failures.append("the record lists no thread besides the crashed one") }
@@ -464,9 +467,6 @@ package enum ScenarioRunner {
         }
         if others.count < expected.minimumOtherThreads {
             failures.append("the record lists \(others.count) threads besides the crashed one, expected at least \(expected.minimumOtherThreads)")
-        }
-        if let note = expected.note, !record.notes.contains(where: { $0.contains(note) }) {
-            failures.append("no note contains \(note.debugDescription); notes: \(record.notes)")
         }
         return failures
     }

@@ -367,6 +367,13 @@ package enum Scenarios {
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),
                  configure: { $0._testCrashInsideHandler = true })
         { _ in throughLevels { cch_abort() } },
+        Scenario("fault-in-unwinder", "a fault inside the unwinder (a stack too damaged for libunwind) keeps the frames found so far, and the process dies of its signal",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "level5"],
+                               truncatedFrames: true, incompleteAllowed: true,
+                               note: "the unwinder faulted on the crashed thread's stack after 4 frames"),
+                 configure: { $0._testFaultInsideUnwinder = true })
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("hang-in-handler", "a handler that hangs is ended by its watchdog with the original signal",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, frames: [], mayBeIncomplete: true),

@@ -3,7 +3,7 @@
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
  * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
- * blocking-thread, thread-overflow), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
+ * blocking-thread, thread-overflow, unwinder-fault), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
  * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
  * 92: the crash did not happen. */
 #include "crashcapture.h"
@@ -95,6 +95,7 @@ NOINLINE void arm64_level1(void (*crash)(void)) { arm64_level2(crash); g_sink++;
 int main(int argc, char **argv) {
     if (argc < 3) return 91;
     void (*crash)(void) = 0;
+    uint32_t flags = 0;
     if (strcmp(argv[1], "null-dereference") == 0) crash = arm64_crash_null;
     else if (strcmp(argv[1], "trap") == 0) crash = arm64_crash_trap;
     else if (strcmp(argv[1], "abort") == 0) crash = arm64_crash_abort;
@@ -116,10 +117,14 @@ int main(int argc, char **argv) {
         pthread_t reader;
         if (pipe(g_pipe) != 0 || pthread_create(&reader, 0, arm64_blocking_reader, 0) != 0) return 93;
         usleep(200 * 1000);
+    } else if (strcmp(argv[1], "unwinder-fault") == 0) {
+        crash = arm64_crash_null;   /* with the test hook: a fault inside the unwinder after 4 frames */
+        flags |= CC_FLAG_TEST_FAULT_IN_UNWINDER;
     } else if (strcmp(argv[1], "thread-overflow") == 0) crash = arm64_crash_thread_overflow;
     else return 91;
     if (argc < 4 || strcmp(argv[3], "nocapture") != 0) {
-        cc_config_t config = { .directory = argv[2], .app_name = "arm64-crashes", .app_version = "1.0" };
+        cc_config_t config = { .directory = argv[2], .app_name = "arm64-crashes", .app_version = "1.0",
+                              .flags = flags };
         int err = 0;
         int rc = cc_install(&config, &err);
         if (rc != CC_INSTALLED) {

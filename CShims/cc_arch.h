@@ -1,0 +1,87 @@
+/* cc_arch.h — everything in the C core that differs between architectures, behind one interface.
+ *
+ * Each supported architecture implements all of it in one file: cc_arch_x86_64.c and
+ * cc_arch_aarch64.c (each wholly inside its own #if, so both are compiled everywhere and one is
+ * empty). No other file of CShims names a register, an instruction, a ucontext field or a
+ * system call that exists on one architecture only. To add an architecture, add its file and
+ * its line below; the compiler names what is missing.
+ *
+ * Every function here can be reached from the signal handler unless it says "install time",
+ * and is async-signal-safe: plain loads and stores, inline assembly, raw system calls.
+ */
+#ifndef CC_ARCH_H
+#define CC_ARCH_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <ucontext.h>
+#include <libunwind.h>
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "CrashCapture's C core supports x86-64 and aarch64 (see cc_arch.h to add an architecture)"
+#endif
+
+/* The record header's architecture (CC_ARCH_*). */
+extern const uint8_t cc__arch_record_id;
+
+/* Bytes below the stack pointer the ABI lets a function use without moving it (x86-64: 128;
+ * aarch64: none). A handler frame placed on an interrupted stack goes below them. */
+extern const uint64_t cc__arch_red_zone;
+
+/* libunwind's number for the frame-pointer register (rbp / x29). */
+extern const int cc__arch_unw_fp_register;
+
+/* The interrupted context's program counter, stack pointer, frame pointer (rbp / x29), Swift
+ * async context register (r14 / x22: where a partial function receives its context) and
+ * link register (aarch64 x30; 0 on x86-64, which has none). */
+uint64_t cc__context_pc(const ucontext_t *uc);
+uint64_t cc__context_sp(const ucontext_t *uc);
+uint64_t cc__context_fp(const ucontext_t *uc);
+uint64_t cc__context_async_register(const ucontext_t *uc);
+
+/* A code address as the hardware would use it: on aarch64 with pointer authentication a return
+ * address saved on the stack (or in lr) carries a signature in its upper bits, stripped here
+ * (xpaclri: the CPU's own stripping, a no-op hint on CPUs without PAC). x86-64: unchanged. */
+uint64_t cc__strip_code_address(uint64_t address);
+
+/* Whether, where libunwind stops early, the rest of the stack is walked by its frame records
+ * (cc_unwind.c). aarch64: yes (libunwind 1.6.2 stops at the first PAC-signed return address);
+ * x86-64: no (libunwind falls back to the rbp chain itself, and has no PAC to stop at). */
+extern const int cc__arch_walks_frame_records;
+
+/* The signal context as libunwind's unw_context_t (their layouts differ by architecture; only
+ * what fits is copied). */
+void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context);
+
+/* After a call through a NULL (or wild) function pointer the pc is in no function: rewrites
+ * `context` to the caller (its return address: x86-64 at sp, aarch64 in lr). 0 when it cannot. */
+int cc__arch_step_out_of_bad_call(unw_context_t *context);
+
+/* The register table of a CC_SEC_REGISTERS payload: writes the cc_sec_registers_t head and the
+ * registers through cc__registers_put (cc_registers.c). Returns the new offset. */
+size_t cc__arch_registers(const ucontext_t *uc, unsigned char *out, size_t at, size_t cap);
+
+/* A ptrace-stopped thread's registers (PTRACE_GETREGSET, NT_PRSTATUS) as a ucontext. 0 or an
+ * errno. */
+int cc__arch_ptrace_registers(pid_t tid, ucontext_t *uc);
+
+/* syscall(2) returning -errno instead of setting errno (for code sharing our memory: the thread
+ * helper, the uploader's child). */
+long cc__raw_syscall(long n, long a, long b, long c, long d);
+
+/* Sleeps until a signal arrives (x86-64: pause; aarch64 has no pause system call: ppoll with no
+ * descriptors and no timeout waits the same way). */
+void cc__raw_pause(void);
+
+/* Runs handler(signo, info, context) on another stack whose top is stack_top (cc_chain.c). */
+void cc__call_on_stack(void (*handler)(int, siginfo_t *, void *), int signo, siginfo_t *info, void *context,
+                       uintptr_t stack_top);
+
+/* Raises `signo` as a fault of this thread, with the instruction the hardware raises it for
+ * (x86-64: ud2 SIGILL, int3 SIGTRAP, a division by zero SIGFPE; aarch64: udf SIGILL, brk
+ * SIGTRAP); returns when the architecture has none for it. */
+void cc__arch_fault_as(int signo);
+
+#endif /* CC_ARCH_H */

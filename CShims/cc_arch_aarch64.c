@@ -1,0 +1,141 @@
+/* cc_arch_aarch64.c — the aarch64 half of cc_arch.h: every register, instruction and system call
+ * of the C core that is aarch64's own, pointer authentication included. Each function is
+ * async-signal-safe unless it says otherwise (see cc_arch.h). */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#if defined(__aarch64__)
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <elf.h>
+
+const uint8_t cc__arch_record_id = CC_ARCH_AARCH64;
+const uint64_t cc__arch_red_zone = 0;
+const int cc__arch_unw_fp_register = UNW_AARCH64_X29;
+const int cc__arch_walks_frame_records = 1;
+
+uint64_t cc__context_pc(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.pc; }
+uint64_t cc__context_sp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.sp; }
+uint64_t cc__context_fp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.regs[29]; }
+uint64_t cc__context_async_register(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.regs[22]; }
+
+/* xpaclri (hint #7): strips the pointer-authentication code from x30 the way the CPU does for
+ * its own return addresses, whatever the virtual-address size and tagging; on a CPU without
+ * pointer authentication it is a no-op hint, so this is right on every aarch64 CPU (xpaci is
+ * not: it is undefined before Armv8.3). */
+uint64_t cc__strip_code_address(uint64_t address) {
+    register uint64_t lr __asm__("x30") = address;
+    __asm__("hint #7" : "+r"(lr));
+    return lr;
+}
+
+/* libunwind 1.6.2's unw_context_t here is a shorter prefix of ucontext_t: the same header and
+ * general registers, then only 66 * 8 bytes of the kernel's 4096-byte __reserved area (where
+ * the FP/SIMD record comes first). Only what fits is copied, so nothing is written past its
+ * end; the asserts hold the layout this relies on. */
+void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
+    _Static_assert(sizeof(unw_context_t) <= sizeof(ucontext_t), "aarch64: unw_context_t is no longer than ucontext_t");
+    _Static_assert(offsetof(unw_context_t, uc_sigmask) == offsetof(ucontext_t, uc_sigmask), "aarch64: same header");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext) == offsetof(ucontext_t, uc_mcontext), "aarch64: mcontext at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.regs) == offsetof(ucontext_t, uc_mcontext.regs), "aarch64: x0..x30 at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.sp) == offsetof(ucontext_t, uc_mcontext.sp), "aarch64: sp at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.pc) == offsetof(ucontext_t, uc_mcontext.pc), "aarch64: pc at the same offset");
+    _Static_assert(offsetof(unw_context_t, uc_mcontext.pstate) == offsetof(ucontext_t, uc_mcontext.pstate), "aarch64: pstate at the same offset");
+    const unsigned char *src = (const unsigned char *)uc;
+    unsigned char *dst = (unsigned char *)context;
+    for (size_t i = 0; i < sizeof(unw_context_t); i++) dst[i] = src[i];
+}
+
+/* The call (blr) left the caller's return address in lr; stripped, as it may be signed. */
+int cc__arch_step_out_of_bad_call(unw_context_t *context) {
+    uint64_t lr = cc__strip_code_address(context->uc_mcontext.regs[30]);
+    if (lr == 0) return 0;
+    context->uc_mcontext.pc = lr;
+    return 1;
+}
+
+/* lr is recorded stripped: a record holds no signed address (pc is recorded as it is: a pc
+ * with a bad signature's error bits is how a failed authentication shows). */
+size_t cc__arch_registers(const ucontext_t *uc, unsigned char *out, size_t at, size_t cap) {
+    static const char *names[31] = {
+        "x0","x1","x2","x3","x4","x5","x6","x7","x8","x9","x10","x11","x12","x13","x14","x15",
+        "x16","x17","x18","x19","x20","x21","x22","x23","x24","x25","x26","x27","x28","fp","lr" };
+    cc_sec_registers_t head = { .arch = CC_ARCH_AARCH64, .count = 34 };
+    at = cc__registers_put(out, at, cap, &head, sizeof head);
+    for (int i = 0; i < 30; i++) at = cc__registers_put_one(out, at, cap, names[i], uc->uc_mcontext.regs[i]);
+    at = cc__registers_put_one(out, at, cap, names[30], cc__strip_code_address(uc->uc_mcontext.regs[30]));
+    at = cc__registers_put_one(out, at, cap, "sp", uc->uc_mcontext.sp);
+    at = cc__registers_put_one(out, at, cap, "pc", uc->uc_mcontext.pc);
+    at = cc__registers_put_one(out, at, cap, "pstate", uc->uc_mcontext.pstate);
+    return at;
+}
+
+/* glibc's aarch64 <sys/user.h> names the kernel's struct user_pt_regs (NT_PRSTATUS)
+ * struct user_regs_struct. */
+int cc__arch_ptrace_registers(pid_t tid, ucontext_t *uc) {
+    struct user_regs_struct regs;
+    struct iovec io = { &regs, sizeof regs };
+    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
+    if (rc < 0) return (int)-rc;
+    for (int i = 0; i < 31; i++) uc->uc_mcontext.regs[i] = regs.regs[i];
+    uc->uc_mcontext.sp = regs.sp;
+    uc->uc_mcontext.pc = regs.pc;
+    uc->uc_mcontext.pstate = regs.pstate;
+    return 0;
+}
+
+long cc__raw_syscall(long n, long a, long b, long c, long d) {
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+}
+
+/* No pause system call in aarch64's (generic) table: ppoll with no descriptors, no timeout and
+ * the current mask waits the same way. */
+void cc__raw_pause(void) { cc__raw_syscall(SYS_ppoll, 0, 0, 0, 0); }
+
+/* cc__call_on_stack(handler, signo, info, context, stack_top) */
+__asm__(
+    ".text\n"
+    ".p2align 2\n"
+    ".globl cc__call_on_stack\n"
+    ".hidden cc__call_on_stack\n"
+    ".type cc__call_on_stack,%function\n"
+    "cc__call_on_stack:\n"
+    ".cfi_startproc\n"
+    "    stp x29, x30, [sp, #-16]!\n"
+    ".cfi_def_cfa_offset 16\n"
+    ".cfi_offset x29, -16\n"
+    ".cfi_offset x30, -8\n"
+    "    mov x29, sp\n"
+    ".cfi_def_cfa_register x29\n"
+    "    and x4, x4, #~15\n"
+    "    mov sp, x4\n"
+    "    mov x16, x0\n"
+    "    mov w0, w1\n"
+    "    mov x1, x2\n"
+    "    mov x2, x3\n"
+    "    blr x16\n"
+    "    mov sp, x29\n"
+    ".cfi_def_cfa_register sp\n"
+    "    ldp x29, x30, [sp], #16\n"
+    ".cfi_def_cfa_offset 0\n"
+    "    ret\n"
+    ".cfi_endproc\n"
+    ".size cc__call_on_stack, .-cc__call_on_stack\n");
+
+void cc__arch_fault_as(int signo) {
+    if (signo == SIGILL) __asm__ volatile("udf #0");
+    if (signo == SIGTRAP) __asm__ volatile("brk #0");
+}
+
+#endif /* __aarch64__ */

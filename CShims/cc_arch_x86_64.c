@@ -1,0 +1,119 @@
+/* cc_arch_x86_64.c — the x86-64 half of cc_arch.h: every register, instruction and system call
+ * of the C core that is x86-64's own. Each function is async-signal-safe unless it says
+ * otherwise (see cc_arch.h). */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#if defined(__x86_64__)
+
+#include <errno.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <elf.h>
+
+const uint8_t cc__arch_record_id = CC_ARCH_X86_64;
+const uint64_t cc__arch_red_zone = 128;
+const int cc__arch_unw_fp_register = UNW_X86_64_RBP;
+const int cc__arch_walks_frame_records = 0;
+
+uint64_t cc__context_pc(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_RIP]; }
+uint64_t cc__context_sp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_RSP]; }
+uint64_t cc__context_fp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_RBP]; }
+uint64_t cc__context_async_register(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_R14]; }
+
+uint64_t cc__strip_code_address(uint64_t address) { return address; }
+
+/* libunwind's unw_context_t is ucontext_t itself here: the whole of it is copied. */
+void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
+    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "x86-64: unw_context_t is ucontext_t");
+    const unsigned char *src = (const unsigned char *)uc;
+    unsigned char *dst = (unsigned char *)context;
+    for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
+}
+
+/* The call pushed the caller's return address: it is at sp. */
+int cc__arch_step_out_of_bad_call(unw_context_t *context) {
+    uint64_t sp = (uint64_t)context->uc_mcontext.gregs[REG_RSP], ret = 0;
+    if (cc__safe_read(sp, &ret, sizeof ret) != sizeof ret || ret == 0) return 0;
+    context->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
+    context->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
+    return 1;
+}
+
+size_t cc__arch_registers(const ucontext_t *uc, unsigned char *out, size_t at, size_t cap) {
+    static const struct { const char *name; int index; } regs[] = {
+        { "rax", REG_RAX }, { "rbx", REG_RBX }, { "rcx", REG_RCX }, { "rdx", REG_RDX },
+        { "rdi", REG_RDI }, { "rsi", REG_RSI }, { "rbp", REG_RBP }, { "rsp", REG_RSP },
+        { "r8", REG_R8 }, { "r9", REG_R9 }, { "r10", REG_R10 }, { "r11", REG_R11 },
+        { "r12", REG_R12 }, { "r13", REG_R13 }, { "r14", REG_R14 }, { "r15", REG_R15 },
+        { "rip", REG_RIP }, { "eflags", REG_EFL }, { "trapno", REG_TRAPNO }, { "err", REG_ERR },
+        { "cr2", REG_CR2 },
+    };
+    cc_sec_registers_t head = { .arch = CC_ARCH_X86_64, .count = sizeof regs / sizeof regs[0] };
+    at = cc__registers_put(out, at, cap, &head, sizeof head);
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+        at = cc__registers_put_one(out, at, cap, regs[i].name, (uint64_t)uc->uc_mcontext.gregs[regs[i].index]);
+    return at;
+}
+
+int cc__arch_ptrace_registers(pid_t tid, ucontext_t *uc) {
+    struct user_regs_struct regs;
+    struct iovec io = { &regs, sizeof regs };
+    long rc = cc__raw_syscall(SYS_ptrace, PTRACE_GETREGSET, tid, NT_PRSTATUS, (long)&io);
+    if (rc < 0) return (int)-rc;
+    greg_t *g = uc->uc_mcontext.gregs;
+    g[REG_RAX] = (greg_t)regs.rax; g[REG_RBX] = (greg_t)regs.rbx; g[REG_RCX] = (greg_t)regs.rcx;
+    g[REG_RDX] = (greg_t)regs.rdx; g[REG_RDI] = (greg_t)regs.rdi; g[REG_RSI] = (greg_t)regs.rsi;
+    g[REG_RBP] = (greg_t)regs.rbp; g[REG_RSP] = (greg_t)regs.rsp; g[REG_R8] = (greg_t)regs.r8;
+    g[REG_R9] = (greg_t)regs.r9; g[REG_R10] = (greg_t)regs.r10; g[REG_R11] = (greg_t)regs.r11;
+    g[REG_R12] = (greg_t)regs.r12; g[REG_R13] = (greg_t)regs.r13; g[REG_R14] = (greg_t)regs.r14;
+    g[REG_R15] = (greg_t)regs.r15; g[REG_RIP] = (greg_t)regs.rip; g[REG_EFL] = (greg_t)regs.eflags;
+    return 0;
+}
+
+long cc__raw_syscall(long n, long a, long b, long c, long d) {
+    long ret;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret;
+}
+
+void cc__raw_pause(void) { cc__raw_syscall(SYS_pause, 0, 0, 0, 0); }
+
+/* cc__call_on_stack(handler, signo, info, context, stack_top) */
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl cc__call_on_stack\n"
+    ".hidden cc__call_on_stack\n"
+    ".type cc__call_on_stack,@function\n"
+    "cc__call_on_stack:\n"
+    ".cfi_startproc\n"
+    "    pushq %rbp\n"
+    ".cfi_def_cfa_offset 16\n"
+    ".cfi_offset %rbp, -16\n"
+    "    movq %rsp, %rbp\n"
+    ".cfi_def_cfa_register %rbp\n"
+    "    movq %r8, %rsp\n"
+    "    andq $-16, %rsp\n"
+    "    movq %rdi, %rax\n"
+    "    movl %esi, %edi\n"
+    "    movq %rdx, %rsi\n"
+    "    movq %rcx, %rdx\n"
+    "    callq *%rax\n"
+    "    movq %rbp, %rsp\n"
+    "    popq %rbp\n"
+    ".cfi_def_cfa %rsp, 8\n"
+    "    ret\n"
+    ".cfi_endproc\n"
+    ".size cc__call_on_stack, .-cc__call_on_stack\n");
+
+void cc__arch_fault_as(int signo) {
+    if (signo == SIGILL) __asm__ volatile("ud2");
+    if (signo == SIGTRAP) __asm__ volatile("int3");
+    if (signo == SIGFPE) { volatile int zero = 0; volatile int one = 1; one = one / zero; }
+}
+
+#endif /* __x86_64__ */
