@@ -23,7 +23,8 @@
  * a wrong guess costs a few syscalls and bytes, never a fault, a hang or a changed death.
  *
  * Layouts understood: the two-word AsyncContext prefix of Swift 5.5 and later on 64-bit Linux
- * without pointer authentication. A runtime whose contexts were laid out otherwise shows as
+ * (x86-64 and aarch64; resume points are stripped of any pointer-authentication code, as the
+ * Swift backtracer strips them; the async frames themselves are only tested on x86-64). A runtime whose contexts were laid out otherwise shows as
  * chains that end early (UNREADABLE, MISALIGNED, NOT_CODE) and resume points the symbols do not
  * name as async functions; a reader then shows the physical frames only.
  */
@@ -51,6 +52,9 @@ static uint32_t cc__read_context(uint64_t context, uint64_t *parent, uint64_t *r
     if (context & 15) return CC_ASYNC_END_MISALIGNED;
     uint64_t words[2];
     if (cc__safe_read(context, words, sizeof words) != sizeof words) return CC_ASYNC_END_UNREADABLE;
+    /* A resume point is a code address: stripped of any pointer-authentication code first, as
+     * the Swift backtracer strips it (cc_arch.h), so a record holds no signed address. */
+    words[1] = cc__strip_code_address(words[1]);
     if (!cc__is_resume_point(words[1])) return CC_ASYNC_END_NOT_CODE;
     *parent = words[0];
     *resume = words[1];

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# arm64 under emulation (issue 20, first steps; not yet run by scripts/test.sh):
+# arm64 under emulation (scripts/test.sh runs it; about 15 s):
 #  1. every C file of the core (CShims, Sources/CCrashRecordLayout) compiles for aarch64 with
 #     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags;
-#  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into one aarch64 program, run under
-#     qemu-aarch64-static -cpu max, once without capture and once with, per crash:
-#     null-dereference, trap (__builtin_trap), abort, call-null (a call through NULL), and
-#     previous-handler (the program's own SA_RESETHAND handler without SA_ONSTACK, chained);
+#  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into two aarch64 programs, one plain
+#     and one with pointer authentication (-mbranch-protection=standard), each run under
+#     qemu-aarch64-static -cpu max (which executes PAC with real keys), once without capture and
+#     once with, per crash: null-dereference, trap (__builtin_trap), abort, call-null (a call
+#     through NULL), previous-handler (the program's own SA_RESETHAND handler without
+#     SA_ONSTACK, chained), stopped-thread (a second thread in read(), stopped and unwound),
+#     blocking-thread (a second thread blocking every signal), thread-overflow (a 256 KiB thread
+#     stack overflowing into its guard page) and unwinder-fault (a test hook faults inside the
+#     unwinder after the fourth frame);
 #  3. each death is judged against the same crash without capture, and the record it left is
-#     read back with the x86-64 crash-inspect (show --json): complete, the expected signal
-#     (and si_code / fault address where the death itself cannot show them), and crashed-thread
-#     frames naming arm64_crash_* → arm64_level2 → arm64_level1 → main, in that order.
+#     read back with the x86-64 crash-inspect (show --json): complete (unwinder-fault: cut short,
+#     with its note), the expected signal, si_code and fault address, crashed-thread frames
+#     naming arm64_crash_* → arm64_level2 → arm64_level1 → main in that order (thread-overflow:
+#     the innermost and the outermost frames, the middle left out), what the record says of the
+#     other threads, and no frame or lr with bits above the 48-bit address space (a signed
+#     return address would have them).
 #
 # qemu-user and SIGSEGV: a program that dies of SIGSEGV without capture ends as a SIGSEGV death
 # under qemu too (status 139 here). With capture, the handler re-raises the fault to itself

@@ -3,7 +3,9 @@
 # and elfutils, whose eu-stack the tests take as the truth for other threads' stacks, and binutils,
 # whose readelf, nm, addr2line and objcopy they take as the truth for symbolication, and
 # debuginfod (the real server the symbol-store tests fetch debug files from), and tini (the init a
-# crash-time upload test runs the program under, as `docker run --init` does); then the Python test
+# crash-time upload test runs the program under, as `docker run --init` does), and what the arm64
+# checks cross-compile and emulate with (scripts/arm64-check.sh: the arm64 architecture added to
+# dpkg, gcc-aarch64-linux-gnu, qemu-user-static, libunwind-dev:arm64, libc6-dev:arm64); then the Python test
 # oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
@@ -13,6 +15,18 @@ missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# arm64 (scripts/arm64-check.sh): the core cross-compiled and run under qemu-user. The :arm64
+# packages need the architecture in dpkg first.
+arm64_needed=(gcc-aarch64-linux-gnu qemu-user-static libunwind-dev:arm64 libc6-dev:arm64)
+for pkg in "${arm64_needed[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "== adding the arm64 architecture to dpkg (for libunwind-dev:arm64, libc6-dev:arm64)"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO dpkg --add-architecture arm64
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   SUDO=""

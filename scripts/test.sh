@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the C code (no warning; the C core under
-# ASan + UBSan), builds a release harness too, runs every test, counts the public surface.
+# ASan + UBSan), runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
+# authentication, builds a release harness too, runs every test, counts the public surface.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/c-checks.sh
+echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
+scripts/arm64-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
