@@ -3,7 +3,7 @@
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
  * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
- * blocking-thread, thread-overflow, unwinder-fault), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
+ * blocking-thread, thread-overflow, unwinder-fault, async-chain), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
  * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
  * 92: the crash did not happen. */
 #include "crashcapture.h"
@@ -88,6 +88,49 @@ NOINLINE void arm64_crash_thread_overflow(void) {
     g_sink++;
 }
 
+/* async-chain: what a crash in Swift async code leaves for the handler, made by hand (there is no
+ * aarch64 Swift toolchain here). A partial function receives its AsyncContext in x22; the
+ * context's first two words are its Parent and its ResumeParent (the caller's resume point).
+ * The functions carry Swift-mangled names of async partial functions (suffix TY<n>_ / TQ<n>_),
+ * which is how a reader tells async frames (CrashSymbolication's ThreadFrames); in the PAC build
+ * the resume points are signed (pacia1716), as a runtime with pointer authentication signs
+ * them: the record must hold them stripped. */
+struct arm64_async_context { uint64_t parent; uint64_t resume; } __attribute__((aligned(16)));
+static struct arm64_async_context g_outer_context, g_middle_context;
+NOINLINE void arm64_async_outer_resume(void) __asm__("$s12arm64crashes5outeryyYaFTY2_");
+NOINLINE void arm64_async_outer_resume(void) { g_sink++; }
+NOINLINE void arm64_async_middle_resume(void) __asm__("$s12arm64crashes6middleyyYaFTQ1_");
+NOINLINE void arm64_async_middle_resume(void) { g_sink++; }
+NOINLINE void arm64_async_leaf(void) __asm__("$s12arm64crashes4leafyyYaFTY0_");
+NOINLINE void arm64_async_leaf(void) {
+    volatile int *p = (volatile int *)g_sink;
+    *p = 42;
+    g_sink++;
+}
+/* The code address as a runtime with pointer authentication would store it: signed with the
+ * IA key (pacia1716, a hint: unchanged on a CPU without PAC), modifier 0. */
+static uint64_t arm64_sign(uint64_t address) {
+#if defined(__ARM_FEATURE_PAC_DEFAULT)
+    register uint64_t x17 __asm__("x17") = address;
+    register uint64_t x16 __asm__("x16") = 0;
+    __asm__ volatile("hint #8" : "+r"(x17) : "r"(x16));
+    return x17;
+#else
+    return address;
+#endif
+}
+NOINLINE void arm64_crash_async(void) {
+    g_outer_context.parent = 0;
+    g_outer_context.resume = arm64_sign((uint64_t)(uintptr_t)arm64_async_outer_resume);
+    g_middle_context.parent = (uint64_t)(uintptr_t)&g_outer_context;
+    g_middle_context.resume = arm64_sign((uint64_t)(uintptr_t)arm64_async_middle_resume);
+    register struct arm64_async_context *context __asm__("x22") = &g_middle_context;
+    __asm__ volatile("" : : "r"(context));
+    arm64_async_leaf();
+    __asm__ volatile("" : : "r"(context));
+    g_sink++;
+}
+
 /* No tail calls (work after each call), so each level keeps its frame. */
 NOINLINE void arm64_level2(void (*crash)(void)) { crash(); g_sink++; }
 NOINLINE void arm64_level1(void (*crash)(void)) { arm64_level2(crash); g_sink++; }
@@ -117,6 +160,8 @@ int main(int argc, char **argv) {
         pthread_t reader;
         if (pipe(g_pipe) != 0 || pthread_create(&reader, 0, arm64_blocking_reader, 0) != 0) return 93;
         usleep(200 * 1000);
+    } else if (strcmp(argv[1], "async-chain") == 0) {
+        crash = arm64_crash_async;
     } else if (strcmp(argv[1], "unwinder-fault") == 0) {
         crash = arm64_crash_null;   /* with the test hook: a fault inside the unwinder after 4 frames */
         flags |= CC_FLAG_TEST_FAULT_IN_UNWINDER;
