@@ -59,10 +59,10 @@ uint32_t cc__walk_finish(cc__walk_t *walk, uint32_t *omitted, int *truncated) {
     if (walk->total <= walk->max) return (uint32_t)walk->total;
     static uint64_t rotated[CC__MAX_FRAMES];
     uint32_t top = walk->top, ring = walk->ring;
-    uint32_t oldest = (uint32_t)((walk->total - top) % ring);
+    uint32_t oldest = ring > 0 ? (uint32_t)((walk->total - top) % ring) : 0;   /* no ring when max is 1 */
     for (uint32_t i = 0; i < ring; i++) rotated[i] = walk->frames[top + (oldest + i) % ring];
     for (uint32_t i = 0; i < ring; i++) walk->frames[top + i] = rotated[i];
-    if (walk->fps) {
+    if (walk->fps && ring > 0) {
         for (uint32_t i = 0; i < ring; i++) rotated[i] = walk->fps[top + (oldest + i) % ring];
         for (uint32_t i = 0; i < ring; i++) walk->fps[top + i] = rotated[i];
     }

@@ -374,6 +374,12 @@ package enum Scenarios {
                                note: "the unwinder faulted on the crashed thread's stack after 4 frames"),
                  configure: { $0._testFaultInsideUnwinder = true })
         { _ in throughLevels { cch_null_dereference() } },
+        Scenario("max-frames-one", "maxFrames 1 keeps the faulting frame alone and counts the frames left out",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"],
+                               truncatedFrames: true, omittedFrames: true),
+                 configure: { $0.maxFrames = 1 })
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("hang-in-handler", "a handler that hangs is ended by its watchdog with the original signal",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, frames: [], mayBeIncomplete: true),
