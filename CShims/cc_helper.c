@@ -9,12 +9,9 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <elf.h>
 
 /*
  * Why a helper. A thread that blocks every signal (libdispatch workers, the Swift concurrency
