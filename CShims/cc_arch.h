@@ -75,6 +75,13 @@ long cc__raw_syscall(long n, long a, long b, long c, long d);
  * descriptors and no timeout waits the same way). */
 void cc__raw_pause(void);
 
+/* The assembler lines that open and close a hidden function written in assembly (each
+ * architecture's cc__call_on_stack); `%function` is the spelling both assemblers accept. */
+#define CC__ASM_FUNCTION_BEGIN(name, align) \
+    ".text\n.p2align " #align "\n.globl " #name "\n.hidden " #name "\n.type " #name ",%function\n" #name ":\n" \
+    ".cfi_startproc\n"
+#define CC__ASM_FUNCTION_END(name) ".cfi_endproc\n.size " #name ", .-" #name "\n"
+
 /* Runs handler(signo, info, context) on another stack whose top is stack_top (cc_chain.c). */
 void cc__call_on_stack(void (*handler)(int, siginfo_t *, void *), int signo, siginfo_t *info, void *context,
                        uintptr_t stack_top);

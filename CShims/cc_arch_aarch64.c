@@ -105,13 +105,7 @@ void cc__raw_pause(void) { cc__raw_syscall(SYS_ppoll, 0, 0, 0, 0); }
 
 /* cc__call_on_stack(handler, signo, info, context, stack_top) */
 __asm__(
-    ".text\n"
-    ".p2align 2\n"
-    ".globl cc__call_on_stack\n"
-    ".hidden cc__call_on_stack\n"
-    ".type cc__call_on_stack,%function\n"
-    "cc__call_on_stack:\n"
-    ".cfi_startproc\n"
+    CC__ASM_FUNCTION_BEGIN(cc__call_on_stack, 2)
     "    stp x29, x30, [sp, #-16]!\n"
     ".cfi_def_cfa_offset 16\n"
     ".cfi_offset x29, -16\n"
@@ -130,8 +124,7 @@ __asm__(
     "    ldp x29, x30, [sp], #16\n"
     ".cfi_def_cfa_offset 0\n"
     "    ret\n"
-    ".cfi_endproc\n"
-    ".size cc__call_on_stack, .-cc__call_on_stack\n");
+    CC__ASM_FUNCTION_END(cc__call_on_stack));
 
 void cc__arch_fault_as(int signo) {
     if (signo == SIGILL) __asm__ volatile("udf #0");
