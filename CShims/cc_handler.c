@@ -304,11 +304,14 @@ static void cc__salvage_crashed_thread(pid_t tid) {
     cc__writer_t *w = &cc__g.writer;
     int truncated = 0;
     uint32_t omitted = 0;
-    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT | CC_THREAD_TRUNCATED };
+    /* Not CC_THREAD_TRUNCATED (the step limit, or frames left out in the middle): the note says
+     * why the frames end where they do. */
+    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT };
     prctl(PR_GET_NAME, (unsigned long)thread.name, 0, 0, 0);
     thread.name[15] = 0;
     thread.frame_count = cc__walk_finish(walk, &omitted, &truncated);
     thread.omitted_frames = omitted;
+    if (truncated) thread.flags |= CC_THREAD_TRUNCATED;
     char note[128], *p = note;
     static const char head[] = "the unwinder faulted on the crashed thread's stack after ";
     for (size_t i = 0; head[i]; i++) *p++ = head[i];

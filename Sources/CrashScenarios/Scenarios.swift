@@ -370,7 +370,7 @@ package enum Scenarios {
         Scenario("fault-in-unwinder", "a fault inside the unwinder (a stack too damaged for libunwind) keeps the frames found so far, and the process dies of its signal",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"],
-                               truncatedFrames: true, incompleteAllowed: true,
+                               incompleteAllowed: true,
                                note: "the unwinder faulted on the crashed thread's stack after 4 frames"),
                  configure: { $0._testFaultInsideUnwinder = true })
         { _ in throughLevels { cch_null_dereference() } },
