@@ -52,8 +52,7 @@ run() {
         strace -o trace -e trace=none "$bin" "$scenario" rec "$mode" >out 2>err; exit $? ) 2>/dev/null &
     local waiter=$!
     for _ in $(seq 100); do grep -q ready out 2>/dev/null && break; sleep 0.05; done
-    local pid; pid=$(grep -m1 -o '^[0-9]*' trace 2>/dev/null || true)
-    pid=$(pgrep -f "^$bin $scenario rec $mode" | head -1)
+    local pid; pid=$(pgrep -f "^$bin $scenario rec $mode" | head -1)
     kill -SEGV "$pid"
     wait "$waiter"; status=$?
   else
