@@ -57,12 +57,21 @@
  * with the original signal. An owner with another pid is stale: a vfork child (which shares
  * our memory) crashed, or the state came across fork.
  *
- * DEATH. After the record, the default action is restored and the original siginfo is queued
- * to this thread (rt_tgsigqueueinfo) while it is still blocked; the interrupted context's mask
- * is set to let only that signal through, and the handler returns. The kernel then delivers
- * it on the way back to the interrupted code: the process dies of the original signal, with the
+ * DEATH. After the record, the default action is restored, every instance of the same signal
+ * sent meanwhile (kill, tgkill) is taken off the queues, and the original siginfo is queued to
+ * this thread (rt_tgsigqueueinfo) while it is still blocked; the interrupted context's mask is
+ * set to let only that signal through, and the handler returns. The kernel then delivers it on
+ * the way back to the interrupted code: the process dies of the original signal, with the
  * original si_code and fault address and the faulting registers in the core dump, and no
- * signal that arrived meanwhile (SIGXFSZ, a timer's SIGPROF) can overtake it.
+ * signal that arrived meanwhile (SIGXFSZ, a timer's SIGPROF, the same signal sent by another
+ * process or thread) can overtake it. scripts/death-check.sh compares these deaths with the
+ * same crashes without CrashCapture.
+ * Not by returning to the faulting instruction with the default action restored (the Swift
+ * runtime, Breakpad, Crashpad): a fault whose cause went away meanwhile (a shared file grown by
+ * another process under a SIGBUS) does not happen again and the program would run on; with the
+ * signal left unblocked, the same signal sent meanwhile overtakes the re-executed fault; with it
+ * blocked, qemu-user 7.2 never ends a re-executed SIGBUS. docs/return-to-fault.md has the
+ * evidence. qemu-user does abort on the queued fault signal (scripts/arm64-check.sh).
  */
 
 /* async-signal-safe: `signo`'s action back to SIG_DFL and, with `unblock`, the signal let
@@ -79,10 +88,27 @@ static void cc__restore_default(int signo, int unblock) {
     sigprocmask(SIG_UNBLOCK, &set, 0);
 }
 
+/* async-signal-safe (rt_sigtimedwait, a raw syscall): takes every instance of `signo` sent
+ * meanwhile off this thread's queue and the process's (it is blocked here, so they wait there).
+ * A standard signal is queued at most once per queue: one already pending on this thread would
+ * make the kernel drop the original siginfo queued next, and the process would die of the
+ * sender's (si_code SI_TKILL) instead; the process is about to die of `signo` anyway. */
+static void cc__drain_pending(int signo) {
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signo);
+    struct timespec none = { 0, 0 };
+    /* At most one per queue (this thread's, the process's); a bound all the same. */
+    for (int i = 0; i < 4; i++) {
+        if (syscall(SYS_rt_sigtimedwait, &only, (void *)0, &none, (long)(_NSIG / 8)) != signo) break;
+    }
+}
+
 /* async-signal-safe: arranges for the process to die of `signo` as soon as the handler
  * returns (see DEATH above). `info` may be NULL. */
 static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
     cc__restore_default(signo, 0);
+    cc__drain_pending(signo);
     pid_t pid = getpid(), tid = cc__gettid();
     siginfo_t queued;
     unsigned char *raw = (unsigned char *)&queued;
