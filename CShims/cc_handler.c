@@ -554,9 +554,16 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     pid_t pid = getpid(), tid = cc__gettid();
     uint64_t owner = atomic_load(&cc__g.owner);
     if (owner != 0 && (pid_t)(owner >> 32) == pid) {
-        /* A fault inside our own record: stop here, with the signal the crash began with (the
-         * ".partial" file keeps what was written). Another thread recording: park. */
+        /* The recording thread itself. A signal another thread or process sent meanwhile
+         * (si_code <= 0: kill, tgkill, sigqueue; it reaches us only while the unwinder runs,
+         * when the crash's own signal is let through, or when it is another fatal signal) is
+         * spent here: the process is about to die of the original one, which nothing may
+         * overtake, so the record goes on. A fault inside our own record: stop here, with the
+         * signal the crash began with (the ".partial" file keeps what was written, and the
+         * crashed thread's frames found so far when the unwinder faulted). Another thread
+         * recording: park. */
         if ((pid_t)(uint32_t)owner == tid) {
+            if (info && info->si_code <= 0) { errno = saved_errno; return; }
             cc__salvage_crashed_thread(tid);
             cc__die_now(cc__g.crash_signo);
         }

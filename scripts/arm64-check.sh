@@ -27,7 +27,9 @@
 # capture this script accepts either the exact death (139) or exit 127 together with that qemu
 # assertion line on stderr (reported as "qemu quirk"), and checks the signal in the record
 # instead: signal 11, SEGV_MAPERR, fault address 0x0. SIGTRAP and SIGABRT deaths are compared
-# exactly (same status with and without capture).
+# exactly (same status with and without capture). Dying by returning to the faulting
+# instruction would make these deaths exact under qemu, and was rejected for what it breaks on
+# real Linux (docs/return-to-fault.md).
 #
 # Needs (Debian 12, as root): dpkg --add-architecture arm64 && apt-get update &&
 #   apt-get install -y gcc-aarch64-linux-gnu qemu-user-static libunwind-dev:arm64 libc6-dev:arm64

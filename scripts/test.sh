@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the C code (no warning; the C core under
-# ASan + UBSan), runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
+# ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores),
+# runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, builds a release harness too, runs every test, counts the public surface.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/c-checks.sh
+echo "== how a captured process dies: each crash's final signal, status and core registers against no capture"
+scripts/death-check.sh
 echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
 scripts/arm64-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
