@@ -4,14 +4,15 @@
 # whose readelf, nm, addr2line and objcopy they take as the truth for symbolication, and
 # debuginfod (the real server the symbol-store tests fetch debug files from), and tini (the init a
 # crash-time upload test runs the program under, as `docker run --init` does), strace (whose report
-# of the final signal scripts/death-check.sh compares), and what the arm64
+# of the final signal scripts/death-check.sh compares), debootstrap (the minimal Debian root
+# filesystem scripts/slim-image-check.sh runs a static-stdlib program in), and what the arm64
 # checks cross-compile and emulate with (scripts/arm64-check.sh: the arm64 architecture added to
 # dpkg, gcc-aarch64-linux-gnu, qemu-user-static, libunwind-dev:arm64, libc6-dev:arm64); then the Python test
 # oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace)
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace debootstrap)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

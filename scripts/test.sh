@@ -2,7 +2,8 @@
 # The test command: installs what is missing, checks the C code (no warning; the C core under
 # ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores),
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
-# authentication, builds a release harness too, runs every test, counts the public surface.
+# authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
+# release harness too, runs every test, counts the public surface.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,6 +12,8 @@ echo "== how a captured process dies: each crash's final signal, status and core
 scripts/death-check.sh
 echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
 scripts/arm64-check.sh
+echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the README's recipe)"
+scripts/slim-image-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
