@@ -30,11 +30,14 @@ let package = Package(
         // The record layout (cc_record.h): the one header the writer and the readers share.
         .target(name: "CCrashRecordLayout", path: "Sources/CCrashRecordLayout"),
         // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
+        // It compiles against libunwind's header (libunwind-dev; cc_boot.h names the package when
+        // it is missing) but does not link libunwind: it loads libunwind.so.8 at start when it is
+        // there (cc_unwind.c), so a program needs no runtime library for it. (A system-library
+        // target with a pkg-config name would add pkg-config's -lunwind to every link.)
         .target(
             name: "CShims",
             dependencies: ["CCrashRecordLayout"],
-            path: "CShims",
-            linkerSettings: [.linkedLibrary("unwind")]
+            path: "CShims"
         ),
         // Reading records: the typed model and the reader. No signal handler, no interposed
         // libc function: tools that only read records (crash-inspect, symbolication, the

@@ -55,6 +55,9 @@ extern const int cc__arch_walks_frame_records;
  * what fits is copied). */
 void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context);
 
+/* The program counter held in libunwind's context (after cc__arch_step_out_of_bad_call). */
+uint64_t cc__arch_unwind_context_pc(const unw_context_t *context);
+
 /* After a call through a NULL (or wild) function pointer the pc is in no function: rewrites
  * `context` to the caller (its return address: x86-64 at sp, aarch64 in lr). 0 when it cannot. */
 int cc__arch_step_out_of_bad_call(unw_context_t *context);

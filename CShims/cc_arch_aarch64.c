@@ -51,6 +51,8 @@ void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *contex
     for (size_t i = 0; i < sizeof(unw_context_t); i++) dst[i] = src[i];
 }
 
+uint64_t cc__arch_unwind_context_pc(const unw_context_t *context) { return (uint64_t)context->uc_mcontext.pc; }
+
 /* The call (blr) left the caller's return address in lr; stripped, as it may be signed. */
 int cc__arch_step_out_of_bad_call(unw_context_t *context) {
     uint64_t lr = cc__strip_code_address(context->uc_mcontext.regs[30]);

@@ -33,6 +33,10 @@ void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *contex
     for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
 }
 
+uint64_t cc__arch_unwind_context_pc(const unw_context_t *context) {
+    return (uint64_t)context->uc_mcontext.gregs[REG_RIP];
+}
+
 /* The call pushed the caller's return address: it is at sp. */
 int cc__arch_step_out_of_bad_call(unw_context_t *context) {
     uint64_t sp = (uint64_t)context->uc_mcontext.gregs[REG_RSP], ret = 0;

@@ -457,6 +457,8 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
                                CC__ASYNC_LINKS_CRASHED);
     }
     CC__MARK("async_chains");
+    /* Without libunwind (cc_unwind.c), every thread's frames come from frame records: say so. */
+    if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
     cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
     CC__MARK("main_image+flush4");

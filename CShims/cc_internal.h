@@ -151,6 +151,7 @@ typedef struct {
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
     cc__walk_t unwind_walk;          /* the crashed thread's unwind */
+    char unwind_note[256];           /* why libunwind is not there (cc__unwind_load), or "" */
     uint64_t frames[CC__MAX_FRAMES];
     uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
@@ -192,6 +193,7 @@ void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */
 
 /* cc_unwind.c */
+int cc__unwind_load(void);                                               /* install time: 0 without libunwind */
 void cc__unwind_warm_up(void);                                           /* install time */
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */

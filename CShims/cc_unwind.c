@@ -2,9 +2,83 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
 #include <ucontext.h>
+
+/*
+ * libunwind is loaded at install (dlopen), not linked. A program that links CrashCapture then
+ * needs no runtime library a Swift program does not already need: a static-stdlib binary starts
+ * in a slim image without libunwind8 (README "Deploying"). Where libunwind.so.8 is there (Debian's
+ * libunwind8, Ubuntu's, Fedora's libunwind), it unwinds as before, DWARF CFI first; where it is
+ * not, every thread is walked by its frame records alone (cc__walk_frame_records), as the Swift
+ * backtracer walks it, and the record says so in a note. (Linking it statically instead is not
+ * possible with Debian's libunwind.a, which is not position-independent.) Only these entry
+ * points are used, taken by their libunwind names (UNW_OBJ: _ULx86_64_step, _ULaarch64_step…);
+ * the handler calls them through g_unw, filled once here, never dlopen or dlsym.
+ */
+static struct {
+    int loaded;
+    int (*init_local)(unw_cursor_t *, unw_context_t *);
+    int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    int (*set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
+    unw_addr_space_t *local_addr_space;
+} g_unw;
+
+#define CC__UNW_NAME(fn) CC__UNW_STRING(UNW_OBJ(fn))
+#define CC__UNW_STRING(name) CC__UNW_STRING2(name)
+#define CC__UNW_STRING2(name) #name
+
+/* Install time (not async-signal-safe): loads libunwind once. 1 when it is there; else 0, with
+ * why in cc__g.unwind_note (the note every record then carries). */
+int cc__unwind_load(void) {
+    const char *why = "not found";
+    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) {
+        why = "test hook";
+        goto missing;
+    }
+    if (g_unw.loaded) {
+        cc__g.unwind_note[0] = 0;
+        return 1;
+    }
+    static const char *const names[] = { "libunwind.so.8", "libunwind.so" };
+    void *library = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !library; i++) {
+        library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!library && i == 0) {
+            const char *error = dlerror();
+            if (error) why = error;
+            cc__strlcpy(cc__g.scratch, why, CC__MESSAGE_MAX);   /* dlerror's text lasts only until the next call */
+            why = cc__g.scratch;
+        }
+    }
+    if (library) {
+        g_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(library, CC__UNW_NAME(init_local));
+        g_unw.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(library, CC__UNW_NAME(init_local2));
+        g_unw.step = (int (*)(unw_cursor_t *))dlsym(library, CC__UNW_NAME(step));
+        g_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(library, CC__UNW_NAME(get_reg));
+        g_unw.set_caching_policy =
+            (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(library, CC__UNW_NAME(set_caching_policy));
+        g_unw.local_addr_space = (unw_addr_space_t *)dlsym(library, CC__UNW_NAME(local_addr_space));
+        if (g_unw.init_local && g_unw.init_local2 && g_unw.step && g_unw.get_reg && g_unw.set_caching_policy &&
+            g_unw.local_addr_space) {
+            g_unw.loaded = 1;
+            cc__g.unwind_note[0] = 0;
+            return 1;
+        }
+        why = "it lacks a local-unwinding entry point (" CC__UNW_NAME(init_local2) "…)";
+    }
+missing:;
+    char *note = cc__g.unwind_note;
+    size_t cap = sizeof cc__g.unwind_note;
+    size_t n = cc__strlcpy(note, "libunwind could not be loaded at start (", cap);
+    if (n < cap) n += cc__strlcpy(note + n, why, cap - n);
+    if (n < cap) n += cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
+    return 0;
+}
 
 /* Install time (not async-signal-safe). What libunwind (1.6.2) does once, it does here:
  * - tdep_init, under its mutex, on the first unw_set_caching_policy / unw_init_local: the
@@ -22,15 +96,20 @@
  * unwind tables are found at crash time through dl_iterate_phdr, see README "Known
  * limits".) */
 void cc__unwind_warm_up(void) {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    if (!cc__unwind_load()) return;
+    g_unw.set_caching_policy(*g_unw.local_addr_space, UNW_CACHE_PER_THREAD);
+    /* This thread's context from the C library (libunwind's own unw_getcontext is a function on
+     * x86-64 and a macro on aarch64): one layout with the signal contexts the handler unwinds. */
+    static ucontext_t here;
     unw_context_t context;
     unw_cursor_t cursor;
-    if (unw_getcontext(&context) != 0) return;
-    if (unw_init_local(&cursor, &context) != 0) return;
+    if (getcontext(&here) != 0) return;
+    cc__arch_copy_to_unwind_context(&here, &context);
+    if (g_unw.init_local(&cursor, &context) != 0) return;
     CC__MARK("  unw_init");
-    if (unw_step(&cursor) > 0) {
+    if (g_unw.step(&cursor) > 0) {
         unw_word_t ip;
-        unw_get_reg(&cursor, UNW_REG_IP, &ip);
+        g_unw.get_reg(&cursor, UNW_REG_IP, &ip);
     }
 }
 
@@ -131,7 +210,16 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     atomic_store(&walk->active, 1);
     cc__arch_copy_to_unwind_context(uc, context);
 
-    if (unw_init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
+    if (!g_unw.loaded || (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND)) {
+        /* No libunwind: the pc, the caller of a call through NULL (from the call itself), then
+         * the frame records. */
+        cc__walk_put(walk, cc__context_pc(uc), cc__context_fp(uc));
+        if (cc__context_pc(uc) == 0 && cc__arch_step_out_of_bad_call(context))
+            cc__walk_put(walk, cc__arch_unwind_context_pc(context), cc__context_fp(uc));
+        cc__walk_frame_records(walk, cc__context_fp(uc), truncated);
+        return cc__walk_finish(walk, omitted, truncated);
+    }
+    if (g_unw.init_local2(cursor, context, UNW_INIT_SIGNAL_FRAME) != 0) {
         cc__walk_put(walk, cc__context_pc(uc), cc__context_fp(uc));
         if (cc__arch_walks_frame_records) cc__walk_frame_records(walk, cc__context_fp(uc), truncated);
         return cc__walk_finish(walk, omitted, truncated);
@@ -139,10 +227,10 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     unw_word_t last_ip = 0, last_sp = 0, last_fp = 0;
     for (;;) {
         unw_word_t ip = 0, sp = 0, fp = 0;
-        if (unw_get_reg(cursor, UNW_REG_IP, &ip) != 0) break;
+        if (g_unw.get_reg(cursor, UNW_REG_IP, &ip) != 0) break;
         if (ip == 0 && walk->total > 0) break;
-        unw_get_reg(cursor, UNW_REG_SP, &sp);
-        unw_get_reg(cursor, cc__arch_unw_fp_register, &fp);
+        g_unw.get_reg(cursor, UNW_REG_SP, &sp);
+        g_unw.get_reg(cursor, cc__arch_unw_fp_register, &fp);
         if (walk->total > 0 && ip == last_ip && sp == last_sp) break;
         if (walk->total == CC__UNWIND_STEP_LIMIT) { *truncated = 1; break; }
         /* Frame 0 is the pc itself, recorded as it is; a caller's is a return address. */
@@ -154,14 +242,14 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
         if (walk->total == 1 && ip == 0) {
             /* No unwind information covers pc 0, and libunwind's fallback "step" from there
              * reports success with a wrong caller: recover the caller from the call itself. */
-            if (cc__arch_step_out_of_bad_call(context) && unw_init_local2(cursor, context, 0) == 0)
+            if (cc__arch_step_out_of_bad_call(context) && g_unw.init_local2(cursor, context, 0) == 0)
                 continue;
             break;
         }
         /* A signed return address: libunwind found no unwind information at it and can go no
          * further. */
         if (pc != (uint64_t)ip) break;
-        if (unw_step(cursor) > 0) continue;
+        if (g_unw.step(cursor) > 0) continue;
         break;
     }
     if (cc__arch_walks_frame_records && walk->total > 0 && !*truncated) {

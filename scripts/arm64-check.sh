@@ -76,7 +76,7 @@ for variant in plain pac; do
   [ "$variant" = pac ] && flags=(-mbranch-protection=standard)
   "$cc" -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror "${flags[@]}" \
     -Wl,--build-id "${includes[@]}" Tests/Arm64Crashes/arm64_crashes.c "${core[@]}" \
-    -lunwind -lpthread -ldl -o "$out/arm64-crashes-$variant"
+    -lpthread -ldl -o "$out/arm64-crashes-$variant"
   echo "   built $out/arm64-crashes-$variant"
 done
 # The PAC build must really sign: its functions start with paciasp (hint #25).

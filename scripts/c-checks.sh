@@ -44,7 +44,7 @@ clang -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
   -fsanitize-ignorelist=Tests/CShimsSanitizerTests/asan-ignorelist.txt \
   -shared-libasan -fuse-ld=lld -Wl,-rpath,"$runtime_dir" -Wl,--build-id -rdynamic \
   -Wall -Wextra -Werror -I CShims -I CShims/include -I Sources/CCrashRecordLayout/include \
-  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c CShims/*.c -lunwind -lz -lpthread \
+  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c CShims/*.c -lz -lpthread \
   -o "$out/cshims-sanitizer-tests"
 echo "   built in $((SECONDS - start)) s"
 start=$SECONDS

@@ -32,7 +32,7 @@ build() { # output core-directory extra-flags...
   gcc -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror -Wl,--build-id "$@" \
     -I "$dir" -I "$dir/include" -I Sources/CCrashRecordLayout/include \
     Tests/DeathProbe/death_probe.c "$dir"/*.c Sources/CCrashRecordLayout/layout.c \
-    -lunwind -lz -lpthread -ldl -o "$bin"
+    -lz -lpthread -ldl -o "$bin"
 }
 build "$out/death-probe" CShims
 echo "== built $out/death-probe (the core as it is)"

@@ -29,6 +29,7 @@ enum cc_install_result {
 #define CC_FLAG_NO_THREAD_HELPER        0x10u /* no ptrace helper for threads that block the stop signal */
 #define CC_FLAG_TEST_SLOW_HELPER        0x20u /* test hook: the thread helper stalls after stopping its threads */
 #define CC_FLAG_TEST_FAULT_IN_UNWINDER  0x40u /* test hook: fault inside the unwinder after the crashed thread's fourth frame */
+#define CC_FLAG_TEST_NO_LIBUNWIND       0x80u /* test hook: behave as if libunwind.so.8 could not be loaded (frame records only) */
 
 typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */

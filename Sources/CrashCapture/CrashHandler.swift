@@ -1,7 +1,8 @@
 // CrashHandler.swift — the one call a program makes to have its crashes recorded.
 //
 // Capture imports no Foundation and knows no event model: a program that links it loads the C
-// core, libunwind and swift-log's Logging, nothing else (CaptureFootprintTests checks). The
+// core and swift-log's Logging, nothing else (CaptureFootprintTests checks; libunwind is loaded at
+// start when it is installed, CShims/cc_unwind.c). The
 // compensating `$AppEnd` a crash writes is rendered by the reporter side (CrashReporter's
 // `CrashAppEndPublisher`) and handed over through `setAppEndTemplate`.
 import CShims
@@ -87,6 +88,7 @@ public enum CrashHandler {
                         if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
                         if configuration._testSlowThreadHelper { flags |= UInt32(CC_FLAG_TEST_SLOW_HELPER) }
                         if configuration._testFaultInsideUnwinder { flags |= UInt32(CC_FLAG_TEST_FAULT_IN_UNWINDER) }
+                        if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
@@ -244,6 +246,8 @@ public struct Configuration: Sendable {
     /// Test hook: fault inside the unwinder, after the crashed thread's fourth frame (what
     /// libunwind does on a stack too damaged for it): the frames found so far must be kept.
     package var _testFaultInsideUnwinder: Bool
+    /// Test hook: behave as if libunwind.so.8 were not installed (frames from frame records only).
+    package var _testWithoutLibunwind: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -266,6 +270,7 @@ public struct Configuration: Sendable {
         self._testHangInsideHandler = false
         self._testSlowThreadHelper = false
         self._testFaultInsideUnwinder = false
+        self._testWithoutLibunwind = false
     }
 
     /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with

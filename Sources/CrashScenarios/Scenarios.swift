@@ -374,6 +374,12 @@ package enum Scenarios {
                                note: "the unwinder faulted on the crashed thread's stack after 4 frames"),
                  configure: { $0._testFaultInsideUnwinder = true })
         { _ in throughLevels { cch_null_dereference() } },
+        Scenario("without-libunwind", "without libunwind.so.8 (a slim image) the crash is recorded, its frames walked by their frame records, and a note says so",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain,
+                               note: "libunwind could not be loaded at start (test hook)"),
+                 configure: { $0._testWithoutLibunwind = true })
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("max-frames-one", "maxFrames 1 keeps the faulting frame alone and counts the frames left out",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"],
