@@ -44,6 +44,19 @@ int cc__unwind_load(void) {
         cc__g.unwind_note[0] = 0;
         return 1;
     }
+#if defined(CC_LINK_LIBUNWIND)
+    /* Built with -DCC_LINK_LIBUNWIND=1 and linked with libunwind (a fully static program, which
+     * cannot dlopen: StaticLinkTests): its entry points directly. The package never sets it. */
+    g_unw.init_local = unw_init_local;
+    g_unw.init_local2 = unw_init_local2;
+    g_unw.step = unw_step;
+    g_unw.get_reg = unw_get_reg;
+    g_unw.set_caching_policy = unw_set_caching_policy;
+    g_unw.local_addr_space = &unw_local_addr_space;
+    g_unw.loaded = 1;
+    cc__g.unwind_note[0] = 0;
+    return 1;
+#endif
     static const char *const names[] = { "libunwind.so.8", "libunwind.so" };
     void *library = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !library; i++) {

@@ -93,7 +93,9 @@ final class StaticLinkTests: XCTestCase {
         let binary = work + "/static-threads"
         let compileLog = work + "/cc.log"
         let layout = Self.packageRoot.appendingPathComponent("Sources/CCrashRecordLayout/include").path
-        let compiled = try ChildProcess.run(cc, ["-static", "-O1", "-g", "-I", shims + "/include", "-I", layout, "-I", shims] + sources +
+        // -DCC_LINK_LIBUNWIND=1: a fully static program cannot dlopen libunwind, so the core calls
+        // the libunwind it is linked with (cc_unwind.c).
+        let compiled = try ChildProcess.run(cc, ["-static", "-O1", "-g", "-DCC_LINK_LIBUNWIND=1", "-I", shims + "/include", "-I", layout, "-I", shims] + sources +
                                             [work + "/static-threads.c", "-o", binary, "-lunwind", "-llzma", "-lpthread"],
                                             stderr: compileLog, timeout: 300)
         let log = (try? String(contentsOfFile: compileLog, encoding: .utf8)) ?? ""
