@@ -2,7 +2,9 @@
 # Guards for the C code (issue 18), run by scripts/test.sh:
 #  1. every C target compiles with -Wall -Wextra and not one warning, as debug and as release builds
 #     compile it (Package.swift adds -Wall -Wextra to every C target; here -Werror makes one fail);
-#  2. the C core under AddressSanitizer + UndefinedBehaviorSanitizer: CShims and its test driver
+#  2. without libunwind's header (libunwind-dev), the compiler's first error says which package
+#     to install (CShims/cc_boot.h);
+#  3. the C core under AddressSanitizer + UndefinedBehaviorSanitizer: CShims and its test driver
 #     (Tests/CShimsSanitizerTests) built with -fsanitize=address,undefined, then run. Any sanitizer
 #     report, or a scenario whose child dies otherwise than expected, fails this script.
 #   scripts/c-checks.sh
@@ -27,6 +29,16 @@ while IFS= read -r file; do
   clang -fsyntax-only -Wall -Wextra -Werror -DSWIFT_PACKAGE=1 -fblocks -O2 "${includes[@]}" "$file"
 done < <(find "${c_dirs[@]}" -name '*.c' | sort)
 echo "   no warnings"
+
+echo "== without libunwind's header, the first error names the package to install"
+# -nostdinc hides every system header, <libunwind.h> included; cc_boot.h comes first in every
+# CShims file, so its message must be the compiler's first error.
+first_error=$(clang -fsyntax-only -nostdinc -I CShims -I CShims/include -I Sources/CCrashRecordLayout/include \
+  CShims/cc_writer.c 2>&1 | grep -m1 'error:' || true)
+case "$first_error" in
+  *"install libunwind-dev"*) echo "   ok: ${first_error#*error: }" ;;
+  *) echo "c-checks: without <libunwind.h> the first error does not name libunwind-dev: $first_error" >&2; exit 1 ;;
+esac
 
 echo "== CShims under AddressSanitizer and UndefinedBehaviorSanitizer (Tests/CShimsSanitizerTests)"
 # The ASan runtime as a shared library (-shared-libasan): CShims defines pthread_create and
