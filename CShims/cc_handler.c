@@ -310,6 +310,12 @@ static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     cc__strlcpy(cc__g.partial_name + n, CC_RECORD_PARTIAL_EXTENSION, sizeof cc__g.partial_name - n);
 }
 
+/* async-signal-safe: without libunwind (cc_unwind.c), every thread's frames come from frame
+ * records: a note says so and why. */
+static void cc__write_unwind_note(cc__writer_t *w) {
+    if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
+}
+
 /* async-signal-safe: the crashed thread's CC_SEC_THREAD, its frames in cc__g.frames. */
 static void cc__write_crashed_thread(cc__writer_t *w, const cc_sec_thread_t *thread) {
     cc__section_begin(w, CC_SEC_THREAD);
@@ -345,6 +351,7 @@ static void cc__salvage_crashed_thread(pid_t tid) {
     static const char tail[] = " frames; the record ends there";
     for (size_t i = 0; tail[i]; i++) *p++ = tail[i];
     cc__write_string(w, CC_STR_NOTE, note, (size_t)(p - note));
+    cc__write_unwind_note(w);
     cc__write_crashed_thread(w, &thread);
     cc__write_images(w, 1);
     cc__write_images(w, 0);
@@ -457,8 +464,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
                                CC__ASYNC_LINKS_CRASHED);
     }
     CC__MARK("async_chains");
-    /* Without libunwind (cc_unwind.c), every thread's frames come from frame records: say so. */
-    if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
+    cc__write_unwind_note(w);
     cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
     CC__MARK("main_image+flush4");

@@ -139,6 +139,9 @@ int main(int argc, char **argv) {
     if (argc < 3) return 91;
     void (*crash)(void) = 0;
     uint32_t flags = 0;
+    /* ARM64_CRASHES_NO_LIBUNWIND=1: as if libunwind.so.8 were not installed (frame records only). */
+    const char *no_libunwind = getenv("ARM64_CRASHES_NO_LIBUNWIND");
+    if (no_libunwind && strcmp(no_libunwind, "1") == 0) flags |= CC_FLAG_TEST_NO_LIBUNWIND;
     if (strcmp(argv[1], "null-dereference") == 0) crash = arm64_crash_null;
     else if (strcmp(argv[1], "trap") == 0) crash = arm64_crash_trap;
     else if (strcmp(argv[1], "abort") == 0) crash = arm64_crash_abort;
