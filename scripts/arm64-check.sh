@@ -11,11 +11,10 @@
 #     blocking-thread (a second thread blocking every signal), thread-overflow (a 256 KiB thread
 #     stack overflowing into its guard page) and unwinder-fault (a test hook faults inside the
 #     unwinder after the fourth frame);
-#  3. each death is judged against the same crash without capture, and the record it left is
-#     (the PAC build runs a third time as if libunwind.so.8 were not installed, "pac-frames": every
-#     thread walked by its frame records alone, each record with its note; a leaf's caller is then
-#     not expected, as README "Deploying" says);
-#  4. the records are
+#  3. the PAC build runs a third time as if libunwind.so.8 were not installed ("pac-frames"):
+#     every thread walked by its frame records alone, each record with its note; a leaf crash
+#     function's caller is then not expected, as README "Deploying" says;
+#  4. each death is judged against the same crash without capture, and the record it left is
 #     read back with the x86-64 crash-inspect (show --json): complete (unwinder-fault: cut short,
 #     with its note), the expected signal, si_code and fault address, crashed-thread frames
 #     naming arm64_crash_* → arm64_level2 → arm64_level1 → main in that order (thread-overflow:
