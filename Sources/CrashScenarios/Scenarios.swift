@@ -519,6 +519,12 @@ package enum Scenarios {
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
                                firstFrameAddress: 0))
         { _ in throughLevels { cch_call_null_function_pointer() } },
+        Scenario("null-function-pointer-without-libunwind", "without libunwind, a call through NULL still keeps its caller (the return address the call pushed) and the frame records below it",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
+                               firstFrameAddress: 0, note: "libunwind could not be loaded at start (test hook)"),
+                 configure: { $0._testWithoutLibunwind = true })
+        { _ in throughLevels { cch_call_null_function_pointer() } },
         Scenario("previous-handler-flags", "a previous handler runs as the kernel would run it: SA_RESETHAND, its own full mask, not on the alternate stack",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_with_errno"] + chain, faultAddress: 0),
