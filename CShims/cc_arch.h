@@ -33,9 +33,8 @@ extern const uint64_t cc__arch_red_zone;
 /* libunwind's number for the frame-pointer register (rbp / x29). */
 extern const int cc__arch_unw_fp_register;
 
-/* The interrupted context's program counter, stack pointer, frame pointer (rbp / x29), Swift
- * async context register (r14 / x22: where a partial function receives its context) and
- * link register (aarch64 x30; 0 on x86-64, which has none). */
+/* The interrupted context's program counter, stack pointer, frame pointer (rbp / x29) and Swift
+ * async context register (r14 / x22: where a partial function receives its context). */
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
 uint64_t cc__context_fp(const ucontext_t *uc);

@@ -32,18 +32,8 @@ static struct {
 #define CC__UNW_STRING(name) CC__UNW_STRING2(name)
 #define CC__UNW_STRING2(name) #name
 
-/* Install time (not async-signal-safe): loads libunwind once. 1 when it is there; else 0, with
- * why in cc__g.unwind_note (the note every record then carries). */
-int cc__unwind_load(void) {
-    const char *why = "not found";
-    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) {
-        why = "test hook";
-        goto missing;
-    }
-    if (g_unw.loaded) {
-        cc__g.unwind_note[0] = 0;
-        return 1;
-    }
+/* Install time (not async-signal-safe): fills g_unw. NULL when libunwind is there, else why not. */
+static const char *cc__unwind_open(void) {
 #if defined(CC_LINK_LIBUNWIND)
     /* Built with -DCC_LINK_LIBUNWIND=1 and linked with libunwind (a fully static program, which
      * cannot dlopen: StaticLinkTests): its entry points directly. The package never sets it. */
@@ -53,43 +43,43 @@ int cc__unwind_load(void) {
     g_unw.get_reg = unw_get_reg;
     g_unw.set_caching_policy = unw_set_caching_policy;
     g_unw.local_addr_space = &unw_local_addr_space;
-    g_unw.loaded = 1;
-    cc__g.unwind_note[0] = 0;
-    return 1;
+    return 0;
+#else
+    void *library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        /* dlerror's text lasts only until the next call: kept in the scratch buffer (the handler's,
+         * unused until a crash). */
+        const char *error = dlerror();
+        cc__strlcpy(cc__g.scratch, error ? error : "not found", CC__MESSAGE_MAX);
+        library = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+        if (!library) return cc__g.scratch;
+    }
+    g_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(library, CC__UNW_NAME(init_local));
+    g_unw.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(library, CC__UNW_NAME(init_local2));
+    g_unw.step = (int (*)(unw_cursor_t *))dlsym(library, CC__UNW_NAME(step));
+    g_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(library, CC__UNW_NAME(get_reg));
+    g_unw.set_caching_policy =
+        (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(library, CC__UNW_NAME(set_caching_policy));
+    g_unw.local_addr_space = (unw_addr_space_t *)dlsym(library, CC__UNW_NAME(local_addr_space));
+    if (g_unw.init_local && g_unw.init_local2 && g_unw.step && g_unw.get_reg && g_unw.set_caching_policy &&
+        g_unw.local_addr_space) return 0;
+    return "it lacks a local-unwinding entry point (" CC__UNW_NAME(init_local2) "…)";
 #endif
-    static const char *const names[] = { "libunwind.so.8", "libunwind.so" };
-    void *library = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !library; i++) {
-        library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!library && i == 0) {
-            const char *error = dlerror();
-            if (error) why = error;
-            cc__strlcpy(cc__g.scratch, why, CC__MESSAGE_MAX);   /* dlerror's text lasts only until the next call */
-            why = cc__g.scratch;
-        }
-    }
-    if (library) {
-        g_unw.init_local = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(library, CC__UNW_NAME(init_local));
-        g_unw.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(library, CC__UNW_NAME(init_local2));
-        g_unw.step = (int (*)(unw_cursor_t *))dlsym(library, CC__UNW_NAME(step));
-        g_unw.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))dlsym(library, CC__UNW_NAME(get_reg));
-        g_unw.set_caching_policy =
-            (int (*)(unw_addr_space_t, unw_caching_policy_t))dlsym(library, CC__UNW_NAME(set_caching_policy));
-        g_unw.local_addr_space = (unw_addr_space_t *)dlsym(library, CC__UNW_NAME(local_addr_space));
-        if (g_unw.init_local && g_unw.init_local2 && g_unw.step && g_unw.get_reg && g_unw.set_caching_policy &&
-            g_unw.local_addr_space) {
-            g_unw.loaded = 1;
-            cc__g.unwind_note[0] = 0;
-            return 1;
-        }
-        why = "it lacks a local-unwinding entry point (" CC__UNW_NAME(init_local2) "…)";
-    }
-missing:;
+}
+
+/* Install time (not async-signal-safe): loads libunwind once. 1 when it is there; else 0, with
+ * why in cc__g.unwind_note (the note every record then carries). */
+int cc__unwind_load(void) {
+    cc__g.unwind_note[0] = 0;
+    const char *why = 0;
+    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) why = "test hook";
+    else if (!g_unw.loaded && (why = cc__unwind_open()) == 0) g_unw.loaded = 1;
+    if (!why) return 1;
     char *note = cc__g.unwind_note;
     size_t cap = sizeof cc__g.unwind_note;
     size_t n = cc__strlcpy(note, "libunwind could not be loaded at start (", cap);
     if (n < cap) n += cc__strlcpy(note + n, why, cap - n);
-    if (n < cap) n += cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
+    if (n < cap) cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
     return 0;
 }
 

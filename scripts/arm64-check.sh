@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# arm64 under emulation (scripts/test.sh runs it; about 15 s):
+# arm64 under emulation (scripts/test.sh runs it; about 17 s):
 #  1. every C file of the core (CShims, Sources/CCrashRecordLayout) compiles for aarch64 with
 #     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags;
 #  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into two aarch64 programs, one plain
