@@ -77,6 +77,11 @@ long cc__raw_syscall(long n, long a, long b, long c, long d);
  * descriptors and no timeout waits the same way). */
 void cc__raw_pause(void);
 
+/* This thread's thread pointer (x86-64: the TCB address at %fs:0; aarch64: tpidr_el0). Variables
+ * of the initial (static) TLS blocks, and the first pthread keys' values, lie at a fixed distance
+ * from it, the same for every thread: cc_context.c finds the Swift runtime's current task there. */
+uint64_t cc__arch_thread_pointer(void);
+
 /* The assembler lines that open and close a hidden function written in assembly (each
  * architecture's cc__call_on_stack); `%function` is the spelling both assemblers accept. */
 #define CC__ASM_FUNCTION_BEGIN(name, align) \

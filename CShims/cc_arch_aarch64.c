@@ -105,6 +105,12 @@ long cc__raw_syscall(long n, long a, long b, long c, long d) {
  * the current mask waits the same way. */
 void cc__raw_pause(void) { cc__raw_syscall(SYS_ppoll, 0, 0, 0, 0); }
 
+uint64_t cc__arch_thread_pointer(void) {
+    uint64_t tp;
+    __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+    return tp;
+}
+
 /* cc__call_on_stack(handler, signo, info, context, stack_top) */
 __asm__(
     CC__ASM_FUNCTION_BEGIN(cc__call_on_stack, 2)

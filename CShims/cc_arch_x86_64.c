@@ -86,6 +86,12 @@ long cc__raw_syscall(long n, long a, long b, long c, long d) {
 
 void cc__raw_pause(void) { cc__raw_syscall(SYS_pause, 0, 0, 0, 0); }
 
+uint64_t cc__arch_thread_pointer(void) {
+    uint64_t tp;
+    __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
+
 /* cc__call_on_stack(handler, signo, info, context, stack_top) */
 __asm__(
     CC__ASM_FUNCTION_BEGIN(cc__call_on_stack, 4)

@@ -35,7 +35,8 @@
  * watchdog, stops every other thread (cc_threads.c; those that block the stop signal with the
  * ptrace helper, cc_helper.c), collects the loaded images, and writes
  * the sections most valuable first, flushing them to the file at checkpoints before each step
- * that could fault or stall: the signal, the process, the compensating $AppEnd; the
+ * that could fault or stall: the signal, the process, the compensating $AppEnd, the requests in
+ * flight (then one line on stderr naming the crash and its request); the
  * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message, abort message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
@@ -423,8 +424,16 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
     if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
     CC__MARK("crash+process+appEnd");
-    cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd and the run id are on disk */
+    /* The requests in flight, and the one this thread was serving (cc_context.c): plain reads. */
+    static cc_sec_request_t request;
+    int has_request = 0;
+    cc__write_requests(w, tid, &request, &has_request);
+    CC__MARK("requests");
+    cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id and the requests are on disk */
     CC__MARK("flush1");
+    /* One line on stderr that names the crash, its record and its request (cc_summary.c). */
+    cc__crash_line_write(&crash, pid, tid, process.thread_name, cc__g.file_name, has_request ? &request : 0);
+    CC__MARK("crash_line");
 
     /* The crashing thread: registers, then frames unwound from the signal context. */
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };

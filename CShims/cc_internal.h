@@ -29,6 +29,24 @@
 #define CC__MESSAGE_MAX        4096
 #define CC__STACK_WINDOW       (64 * 1024) /* bytes of the crashed thread's stack kept, from sp up */
 
+#define CC__CONTEXT_SLOTS      256   /* request contexts in flight at once (cc_context.c) */
+#define CC__PROBE_CANDIDATES   16
+#define CC__PROBE_TASKS_MAX    16
+
+/* One request-context slot (cc_context.c): (generation << 2) | FREE, WRITING or LIVE, then the
+ * context as a record's CC_SEC_REQUEST holds it. */
+typedef struct {
+    _Atomic uint64_t word;
+    cc_sec_request_t body;
+} cc__context_slot_t;
+
+/* Where the Swift runtime keeps a thread's current task and a task's task-local bindings
+ * (cc_context.c): not looked for yet, being probed, known (checked on every attach), failed. */
+#define CC__LAYOUT_NONE    0
+#define CC__LAYOUT_PROBING 1
+#define CC__LAYOUT_KNOWN   2
+#define CC__LAYOUT_FAILED  3
+
 /* One breadcrumb slot: a seqlock (even = stable, odd = being written). */
 typedef struct {
     _Atomic uint64_t seq;
@@ -129,6 +147,20 @@ typedef struct {
     /* Breadcrumbs: the head here, the slots below. */
     _Atomic uint64_t breadcrumb_head;
 
+    /* Request contexts (cc_context.c): counters and the runtime layout probed; the slots below. */
+    _Atomic uint64_t contexts_attached;
+    _Atomic uint32_t contexts_dropped;
+    _Atomic int context_layout;          /* CC__LAYOUT_* */
+    _Atomic int context_probe_busy;
+    uint64_t context_key;                /* the TaskLocal object CrashContext binds handles to */
+    int64_t context_tls_offset;          /* the current task: at the thread pointer + this */
+    uint64_t context_local_offset;       /* a task's task-local head: at the task + this */
+    uint32_t context_tls_count, context_local_count, context_probe_count;
+    int64_t context_tls[CC__PROBE_CANDIDATES];
+    uint64_t context_local[CC__PROBE_CANDIDATES];
+    uint64_t context_probed[CC__PROBE_TASKS_MAX];
+    char context_layout_note[128];       /* why the layout is FAILED */
+
     /* What the program wants for each signal: the action found at install, updated when a
      * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
     struct sigaction previous[CC__SIGNAL_COUNT];
@@ -144,6 +176,7 @@ typedef struct {
     char templates[2][CC_TEMPLATE_MAX];
 
     cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
+    cc__context_slot_t contexts[CC__CONTEXT_SLOTS];
     cc__stopped_t stopped[CC__MAX_THREADS];
 
     /* (handler) */
@@ -267,6 +300,14 @@ int cc__is_recording_thread(void);                                       /* asyn
 
 /* cc_breadcrumbs.c — async-signal-safe. */
 void cc__write_breadcrumbs(cc__writer_t *w);
+
+/* cc_context.c — async-signal-safe: CC_SEC_REQUESTS and the requests in flight (crashed one
+ * first, copied to *crashed with *has_crashed = 1); nothing when the program attaches none. */
+void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, int *has_crashed);
+
+/* cc_summary.c — async-signal-safe: the one line on stderr at every crash (cc_summary.c). */
+void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const char *thread_name,
+                          const char *record_name, const cc_sec_request_t *request);
 
 /* cc_summary.c — async-signal-safe: the few lines on stderr about a crash whose record could
  * not be written whole (see cc_summary.c). `crash` as recorded; `frames` the crashed thread's. */

@@ -155,3 +155,84 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
     if (t.used == t.cap) t.out[t.cap - 1] = '\n';   /* cut short: still ends its last line */
     cc__write_all(2, buffer, t.used);
 }
+
+/*
+ * THE CRASH LINE. At every crash (unless CC_FLAG_NO_CRASH_LINE), one line on fd 2 before the
+ * record is written: a log pipeline (journald, `kubectl logs`) then learns of the crash, and of
+ * the request it killed, even when the pod and its record directory are gone. One JSON object
+ * after a fixed prefix, one write(2):
+ *
+ *   crashcapture: {"signal":"SIGSEGV","code":"SEGV_MAPERR","pid":4242,"tid":4250,"thread":"NIO-ELT-0-#1",
+ *                  "record":"crash-1764000000000-4242-4250.ccrec","request_id":"8f3a…","trace_id":"4bf9…",
+ *                  "span_id":"00f0…"}
+ *
+ * The request's fields are null when the crashed thread's request is not known. Only ids: no
+ * path, query or key/values, which a data policy may keep from leaving the machine. Texts the
+ * program gave (a request id from a header, a thread name) are escaped as JSON strings.
+ */
+
+/* async-signal-safe: `s` (at most `max` bytes) as a JSON string: quotes, backslash and control
+ * characters escaped; bytes of 0x80 and up are copied (UTF-8 passes; the field is cut at a
+ * character boundary by whoever filled it). */
+static void cc__text_json_string(cc__text_t *t, const char *s, size_t max) {
+    cc__text_puts(t, "\"");
+    for (size_t i = 0; i < max && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char escaped[2] = { '\\', (char)c };
+            cc__text_put(t, escaped, 2);
+        } else if (c < 0x20 || c == 0x7F) {
+            char escaped[6] = { '\\', 'u', '0', '0', 0, 0 };
+            cc__fmt_hex(escaped + 4, c, 2);
+            cc__text_put(t, escaped, 6);
+        } else {
+            cc__text_put(t, (const char *)&c, 1);
+        }
+    }
+    cc__text_puts(t, "\"");
+}
+
+/* async-signal-safe: `bytes` as lowercase hex in a JSON string, or null when all are zero. */
+static void cc__text_json_id(cc__text_t *t, const uint8_t *bytes, size_t count) {
+    int any = 0;
+    for (size_t i = 0; i < count; i++) any |= bytes[i];
+    if (!any) { cc__text_puts(t, "null"); return; }
+    cc__text_puts(t, "\"");
+    for (size_t i = 0; i < count; i++) {
+        char digits[2];
+        cc__text_put(t, digits, cc__fmt_hex(digits, bytes[i], 2));
+    }
+    cc__text_puts(t, "\"");
+}
+
+void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const char *thread_name,
+                          const char *record_name, const cc_sec_request_t *request) {
+    if (cc__g.flags & CC_FLAG_NO_CRASH_LINE) return;
+    /* Room for every field escaped at its longest: nothing is ever cut. */
+    static char line[2048];
+    cc__text_t t = { line, 0, sizeof line - 2 };
+    cc__text_puts(&t, "crashcapture: {\"signal\":");
+    cc__text_json_string(&t, crash->signal_name, sizeof crash->signal_name);
+    cc__text_puts(&t, ",\"code\":");
+    cc__text_json_string(&t, crash->code_name, sizeof crash->code_name);
+    cc__text_puts(&t, ",\"pid\":");
+    cc__text_u64(&t, (uint64_t)pid);
+    cc__text_puts(&t, ",\"tid\":");
+    cc__text_u64(&t, (uint64_t)tid);
+    cc__text_puts(&t, ",\"thread\":");
+    cc__text_json_string(&t, thread_name, 16);
+    cc__text_puts(&t, ",\"record\":");
+    cc__text_json_string(&t, record_name, CC__PATH_MAX);
+    cc__text_puts(&t, ",\"request_id\":");
+    if (request && request->request_id[0]) cc__text_json_string(&t, request->request_id, sizeof request->request_id);
+    else cc__text_puts(&t, "null");
+    cc__text_puts(&t, ",\"trace_id\":");
+    if (request && (request->flags & CC_REQUEST_HAS_TRACE)) cc__text_json_id(&t, request->trace_id, sizeof request->trace_id);
+    else cc__text_puts(&t, "null");
+    cc__text_puts(&t, ",\"span_id\":");
+    if (request && (request->flags & CC_REQUEST_HAS_TRACE)) cc__text_json_id(&t, request->span_id, sizeof request->span_id);
+    else cc__text_puts(&t, "null");
+    line[t.used++] = '}';
+    line[t.used++] = '\n';
+    cc__write_all(2, line, t.used);
+}

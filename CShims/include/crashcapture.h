@@ -30,6 +30,8 @@ enum cc_install_result {
 #define CC_FLAG_TEST_SLOW_HELPER        0x20u /* test hook: the thread helper stalls after stopping its threads */
 #define CC_FLAG_TEST_FAULT_IN_UNWINDER  0x40u /* test hook: fault inside the unwinder after the crashed thread's fourth frame */
 #define CC_FLAG_TEST_NO_LIBUNWIND       0x80u /* test hook: behave as if libunwind.so.8 could not be loaded (frame records only) */
+#define CC_FLAG_NO_CRASH_LINE           0x100u /* no "crashcapture: {...}" line on stderr at a crash */
+#define CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT 0x200u /* test hook: the runtime's task layout is treated as unknown */
 
 typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */
@@ -93,6 +95,23 @@ int cc_prepare_current_thread(void);
 
 /* Where records are written: the directory given at install ("" before). */
 const char *cc_record_directory(void);
+
+/* Request contexts (cc_context.c; CrashContext in Swift). Lock-free, any thread, never block.
+ * cc_context_attach copies `context` into the table of requests in flight (its key: the task it
+ * is attached in, or with CC_REQUEST_THREAD the calling thread, filled in here; its start times
+ * are set here) and returns a handle for the calls below, or 0 when the table is full. */
+uint64_t cc_context_attach(const cc_sec_request_t *context);
+/* The request ended: its slot is free again. A stale or zero handle changes nothing. */
+void cc_context_detach(uint64_t handle);
+/* Replaces the route of a context still attached (a router knows it only after matching). */
+int cc_context_set_route(uint64_t handle, const char *route, size_t length);
+/* Where the runtime keeps the current task and its task-local bindings (see cc_context.c): called
+ * from inside a task, while the TaskLocal object `key` is bound to `value` in it. Probe offers
+ * one more task to the search and returns the layout state (0 none, 1 probing, 2 known, 3
+ * failed); check, once known, verifies both places with this task (a mismatch: failed). */
+int cc_context_probe(uint64_t task, uint64_t key, uint64_t value);
+int cc_context_check(uint64_t task, uint64_t key, uint64_t value);
+int cc_context_layout(void);
 
 /* Signal number → "SIGSEGV"; NULL when unknown. Async-signal-safe. */
 const char *cc_signal_name(int signo);

@@ -241,6 +241,7 @@ void cch_signal_from_other_process(int signo) {
 
 static _Atomic int g_main_settled;
 void cch_mark_main_settled(void) { atomic_store(&g_main_settled, 1); }
+int cch_gettid(void) { return (int)gettid(); }
 void cch_wait_main_settled(void) {
     while (!atomic_load(&g_main_settled)) usleep(100);
 }

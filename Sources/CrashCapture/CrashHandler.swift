@@ -89,6 +89,8 @@ public enum CrashHandler {
                         if configuration._testSlowThreadHelper { flags |= UInt32(CC_FLAG_TEST_SLOW_HELPER) }
                         if configuration._testFaultInsideUnwinder { flags |= UInt32(CC_FLAG_TEST_FAULT_IN_UNWINDER) }
                         if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
+                        if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
+                        if !configuration.crashLine { flags |= UInt32(CC_FLAG_NO_CRASH_LINE) }
                         config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
@@ -248,6 +250,13 @@ public struct Configuration: Sendable {
     package var _testFaultInsideUnwinder: Bool
     /// Test hook: behave as if libunwind.so.8 were not installed (frames from frame records only).
     package var _testWithoutLibunwind: Bool
+    /// Test hook: treat the Swift runtime's task layout as unknown (no crashed request is named).
+    package var _testUnknownTaskLayout: Bool
+    /// One line on stderr at every crash, before the record is written (default on):
+    /// `crashcapture: {"signal":…,"record":…,"request_id":…,"trace_id":…}`, so that a log
+    /// pipeline learns of the crash and its request even when the record is lost with the
+    /// machine. It holds ids only: no path, query or key/values.
+    public var crashLine: Bool
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -271,6 +280,8 @@ public struct Configuration: Sendable {
         self._testSlowThreadHelper = false
         self._testFaultInsideUnwinder = false
         self._testWithoutLibunwind = false
+        self._testUnknownTaskLayout = false
+        self.crashLine = true
     }
 
     /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with

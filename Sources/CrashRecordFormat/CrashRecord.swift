@@ -62,6 +62,9 @@ public struct CrashRecord: Sendable, Equatable {
     public var images: [CrashImage]
     /// Breadcrumbs the application left before the crash, oldest first.
     public var breadcrumbs: [Breadcrumb]
+    /// The requests in flight and the one the crashed thread was serving (`CrashContext`);
+    /// `nil` when the program attaches none.
+    public var requests: RequestsInFlight?
     /// The raw JSON text of the compensating `$AppEnd` event (`CC_SEC_APP_END`), unvalidated.
     package var appEndJSON: String?
     /// Section types this reader skipped because it does not know them, in file order.
@@ -93,6 +96,7 @@ public struct CrashRecord: Sendable, Equatable {
         threads: [CrashThread] = [],
         images: [CrashImage] = [],
         breadcrumbs: [Breadcrumb] = [],
+        requests: RequestsInFlight? = nil,
         appEndJSON: String? = nil,
         unknownSectionTypes: [UInt32] = [],
         sectionCount: Int = 0,
@@ -116,6 +120,7 @@ public struct CrashRecord: Sendable, Equatable {
         self.threads = threads
         self.images = images
         self.breadcrumbs = breadcrumbs
+        self.requests = requests
         self.appEndJSON = appEndJSON
         self.unknownSectionTypes = unknownSectionTypes
         self.sectionCount = sectionCount

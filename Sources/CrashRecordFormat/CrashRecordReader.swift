@@ -451,6 +451,8 @@ private struct RecordParser {
         case CC_SEC_THREAD.rawValue: try decodeThread(payload)
         case CC_SEC_ASYNC_CHAIN.rawValue: try decodeAsyncChain(payload)
         case CC_SEC_ASYNC_TASK.rawValue: try decodeAsyncTask(payload)
+        case CC_SEC_REQUESTS.rawValue: try decodeRequests(payload)
+        case CC_SEC_REQUEST.rawValue: try decodeRequest(payload)
         case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
         case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
         case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
@@ -648,6 +650,58 @@ private struct RecordParser {
             firstContext: p.u64(Layout.offset(\S.first_context)), parent: parent == 0 ? nil : parent,
             parentID: p.u32(Layout.offset(\S.parent_id)), parentResume: p.u64(Layout.offset(\S.parent_resume)),
             parentContext: p.u64(Layout.offset(\S.parent_context))))
+    }
+
+    private mutating func decodeRequests(_ p: ByteView) throws {
+        typealias S = cc_sec_requests_t
+        try require(p, holds: S.self, "requests")
+        record.requests = RequestsInFlight(
+            status: .init(raw: p.u32(Layout.offset(\S.status)), currentTask: p.u64(Layout.offset(\S.current_task))),
+            inFlight: Int(p.u32(Layout.offset(\S.in_flight))), dropped: Int(p.u32(Layout.offset(\S.dropped))))
+    }
+
+    private mutating func decodeRequest(_ p: ByteView) throws {
+        typealias S = cc_sec_request_t
+        try require(p, holds: S.self, "request")
+        guard record.requests != nil else { throw SectionDamage(reason: "a request section before the requests section") }
+        let flags = p.u32(Layout.offset(\S.flags))
+        func hex(_ offset: Int, _ length: Int) -> String? {
+            let bytes = p.slice(offset, length)
+            guard bytes.contains(where: { $0 != 0 }) else { return nil }
+            return bytes.map { byte in String(byte >> 4, radix: 16) + String(byte & 15, radix: 16) }.joined()
+        }
+        let traced = flags & CC_REQUEST_HAS_TRACE != 0
+        // "key=value" entries, each NUL-terminated; an empty one ends them.
+        let attributeBytes = p.slice(Layout.offset(\S.attributes), Layout.size(\S.attributes))
+        let attributes: [(key: String, value: String)] = attributeBytes.split(separator: 0, omittingEmptySubsequences: false)
+            .prefix { !$0.isEmpty }
+            .map { entry in
+                let text = String(decoding: entry, as: UTF8.self)
+                guard let equals = text.firstIndex(of: "=") else { return (key: text, value: "") }
+                return (key: String(text[..<equals]), value: String(text[text.index(after: equals)...]))
+            }
+        let request = CrashRequest(
+            requestID: p.fixedString(Layout.offset(\S.request_id), Layout.size(\S.request_id)),
+            method: p.fixedString(Layout.offset(\S.method), Layout.size(\S.method)),
+            route: p.fixedString(Layout.offset(\S.route), Layout.size(\S.route)),
+            path: p.fixedString(Layout.offset(\S.path), Layout.size(\S.path)),
+            query: p.fixedString(Layout.offset(\S.query), Layout.size(\S.query)),
+            traceID: traced ? hex(Layout.offset(\S.trace_id), Layout.size(\S.trace_id)) : nil,
+            spanID: traced ? hex(Layout.offset(\S.span_id), Layout.size(\S.span_id)) : nil,
+            parentSpanID: traced && flags & CC_REQUEST_HAS_PARENT != 0 ? hex(Layout.offset(\S.parent_span_id), Layout.size(\S.parent_span_id)) : nil,
+            sampled: flags & CC_REQUEST_SAMPLED != 0,
+            attributes: attributes,
+            isThreadContext: flags & CC_REQUEST_THREAD != 0,
+            key: p.u64(Layout.offset(\S.key)),
+            startWallNanoseconds: p.i64(Layout.offset(\S.start_wall_ns)),
+            startMonotonicNanoseconds: p.i64(Layout.offset(\S.start_mono_ns)))
+        // Only the first request flagged crashed names the crash; one flagged later is damage
+        // of a kind the writer never makes, kept among the others.
+        if flags & CC_REQUEST_CRASHED != 0 && record.requests?.crashed == nil && record.requests?.others.isEmpty == true {
+            record.requests?.crashed = request
+        } else {
+            record.requests?.others.append(request)
+        }
     }
 
     private mutating func decodeImage(_ p: ByteView) throws {

@@ -229,7 +229,7 @@ package enum Scenarios {
 
     /// Every scenario, in the order `list` prints them.
     /// Every scenario: the synchronous ones, then the async ones (AsyncScenarios.swift).
-    package static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios
+    package static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios + requestScenarios
 
     static let basicScenarios: [Scenario] = [
         Scenario("null-dereference", "a write through a null pointer is recorded as SEGV_MAPERR at 0x0",

@@ -86,6 +86,8 @@ enum cc_section_type {
     CC_SEC_THREAD_REGISTERS = 11, /* cc_sec_thread_registers_t + the REGISTERS payload of that thread */
     CC_SEC_ASYNC_CHAIN = 12, /* cc_sec_async_chain_t + link_count * cc_async_link_t: Swift async contexts */
     CC_SEC_ASYNC_TASK  = 13, /* cc_sec_async_task_t: the Swift task a whole chain belongs to, and its parent task */
+    CC_SEC_REQUESTS    = 14, /* cc_sec_requests_t: how the crashed thread's request was told, and how many were in flight */
+    CC_SEC_REQUEST     = 15, /* cc_sec_request_t: one request (or other unit of work) in flight at the crash */
 };
 
 /* CC_SEC_CRASH flags */
@@ -255,6 +257,69 @@ typedef struct {
     uint32_t parent_id;
 } cc_sec_async_task_t;
 _Static_assert(sizeof(cc_sec_async_task_t) == 56, "cc_sec_async_task_t layout");
+
+/* CC_SEC_REQUESTS and CC_SEC_REQUEST: the requests in flight at the crash, and which one the
+ * crashed thread was serving. A program (a server framework's middleware, usually) attaches a
+ * small fixed-size context to the task that serves a request (CrashContext in Swift,
+ * cc_context_attach in C) and detaches it when the request ends; the contexts live in a
+ * lock-free table the handler copies (cc_context.c). Which one is the crashed thread's is read
+ * from the Swift runtime, not guessed: the thread's current task (the runtime's thread-local,
+ * at an offset from the thread pointer), then that task's task-local bindings (which a child
+ * task and an unstructured Task created inside the request inherit), where the context's
+ * handle is bound. Both places are found and checked at run time (cc_context.c); when they are
+ * not known (status UNKNOWN) no request is named crashed, and a CC_STR_NOTE says why. A
+ * context attached to a thread rather than a task (CC_REQUEST_THREAD) names the crashed
+ * thread's request when no task's does.
+ *
+ * CC_SEC_REQUESTS comes first; then the crashed request's CC_SEC_REQUEST (flag CRASHED), if
+ * any; then the others in flight, at most CC_REQUESTS_OTHERS_MAX, most recent first. */
+enum cc_requests_status {
+    CC_REQUESTS_TASK      = 1,   /* the crashed thread was running a Swift task (current_task) */
+    CC_REQUESTS_NO_TASK   = 2,   /* the crashed thread was running no Swift task */
+    CC_REQUESTS_UNKNOWN   = 3,   /* where the runtime keeps the current task or its task-locals is not known in this process */
+};
+#define CC_REQUESTS_OTHERS_MAX 32
+
+typedef struct {
+    uint32_t status;                /* enum cc_requests_status */
+    uint32_t in_flight;             /* contexts attached at the crash, the crashed one included */
+    uint32_t dropped;               /* attaches refused since start because the table was full */
+    uint32_t reserved;
+    uint64_t current_task;          /* the crashed thread's current task (status TASK), else 0 */
+} cc_sec_requests_t;
+_Static_assert(sizeof(cc_sec_requests_t) == 24, "cc_sec_requests_t layout");
+
+#define CC_REQUEST_CRASHED     0x1u  /* the request the crashed thread was serving */
+#define CC_REQUEST_THREAD      0x2u  /* attached to a thread (key is its tid), not to a task */
+#define CC_REQUEST_SAMPLED     0x4u  /* the W3C trace flags' sampled bit */
+#define CC_REQUEST_HAS_TRACE   0x8u  /* trace_id and span_id hold a trace */
+#define CC_REQUEST_HAS_PARENT  0x10u /* parent_span_id holds the span's parent */
+
+#define CC_REQUEST_ID_MAX      64    /* the text fields' sizes, with their terminating NUL */
+#define CC_REQUEST_METHOD_MAX  16
+#define CC_REQUEST_ROUTE_MAX   128
+#define CC_REQUEST_PATH_MAX    256
+#define CC_REQUEST_QUERY_MAX   256
+#define CC_REQUEST_ATTRIBUTES_MAX 256
+
+typedef struct {
+    uint64_t key;                   /* the task it was attached in, or the thread id (CC_REQUEST_THREAD) */
+    uint32_t flags;                 /* CC_REQUEST_* */
+    uint32_t reserved;
+    int64_t  start_wall_ns;         /* CLOCK_REALTIME when it was attached */
+    int64_t  start_mono_ns;         /* CLOCK_MONOTONIC when it was attached (its age at the crash) */
+    uint8_t  trace_id[16];          /* W3C trace-context ids, as bytes */
+    uint8_t  span_id[8];
+    uint8_t  parent_span_id[8];
+    /* UTF-8 texts, NUL-terminated within their fields (cut at a character boundary). */
+    char     request_id[CC_REQUEST_ID_MAX];
+    char     method[CC_REQUEST_METHOD_MAX];
+    char     route[CC_REQUEST_ROUTE_MAX];       /* the route's template, e.g. "/orders/{id}" */
+    char     path[CC_REQUEST_PATH_MAX];         /* the path as requested, without the query */
+    char     query[CC_REQUEST_QUERY_MAX];       /* empty unless the program asked for it */
+    char     attributes[CC_REQUEST_ATTRIBUTES_MAX]; /* "key=value" entries, each NUL-terminated; an empty one ends them */
+} cc_sec_request_t;
+_Static_assert(sizeof(cc_sec_request_t) == 1040, "cc_sec_request_t layout");
 
 typedef struct {
     uint64_t base;                  /* address the image's first byte (ELF header) is mapped at */

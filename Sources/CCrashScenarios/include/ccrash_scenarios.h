@@ -42,6 +42,8 @@ void cch_signal_from_other_process(int signo);
  * pthread_create, which blocks every signal for a moment); a thread about to crash waits for it,
  * so the main thread can answer the crash handler's stack request. */
 void cch_mark_main_settled(void);
+/* The calling thread's id (gettid). */
+int cch_gettid(void);
 void cch_wait_main_settled(void);
 /* exit(status) from a secondary thread while the main thread sleeps. */
 void cch_exit_from_thread(int status);

@@ -1,0 +1,262 @@
+// CrashContext.swift — the request a task is serving, as the next crash record names it.
+//
+// The C core keeps a lock-free table of the requests in flight and, at a crash, reads which one
+// the crashed thread was serving from the Swift runtime itself (CShims/cc_context.c says how and
+// what it checks). This file fills a table entry from Swift values and binds its handle to a
+// TaskLocal for the request's duration, so that a child task or an unstructured `Task` created
+// inside the request is found to serve it too.
+import CShims
+import Synchronization
+
+/// The request (or other unit of work) a task is serving, as a crash record names it: the
+/// record, `crash-inspect`, the Sentry event and the `crashcapture:` line on stderr then say
+/// which request and trace the crash killed, and list the others that were in flight.
+///
+/// A server framework's middleware attaches one per request (the CrashCaptureHummingbird and
+/// CrashCaptureVapor integrations do); any other code can:
+///
+/// ```swift
+/// var context = CrashContext(requestID: id, method: "GET", path: "/orders/42")
+/// context.continueTrace(traceparent: headers["traceparent"] ?? "")
+/// try await CrashContext.withValue(context) { try await handle(request) }
+/// ```
+///
+/// Each text is cut (at a character boundary) to its field in the record: `requestID` 63
+/// bytes, `method` 15, `route` 127, `path` 255, `query` 255, `attributes` 255 in all. Setting
+/// and clearing one costs well under a microsecond and allocates nothing that lives on; at most
+/// 256 can be attached at once (more are served as usual, only not named in a record).
+public struct CrashContext: Sendable, Equatable {
+    /// The request's id: the framework's own, or a header's (`X-Request-Id`).
+    public var requestID: String
+    /// The HTTP method, `"GET"`; or another verb for other work (`"grpc"`, `"job"`).
+    public var method: String
+    /// The route's template, `"/orders/{id}"`: what groups requests of one kind. Empty if unknown.
+    public var route: String
+    /// The path as requested, without the query string.
+    public var path: String
+    /// The query string (without `?`). Leave it empty unless you need it: it often carries
+    /// tokens. Even when set it leaves the machine only where `CrashDataPolicy` allows.
+    public var query: String
+    /// The W3C trace id: 32 lowercase hex digits, or empty.
+    public var traceID: String
+    /// This request's span id: 16 lowercase hex digits, or empty.
+    public var spanID: String
+    /// The span that called it (the `traceparent` header's parent id): 16 hex digits, or empty.
+    public var parentSpanID: String
+    /// The trace flags' sampled bit.
+    public var sampled: Bool
+    /// A few key/values of your own (a tenant, a job id), written sorted by key as `key=value`
+    /// entries within 255 bytes: what does not fit is left out.
+    public var attributes: [String: String]
+
+    public init(requestID: String = "", method: String = "", route: String = "", path: String = "", query: String = "",
+                traceID: String = "", spanID: String = "", parentSpanID: String = "", sampled: Bool = false,
+                attributes: [String: String] = [:]) {
+        self.requestID = requestID
+        self.method = method
+        self.route = route
+        self.path = path
+        self.query = query
+        self.traceID = traceID
+        self.spanID = spanID
+        self.parentSpanID = parentSpanID
+        self.sampled = sampled
+        self.attributes = attributes
+    }
+
+    /// Continues the trace a W3C `traceparent` header (`00-<trace id>-<parent id>-<flags>`)
+    /// names: its trace id, its parent id as ``parentSpanID``, its sampled flag, and a new random
+    /// ``spanID`` for this request. Returns `false`, changing nothing, when the header is not a
+    /// valid traceparent (an all-zero id included).
+    @discardableResult
+    public mutating func continueTrace(traceparent: String) -> Bool {
+        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
+        // W3C Trace Context: lowercase hex, ids not all zero, version ff invalid, version 00 has
+        // exactly four fields (a later version may add some).
+        guard parts.count >= 4, Hex.isHex(parts[0], digits: 2), parts[0] != "ff", parts[0] != "00" || parts.count == 4,
+              Hex.isHex(parts[1], digits: 32), !Hex.isZero(parts[1]), Hex.isHex(parts[2], digits: 16), !Hex.isZero(parts[2]),
+              Hex.isHex(parts[3], digits: 2), let flags = Hex.byte(parts[3])
+        else { return false }
+        traceID = String(parts[1])
+        parentSpanID = String(parts[2])
+        spanID = Hex.randomID(bytes: 8)
+        sampled = flags & 1 == 1
+        return true
+    }
+
+    /// Runs `operation` with this context attached to the current task: a crash in it, or in a
+    /// child task or an unstructured `Task` it creates, names this request; a crash anywhere
+    /// else lists it among the requests in flight. Detached when `operation` returns or throws.
+    /// Contexts nest: the innermost one names the crash.
+    public static func withValue<R>(
+        _ context: CrashContext, isolation: isolated (any Actor)? = #isolation, operation: () async throws -> R
+    ) async rethrows -> R {
+        let task = currentTaskAddress()
+        var body = context.recordBody(flags: 0, key: task)
+        let handle = cc_context_attach(&body)
+        guard handle != 0 else { return try await operation() }
+        defer { cc_context_detach(handle) }
+        return try await $handle.withValue(handle, operation: {
+            await confirmLayout(task: task, handle: handle)
+            return try await operation()
+        }, isolation: isolation)
+    }
+
+    /// Runs `operation` with this context attached to the calling thread rather than to a task:
+    /// for work that runs on a thread of its own (an event loop's synchronous callback, a worker
+    /// thread). It names the crash of this thread when no task's context does.
+    public static func withThreadValue<R>(_ context: CrashContext, operation: () throws -> R) rethrows -> R {
+        var body = context.recordBody(flags: UInt32(CC_REQUEST_THREAD), key: 0)
+        let handle = cc_context_attach(&body)
+        defer { cc_context_detach(handle) }
+        return try operation()
+    }
+
+    /// Sets the route template of the context the current task serves (a router knows it only
+    /// once it has matched the request). Returns `false` when no context is attached here.
+    @discardableResult
+    public static func setRoute(_ route: String) -> Bool {
+        let handle = CrashContext.handle
+        guard handle != 0 else { return false }
+        var route = route
+        return route.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { cc_context_set_route(handle, $0.baseAddress, $0.count) == 0 }
+        }
+    }
+
+    // MARK: The record's entry
+
+    /// The handle of the context the current task serves (0: none); its object is the key the C
+    /// core looks for among the crashed task's task-local bindings.
+    @TaskLocal static var handle: UInt64 = 0
+
+    /// The record's layout of this context (cc_sec_request_t).
+    func recordBody(flags: UInt32, key: UInt64) -> cc_sec_request_t {
+        var body = cc_sec_request_t()
+        body.key = key
+        body.flags = flags | (sampled ? UInt32(CC_REQUEST_SAMPLED) : 0)
+        if Hex.parse(traceID, into: &body.trace_id, bytes: 16), Hex.parse(spanID, into: &body.span_id, bytes: 8) {
+            body.flags |= UInt32(CC_REQUEST_HAS_TRACE)
+            if Hex.parse(parentSpanID, into: &body.parent_span_id, bytes: 8) { body.flags |= UInt32(CC_REQUEST_HAS_PARENT) }
+        } else {
+            body.trace_id = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            body.span_id = (0, 0, 0, 0, 0, 0, 0, 0)
+        }
+        Self.copy(requestID, into: &body.request_id)
+        Self.copy(method, into: &body.method)
+        Self.copy(route, into: &body.route)
+        Self.copy(path, into: &body.path)
+        Self.copy(query, into: &body.query)
+        if !attributes.isEmpty {
+            withUnsafeMutableBytes(of: &body.attributes) { field in
+                var used = 0
+                for key in attributes.keys.sorted() {
+                    let entry = Array("\(key)=\(attributes[key] ?? "")".utf8)
+                    // The entry, its NUL, and the empty entry that ends them must fit.
+                    guard used + entry.count + 2 <= field.count else { continue }
+                    field.baseAddress!.advanced(by: used).copyMemory(from: entry, byteCount: entry.count)
+                    used += entry.count + 1
+                }
+            }
+        }
+        return body
+    }
+
+    /// `text` into a NUL-terminated fixed field of the record, cut at a character boundary.
+    private static func copy<Field>(_ text: String, into field: inout Field) {
+        guard !text.isEmpty else { return }
+        var text = text
+        text.withUTF8 { utf8 in
+            withUnsafeMutableBytes(of: &field) { raw in
+                var length = min(utf8.count, raw.count - 1)
+                while length > 0, length < utf8.count, utf8[length] & 0xC0 == 0x80 { length -= 1 }
+                raw.baseAddress!.copyMemory(from: utf8.baseAddress!, byteCount: length)
+            }
+        }
+    }
+
+    // MARK: Where the runtime keeps the current task and its task-local bindings
+
+    /// The current task's address, 0 outside a task.
+    static func currentTaskAddress() -> UInt64 {
+        withUnsafeCurrentTask { task in task.map { UInt64(UInt(bitPattern: unsafeBitCast($0, to: Int.self))) } ?? 0 }
+    }
+
+    /// The object the handles are bound to (the runtime's task-local key).
+    static var taskLocalKey: UInt64 { UInt64(UInt(bitPattern: ObjectIdentifier($handle))) }
+
+    /// Whether this process has begun looking for the runtime's layout (once).
+    private static let probing = Atomic<Bool>(false)
+
+    /// Inside the binding of `handle` in `task`: checks the layout found, or, the first time,
+    /// looks for it from this task and two child tasks (cc_context_probe needs three) before the
+    /// request runs, so that even the first request of a process can be named. A request that
+    /// arrives while another probes offers its own task and waits for the answer (a few
+    /// scheduler turns, once per process).
+    private static func confirmLayout(task: UInt64, handle: UInt64) async {
+        let key = taskLocalKey
+        if cc_context_check(task, key, handle) >= 2 { return }   // known (and checked now), or failed for good
+        _ = cc_context_probe(task, key, handle)
+        if probing.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 1...2 {
+                    group.addTask {
+                        let value = 0xCC5A_0000_0000_0000 | UInt64(index)
+                        $handle.withValue(value) { _ = cc_context_probe(currentTaskAddress(), key, value) }
+                    }
+                }
+            }
+        }
+        for _ in 0..<100 where cc_context_layout() < 2 { await Task.yield() }
+    }
+}
+
+/// Hex ids: W3C trace-context's lowercase hex, parsed into and made for the record's bytes.
+enum Hex {
+    /// Exactly `digits` lowercase hex digits.
+    static func isHex(_ text: Substring, digits: Int) -> Bool {
+        text.utf8.count == digits && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    static func isZero(_ text: Substring) -> Bool { text.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
+
+    static func byte(_ text: Substring) -> UInt8? {
+        let digits = Array(text.utf8)
+        guard digits.count == 2, let high = nibble(digits[0]), let low = nibble(digits[1]) else { return nil }
+        return high << 4 | low
+    }
+
+    static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// `text` (exactly `bytes` * 2 hex digits, not all zero) into `field`; false, leaving it, otherwise.
+    static func parse<Field>(_ text: String, into field: inout Field, bytes: Int) -> Bool {
+        let digits = Array(text.utf8)
+        guard digits.count == bytes * 2, MemoryLayout<Field>.size == bytes else { return false }
+        var parsed = [UInt8](repeating: 0, count: bytes)
+        for i in 0..<bytes {
+            guard let high = nibble(digits[2 * i]), let low = nibble(digits[2 * i + 1]) else { return false }
+            parsed[i] = high << 4 | low
+        }
+        guard parsed.contains(where: { $0 != 0 }) else { return false }
+        withUnsafeMutableBytes(of: &field) { $0.copyBytes(from: parsed) }
+        return true
+    }
+
+    /// A random non-zero id of `bytes` bytes as lowercase hex.
+    static func randomID(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        var id = [UInt8](repeating: 0, count: bytes)
+        repeat {
+            for i in 0..<bytes { id[i] = UInt8.random(in: 0...255, using: &generator) }
+        } while !id.contains { $0 != 0 }
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: id.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+}
