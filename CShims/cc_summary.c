@@ -22,7 +22,7 @@
  * record's readers name an address without a symbol (CrashRecord.offsetLabel(for:): the image's
  * file name and the offset from its base; cc__images_label), so a line here matches the same
  * frame of a complete record of the same crash; an address outside every image is "0x…". A whole
- * record adds nothing to stderr: the program's output stays what it was without CrashCapture.
+ * record adds nothing to stderr but the crash line below.
  *
  * Only pre-formatted pieces: constant strings, the names cc_names.c knows, numbers formatted into
  * a fixed buffer, paths prepared at install. fd 2 is written as it is at the crash; a program that

@@ -209,8 +209,31 @@ package enum ScenarioRunner {
             failures += compare(outcome, with: reference, scenario: scenario)
         }
         if let check = scenario.check { failures += check(outcome) }
+        failures += checkCrashLine(outcome, scenario: scenario)
         let (recordFailures, frames) = verifyRecords(outcome, scenario: scenario, symbolicator: symbolicator, debugHarness: debugHarness)
         return RunReport(outcome: outcome, failures: failures + recordFailures, frames: frames)
+    }
+
+    /// The one line the handler writes on stderr at a crash (CShims/cc_summary.c): valid JSON, and
+    /// for every record of the scenario's process one that names its file and its signal.
+    static func checkCrashLine(_ outcome: RunOutcome, scenario: Scenario) -> [String] {
+        let lines: [CrashLine]
+        do { lines = try CrashLine.all(in: outcome.stderr) } catch { return ["a crash line on stderr is not valid JSON: \(error)"] }
+        var failures: [String] = []
+        for path in outcome.ownRecordFiles {
+            var name = (path as NSString).lastPathComponent
+            if name.hasSuffix(".partial") { name.removeLast(".partial".count) }
+            guard let line = lines.first(where: { $0.record == name }) else {
+                failures.append("no crash line on stderr names \(name): \(lines.map(\.record))")
+                continue
+            }
+            if let record = try? CrashRecordReader.read(path: path), let signal = record.signal {
+                if line.signal != signal.name || line.code != signal.codeName || line.tid != record.process?.tid ?? line.tid {
+                    failures.append("the crash line says \(line.signal) \(line.code) on thread \(line.tid), the record \(signal.name) \(signal.codeName) on \(record.process?.tid ?? 0)")
+                }
+            }
+        }
+        return failures
     }
 
     /// The run against the truth: same ending, same output.

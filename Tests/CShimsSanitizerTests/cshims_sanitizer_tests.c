@@ -217,6 +217,49 @@ static void child_breadcrumbs(void) {
     sanitized_level1(sanitized_crash_null);
 }
 
+/* Request contexts: four threads attach and detach contexts 20,000 times each at once (under the
+ * sanitizers: the table's atomics and copies), leaving the table empty; then
+ * 300 contexts are attached (the table holds 256: 44 are dropped), this thread attaches one of
+ * its own, and crashes. Without the Swift runtime the layout stays unknown: the thread's own
+ * context names the crash. */
+#define CONTEXT_CHURN 20000
+static void *context_churn(void *arg) {
+    cc_sec_request_t context = { .key = (uint64_t)(uintptr_t)arg };
+    for (int i = 0; i < CONTEXT_CHURN; i++) {
+        snprintf(context.request_id, sizeof context.request_id, "churn-%lu-%d", (unsigned long)(uintptr_t)arg, i);
+        uint64_t handle = cc_context_attach(&context);
+        if (i % 3 == 0) cc_context_set_route(handle, "/churn/{n}", 9);
+        cc_context_detach(handle);
+        cc_context_detach(handle);   /* a stale handle changes nothing */
+    }
+    return 0;
+}
+
+static void child_request_contexts(void) {
+    install(0, 0);
+    pthread_t threads[4];
+    for (uintptr_t i = 0; i < 4; i++) pthread_create(&threads[i], 0, context_churn, (void *)(i + 1));
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], 0);
+    uint64_t first = 0;
+    for (int i = 0; i < 300; i++) {
+        cc_sec_request_t context = { .key = 0x1000 + (uint64_t)i * 16, .flags = CC_REQUEST_HAS_TRACE };
+        snprintf(context.request_id, sizeof context.request_id, "req-%d", i);
+        snprintf(context.method, sizeof context.method, "GET");
+        for (int b = 0; b < 16; b++) context.trace_id[b] = (uint8_t)(i + b);
+        for (int b = 0; b < 8; b++) context.span_id[b] = (uint8_t)(0x80 + b);
+        uint64_t handle = cc_context_attach(&context);
+        if (i == 0) first = handle;
+    }
+    cc_sec_request_t mine = { .flags = CC_REQUEST_THREAD | CC_REQUEST_HAS_TRACE };
+    snprintf(mine.request_id, sizeof mine.request_id, "thread \"ctx\"\n");   /* escaped in the stderr line */
+    for (int b = 0; b < 16; b++) mine.trace_id[b] = 0xAB;
+    for (int b = 0; b < 8; b++) mine.span_id[b] = 0xCD;
+    cc_context_attach(&mine);   /* the table is full: dropped too... */
+    cc_context_detach(first);
+    cc_context_attach(&mine);   /* ... and attached once a slot is free */
+    sanitized_level1(sanitized_crash_null);
+}
+
 /* Three threads: this one waits in pthread_join, one blocks every signal (the thread helper
  * stops it with ptrace), one crashes. */
 static atomic_int g_blocker_ready;
@@ -939,6 +982,39 @@ static int check_breadcrumbs(const record_t *r, const outcome_t *o) {
     return 1;
 }
 
+static int check_request_contexts(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    const section_t *s = find(r, CC_SEC_REQUESTS, 0);
+    CHECK(s && s->length == sizeof(cc_sec_requests_t), "no requests section");
+    cc_sec_requests_t head;
+    memcpy(&head, s->payload, sizeof head);
+    CHECK(head.status == CC_REQUESTS_UNKNOWN, "status %u, expected unknown (no Swift runtime)", head.status);
+    CHECK(head.in_flight == 256 && head.dropped == 45, "%u in flight, %u dropped; expected 256 and 45", head.in_flight, head.dropped);
+    CHECK(count_of(r, CC_SEC_REQUEST) == 1 + CC_REQUESTS_OTHERS_MAX, "%u request sections", count_of(r, CC_SEC_REQUEST));
+    cc_sec_request_t crashed;
+    memcpy(&crashed, find(r, CC_SEC_REQUEST, 0)->payload, sizeof crashed);
+    CHECK((crashed.flags & (CC_REQUEST_CRASHED | CC_REQUEST_THREAD)) == (CC_REQUEST_CRASHED | CC_REQUEST_THREAD) &&
+          strcmp(crashed.request_id, "thread \"ctx\"\n") == 0 && crashed.key == (uint64_t)o->pid,
+          "the crashed request is %.64s (flags %x, key %lu)", crashed.request_id, crashed.flags, (unsigned long)crashed.key);
+    int64_t newest = INT64_MAX;
+    for (uint32_t k = 1; k <= CC_REQUESTS_OTHERS_MAX; k++) {
+        cc_sec_request_t other;
+        memcpy(&other, find(r, CC_SEC_REQUEST, k)->payload, sizeof other);
+        int index = -1;
+        sscanf(other.request_id, "req-%d", &index);
+        CHECK(index >= 1 && index < 256 && !(other.flags & CC_REQUEST_CRASHED), "other %u: %.64s", k, other.request_id);
+        CHECK(other.trace_id[0] == (uint8_t)index && other.trace_id[15] == (uint8_t)(index + 15), "other %u: trace of another request", k);
+        CHECK(other.start_mono_ns <= newest, "other %u: not most recent first", k);
+        newest = other.start_mono_ns;
+    }
+    char note[256];
+    CHECK(string_of(r, CC_STR_NOTE, note, sizeof note) && strstr(note, "could not be told"), "no note on the unknown layout");
+    CHECK(strstr(o->stderr_text, "crashcapture: {\"signal\":\"SIGSEGV\",\"code\":\"SEGV_MAPERR\"") != 0 &&
+          strstr(o->stderr_text, "\"request_id\":\"thread \\\"ctx\\\"\\u000a\",\"trace_id\":\"abababababababababababababababab\",\"span_id\":\"cdcdcdcdcdcdcdcd\"}\n") != 0,
+          "stderr crash line: %.600s", o->stderr_text);
+    return 1;
+}
+
 static int check_threads(const record_t *r, const outcome_t *o) {
     if (!check_crash(r, o, SIGSEGV, "SEGV_ACCERR", "sanitized_crash_read_only")) return 0;
     CHECK(count_of(r, CC_SEC_THREAD) == 3, "%u threads, expected 3", count_of(r, CC_SEC_THREAD));
@@ -1046,6 +1122,7 @@ static const scenario_t g_scenarios[] = {
     { "watchdog", child_hang_in_handler, SIGABRT, PARTIAL, check_hang_in_handler },
     { "api", child_api, 0, NO_RECORD, 0 },
     { "crash-time-uploader", child_uploader, SIGSEGV, COMPLETE, check_uploader },
+    { "request-contexts", child_request_contexts, SIGSEGV, COMPLETE, check_request_contexts },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",

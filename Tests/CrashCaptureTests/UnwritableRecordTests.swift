@@ -82,7 +82,12 @@ final class UnwritableRecordTests: XCTestCase {
         XCTAssertEqual(crash.ending, reference.ending, "the CRASHCAPTURE_DISABLE=1 run", file: file, line: line)
         XCTAssertEqual(crash.leftRunning, [], file: file, line: line)
         XCTAssertEqual(crash.stdout, reference.stdout, file: file, line: line)
-        XCTAssertEqual(StderrSummary.removed(from: crash.stderr), reference.stderr, "stderr besides the summary", file: file, line: line)
+        XCTAssertEqual(CrashLine.removed(from: StderrSummary.removed(from: crash.stderr)), reference.stderr, "stderr besides the summary and the crash line",
+                       file: file, line: line)
+        // The crash line came first, before anything could fail, and names the record it tried.
+        let crashLine = try XCTUnwrap(try CrashLine.all(in: crash.stderr).first, crash.stderr, file: file, line: line)
+        XCTAssertEqual(crashLine.signal, "SIGSEGV", file: file, line: line)
+        XCTAssertEqual(crashLine.pid, crash.pid, file: file, line: line)
         let summary = try XCTUnwrap(crash.summary, "no summary on stderr: \(crash.stderr)", file: file, line: line)
         XCTAssertEqual(summary.crash, "pid \(crash.pid) tid \(crash.pid) crashed: SIGSEGV (SEGV_MAPERR) at 0x0", file: file, line: line)
         XCTAssertEqual(summary.reason, "record not written whole: " + reason, file: file, line: line)
@@ -104,11 +109,13 @@ final class UnwritableRecordTests: XCTestCase {
 
     // MARK: A whole record
 
-    func testAWholeRecordAddsNothingToStderr() throws {
+    func testAWholeRecordAddsOnlyTheCrashLineToStderr() throws {
         let baseline = try Self.baseline()
         XCTAssertNil(StderrSummary(stderr: baseline.stderr), baseline.stderr)
         XCTAssertFalse(baseline.stderr.contains(StderrSummary.prefix))
-        XCTAssertEqual(baseline.stderr, baseline.reference.stderr)
+        XCTAssertEqual(CrashLine.removed(from: baseline.stderr), baseline.reference.stderr)
+        let lines = try CrashLine.all(in: baseline.stderr)
+        XCTAssertEqual(lines.count, 1, baseline.stderr)
         XCTAssertEqual(baseline.labels.count, Self.summaryFrames)
         XCTAssertTrue(baseline.labels.allSatisfy { $0.hasPrefix("crash-harness+0x") }, "\(baseline.labels)")
     }
