@@ -11,6 +11,8 @@
 // chain of async functions in a Task, each level suspending once (so its callers are only in the
 // async context chain, not on the machine stack) before it awaits the next, while the main
 // thread sleeps.
+// CRASH_TARGET_REQUESTS=N (with CRASH_TARGET_ASYNC_DEPTH) first puts N-1 requests in flight, each
+// a task with a CrashContext attached that sleeps, and runs the crashing chain as the N-th.
 import CrashCapture
 #if canImport(Glibc)
 import Glibc
@@ -75,8 +77,20 @@ if mode != "none" {
     }
 }
 if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: $0)) }), depth >= 1 {
+    let requests = getenv("CRASH_TARGET_REQUESTS").flatMap { Int(String(cString: $0)) } ?? 0
+    func context(_ index: Int) -> CrashContext {
+        var context = CrashContext(requestID: "req-\(index)", method: "GET", route: "/orders/{id}", path: "/orders/\(index)")
+        context.continueTrace(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        return context
+    }
+    for index in 1..<max(1, requests) {
+        Task.detached { await CrashContext.withValue(context(index)) { while true { try? await Task.sleep(nanoseconds: 1_000_000_000) } } }
+    }
+    if requests > 0 { usleep(100_000) }
     // Detached: a task that inherited the main actor would wait forever behind the sleeping main thread.
-    Task.detached { await chain(depth - 1) }
+    Task.detached {
+        if requests > 0 { await CrashContext.withValue(context(0)) { await chain(depth - 1) } } else { await chain(depth - 1) }
+    }
     while true { sleep(60) }
 }
 if mode == "deep" { nest(60) } else { crash() }

@@ -173,6 +173,8 @@ struct CrashShape {
     let label: String
     let asyncDepth: Int?
     let threads: Int
+    /// Requests in flight with a CrashContext attached (`CRASH_TARGET_REQUESTS`), the crashing one included.
+    var requests = 0
 }
 let asyncDepth = 50
 let shapes = [
@@ -181,6 +183,7 @@ let shapes = [
     CrashShape(label: "async depth \(asyncDepth)", asyncDepth: asyncDepth, threads: 1),
     CrashShape(label: "async depth 1, 100 threads", asyncDepth: 1, threads: 100),
     CrashShape(label: "async depth \(asyncDepth), 100 threads", asyncDepth: asyncDepth, threads: 100),
+    CrashShape(label: "async depth 1, 50 requests in flight", asyncDepth: 1, threads: 1, requests: 50),
 ]
 /// What (c)'s records say, per shape.
 struct AsyncFigures {
@@ -198,6 +201,7 @@ func once(_ configuration: Configuration, shape index: Int) throws -> Double {
     environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
     if shape.threads > 1 { environment["CRASH_TARGET_THREADS"] = String(shape.threads) }
     if let depth = shape.asyncDepth { environment["CRASH_TARGET_ASYNC_DEPTH"] = String(depth) }
+    if shape.requests > 0 { environment["CRASH_TARGET_REQUESTS"] = String(shape.requests) }
     let directory = scratch + "/" + UUID().uuidString
     let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
                                      environment: environment, stderr: "/dev/null", timeout: 60)
@@ -217,6 +221,10 @@ func once(_ configuration: Configuration, shape index: Int) throws -> Double {
         let longest = crashed.asyncChains.map { crashed.asyncLinks(from: $0.firstContext).count }.max() ?? 0
         if let depth = shape.asyncDepth, longest < depth {
             FileHandle.standardError.write(Data("crash-to-exit: \(shape.label): the crashed thread's longest async chain has \(longest) links, fewer than \(depth)\n".utf8))
+            exit(1)
+        }
+        if shape.requests > 0, record.requests?.crashed?.requestID != "req-0" || record.requests?.inFlight != shape.requests {
+            FileHandle.standardError.write(Data("crash-to-exit: \(shape.label): the record does not name req-0 among \(shape.requests) in flight\n".utf8))
             exit(1)
         }
         if let micros = record.writeMicroseconds { asyncFigures[index].handlerMicros.append(micros) }
