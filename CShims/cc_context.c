@@ -330,6 +330,11 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
     if (crashed_index < 0) {
         int64_t newest = 0;
         for (uint32_t i = 0; i < CC__CONTEXT_SLOTS; i++) {
+            const cc_sec_request_t *body = &cc__g.contexts[i].body;
+            if ((atomic_load_explicit(&cc__g.contexts[i].word, memory_order_acquire) & 3) != CC__SLOT_LIVE ||
+                !(body->flags & CC_REQUEST_THREAD) || body->key != (uint64_t)tid) {
+                continue;   /* a glance at two fields; only a candidate is copied (and checked) */
+            }
             if (!cc__slot_copy(i, &copy, &word) || !(copy.flags & CC_REQUEST_THREAD) || copy.key != (uint64_t)tid) continue;
             if (crashed_index < 0 || copy.start_mono_ns > newest) {
                 crashed_index = (int)i;
@@ -360,20 +365,27 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
         cc__section_end(w);
     }
     /* The others, most recent first: CC_REQUESTS_OTHERS_MAX passes over the table, each taking
-     * the newest one not yet written (the table is small; nothing to sort with). */
-    int64_t below = INT64_MAX;
+     * the newest one not yet written, ordered by (start, slot) so that two started in the same
+     * nanosecond are both written (the table is small; nothing to sort with). */
+    int64_t below_start = INT64_MAX;
+    int below_slot = CC__CONTEXT_SLOTS;
     for (uint32_t written = 0; written < CC_REQUESTS_OTHERS_MAX; written++) {
         int best = -1;
         int64_t best_start = INT64_MIN;
         for (uint32_t i = 0; i < CC__CONTEXT_SLOTS; i++) {
-            if ((int)i == crashed_index || !cc__slot_copy(i, &copy, &word)) continue;
-            if (copy.start_mono_ns < below && copy.start_mono_ns > best_start) {
+            /* Only the start time is read here; the one chosen is copied whole (and checked) below. */
+            if ((int)i == crashed_index || (atomic_load_explicit(&cc__g.contexts[i].word, memory_order_acquire) & 3) != CC__SLOT_LIVE) continue;
+            int64_t start = cc__g.contexts[i].body.start_mono_ns;
+            int older = start < below_start || (start == below_start && (int)i < below_slot);
+            if (older && (start > best_start || (start == best_start && (int)i > best))) {
                 best = (int)i;
-                best_start = copy.start_mono_ns;
+                best_start = start;
             }
         }
-        if (best < 0 || !cc__slot_copy((uint32_t)best, &copy, &word)) break;
-        below = best_start;
+        if (best < 0) break;
+        below_start = best_start;
+        below_slot = best;
+        if (!cc__slot_copy((uint32_t)best, &copy, &word)) continue;   /* changed meanwhile: left out */
         copy.flags &= ~CC_REQUEST_CRASHED;
         cc__section_begin(w, CC_SEC_REQUEST);
         cc__section_put(w, &copy, sizeof copy);
