@@ -70,16 +70,23 @@ public struct CrashContext: Sendable, Equatable {
     /// valid traceparent (an all-zero id included).
     @discardableResult
     public mutating func continueTrace(traceparent: String) -> Bool {
-        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
-        // W3C Trace Context: lowercase hex, ids not all zero, version ff invalid, version 00 has
-        // exactly four fields (a later version may add some).
-        guard parts.count >= 4, Hex.isHex(parts[0], digits: 2), parts[0] != "ff", parts[0] != "00" || parts.count == 4,
-              Hex.isHex(parts[1], digits: 32), !Hex.isZero(parts[1]), Hex.isHex(parts[2], digits: 16), !Hex.isZero(parts[2]),
-              Hex.isHex(parts[3], digits: 2), let flags = Hex.byte(parts[3])
-        else { return false }
-        traceID = String(parts[1])
-        parentSpanID = String(parts[2])
-        spanID = Hex.randomID(bytes: 8)
+        // W3C Trace Context: version-traceid-parentid-flags in lowercase hex, ids not all zero,
+        // version ff invalid, version 00 exactly 55 characters (a later version may add fields
+        // after a dash). Read in place: a middleware does this for every request.
+        var header = traceparent
+        let parsed: (trace: String, parent: String, flags: UInt8)? = header.withUTF8 { bytes in
+            guard bytes.count >= 55, bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"), bytes[52] == UInt8(ascii: "-"),
+                  let version = Hex.byte(bytes[0], bytes[1]), version != 0xFF,
+                  bytes.count == 55 || (version != 0 && bytes[55] == UInt8(ascii: "-")),
+                  Hex.isID(bytes[3..<35]), Hex.isID(bytes[36..<52]), let flags = Hex.byte(bytes[53], bytes[54])
+            else { return nil }
+            return (String(decoding: bytes[3..<35], as: UTF8.self), String(decoding: bytes[36..<52], as: UTF8.self), flags)
+        }
+        guard let parsed else { return false }
+        traceID = parsed.trace
+        parentSpanID = parsed.parent
+        let flags = parsed.flags
+        spanID = Hex.newSpanID()
         sampled = flags & 1 == 1
         return true
     }
@@ -97,7 +104,8 @@ public struct CrashContext: Sendable, Equatable {
         guard handle != 0 else { return try await operation() }
         defer { cc_context_detach(handle) }
         return try await $handle.withValue(handle, operation: {
-            await confirmLayout(task: task, handle: handle)
+            // Known (and checked now) or failed for good: on with the request at once.
+            if cc_context_check(task, taskLocalKey, handle) < 2 { await confirmLayout(task: task, handle: handle) }
             return try await operation()
         }, isolation: isolation)
     }
@@ -188,14 +196,13 @@ public struct CrashContext: Sendable, Equatable {
     /// Whether this process has begun looking for the runtime's layout (once).
     private static let probing = Atomic<Bool>(false)
 
-    /// Inside the binding of `handle` in `task`: checks the layout found, or, the first time,
-    /// looks for it from this task and two child tasks (cc_context_probe needs three) before the
+    /// Inside the binding of `handle` in `task`, while the layout is not known yet: looks for it
+    /// from this task and, the first time, two child tasks (cc_context_probe needs three) before the
     /// request runs, so that even the first request of a process can be named. A request that
     /// arrives while another probes offers its own task and waits for the answer (a few
     /// scheduler turns, once per process).
     private static func confirmLayout(task: UInt64, handle: UInt64) async {
         let key = taskLocalKey
-        if cc_context_check(task, key, handle) >= 2 { return }   // known (and checked now), or failed for good
         _ = cc_context_probe(task, key, handle)
         if probing.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             await withTaskGroup(of: Void.self) { group in
@@ -213,50 +220,72 @@ public struct CrashContext: Sendable, Equatable {
 
 /// Hex ids: W3C trace-context's lowercase hex, parsed into and made for the record's bytes.
 enum Hex {
-    /// Exactly `digits` lowercase hex digits.
-    static func isHex(_ text: Substring, digits: Int) -> Bool {
-        text.utf8.count == digits && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
-    }
-
-    static func isZero(_ text: Substring) -> Bool { text.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
-
-    static func byte(_ text: Substring) -> UInt8? {
-        let digits = Array(text.utf8)
-        guard digits.count == 2, let high = nibble(digits[0]), let low = nibble(digits[1]) else { return nil }
-        return high << 4 | low
-    }
-
+    /// A lowercase hex digit's value.
     static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
         default: return nil
         }
     }
 
-    /// `text` (exactly `bytes` * 2 hex digits, not all zero) into `field`; false, leaving it, otherwise.
+    /// Two lowercase hex digits' value.
+    static func byte(_ high: UInt8, _ low: UInt8) -> UInt8? {
+        guard let high = nibble(high), let low = nibble(low) else { return nil }
+        return high << 4 | low
+    }
+
+    /// Lowercase hex digits, not all zero (a W3C id).
+    static func isID(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        digits.allSatisfy { nibble($0) != nil } && digits.contains { $0 != UInt8(ascii: "0") }
+    }
+
+    /// `text` (exactly `bytes` * 2 lowercase hex digits, not all zero) into `field`; false,
+    /// leaving it, otherwise. No allocation: it runs for every request.
     static func parse<Field>(_ text: String, into field: inout Field, bytes: Int) -> Bool {
-        let digits = Array(text.utf8)
-        guard digits.count == bytes * 2, MemoryLayout<Field>.size == bytes else { return false }
-        var parsed = [UInt8](repeating: 0, count: bytes)
-        for i in 0..<bytes {
-            guard let high = nibble(digits[2 * i]), let low = nibble(digits[2 * i + 1]) else { return false }
-            parsed[i] = high << 4 | low
+        let utf8 = text.utf8
+        guard utf8.count == bytes * 2, MemoryLayout<Field>.size == bytes else { return false }
+        var nonZero = false
+        let parsed: Bool = withUnsafeMutableBytes(of: &field) { out in
+            var index = utf8.startIndex
+            for i in 0..<bytes {
+                let high = utf8[index]
+                index = utf8.index(after: index)
+                let low = utf8[index]
+                index = utf8.index(after: index)
+                guard let value = byte(high, low) else { return false }
+                out[i] = value
+                nonZero = nonZero || value != 0
+            }
+            return true
         }
-        guard parsed.contains(where: { $0 != 0 }) else { return false }
-        withUnsafeMutableBytes(of: &field) { $0.copyBytes(from: parsed) }
+        guard parsed, nonZero else {
+            withUnsafeMutableBytes(of: &field) { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            return false
+        }
         return true
     }
 
-    /// A random non-zero id of `bytes` bytes as lowercase hex.
-    static func randomID(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        var id = [UInt8](repeating: 0, count: bytes)
+    /// A new span id: 16 lowercase hex digits, never all zero. splitmix64 over a per-process
+    /// random seed and a counter: unique in the process, unpredictable across processes, and
+    /// without a system call per request (SystemRandomNumberGenerator makes one per call).
+    static func newSpanID() -> String {
+        var value: UInt64 = 0
         repeat {
-            for i in 0..<bytes { id[i] = UInt8.random(in: 0...255, using: &generator) }
-        } while !id.contains { $0 != 0 }
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: id.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+            var z = spanSeed &+ spanCounter.wrappingAdd(1, ordering: .relaxed).newValue &* 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            value = z ^ (z >> 31)
+        } while value == 0
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 16) { buffer in
+            digits.withUTF8Buffer { hex in
+                for i in 0..<16 { buffer[i] = hex[Int((value >> UInt64(60 - 4 * i)) & 15)] }
+            }
+            return 16
+        }
     }
+
+    private static let spanSeed = UInt64.random(in: .min ... .max)
+    private static let spanCounter = Atomic<UInt64>(0)
 }
