@@ -181,7 +181,7 @@ extension Scenarios {
             while true { sleep(60) }
         },
         requestScenario("request-thread-context", "a crash on a thread that runs no task names the context that thread attached for itself",
-                        frames: ["asyncForceUnwrapNil", "level1"],
+                        frames: ["asyncForceUnwrapNil"] + levelChain,
                         check: requestCheck(crashed: 9, status: "no task", others: 2, inFlight: 3) { record, _ in
                             record.requests?.crashed?.isThreadContext == true ? [] : ["the crashed request is not the thread's own context"]
                         }) { _ in
