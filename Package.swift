@@ -175,7 +175,7 @@ let package = Package(
         // The envelope against Sentry's own code (sentry_sdk, sentry_relay, symbolic in .venv-oracles).
         .testTarget(
             name: "CrashSentryTests",
-            dependencies: ["CrashSentry", "SensorsEvents", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+            dependencies: ["CrashSentry", "SensorsEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
         ),
         .testTarget(
             name: "SensorsTrackingTests",

@@ -103,6 +103,44 @@ package struct ShowJSON: Encodable, Sendable {
     package var images: [Image]
     /// The record's `$AppEnd` as it parses, its text when it does not, null without one.
     package var appEnd: Nullable<JSONValue>
+    /// The requests in flight and the one the crashed thread was serving; null when the
+    /// program attaches no `CrashContext`.
+    package var requests: Nullable<Requests>
+
+    package struct Requests: Encodable, Sendable {
+        /// How the crashed thread's request was told: `task`, `noTask`, `unknown`, `other N`.
+        package var status: String
+        /// The crashed thread's task (status `task`).
+        package var currentTask: Nullable<String>
+        /// In flight at the crash, the crashed one included.
+        package var inFlight: Int
+        /// Contexts that could not be attached since start (the table was full).
+        package var dropped: Int
+        /// The request the crashed thread was serving; null when none can be named.
+        package var crashed: Nullable<Request>
+        /// The others, most recent first.
+        package var others: [Request]
+    }
+
+    package struct Request: Encodable, Sendable {
+        package var requestID: String
+        package var method: String
+        package var route: String
+        package var path: String
+        package var query: String
+        /// `GET /orders/{id}`: the method and the route, else the path.
+        package var label: String
+        package var traceID: Nullable<String>
+        package var spanID: Nullable<String>
+        package var parentSpanID: Nullable<String>
+        package var sampled: Bool
+        package var attributes: [String: String]
+        /// Attached to a thread rather than a task.
+        package var threadContext: Bool
+        package var startTime: String
+        /// Seconds in flight at the crash.
+        package var ageSeconds: Nullable<Double>
+    }
 
     package struct App: Encodable, Sendable {
         package var name: Nullable<String>

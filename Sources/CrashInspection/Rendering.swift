@@ -25,6 +25,13 @@ package enum Rendering {
         // what it means.
         out.append("  \(inspection.summary.headline)")
         out.append("  \(Explanation.whatHappened(record))")
+        if let requests = record.requests {
+            if let crashed = requests.crashed {
+                out.append("  \(servingLine(crashed))")
+            } else if case .unknown = requests.status {
+                out.append("  the request it was serving could not be told (Notes say why)")
+            }
+        }
         if let message = record.fatalMessage {
             out.append("  Fatal error message:")
             message.split(separator: "\n", omittingEmptySubsequences: false).prefix(20).forEach { out.append("    \($0)") }
@@ -70,6 +77,7 @@ package enum Rendering {
             out.append("Breadcrumbs (oldest first)")
             record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
+        if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record)) }
         out.append("")
         out.append("Images")
         for image in record.images {
@@ -85,6 +93,47 @@ package enum Rendering {
             record.notes.forEach { out.append("  \($0)") }
         }
         return out.joined(separator: "\n")
+    }
+
+    /// `while serving GET /orders/{id} — request req-37, trace 4bf9…` (the whole trace id:
+    /// what a tracing backend is searched by).
+    package static func servingLine(_ request: CrashRequest) -> String {
+        var line = "while serving " + (request.label.isEmpty ? "a request" : request.label)
+        var ids: [String] = []
+        if !request.requestID.isEmpty { ids.append("request \(request.requestID)") }
+        if let trace = request.traceID { ids.append("trace \(trace)") }
+        if !ids.isEmpty { line += " — " + ids.joined(separator: ", ") }
+        return line
+    }
+
+    /// What `list` names a crash's request by: its id, else its label.
+    package static func requestName(_ request: CrashRequest) -> String {
+        request.requestID.isEmpty ? request.label : request.requestID
+    }
+
+    /// The "Requests in flight" part of `show`: how many, the others one per line (id, label,
+    /// trace id, age at the crash), and the status when the crashed one could not be told.
+    static func requestsText(_ requests: RequestsInFlight, record: CrashRecord) -> [String] {
+        var out = ["", "Requests in flight"]
+        var count = "  \(requests.inFlight) at the crash"
+        if requests.crashed != nil { count += ", the crashed one included" }
+        if !requests.others.isEmpty { count += "; \(requests.others.count) other\(requests.others.count == 1 ? "" : "s") recorded, most recent first" }
+        out.append(count)
+        if case .unknown = requests.status {
+            out.append("  status unknown: which one the crashed thread was serving could not be told (Notes say why)")
+        }
+        if requests.dropped > 0 {
+            out.append("  \(requests.dropped) could not be attached since start (the table was full) and are not listed")
+        }
+        let idWidth = min(40, requests.others.map { $0.requestID.count }.max() ?? 0)
+        let labelWidth = min(60, requests.others.map { $0.label.count }.max() ?? 0)
+        for request in requests.others {
+            let age = record.age(of: request).map { String(format: "%.3f s", $0) } ?? "? s"
+            let trace = request.traceID.map { "trace \($0)" } ?? "no trace".padding(toLength: 38, withPad: " ", startingAt: 0)
+            out.append("  \(request.requestID.padding(toLength: max(idWidth, request.requestID.count), withPad: " ", startingAt: 0))  "
+                       + "\(request.label.padding(toLength: max(labelWidth, request.label.count), withPad: " ", startingAt: 0))  \(trace)  \(age)")
+        }
+        return out
     }
 
     static func threadText(_ inspected: InspectedThread) -> [String] {
@@ -229,7 +278,24 @@ package enum Rendering {
                 ShowJSON.Image(path: $0.path, buildID: $0.buildIDHex, base: Explanation.hex($0.base), size: Int(clamping: $0.size),
                                mainExecutable: $0.isMainExecutable)
             },
-            appEnd: Nullable(appEnd))
+            appEnd: Nullable(appEnd),
+            requests: Nullable(record.requests.map { requests in
+                var task: String?
+                if case .task(let address) = requests.status { task = Explanation.hex(address) }
+                return ShowJSON.Requests(status: requests.status.name, currentTask: Nullable(task), inFlight: requests.inFlight,
+                                         dropped: requests.dropped, crashed: Nullable(requests.crashed.map { requestJSON($0, record: record) }),
+                                         others: requests.others.map { requestJSON($0, record: record) })
+            }))
+    }
+
+    /// One request of `show --json`'s `requests`.
+    static func requestJSON(_ request: CrashRequest, record: CrashRecord) -> ShowJSON.Request {
+        ShowJSON.Request(requestID: request.requestID, method: request.method, route: request.route, path: request.path,
+                         query: request.query, label: request.label, traceID: Nullable(request.traceID), spanID: Nullable(request.spanID),
+                         parentSpanID: Nullable(request.parentSpanID), sampled: request.sampled,
+                         attributes: Dictionary(request.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                         threadContext: request.isThreadContext, startTime: isoTime(request.startWallNanoseconds),
+                         ageSeconds: Nullable(record.age(of: request)))
     }
 
     /// Registers by name, as hex strings (the first of a name wins).

@@ -22,17 +22,30 @@ package struct RecordRedaction: Sendable, Equatable {
     /// Keep paths as written; `false`: the executable path string, every image's path and the
     /// fatal and abort message texts are sanitised with ``PathSanitizer``.
     package var fullPaths: Bool
+    /// Keep each CC_SEC_REQUEST's query string; `false`: the field is zeroed (a query often
+    /// carries tokens).
+    package var requestQuery: Bool
+    /// Keep each CC_SEC_REQUEST's key/values (the program's own: a tenant, a user's id);
+    /// `false`: the field is zeroed.
+    package var requestAttributes: Bool
 
-    package init(rawMemory: Bool = false, breadcrumbs: Bool = false, identity: Bool = false, fullPaths: Bool = false) {
+    package init(rawMemory: Bool = false, breadcrumbs: Bool = false, identity: Bool = false, fullPaths: Bool = false,
+                 requestQuery: Bool = false, requestAttributes: Bool = false) {
         self.rawMemory = rawMemory
         self.breadcrumbs = breadcrumbs
         self.identity = identity
         self.fullPaths = fullPaths
+        self.requestQuery = requestQuery
+        self.requestAttributes = requestAttributes
     }
 
     /// Every opt-in on: the copy is the record as the reader accepts it (a sink that keeps
     /// everything sends the file as it is instead, a torn tail included).
-    package var keepsEverything: Bool { rawMemory && breadcrumbs && identity && fullPaths }
+    package var keepsEverything: Bool { rawMemory && breadcrumbs && identity && fullPaths && requestQuery && requestAttributes }
+
+    /// Every opt-in on.
+    package static let everything = RecordRedaction(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true,
+                                                    requestQuery: true, requestAttributes: true)
 
     /// A copy of `bytes` (a record as read from disk: untrusted, possibly partial or torn) with only
     /// what this policy keeps.
@@ -43,8 +56,11 @@ package struct RecordRedaction: Sendable, Equatable {
     /// - MEMORY, BREADCRUMB and APP_END are left out unless their opt-in is on. STRING 3 (the
     ///   executable path), 4 (the Swift fatal message), 8 (the C library's abort message) and each
     ///   IMAGE's path are sanitised unless `fullPaths` is on (the section is rewritten, its CRC
-    ///   recomputed). Section types and STRING keys this reader does not know (a newer writer's:
-    ///   nobody can say what they hold) are left out unless every opt-in is on.
+    ///   recomputed). Each REQUEST's query and key/value fields are zeroed unless their opt-in
+    ///   is on (the section is rewritten to the layout's size, its CRC recomputed): the copy
+    ///   reads as the original but for those two fields, empty. REQUESTS is copied as is.
+    ///   Section types and STRING keys this reader does not know (a newer writer's: nobody can
+    ///   say what they hold) are left out unless every opt-in is on.
     /// - END's section count is rewritten to the number of sections before it in the copy.
     ///
     /// Bytes the reader refuses outright (no header, bad magic, unknown version, corrupt header)
@@ -84,6 +100,19 @@ package struct RecordRedaction: Sendable, Equatable {
                     guard keepsEverything else { continue }
                     copy.append(contentsOf: whole)
                 }
+            case CC_SEC_REQUEST.rawValue where !requestQuery || !requestAttributes:
+                typealias S = cc_sec_request_t
+                // The reader accepted it, so it holds the layout; bytes past it (a newer
+                // writer's) are left out with the fields blanked.
+                var fixed = Array(payload.prefix(MemoryLayout<S>.size))
+                guard fixed.count == MemoryLayout<S>.size else { continue }
+                func blank<T>(_ field: KeyPath<S, T>) {
+                    let start = MemoryLayout<S>.offset(of: field) ?? fixed.count
+                    for index in start ..< min(fixed.count, start + MemoryLayout<T>.size) { fixed[index] = 0 }
+                }
+                if !requestQuery { blank(\S.query) }
+                if !requestAttributes { blank(\S.attributes) }
+                append(type: section.type, fixed, [], to: &copy)
             case CC_SEC_IMAGE.rawValue where !fullPaths:
                 let fixed = MemoryLayout<cc_sec_image_t>.size
                 append(type: section.type, Array(payload.prefix(fixed)), PathSanitizer.sanitizePath(payload.dropFirst(fixed)), to: &copy)
@@ -96,7 +125,8 @@ package struct RecordRedaction: Sendable, Equatable {
                 append(type: section.type, rewritten, [], to: &copy)
             case CC_SEC_CRASH.rawValue, CC_SEC_PROCESS.rawValue, CC_SEC_REGISTERS.rawValue, CC_SEC_THREAD.rawValue,
                  CC_SEC_THREAD_REGISTERS.rawValue, CC_SEC_ASYNC_CHAIN.rawValue, CC_SEC_ASYNC_TASK.rawValue,
-                 CC_SEC_MEMORY.rawValue, CC_SEC_BREADCRUMB.rawValue, CC_SEC_APP_END.rawValue, CC_SEC_IMAGE.rawValue:
+                 CC_SEC_MEMORY.rawValue, CC_SEC_BREADCRUMB.rawValue, CC_SEC_APP_END.rawValue, CC_SEC_IMAGE.rawValue,
+                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue:
                 copy.append(contentsOf: whole)
             default:
                 guard keepsEverything else { continue }

@@ -58,20 +58,24 @@ public struct CrashRequest: Sendable, Equatable {
     public var attributes: [(key: String, value: String)]
     /// Attached to a thread rather than a task.
     public var isThreadContext: Bool
-    /// The task (or, for a thread context, the thread id) it was attached in.
-    public var key: UInt64
-    /// When it was attached (CLOCK_REALTIME, ns since the epoch) and on the monotonic clock.
+    /// The task (or, for a thread context, the thread id) it was attached in: an address of
+    /// the crashed process, for the reader's own checks.
+    package var key: UInt64
+    /// When it was attached (CLOCK_REALTIME, ns since the epoch).
     public var startWallNanoseconds: Int64
-    public var startMonotonicNanoseconds: Int64
+    /// When it was attached on the monotonic clock (its age: ``CrashRecord/age(of:)``).
+    package var startMonotonicNanoseconds: Int64
 
     /// What it is served as, in one line: `GET /orders/{id}` (the route, else the path).
     public var label: String {
-        let target = route.isEmpty ? path : route
-        return [method, target].filter { !$0.isEmpty }.joined(separator: " ")
+        [method, target].filter { !$0.isEmpty }.joined(separator: " ")
     }
 
+    /// The route's template, else the path: what a request is grouped and named by.
+    package var target: String { route.isEmpty ? path : route }
+
     /// Its age at the crash, in seconds, given the crash's monotonic time.
-    public func age(atMonotonicNanoseconds crash: Int64) -> Double {
+    package func age(atMonotonicNanoseconds crash: Int64) -> Double {
         Double(max(0, crash &- startMonotonicNanoseconds)) / 1e9
     }
 
@@ -105,6 +109,16 @@ public struct CrashRequest: Sendable, Equatable {
 }
 
 extension RequestsInFlight.Status {
+    /// `task`, `noTask`, `unknown`, `other N`: the status as `crash-inspect` and the tests say it.
+    package var name: String {
+        switch self {
+        case .task: return "task"
+        case .noTask: return "noTask"
+        case .unknown: return "unknown"
+        case .other(let raw): return "other \(raw)"
+        }
+    }
+
     init(raw: UInt32, currentTask: UInt64) {
         switch raw {
         case CC_REQUESTS_TASK.rawValue: self = .task(currentTask)
@@ -112,5 +126,13 @@ extension RequestsInFlight.Status {
         case CC_REQUESTS_UNKNOWN.rawValue: self = .unknown
         default: self = .other(raw)
         }
+    }
+}
+
+extension CrashRecord {
+    /// How long `request` had been in flight when the process crashed, in seconds (both times
+    /// on the crashed machine's monotonic clock); nil when the record has no process section.
+    package func age(of request: CrashRequest) -> Double? {
+        process.map { request.age(atMonotonicNanoseconds: $0.crashMonotonicNanoseconds) }
     }
 }

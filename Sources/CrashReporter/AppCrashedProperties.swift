@@ -13,6 +13,12 @@ extension EventsSink {
     /// How many crashes the event stands for (`$crash_count`: 1, or more when records of the same
     /// signature were folded into this one; `$crash_first_time`, ms, the earliest of them) and the
     /// crash loop it was part of (`$crash_loop`, `$crash_loop_length`: crashes at start in a row).
+    ///
+    /// The request the crashed thread was serving, when the record names one:
+    /// `$crash_request_id`, `$crash_request_method`, `$crash_request_route` (the route's
+    /// template, else the path), `$crash_trace_id`, `$crash_span_id` (when it carried a
+    /// trace); never its query or key/values. `$crash_requests_in_flight`: how many requests
+    /// were in flight, the crashed one included, when the program attaches `CrashContext`s.
     static func crashProperties(_ record: CrashRecord, name: String, repetition: CrashRepetition = CrashRepetition()) -> [String: JSONScalar] {
         var properties: [String: JSONScalar] = ["$crash_record": .string(name),
                                                 "$crash_record_complete": .bool(record.isComplete),
@@ -49,6 +55,16 @@ extension EventsSink {
         if let process = record.process {
             properties["$crash_uptime"] = .double((process.uptimeSeconds * 1000).rounded() / 1000)
             properties["$crash_pid"] = .int(Int(process.pid))
+        }
+        if let requests = record.requests {
+            properties["$crash_requests_in_flight"] = .int(requests.inFlight)
+            if let request = requests.crashed {
+                for (key, value) in [("$crash_request_id", request.requestID), ("$crash_request_method", request.method),
+                                     ("$crash_request_route", request.target), ("$crash_trace_id", request.traceID ?? ""),
+                                     ("$crash_span_id", request.spanID ?? "")] where !value.isEmpty {
+                    properties[key] = .string(value)
+                }
+            }
         }
         let summary = CrashSummary(record: record, frames: frames, frameLimit: reasonFrames)
         properties["app_crashed_reason"] = .string(summary.lines.joined(separator: "\n"))

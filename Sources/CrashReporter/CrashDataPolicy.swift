@@ -22,39 +22,58 @@ public struct CrashDataPolicy: Sendable, Equatable {
     public var fullPaths: Bool
     /// The OS's kernel release and distribution (`contexts.os`); off leaves the OS's name alone.
     public var hostDetails: Bool
+    /// The query string of the request a crash killed (`CrashContext.query`, empty unless the
+    /// app records it): the event's `request.query_string` and the record's query fields. Off,
+    /// neither leaves; queries often carry tokens. The request's id, method, route, path and
+    /// trace always go (they tell the crash's request apart, and hold no more than an access log).
+    public var requestQuery: Bool
+    /// The requests' own key/values (`CrashContext.attributes`: a tenant, a user's id, whatever
+    /// the app put there): the event's `extra.request_attributes` and the record's key/value
+    /// fields. Off, neither leaves: the app chose them, so nobody here can say they are harmless.
+    public var requestAttributes: Bool
 
     public init(rawMemory: Bool = false, breadcrumbs: Bool = false, identity: Bool = false, fullPaths: Bool = false,
-                hostDetails: Bool = true) {
+                hostDetails: Bool = true, requestQuery: Bool = false, requestAttributes: Bool = false) {
         self.rawMemory = rawMemory
         self.breadcrumbs = breadcrumbs
         self.identity = identity
         self.fullPaths = fullPaths
         self.hostDetails = hostDetails
+        self.requestQuery = requestQuery
+        self.requestAttributes = requestAttributes
     }
 
     /// Everything, as before this policy existed: the record attached as it is on disk, the
-    /// breadcrumbs in the event, full paths, the OS's details.
-    public static let everything = CrashDataPolicy(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true, hostDetails: true)
+    /// breadcrumbs in the event, full paths, the OS's details, the request's query and key/values.
+    public static let everything = CrashDataPolicy(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true, hostDetails: true,
+                                                   requestQuery: true, requestAttributes: true)
 
-    /// What the attached record keeps.
+    /// What the attached record keeps (its request settings apply to the event too).
     package var redaction: RecordRedaction {
-        RecordRedaction(rawMemory: rawMemory, breadcrumbs: breadcrumbs, identity: identity, fullPaths: fullPaths)
+        RecordRedaction(rawMemory: rawMemory, breadcrumbs: breadcrumbs, identity: identity, fullPaths: fullPaths,
+                        requestQuery: requestQuery, requestAttributes: requestAttributes)
+    }
+
+    /// The settings by their ``argument`` words.
+    private var words: [(String, Bool)] {
+        [("raw-memory", rawMemory), ("breadcrumbs", breadcrumbs), ("identity", identity), ("full-paths", fullPaths),
+         ("host-details", hostDetails), ("request-query", requestQuery), ("request-attributes", requestAttributes)]
     }
 
     /// The policy as the crash-time uploader's `--sentry-data` argument: the settings that are
     /// on, comma-separated (`none` when none is).
     package var argument: String {
-        let on = [("raw-memory", rawMemory), ("breadcrumbs", breadcrumbs), ("identity", identity), ("full-paths", fullPaths),
-                  ("host-details", hostDetails)].filter(\.1).map(\.0)
+        let on = words.filter(\.1).map(\.0)
         return on.isEmpty ? "none" : on.joined(separator: ",")
     }
 
     /// The policy an ``argument`` says; nil for anything else.
     package init?(argument: String) {
         let words = Set(argument.split(separator: ",").map(String.init))
-        let known: Set = ["raw-memory", "breadcrumbs", "identity", "full-paths", "host-details", "none"]
+        let known = Set(CrashDataPolicy().words.map(\.0) + ["none"])
         guard words.isSubset(of: known), !words.isEmpty else { return nil }
         self.init(rawMemory: words.contains("raw-memory"), breadcrumbs: words.contains("breadcrumbs"), identity: words.contains("identity"),
-                  fullPaths: words.contains("full-paths"), hostDetails: words.contains("host-details"))
+                  fullPaths: words.contains("full-paths"), hostDetails: words.contains("host-details"),
+                  requestQuery: words.contains("request-query"), requestAttributes: words.contains("request-attributes"))
     }
 }

@@ -232,7 +232,7 @@ public final class CrashReporting: Sendable {
                     count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) }
                 }
                 let envelope = configuration.sentryEnvelope
-                    ?? SentrySink.envelope(data: configuration.sentryData, beforeSend: configuration.sentryBeforeSend)
+                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend)
                 sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope, count: count)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"

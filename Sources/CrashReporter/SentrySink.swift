@@ -101,16 +101,16 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
     /// What the configuration's ``CrashDataPolicy`` keeps of it, then the app's `beforeSend` hook.
-    package static func envelope(data: CrashDataPolicy, beforeSend: (@Sendable (String) -> String?)?) -> SentryEnvelopeMaker {
+    /// `publicKey` (the DSN's) goes in the envelope header's `trace` when the crash killed a
+    /// traced request.
+    package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?) -> SentryEnvelopeMaker {
         let minimised = SentryEnvelope.Minimisation(redaction: data.redaction, hostDetails: data.hostDetails)
         return { record, raw, name, sentAt, repetition in
             SentryEnvelope.outgoing(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
                                     sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition, minimised: minimised,
-                                    beforeSend: beforeSend)
+                                    publicKey: publicKey, beforeSend: beforeSend)
         }
     }
-
-
 
     /// What this process's Sentry sink did.
     package struct Report: Sendable, Equatable {
@@ -148,12 +148,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// - Parameters:
     ///   - data: what the events and attachments keep (also of an unreadable record's event).
-    ///   - envelope: the envelope builder; nil: ``envelope(data:beforeSend:)`` without a hook.
+    ///   - envelope: the envelope builder; nil: ``envelope(data:publicKey:beforeSend:)`` without a hook.
     package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
                  envelope: SentryEnvelopeMaker? = nil, count: (@Sendable (String) -> Void)? = nil) {
         self.dsn = dsn
         self.data = data
-        self.makeEnvelope = envelope ?? Self.envelope(data: data, beforeSend: nil)
+        self.makeEnvelope = envelope ?? Self.envelope(data: data, publicKey: dsn.publicKey, beforeSend: nil)
         self.count = count
         worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
     }

@@ -35,11 +35,17 @@ package func harnessTraceparent(_ index: Int) -> String {
     }
 }
 
+/// The query string request-with-query's crashing request records: a token, which must leave
+/// the machine only where the data policy allows it.
+package let harnessQuery = "token=s3cr3t-query-token&page=2"
+
 /// The crashing request: awaits until it runs on another thread than the one it started on
-/// (bounded), then crashes there, awaiting nothing more.
-@inline(never) func crashingRequestLevel(_ index: Int) async {
+/// (bounded), then crashes there, awaiting nothing more. `query`: the query string it records.
+@inline(never) func crashingRequestLevel(_ index: Int, query: String = "") async {
     let started = gettid()
-    await CrashContext.withValue(harnessRequestContext(index)) {
+    var context = harnessRequestContext(index)
+    context.query = query
+    await CrashContext.withValue(context) {
         for _ in 0..<2_000 where gettid() == started {
             try? await Task.sleep(nanoseconds: 1_000_000)
         }
@@ -132,6 +138,16 @@ extension Scenarios {
             Task { await crashingRequestLevel(37) }
             while true { sleep(60) }
         },
+        requestScenario("request-with-query", "as request-among-fifty with 5 requests in flight, the crashing one (req-12) recording its query string (a token): in the record as written, for the data policy to keep or blank",
+                        frames: ["asyncForceUnwrapNil", "crashingRequestLevel"],
+                        check: requestCheck(crashed: 12, status: "task", others: 4, inFlight: 5) { record, _ in
+                            record.requests?.crashed?.query == harnessQuery ? [] : ["the crashed request's query is \(record.requests?.crashed?.query ?? "-")"]
+                        }) { _ in
+            let done = UpdateCounter()
+            requestsInFlight(4, done: done)
+            Task { await crashingRequestLevel(12, query: harnessQuery) }
+            while true { sleep(60) }
+        },
         requestScenario("request-child-task", "a crash in a task group's child names the request its parent task serves",
                         check: requestCheck(crashed: 7, status: "task", others: 3, inFlight: 4)) { _ in
             let done = UpdateCounter()
@@ -165,7 +181,7 @@ extension Scenarios {
             while true { sleep(60) }
         },
         requestScenario("request-thread-context", "a crash on a thread that runs no task names the context that thread attached for itself",
-                        frames: ["asyncForceUnwrapNil", "level1"],
+                        frames: ["asyncForceUnwrapNil"] + levelChain,
                         check: requestCheck(crashed: 9, status: "no task", others: 2, inFlight: 3) { record, _ in
                             record.requests?.crashed?.isThreadContext == true ? [] : ["the crashed request is not the thread's own context"]
                         }) { _ in

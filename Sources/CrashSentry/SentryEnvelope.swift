@@ -31,8 +31,8 @@ package enum SentryEnvelope {
         String(hexString(SHA256.digest(rawRecord)).prefix(32))
     }
 
-    /// The envelope bytes: header line (`event_id`, `sent_at`), the event item, and an attachment
-    /// item holding `rawRecord` as is, named `fileName`.
+    /// The envelope bytes: header line (`event_id`, `sent_at`, `trace`), the event item, and an
+    /// attachment item holding `rawRecord` as is, named `fileName`.
     /// - Parameters:
     ///   - eventID: 32 hex digits (dashes are removed), normally ``eventID(rawRecord:)``.
     ///   - sentAt: when the envelope is sent: the caller sets it at send time. Relay corrects the
@@ -45,25 +45,31 @@ package enum SentryEnvelope {
     ///     (the uploader, at the next launch on that machine: ``OSRelease/current(paths:)``).
     ///   - readImageFiles: whether images without a build-id get the `.text` fallback id read
     ///     from their files on disk.
+    ///   - publicKey: the DSN's public key, which the header's `trace` (the dynamic sampling
+    ///     context) needs; nil (`crash-inspect export`: no DSN known) writes no `trace` header,
+    ///     the event's `contexts.trace` still places the crash in its trace.
     package static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
-        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation? = nil
+        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation? = nil, publicKey: String? = nil
     ) -> [UInt8] {
         // Without a hook there is nothing to refuse.
         (try? outgoing(record: record, rawRecord: rawRecord, fileName: fileName, eventID: eventID, sentAt: sentAt, frames: frames,
                        osRelease: osRelease, readImageFiles: readImageFiles, repetition: repetition, minimised: minimised,
-                       beforeSend: nil).get()) ?? []
+                       publicKey: publicKey, beforeSend: nil).get()) ?? []
     }
 
-    /// ``make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:repetition:minimised:)``
+    /// ``make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:repetition:minimised:publicKey:)``
     /// as a sink sends it: `minimised` says what the event and the attached record keep (nil:
     /// everything, as `crash-inspect export` writes it), then the app's `beforeSend` hook sees the
-    /// event's JSON and may change or drop it.
+    /// event's JSON and may change or drop it. The header's `trace` is made from the event as
+    /// sent (the hook's), as sentry-python makes it after `before_send`: its `trace_id` is always
+    /// the event's `contexts.trace.trace_id`.
     package static func outgoing(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
-        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, beforeSend: (@Sendable (String) -> String?)?
+        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, publicKey: String? = nil,
+        beforeSend: (@Sendable (String) -> String?)?
     ) -> Result<[UInt8], Refusal> {
         let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
         var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
@@ -81,7 +87,8 @@ package enum SentryEnvelope {
             case .failure(let refusal): return .failure(refusal)
             }
         }
-        return .success(envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName))
+        let trace = publicKey.flatMap { traceHeader(event: eventJSON, publicKey: $0, record: record) }
+        return .success(envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName, trace: trace))
     }
 
     /// Why no envelope was made: the app's `before_send` hook dropped the event, or gave back
@@ -112,7 +119,8 @@ package enum SentryEnvelope {
 
     /// What a sink sends of an event and its record (CrashReporter's `CrashDataPolicy`).
     package struct Minimisation: Sendable, Equatable {
-        /// What the attached record keeps (its breadcrumbs and paths settings apply to the event too).
+        /// What the attached record keeps (its breadcrumbs, paths, query and key/values settings
+        /// apply to the event too).
         package var redaction: RecordRedaction
         /// The OS's kernel release and distribution in `contexts.os`.
         package var hostDetails: Bool
@@ -124,10 +132,14 @@ package enum SentryEnvelope {
 
         /// The event as this says: breadcrumbs only when kept; paths (images' `code_file`,
         /// frames' `package`, the exception's value, the fatal and abort messages) sanitised unless
-        /// full paths are kept; the OS's name alone without host details.
+        /// full paths are kept; the OS's name alone without host details; the request's query
+        /// and key/values only when kept. (A request's path is a URL's, not a file's: never
+        /// sanitised as one.)
         package func apply(to event: inout SentryEvent) {
             if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
             if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
+            if !redaction.requestQuery { event.request?.queryString = nil }
+            if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
             guard !redaction.fullPaths else { return }
             // A path whole (its file name kept), as the attached record's; free text by its paths.
             let clean = PathSanitizer.sanitize
@@ -143,14 +155,20 @@ package enum SentryEnvelope {
                 return exception
             }
             event.threads.values = event.threads.values.map { var thread = $0; thread.stacktrace = cleaned(thread.stacktrace); return thread }
-            event.extra = event.extra.map { $0.mapValues(clean) }
+            event.extra = event.extra.map {
+                $0.mapValues { value in
+                    guard case .text(let text) = value else { return value }
+                    return .text(clean(text))
+                }
+            }
         }
     }
 
     /// The envelope's lines: its header, the event item, and the record attached as is (no
     /// attachment item when there are no bytes).
-    static func envelope(eventID: String, sentAt: Date?, event: [UInt8], attaching bytes: [UInt8], fileName: String) -> [UInt8] {
-        var out = json(SentryEnvelopeHeader(eventID: eventID, sentAt: sentAt.map(isoTime))) + [0x0A]
+    static func envelope(eventID: String, sentAt: Date?, event: [UInt8], attaching bytes: [UInt8], fileName: String,
+                         trace: SentryTraceHeader? = nil) -> [UInt8] {
+        var out = json(SentryEnvelopeHeader(eventID: eventID, sentAt: sentAt.map(isoTime), trace: trace)) + [0x0A]
         out += json(SentryItemHeader(type: "event", length: event.count, contentType: "application/json")) + [0x0A]
         out += event + [0x0A]
         guard !bytes.isEmpty else { return out }
@@ -166,10 +184,10 @@ package enum SentryEnvelope {
     package static func say(_ repetition: CrashRepetition, in event: inout SentryEvent) {
         var extra = event.extra ?? [:]
         if repetition.crashes > 1 {
-            extra["crash_count"] = String(repetition.crashes)
-            if let first = repetition.firstMilliseconds { extra["first_crash"] = isoTime(Date(timeIntervalSince1970: Double(first) / 1000)) }
+            extra["crash_count"] = .text(String(repetition.crashes))
+            if let first = repetition.firstMilliseconds { extra["first_crash"] = .text(isoTime(Date(timeIntervalSince1970: Double(first) / 1000))) }
         }
-        if let length = repetition.consecutiveCrashesAtStart, length > 0 { extra["crash_loop_length"] = String(length) }
+        if let length = repetition.consecutiveCrashesAtStart, length > 0 { extra["crash_loop_length"] = .text(String(length)) }
         if repetition.isCrashLoop { event.tags["crash_loop"] = "yes" }
         event.extra = extra.isEmpty ? nil : extra
     }
@@ -192,6 +210,9 @@ package enum SentryEnvelope {
     /// file. Without it the frames are resolved here from the symbol tables of the images on
     /// this machine (``ImageSymbols``), without names — unless `readImageFiles` is false: then
     /// no file is read and the frames are the physical ones.
+    ///
+    /// The request the crashed thread was serving and the others in flight: see
+    /// ``describeRequests(of:in:)``.
     package static func event(
         record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
         osRelease: OSRelease? = nil, readImageFiles: Bool = true
@@ -234,10 +255,10 @@ package enum SentryEnvelope {
         var tags = ["record_complete": record.isComplete ? "yes" : "no"]
         // Relay rejects an empty tag value: the signal tag only when there is a name.
         if let signal, !signal.name.isEmpty { tags["signal"] = signal.name }
-        var extra: [String: String] = [:]
-        if let message = record.fatalMessage { extra["fatal_message"] = message }
-        if let message = record.abortMessage { extra["abort_message"] = message }
-        return SentryEvent(
+        var extra: [String: SentryEvent.Extra] = [:]
+        if let message = record.fatalMessage { extra["fatal_message"] = .text(message) }
+        if let message = record.abortMessage { extra["abort_message"] = .text(message) }
+        var event = SentryEvent(
             eventID: eventID,
             timestamp: record.process.map { Double($0.crashWallNanoseconds) / 1e9 },
             release: record.appName.map { "\($0)@\(record.appVersion ?? "unknown")" },
@@ -252,6 +273,8 @@ package enum SentryEnvelope {
                 SentryEvent.Breadcrumb(timestamp: Double($0.wallNanoseconds) / 1e9, level: level($0.level), message: $0.message)
             }),
             extra: extra.isEmpty ? nil : extra)
+        describeRequests(of: record, in: &event)
+        return event
     }
 
     /// One frame per thread frame, outermost first (see ``event(record:eventID:frames:osRelease:readImageFiles:)``).

@@ -17,11 +17,59 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     package var contexts: Contexts
     package var tags: [String: String]
     package var breadcrumbs: Values<Breadcrumb>
-    package var extra: [String: String]?
+    /// The HTTP request the crashed thread was serving (``SentryEnvelope/describeRequests(of:in:)``).
+    package var request: Request?
+    package var extra: [String: Extra]?
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", platform, level, timestamp, release, exception, threads
-        case debugMeta = "debug_meta", contexts, tags, breadcrumbs, extra
+        case debugMeta = "debug_meta", contexts, tags, breadcrumbs, request, extra
+    }
+
+    /// A value of `extra`: a text, the other requests in flight, or key/values.
+    package enum Extra: Encodable, Sendable, Equatable {
+        case text(String)
+        case requests([InFlightRequest])
+        case pairs([String: String])
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .text(let text): try container.encode(text)
+            case .requests(let requests): try container.encode(requests)
+            case .pairs(let pairs): try container.encode(pairs)
+            }
+        }
+    }
+
+    /// One entry of `extra.requests_in_flight`: a request lost with the process.
+    package struct InFlightRequest: Encodable, Sendable, Equatable {
+        package var id: String
+        package var method: String
+        /// The route's template, else the path.
+        package var route: String
+        package var traceID: String?
+        /// Seconds it had been in flight at the crash.
+        package var age: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case id, method, route, traceID = "trace_id", age
+        }
+    }
+
+    /// Sentry's `request` interface. Headers, cookies, body and environment are never sent:
+    /// CrashCapture captures none of them.
+    package struct Request: Encodable, Sendable, Equatable {
+        package var method: String?
+        /// The path as requested: relative (the scheme and host are not known), which Relay
+        /// keeps as it is.
+        package var url: String?
+        /// Only where the data policy lets the query leave (`requestQuery`).
+        package var queryString: String?
+
+        enum CodingKeys: String, CodingKey {
+            case method, url, queryString = "query_string"
+        }
     }
 
     /// Sentry's `{"values": [...]}` wrapper.
@@ -116,6 +164,24 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var os: OS
         package var device: Device
         package var app: App
+        /// The trace of the request the crashed thread was serving.
+        package var trace: Trace?
+    }
+
+    /// `contexts.trace`: the crashed request's span in its W3C trace, so that Sentry shows the
+    /// crash in that trace.
+    package struct Trace: Encodable, Sendable, Equatable {
+        package var type = "trace"
+        package var traceID: String
+        package var spanID: String
+        package var parentSpanID: String?
+        package var op: String?
+        /// The span ended in a crash.
+        package var status = "internal_error"
+
+        enum CodingKeys: String, CodingKey {
+            case type, traceID = "trace_id", spanID = "span_id", parentSpanID = "parent_span_id", op, status
+        }
     }
 
     /// `contexts.os` (see ``SentryEnvelope/osContext(kernel:osRelease:)``).
@@ -162,9 +228,27 @@ struct SentryEnvelopeHeader: Encodable {
     var eventID: String
     /// RFC 3339; left out for an envelope sent later (see ``SentryEnvelope/make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:)``).
     var sentAt: String?
+    var trace: SentryTraceHeader?
 
     enum CodingKeys: String, CodingKey {
-        case eventID = "event_id", sentAt = "sent_at"
+        case eventID = "event_id", sentAt = "sent_at", trace
+    }
+}
+
+/// The envelope header's `trace`: Sentry's dynamic sampling context, as sentry-python writes it
+/// (`Baggage.dynamic_sampling_context()`: every value a string) and Relay reads it
+/// (`DynamicSamplingContext`: `trace_id` and `public_key` required, the rest optional).
+package struct SentryTraceHeader: Encodable, Sendable, Equatable {
+    package var traceID: String
+    /// The DSN's public key: the project the trace's sampling rules are looked up in.
+    package var publicKey: String
+    package var release: String?
+    package var environment: String?
+    /// `"true"` or `"false"`: the traceparent's sampled flag.
+    package var sampled: String?
+
+    enum CodingKeys: String, CodingKey {
+        case traceID = "trace_id", publicKey = "public_key", release, environment, sampled
     }
 }
 

@@ -41,7 +41,7 @@ extension CrashHarness {
         var inheritable: String?
 
         @Option(name: .customLong("sentry-data"),
-                help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details (comma-separated), none, or everything (default: CrashDataPolicy()).")
+                help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), none, or everything (default: CrashDataPolicy()).")
         var sentryData: String?
 
         @Option(help: "With --crash (null-dereference): crash holding TEXT-CRUMB in a breadcrumb and TEXT-STACK on the stack (as emit --secret).")
@@ -56,7 +56,7 @@ extension CrashHarness {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
             }
             if let sentryData, sentryData != "everything", CrashDataPolicy(argument: sentryData) == nil {
-                throw ValidationError("--sentry-data: raw-memory, breadcrumbs, identity, full-paths, host-details, none or everything")
+                throw ValidationError("--sentry-data: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none or everything")
             }
             if let beforeSend, !["drop", "tag", "not-json", "new-id"].contains(beforeSend) {
                 throw ValidationError("--before-send must be drop, tag, not-json or new-id")

@@ -96,7 +96,7 @@ struct RuntimeFailure: Error, CustomStringConvertible {
 extension CrashInspect {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "One line per record: id, time, app and version, signal, fatal message, top frame of our code.")
+            abstract: "One line per record: id, time, app and version, signal, fatal message, top frame of our code, the request it was serving.")
 
         @OptionGroup var options: RecordOptions
 
@@ -112,7 +112,8 @@ extension CrashInspect {
                         app: Nullable(record.appName), version: Nullable(record.appVersion),
                         signalName: Nullable(record.signal?.name), summary: summary.headline, message: Nullable(summary.message),
                         topFrame: Nullable(inspection.topFrameOfOurCode.map(Inspection.label)),
-                        crashes: options.tally(of: inspection).totalCrashes))
+                        crashes: options.tally(of: inspection).totalCrashes,
+                        request: Nullable(record.requests?.crashed.map(Rendering.requestName))))
                 } + bad.map { .unreadable(id: $0.id, error: $0.error) }
                 print(Rendering.encode(rows))
                 return
@@ -124,10 +125,11 @@ extension CrashInspect {
                 let summary = inspection.summary
                 let message = summary.message.map { "\"\(shorten($0, 100))\"" } ?? "-"
                 let top = inspection.topFrameOfOurCode.map { shorten(Inspection.label($0), 60) } ?? "-"
+                let request = record.requests?.crashed.map { "  serving " + shorten(Rendering.requestName($0), 64) } ?? ""
                 var state = record.isComplete ? "" : " (incomplete)"
                 let tally = options.tally(of: inspection)
                 if tally.folded > 0 { state += " (+\(tally.folded) folded crashes of this signature)" }
-                print("\(inspection.id)  \(time)  \(app)  \(summary.title)  \(message)  \(top)\(state)")
+                print("\(inspection.id)  \(time)  \(app)  \(summary.title)  \(message)  \(top)\(request)\(state)")
             }
             if good.isEmpty && bad.isEmpty { print("no crash records in \(options.dir)") }
         }

@@ -24,6 +24,9 @@ enum ListRow: Encodable {
         /// Crashes the record stands for: 1, or more when records of the same crash were folded
         /// into it to keep the directory under its bounds.
         var crashes: Int
+        /// The request the crashed thread was serving: its id, else its label; null when none
+        /// is named.
+        var request: Nullable<String>
     }
 
     private struct Unreadable: Encodable {

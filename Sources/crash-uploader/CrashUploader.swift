@@ -38,13 +38,13 @@ struct CrashUploader: ParsableCommand {
     var timeout: Int = CrashTimeUpload.timeoutSeconds
 
     @Option(name: .customLong("sentry-data"),
-            help: "What the event and the attached record keep: raw-memory, breadcrumbs, identity, full-paths, host-details (comma-separated), or none.")
+            help: "What the event and the attached record keep: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), or none.")
     var sentryData: String = CrashDataPolicy().argument
 
     func validate() throws {
         guard RecordFileName(record) != nil, !record.contains("/") else { throw ValidationError("--record must be a record's file name") }
         guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1...3600 seconds") }
-        guard CrashDataPolicy(argument: sentryData) != nil else { throw ValidationError("--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, none") }
+        guard CrashDataPolicy(argument: sentryData) != nil else { throw ValidationError("--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none") }
         for id in sinks.split(separator: ",") where RecordSinkID(String(id)) == nil {
             throw ValidationError("--sinks: \(id) is not a sink id")
         }

@@ -366,6 +366,107 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertTrue(line.contains("closure #1 () -> () in closure"), "the fatalError call site: \(line)")
     }
 
+    // MARK: requests
+
+    /// show names the request the crash killed near the top, lists the others with their trace
+    /// and age, and --json has them typed; list names it too.
+    func testShowAndListNameTheRequestTheCrashKilledAndTheOthersInFlight() throws {
+        let directory = try scratch("requests")
+        let path = try crash("request-among-fifty", into: directory)
+        let record = try CrashRecordReader.read(path: path)
+        let crashed = try XCTUnwrap(record.requests?.crashed)
+        let trace = "4bf92f3577b34da6a3ce929d00000025"
+        XCTAssertEqual(crashed.traceID, trace)
+
+        let text = try inspect(["show", path]).stdout
+        let lines = text.split(separator: "\n").map(String.init)
+        let serving = try XCTUnwrap(lines.firstIndex { $0.contains("while serving") }, text)
+        XCTAssertEqual(lines[serving], "  while serving POST /orders/{id} — request req-37, trace \(trace)")
+        XCTAssertLessThan(serving, 15, "near the top")
+        let heading = try XCTUnwrap(lines.firstIndex(of: "Requests in flight"), text)
+        XCTAssertEqual(lines[heading + 1], "  50 at the crash, the crashed one included; 32 others recorded, most recent first")
+        let listed = lines[(heading + 2)...].prefix { $0.hasPrefix("  req-") }
+        XCTAssertEqual(listed.count, 32)
+        XCTAssertFalse(listed.contains { $0.hasPrefix("  req-37 ") })
+        for (line, other) in zip(listed, try XCTUnwrap(record.requests?.others)) {
+            XCTAssertTrue(line.hasPrefix("  \(other.requestID) "), line)
+            XCTAssertTrue(line.contains(" \(other.label) ") && line.contains("trace \(other.traceID ?? "-")"), line)
+            XCTAssertTrue(line.hasSuffix(" s"), line)
+        }
+        XCTAssertFalse(text.contains("status unknown"))
+
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        let requests = try XCTUnwrap(object["requests"] as? [String: Any])
+        XCTAssertEqual(requests["status"] as? String, "task")
+        XCTAssertEqual(requests["inFlight"] as? Int, 50)
+        XCTAssertEqual(requests["dropped"] as? Int, 0)
+        XCTAssertEqual((requests["currentTask"] as? String)?.hasPrefix("0x"), true)
+        let named = try XCTUnwrap(requests["crashed"] as? [String: Any])
+        XCTAssertEqual(named["requestID"] as? String, "req-37")
+        XCTAssertEqual(named["label"] as? String, "POST /orders/{id}")
+        XCTAssertEqual(named["path"] as? String, "/orders/37")
+        XCTAssertEqual(named["traceID"] as? String, trace)
+        XCTAssertEqual(named["spanID"] as? String, crashed.spanID)
+        XCTAssertEqual(named["parentSpanID"] as? String, "00f067aa0ba90025")
+        XCTAssertEqual(named["sampled"] as? Bool, true)
+        XCTAssertEqual((named["attributes"] as? [String: String])?["index"], "37")
+        XCTAssertNotNil(named["ageSeconds"] as? Double)
+        let others = try XCTUnwrap(requests["others"] as? [[String: Any]])
+        XCTAssertEqual(others.compactMap { $0["requestID"] as? String }, record.requests?.others.map(\.requestID))
+
+        let list = try inspect(["list", "--dir", directory])
+        XCTAssertTrue(list.stdout.contains("  serving req-37"), list.stdout)
+        let rows = try XCTUnwrap(try inspect(["list", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertEqual(rows.first?["request"] as? String, "req-37")
+    }
+
+    /// Where the crashed thread's request could not be told, show says so and names none; a
+    /// record without requests has `requests: null`.
+    func testShowSaysWhenTheCrashedRequestCouldNotBeTold() throws {
+        let directory = try scratch("requests-unknown")
+        let path = try crash("request-unknown-layout", into: directory)
+        let text = try inspect(["show", path]).stdout
+        XCTAssertFalse(text.contains("while serving"), text)
+        XCTAssertTrue(text.contains("  the request it was serving could not be told (Notes say why)"), text)
+        XCTAssertTrue(text.contains("  status unknown: which one the crashed thread was serving could not be told"), text)
+        let requests = try XCTUnwrap((try inspect(["show", path, "--json"]).json as? [String: Any])?["requests"] as? [String: Any])
+        XCTAssertEqual(requests["status"] as? String, "unknown")
+        XCTAssertTrue(requests["crashed"] is NSNull)
+        XCTAssertEqual((requests["others"] as? [Any])?.count, 4)
+        let rows = try XCTUnwrap(try inspect(["list", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertTrue(rows.first?["request"] is NSNull)
+
+        let plain = try crash("null-dereference", into: try scratch("requests-none"))
+        XCTAssertTrue((try inspect(["show", plain, "--json"]).json as? [String: Any])?["requests"] is NSNull)
+        XCTAssertFalse(try inspect(["show", plain]).stdout.contains("Requests in flight"))
+    }
+
+    /// Two crashes of the same code serving different requests (their ids, paths, traces and a
+    /// query differ) are one group: a request's values are never part of a signature.
+    func testCrashesOfTheSameCodeServingDifferentRequestsAreOneGroup() throws {
+        let directory = try scratch("requests-groups")
+        let first = try crash("request-among-fifty", into: directory)
+        let second = try crash("request-with-query", into: directory)
+        let records = try [first, second].map { try CrashRecordReader.read(path: $0) }
+        XCTAssertNotEqual(records[0].requests?.crashed?.requestID, records[1].requests?.crashed?.requestID)
+        XCTAssertNotEqual(records[0].requests?.crashed?.traceID, records[1].requests?.crashed?.traceID)
+        let groups = try XCTUnwrap(try inspect(["groups", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertEqual(groups.map { $0["count"] as? Int }, [2], "\(groups.map { $0["signature"] ?? "" })")
+        let signature = try XCTUnwrap(groups.first?["signature"] as? String)
+        XCTAssertFalse(signature.contains("req-") || signature.contains("4bf92f35") || signature.contains("/orders/"), signature)
+        // And by construction: the same record serving another request, or none, has the same signature.
+        let symbolicator = try Symbolicator()
+        var other = records[0]
+        other.requests?.crashed?.requestID = "req-other"
+        other.requests?.crashed?.traceID = "0af7651916cd43dd8448eb211c80319c"
+        other.requests?.crashed?.route = "/payments/{id}"
+        other.requests?.others = []
+        var none = records[0]
+        none.requests = nil
+        let signatures = Set([records[0], other, none].map { Inspection(path: first, record: $0, symbolicator: symbolicator).signature })
+        XCTAssertEqual(signatures.count, 1, "\(signatures)")
+    }
+
     func testASentryEnvelopeCarriesTheEventDebugImagesAndTheRawRecord() throws {
         let directory = try scratch("sentry")
         let path = try crash("null-dereference", into: directory)

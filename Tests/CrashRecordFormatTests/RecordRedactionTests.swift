@@ -69,7 +69,7 @@ final class RecordRedactionTests: XCTestCase {
             ("breadcrumbs", RecordRedaction(breadcrumbs: true), [secrets.breadcrumb]),
             ("identity", RecordRedaction(identity: true), [secrets.login]),
             ("fullPaths", RecordRedaction(fullPaths: true), [secrets.path]),
-            ("everything", RecordRedaction(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true), secrets.all),
+            ("everything", RecordRedaction.everything, secrets.all),
         ]
         for (name, policy, expected) in settings {
             let copy = policy.apply(to: crash.bytes)
@@ -148,6 +148,45 @@ final class RecordRedactionTests: XCTestCase {
         }
     }
 
+    /// A server's crash: the requests in flight are kept (ids, methods, routes, paths, traces),
+    /// their query and key/values zeroed unless kept; the copy reads as the original but for
+    /// those fields, and their bytes are gone from it.
+    func testARequestRecordReadsAsTheOriginalButForTheQueryAndKeyValuesItDoesNotKeep() throws {
+        let bytes = try scenarioRecord("request-with-query")
+        let original = try CrashRecordReader.parse(bytes)
+        let requests = try XCTUnwrap(original.requests)
+        let crashed = try XCTUnwrap(requests.crashed)
+        XCTAssertEqual(crashed.requestID, "req-12")
+        let query = "token=s3cr3t-query-token&page=2"
+        XCTAssertEqual(crashed.query, query)
+        XCTAssertEqual(requests.others.count, 4)
+        XCTAssertTrue(([crashed] + requests.others).allSatisfy { $0.attributes.contains { $0.key == "attached_tid" } })
+        let dropped = original.memory.count + original.breadcrumbs.count + (original.appEndJSON == nil ? 0 : 1)
+        for (name, policy) in [("default", RecordRedaction()), ("query", RecordRedaction(requestQuery: true)),
+                               ("attributes", RecordRedaction(requestAttributes: true)),
+                               ("both", RecordRedaction(requestQuery: true, requestAttributes: true))] {
+            let copy = policy.apply(to: bytes)
+            let redacted = try CrashRecordReader.parse(copy)
+            var expected = expectedDefault(original, sectionCount: original.sectionCount - dropped)
+            func blank(_ request: CrashRequest) -> CrashRequest {
+                var request = request
+                if !policy.requestQuery { request.query = "" }
+                if !policy.requestAttributes { request.attributes = [] }
+                return request
+            }
+            var blanked = requests
+            blanked.crashed = blanked.crashed.map(blank)
+            blanked.others = blanked.others.map(blank)
+            expected.requests = blanked
+            XCTAssertEqual(redacted, expected, name)
+            XCTAssertEqual(contains(copy, "s3cr3t-query-token"), policy.requestQuery, name)
+            XCTAssertEqual(contains(copy, "attached_tid="), policy.requestAttributes, name)
+            // Kept whatever the policy: what tells the crash's request apart.
+            XCTAssertTrue(contains(copy, "req-12") && contains(copy, "/orders/12") && contains(copy, "/orders/{id}"), name)
+        }
+        XCTAssertEqual(RecordRedaction.everything.apply(to: bytes), bytes)
+    }
+
     /// crash-inspect shows the same symbolicated crashed thread for the copy as for the original,
     /// once told where the executable is (`--symbols`: its path in the copy is sanitised; the
     /// system's libraries keep theirs).
@@ -173,7 +212,8 @@ final class RecordRedactionTests: XCTestCase {
     func testACutOrTornRecordRedactsToAValidPartialCopy() throws {
         let crash = try secretCrash()
         let original = try CrashRecordReader.parse(crash.bytes)
-        var cuts = Array(stride(from: 0, through: crash.bytes.count, by: 97))
+        // Every cut is short of the whole record (a record of 97 × n bytes once made the last "cut" whole).
+        var cuts = Array(stride(from: 0, to: crash.bytes.count, by: 97))
         cuts.append(crash.bytes.count - 1)
         for cut in cuts {
             let bytes = Array(crash.bytes.prefix(cut))
@@ -211,7 +251,7 @@ final class RecordRedactionTests: XCTestCase {
             }
             let copy = RecordRedaction().apply(to: bytes)
             if !copy.isEmpty { XCTAssertNoThrow(try CrashRecordReader.parse(copy)) }
-            _ = RecordRedaction(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true).apply(to: bytes)
+            _ = RecordRedaction.everything.apply(to: bytes)
         }
         for length in [0, 1, 31, 32, 33, 100, 5000] {
             let garbage = (0 ..< length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
@@ -243,9 +283,9 @@ final class RecordRedactionTests: XCTestCase {
         XCTAssertEqual(redacted.sectionCount, 3)
         XCTAssertEqual(redacted.notes, [])
         XCTAssertEqual(redacted.appName, "demo")
-        XCTAssertEqual(RecordRedaction(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true).apply(to: bytes), bytes)
+        XCTAssertEqual(RecordRedaction.everything.apply(to: bytes), bytes)
         // Trailing bytes after END are not copied.
-        XCTAssertEqual(RecordRedaction(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true).apply(to: bytes + [1, 2, 3]), bytes)
+        XCTAssertEqual(RecordRedaction.everything.apply(to: bytes + [1, 2, 3]), bytes)
     }
 
     // MARK: The path sanitiser

@@ -154,6 +154,33 @@ final class EventsSinkUnitTests: XCTestCase {
         }
     }
 
+    /// The request the crash killed: its id, method, route, trace and span, and how many were in
+    /// flight; never its query or key/values. A crash that names no request says only the count.
+    func testAppCrashedNamesTheRequestTheCrashKilledAndHowManyWereInFlight() throws {
+        let (_, record, name) = try crash("request-with-query", reference: false)
+        let crashed = try XCTUnwrap(record.requests?.crashed)
+        let properties = EventsSink.crashProperties(record, name: name)
+        XCTAssertEqual(properties["$crash_request_id"], .string("req-12"))
+        XCTAssertEqual(properties["$crash_request_method"], .string(harnessRequestContext(12).method))
+        XCTAssertEqual(properties["$crash_request_route"], .string("/orders/{id}"))
+        XCTAssertEqual(properties["$crash_trace_id"], .string(harnessRequestContext(12).traceID))
+        XCTAssertEqual(properties["$crash_span_id"], crashed.spanID.map { .string($0) })
+        XCTAssertEqual(properties["$crash_requests_in_flight"], .int(5))
+        let everything = properties.values.map { "\($0)" }.joined(separator: " ")
+        XCTAssertFalse(everything.contains("s3cr3t"), "the query stays out")
+        XCTAssertFalse(properties.keys.contains { $0.contains("query") || $0.contains("attribute") })
+
+        let (_, detached, detachedName) = try crash("request-detached-task", reference: false)
+        let none = EventsSink.crashProperties(detached, name: detachedName)
+        XCTAssertEqual(none["$crash_requests_in_flight"], .int(5))
+        for key in ["$crash_request_id", "$crash_request_method", "$crash_request_route", "$crash_trace_id", "$crash_span_id"] {
+            XCTAssertNil(none[key], key)
+        }
+        // A program without request contexts: none of them.
+        let (_, plain, plainName) = try crash("null-dereference", reference: false)
+        XCTAssertFalse(EventsSink.crashProperties(plain, name: plainName).keys.contains { $0.hasPrefix("$crash_request") || $0 == "$crash_trace_id" })
+    }
+
     /// glibc's abort message reaches AppCrashed: its own property, and the end of the reason's
     /// headline (the first line of the process's last words), as glibc printed it on stderr (the
     /// reference run, CrashCapture disabled).

@@ -240,6 +240,36 @@ final class SentrySinkTests: XCTestCase {
         }
     }
 
+    /// A crash serving a request, through the sink's own envelope builder: the header's trace
+    /// carries the DSN's public key and the event's trace id; the request's query (a token)
+    /// reaches Sentry only with `requestQuery`.
+    func testARequestsTraceAndQueryReachSentryAsTheDSNAndThePolicySay() throws {
+        for data in [CrashDataPolicy(), CrashDataPolicy(requestQuery: true)] {
+            let directory = try Scratch.directory("sentry-request")
+            let child = try ChildProcess.run(BuiltProducts.harness, ["run", "request-with-query", "--dir", directory],
+                                             environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
+            XCTAssertEqual(child.ending, .signaled(SIGILL))
+            let server = try TestHTTPServer()
+            let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
+            let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
+            _ = pass(directory, store: nil, sentry)
+            XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+            XCTAssertEqual(sentry.currentReport.sent.count, 1)
+            let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
+            let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
+            let header = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[0])) as? [String: Any])
+            let event = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+            let trace = try XCTUnwrap(header["trace"] as? [String: String])
+            XCTAssertEqual(trace["public_key"], "publickey")
+            XCTAssertEqual(trace["trace_id"], ((event["contexts"] as? [String: Any])?["trace"] as? [String: Any])?["trace_id"] as? String)
+            XCTAssertEqual(trace["trace_id"], "4bf92f3577b34da6a3ce929d0000000c")
+            let token = Array("s3cr3t-query-token".utf8)
+            let holdsToken = (0...(body.count - token.count)).contains { body[$0..<$0 + token.count].elementsEqual(token) }
+            XCTAssertEqual(holdsToken, data.requestQuery, "the query in what was sent")
+            XCTAssertEqual((event["request"] as? [String: Any])?["query_string"] != nil, data.requestQuery)
+        }
+    }
+
     /// A valid DSN starts the upload whatever else is configured; only a DSN that does not parse
     /// is reported as one (it once was, for a valid DSN, when no envelope builder was set).
     func testOnlyADSNThatDoesNotParseIsReportedAsNotADSN() throws {
