@@ -21,33 +21,36 @@ import Synchronization
 /// try await CrashContext.withValue(context) { try await handle(request) }
 /// ```
 ///
+/// Its fields are set through the initializer (and ``continueTrace(traceparent:)``): what the
+/// record keeps of them is read back with `crash-inspect show` (`--json`: `requests`).
+///
 /// Each text is cut (at a character boundary) to its field in the record: `requestID` 63
 /// bytes, `method` 15, `route` 127, `path` 255, `query` 255, `attributes` 255 in all. Setting
 /// and clearing one costs well under a microsecond and allocates nothing that lives on; at most
 /// 256 can be attached at once (more are served as usual, only not named in a record).
 public struct CrashContext: Sendable, Equatable {
     /// The request's id: the framework's own, or a header's (`X-Request-Id`).
-    public var requestID: String
+    package var requestID: String
     /// The HTTP method, `"GET"`; or another verb for other work (`"grpc"`, `"job"`).
-    public var method: String
+    package var method: String
     /// The route's template, `"/orders/{id}"`: what groups requests of one kind. Empty if unknown.
-    public var route: String
+    package var route: String
     /// The path as requested, without the query string.
-    public var path: String
+    package var path: String
     /// The query string (without `?`). Leave it empty unless you need it: it often carries
     /// tokens. Even when set it leaves the machine only where `CrashDataPolicy` allows.
-    public var query: String
+    package var query: String
     /// The W3C trace id: 32 lowercase hex digits, or empty.
-    public var traceID: String
+    package var traceID: String
     /// This request's span id: 16 lowercase hex digits, or empty.
-    public var spanID: String
+    package var spanID: String
     /// The span that called it (the `traceparent` header's parent id): 16 hex digits, or empty.
-    public var parentSpanID: String
+    package var parentSpanID: String
     /// The trace flags' sampled bit.
-    public var sampled: Bool
+    package var sampled: Bool
     /// A few key/values of your own (a tenant, a job id), written sorted by key as `key=value`
     /// entries within 255 bytes: what does not fit is left out.
-    public var attributes: [String: String]
+    package var attributes: [String: String]
 
     public init(requestID: String = "", method: String = "", route: String = "", path: String = "", query: String = "",
                 traceID: String = "", spanID: String = "", parentSpanID: String = "", sampled: Bool = false,

@@ -64,7 +64,7 @@ public struct CrashRecord: Sendable, Equatable {
     public var breadcrumbs: [Breadcrumb]
     /// The requests in flight and the one the crashed thread was serving (`CrashContext`);
     /// `nil` when the program attaches none.
-    public var requests: RequestsInFlight?
+    package var requests: RequestsInFlight?
     /// The raw JSON text of the compensating `$AppEnd` event (`CC_SEC_APP_END`), unvalidated.
     package var appEndJSON: String?
     /// Section types this reader skipped because it does not know them, in file order.

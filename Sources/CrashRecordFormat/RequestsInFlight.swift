@@ -5,9 +5,9 @@ import CCrashRecordLayout
 /// `CC_SEC_REQUEST`): the one the crashed thread was serving, if it could be told, and the
 /// others, lost with the process. `nil` on a record of a program that attaches no
 /// `CrashContext`.
-public struct RequestsInFlight: Sendable, Equatable {
+package struct RequestsInFlight: Sendable, Equatable {
     /// How the crashed thread's request was told.
-    public enum Status: Sendable, Equatable {
+    package enum Status: Sendable, Equatable {
         /// The crashed thread was running a Swift task (its address).
         case task(UInt64)
         /// The crashed thread was running no Swift task.
@@ -19,16 +19,16 @@ public struct RequestsInFlight: Sendable, Equatable {
         case other(UInt32)
     }
 
-    public var status: Status
+    package var status: Status
     /// The request the crashed thread was serving; `nil` when none can be named.
-    public var crashed: CrashRequest?
+    package var crashed: CrashRequest?
     /// The other requests in flight, most recent first (at most 32 are recorded).
-    public var others: [CrashRequest]
+    package var others: [CrashRequest]
     /// How many were in flight at the crash, the crashed one included (more than
     /// `others.count + 1` when some were not recorded).
-    public var inFlight: Int
+    package var inFlight: Int
     /// Requests whose context could not be attached since start: the table was full.
-    public var dropped: Int
+    package var dropped: Int
 
     package init(status: Status, crashed: CrashRequest? = nil, others: [CrashRequest] = [], inFlight: Int = 0, dropped: Int = 0) {
         self.status = status
@@ -40,34 +40,34 @@ public struct RequestsInFlight: Sendable, Equatable {
 }
 
 /// One request in flight at the crash, as its `CrashContext` described it.
-public struct CrashRequest: Sendable, Equatable {
-    public var requestID: String
-    public var method: String
+package struct CrashRequest: Sendable, Equatable {
+    package var requestID: String
+    package var method: String
     /// The route's template (`/orders/{id}`); empty when not known.
-    public var route: String
+    package var route: String
     /// The path requested, without the query.
-    public var path: String
+    package var path: String
     /// The query string, when the program recorded it (off by default).
-    public var query: String
+    package var query: String
     /// W3C trace-context ids as lowercase hex; `nil` when the request carried no trace.
-    public var traceID: String?
-    public var spanID: String?
-    public var parentSpanID: String?
-    public var sampled: Bool
+    package var traceID: String?
+    package var spanID: String?
+    package var parentSpanID: String?
+    package var sampled: Bool
     /// The program's own key/values, in the order written (sorted by key).
-    public var attributes: [(key: String, value: String)]
+    package var attributes: [(key: String, value: String)]
     /// Attached to a thread rather than a task.
-    public var isThreadContext: Bool
+    package var isThreadContext: Bool
     /// The task (or, for a thread context, the thread id) it was attached in: an address of
     /// the crashed process, for the reader's own checks.
     package var key: UInt64
     /// When it was attached (CLOCK_REALTIME, ns since the epoch).
-    public var startWallNanoseconds: Int64
+    package var startWallNanoseconds: Int64
     /// When it was attached on the monotonic clock (its age: ``CrashRecord/age(of:)``).
     package var startMonotonicNanoseconds: Int64
 
     /// What it is served as, in one line: `GET /orders/{id}` (the route, else the path).
-    public var label: String {
+    package var label: String {
         [method, target].filter { !$0.isEmpty }.joined(separator: " ")
     }
 
@@ -99,7 +99,7 @@ public struct CrashRequest: Sendable, Equatable {
         self.startMonotonicNanoseconds = startMonotonicNanoseconds
     }
 
-    public static func == (a: CrashRequest, b: CrashRequest) -> Bool {
+    package static func == (a: CrashRequest, b: CrashRequest) -> Bool {
         a.requestID == b.requestID && a.method == b.method && a.route == b.route && a.path == b.path && a.query == b.query
             && a.traceID == b.traceID && a.spanID == b.spanID && a.parentSpanID == b.parentSpanID && a.sampled == b.sampled
             && a.attributes.elementsEqual(b.attributes, by: { $0.key == $1.key && $0.value == $1.value })
