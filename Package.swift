@@ -43,8 +43,11 @@ let package = Package(
         // libc function: tools that only read records (crash-inspect, symbolication, the
         // fuzzer) link this, not CrashCapture.
         .target(name: "CrashRecordFormat", dependencies: ["CCrashRecordLayout"]),
+        // Facts about this host and library that every sink names (os-release, the library's name
+        // and version): neutral, so that a sink never imports another sink's model for them.
+        .target(name: "HostFacts"),
         // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
-        .target(name: "SensorsEvents"),
+        .target(name: "SensorsEvents", dependencies: ["HostFacts"]),
         .target(
             name: "CrashCapture",
             // No Foundation, no event model: what capture links is what every adopter loads.
@@ -64,7 +67,7 @@ let package = Package(
             dependencies: ["SensorsEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "SensorsEvents", "SensorsTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
@@ -75,14 +78,14 @@ let package = Package(
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "SensorsEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "HostFacts", "SensorsEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter",
+                "CrashCapture", "HostFacts", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -97,7 +100,7 @@ let package = Package(
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
-        .target(name: "CrashSentry", dependencies: ["SensorsEvents", "CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
@@ -111,7 +114,7 @@ let package = Package(
         // given as arguments, so every `swift build` compiles it.
         .executableTarget(
             name: "record-fuzzer",
-            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents"],
+            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents", "HostFacts"],
             path: "Fuzz/record-fuzzer"
         ),
         // The benchmarks over this package's internal modules (scripts/bench.sh runs them in
@@ -148,7 +151,7 @@ let package = Package(
         // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
         .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsTracking", "CrashRecordFormat"]),
         .testTarget(name: "CrashRecordFormatTests", dependencies: ["CrashRecordFormat", "CCrashRecordLayout", "TestSupport"]),
-        .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "TestSupport"]),
+        .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "HostFacts", "TestSupport"]),
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
@@ -179,13 +182,13 @@ let package = Package(
         ),
         .testTarget(
             name: "SensorsTrackingTests",
-            dependencies: ["SensorsTracking", "SensorsEvents", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SensorsTracking", "SensorsEvents", "HostFacts", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(name: "HTTPExchangeTests", dependencies: ["HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness"]),
         .testTarget(
             name: "CrashCaptureTests",
             dependencies: [
-                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 "TestSupport", "crash-harness", "capture-only", .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -6,6 +6,7 @@
 // through LLVMFuzzerRunDriver (SwiftPM gives every executable its own entry point, so libFuzzer's
 // main() cannot be used). Any other build replays the files given as arguments (directories:
 // every file in them) through the same function, e.g. a crash artifact libFuzzer left.
+import HostFacts
 import SensorsEvents
 import CrashRecordFormat
 import CrashInspection

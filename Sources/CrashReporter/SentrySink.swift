@@ -17,6 +17,7 @@
 // it dies, so a killed sender blocks nothing: the next process sends the record again, with the
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
+import HostFacts
 import SensorsEvents
 import CrashRecordFormat
 import CrashSentry
@@ -81,7 +82,7 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
 
     /// The `X-Sentry-Auth` header (protocol 7, the public key, this client).
     package var authHeader: String {
-        "Sentry sentry_version=7, sentry_key=\(publicKey), sentry_client=\(EventLibrary.name.lowercased())/\(EventLibrary.version)"
+        "Sentry sentry_version=7, sentry_key=\(publicKey), sentry_client=\(CrashCaptureLibrary.name.lowercased())/\(CrashCaptureLibrary.version)"
     }
 
     /// The DSN without its key (for logs).

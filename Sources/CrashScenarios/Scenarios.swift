@@ -1,4 +1,5 @@
 // Scenarios.swift — the one table of ways to die: the harness performs it, verify and the tests check it.
+import HostFacts
 import CCrashScenarios
 import SensorsEvents
 import CrashReporter
@@ -700,7 +701,7 @@ package enum Scenarios {
     /// process, which the caller reports.
     package static func perform(_ scenario: Scenario, directory: String) throws {
         scenario.beforeStart?()
-        var configuration = CrashHandler.Configuration(directory: directory, appName: "crash-harness", appVersion: EventLibrary.version)
+        var configuration = CrashHandler.Configuration(directory: directory, appName: "crash-harness", appVersion: CrashCaptureLibrary.version)
         configuration.runID = EventDraft.newTrackID()
         scenario.configure?(&configuration)
         // The compensating $AppEnd, as CrashReporting publishes it for an app.

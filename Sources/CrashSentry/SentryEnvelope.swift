@@ -1,13 +1,10 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
 // images, contexts) and the record file attached as is. The one builder crash-inspect's export and
 // the uploader share.
-import SensorsEvents
 import CrashRecordFormat
+import HostFacts
 import CrashSymbolication
 import Foundation
-
-/// The os-release fields `contexts.os` carries: SensorsEvents' ``OSRelease``, the one parser.
-/// (This name stays until the reporter's upload names `OSRelease` itself.)
 
 package enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a

@@ -1,6 +1,7 @@
 // EventRenderer.swift — the Sensors-style event: how a draft becomes one JSON object. The one
 // renderer of every event this project produces (tracked, $AppStart, $AppEnd for every end
 // reason, AppCrashed, $SignUp, and the $AppEnd template the signal handler completes).
+import HostFacts
 import Foundation
 
 /// How eagerly an event is kept when the store is full: ordinary events are evicted first,
@@ -90,7 +91,7 @@ package struct EventRenderer: Sendable {
             list.append((key, value))
         }
         presetList = list.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
-        libJSON = "{\"$lib\":" + JSONText.quote(EventLibrary.name) + ",\"$lib_version\":" + JSONText.quote(EventLibrary.version)
+        libJSON = "{\"$lib\":" + JSONText.quote(CrashCaptureLibrary.name) + ",\"$lib_version\":" + JSONText.quote(CrashCaptureLibrary.version)
             + ",\"$lib_method\":\"code\",\"$app_version\":" + JSONText.quote(appVersion) + "}"
     }
 

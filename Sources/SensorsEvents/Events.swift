@@ -1,14 +1,9 @@
 // Events.swift — the event vocabulary shared by capture, tracking store and reporter: identity, presets, JSON text.
+import HostFacts
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// The library as events name it (`$lib`, `$lib_version`).
-package enum EventLibrary {
-    package static let name = "CrashCapture"
-    package static let version = "0.1.0"
-}
 
 /// Who the events belong to (the Sensors model: anonymous until login).
 public struct EventIdentity: Sendable, Equatable {
@@ -45,8 +40,8 @@ package enum PresetProperties {
             ("$os", .string("Linux")),
             ("$os_version", .string(osVersion(kernelRelease: release))),
             ("$model", .string(machine)),
-            ("$lib", .string(EventLibrary.name)),
-            ("$lib_version", .string(EventLibrary.version)),
+            ("$lib", .string(CrashCaptureLibrary.name)),
+            ("$lib_version", .string(CrashCaptureLibrary.version)),
             // Sensors' convention: minutes to add to local time to get UTC (UTC+8 is -480).
             ("$timezone_offset", .int(-secondsEastOfUTC() / 60)),
         ]

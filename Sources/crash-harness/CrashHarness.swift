@@ -1,4 +1,5 @@
 // CrashHarness.swift — crash-harness: every way a Linux Swift program dies, performed and verified.
+import HostFacts
 import ArgumentParser
 import CrashCapture
 import SensorsEvents
@@ -51,7 +52,7 @@ extension CrashHarness {
                 return text.components(separatedBy: "signal:").count - 1
             }
             let before = (threads: threads(), timers: timers())
-            try CrashHandler.start(.init(directory: dir, appName: "crash-harness", appVersion: EventLibrary.version))
+            try CrashHandler.start(.init(directory: dir, appName: "crash-harness", appVersion: CrashCaptureLibrary.version))
             usleep(50_000)
             let after = (threads: threads(), timers: timers())
             print("{\"threadsBefore\":\(before.threads),\"threadsAfter\":\(after.threads),\"timersBefore\":\(before.timers),\"timersAfter\":\(after.timers)}")

@@ -1,6 +1,7 @@
 // Deliver.swift — crash-harness deliver: one launch of CrashReporting over a record directory, as
 // an app configures it (Sentry alone, or with the events store), reported as JSON. Test support:
 // run in a fresh process, so what the launch starts (threads, files) is the launch's alone.
+import HostFacts
 import ArgumentParser
 import CrashCapture
 import SensorsEvents
@@ -82,7 +83,7 @@ extension CrashHarness {
 
         func run() throws {
             var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
-                                                             appVersion: EventLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
+                                                             appVersion: CrashCaptureLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
             configuration.sentryDSN = sentryDSN
             configuration.crashTimeUploader = crashTimeUploader
             if let sentryData {

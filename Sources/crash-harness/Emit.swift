@@ -1,4 +1,5 @@
 // Emit.swift — `crash-harness emit`: tracks numbered events through the tracking store, then flushes or crashes.
+import HostFacts
 import ArgumentParser
 import CCrashScenarios
 import CrashCapture
@@ -96,7 +97,7 @@ extension CrashHarness {
             let run = runID ?? UUID().uuidString.lowercased()
             var configuration = CrashReporting.Configuration(
                 storePath: store, recordDirectory: store + ".records", appName: "crash-harness",
-                appVersion: EventLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
+                appVersion: CrashCaptureLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
             let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout, hostInfo = hostInfo
             configuration.tracker = { tracker in
                 tracker.runID = run

@@ -1,4 +1,5 @@
 // CrashScenarioTests.swift — real crashes in child processes: the signal they died of and the record they left.
+import HostFacts
 import CrashCapture
 import CrashRecordFormat
 import SensorsEvents
@@ -69,7 +70,7 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertEqual((event["time"] as? NSNumber)?.int64Value, process.crashWallNanoseconds / 1_000_000)
         let properties = try XCTUnwrap(event["properties"] as? [String: Any])
         XCTAssertEqual(properties["$os"] as? String, "Linux")
-        XCTAssertEqual(properties["$app_version"] as? String, EventLibrary.version)
+        XCTAssertEqual(properties["$app_version"] as? String, CrashCaptureLibrary.version)
         XCTAssertEqual(properties["$app_end_reason"] as? String, "crash")
         XCTAssertEqual(properties["$app_crashed"] as? Bool, true)
         // The run id is a record field, and the $AppEnd carries the same one.

@@ -1,5 +1,6 @@
 // SentryEnvelopeTests.swift — envelopes of real crashes, read by Sentry's own code: sentry_sdk parses
 // them, sentry_relay normalizes the event, symbolic computes the images' ids from the same files.
+import HostFacts
 import SensorsEvents
 import CrashRecordFormat
 import CrashSentry

@@ -1,4 +1,5 @@
 // EventsTests.swift — the event vocabulary on its own: JSON text, scalars, identity, presets.
+import HostFacts
 import SensorsEvents
 import Foundation
 import TestSupport
@@ -42,8 +43,8 @@ final class EventsTests: XCTestCase {
     func testPresetsDescribeThisMachineWithoutHostOrUserIdentity() throws {
         let presets = PresetProperties.current()
         XCTAssertEqual(presets["$os"], .string("Linux"))
-        XCTAssertEqual(presets["$lib"], .string(EventLibrary.name))
-        XCTAssertEqual(presets["$lib_version"], .string(EventLibrary.version))
+        XCTAssertEqual(presets["$lib"], .string(CrashCaptureLibrary.name))
+        XCTAssertEqual(presets["$lib_version"], .string(CrashCaptureLibrary.version))
         var uts = utsname()
         uname(&uts)
         let release = withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }

@@ -1,4 +1,5 @@
 // TrackerTests.swift — the public API in process: event model, identity, super properties, $AppStart/$AppEnd.
+import HostFacts
 @testable import SensorsTracking
 import SensorsEvents
 import Foundation
@@ -29,7 +30,7 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(step["distinct_id"] as? String, step["anonymous_id"] as? String)
         XCTAssertNil(step["login_id"])
         let lib = try XCTUnwrap(step["lib"] as? [String: Any])
-        XCTAssertEqual(lib["$lib"] as? String, EventLibrary.name)
+        XCTAssertEqual(lib["$lib"] as? String, CrashCaptureLibrary.name)
         XCTAssertEqual(lib["$app_version"] as? String, "9.9.9")
         let properties = step.properties
         XCTAssertEqual(properties["$os"] as? String, "Linux")
