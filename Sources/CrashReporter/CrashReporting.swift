@@ -318,16 +318,13 @@ public final class CrashReporting: Sendable {
         return ShutdownResult(stored: result?.stored ?? true, uploaded: result?.uploaded ?? false, sentToSentry: sent)
     }
 
-    /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor.
+    /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor (nor a
+    /// thread of Swift's cooperative pool); it waits on a dispatch worker, not on a thread
+    /// started per call.
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in
-                let seconds = timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-                continuation.resume(returning: shutdown(timeout: seconds))
-            }
-            thread.name = "CrashReporter.shutdown"
-            thread.start()
+        await Tracker.offload { [self] in
+            shutdown(timeout: timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 })
         }
     }
 }

@@ -8,6 +8,7 @@
 import SensorsEvents
 @_exported import struct HTTPExchange.UploadPolicy
 import HTTPExchange
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -518,21 +519,23 @@ public final class Tracker: @unchecked Sendable {
         await Self.offload { [self] in flush(timeout: timeout.seconds) }
     }
 
-    /// ``shutdown(timeout:)`` for async code (the wait happens on a thread of its own).
+    /// ``shutdown(timeout:)`` for async code (the wait happens on a dispatch worker, not on the caller's executor).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
         await Self.offload { [self] in shutdown(timeout: timeout?.seconds) }
     }
 
-    /// Runs a blocking wait on a new thread and resumes the caller with its result, so that a
-    /// cooperative-pool thread is never held by a disk or network wait.
-    static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    /// Runs a blocking wait on a dispatch worker and resumes the caller with its result, so that
+    /// a cooperative-pool thread is never held by a disk or network wait, and no thread is
+    /// started per call (libdispatch keeps its workers).
+    package static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: body()) }
-            thread.name = "Sensors.wait"
-            thread.start()
+            waits.async { continuation.resume(returning: body()) }
         }
     }
+
+    /// Where ``offload(_:)`` waits: concurrent, so that one wait never holds up another.
+    private static let waits = DispatchQueue(label: "CrashCapture.wait", attributes: .concurrent)
 
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
     /// exiting from the writer thread itself (it could not wait for itself).
