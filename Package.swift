@@ -121,26 +121,22 @@ let package = Package(
         // release builds; the ordo-one ones are Benchmarks/CaptureBench, a package of its own):
         // crash-to-exit times crash-target's deaths with ProcessSpawning and reads the async chains
         // of its records; symbolication-bench times Symbolicator. Small: a plain build compiles them.
-        // Both in the Swift 5 language mode they were written in (top-level state, stderr).
         .executableTarget(
             name: "crash-target",
             dependencies: ["CrashCapture"],
-            path: "Benchmarks/InPackage/crash-target",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            path: "Benchmarks/InPackage/crash-target"
         ),
         .executableTarget(
             name: "crash-to-exit",
             dependencies: ["CrashRecordFormat", "ProcessSpawning"],
-            path: "Benchmarks/InPackage/crash-to-exit",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            path: "Benchmarks/InPackage/crash-to-exit"
         ),
         // tracking-bench: the tracking store's throughput, upload and ingest against a loopback
         // server (it opens trackers and stores directly, which only this package may).
         .executableTarget(
             name: "tracking-bench",
             dependencies: ["SensorsTracking", "CrashReporter", "CrashCapture", "SensorsEvents"],
-            path: "Benchmarks/InPackage/tracking-bench",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            path: "Benchmarks/InPackage/tracking-bench"
         ),
         .executableTarget(
             name: "symbolication-bench",

@@ -31,7 +31,7 @@ let package = Package(
         .executableTarget(
             name: "launch-cost",
             dependencies: ["BenchSpawning"],
-            swiftSettings: [.swiftLanguageMode(.v5)] // top-level state used by its functions, as in crash-to-exit
+            swiftSettings: []
         ),
     ]
 )

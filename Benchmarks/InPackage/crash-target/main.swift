@@ -20,6 +20,12 @@ import Glibc
 
 @inline(never) func opaque<T>(_ value: T) -> T { value }
 
+/// A line to stderr with write(2) (C's `stderr` is shared mutable state to Swift 6).
+func writeError(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
 @inline(never) func crash() {
     let pointer = UnsafeMutablePointer<Int>(bitPattern: opaque(8))!
     pointer.pointee = 1
@@ -49,7 +55,7 @@ func startBlockingThread() {
         pthread_sigmask(SIG_BLOCK, &all, nil)
         while true { sleep(60) }
     }, nil)
-    if started != 0 { fputs("crash-target: pthread_create failed\n", stderr); exit(70) }
+    if started != 0 { writeError("crash-target: pthread_create failed\n"); exit(70) }
 }
 
 if let count = getenv("CRASH_TARGET_THREADS").flatMap({ Int(String(cString: $0)) }), count > 1 {
@@ -60,20 +66,20 @@ if let count = getenv("CRASH_TARGET_THREADS").flatMap({ Int(String(cString: $0))
 let arguments = CommandLine.arguments
 let mode = arguments.count > 1 ? arguments[1] : "none"
 if mode != "none" {
-    guard arguments.count > 2 else { fputs("usage: crash-target none | capture DIR | deep DIR\n", stderr); exit(64) }
+    guard arguments.count > 2 else { writeError("usage: crash-target none | capture DIR | deep DIR\n"); exit(64) }
     var before = timespec()
     clock_gettime(CLOCK_MONOTONIC, &before)
     var configuration = CrashHandler.Configuration(directory: arguments[2], appName: "crash-target", appVersion: "1.0")
     configuration.threadHelper = getenv("CRASH_TARGET_NO_HELPER") == nil
     do { try CrashHandler.start(configuration) } catch {
-        fputs("crash-target: \(error)\n", stderr)
+        writeError("crash-target: \(error)\n")
         exit(70)
     }
     if getenv("CRASH_TARGET_TIME_START") != nil {
         var after = timespec()
         clock_gettime(CLOCK_MONOTONIC, &after)
         let micros = (after.tv_sec - before.tv_sec) * 1_000_000 + (after.tv_nsec - before.tv_nsec) / 1000
-        fputs("start took \(micros) us\n", stderr)
+        writeError("start took \(micros) us\n")
     }
 }
 if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: $0)) }), depth >= 1 {

@@ -40,7 +40,7 @@ var base = ProcessInfo.processInfo.environment
 var recordSizes: [Int] = []
 var writeMicros: [Int] = []
 var startMicros: [Int] = []
-func once(_ configuration: Configuration) throws -> Double {
+@MainActor func once(_ configuration: Configuration) throws -> Double {
     var environment = base
     environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
     let directory = scratch + "/" + UUID().uuidString
@@ -118,7 +118,7 @@ let threadConfigurations = [
 ]
 var helperMicros: [Int: [Int]] = [:]
 var helperFrames: [Int: Int] = [:]
-func once(_ configuration: ThreadConfiguration, threads: Int) throws -> Double {
+@MainActor func once(_ configuration: ThreadConfiguration, threads: Int) throws -> Double {
     var environment = base
     environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"
     environment["CRASH_TARGET_THREADS"] = String(threads)
@@ -195,7 +195,7 @@ struct AsyncFigures {
     var threadCounts: [Int] = []
 }
 var asyncFigures = Array(repeating: AsyncFigures(), count: shapes.count)
-func once(_ configuration: Configuration, shape index: Int) throws -> Double {
+@MainActor func once(_ configuration: Configuration, shape index: Int) throws -> Double {
     let shape = shapes[index]
     var environment = base
     environment["SWIFT_BACKTRACE"] = configuration.backtracer ? "enable=yes,interactive=no,color=no,symbolicate=off" : "enable=no"

@@ -124,7 +124,7 @@ environment.removeValue(forKey: "SENTRY_DSN")
 var runCount = 0
 
 /// Runs `program` with `programArguments` under launch-probe; returns the program's own line and the probe's figures.
-func probeRun(_ program: String, _ programArguments: [String], environment: [String: String]) -> (line: Substring?, sample: Sample) {
+@MainActor func probeRun(_ program: String, _ programArguments: [String], environment: [String: String]) -> (line: Substring?, sample: Sample) {
     runCount += 1
     let output = scratch + "/out-\(runCount)"
     let errors = scratch + "/err-\(runCount)"
@@ -167,7 +167,7 @@ let seedRecord: String = {
 var seedCount = 0
 
 /// Copies of the seed record into `path` until it holds `records` of them (new names each time).
-func seed(_ path: String, records: Int) {
+@MainActor func seed(_ path: String, records: Int) {
     let present = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".ccrec") }.count
     for _ in present..<max(present, records) {
         seedCount += 1
@@ -176,7 +176,7 @@ func seed(_ path: String, records: Int) {
     }
 }
 
-func run(_ row: Row) -> Sample {
+@MainActor func run(_ row: Row) -> Sample {
     var childEnvironment = environment
     if row.disable { childEnvironment["CRASHCAPTURE_DISABLE"] = "1" }
     childEnvironment.merge(row.environment) { $1 }
