@@ -91,7 +91,7 @@ public enum CrashHandler {
                         if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
                         if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
                         if !configuration.crashLine { flags |= UInt32(CC_FLAG_NO_CRASH_LINE) }
-                        config.watchdog_seconds = UInt32(clamping: configuration.watchdogSeconds)
+                        config.watchdog_seconds = configuration.watchdogWholeSeconds
                         config.flags = flags
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
                         // No uploader (the default): no array of C strings either (in a fresh
@@ -225,9 +225,10 @@ public struct Configuration: Sendable {
     /// run's marker: a tracker's `runID` when one runs (`CrashReporting` passes it). Empty (the
     /// default) writes none. At most 63 bytes.
     package var runID: String
-    /// Seconds the handler may take before its watchdog ends the process with the original
-    /// signal (a hang while writing must not keep a dead process alive). 1...3600.
-    public var watchdogSeconds: Int
+    /// How long the handler may take before its watchdog ends the process with the original
+    /// signal (a hang while writing must not keep a dead process alive): 1 s to 1 h, counted in
+    /// whole seconds (a fraction is rounded up).
+    public var watchdog: Duration
     /// Records the directory keeps at most (complete and partial; at least 2). Over it, a start
     /// folds records of a crash that repeats into its latest record (which then says how many
     /// crashes it stands for) and prunes the oldest (README, "A bounded record directory").
@@ -272,7 +273,7 @@ public struct Configuration: Sendable {
         self.threadHelper = true
         self.threadDumpSignal = nil
         self.runID = ""
-        self.watchdogSeconds = 10
+        self.watchdog = .seconds(10)
         self.maxRecords = 64
         self.maxRecordBytes = 32 << 20
         self._testCrashInsideHandler = false
@@ -282,6 +283,13 @@ public struct Configuration: Sendable {
         self._testWithoutLibunwind = false
         self._testUnknownTaskLayout = false
         self.crashLine = true
+    }
+
+    /// ``watchdog`` as the C core counts it (alarm(2)): whole seconds, rounded up, 1...3600.
+    var watchdogWholeSeconds: UInt32 {
+        let parts = watchdog.components
+        let seconds = parts.seconds + (parts.attoseconds > 0 ? 1 : 0)
+        return UInt32(clamping: min(max(seconds, 1), 3600))
     }
 
     /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with

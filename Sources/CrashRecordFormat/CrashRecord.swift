@@ -296,9 +296,16 @@ public struct CrashedProcess: Sendable, Equatable {
         self.threadName = threadName
     }
 
-    /// Seconds from CrashCapture's start to the crash on the monotonic clock; never traps, even on
-    /// nonsense clocks.
-    public var uptimeSeconds: Double {
+    /// From CrashCapture's start to the crash on the monotonic clock; never traps, even on
+    /// nonsense clocks (a difference that overflows is the largest or smallest duration).
+    public var uptime: Duration {
+        let (difference, overflow) = crashMonotonicNanoseconds.subtractingReportingOverflow(startMonotonicNanoseconds)
+        if overflow { return crashMonotonicNanoseconds > startMonotonicNanoseconds ? .nanoseconds(Int64.max) : .nanoseconds(Int64.min) }
+        return .nanoseconds(difference)
+    }
+
+    /// ``uptime`` in seconds, as the event model and the inspector print it.
+    package var uptimeSeconds: Double {
         let (difference, overflow) = crashMonotonicNanoseconds
             .subtractingReportingOverflow(startMonotonicNanoseconds)
         if overflow {

@@ -302,13 +302,13 @@ public final class CrashReporting: Sendable {
         public var sentToSentry: Bool
     }
 
-    /// `$AppEnd`, then upload for at most `timeout` seconds (see ``Tracker/shutdown(timeout:)``);
-    /// the Sentry sink gets the same deadline (what it has not sent, it sends next launch).
+    /// `$AppEnd`, then upload for at most `timeout` (see ``Tracker/shutdown(timeout:)``); the
+    /// Sentry sink gets the same deadline (what it has not sent, it sends next launch).
     @discardableResult
-    public func shutdown(timeout: Double? = nil) -> ShutdownResult {
-        let seconds = timeout ?? tracker?.configuration.shutdownTimeout ?? 3
-        let deadline = SuspendingClock.now.advanced(by: .seconds(seconds))
-        let result = tracker?.shutdown(timeout: seconds) // waits for the launch
+    public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
+        let bound = timeout ?? tracker?.configuration.shutdownTimeout ?? .seconds(3)
+        let deadline = SuspendingClock.now.advanced(by: bound)
+        let result = tracker?.shutdown(timeout: bound) // waits for the launch
         var sent = true
         if let sentry {
             // The records reach the sink in the launch's pass: wait for it, within the deadline.
@@ -323,9 +323,7 @@ public final class CrashReporting: Sendable {
     /// started per call.
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await Tracker.offload { [self] in
-            shutdown(timeout: timeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 })
-        }
+        await Tracker.offload { [self] in shutdown(timeout: timeout) }
     }
 }
 

@@ -392,7 +392,7 @@ package enum Scenarios {
                  record: .init(signal: SIGSEGV, frames: [], mayBeIncomplete: true),
                  configure: {
                      $0._testHangInsideHandler = true
-                     $0.watchdogSeconds = 1
+                     $0.watchdog = .seconds(1)
                  })
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("signal-from-other-process", "kill -SEGV from another process is recorded with the sender",
@@ -466,7 +466,7 @@ package enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: nullDereference { $0.otherThreadsStopped = true; $0.threadNotStopped = false; $0.note = "did not finish (ETIMEDOUT" },
                  maxSeconds: 6,
-                 configure: { $0.watchdogSeconds = 2; $0._testSlowThreadHelper = true },
+                 configure: { $0.watchdog = .seconds(2); $0._testSlowThreadHelper = true },
                  check: { outcome in
                      guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path) else { return ["no record"] }
                      let others = record.threads.filter { !$0.crashed }

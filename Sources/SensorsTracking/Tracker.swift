@@ -26,8 +26,8 @@ public final class Tracker: @unchecked Sendable {
         package var endpoint: URL?
         public var limits = StoreLimits()
         public var upload = UploadPolicy()
-        /// Default bound for ``shutdown(timeout:)``, seconds.
-        public var shutdownTimeout: Double = 3
+        /// Default bound for ``shutdown(timeout:)``.
+        public var shutdownTimeout: Duration = .seconds(3)
         /// How often (seconds) the writer refreshes this run's marker.
         package var runMarkerInterval: Double = 2
         /// Events held in memory while the store cannot be written; beyond it new events are dropped (and counted).
@@ -47,10 +47,10 @@ public final class Tracker: @unchecked Sendable {
         public var runID: String = EventDraft.newTrackID()
         /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
         /// the tracker shuts down by itself: it stores a normal `$AppEnd` and stores and uploads
-        /// for at most this many seconds (at least 0.5), so exit is delayed that long at most.
+        /// for at most this long (at least half a second), so exit is delayed that long at most.
         /// Without it the next launch would report the run as an abnormal end. `nil` turns the
         /// exit hook off.
-        public var shutdownAtExit: Double? = 1
+        public var shutdownAtExit: Duration? = .seconds(1)
 
         package init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.storePath = storePath
@@ -446,8 +446,8 @@ public final class Tracker: @unchecked Sendable {
     /// Waits until everything tracked before this call is committed to the store (or dropped and
     /// counted). Returns `false` on timeout.
     @discardableResult
-    public func waitUntilStored(timeout: Double = 10) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
+    public func waitUntilStored(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
         cond.lock()
         defer { cond.unlock() }
         let target = enqueued
@@ -461,8 +461,8 @@ public final class Tracker: @unchecked Sendable {
     /// everything pending was delivered (or quarantined) within `timeout`; `false` on timeout or
     /// without an endpoint (events then simply stay in the store).
     @discardableResult
-    public func flush(timeout: Double = 10) -> Bool {
-        let deadline = SuspendingClock.now.advanced(by: .seconds(timeout))
+    public func flush(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = SuspendingClock.now.advanced(by: timeout)
         guard waitUntilStored(timeout: timeout), let uploader else { return false }
         return uploader.flush(deadline: deadline)
     }
@@ -476,12 +476,12 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// Tracks `$AppEnd` (`$event_duration` on the monotonic clock), removes this run's marker in
-    /// the same transaction, stops the writer and uploads for at most `timeout` seconds
+    /// the same transaction, stops the writer and uploads for at most `timeout`
     /// (default `configuration.shutdownTimeout`). Later calls return the first result.
     @discardableResult
-    public func shutdown(timeout: Double? = nil) -> ShutdownResult {
-        let seconds = timeout ?? configuration.shutdownTimeout
-        let deadline = SuspendingClock.now.advanced(by: .seconds(seconds))
+    public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
+        let bound = timeout ?? configuration.shutdownTimeout
+        let deadline = SuspendingClock.now.advanced(by: bound)
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         let end = AppEvents.appEnd(reason: .normal, durationSeconds: duration, runID: configuration.runID, time: 0, identity: identity)
         enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true)
@@ -491,7 +491,7 @@ public final class Tracker: @unchecked Sendable {
             return was
         }
         if alreadyStopped { return lastShutdown ?? ShutdownResult(stored: false, uploaded: false) }
-        let stored = waitUntilStored(timeout: seconds)
+        let stored = waitUntilStored(timeout: bound)
         cond.withLock {
             writerStop = true
             cond.broadcast()
@@ -510,19 +510,19 @@ public final class Tracker: @unchecked Sendable {
     /// never on the caller's executor.
     @discardableResult
     public func waitUntilStored(timeout: Duration = .seconds(10)) async -> Bool {
-        await Self.offload { [self] in waitUntilStored(timeout: timeout.seconds) }
+        await Self.offload { [self] in waitUntilStored(timeout: timeout) }
     }
 
     /// ``flush(timeout:)`` for async code (the wait happens on a thread of its own).
     @discardableResult
     public func flush(timeout: Duration = .seconds(10)) async -> Bool {
-        await Self.offload { [self] in flush(timeout: timeout.seconds) }
+        await Self.offload { [self] in flush(timeout: timeout) }
     }
 
     /// ``shutdown(timeout:)`` for async code (the wait happens on a dispatch worker, not on the caller's executor).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await Self.offload { [self] in shutdown(timeout: timeout?.seconds) }
+        await Self.offload { [self] in shutdown(timeout: timeout) }
     }
 
     /// Runs a blocking wait on a dispatch worker and resumes the caller with its result, so that
@@ -540,8 +540,8 @@ public final class Tracker: @unchecked Sendable {
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
     /// exiting from the writer thread itself (it could not wait for itself).
     func shutdownAtExit() {
-        guard let seconds = configuration.shutdownAtExit, cond.withLock({ accepting && !onWriterThread }) else { return }
-        shutdown(timeout: max(seconds, 0.5))
+        guard let bound = configuration.shutdownAtExit, cond.withLock({ accepting && !onWriterThread }) else { return }
+        shutdown(timeout: max(bound, .milliseconds(500)))
     }
 
     // MARK: - Writer
@@ -679,7 +679,7 @@ enum ExitHook {
 
 extension Duration {
     /// The duration in seconds, as the blocking API takes it.
-    var seconds: Double {
+    package var seconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }

@@ -121,7 +121,7 @@ extension CrashHarness {
                     cch_null_dereference()
                 }
             }
-            let result = reporting.shutdown(timeout: timeout)
+            let result = reporting.shutdown(timeout: .milliseconds(Int64(timeout * 1000)))
             struct Summary: Encodable {
                 var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]
                 var recordsIngested: [String], errors: [String], sentToSentry: Bool, sentryDSNError: String?

@@ -103,7 +103,7 @@ extension CrashHarness {
                 tracker.runID = run
                 tracker.upload.initialRetryDelay = .seconds(retryDelay)
                 tracker.upload.maxRetryDelay = .seconds(maxRetryDelay)
-                tracker.shutdownTimeout = flushTimeout
+                tracker.shutdownTimeout = .milliseconds(Int64(flushTimeout * 1000))
                 tracker.includeHostInfo = hostInfo
             }
             let reporting = CrashReporting.start(configuration)
@@ -116,19 +116,19 @@ extension CrashHarness {
             for seq in 0..<count {
                 tracker.track("HarnessEvent", properties: ["seq": .int(seq), "run": .string(run)])
                 if seq == crashAfter {
-                    tracker.waitUntilStored(timeout: 30)
+                    tracker.waitUntilStored(timeout: .seconds(30))
                     if let secret { Self.crash(holding: secret) }
                     cch_null_dereference()
                 }
             }
             if readyFile != nil || hold || growMemory {
-                tracker.waitUntilStored(timeout: 30)
+                tracker.waitUntilStored(timeout: .seconds(30))
                 if let readyFile { _ = FileManager.default.createFile(atPath: readyFile, contents: Data(run.utf8)) }
                 if growMemory { Self.growMemoryUntilKilled() }
                 while hold { sleep(60) }
             }
             if exitWithoutShutdown { Glibc.exit(0) }
-            let result = reporting.shutdown(timeout: flushTimeout)
+            let result = reporting.shutdown(timeout: .milliseconds(Int64(flushTimeout * 1000)))
             if json {
                 let report = reporting.launchReport
                 struct Summary: Encodable {

@@ -60,7 +60,7 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertEqual(reporting.tracker!.identity.loginID, "user-7")
         XCTAssertTrue(released.isSet)
         XCTAssertNil(reporting.tracker!.launchError)
-        XCTAssertTrue(reporting.tracker!.waitUntilStored(timeout: 20))
+        XCTAssertTrue(reporting.tracker!.waitUntilStored(timeout: .seconds(20)))
         let stored = try storedObjects(storePath).dropFirst(before).map { $0 }
         XCTAssertEqual(stored.map(\.event), ["$AppStart", "Early"])
         let appStart = try XCTUnwrap(stored.first)
@@ -113,8 +113,8 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertEqual(launch.recordsAwaitingSinks, [record])
         XCTAssertEqual(launch.errors, ["\(record): events: the events store cannot be opened"])
         // Nothing could be stored: the wait times out rather than pretending.
-        XCTAssertFalse(reporting.tracker!.waitUntilStored(timeout: 1.5))
-        let result = reporting.shutdown(timeout: 1)
+        XCTAssertFalse(reporting.tracker!.waitUntilStored(timeout: .milliseconds(1500)))
+        let result = reporting.shutdown(timeout: .seconds(1))
         XCTAssertFalse(result.stored)
         XCTAssertTrue(result.sentToSentry)
         XCTAssertEqual(sentry.allRequests.count, 1, "Sentry got the record although the store failed")

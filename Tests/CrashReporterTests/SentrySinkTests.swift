@@ -281,7 +281,7 @@ final class SentrySinkTests: XCTestCase {
             let reporting = CrashReporting.start(configuration)
             XCTAssertEqual(reporting.sentryDSNError != nil, error, "\(dsn): \(reporting.sentryDSNError ?? "no error")")
             if error { XCTAssertTrue(reporting.sentryDSNError?.hasPrefix("not a Sentry DSN") == true) }
-            _ = reporting.shutdown(timeout: 2.0)
+            _ = reporting.shutdown(timeout: .seconds(2))
         }
     }
 

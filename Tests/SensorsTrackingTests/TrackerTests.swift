@@ -161,7 +161,7 @@ final class TrackerTests: XCTestCase {
         let path = try Scratch.directory("embedded") + "/s.sqlite"
         let tracker = try Tracker(configuration(path))
         tracker.track("Kept")
-        XCTAssertFalse(tracker.flush(timeout: 5))
+        XCTAssertFalse(tracker.flush(timeout: .seconds(5)))
         tracker.shutdown()
         let (summary, _) = try TrackingStore.inspect(path: path)
         XCTAssertEqual(summary.pending, 3)
@@ -194,7 +194,7 @@ final class TrackerTests: XCTestCase {
         tracker.track("Meanwhile")
         ready.signal()
         // Bounded: a launch waiting for itself never stores what was tracked.
-        let stored = tracker.waitUntilStored(timeout: 10)
+        let stored = tracker.waitUntilStored(timeout: .seconds(10))
         XCTAssertTrue(stored, "the launch waited for itself")
         guard stored else { return }
         XCTAssertEqual(tracker.identity.loginID, "in-launch")

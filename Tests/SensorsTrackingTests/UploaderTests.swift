@@ -25,8 +25,8 @@ final class UploaderTests: XCTestCase {
         let server = try TestHTTPServer()
         let tracker = try tracker("happy", server: server)
         for i in 0..<1000 { tracker.track("Step", properties: ["i": .int(i)]) }
-        XCTAssertTrue(tracker.flush(timeout: 60))
-        XCTAssertEqual(tracker.shutdown(timeout: 30), Tracker.ShutdownResult(stored: true, uploaded: true))
+        XCTAssertTrue(tracker.flush(timeout: .seconds(60)))
+        XCTAssertEqual(tracker.shutdown(timeout: .seconds(30)), Tracker.ShutdownResult(stored: true, uploaded: true))
         let accepted = server.acceptedEvents
         XCTAssertEqual(steps(accepted), Array(0..<1000))
         XCTAssertEqual(Set(accepted.compactMap(\.trackID)).count, accepted.count)
@@ -53,8 +53,8 @@ final class UploaderTests: XCTestCase {
         }
         let tracker = try tracker("flaky", server: server)
         for i in 0..<600 { tracker.track("Step", properties: ["i": .int(i)]) }
-        XCTAssertTrue(tracker.flush(timeout: 120))
-        tracker.shutdown(timeout: 30)
+        XCTAssertTrue(tracker.flush(timeout: .seconds(120)))
+        tracker.shutdown(timeout: .seconds(30))
         XCTAssertEqual(steps(server.acceptedEvents), Array(0..<600))
         XCTAssertGreaterThanOrEqual(server.allRequests.count, 18)
         XCTAssertEqual(try tracker.store.summary().quarantined, 0)
@@ -64,8 +64,8 @@ final class UploaderTests: XCTestCase {
         let server = try TestHTTPServer { request in (request.events?.count ?? 0) > 7 ? .status(413) : .status(200) }
         let tracker = try tracker("toolarge", server: server)
         for i in 0..<100 { tracker.track("Step", properties: ["i": .int(i)]) }
-        XCTAssertTrue(tracker.flush(timeout: 60))
-        tracker.shutdown(timeout: 30)
+        XCTAssertTrue(tracker.flush(timeout: .seconds(60)))
+        tracker.shutdown(timeout: .seconds(30))
         XCTAssertEqual(steps(server.acceptedEvents), Array(0..<100))
         XCTAssertTrue(server.allRequests.contains { $0.events?.count == 50 })
         XCTAssertEqual(try tracker.store.summary().quarantined, 0)
@@ -79,8 +79,8 @@ final class UploaderTests: XCTestCase {
         tracker.track("Step", properties: ["i": .int(0)])
         tracker.track("Huge")
         tracker.track("Step", properties: ["i": .int(1)])
-        XCTAssertTrue(tracker.flush(timeout: 60))
-        tracker.shutdown(timeout: 30)
+        XCTAssertTrue(tracker.flush(timeout: .seconds(60)))
+        tracker.shutdown(timeout: .seconds(30))
         XCTAssertEqual(steps(server.acceptedEvents), [0, 1])
         let quarantined = try tracker.store.quarantinedEvents()
         XCTAssertEqual(quarantined.map(\.event.event), ["Huge"])
@@ -95,8 +95,8 @@ final class UploaderTests: XCTestCase {
         for i in 0..<30 {
             tracker.track(i == 15 ? "Poison" : "Step", properties: ["i": .int(i)])
         }
-        XCTAssertTrue(tracker.flush(timeout: 60))
-        tracker.shutdown(timeout: 30)
+        XCTAssertTrue(tracker.flush(timeout: .seconds(60)))
+        tracker.shutdown(timeout: .seconds(30))
         // The batch holding event 15 (events 10..<20) is quarantined whole; the rest arrive in order.
         XCTAssertEqual(steps(server.acceptedEvents), Array(0..<10) + Array(20..<30))
         let summary = try tracker.store.summary()
@@ -113,8 +113,8 @@ final class UploaderTests: XCTestCase {
         }
         let tracker = try tracker("cursed", server: server, batchSize: 8)
         for i in 0..<16 { tracker.track(i == 5 ? "Cursed" : "Step", properties: ["i": .int(i)]) }
-        XCTAssertTrue(tracker.flush(timeout: 120))
-        tracker.shutdown(timeout: 30)
+        XCTAssertTrue(tracker.flush(timeout: .seconds(120)))
+        tracker.shutdown(timeout: .seconds(30))
         XCTAssertEqual(steps(server.acceptedEvents), Array(0..<5) + Array(6..<16))
         XCTAssertEqual(try tracker.store.quarantinedEvents().map(\.event.event), ["Cursed"])
     }
@@ -129,8 +129,8 @@ final class UploaderTests: XCTestCase {
         config.upload.maxRetryDelay = .milliseconds(50)
         let tracker = try Tracker(config)
         tracker.track("Kept")
-        XCTAssertTrue(tracker.waitUntilStored(timeout: 60))
-        let result = tracker.shutdown(timeout: 1)
+        XCTAssertTrue(tracker.waitUntilStored(timeout: .seconds(60)))
+        let result = tracker.shutdown(timeout: .seconds(1))
         XCTAssertEqual(result, Tracker.ShutdownResult(stored: true, uploaded: false))
         let summary = try tracker.store.summary()
         XCTAssertEqual(summary.pending, 3)

@@ -43,7 +43,7 @@ func trackLatency() throws {
     let tracker = try Tracker(config)
     let properties: [String: JSONScalar] = ["screen": .string("checkout"), "items": .int(3), "total": .double(19.99)]
     for _ in 0..<20_000 { tracker.track("Warmup", properties: properties) }
-    tracker.waitUntilStored(timeout: 60)
+    tracker.waitUntilStored(timeout: .seconds(60))
     var samples: [UInt64] = []
     samples.reserveCapacity(200_000)
     for _ in 0..<20 {
@@ -52,7 +52,7 @@ func trackLatency() throws {
             tracker.track("Purchase", properties: properties)
             samples.append(now() - start)
         }
-        tracker.waitUntilStored(timeout: 60) // not measured: keeps the queue from growing without bound
+        tracker.waitUntilStored(timeout: .seconds(60)) // not measured: keeps the queue from growing without bound
     }
     tracker.shutdown()
     let sorted = samples.sorted()
@@ -66,7 +66,7 @@ func throughput(count: Int, limit: Int) throws {
     config.limits.maxEvents = limit
     config.maxQueuedEvents = count + 10
     let tracker = try Tracker(config)
-    tracker.waitUntilStored(timeout: 60)
+    tracker.waitUntilStored(timeout: .seconds(60))
     let properties: [String: JSONScalar] = ["screen": .string("checkout"), "items": .int(3), "total": .double(19.99)]
     let start = now()
     for i in 0..<count {
@@ -74,7 +74,7 @@ func throughput(count: Int, limit: Int) throws {
         p["seq"] = .int(i)
         tracker.track("Purchase", properties: p)
     }
-    tracker.waitUntilStored(timeout: 600)
+    tracker.waitUntilStored(timeout: .seconds(600))
     let seconds = Double(now() - start) / 1e9
     tracker.shutdown()
     let summary = try tracker.store.summary()
@@ -106,7 +106,7 @@ func ingestAndUpload(records: Int) throws {
                                               appName: "bench", appVersion: "1.0", endpoint: server.url)
     config.captureCrashes = false
     let reporting = CrashReporting.start(config)
-    let flushed = reporting.tracker!.flush(timeout: 30)
+    let flushed = reporting.tracker!.flush(timeout: .seconds(30))
     let seconds = Double(now() - start) / 1e9
     reporting.shutdown()
     server.stop()
@@ -125,12 +125,12 @@ func uploadThroughput(count: Int) throws {
     config.limits.maxEvents = count + 100
     let offline = try Tracker(config)  // no endpoint: fill the store first
     for i in 0..<count { offline.track("Purchase", properties: ["seq": .int(i), "screen": .string("checkout")]) }
-    offline.waitUntilStored(timeout: 600)
+    offline.waitUntilStored(timeout: .seconds(600))
     offline.shutdown()
     config.endpoint = server.url
     let start = now()
     let online = try Tracker(config)
-    let flushed = online.flush(timeout: 600)
+    let flushed = online.flush(timeout: .seconds(600))
     let seconds = Double(now() - start) / 1e9
     online.shutdown()
     server.stop()
