@@ -206,5 +206,11 @@ for target in package.targets where target.type == .regular || target.type == .e
 // as -Wextra's do for C). treatAllWarnings (PackageDescription 6.2) applies to this package's
 // own targets only, never to its dependencies.
 for target in package.targets {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .treatAllWarnings(as: .error),
+        // As swift-log sets them: every existential spelled `any`, a member used only where its
+        // module is imported.
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
 }

@@ -147,7 +147,7 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
 
         /// Any JSON object.
         struct AnyObject: Decodable {
-            init(from decoder: Decoder) throws { _ = try decoder.container(keyedBy: Key.self) }
+            init(from decoder: any Decoder) throws { _ = try decoder.container(keyedBy: Key.self) }
             struct Key: CodingKey {
                 var stringValue: String
                 var intValue: Int? { nil }

@@ -121,7 +121,7 @@ package final class TrackingStore: @unchecked Sendable {
         }
     }
 
-    static func isCorruption(_ error: Error) -> Bool {
+    static func isCorruption(_ error: any Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
         return error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
     }

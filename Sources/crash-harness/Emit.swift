@@ -1,4 +1,5 @@
 // Emit.swift — `crash-harness emit`: tracks numbered events through the tracking store, then flushes or crashes.
+import Logging
 import HostFacts
 import ArgumentParser
 import CCrashScenarios

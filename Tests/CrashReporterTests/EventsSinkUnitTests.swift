@@ -2,6 +2,7 @@
 // the parse of a record's $AppEnd, the pairing of a record with its run marker, and AppCrashed's
 // properties checked against readelf (an oracle no one here wrote), and the crash said in the same
 // words by AppCrashed, the Sentry event and crash-inspect.
+import CrashCapture
 @testable import CrashReporter
 import SensorsEvents
 import CrashInspection

@@ -29,7 +29,7 @@ final class BacktracerOutputTests: XCTestCase {
     static let json = "enable=yes,interactive=no,color=no,format=json,output-to={dir},symbolicate=full"
 
     /// Two real JSON reports of the same crash, made once.
-    static let reports: Result<[String], Error> = Result {
+    static let reports: Result<[String], any Error> = Result {
         try [crash("backtrace-json-a", backtrace: json).directory, crash("backtrace-json-b", backtrace: json).directory]
     }
 

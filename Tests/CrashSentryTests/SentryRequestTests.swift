@@ -2,6 +2,7 @@
 // the harness's request scenarios: the trace context, the request interface, the tag, the others
 // in flight and the header's dynamic sampling context, read by sentry_sdk and normalized by Relay;
 // what the data policy keeps of the query and the key/values, in the event and the attachment.
+import CrashCapture
 import CrashRecordFormat
 import CrashScenarios
 import CrashSentry

@@ -46,7 +46,7 @@ struct Fixture {
     /// `objcopy --only-keep-debug` of `pie`.
     let debugFile: String
 
-    static let shared: Result<Fixture, Error> = Result { try Fixture() }
+    static let shared: Result<Fixture, any Error> = Result { try Fixture() }
 
     static func get() throws -> Fixture { try shared.get() }
 

@@ -2,6 +2,7 @@
 // memory-limited cgroup (v1) made for the test, killed by the OOM killer or by the test's own
 // SIGKILL, and the `$AppEnd` the next launch stores for it. Skipped, saying why, where no memory
 // cgroup can be made (not root, no v1 memory hierarchy, read-only cgroupfs, kernel before 4.13).
+import ProcessSpawning
 @testable import SensorsTracking
 import Foundation
 import TestSupport

@@ -2,6 +2,7 @@
 // with SIGKILL or exiting without shutdown, the uploader killed at random moments and between send
 // and delete, two processes writing one store, a corrupt store file. (Crash records at the next
 // launch are CrashReporterTests' NextLaunchTests.)
+import ProcessSpawning
 @testable import SensorsTracking
 import Foundation
 import TestSupport

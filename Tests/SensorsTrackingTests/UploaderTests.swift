@@ -1,5 +1,7 @@
 // UploaderTests.swift — uploads against a real HTTP server on 127.0.0.1; without libcurl, in a child
 // process (crash-harness emit): the upload fails saying so and a later run sends every event.
+import SensorsEvents
+import ProcessSpawning
 @testable import SensorsTracking
 import Foundation
 import TestSupport
