@@ -209,8 +209,9 @@ for target in package.targets {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .treatAllWarnings(as: .error),
         // As swift-log sets them: every existential spelled `any`, a member used only where its
-        // module is imported.
+        // module is imported, imports internal unless marked `package import` or `public import`.
         .enableUpcomingFeature("ExistentialAny"),
         .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
     ]
 }

@@ -1,5 +1,5 @@
 // BreadcrumbLogHandler.swift — a swift-log LogHandler that leaves every log line as a crash breadcrumb.
-import Logging
+public import Logging
 
 /// Feeds log messages into the crash breadcrumb ring. A plain `LogHandler`: to keep logging
 /// where it went before, compose it with swift-log's `MultiplexLogHandler`, which passes the

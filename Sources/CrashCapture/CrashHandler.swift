@@ -9,7 +9,7 @@ import CShims
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
+public import Logging
 import Synchronization
 @_exported import CrashRecordFormat
 

@@ -1,5 +1,5 @@
 // Explanation.swift — what a signal, its si_code and fault address mean, in one sentence a person can act on.
-import CrashRecordFormat
+package import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 

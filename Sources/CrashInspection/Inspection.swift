@@ -1,6 +1,6 @@
 // Inspection.swift — a record with its threads symbolicated: the one model show, list, groups and export read from.
-import CrashRecordFormat
-import CrashSymbolication
+package import CrashRecordFormat
+package import CrashSymbolication
 import Foundation
 
 /// A thread whose frames have been through the symbolicator.

@@ -2,7 +2,7 @@
 // encoder every --json output is written with, and the two helpers they need: an explicit null and
 // any JSON value (the record's $AppEnd, shown as it parses).
 import CrashRecordFormat
-import CrashSymbolication
+package import CrashSymbolication
 import Foundation
 
 /// A value written as JSON `null` when absent (a key the schema always has), where a plain

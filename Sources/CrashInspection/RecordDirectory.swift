@@ -1,5 +1,5 @@
 // RecordDirectory.swift — finds the records in a directory, reading each as untrusted and keeping one line of error per bad file.
-import CrashRecordFormat
+package import CrashRecordFormat
 import Foundation
 
 /// One file of a record directory: its record, or why it could not be read.

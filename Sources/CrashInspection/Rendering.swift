@@ -1,5 +1,5 @@
 // Rendering.swift — the text a person reads and the stable JSON a script reads, for show, list and groups.
-import CrashRecordFormat
+package import CrashRecordFormat
 import CrashSymbolication
 import Foundation
 

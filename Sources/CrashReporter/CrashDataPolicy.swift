@@ -1,6 +1,6 @@
 // CrashDataPolicy.swift — what a crash's Sentry event and the record attached to it carry beyond
 // what Sentry needs to group and symbolicate the crash (README, "What leaves the machine").
-import CrashRecordFormat
+package import CrashRecordFormat
 import CrashSentry
 
 /// What leaves the machine with a crash, beyond its signal, frames, registers, images (build ids,

@@ -4,7 +4,7 @@
 // the current run of such crashes and when the last one happened), and keeps the verdict in the
 // same file while the record is there, so a record delivered later (Sentry down) still says what it
 // was part of. One small file, `loop-state`, under an exclusive flock for the pass.
-import CrashRecordFormat
+package import CrashRecordFormat
 #if canImport(Glibc)
 import Glibc
 #endif

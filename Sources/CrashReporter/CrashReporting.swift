@@ -1,10 +1,10 @@
 // CrashReporting.swift — one call that wires capture, next-launch ingest and tracking for an app.
-import CrashCapture
+public import CrashCapture
 // What a reporter user names: the tracker (SensorsTracking), property values and identity
 // (SensorsEvents), the upload policy (re-exported by SensorsTracking).
 @_exported import SensorsEvents
 @_exported import SensorsTracking
-import Foundation
+public import Foundation
 import HTTPExchange
 
 /// Crash capture for one application, its records delivered at the next launch to Sentry, to

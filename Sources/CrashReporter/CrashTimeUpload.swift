@@ -9,7 +9,7 @@
 // only sink the record is then deleted; with other sinks (the events store, the app's own) it
 // stays with `<record>.sentry.ack` beside it, and the next launch gives it to those sinks only.
 // A record the uploader could not send stays for the next launch, as without it.
-import CrashCapture
+package import CrashCapture
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -15,7 +15,7 @@
 // sink whose acknowledgment is lost (the process died between its delivery and the file) is
 // offered the record again; each of ours makes that harmless (the store's claim refuses the
 // same events twice, Sentry drops an event id it has).
-import CrashRecordFormat
+public import CrashRecordFormat
 import SensorsTracking
 #if canImport(Glibc)
 import Glibc

@@ -19,9 +19,9 @@
 // sender killed mid-send and need a timeout to be taken back.
 import HostFacts
 import SensorsEvents
-import CrashRecordFormat
-import CrashSentry
-import Foundation
+package import CrashRecordFormat
+package import CrashSentry
+package import Foundation
 import HTTPExchange
 #if canImport(Glibc)
 import Glibc

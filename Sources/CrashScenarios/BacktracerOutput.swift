@@ -1,6 +1,6 @@
 // BacktracerOutput.swift — comparing what the Swift runtime (its fatal-error stack trace, its backtracer) printed or wrote in two runs, and a record's frames with the backtracer's.
-import CrashRecordFormat
-import CrashSymbolication
+package import CrashRecordFormat
+package import CrashSymbolication
 import Foundation
 
 package enum RuntimeOutput {

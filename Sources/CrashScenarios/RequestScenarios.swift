@@ -1,6 +1,6 @@
 // RequestScenarios.swift — crashes of a server's requests: the record and the stderr line must name the request the crashed task was serving, and never another.
 import CCrashScenarios
-import CrashCapture
+package import CrashCapture
 import Foundation
 #if canImport(Glibc)
 import Glibc

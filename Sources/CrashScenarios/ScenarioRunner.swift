@@ -7,9 +7,9 @@
 // declares a normaliser, or opts out with a reason; the ending is always compared). Each child
 // leads its own process group; anything of that group still running after it ended is a failure.
 import CrashCapture
-import CrashSymbolication
-import Foundation
-import ProcessSpawning
+package import CrashSymbolication
+package import Foundation
+package import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif

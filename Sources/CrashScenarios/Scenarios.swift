@@ -2,7 +2,7 @@
 import HostFacts
 import CCrashScenarios
 import SensorsEvents
-import CrashReporter
+package import CrashReporter
 @_spi(Testing) import CrashCapture
 import Dispatch
 import Foundation

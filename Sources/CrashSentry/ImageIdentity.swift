@@ -1,8 +1,8 @@
 // ImageIdentity.swift — the ids Sentry matches debug files by, for an image without a GNU build-id:
 // the XOR of the first page of `.text`, read from the file on disk, as sentry-native and symbolic do.
-import CrashRecordFormat
+package import CrashRecordFormat
 import CrashSymbolication
-import Foundation
+package import Foundation
 
 extension SentryEnvelope {
     /// The ids of one image as Sentry wants them: `code_id` (the build-id as hex) and `debug_id`.

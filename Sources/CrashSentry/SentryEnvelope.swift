@@ -1,10 +1,10 @@
 // SentryEnvelope.swift — a crash record as a Sentry envelope: the event (exception, threads, debug
 // images, contexts) and the record file attached as is. The one builder crash-inspect's export and
 // the uploader share.
-import CrashRecordFormat
-import HostFacts
-import CrashSymbolication
-import Foundation
+package import CrashRecordFormat
+package import HostFacts
+package import CrashSymbolication
+package import Foundation
 
 package enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a

@@ -1,7 +1,7 @@
 // SentryRequests.swift — the request a crash killed, and the others lost with it, as Sentry says
 // them: the trace context, the request interface, a tag, bounded extra data, and the envelope
 // header's dynamic sampling context.
-import CrashRecordFormat
+package import CrashRecordFormat
 import Foundation
 
 extension SentryEnvelope {

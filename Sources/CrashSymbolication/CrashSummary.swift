@@ -1,6 +1,6 @@
 // CrashSummary.swift — a crash in one line and a few frames: the one summary every place that shows
 // a crash briefly uses (AppCrashed's reason, the Sentry exception, crash-inspect's list and show).
-import CrashRecordFormat
+package import CrashRecordFormat
 
 /// What a crash was, briefly: the signal and its code, the fault address, the first line of the
 /// process's last words, and the top frames as Swift's backtracer shows them.

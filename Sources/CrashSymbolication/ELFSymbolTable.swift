@@ -1,5 +1,5 @@
 // ELFSymbolTable.swift — function symbols of an ELF file by address, and the async-function test over a record's images that needs no symbolizer (what Swift's backtracer reads on Linux).
-import CrashRecordFormat
+package import CrashRecordFormat
 import Foundation
 import Synchronization
 

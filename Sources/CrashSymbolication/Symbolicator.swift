@@ -1,5 +1,5 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
-import CrashRecordFormat
+package import CrashRecordFormat
 import Foundation
 import ProcessSpawning
 #if canImport(Glibc)

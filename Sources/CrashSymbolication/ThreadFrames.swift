@@ -1,5 +1,5 @@
 // ThreadFrames.swift — a thread's frames as a Swift backtrace shows them: the physical frames up to the first async function, then its async callers from the context chain the record holds.
-import CrashRecordFormat
+package import CrashRecordFormat
 
 /// One frame of a thread as Swift's backtracer lists it.
 package struct ThreadFrame: Sendable, Equatable {

@@ -7,7 +7,7 @@
 // that never sends never loads libcurl; one without libcurl.so.4 gets status 0 and an error
 // saying so (the callers keep their data and retry, as for any network error).
 import CHTTPCurl
-import Foundation
+package import Foundation
 
 package enum HTTPExchange {
     /// One request.

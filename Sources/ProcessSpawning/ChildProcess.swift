@@ -3,7 +3,7 @@
 // Foundation's Process reaps children from a SIGCHLD source of its own; with many short-lived
 // children that die of signals it was seen here to miss an exit and wait forever. Crash tests
 // need the exact signal and a hard time limit, so this goes straight to posix_spawn/waitpid.
-import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif

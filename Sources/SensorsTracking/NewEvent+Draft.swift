@@ -1,5 +1,5 @@
 // NewEvent+Draft.swift — a rendered draft as the row the store appends.
-import SensorsEvents
+package import SensorsEvents
 
 extension NewEvent {
     /// The row for `draft`, rendered as `json` (by ``EventRenderer``): its track id, name, time

@@ -5,11 +5,11 @@
 // transaction, refreshes this run's marker every few seconds, and tells the uploader how many
 // events are pending. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
 // yet committed) are lost; events committed never are (`waitUntilStored` tells which).
-import SensorsEvents
+public import SensorsEvents
 @_exported import struct HTTPExchange.UploadPolicy
 import HTTPExchange
 import Dispatch
-import Foundation
+package import Foundation
 import Synchronization
 
 /// Tracks Sensors-style events into a ``TrackingStore`` and (with an endpoint) uploads them.

@@ -1,6 +1,6 @@
 // Wire.swift — the Sensors Analytics `/sa` request body: gzip, base64, crc and percent-encoding.
 import CZlib
-import Foundation
+package import Foundation
 
 /// The body of one upload, byte-compatible with Sensors Analytics' `/sa` endpoint:
 /// `crc=<Java hashCode of the base64 text>&gzip=1&data_list=<percent-encoded base64(gzip(JSON array))>`.

@@ -2,7 +2,7 @@
 // crashes on request and reports at its next launch), and the event JSON it leaves behind: in
 // the store, and in the `/sa` bodies a TestHTTPServer received.
 import Foundation
-import ProcessSpawning
+package import ProcessSpawning
 import SensorsTracking
 #if canImport(Glibc)
 import Glibc

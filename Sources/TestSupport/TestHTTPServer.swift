@@ -7,7 +7,7 @@
 // policy that sleeps delays that answer only. Shared by the /sa upload tests (which decode Sensors
 // bodies), the Sentry upload tests (which parse envelopes with Sentry's own code) and the
 // debuginfod client tests (which are served garbage, the wrong file, or nothing).
-import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 // EventQueue.swift — the `events` table: append, pending batches, delivered, eviction.
-import SensorsEvents
+package import SensorsEvents
 import GRDB
 
 /// An event ready to be stored.

@@ -1,5 +1,5 @@
 // RunMarkers.swift — the `runs` table: one marker per live (or unreported) process.
-import SensorsEvents
+package import SensorsEvents
 import GRDB
 
 /// One process's run marker: refreshed while it runs, removed when its `$AppEnd` is stored.

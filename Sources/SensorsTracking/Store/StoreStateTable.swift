@@ -1,6 +1,6 @@
 // StoreStateTable.swift — the `meta` key-value state (anonymous id, login id, super properties,
 // first start) and the `counters` table (evictions and drops: nothing disappears uncounted).
-import SensorsEvents
+package import SensorsEvents
 import Foundation
 import GRDB
 
