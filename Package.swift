@@ -20,11 +20,35 @@ let package = Package(
         // Crash-time upload: what a crashing process starts to send its record to Sentry (off by
         // default; CrashReporting's crashTimeUploader). Ship it beside the program.
         .executable(name: "crash-uploader", targets: ["crash-uploader"]),
+        // Server integrations, each behind a trait of the same name (off by default): a Hummingbird 2
+        // middleware, a Vapor 4 middleware, and capture as a swift-service-lifecycle Service.
+        .library(name: "CrashCaptureHummingbird", targets: ["CrashCaptureHummingbird"]),
+        .library(name: "CrashCaptureVapor", targets: ["CrashCaptureVapor"]),
+        .library(name: "CrashCaptureServiceLifecycle", targets: ["CrashCaptureServiceLifecycle"]),
+    ],
+    // Heavy integrations (a web framework) must not be built by every adopter of the core. A
+    // dependency below that only a trait's targets use (`condition: .when(traits:)`) is neither
+    // fetched nor built unless the adopter enables that trait:
+    //     .package(url: "…/CrashCapture", from: "…", traits: ["Hummingbird"])
+    // (measured with SwiftPM 6.3: without the trait, `swift package resolve` leaves no vapor or
+    // hummingbird checkout). The integration targets' code is inside `#if <trait>`: without it they
+    // compile empty. Traits rather than packages of their own in subdirectories: SwiftPM cannot
+    // depend by URL on a package in a repository's subdirectory.
+    traits: [
+        .trait(name: "Hummingbird", description: "CrashCaptureHummingbird: each request's CrashContext from a Hummingbird 2 middleware."),
+        .trait(name: "Vapor", description: "CrashCaptureVapor: each request's CrashContext from a Vapor 4 middleware."),
+        .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture started as a swift-service-lifecycle Service."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Only for the traits' targets (fetched only when one of them is enabled).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The record layout (cc_record.h): the one header the writer and the readers share.
@@ -96,6 +120,37 @@ let package = Package(
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
+        // The server integrations (traits "Hummingbird", "Vapor", "ServiceLifecycle"): empty modules
+        // unless their trait is enabled. Each middleware attaches a CrashContext per request.
+        .target(
+            name: "CrashCaptureHummingbird",
+            dependencies: [
+                "CrashCapture", "CrashCaptureTracing",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        .target(
+            name: "CrashCaptureVapor",
+            dependencies: [
+                "CrashCapture", "CrashCaptureTracing",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        // What both middlewares ask of swift-distributed-tracing: the span a tracer made current, as a traceparent.
+        .target(
+            name: "CrashCaptureTracing",
+            dependencies: [
+                .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor"])),
+            ]
+        ),
+        // Capture as a Service of a ServiceGroup: no web framework.
+        .target(
+            name: "CrashCaptureServiceLifecycle",
+            dependencies: [
+                "CrashCapture",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
         // The offline inspector: explanations, rendering, grouping.
         .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the

@@ -3,7 +3,8 @@
 # ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores),
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
-# release harness too, runs every test, counts the public surface.
+# release harness and the example servers (Hummingbird 2, Vapor 4) too, runs every test, counts
+# the public surface.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,9 +18,16 @@ scripts/slim-image-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
-echo "== building the example server (Examples/CrashingServer: Hummingbird 2, crashes in a route handler)"
+# The example servers are packages of their own that depend on this one with its traits on, as an
+# adopter does: the main package's own build and tests never build Hummingbird or Vapor.
+echo "== building the example servers (Examples/CrashingServer: Hummingbird 2; Examples/CrashingVaporServer: Vapor 4)"
+servers_started=$SECONDS
 swift build -c release --package-path Examples/CrashingServer
 export CRASHING_SERVER="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/crashing-server"
+hummingbird_seconds=$((SECONDS - servers_started))
+swift build -c release --package-path Examples/CrashingVaporServer
+export CRASHING_VAPOR_SERVER="$(swift build -c release --package-path Examples/CrashingVaporServer --show-bin-path)/crashing-vapor-server"
+echo "== example servers built in $((SECONDS - servers_started)) s (Hummingbird ${hummingbird_seconds} s, Vapor $((SECONDS - servers_started - hummingbird_seconds)) s)"
 echo "== swift test"
 swift test
 echo "== the public surface (at most 250 public declarations in the shipped modules)"

@@ -94,6 +94,30 @@ public struct CrashContext: Sendable, Equatable {
         return true
     }
 
+    /// The trace of a server request, for the framework integrations: the span a tracer made
+    /// current for it when there is one, else a continuation of the request's `traceparent`
+    /// header (``continueTrace(traceparent:)``). `tracer` is the `traceparent` the tracer's
+    /// instrument writes for its current context: its parent-id field is that span's id. The
+    /// header's parent id is this span's parent when both name the same trace. A tracer that
+    /// only passed the header on (its span id is the header's parent id) has no span of its
+    /// own: the header is continued. Changes nothing when neither is a valid traceparent.
+    package mutating func takeTrace(header: String?, tracer: String?) {
+        var incoming = CrashContext()
+        let hasHeader = header.map { incoming.continueTrace(traceparent: $0) } ?? false
+        var current = CrashContext()
+        if let tracer, current.continueTrace(traceparent: tracer), !(hasHeader && current.parentSpanID == incoming.parentSpanID) {
+            traceID = current.traceID
+            spanID = current.parentSpanID
+            parentSpanID = hasHeader && incoming.traceID == current.traceID ? incoming.parentSpanID : ""
+            sampled = current.sampled
+        } else if hasHeader {
+            traceID = incoming.traceID
+            spanID = incoming.spanID
+            parentSpanID = incoming.parentSpanID
+            sampled = incoming.sampled
+        }
+    }
+
     /// Runs `operation` with this context attached to the current task: a crash in it, or in a
     /// child task or an unstructured `Task` it creates, names this request; a crash anywhere
     /// else lists it among the requests in flight. Detached when `operation` returns or throws.

@@ -132,115 +132,36 @@ final class ServerCrashTests: XCTestCase {
         }
     }
 
-    /// Starts the server in a process group of its own, waits for it to listen, checks `/ok`,
-    /// leaves `/slow` requests in flight, then sends `/crash` and waits for the server to die.
-    /// `{dir}` in the environment's values is the run's backtracer directory.
-    static func crashServer(_ server: String, name: String, environment extra: [String: String]) throws -> ServerRun {
+    /// Starts the server (ExampleServer), checks `/ok`, leaves `/slow` requests in flight, then
+    /// sends `/crash` and waits for the server to die. `{dir}` in the environment's values is the
+    /// run's backtracer directory.
+    static func crashServer(_ executable: String, name: String, environment extra: [String: String]) throws -> ServerRun {
         let directory = try Scratch.directory(name)
         try FileManager.default.createDirectory(atPath: directory + "/backtracer", withIntermediateDirectories: true)
-        var environment = ProcessInfo.processInfo.environment
-        environment[CrashHandler.disableEnvironmentVariable] = nil
-        environment["CRASH_DIR"] = nil
-        for (key, value) in extra { environment[key] = value.replacingOccurrences(of: "{dir}", with: directory + "/backtracer") }
-        let stdoutPath = directory + "/stdout", stderrPath = directory + "/stderr"
-        let running = try ChildProcess.start(server, ["--dir", directory + "/records", "--port", "0"], environment: environment,
-                                             stdout: stdoutPath, stderr: stderrPath, ownProcessGroup: true)
-        var child: ChildProcess?
-        // Whatever goes wrong below, the server's group does not outlive the test.
-        defer {
-            if child == nil {
-                kill(-running.pid, SIGKILL)
-                _ = running.wait(timeout: 10, leftoverGrace: 1)
-            }
-        }
-        func read(_ path: String) -> String { String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self) }
-
-        // "listening on 127.0.0.1:PORT"
-        var port: UInt16?
-        let deadline = Date().addingTimeInterval(60)
-        while port == nil && Date() < deadline {
-            if let line = read(stdoutPath).split(separator: "\n").first(where: { $0.hasPrefix("listening on 127.0.0.1:") }) {
-                port = UInt16(line.split(separator: ":").last ?? "")
-            } else if kill(running.pid, 0) != 0 {
-                break
-            } else {
-                usleep(20_000)
-            }
-        }
-        guard let port else {
-            throw Tools.Failure(description: "\(name): the server did not say where it listens\nstdout:\n\(read(stdoutPath))\nstderr:\n\(read(stderrPath))")
-        }
+        let server = try ExampleServer(executable, name: name, environment: extra.mapValues {
+            $0.replacingOccurrences(of: "{dir}", with: directory + "/backtracer")
+        }, directory: directory)
+        let port = server.port
 
         let ok = try HTTPConnection(port: port, path: "/ok")
         let okReply = ok.readToEnd(timeout: 30)
         guard okReply.hasPrefix("HTTP/1.1 200"), okReply.hasSuffix("ok\n") else {
-            throw Tools.Failure(description: "\(name): GET /ok answered \(okReply.debugDescription)\nstderr:\n\(read(stderrPath))")
+            throw Tools.Failure(description: "\(name): GET /ok answered \(okReply.debugDescription)\nstderr:\n\(server.stderr)")
         }
 
         // Requests in flight: each handler has said it started (and sleeps 10 s).
         let slow = try (0..<slowRequests).map { _ in try HTTPConnection(port: port, path: "/slow?seconds=10") }
-        let slowDeadline = Date().addingTimeInterval(30)
-        while read(stderrPath).components(separatedBy: "slow request started").count - 1 < slowRequests && Date() < slowDeadline {
-            usleep(10_000)
-        }
-        let started = read(stderrPath).components(separatedBy: "slow request started").count - 1
+        let started = server.waitForStderr("slow request started", count: slowRequests, timeout: 30)
         guard started == slowRequests else {
-            throw Tools.Failure(description: "\(name): \(started) of \(slowRequests) /slow requests started\nstderr:\n\(read(stderrPath))")
+            throw Tools.Failure(description: "\(name): \(started) of \(slowRequests) /slow requests started\nstderr:\n\(server.stderr)")
         }
 
         let crash = try HTTPConnection(port: port, path: "/crash")
         let crashReply = crash.readToEnd(timeout: 120)
-        let ended = running.wait(timeout: 180, leftoverGrace: 2)
-        child = ended
+        let ended = server.wait(timeout: 180, leftoverGrace: 2)
         let slowReplies = slow.map { $0.readToEnd(timeout: 5) }
-        return ServerRun(directory: directory, pid: running.pid, child: ended, slowReplies: slowReplies, crashReply: crashReply,
-                         stdout: read(stdoutPath), stderr: read(stderrPath),
-                         leftAfter: ChildProcess.survivors(group: running.pid, token: nil))
-    }
-}
-
-/// One HTTP/1.1 request on its own connection to 127.0.0.1, sent at once, read when asked.
-final class HTTPConnection {
-    let fd: Int32
-
-    init(port: UInt16, path: String) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Tools.Failure(description: "socket: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let error = errno
-            close(fd)
-            throw Tools.Failure(description: "connect to 127.0.0.1:\(port): errno \(error)")
-        }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
-        let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == request.count else {
-            close(fd)
-            throw Tools.Failure(description: "send \(path): \(sent) of \(request.count) bytes, errno \(errno)")
-        }
-    }
-
-    deinit { close(fd) }
-
-    /// Everything received until the peer closed (or reset) the connection, or `timeout` seconds passed.
-    func readToEnd(timeout: Double) -> String {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 100)
-            if ready < 0 && errno != EINTR { break }
-            guard ready > 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 { received += buffer[..<count] } else if count < 0 && errno == EINTR { continue } else { break }
-        }
-        return String(decoding: received, as: UTF8.self)
+        return ServerRun(directory: directory, pid: server.pid, child: ended, slowReplies: slowReplies, crashReply: crashReply,
+                         stdout: server.stdout, stderr: server.stderr,
+                         leftAfter: ChildProcess.survivors(group: server.pid, token: nil))
     }
 }

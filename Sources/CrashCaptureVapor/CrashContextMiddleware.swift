@@ -1,0 +1,56 @@
+// CrashContextMiddleware.swift — a Vapor 4 middleware that attaches each request's CrashContext (trait "Vapor").
+#if Vapor
+import CrashCapture
+import CrashCaptureTracing
+public import Vapor
+
+/// Attaches a ``CrashContext`` to each request it sees: a crash while the request is served names
+/// it (the record, the `crashcapture:` line on stderr), a crash elsewhere lists it in flight.
+///
+/// ```swift
+/// app.middleware.use(CrashContextMiddleware())
+/// ```
+///
+/// What it records of a request:
+/// - the request id: Vapor's `request.id` (the `X-Request-Id` header when the request has one,
+///   else a UUID; the `request-id` of Vapor's log lines);
+/// - the method, the path without its query, and the route's template as Vapor writes it
+///   (`/orders/:id`, as its `TracingMiddleware` sets `http.route`): Vapor matches the route
+///   before it runs the application's middleware;
+/// - the trace: the span a tracer put in `request.serviceContext` (add this middleware after
+///   Vapor's `TracingMiddleware`) or made current, else the `traceparent` header continued with
+///   a new span id;
+/// - the query only with `includeQuery` (it often carries tokens).
+///
+/// Vapor runs an async route handler in a `Task` it creates inside this middleware's call; the
+/// context is bound to the task-local values such a `Task` inherits, so a crash there names the
+/// request too. It changes nothing of the request or its response.
+public struct CrashContextMiddleware: AsyncMiddleware {
+    /// Whether the query string is recorded (off: it often carries tokens).
+    public var includeQuery: Bool
+
+    public init(includeQuery: Bool = false) {
+        self.includeQuery = includeQuery
+    }
+
+    public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
+        try await CrashContext.withValue(crashContext(request)) {
+            try await next.respond(to: request)
+        }
+    }
+
+    /// What a crash record says of `request`.
+    func crashContext(_ request: Request) -> CrashContext {
+        var crash = CrashContext(
+            requestID: request.id,
+            method: request.method.rawValue,
+            route: request.route.map { "/" + $0.path.map { "\($0)" }.joined(separator: "/") } ?? "",
+            path: request.url.path,
+            query: includeQuery ? request.url.query ?? "" : ""
+        )
+        crash.takeTrace(header: request.headers.first(name: "traceparent"),
+                        tracer: TracerTraceparent.of(request.serviceContext) ?? TracerTraceparent.current())
+        return crash
+    }
+}
+#endif
