@@ -1,6 +1,6 @@
 // ExampleServer.swift — the example servers (Examples/) as the tests run them: started in a process group of their own, their port read from what they print, HTTP/1.1 requests on connections of their own.
-import Foundation
-import ProcessSpawning
+package import Foundation
+package import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif
