@@ -127,6 +127,7 @@ let package = Package(
             dependencies: [
                 "CrashCapture", "CrashCaptureTracing",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
             ]
         ),
         .target(

@@ -2,6 +2,7 @@
 #if Hummingbird
 import CrashCapture
 import CrashCaptureTracing
+import Logging
 public import Hummingbird
 
 /// Attaches a ``CrashContext`` to each request it sees: a crash while the request is served names
