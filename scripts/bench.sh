@@ -2,7 +2,8 @@
 # The benchmark suite (release builds; nothing here is a test): what linking and starting
 # CrashCapture and CrashReporting cost a program's launch (issue 17's table), crash-to-exit side
 # by side (plain, with 100 blocking threads, in a 50-deep async chain; the handler's time),
-# symbolication, in-process costs through ordo-one/benchmark, the tracking store's figures.
+# symbolication, in-process costs through ordo-one/benchmark (request contexts included), the
+# tracking store's figures, a server's requests per second with and without request contexts.
 # crash-to-exit, crash-target and symbolication-bench are targets of the main package
 # (Benchmarks/InPackage: they use its internal modules); the rest are packages of their own.
 #   scripts/bench.sh [runs [launch-rounds]]
@@ -32,8 +33,11 @@ SWIFT_BACKTRACE=enable=no "$bin/crash-target" deep "$record_dir" || true
 "$bin/symbolication-bench" "$record_dir"/*.ccrec
 rm -rf "$record_dir"
 
-echo; echo "== install, breadcrumbs (ordo-one/benchmark)"
+echo; echo "== install, breadcrumbs, request contexts (ordo-one/benchmark)"
 (cd Benchmarks/CaptureBench && swift package --disable-sandbox benchmark --no-progress --format markdown)
 
 echo; echo "== tracking store and upload (tracking-bench, Benchmarks/InPackage)"
 swift run -c release tracking-bench
+
+echo; echo "== a server's requests per second with and without request contexts (scripts/server-rps.sh: the Hummingbird example, wrk on loopback)"
+scripts/server-rps.sh

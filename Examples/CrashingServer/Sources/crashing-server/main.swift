@@ -4,7 +4,7 @@
 // `GET /crash` and `GET /crash/{id}` die of SIGSEGV inside their route handler, below an app
 // middleware and two async helpers that each suspend once.
 //
-//   crashing-server [--dir DIR] [--port PORT] [--tracer]   (DIR also from CRASH_DIR; PORT 0 by default)
+//   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context]   (DIR also from CRASH_DIR; PORT 0 by default)
 //
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
 // CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it). SIGTERM
@@ -139,7 +139,10 @@ if CommandLine.arguments.contains("--tracer") {
     router.add(middleware: TracingMiddleware())
 }
 // Every route below is matched before its middleware runs: the context names its template.
-router.add(middleware: CrashContextMiddleware())
+// `--no-crash-context` leaves the middleware out (scripts/server-rps.sh measures what it costs).
+if !CommandLine.arguments.contains("--no-crash-context") {
+    router.add(middleware: CrashContextMiddleware())
+}
 router.get("ok") { _, _ in "ok\n" }
 router.get("slow", use: slowRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
