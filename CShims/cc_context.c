@@ -69,9 +69,8 @@ static uint64_t cc__handle_word(uint64_t handle) {
     return (((handle >> 16) & 0xFFFFFFFFFFull) << 2) | CC__SLOT_LIVE;
 }
 
-uint64_t cc_context_attach(const cc_sec_request_t *context) {
-    uint64_t key = context->key;
-    if (context->flags & CC_REQUEST_THREAD) key = (uint64_t)cc__gettid();
+uint64_t cc_context_begin(uint64_t key, uint32_t flags, cc_sec_request_t **body) {
+    if (flags & CC_REQUEST_THREAD) key = (uint64_t)cc__gettid();
     uint32_t start = (uint32_t)((key >> 4) ^ (key >> 12)) % CC__CONTEXT_SLOTS;
     for (uint32_t probe = 0; probe < CC__CONTEXT_SLOTS; probe++) {
         uint32_t index = (start + probe) % CC__CONTEXT_SLOTS;
@@ -83,23 +82,59 @@ uint64_t cc_context_attach(const cc_sec_request_t *context) {
                                                      memory_order_acquire, memory_order_relaxed)) {
             continue;
         }
-        slot->body = *context;
+        /* The texts must end in NUL within their fields: the slot starts from zero. */
+        unsigned char *bytes = (unsigned char *)&slot->body;
+        for (size_t i = 0; i < sizeof slot->body; i++) bytes[i] = 0;
         slot->body.key = key;
-        slot->body.flags &= ~CC_REQUEST_CRASHED;
+        slot->body.flags = flags & ~CC_REQUEST_CRASHED;
         slot->body.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
         slot->body.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
-        atomic_store_explicit(&slot->word, (generation << 2) | CC__SLOT_LIVE, memory_order_release);
-        atomic_fetch_add_explicit(&cc__g.contexts_attached, 1, memory_order_relaxed);
+        /* A flag, not a count: only whether the program attaches contexts at all matters, and a
+         * shared counter would bounce its cache line between the cores serving requests. */
+        if (!atomic_load_explicit(&cc__g.contexts_attached, memory_order_relaxed)) {
+            atomic_store_explicit(&cc__g.contexts_attached, 1, memory_order_relaxed);
+        }
+        *body = &slot->body;
         return cc__handle(index, generation);
     }
     atomic_fetch_add_explicit(&cc__g.contexts_dropped, 1, memory_order_relaxed);
+    *body = 0;
     return 0;
+}
+
+void cc_context_commit(uint64_t handle) {
+    int index = cc__handle_slot(handle);
+    if (index < 0) return;
+    uint64_t writing = (cc__handle_word(handle) & ~3ull) | CC__SLOT_WRITING;
+    uint64_t live = cc__handle_word(handle);
+    atomic_compare_exchange_strong_explicit(&cc__g.contexts[index].word, &writing, live, memory_order_release, memory_order_relaxed);
+}
+
+uint64_t cc_context_attach(const cc_sec_request_t *context) {
+    cc_sec_request_t *body = 0;
+    uint64_t handle = cc_context_begin(context->key, context->flags, &body);
+    if (!handle) return 0;
+    uint64_t key = body->key;
+    int64_t wall = body->start_wall_ns, mono = body->start_mono_ns;
+    *body = *context;
+    body->key = key;
+    body->flags &= ~CC_REQUEST_CRASHED;
+    body->start_wall_ns = wall;
+    body->start_mono_ns = mono;
+    cc_context_commit(handle);
+    return handle;
 }
 
 void cc_context_detach(uint64_t handle) {
     int index = cc__handle_slot(handle);
     if (index < 0) return;
     uint64_t live = cc__handle_word(handle);
+    /* A context begun and never committed is freed too. */
+    uint64_t writing = (live & ~3ull) | CC__SLOT_WRITING;
+    if (atomic_compare_exchange_strong_explicit(&cc__g.contexts[index].word, &writing, live & ~3ull,
+                                                memory_order_release, memory_order_relaxed)) {
+        return;
+    }
     /* Only the holder of a live handle frees its slot (a stale handle changes nothing). */
     atomic_compare_exchange_strong_explicit(&cc__g.contexts[index].word, &live, live & ~3ull,
                                             memory_order_release, memory_order_relaxed);

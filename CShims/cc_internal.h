@@ -148,7 +148,7 @@ typedef struct {
     _Atomic uint64_t breadcrumb_head;
 
     /* Request contexts (cc_context.c): counters and the runtime layout probed; the slots below. */
-    _Atomic uint64_t contexts_attached;
+    _Atomic uint64_t contexts_attached;  /* 1 once a context was attached: the program uses them */
     _Atomic uint32_t contexts_dropped;
     _Atomic int context_layout;          /* CC__LAYOUT_* */
     _Atomic int context_probe_busy;

@@ -101,6 +101,11 @@ const char *cc_record_directory(void);
  * is attached in, or with CC_REQUEST_THREAD the calling thread, filled in here; its start times
  * are set here) and returns a handle for the calls below, or 0 when the table is full. */
 uint64_t cc_context_attach(const cc_sec_request_t *context);
+/* The same in two steps, without a copy: begin claims a slot and hands its zeroed body (key,
+ * flags and start times set) to be filled in place; commit publishes it. Detach frees it either
+ * way. 0 and a NULL *body when the table is full. */
+uint64_t cc_context_begin(uint64_t key, uint32_t flags, cc_sec_request_t **body);
+void cc_context_commit(uint64_t handle);
 /* The request ended: its slot is free again. A stale or zero handle changes nothing. */
 void cc_context_detach(uint64_t handle);
 /* Replaces the route of a context still attached (a router knows it only after matching). */

@@ -126,8 +126,7 @@ public struct CrashContext: Sendable, Equatable {
         _ context: CrashContext, isolation: isolated (any Actor)? = #isolation, operation: () async throws -> R
     ) async rethrows -> R {
         let task = currentTaskAddress()
-        var body = context.recordBody(flags: 0, key: task)
-        let handle = cc_context_attach(&body)
+        let handle = context.attach(key: task, flags: 0)
         guard handle != 0 else { return try await operation() }
         defer { cc_context_detach(handle) }
         return try await $handle.withValue(handle, operation: {
@@ -141,8 +140,7 @@ public struct CrashContext: Sendable, Equatable {
     /// for work that runs on a thread of its own (an event loop's synchronous callback, a worker
     /// thread). It names the crash of this thread when no task's context does.
     public static func withThreadValue<R>(_ context: CrashContext, operation: () throws -> R) rethrows -> R {
-        var body = context.recordBody(flags: UInt32(CC_REQUEST_THREAD), key: 0)
-        let handle = cc_context_attach(&body)
+        let handle = context.attach(key: 0, flags: UInt32(CC_REQUEST_THREAD))
         defer { cc_context_detach(handle) }
         return try operation()
     }
@@ -165,25 +163,43 @@ public struct CrashContext: Sendable, Equatable {
     /// core looks for among the crashed task's task-local bindings.
     @TaskLocal static var handle: UInt64 = 0
 
-    /// The record's layout of this context (cc_sec_request_t).
+    /// Attaches this context to the table (`key` and `flags` as cc_context_begin takes them),
+    /// filled in place; the handle, 0 when the table is full.
+    func attach(key: UInt64, flags: UInt32) -> UInt64 {
+        var body: UnsafeMutablePointer<cc_sec_request_t>?
+        let handle = cc_context_begin(key, flags, &body)
+        guard handle != 0, let body else { return 0 }
+        fill(body)
+        cc_context_commit(handle)
+        return handle
+    }
+
+    /// The record's layout of this context (cc_sec_request_t), as a value (for tests).
     func recordBody(flags: UInt32, key: UInt64) -> cc_sec_request_t {
         var body = cc_sec_request_t()
         body.key = key
-        body.flags = flags | (sampled ? UInt32(CC_REQUEST_SAMPLED) : 0)
-        if Hex.parse(traceID, into: &body.trace_id, bytes: 16), Hex.parse(spanID, into: &body.span_id, bytes: 8) {
-            body.flags |= UInt32(CC_REQUEST_HAS_TRACE)
-            if Hex.parse(parentSpanID, into: &body.parent_span_id, bytes: 8) { body.flags |= UInt32(CC_REQUEST_HAS_PARENT) }
+        body.flags = flags
+        fill(&body)
+        return body
+    }
+
+    /// Writes this context into a zeroed record body whose key and flags are set.
+    private func fill(_ body: UnsafeMutablePointer<cc_sec_request_t>) {
+        if sampled { body.pointee.flags |= UInt32(CC_REQUEST_SAMPLED) }
+        if Hex.parse(traceID, into: &body.pointee.trace_id, bytes: 16), Hex.parse(spanID, into: &body.pointee.span_id, bytes: 8) {
+            body.pointee.flags |= UInt32(CC_REQUEST_HAS_TRACE)
+            if Hex.parse(parentSpanID, into: &body.pointee.parent_span_id, bytes: 8) { body.pointee.flags |= UInt32(CC_REQUEST_HAS_PARENT) }
         } else {
-            body.trace_id = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            body.span_id = (0, 0, 0, 0, 0, 0, 0, 0)
+            body.pointee.trace_id = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            body.pointee.span_id = (0, 0, 0, 0, 0, 0, 0, 0)
         }
-        Self.copy(requestID, into: &body.request_id)
-        Self.copy(method, into: &body.method)
-        Self.copy(route, into: &body.route)
-        Self.copy(path, into: &body.path)
-        Self.copy(query, into: &body.query)
+        Self.copy(requestID, into: &body.pointee.request_id)
+        Self.copy(method, into: &body.pointee.method)
+        Self.copy(route, into: &body.pointee.route)
+        Self.copy(path, into: &body.pointee.path)
+        Self.copy(query, into: &body.pointee.query)
         if !attributes.isEmpty {
-            withUnsafeMutableBytes(of: &body.attributes) { field in
+            withUnsafeMutableBytes(of: &body.pointee.attributes) { field in
                 var used = 0
                 for key in attributes.keys.sorted() {
                     let entry = Array("\(key)=\(attributes[key] ?? "")".utf8)
@@ -194,7 +210,6 @@ public struct CrashContext: Sendable, Equatable {
                 }
             }
         }
-        return body
     }
 
     /// `text` into a NUL-terminated fixed field of the record, cut at a character boundary.

@@ -151,7 +151,7 @@ extension Scenarios {
         requestScenario("request-child-task", "a crash in a task group's child names the request its parent task serves",
                         check: requestCheck(crashed: 7, status: "task", others: 3, inFlight: 4)) { _ in
             let done = UpdateCounter()
-            for index in 0..<3 { Task { await servingLevel(index, until: done) } }
+            requestsInFlight(3, done: done)
             Task {
                 await CrashContext.withValue(harnessRequestContext(7)) {
                     await withTaskGroup(of: Void.self) { group in
@@ -165,7 +165,7 @@ extension Scenarios {
         requestScenario("request-unstructured-task", "a crash in an unstructured Task created inside a request (as Vapor runs a route handler) names that request: the Task inherits its task-locals",
                         check: requestCheck(crashed: 8, status: "task", others: 3, inFlight: 4)) { _ in
             let done = UpdateCounter()
-            for index in 0..<3 { Task { await servingLevel(index, until: done) } }
+            requestsInFlight(3, done: done)
             Task {
                 await CrashContext.withValue(harnessRequestContext(8)) {
                     await Task { await handleRequest(asyncForceUnwrapNil) }.value
