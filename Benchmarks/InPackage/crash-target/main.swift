@@ -46,6 +46,14 @@ nonisolated(unsafe) var asyncSink = 0
     asyncSink &+= opaque(level)
 }
 
+/// Request `index`'s context. A global function: one declared in the top-level code would be the
+/// main actor's, and the tasks calling it would wait forever behind the sleeping main thread.
+func context(_ index: Int) -> CrashContext {
+    var context = CrashContext(requestID: "req-\(index)", method: "GET", route: "/orders/{id}", path: "/orders/\(index)")
+    context.continueTrace(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    return context
+}
+
 /// A thread that blocks every signal and sleeps for good.
 func startBlockingThread() {
     var thread = pthread_t()
@@ -84,11 +92,6 @@ if mode != "none" {
 }
 if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: $0)) }), depth >= 1 {
     let requests = getenv("CRASH_TARGET_REQUESTS").flatMap { Int(String(cString: $0)) } ?? 0
-    func context(_ index: Int) -> CrashContext {
-        var context = CrashContext(requestID: "req-\(index)", method: "GET", route: "/orders/{id}", path: "/orders/\(index)")
-        context.continueTrace(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-        return context
-    }
     for index in 1..<max(1, requests) {
         Task.detached { await CrashContext.withValue(context(index)) { while true { try? await Task.sleep(nanoseconds: 1_000_000_000) } } }
     }
