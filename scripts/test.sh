@@ -30,7 +30,7 @@ export CRASHING_VAPOR_SERVER="$(swift build -c release --package-path Examples/C
 echo "== example servers built in $((SECONDS - servers_started)) s (Hummingbird ${hummingbird_seconds} s, Vapor $((SECONDS - servers_started - hummingbird_seconds)) s)"
 echo "== swift test"
 swift test
-echo "== the public surface (at most 250 public declarations in the shipped modules)"
+echo "== the public surface (at most 260 public declarations in the shipped modules)"
 scripts/public-surface.sh
 echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
