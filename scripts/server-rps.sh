@@ -12,7 +12,7 @@ command -v wrk >/dev/null || {
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
 }
-swift build -c release --package-path Examples/CrashingServer >/dev/null
+swift build -c release --package-path Examples/CrashingServer --product crashing-server >/dev/null
 server="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/crashing-server"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

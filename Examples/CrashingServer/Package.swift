@@ -1,9 +1,13 @@
 // swift-tools-version:6.2
-// A small HTTP server (Hummingbird 2) that starts CrashCapture and crashes in a route handler on
-// request: the tests' real server (Tests/CrashCaptureTests/ServerCrashTests.swift,
-// ServerRequestsTests.swift). A package of its own, so the main package never depends on
-// Hummingbird; it depends on the main package as an adopter does, with the traits of the
-// integrations it uses.
+// The tests' real servers, each starting CrashCapture, attaching each request's crash context with
+// its framework's middleware, and crashing in a route handler on request
+// (Tests/CrashCaptureTests/ServerCrashTests.swift, ServerRequestsTests.swift):
+//   crashing-server        Hummingbird 2 (CrashCaptureHummingbird, CrashCaptureServiceLifecycle)
+//   crashing-vapor-server  Vapor 4 (CrashCaptureVapor)
+// and ExampleCrashes, what both share (the crash, the stand-in tracer). A package of its own, so
+// the main package never depends on a web framework; it depends on the main package as an
+// adopter does, with the traits of the integrations it uses. One package for both servers:
+// SwiftNIO and the rest they share are built once.
 import PackageDescription
 
 let package = Package(
@@ -11,22 +15,39 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "crashing-server", targets: ["crashing-server"]),
+        .executable(name: "crashing-vapor-server", targets: ["crashing-vapor-server"]),
     ],
     dependencies: [
-        .package(name: "CrashCapture", path: "../..", traits: ["Hummingbird", "ServiceLifecycle"]),
+        .package(name: "CrashCapture", path: "../..", traits: ["Hummingbird", "Vapor", "ServiceLifecycle"]),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
+        .target(
+            name: "ExampleCrashes",
+            dependencies: [.product(name: "Instrumentation", package: "swift-distributed-tracing")]
+        ),
         .executableTarget(
             name: "crashing-server",
             dependencies: [
+                "ExampleCrashes",
                 .product(name: "CrashCapture", package: "CrashCapture"),
                 .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
                 .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .executableTarget(
+            name: "crashing-vapor-server",
+            dependencies: [
+                "ExampleCrashes",
+                .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashCaptureVapor", package: "CrashCapture"),
+                .product(name: "Vapor", package: "vapor"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),

@@ -5,7 +5,7 @@ package import ProcessSpawning
 import Glibc
 #endif
 
-/// One run of an example server (Examples/CrashingServer, Examples/CrashingVaporServer): started
+/// One run of an example server (Examples/CrashingServer's crashing-server and crashing-vapor-server): started
 /// with `--dir <directory>/records --port 0` in a process group of its own, ready once it has
 /// printed `listening on 127.0.0.1:PORT`. Whatever goes wrong, its group does not outlive the
 /// object: a server not waited for with ``wait(timeout:)`` is killed.

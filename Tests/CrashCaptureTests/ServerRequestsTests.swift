@@ -1,6 +1,6 @@
 // ServerRequestsTests.swift — the server integrations in real servers: the Hummingbird 2 server of
 // Examples/CrashingServer (CrashCaptureHummingbird's middleware, CrashCaptureService) and the
-// Vapor 4 server of Examples/CrashingVaporServer (CrashCaptureVapor's middleware). With 50
+// Vapor 4 server of Examples/CrashingServer (crashing-vapor-server) (CrashCaptureVapor's middleware). With 50
 // requests in flight, each with its own trace and X-Request-Id, one crashes its route handler
 // after an await: the record and the stderr line must name exactly that request, and the record
 // must list the others in flight.

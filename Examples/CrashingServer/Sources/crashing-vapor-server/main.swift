@@ -8,47 +8,16 @@
 //
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
 // CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it). `--tracer`
-// bootstraps a stand-in tracer and Vapor's TracingMiddleware (see StandInTracer).
+// bootstraps a stand-in tracer and Vapor's TracingMiddleware (ExampleCrashes' StandInTracer).
 import CrashCapture
 import CrashCaptureVapor
+import ExampleCrashes
 import Foundation
 import Instrumentation
 import Vapor
 #if canImport(Glibc)
 import Glibc
 #endif
-
-// MARK: The crash
-
-nonisolated(unsafe) var crashSink = 0
-
-/// 0, from something the optimiser cannot see through: a pid is below 2^22 (the kernel's
-/// PID_MAX_LIMIT), which the compiler does not know.
-@inline(never) func opaqueZero() -> UInt { UInt(bitPattern: Int(getpid())) >> 32 }
-
-/// An address as a plain value (Swift's pointer initialisers from an integer give nil for 0).
-struct RawAddress { var bits: UInt }
-
-/// Writes through a NULL pointer: SIGSEGV (SEGV_MAPERR at address 0).
-@inline(never) func dereferenceNull() {
-    let pointer = unsafeBitCast(RawAddress(bits: opaqueZero()), to: UnsafeMutablePointer<Int>.self)
-    pointer.pointee = 1
-    crashSink &+= 1
-}
-
-@inline(never) func loadAccount(_ id: Int) async -> Int {
-    await Task.yield()
-    let balance = await renderAccount(id)
-    crashSink &+= balance
-    return crashSink
-}
-
-@inline(never) func renderAccount(_ id: Int) async -> Int {
-    await Task.yield()
-    dereferenceNull()
-    crashSink &+= id
-    return crashSink
-}
 
 // MARK: Routes
 
@@ -68,39 +37,7 @@ struct RawAddress { var bits: UInt }
     return "slow\n"
 }
 
-// MARK: Tracing
-
-/// A stand-in for a real tracer's W3C propagation (swift-otel's, say), for `--tracer`: extracting
-/// a `traceparent` header starts this server's span in the service context — the header's trace,
-/// and as span id the header's parent id with its hex digits reversed (so that a test can tell it
-/// from the random one CrashContext would make) — and injecting writes that span back as a
-/// `traceparent`. With no Tracer bootstrapped, TracingMiddleware's span is a no-op span holding
-/// exactly this context, which it puts in `request.serviceContext`.
-struct StandInTracer: Instrument {
-    enum SpanKey: ServiceContextKey {
-        typealias Value = String
-    }
-
-    func extract<Carrier, Extract: Extractor>(_ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract)
-    where Extract.Carrier == Carrier {
-        let parts = (extractor.extract(key: "traceparent", from: carrier) ?? "").split(separator: "-")
-        guard parts.count == 4 else { return }
-        context[SpanKey.self] = "00-\(parts[1])-\(String(parts[2].reversed()))-\(parts[3])"
-    }
-
-    func inject<Carrier, Inject: Injector>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject)
-    where Inject.Carrier == Carrier {
-        if let span = context[SpanKey.self] { injector.inject(span, forKey: "traceparent", into: &carrier) }
-    }
-}
-
 // MARK: Main
-
-func argument(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
 
 guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["CRASH_DIR"] else {
     FileHandle.standardError.write(Data("usage: crashing-vapor-server --dir DIR [--port PORT] (or CRASH_DIR=DIR)\n".utf8))
