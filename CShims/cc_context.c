@@ -212,6 +212,8 @@ int cc_context_probe(uint64_t task, uint64_t key, uint64_t value) {
          * values). */
         cc__g.context_key = key;
         cc__tls_ranges_t ranges = { .count = 0 };
+        /* Ordinary code: the probe runs in a task inside CrashContext.withValue, never in the
+         * handler (which reads only the offsets found here). */
         dl_iterate_phdr(cc__collect_tls_range, &ranges);
         if (ranges.count < CC__TLS_RANGES) {
             ranges.start[ranges.count] = tp;
