@@ -8,9 +8,12 @@ let package = Package(
         // What a program links to have its crashes recorded: signal handlers, the record writer,
         // breadcrumbs. No Foundation, no analytics.
         .library(name: "CrashCapture", targets: ["CrashCapture"]),
-        // Capture plus the next launch: every record to its sinks (Sentry, the Sensors events
-        // store, the app's own), and the Sensors event tracker.
+        // Capture plus the next launch: the launch, the record inbox, the runs, the Sentry sink and
+        // the app's own sinks. No SQLite, no analytics: a Sentry-only program links neither.
         .library(name: "CrashReporter", targets: ["CrashReporter"]),
+        // The Sensors analytics, one sink of CrashReporting among others: the event model, the
+        // SQLite tracking store and its tracker, the events sink and the crash `$AppEnd`.
+        .library(name: "SensorsAnalytics", targets: ["SensorsAnalytics"]),
         // Reading crash records, for a tool of your own.
         .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
         // The offline inspector: list, show, symbolicate, group, export.
@@ -90,8 +93,11 @@ let package = Package(
             name: "SensorsTracking",
             dependencies: ["SensorsEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // Next launch: crash records and run markers become events in the store.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        // The launch after a crash: every record to every sink (Sentry, the app's own), the runs.
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
+        // tracking store, and the tracker is the reporter's client.
+        .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
         // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
@@ -102,14 +108,14 @@ let package = Package(
         .target(
             name: "CrashScenarios",
             dependencies: [
-                "CrashCapture", "HostFacts", "SensorsEvents", "CrashReporter", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "HostFacts", "SensorsEvents", "CrashReporter", "SensorsAnalytics", "CCrashScenarios", "CrashSymbolication", "ProcessSpawning",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "HostFacts", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter",
+                "CrashCapture", "HostFacts", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter", "SensorsAnalytics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -191,7 +197,7 @@ let package = Package(
         // server (it opens trackers and stores directly, which only this package may).
         .executableTarget(
             name: "tracking-bench",
-            dependencies: ["SensorsTracking", "CrashReporter", "CrashCapture", "SensorsEvents"],
+            dependencies: ["SensorsTracking", "CrashReporter", "SensorsAnalytics", "CrashCapture", "SensorsEvents"],
             path: "Benchmarks/InPackage/tracking-bench"
         ),
         .executableTarget(
@@ -207,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "CrashCapture", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
+                "CrashReporter", "SensorsAnalytics", "CrashCapture", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
                 "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -1,27 +1,19 @@
-// CrashReporting.swift — one call that wires capture, next-launch ingest and tracking for an app.
+// CrashReporting.swift — one call that wires capture and the next launch's delivery for an app.
 public import CrashCapture
-// What a reporter user names: the tracker (SensorsTracking), property values and identity
-// (SensorsEvents), the upload policy (re-exported by SensorsTracking).
-@_exported import SensorsEvents
-@_exported import SensorsTracking
-public import Foundation
+import HostFacts
 import HTTPExchange
+import Foundation
 
-/// Crash capture for one application, its records delivered at the next launch to Sentry, to
-/// the Sensors events store, and to any sink of its own.
+/// Crash capture for one application, its records delivered at the next launch to Sentry and to
+/// any sink of its own (the Sensors analytics is one: its own product, `SensorsAnalytics`).
 ///
-/// Crashes in Sentry and nothing else (no events store, no tracker thread, no exit hook):
+/// Crashes in Sentry and nothing else:
 /// ```swift
 /// let reporting = CrashReporting.start(recordDirectory: "/var/lib/myapp/crashes", appName: "myapp",
 ///                                      appVersion: "1.4.2", sentryDSN: "https://<key>@o1.ingest.sentry.io/42")
 /// ```
-/// With the Sensors analytics events too (a store in `directory`, uploaded to `/sa`):
-/// ```swift
-/// let reporting = CrashReporting.start(directory: "/var/lib/myapp/telemetry", appName: "myapp",
-///                                      appVersion: "1.4.2", endpoint: URL(string: "https://sa.example.com/sa?project=prod"))
-/// reporting.tracker?.track("Checkout", properties: ["items": .int(3)])
-/// reporting.shutdown()   // $AppEnd, upload within a few seconds
-/// ```
+/// The reporter owns the launch: one thread takes every sink through it (``ReportingSink``),
+/// so a program's start never waits on the disk or the network.
 public final class CrashReporting: Sendable {
     /// Where things live and where records go.
     public struct Configuration: Sendable {
@@ -29,20 +21,12 @@ public final class CrashReporting: Sendable {
         public var recordDirectory: String
         public var appName: String
         public var appVersion: String
-        /// The Sensors events store (`AppCrashed` + `$AppEnd` for each record, `$AppStart`/`$AppEnd`
-        /// for each run, the app's own events through ``CrashReporting/tracker``). `nil`: no
-        /// store, no tracker, no exit hook — the records go to the other sinks only.
-        public var storePath: String?
-        /// Where the events store uploads (`nil`: the events stay in the store).
-        public var endpoint: URL?
         /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true
         /// Adjusts capture's configuration (frames, other threads, the record directory's bounds:
         /// ``CrashHandler/Configuration/maxRecords``, ``CrashHandler/Configuration/maxRecordBytes``)
         /// before it starts. The inbox keeps the directory under the same bounds.
         public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
-        /// Adjusts the tracker's configuration (limits, upload policy, timeouts) before it starts.
-        public var tracker: (@Sendable (inout Tracker.Configuration) -> Void)?
         /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
         /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
         /// reported in ``CrashReporting/sentryDSNError``.
@@ -63,7 +47,8 @@ public final class CrashReporting: Sendable {
         public var sentryBeforeSend: (@Sendable (String) -> String?)?
         /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
         package var sentryEnvelope: SentryEnvelopeMaker?
-        /// More destinations for the records (each with its own ``RecordSinkID``).
+        /// More destinations for the records (each with its own ``RecordSinkID``). A
+        /// ``ReportingSink`` among them also takes part in the launch and the end of the run.
         public var sinks: [any CrashRecordSink] = []
         /// Sends a crash to Sentry at crash time, not only at the next launch (README,
         /// "Containers"): once the record is written, the handler starts this executable, which
@@ -73,23 +58,16 @@ public final class CrashReporting: Sendable {
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
 
-        /// Records in `<directory>/records`, the events store in `<directory>/events.sqlite`.
-        public init(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
-            self.init(storePath: "\(directory)/events.sqlite", recordDirectory: "\(directory)/records",
-                      appName: appName, appVersion: appVersion, endpoint: endpoint)
-        }
-
-        public init(storePath: String?, recordDirectory: String, appName: String, appVersion: String, endpoint: URL? = nil) {
-            self.storePath = storePath
+        /// Records in `recordDirectory`, sent to Sentry when `SENTRY_DSN` is set, and to ``sinks``.
+        public init(recordDirectory: String, appName: String, appVersion: String) {
             self.recordDirectory = recordDirectory
             self.appName = appName
             self.appVersion = appVersion
-            self.endpoint = endpoint
         }
 
-        /// Records in `recordDirectory`, sent to Sentry; no events store.
+        /// Records in `recordDirectory`, sent to Sentry at `sentryDSN` (`nil`: not to Sentry).
         public init(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) {
-            self.init(storePath: nil, recordDirectory: recordDirectory, appName: appName, appVersion: appVersion)
+            self.init(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion)
             self.sentryDSN = sentryDSN
         }
     }
@@ -102,14 +80,8 @@ public final class CrashReporting: Sendable {
         public var recordsAwaitingSinks: [String] = []
         /// Partial records of a process that still runs (left alone).
         public var recordsInProgress: [String] = []
-        /// Records whose `AppCrashed` (+ `$AppEnd`) the events sink stored.
-        public var recordsIngested: [String] = []
-        /// Records whose events an earlier launch (or another process) had stored.
-        public var recordsAlreadyIngested: [String] = []
         /// Records the reader rejected (each sink still reports the crash, saying so).
         public var recordsUnreadable: [String] = []
-        /// Run markers of dead runs turned into abnormal (or `oom`) `$AppEnd`s (see ``Tracker/abnormalEnds``).
-        public var abnormalEnds: [String] = []
         /// Records taken out to keep the directory under its bounds: folded into the latest
         /// record of their crash (which counts them) or counted in the directory's ledger.
         public var recordsFolded: [String] = []
@@ -119,97 +91,83 @@ public final class CrashReporting: Sendable {
         package init() {}
     }
 
-    /// The events tracker, when the configuration has an events store.
-    public let tracker: Tracker?
+    /// The run this process is: its id is in every crash record it writes.
+    public let run: ReportingRun
     /// The Sentry sink, when a DSN is configured.
     package let sentry: SentrySink?
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
     public let captureResult: Result<CrashHandler.StartResult, CrashCaptureError>?
+    /// Every sink, in the order the records reach them: Sentry's first, then the configured ones.
+    public let sinks: [any CrashRecordSink]
 
-    /// The inbox pass's result, set once by the thread that runs it.
+    /// The launch's result, set once by the launch thread.
     private let launched = Latch<LaunchReport>()
 
-    /// What the launch did with earlier records. Waits until the launch (on the tracker's
-    /// writer thread, or the reporter's own thread without a store) is done.
-    public var launchReport: LaunchReport {
-        let abnormalEnds = tracker?.abnormalEnds ?? [] // waits for the tracker's launch
-        var report = launched.wait()
-        report.abnormalEnds = abnormalEnds
-        return report
-    }
+    /// What the launch did with earlier records. Waits until the launch is done.
+    public var launchReport: LaunchReport { launched.wait() }
 
-    /// Starts CrashCapture, then the delivery of earlier records (and, with an events store, the
-    /// tracker), and returns at once: everything that touches the disk beyond capture's own
-    /// start runs on another thread. With an events store that is the tracker's writer thread,
-    /// in this order: opening the store, the crash `$AppEnd`'s identity, the inbox pass (every
-    /// record to every sink), this run's marker, dead runs, `$AppStart` (see ``Tracker``'s
-    /// launch). A store that cannot be used is reported by `tracker.launchError`; its events
-    /// wait in memory meanwhile, and the other sinks still get the records.
-    public static func start(directory: String, appName: String, appVersion: String, endpoint: URL? = nil) -> CrashReporting {
-        start(Configuration(directory: directory, appName: appName, appVersion: appVersion, endpoint: endpoint))
-    }
-
-    /// Crashes to Sentry only: capture, and the Sentry sink at the next launch. No events store.
+    /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
+    /// returns at once. The launch takes every sink through its phases (``ReportingSink``):
+    /// each prepares, the inbox offers every record of earlier runs to every sink that lacks it,
+    /// each finishes. A sink that cannot take records this launch keeps them for the next.
     public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
         start(Configuration(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion, sentryDSN: sentryDSN))
     }
 
-    /// See ``start(directory:appName:appVersion:endpoint:)``.
+    /// See ``start(recordDirectory:appName:appVersion:sentryDSN:)``.
     public static func start(_ configuration: Configuration) -> CrashReporting {
         CrashReporting(configuration)
     }
 
     private init(_ configuration: Configuration) {
-        var trackerConfiguration: Tracker.Configuration?
-        if let storePath = configuration.storePath {
-            var tracking = Tracker.Configuration(storePath: storePath, appName: configuration.appName,
-                                                 appVersion: configuration.appVersion, endpoint: configuration.endpoint)
-            configuration.tracker?(&tracking)
-            trackerConfiguration = tracking
-        }
         // By hand and cheap (no Foundation URL): parsed on the caller's thread.
         let dsn = configuration.sentryDSN.map { ($0, SentryDSN($0)) }
         var uploaderError: String?
         var captureConfiguration = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                               appVersion: configuration.appVersion)
         configuration.capture?(&captureConfiguration)
+        if captureConfiguration.runID.isEmpty { captureConfiguration.runID = randomUUIDText() }
+        let run = ReportingRun(runID: captureConfiguration.runID, appName: configuration.appName, appVersion: configuration.appVersion,
+                               recordDirectory: configuration.recordDirectory)
+        self.run = run
         let limits = RecordDirectoryLimits(maxRecords: captureConfiguration.maxRecords, maxBytes: captureConfiguration.maxRecordBytes)
+        var sentry: SentrySink?
+        var dsnError: String?
+        if let (text, parsed) = dsn {
+            if let dsn = parsed {
+                let envelope = configuration.sentryEnvelope
+                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend)
+                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope)
+            } else {
+                dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
+            }
+        }
+        self.sentry = sentry
+        sentryDSNError = dsnError
+        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
+        self.sinks = sinks
+        let participants = sinks.compactMap { $0 as? any ReportingSink }
+        // Before capture: a crash from here on finds each sink knowing its run (the analytics
+        // publishes the crash `$AppEnd` for this run id).
+        for sink in participants { sink.attach(to: run) }
         if configuration.captureCrashes {
             var capture = captureConfiguration
-            if var tracking = trackerConfiguration {
-                // CrashCapture's compensating $AppEnd follows what the tracker's events carry
-                // (identity, super properties): the tracker publishes its context as soon as its
-                // launch has loaded it, and on every change; an integrator's own callback, if
-                // any, still runs after it.
-                let appEnd = CrashAppEndPublisher(appName: configuration.appName, appVersion: configuration.appVersion,
-                                                  runID: tracking.runID)
-                let integratorCallback = tracking.onEventContextChange
-                tracking.onEventContextChange = { context in
-                    appEnd.publish(context)
-                    integratorCallback?(context)
-                }
-                trackerConfiguration = tracking
-                capture.runID = tracking.runID
-            }
             if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
-                // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
-                let sinks = [RecordSinkID.sentry] + (configuration.storePath != nil ? [.events] : []) + configuration.sinks.map(\.id)
                 if configuration.sentryBeforeSend != nil {
                     // The hook is the app's code: only the app can run it (the next launch does).
                     uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
                 } else {
+                    // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                     switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                    sinks: sinks, dsn: text, limits: limits, data: configuration.sentryData) {
+                                                    sinks: sinks.map(\.id), dsn: text, limits: limits, data: configuration.sentryData) {
                     case .success(let uploader): capture.uploader = uploader
                     case .failure(let unavailable): uploaderError = unavailable.description
                     }
                 }
             }
-            // Capture first and on the caller's thread: a crash from here on is recorded (with
-            // this run's id; its $AppEnd once the launch has published one, else the next launch
-            // makes it from the record).
+            // Capture first and on the caller's thread: a crash from here on is recorded.
             do {
                 captureResult = .success(try CrashHandler.start(capture))
             } catch let error as CrashCaptureError {
@@ -221,101 +179,68 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let store = trackerConfiguration.map { TrackingStore(deferringOpen: $0.storePath, limits: $0.limits) }
-        var sentry: SentrySink?
-        var dsnError: String?
-        if let (text, parsed) = dsn {
-            if let dsn = parsed {
-                // Sentry's counters go where the app keeps counters: its events store, if any.
-                var count: (@Sendable (String) -> Void)?
-                if let store {
-                    count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) }
-                }
-                let envelope = configuration.sentryEnvelope
-                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend)
-                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope, count: count)
-            } else {
-                dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
-            }
-        }
-        self.sentry = sentry
-        sentryDSNError = dsnError
         let launched = self.launched
-        let otherSinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
-        let recordDirectory = configuration.recordDirectory
-        guard let trackerConfiguration, let store else {
-            tracker = nil
-            // No events store: the inbox pass on a thread of its own.
-            let thread = Thread {
-                OSThread.name("CrashReporter.inbox")
-                var report = Self.deliverRecords(in: recordDirectory, store: nil, appName: configuration.appName,
-                                                 appVersion: configuration.appVersion, sinks: otherSinks, limits: limits)
-                if let uploaderNote { report.errors.append(uploaderNote) }
-                launched.open(report)
-            }
-            thread.name = "CrashReporter.inbox"
-            thread.start()
-            return
-        }
-        let extraPresets = trackerConfiguration.includeHostInfo ? Tracker.hostPresets() : [:]
-        tracker = Tracker(trackerConfiguration, store: store) { store in
-            // The tracker's launch, on its writer thread: every record to every sink (the events
-            // sink claims the crashed runs before the tracker ends the dead ones). A store that
-            // cannot be opened keeps the records for the events sink, and the others get them.
-            var report = Self.deliverRecords(in: recordDirectory, store: store, appName: configuration.appName,
-                                             appVersion: configuration.appVersion, extraPresets: extraPresets,
-                                             sinks: (store == nil ? [UnavailableSink(id: .events, reason: "the events store cannot be opened")] : [])
-                                                 + otherSinks, limits: limits)
+        let thread = Thread {
+            OSThread.name("CrashReporter.launch")
+            var report = Self.launch(in: run.recordDirectory, sinks: sinks, limits: limits)
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
         }
+        thread.name = "CrashReporter.launch"
+        thread.start()
     }
 
-    /// One inbox pass over `directory`: every record to the events sink (with a store) and `sinks`.
-    package static func deliverRecords(in directory: String, store: TrackingStore?, appName: String, appVersion: String,
-                                       extraPresets: [String: JSONScalar] = [:], sinks: [any CrashRecordSink],
-                                       limits: RecordDirectoryLimits = .standard) -> LaunchReport {
-        let events = store.map { EventsSink(store: $0, appName: appName, appVersion: appVersion, extraPresets: extraPresets) }
-        let inbox = RecordInbox(directory: directory, sinks: (events.map { [$0] } ?? []) + sinks, limits: limits).pass()
-        events?.pruneClaims(keeping: Set(inbox.recordsAwaitingSinks + inbox.recordsInProgress))
+    /// The launch's phases over `sinks` (see ``ReportingSink``), on the caller's thread.
+    package static func launch(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
+        let participants = sinks.compactMap { $0 as? any ReportingSink }
+        var unavailable: [RecordSinkID: String] = [:]
+        for sink in participants {
+            if let reason = sink.prepareLaunch() { unavailable[sink.id] = reason }
+        }
+        let offered: [any CrashRecordSink] = sinks.map { sink in
+            unavailable[sink.id].map { UnavailableSink(id: sink.id, reason: $0) } ?? sink
+        }
+        let report = deliverRecords(in: directory, sinks: offered, limits: limits)
+        for sink in participants { sink.finishLaunch() }
+        return report
+    }
+
+    /// One inbox pass over `directory`: every record to every sink that lacks it.
+    package static func deliverRecords(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
+        let inbox = RecordInbox(directory: directory, sinks: sinks, limits: limits).pass()
         var report = LaunchReport()
         report.recordsDelivered = inbox.recordsDelivered
         report.recordsAwaitingSinks = inbox.recordsAwaitingSinks
         report.recordsInProgress = inbox.recordsInProgress
+        report.recordsUnreadable = inbox.recordsUnreadable
         report.errors = inbox.errors + inbox.bound.errors
         report.recordsFolded = inbox.bound.folded.keys.sorted() + inbox.bound.pruned
-        if let events = events?.report {
-            report.recordsIngested = events.recordsIngested
-            report.recordsAlreadyIngested = events.recordsAlreadyIngested
-            report.recordsUnreadable = events.recordsUnreadable
-        }
         return report
     }
 
     /// What ``shutdown(timeout:)`` achieved.
     public struct ShutdownResult: Sendable, Equatable {
-        /// Everything tracked, `$AppEnd` included, was committed (`true` without an events store).
-        public var stored: Bool
-        /// The events store was drained to the endpoint (`false` without an endpoint).
-        public var uploaded: Bool
         /// Every record handed to Sentry was sent or given up (`true` without a DSN).
         public var sentToSentry: Bool
+        /// Every other sink that takes part in the run's end handed on what it had by the deadline.
+        public var sinksFinished: Bool
     }
 
-    /// `$AppEnd`, then upload for at most `timeout` (see ``Tracker/shutdown(timeout:)``); the
-    /// Sentry sink gets the same deadline (what it has not sent, it sends next launch).
+    /// Ends the run for every sink within `timeout` (default 3 s): what the Sentry sink has not
+    /// sent by then it sends next launch; each ``ReportingSink`` gets the same deadline (the
+    /// analytics stores `$AppEnd` and uploads).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
-        let bound = timeout ?? tracker?.configuration.shutdownTimeout ?? .seconds(3)
-        let deadline = SuspendingClock.now.advanced(by: bound)
-        let result = tracker?.shutdown(timeout: bound) // waits for the launch
+        let deadline = SuspendingClock.now.advanced(by: timeout ?? .seconds(3))
+        var finished = true
+        for sink in sinks.compactMap({ $0 as? any ReportingSink }) where !sink.shutdown(deadline: deadline) { finished = false }
         var sent = true
         if let sentry {
             // The records reach the sink in the launch's pass: wait for it, within the deadline.
             _ = launched.wait(until: deadline)
             sent = sentry.finish(deadline: deadline)
         }
-        return ShutdownResult(stored: result?.stored ?? true, uploaded: result?.uploaded ?? false, sentToSentry: sent)
+        return ShutdownResult(sentToSentry: sent, sinksFinished: finished)
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor (nor a
@@ -323,31 +248,26 @@ public final class CrashReporting: Sendable {
     /// started per call.
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await Tracker.offload { [self] in shutdown(timeout: timeout) }
+        await BlockingWait.offload { [self] in shutdown(timeout: timeout) }
     }
-}
-
-/// A configured sink that cannot take records this launch: they stay for it.
-struct UnavailableSink: CrashRecordSink {
-    let id: RecordSinkID
-    let reason: String
-    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
 }
 
 /// A one-way gate carrying a value: closed until ``open(_:)``, then open for good with it.
 // @unchecked: `value` is only touched under `condition`.
-final class Latch<Value: Sendable>: @unchecked Sendable {
+package final class Latch<Value: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var value: Value?
 
-    func open(_ value: Value) {
+    package init() {}
+
+    package func open(_ value: Value) {
         condition.withLock {
             self.value = value
             condition.broadcast()
         }
     }
 
-    func wait() -> Value {
+    package func wait() -> Value {
         condition.withLock {
             while value == nil { condition.wait() }
             return value!
@@ -356,7 +276,7 @@ final class Latch<Value: Sendable>: @unchecked Sendable {
 
     /// Waits at most until `deadline`; the value if it came by then.
     @discardableResult
-    func wait(until deadline: SuspendingClock.Instant) -> Value? {
+    package func wait(until deadline: SuspendingClock.Instant) -> Value? {
         condition.withLock {
             while value == nil {
                 let left = SuspendingClock.now.duration(to: deadline).components

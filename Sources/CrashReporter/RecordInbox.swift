@@ -2,8 +2,8 @@
 //
 // At the next launch the inbox lists the record directory once, reads and verifies each record
 // once (through CrashRecordReader: no symbolic link, no FIFO, a size limit), and hands it to every
-// configured sink that does not have it yet: the Sensors events sink (AppCrashed + `$AppEnd` in
-// the tracking store), the Sentry sink, and any sink of the app's own. A sink says it has the
+// configured sink that does not have it yet: the Sentry sink, and any sink of the app's own (the
+// Sensors analytics' events sink is one). A sink says it has the
 // record (`.delivered`), that it took it and will say so later (`.accepted`, the Sentry sink,
 // whose requests retry on their own thread), or that it cannot take it now (`.later`: the next
 // launch offers it again). One sink failing never keeps the record from the others.
@@ -13,10 +13,9 @@
 // O_EXCL): written only while some other sink still lacks the record, so with one sink, or when
 // every sink takes a record in the same pass, nothing but the deletion touches the directory. A
 // sink whose acknowledgment is lost (the process died between its delivery and the file) is
-// offered the record again; each of ours makes that harmless (the store's claim refuses the
-// same events twice, Sentry drops an event id it has).
+// offered the record again; each of ours makes that harmless (the analytics store's claim
+// refuses the same events twice, Sentry drops an event id it has).
 public import CrashRecordFormat
-import SensorsTracking
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,8 +31,6 @@ public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
-    /// The Sensors events sink (`AppCrashed` and `$AppEnd` in the tracking store).
-    package static let events = RecordSinkID("events")!
     /// The Sentry sink.
     package static let sentry = RecordSinkID("sentry")!
 
@@ -116,6 +113,11 @@ package final class RecordInbox: Sendable {
         package var recordsInProgress: [String] = []
         /// `.later` answers: "record: sink: reason".
         package var errors: [String] = []
+        /// Records the reader rejected (each sink was still given the crash, and says so).
+        package var recordsUnreadable: [String] = []
+        /// The run id of each record read in this pass, and the record's name: which earlier
+        /// runs crashed.
+        package var recordRuns: [String: String] = [:]
         /// What keeping the directory under its bounds did first (records folded and pruned).
         package var bound = RecordDirectoryBound.Outcome()
         package init() {}
@@ -176,9 +178,13 @@ package final class RecordInbox: Sendable {
                 continue
             }
             var record = read(name)
-            if case .success(let crash) = record.record {
+            switch record.record {
+            case .success(let crash):
                 if !loopOpened { loop = CrashLoop.open(directory: directory); loopOpened = true }
                 record.tally.consecutiveCrashesAtStart = loop?.verdict(for: name, crash, tally: record.tally)
+                if let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
+            case .failure:
+                report.recordsUnreadable.append(name)
             }
             var waiting = false
             for sink in missing {

@@ -18,7 +18,6 @@
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
 import HostFacts
-import SensorsEvents
 package import CrashRecordFormat
 package import CrashSentry
 package import Foundation
@@ -130,8 +129,6 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let dsn: SentryDSN
     let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
-    /// Counts `sentry_sent` and `sentry_quarantined` where the app keeps counters (its tracking store).
-    let count: (@Sendable (String) -> Void)?
     let worker: UploadWorker
     private let lock = NSLock()
     // Guarded by `lock`.
@@ -151,11 +148,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     ///   - data: what the events and attachments keep (also of an unreadable record's event).
     ///   - envelope: the envelope builder; nil: ``envelope(data:publicKey:beforeSend:)`` without a hook.
     package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
-                 envelope: SentryEnvelopeMaker? = nil, count: (@Sendable (String) -> Void)? = nil) {
+                 envelope: SentryEnvelopeMaker? = nil) {
         self.dsn = dsn
         self.data = data
         self.makeEnvelope = envelope ?? Self.envelope(data: data, publicKey: dsn.publicKey, beforeSend: nil)
-        self.count = count
         worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
     }
 
@@ -214,7 +210,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 body = bytes
             case .failure(.dropped):
                 // The app chose not to send it: Sentry has all it will get.
-                settle(head, counter: "sentry_dropped") { $0.dropped.append(head.record.name) }
+                settle(head) { $0.dropped.append(head.record.name) }
                 return .sent
             case .failure(let refusal):
                 giveUp(head, reason: refusal.description)
@@ -239,7 +235,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let limit = Self.rateLimit(answer.headers["x-sentry-rate-limits"])
         switch answer.status {
         case 200..<300:
-            settle(head, counter: "sentry_sent") { $0.sent.append(head.record.name) }
+            settle(head) { $0.sent.append(head.record.name) }
             // A 2xx may announce a limit for what follows.
             if let limit, limit > .zero { return .pause(limit) }
             return .sent
@@ -271,14 +267,13 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private func note(_ error: String) { lock.withLock { report.lastError = error } }
 
     private func giveUp(_ taken: Taken, reason: String) {
-        settle(taken, counter: "sentry_quarantined") { $0.quarantined[taken.record.name] = reason }
+        settle(taken) { $0.quarantined[taken.record.name] = reason }
     }
 
-    /// Sentry has the record (or never will): acknowledged to the inbox, counted, unleased.
-    private func settle(_ taken: Taken, counter: String, _ update: (inout Report) -> Void) {
+    /// Sentry has the record (or never will): acknowledged to the inbox, in the report, unleased.
+    private func settle(_ taken: Taken, _ update: (inout Report) -> Void) {
         serverErrors = 0
         taken.receipt.acknowledge()
-        count?(counter)
         taken.lease.release()
         lock.withLock {
             if queue.first?.record.name == taken.record.name { queue.removeFirst() }

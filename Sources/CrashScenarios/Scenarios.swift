@@ -2,7 +2,7 @@
 import HostFacts
 import CCrashScenarios
 import SensorsEvents
-package import CrashReporter
+package import SensorsAnalytics
 @_spi(Testing) import CrashCapture
 import Dispatch
 import Foundation

@@ -157,24 +157,55 @@ public final class Tracker: @unchecked Sendable {
     /// Like ``init(_:)`` with a store the caller opened.
     package convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
-        try performLaunch()
-        startWriter(launching: nil)
+        try loadContext()
+        try completeLaunchSteps()
+        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
+        startWriter()
     }
 
-    /// A tracker that leaves its launch to its writer thread and returns at once (what
-    /// CrashReporting's `start` uses, so that a program's launch never waits on the disk): the
-    /// writer loads the identity and super properties from the store, runs `launch` (the
-    /// next-launch ingest), registers this run's marker, ends dead runs, stores `$AppStart` —
-    /// stamped with the time of this call — and then the events tracked meanwhile, which wait in
-    /// memory. ``track(_:properties:)`` never waits for it; calls that read or change the
-    /// identity or super properties, ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
-    /// When the store cannot be read at all, the launch ends with a temporary anonymous identity
-    /// (``launchError`` says why), `launch` is run with `nil` (what it does without the store
-    /// still happens), and the writer keeps retrying its writes as it always does.
-    package convenience init(_ configuration: Configuration, store: TrackingStore,
-                 launch: @escaping @Sendable (TrackingStore?) -> Void) {
+    /// A tracker whose launch its host runs (CrashReporting's launch thread, through the
+    /// analytics sink), so that a program's launch never waits on the disk: this returns at once
+    /// and touches no file. The host calls ``beginLaunch()`` (the store's identity and super
+    /// properties), takes its records and runs, then ``completeLaunch()`` (this run's marker, dead
+    /// runs, `$AppStart` — stamped with the time of this call — and the writer, which then commits
+    /// the events tracked meanwhile, held in memory until then). ``track(_:properties:)`` never
+    /// waits for it; calls that read or change the identity or super properties,
+    /// ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
+    package convenience init(hostedLaunch configuration: Configuration, store: TrackingStore) {
         self.init(configuration: configuration, store: store)
-        startWriter(launching: launch)
+        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
+    }
+
+    /// The hosted launch's first phase, on the host's launch thread: loads the identity and the
+    /// super properties and publishes them (a crash from here on carries them). Returns the store
+    /// when it can be used; `nil` when it cannot be read at all: the launch is then over, with a
+    /// temporary anonymous identity (``launchError`` says why), and the writer keeps retrying
+    /// its writes as it always does.
+    package func beginLaunch() -> TrackingStore? {
+        do {
+            try loadContext()
+            return store
+        } catch {
+            endLaunch(error)
+            return nil
+        }
+    }
+
+    /// The hosted launch's last phase: this run's marker, dead runs, `$AppStart`, the writer.
+    /// Only after ``beginLaunch()`` returned the store.
+    package func completeLaunch() {
+        do {
+            try completeLaunchSteps()
+            startWriter()
+        } catch {
+            endLaunch(error)
+        }
+    }
+
+    /// A launch that could not use the store: over without it, and the writer started.
+    private func endLaunch(_ error: any Error) {
+        finishLaunchWithoutStore(error as? TrackingStoreError ?? TrackingStoreError(operation: "launch", underlying: "\(error)"))
+        startWriter()
     }
 
     /// The in-memory part every initialiser shares: no file is touched.
@@ -189,42 +220,41 @@ public final class Tracker: @unchecked Sendable {
         spare.reserveCapacity(1024)
     }
 
-    /// Starts the writer thread (which first performs the launch when `launching` is given) and
-    /// registers the exit hook.
-    private func startWriter(launching: (@Sendable (TrackingStore?) -> Void)?) {
-        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
+    /// Starts the writer thread.
+    private func startWriter() {
         let writer = Thread { [self] in
             OSThread.name(Self.writerThreadName)
             cond.withLock { writerThread = pthread_self() }
-            if let launching {
-                var ran = false
-                do {
-                    try performLaunch { store in
-                        ran = true
-                        launching(store)
-                    }
-                } catch {
-                    if !ran { launching(nil) }
-                    finishLaunchWithoutStore(error as? TrackingStoreError
-                                             ?? TrackingStoreError(operation: "launch", underlying: "\(error)"))
-                }
-            }
             writerLoop()
         }
         writer.name = Self.writerThreadName
         writer.start()
     }
 
-    /// Loads the identity, runs `before` (CrashReporting's ingest), registers this run's marker,
-    /// ends dead runs, starts the uploader and queues `$AppStart` ahead of anything tracked so far.
-    private func performLaunch(before: ((TrackingStore) -> Void)? = nil) throws {
+    /// The store's identity and super properties, published at once: a crash during the rest of
+    /// the launch carries this identity.
+    /// What ``loadContext()`` loaded (guarded by `cond`): the context as the store had it, which
+    /// `$AppStart` and the events tracked before the launch carry, whatever changes it later.
+    private var loaded: (state: StoreState, context: Context)?
+    private func loadContext() throws {
         let state = try store.loadState()
         let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
-        let loaded = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
-        cond.withLock { context = loaded }
-        // The crash $AppEnd first: a crash during the rest of the launch carries this identity.
+        let context = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
+        cond.withLock {
+            self.context = context
+            loaded = (state, context)
+            launchThread = pthread_self()
+        }
         publishContext()
-        before?(store)
+    }
+
+    /// Registers this run's marker, ends dead runs, starts the uploader and queues `$AppStart`
+    /// ahead of anything tracked so far.
+    private func completeLaunchSteps() throws {
+        guard let (state, loaded) = cond.withLock({ self.loaded }) else {
+            preconditionFailure("completeLaunch() before beginLaunch() returned the store")
+        }
+        let identity = loaded.identity
         let oomCounter = OOMKillCounter.locate()
         try store.registerRun(RunMarker(
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
@@ -278,8 +308,14 @@ public final class Tracker: @unchecked Sendable {
 
     /// ``awaitLaunch(_:)``'s wait, for a caller that holds `cond`.
     private func waitForLaunchLocked() {
-        while !launch.done && !onWriterThread { cond.wait() }
+        while !launch.done && !onWriterThread && !onLaunchThread { cond.wait() }
     }
+
+    /// The thread that runs the launch (guarded by `cond`): a call it makes meanwhile (a
+    /// context callback that logs in, say) must not wait for the launch it is part of.
+    private var launchThread: pthread_t?
+    /// Whether the caller runs the launch. Call with `cond` held.
+    private var onLaunchThread: Bool { !launch.done && launchThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
 
     static let writerThreadName = "Sensors.writer"
     /// The writer thread, once it runs (guarded by `cond`). By identity, not by name: Linux keeps
@@ -510,32 +546,20 @@ public final class Tracker: @unchecked Sendable {
     /// never on the caller's executor.
     @discardableResult
     public func waitUntilStored(timeout: Duration = .seconds(10)) async -> Bool {
-        await Self.offload { [self] in waitUntilStored(timeout: timeout) }
+        await BlockingWait.offload { [self] in waitUntilStored(timeout: timeout) }
     }
 
     /// ``flush(timeout:)`` for async code (the wait happens on a thread of its own).
     @discardableResult
     public func flush(timeout: Duration = .seconds(10)) async -> Bool {
-        await Self.offload { [self] in flush(timeout: timeout) }
+        await BlockingWait.offload { [self] in flush(timeout: timeout) }
     }
 
     /// ``shutdown(timeout:)`` for async code (the wait happens on a dispatch worker, not on the caller's executor).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await Self.offload { [self] in shutdown(timeout: timeout) }
+        await BlockingWait.offload { [self] in shutdown(timeout: timeout) }
     }
-
-    /// Runs a blocking wait on a dispatch worker and resumes the caller with its result, so that
-    /// a cooperative-pool thread is never held by a disk or network wait, and no thread is
-    /// started per call (libdispatch keeps its workers).
-    package static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            waits.async { continuation.resume(returning: body()) }
-        }
-    }
-
-    /// Where ``offload(_:)`` waits: concurrent, so that one wait never holds up another.
-    private static let waits = DispatchQueue(label: "CrashCapture.wait", attributes: .concurrent)
 
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
     /// exiting from the writer thread itself (it could not wait for itself).

@@ -6,6 +6,7 @@ import ArgumentParser
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import SensorsAnalytics
 import CCrashScenarios
 import Foundation
 
@@ -82,9 +83,9 @@ extension CrashHarness {
         }
 
         func run() throws {
-            var configuration = CrashReporting.Configuration(storePath: store, recordDirectory: records, appName: "crash-harness",
-                                                             appVersion: CrashCaptureLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
-            configuration.sentryDSN = sentryDSN
+            var configuration = CrashReporting.Configuration(recordDirectory: records, appName: "crash-harness",
+                                                             appVersion: CrashCaptureLibrary.version, sentryDSN: sentryDSN)
+            if let store { configuration.sinks = [SensorsAnalytics(storePath: store, endpoint: endpoint.flatMap(URL.init(string:)))] }
             configuration.crashTimeUploader = crashTimeUploader
             if let sentryData {
                 configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
@@ -92,6 +93,8 @@ extension CrashHarness {
             configuration.sentryBeforeSend = beforeSend.map(Self.hook)
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
+            // The tracker's writer names itself once it runs: it has when `$AppStart` is stored.
+            reporting.tracker?.waitUntilStored(timeout: .seconds(10))
             // The threads while the launch's work runs (before shutdown stops the senders).
             let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap {
                 (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -125,11 +128,14 @@ extension CrashHarness {
             struct Summary: Encodable {
                 var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]
                 var recordsIngested: [String], errors: [String], sentToSentry: Bool, sentryDSNError: String?
+                var sentryDropped: Int, sentryQuarantined: Int
             }
+            let sentry = reporting.sentry?.currentReport
             print(try HarnessJSON.text(Summary(tracker: reporting.tracker != nil, threads: threads,
                                                recordsDelivered: report.recordsDelivered, recordsAwaitingSinks: report.recordsAwaitingSinks,
-                                               recordsIngested: report.recordsIngested, errors: report.errors,
-                                               sentToSentry: result.sentToSentry, sentryDSNError: reporting.sentryDSNError)))
+                                               recordsIngested: reporting.analytics?.launchReport.recordsIngested ?? [], errors: report.errors,
+                                               sentToSentry: result.sentToSentry, sentryDSNError: reporting.sentryDSNError,
+                                               sentryDropped: sentry?.dropped.count ?? 0, sentryQuarantined: sentry?.quarantined.count ?? 0)))
         }
     }
 }

@@ -6,6 +6,7 @@ import CCrashScenarios
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import SensorsAnalytics
 import SensorsTracking
 import Foundation
 #if canImport(Glibc)
@@ -96,19 +97,21 @@ extension CrashHarness {
 
         func run() throws {
             let run = runID ?? UUID().uuidString.lowercased()
-            var configuration = CrashReporting.Configuration(
-                storePath: store, recordDirectory: store + ".records", appName: "crash-harness",
-                appVersion: CrashCaptureLibrary.version, endpoint: endpoint.flatMap(URL.init(string:)))
+            // Sentry too when SENTRY_DSN is set.
+            var configuration = CrashReporting.Configuration(recordDirectory: store + ".records", appName: "crash-harness",
+                                                             appVersion: CrashCaptureLibrary.version)
+            // The run id is the reporter's: capture writes it into a record, the tracker takes it.
+            configuration.capture = { $0.runID = run }
             let retryDelay = retryDelay, maxRetryDelay = maxRetryDelay, flushTimeout = flushTimeout, hostInfo = hostInfo
-            configuration.tracker = { tracker in
-                tracker.runID = run
+            let analytics = SensorsAnalytics(storePath: store, endpoint: endpoint.flatMap(URL.init(string:))) { tracker in
                 tracker.upload.initialRetryDelay = .seconds(retryDelay)
                 tracker.upload.maxRetryDelay = .seconds(maxRetryDelay)
                 tracker.shutdownTimeout = .milliseconds(Int64(flushTimeout * 1000))
                 tracker.includeHostInfo = hostInfo
             }
+            configuration.sinks = [analytics]
             let reporting = CrashReporting.start(configuration)
-            guard let tracker = reporting.tracker else { throw ValidationError("no tracker for a configuration with a store") }
+            guard let tracker = analytics.tracker else { throw ValidationError("no tracker for a configuration with a store") }
             if let login { tracker.login(login) }
             for pair in superProperties {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
@@ -129,18 +132,19 @@ extension CrashHarness {
                 while hold { sleep(60) }
             }
             if exitWithoutShutdown { Glibc.exit(0) }
-            let result = reporting.shutdown(timeout: .milliseconds(Int64(flushTimeout * 1000)))
+            reporting.shutdown(timeout: .milliseconds(Int64(flushTimeout * 1000)))
+            let stored = analytics.shutdownResult?.stored ?? false, uploaded = analytics.shutdownResult?.uploaded ?? false
             if json {
-                let report = reporting.launchReport
+                let report = analytics.launchReport
                 struct Summary: Encodable {
                     var run: String, stored: Bool, uploaded: Bool
                     var recordsIngested: [String], abnormalEnds: [String], recordsUnreadable: [String], errors: [String]
                 }
-                print(try HarnessJSON.text(Summary(run: run, stored: result.stored, uploaded: result.uploaded,
+                print(try HarnessJSON.text(Summary(run: run, stored: stored, uploaded: uploaded,
                                                    recordsIngested: report.recordsIngested, abnormalEnds: report.abnormalEnds,
                                                    recordsUnreadable: report.recordsUnreadable, errors: report.errors)))
             }
-            if !result.stored || (endpoint != nil && !result.uploaded) { throw ExitCode(3) }
+            if !stored || (endpoint != nil && !uploaded) { throw ExitCode(3) }
         }
 
         /// Touches every page of 1 MiB blocks (never freed) until the kernel kills the process;

@@ -4,6 +4,7 @@
 // Sentry; folding that never hides a crash from a sink that had not reported it; records that are
 // being written or sent left alone; hostile entries; the tally and ledger files read as untrusted.
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import CrashRecordFormat
 @testable import SensorsTracking
 import Foundation

@@ -3,6 +3,7 @@
 import CrashCapture
 import SensorsEvents
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import Foundation
 import XCTest
 

@@ -5,6 +5,7 @@
 // uploader and nothing is left behind; off by default; an uploader that is not there changes nothing.
 import CrashCapture
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import CrashRecordFormat
 import Foundation
 import ProcessSpawning

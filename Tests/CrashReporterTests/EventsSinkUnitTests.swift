@@ -4,6 +4,7 @@
 // words by AppCrashed, the Sentry event and crash-inspect.
 import CrashCapture
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import SensorsEvents
 import CrashInspection
 import CrashRecordFormat

@@ -3,6 +3,7 @@
 // carries the same keys, and unreadable, partial and already-ingested records are handled once.
 // (The tracker's own restarts, kills and two writers are SensorsTrackingTests' RestartTests.)
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import CrashRecordFormat
 @testable import SensorsTracking
 import Foundation
@@ -194,7 +195,7 @@ final class NextLaunchTests: XCTestCase {
         let name = "crash-1700000000000-999999-999999.ccrec"
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: records + "/" + name))
         let store = try TrackingStore(path: directory + "/s.sqlite")
-        let report = CrashReporting.deliverRecords(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
+        let report = SensorsAnalytics.pass(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
         XCTAssertEqual(report.recordsUnreadable, [name])
         let crashed = try XCTUnwrap(try store.pendingBatch(limit: 10).first)
         XCTAssertEqual(crashed.event, "AppCrashed")
@@ -222,7 +223,7 @@ final class NextLaunchTests: XCTestCase {
         let live = "crash-\(now + 100)-\(pid)-\(pid).ccrec.partial"
         for name in [reused, live] { try Data("torn".utf8).write(to: URL(fileURLWithPath: records + "/" + name)) }
         let store = try TrackingStore(path: directory + "/s.sqlite")
-        let report = CrashReporting.deliverRecords(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
+        let report = SensorsAnalytics.pass(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
         XCTAssertEqual(report.recordsInProgress, [live])
         XCTAssertEqual(report.recordsUnreadable, [reused])
         XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/" + live))
@@ -240,11 +241,11 @@ final class NextLaunchTests: XCTestCase {
         let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: recordDirectory).first)
         let copy = try Data(contentsOf: URL(fileURLWithPath: recordDirectory + "/" + name))
         let tracking = try TrackingStore(path: store)
-        let first = CrashReporting.deliverRecords(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
+        let first = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
         XCTAssertEqual(first.recordsIngested, [name])
         // As if the process died between commit and unlink: the file comes back.
         try copy.write(to: URL(fileURLWithPath: recordDirectory + "/" + name))
-        let second = CrashReporting.deliverRecords(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
+        let second = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
         XCTAssertEqual(second.recordsAlreadyIngested, [name])
         XCTAssertEqual(try tracking.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 1)
         XCTAssertEqual(try tracking.runMarkers(), [])

@@ -3,6 +3,7 @@
 // sink of the app's own as one small type, Sentry alone without the events store, and a record
 // directory holding things that are not records.
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import CrashRecordFormat
 @testable import SensorsTracking
 import Foundation
@@ -87,7 +88,7 @@ final class RecordInboxTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: blocked, withIntermediateDirectories: true)
         let server = try TestHTTPServer()
         let first = try SentrySinkTests.sink(server)
-        let launch = CrashReporting.deliverRecords(in: directory, store: TrackingStore(deferringOpen: blocked), appName: "t",
+        let launch = SensorsAnalytics.pass(in: directory, store: TrackingStore(deferringOpen: blocked), appName: "t",
                                                    appVersion: "1", sinks: [first])
         XCTAssertTrue(first.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(first.currentReport.sent, names, "Sentry got it although the store failed")
@@ -98,7 +99,7 @@ final class RecordInboxTests: XCTestCase {
 
         let store = try TrackingStore(path: directory + "/s.sqlite")
         let second = try SentrySinkTests.sink(server)
-        let next = CrashReporting.deliverRecords(in: directory, store: store, appName: "t", appVersion: "1", sinks: [second])
+        let next = SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1", sinks: [second])
         XCTAssertTrue(second.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(next.recordsIngested, names)
         XCTAssertEqual(next.recordsDelivered, names)

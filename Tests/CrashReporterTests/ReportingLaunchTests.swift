@@ -3,6 +3,7 @@
 // meanwhile is stored after $AppStart with the identity the store holds; the integrator's own
 // tracker configuration (its identity callback) is kept.
 import CrashReporter
+import SensorsAnalytics
 @testable import SensorsTracking
 import SensorsEvents
 import Foundation
@@ -43,10 +44,9 @@ final class ReportingLaunchTests: XCTestCase {
             }
         }
 
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1") { $0.shutdownAtExit = nil }
         configuration.captureCrashes = false   // no signal handlers in the test process
         configuration.sentryDSN = nil
-        configuration.tracker = { $0.shutdownAtExit = nil }
         releaser.start()
         locked.wait()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
@@ -80,9 +80,10 @@ final class ReportingLaunchTests: XCTestCase {
     func testCrashReportingKeepsTheIntegratorsIdentityCallback() throws {
         let directory = try Scratch.directory("reporting-identity")
         let seen = Collected<EventIdentity>()
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0")
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "demo", appVersion: "1.0") { tracker in
+            tracker.onIdentityChange = { seen.append($0) }
+        }
         configuration.captureCrashes = false   // no signal handlers in the test process
-        configuration.tracker = { $0.onIdentityChange = { seen.append($0) } }
         let reporting = CrashReporting.start(configuration)
         reporting.tracker!.login("user-9")
         reporting.shutdown()
@@ -99,23 +100,24 @@ final class ReportingLaunchTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory + "/records", withIntermediateDirectories: true)
         try Data("cut short before its header".utf8).write(to: URL(fileURLWithPath: directory + "/records/" + record))
         let sentry = try TestHTTPServer()
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1") { $0.shutdownAtExit = nil }
         configuration.captureCrashes = false
         configuration.sentryDSN = "http://key@127.0.0.1:\(sentry.port)/1"
-        configuration.tracker = { $0.shutdownAtExit = nil }
         let reporting = CrashReporting.start(configuration)
         reporting.tracker!.track("Kept")
         let error = try XCTUnwrap(reporting.tracker!.launchError)
         XCTAssertTrue(error.description.contains("events.sqlite"), error.description)
         XCTAssertFalse(reporting.tracker!.identity.anonymousID?.isEmpty ?? true)
         let launch = reporting.launchReport
-        XCTAssertEqual(launch.recordsIngested, [])
+        XCTAssertEqual(reporting.analytics!.launchReport.recordsIngested, [])
         XCTAssertEqual(launch.recordsAwaitingSinks, [record])
-        XCTAssertEqual(launch.errors, ["\(record): events: the events store cannot be opened"])
+        XCTAssertEqual(launch.errors.count, 1, "\(launch.errors)")
+        XCTAssertTrue(launch.errors[0].hasPrefix("\(record): events: the events store cannot be opened: "), launch.errors[0])
         // Nothing could be stored: the wait times out rather than pretending.
         XCTAssertFalse(reporting.tracker!.waitUntilStored(timeout: .milliseconds(1500)))
         let result = reporting.shutdown(timeout: .seconds(1))
-        XCTAssertFalse(result.stored)
+        XCTAssertFalse(result.sinksFinished)
+        XCTAssertEqual(reporting.analytics!.shutdownResult?.stored, false)
         XCTAssertTrue(result.sentToSentry)
         XCTAssertEqual(sentry.allRequests.count, 1, "Sentry got the record although the store failed")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/records").sorted(),

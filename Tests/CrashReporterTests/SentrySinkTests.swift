@@ -3,6 +3,7 @@
 // quarantined and counted, records deleted only once Sentry and the events store both have them.
 // (What the envelope holds is CrashSentry's, checked against Sentry's own parser elsewhere.)
 @testable import CrashReporter
+@testable import SensorsAnalytics
 import CrashRecordFormat
 @testable import SensorsTracking
 import Foundation
@@ -41,20 +42,25 @@ final class SentrySinkTests: XCTestCase {
             .filter { !$0.hasPrefix("s.sqlite") && $0 != RecordFileName.crashLoopState }.sorted()
     }
 
-    func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast(), store: TrackingStore? = nil) throws -> SentrySink {
-        try Self.sink(server, policy: policy, store: store)
+    func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast()) throws -> SentrySink {
+        try Self.sink(server, policy: policy)
     }
 
-    static func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast(), store: TrackingStore? = nil) throws -> SentrySink {
+    static func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast()) throws -> SentrySink {
         let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
-        var count: (@Sendable (String) -> Void)?
-        if let store { count = { counter in _ = try? store.append([], addingCounters: [counter: 1]) } }
-        return SentrySink(dsn: dsn, policy: policy, envelope: Self.envelope, count: count)
+        return SentrySink(dsn: dsn, policy: policy, envelope: Self.envelope)
     }
 
     /// One launch's inbox pass: the events sink (with a store) and the Sentry sink.
-    func pass(_ directory: String, store: TrackingStore?, _ sentry: SentrySink) -> CrashReporting.LaunchReport {
-        CrashReporting.deliverRecords(in: directory, store: store, appName: "t", appVersion: "1", sinks: [sentry])
+    @discardableResult
+    func pass(_ directory: String, store: TrackingStore?, _ sentry: SentrySink) -> SensorsAnalytics.Pass {
+        guard let store else {
+            let launch = CrashReporting.deliverRecords(in: directory, sinks: [sentry])
+            return SensorsAnalytics.Pass(recordsDelivered: launch.recordsDelivered, recordsAwaitingSinks: launch.recordsAwaitingSinks,
+                                         recordsInProgress: launch.recordsInProgress, recordsUnreadable: launch.recordsUnreadable,
+                                         recordsIngested: [], recordsAlreadyIngested: [], errors: launch.errors)
+        }
+        return SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1", sinks: [sentry])
     }
 
     static func fast() -> UploadPolicy {
@@ -83,7 +89,7 @@ final class SentrySinkTests: XCTestCase {
         // Sentry answers only once the test says so: the events are stored first.
         let gate = Gate()
         let server = try TestHTTPServer { _ in gate.wait(); return .status(200) }
-        let sentry = try sink(server, store: store)
+        let sentry = try sink(server)
         let report = pass(directory, store: store, sentry)
         XCTAssertEqual(report.recordsIngested, names)
         XCTAssertEqual(report.recordsAwaitingSinks, names, "events stored, Sentry not yet: the files stay")
@@ -101,7 +107,6 @@ final class SentrySinkTests: XCTestCase {
         }
         XCTAssertEqual(sentry.currentReport.sent, names)
         XCTAssertEqual(try leftovers(directory), [], "records and acknowledgments deleted")
-        XCTAssertEqual(try store.summary().counters["sentry_sent"], 3)
         XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 3)
     }
 
@@ -156,7 +161,7 @@ final class SentrySinkTests: XCTestCase {
             default: return .status(200)
             }
         }
-        let sentry = try sink(server, store: store)
+        let sentry = try sink(server)
         _ = pass(directory, store: store, sentry)
         XCTAssertTrue(sentry.finish(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.compactMap(Self.sentName), names, "each sent once, in order")
@@ -164,7 +169,7 @@ final class SentrySinkTests: XCTestCase {
         XCTAssertEqual(report.sent, [names[2]])
         XCTAssertEqual(Set(report.quarantined.keys), [names[0], names[1]])
         XCTAssertTrue(report.quarantined[names[0]]?.hasPrefix("HTTP 413") == true)
-        XCTAssertEqual(try store.summary().counters["sentry_quarantined"], 2)
+        XCTAssertEqual(sentry.currentReport.quarantined.count, 2)
         XCTAssertEqual(try leftovers(directory), [])
     }
 

@@ -181,22 +181,22 @@ final class TrackerTests: XCTestCase {
 
     func testAnIdentityCallMadeFromTheLaunchItselfDoesNotWaitForTheLaunch() throws {
         let path = try Scratch.directory("launch-reentrant") + "/s.sqlite"
-        let box = TrackerBox()
-        let ready = DispatchSemaphore(value: 0)
         var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
         configuration.shutdownAtExit = nil
-        // The launch's own hook logs in (as an integrator's context callback could).
-        let tracker = Tracker(configuration, store: TrackingStore(deferringOpen: path)) { _ in
-            ready.wait()
-            box.tracker?.login("in-launch")
-        }
-        box.tracker = tracker
+        let tracker = Tracker(hostedLaunch: configuration, store: TrackingStore(deferringOpen: path))
         tracker.track("Meanwhile")
-        ready.signal()
-        // Bounded: a launch waiting for itself never stores what was tracked.
-        let stored = tracker.waitUntilStored(timeout: .seconds(10))
-        XCTAssertTrue(stored, "the launch waited for itself")
-        guard stored else { return }
+        // The host's launch thread logs in between the phases (as a sink's hook could).
+        let launched = DispatchSemaphore(value: 0)
+        let host = Thread {
+            XCTAssertNotNil(tracker.beginLaunch())
+            tracker.login("in-launch")
+            tracker.completeLaunch()
+            launched.signal()
+        }
+        host.start()
+        // Bounded: a launch waiting for itself never ends.
+        XCTAssertEqual(launched.wait(timeout: .now() + 10), .success, "the launch waited for itself")
+        XCTAssertTrue(tracker.waitUntilStored(timeout: .seconds(10)))
         XCTAssertEqual(tracker.identity.loginID, "in-launch")
         tracker.shutdown()
         XCTAssertEqual(try storedObjects(path).map(\.event), ["$AppStart", "Meanwhile", "$SignUp", "$AppEnd"])

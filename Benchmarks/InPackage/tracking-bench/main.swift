@@ -5,6 +5,7 @@
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import SensorsAnalytics
 import SensorsTracking
 import Foundation
 #if canImport(Glibc)
@@ -102,8 +103,8 @@ func ingestAndUpload(records: Int) throws {
     }
     let server = try LoopbackServer()
     let start = now()
-    var config = CrashReporting.Configuration(storePath: directory + "/s.sqlite", recordDirectory: recordDirectory,
-                                              appName: "bench", appVersion: "1.0", endpoint: server.url)
+    var config = CrashReporting.Configuration(recordDirectory: recordDirectory, appName: "bench", appVersion: "1.0", sentryDSN: nil)
+    config.sinks = [SensorsAnalytics(storePath: directory + "/s.sqlite", endpoint: server.url)]
     config.captureCrashes = false
     let reporting = CrashReporting.start(config)
     let flushed = reporting.tracker!.flush(timeout: .seconds(30))
@@ -111,7 +112,7 @@ func ingestAndUpload(records: Int) throws {
     reporting.shutdown()
     server.stop()
     print(String(format: "next-launch ingest + upload of %d records to a loopback server: %.3f s (ingested %d, flushed %@, %d events in %d requests)",
-                 records, seconds, reporting.launchReport.recordsIngested.count, flushed ? "yes" : "NO",
+                 records, seconds, reporting.analytics!.launchReport.recordsIngested.count, flushed ? "yes" : "NO",
                  server.eventCount, server.requestCount))
 }
 

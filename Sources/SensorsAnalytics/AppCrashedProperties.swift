@@ -1,5 +1,6 @@
 // AppCrashedProperties.swift — what `AppCrashed` says about a crash record.
 import SensorsEvents
+import CrashReporter
 import CrashRecordFormat
 import CrashSymbolication
 

@@ -4,6 +4,7 @@
 // markers of runs that died with neither a `$AppEnd` nor a record are the Tracker's own business
 // (it reports them as abnormal ends at its launch, after this sink has claimed the crashed runs).
 import CrashRecordFormat
+import CrashReporter
 import SensorsEvents
 import CrashSymbolication
 import SensorsTracking
