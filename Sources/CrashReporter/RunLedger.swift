@@ -75,7 +75,7 @@ package enum RunEnd: Sendable, Equatable {
 }
 
 /// One finished run, as a later launch hands it to the sinks.
-package struct RunOutcome: Sendable, Equatable {
+package struct EndedRun: Sendable, Equatable {
     package var start: RunStart
     package var end: RunEnd
 
@@ -109,7 +109,7 @@ package final class RunLedger: Sendable {
     package struct Classification: Sendable, Equatable {
         /// The finished runs this call claimed, oldest start first. Hand them to the sinks, then
         /// ``RunLedger/finish(_:)``.
-        package var outcomes: [RunOutcome] = []
+        package var outcomes: [EndedRun] = []
         /// Runs of other processes still running.
         package var running = 0
         /// What could not be read or was dropped, one line each ("name: why").
@@ -318,7 +318,7 @@ package final class RunLedger: Sendable {
 
     /// Deletes the claims of `outcomes` (from ``classify(recordRuns:excluding:)``) once every sink
     /// has them. A claim already gone is not an error.
-    package func finish(_ outcomes: [RunOutcome]) {
+    package func finish(_ outcomes: [EndedRun]) {
         let mine = Self.ownerName(claimer)
         for outcome in outcomes where Self.isValidRunID(outcome.start.runID) {
             unlink(path(outcome.start.runID + ".claim." + mine))
@@ -326,12 +326,12 @@ package final class RunLedger: Sendable {
     }
 
     /// How a claimed run ended (see ``classify(recordRuns:excluding:)``).
-    private func outcome(_ marker: Marker, recordRuns: [String: String]) -> RunOutcome {
-        if let end = marker.end { return RunOutcome(start: marker.start, end: end) }
-        if let record = recordRuns[marker.start.runID] { return RunOutcome(start: marker.start, end: .crashed(record: record)) }
+    private func outcome(_ marker: Marker, recordRuns: [String: String]) -> EndedRun {
+        if let end = marker.end { return EndedRun(start: marker.start, end: end) }
+        if let record = recordRuns[marker.start.runID] { return EndedRun(start: marker.start, end: .crashed(record: record)) }
         let bootID = marker.start.process.bootID
         let sameBoot = !bootID.isEmpty && bootID == ProcessIdentity.current.bootID
-        return RunOutcome(start: marker.start, end: .killed(oom: OOMKillCounter.killedByOOM(recorded: marker.start.oomKills, sameBoot: sameBoot)))
+        return EndedRun(start: marker.start, end: .killed(oom: OOMKillCounter.killedByOOM(recorded: marker.start.oomKills, sameBoot: sameBoot)))
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
