@@ -5,8 +5,8 @@
 // counts, per memory cgroup, the processes its OOM killer killed there (the victim's own cgroup
 // counts it, whether the limit hit was that cgroup's, an ancestor's or the whole machine's):
 // cgroup v2 `memory.events.local` (Linux ≥ 5.2; `memory.events`, hierarchical, before that) and
-// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The tracker finds its
-// counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where its
+// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The tracker (and the
+// reporter's run ledger, which reads it at start only) finds its counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where its
 // hierarchy is mounted) and keeps the last reading in its run marker (path, inode, count). A dead
 // run is an OOM kill when the same file (same path and inode: the same cgroup, not one recreated
 // at that path; same boot) now counts more kills than the marker's last reading.
@@ -17,8 +17,8 @@
 // plain SIGKILL look like `oom`; a cgroup removed before the next launch (a container restarted
 // into a new cgroup) loses the count, and the run stays `abnormal`.
 //
-// Reads are a few small open/read/close calls (no Foundation); any failure means "unknown",
-// never an error, and the run is then reported `abnormal` as before.
+// Reads are a few small open/read/close calls (SmallFile, no Foundation); any failure means
+// "unknown", never an error, and the run is then reported `abnormal` (not OOM-killed) as before.
 
 /// One reading of a memory cgroup's OOM-kill counter.
 package struct OOMKillReading: Sendable, Equatable {
