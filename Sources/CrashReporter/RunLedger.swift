@@ -254,7 +254,8 @@ package final class RunLedger: Sendable {
             case .malformed(let why):
                 if unlink(path(entry.name)) == 0 { result.errors.append("\(entry.name): \(why); deleted") }
             case .marker, .claim:
-                kept.append(entry)
+                // This run's own marker is neither counted nor dropped.
+                if entry.runID != currentRunID { kept.append(entry) }
             }
         }
         if kept.count > Self.maxMarkers {
@@ -267,7 +268,7 @@ package final class RunLedger: Sendable {
         }
 
         let mine = Self.ownerName(claimer)
-        for entry in kept where entry.runID != currentRunID {
+        for entry in kept {
             let claimName = entry.runID + ".claim." + mine
             switch entry.kind {
             case .claim(let owner):
