@@ -54,7 +54,7 @@ package struct OSRelease: Sendable, Equatable {
     /// Plain read(2) (no Foundation on the launch path).
     package static func current(paths: [String] = OSRelease.paths) -> OSRelease? {
         for path in paths {
-            if let bytes = readSmallFile(path) { return OSRelease(parsing: bytes) }
+            if let bytes = SmallFile.read(path, limit: 64 << 10)?.bytes { return OSRelease(parsing: bytes) }
         }
         return nil
     }
@@ -86,21 +86,5 @@ package struct OSRelease: Sendable, Equatable {
 
     static func isKeyByte(_ byte: UInt8) -> Bool {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F
-    }
-
-    /// A small file's bytes (at most 64 KiB), or nil when it cannot be opened.
-    static func readSmallFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 8192)
-        while bytes.count < 65536 {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
-        }
-        return bytes
     }
 }

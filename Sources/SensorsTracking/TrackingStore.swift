@@ -15,6 +15,7 @@
 // SQLite's lock (with a busy timeout) instead of failing.
 import Foundation
 import GRDB
+import HostFacts
 #if canImport(Glibc)
 import Glibc
 #endif

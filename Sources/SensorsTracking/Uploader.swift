@@ -8,6 +8,7 @@
 // `maxServerErrorAttempts` times in a row is halved the same way, so one poison event cannot
 // block the queue forever; network errors (no answer at all) retry without limit.
 import Foundation
+import HostFacts
 import HTTPExchange
 
 // @unchecked: `batchLimit` and `serverErrorsForBatch` and `holdsLease` are touched by the worker's

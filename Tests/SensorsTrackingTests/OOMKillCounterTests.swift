@@ -2,6 +2,7 @@
 // garbage), the counter file found from /proc/self/cgroup and mountinfo, and the end reason a dead
 // run's marker yields (in process, with a regular file standing in for the counter; the real OOM
 // killer is OOMKillTests').
+@testable import HostFacts
 @testable import SensorsTracking
 import SensorsEvents
 import Foundation

@@ -3,6 +3,7 @@
 // SIGKILL, and the `$AppEnd` the next launch stores for it. Skipped, saying why, where no memory
 // cgroup can be made (not root, no v1 memory hierarchy, read-only cgroupfs, kernel before 4.13).
 import ProcessSpawning
+@testable import HostFacts
 @testable import SensorsTracking
 import Foundation
 import TestSupport

@@ -5,6 +5,7 @@
 // A run claim is the removal of a run marker that must still exist. The store does not know what
 // the keys mean; CrashReporter uses crash record file names, Tracker the runs of dead processes.
 import GRDB
+import HostFacts
 
 extension TrackingStore {
     /// Appends `events` (as ``append(_:endingRun:refreshingRun:addingCounters:)`` does) and takes

@@ -1,4 +1,5 @@
 // RunMarkers.swift — the `runs` table: one marker per live (or unreported) process.
+package import HostFacts
 package import SensorsEvents
 import GRDB
 
@@ -103,5 +104,13 @@ extension TrackingStore {
 
     static func runCount(_ db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM runs") ?? 0
+    }
+}
+
+extension OOMKillCounter {
+    /// How a dead run ended, given its marker's last reading: `.oom` when the OOM killer ended it
+    /// (``OOMKillCounter/killedByOOM(recorded:sameBoot:now:)``), `.abnormal` otherwise.
+    static func endReason(recorded: OOMKillReading?, sameBoot: Bool, now: (String) -> OOMKillReading? = OOMKillCounter.read) -> AppEndReason {
+        killedByOOM(recorded: recorded, sameBoot: sameBoot, now: now) ? .oom : .abnormal
     }
 }

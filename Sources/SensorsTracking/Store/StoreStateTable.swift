@@ -3,6 +3,7 @@
 package import SensorsEvents
 import Foundation
 import GRDB
+import HostFacts
 
 /// Persistent state a tracker starts from.
 package struct StoreState: Sendable {

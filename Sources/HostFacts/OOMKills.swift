@@ -5,8 +5,8 @@
 // counts, per memory cgroup, the processes its OOM killer killed there (the victim's own cgroup
 // counts it, whether the limit hit was that cgroup's, an ancestor's or the whole machine's):
 // cgroup v2 `memory.events.local` (Linux ≥ 5.2; `memory.events`, hierarchical, before that) and
-// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The tracker finds its
-// counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where its
+// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The tracker (and the
+// reporter's run ledger, which reads it at start only) finds its counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where its
 // hierarchy is mounted) and keeps the last reading in its run marker (path, inode, count). A dead
 // run is an OOM kill when the same file (same path and inode: the same cgroup, not one recreated
 // at that path; same boot) now counts more kills than the marker's last reading.
@@ -17,12 +17,8 @@
 // plain SIGKILL look like `oom`; a cgroup removed before the next launch (a container restarted
 // into a new cgroup) loses the count, and the run stays `abnormal`.
 //
-// Reads are a few small open/read/close calls (no Foundation); any failure means "unknown",
-// never an error, and the run is then reported `abnormal` as before.
-import SensorsEvents
-#if canImport(Glibc)
-import Glibc
-#endif
+// Reads are a few small open/read/close calls (SmallFile, no Foundation); any failure means
+// "unknown", never an error, and the run is then reported `abnormal` (not OOM-killed) as before.
 
 /// One reading of a memory cgroup's OOM-kill counter.
 package struct OOMKillReading: Sendable, Equatable {
@@ -47,30 +43,29 @@ package enum OOMKillCounter {
     /// read (no memory controller, the root cgroup of v2, an old kernel, /proc or cgroupfs not
     /// mounted or not readable).
     package static func locate() -> String? {
-        guard let cgroups = readFile("/proc/self/cgroup", limit: 64 << 10)?.text,
-              let mounts = readFile("/proc/self/mountinfo", limit: 4 << 20)?.text else { return nil }
+        guard let cgroups = SmallFile.text("/proc/self/cgroup", limit: 64 << 10)?.text,
+              let mounts = SmallFile.text("/proc/self/mountinfo", limit: 4 << 20)?.text else { return nil }
         return candidates(procCgroup: cgroups, mountinfo: mounts).first { read($0) != nil }
     }
 
     /// Reads the counter at `path`; `nil` when the file cannot be read or has no `oom_kill` line.
     package static func read(_ path: String) -> OOMKillReading? {
-        guard let file = readFile(path, limit: 4 << 10), let kills = oomKills(in: file.text) else { return nil }
+        guard let file = SmallFile.text(path, limit: 4 << 10), let kills = oomKills(in: file.text) else { return nil }
         return OOMKillReading(path: path, inode: file.inode, kills: kills)
     }
 
     /// The names a counter file has (a marker's path naming anything else is not opened).
     static let counterFileNames: Set<Substring> = ["memory.oom_control", "memory.events.local", "memory.events"]
 
-    /// How a dead run ended, given its marker's last reading: `.oom` when the same counter file
-    /// (same path and inode, same boot) now counts more kills, `.abnormal` otherwise (including
-    /// every case where it cannot be told). The marker is the store's, so untrusted: only an
-    /// absolute path to a file named as a counter is read.
-    static func endReason(recorded: OOMKillReading?, sameBoot: Bool, now: (String) -> OOMKillReading? = read) -> AppEndReason {
+    /// Whether the OOM killer ended a dead run, given its marker's last reading: true when the same
+    /// counter file (same path and inode, same boot) now counts more kills; false otherwise,
+    /// including every case where it cannot be told. The marker is untrusted: only an absolute path
+    /// to a file named as a counter is read.
+    package static func killedByOOM(recorded: OOMKillReading?, sameBoot: Bool, now: (String) -> OOMKillReading? = read) -> Bool {
         guard let recorded, sameBoot, recorded.path.hasPrefix("/"),
               let name = recorded.path.split(separator: "/").last, counterFileNames.contains(name),
-              let current = now(recorded.path), current.inode == recorded.inode,
-              current.kills > recorded.kills else { return .abnormal }
-        return .oom
+              let current = now(recorded.path), current.inode == recorded.inode else { return false }
+        return current.kills > recorded.kills
     }
 
     // MARK: - Parsing (pure, on untrusted text: garbage yields nil or nothing)
@@ -181,31 +176,5 @@ package enum OOMKillCounter {
         else { return nil }
         let base = mount.mountPoint == "/" ? "" : mount.mountPoint
         return base + relative
-    }
-
-    // MARK: - Reading
-
-    /// The first `limit` bytes of a regular file and its inode, with raw calls (cgroupfs and /proc
-    /// files report size 0, so this reads to the end), or `nil` when it cannot be read. Opened
-    /// non-blocking, so that a FIFO at the path cannot stall the launch (it is then refused).
-    static func readFile(_ path: String, limit: Int) -> (text: String, inode: UInt64)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-        var bytes = [UInt8](repeating: 0, count: min(limit, 4096))
-        var count = 0
-        while count < limit {
-            if count == bytes.count { bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit - count))) }
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count)
-            }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { return nil }
-            if got == 0 { break }
-            count += got
-        }
-        return (String(decoding: bytes[..<count], as: UTF8.self), UInt64(status.st_ino))
     }
 }

@@ -1,5 +1,5 @@
-// ProcessIdentity.swift — which process a run marker or upload lease belongs to, and whether it still lives.
-import Foundation
+// ProcessIdentity.swift — which process a run marker, a claim or an upload lease belongs to, and
+// whether it still lives; and the clocks runs are timed on. Glibc only, no Foundation.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,13 +22,14 @@ package struct ProcessIdentity: Sendable, Equatable {
 
     /// `/proc/sys/kernel/random/boot_id`, or "" when unreadable.
     package static func bootID() -> String {
-        let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = SmallFile.read("/proc/sys/kernel/random/boot_id", limit: 128)?.bytes ?? []
+        // One line: the id and a newline.
+        return String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x20 && $0 != 0x09 }, as: UTF8.self)
     }
 
     /// Field 22 (starttime) of `/proc/<pid>/stat`, or `nil` if there is no such process.
     package static func startTicks(of pid: Int32) -> Int64? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        guard let text = stat(of: pid) else { return nil }
         // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
         guard let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
@@ -37,11 +38,17 @@ package struct ProcessIdentity: Sendable, Equatable {
         return ticks
     }
 
-    static func isZombie(_ pid: Int32) -> Bool {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    /// Whether `pid` is a zombie (or dead, `X`): exited and not yet reaped.
+    package static func isZombie(_ pid: Int32) -> Bool {
+        guard let text = stat(of: pid),
               let close = text.lastIndex(of: ")") else { return false }
         let state = text[text.index(after: close)...].split(separator: " ").first
         return state == "Z" || state == "X"
+    }
+
+    /// `/proc/<pid>/stat` (one line, well under 4 KiB), or `nil` if there is no such process.
+    private static func stat(of pid: Int32) -> String? {
+        SmallFile.text("/proc/\(pid)/stat", limit: 4096)?.text
     }
 
     /// Whether this process is still running (same boot, same pid, same start time).
@@ -54,17 +61,17 @@ package struct ProcessIdentity: Sendable, Equatable {
     }
 }
 
-/// Clocks in the units events use.
-enum Clock {
+/// Clocks in the units events and run markers use.
+package enum Clock {
     /// Wall clock, ms since the epoch.
-    static func wallMilliseconds() -> Int64 {
+    package static func wallMilliseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
     /// CLOCK_MONOTONIC in ns (the clock `$event_duration` is measured on).
-    static func monotonicNanoseconds() -> Int64 {
+    package static func monotonicNanoseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)

@@ -1,0 +1,548 @@
+// RunLedger.swift — how each run of the app ended (exited, crashed, killed, OOM-killed), told at
+// a later launch from one small file per run, with no database: what every sink learns runs from.
+//
+// A run writes `<record directory>/runs/<run id>.run` when it starts (``RunLedger/begin(_:)``) and
+// rewrites it with its end when it exits (``RunLedger/end(runID:_:)``, also used by the crash-time
+// uploader for a crash it sent). A later launch (``RunLedger/classify(recordRuns:excluding:)``)
+// reads every marker: one with an end is that outcome; one without, whose process is gone, crashed
+// when a crash record names its run, else was killed (by the OOM killer when its memory cgroup's
+// counter grew since the start, OOMKills.swift). The record directory's other owners (the inbox,
+// the directory bound, crash-inspect) list only names they know, so the `runs` subdirectory is
+// invisible to them.
+//
+// Several processes of one app share the directory and may start at the same moment, so each
+// dead run is claimed before it is handed out: `<id>.run` renamed to `<id>.claim.<boot>.<pid>.<ticks>`
+// (the claimer's ProcessIdentity). rename(2) is atomic: the loser of a race gets ENOENT and skips
+// the run. A claim stays until the claimer's sinks have the outcome (``RunLedger/finish(_:)``); a
+// claim whose claimer died first is taken over by the next launch, the same way.
+//
+// Every file in `runs/` is untrusted: opened without following links and without blocking (a FIFO
+// is refused), a regular file of at most 4 KiB, a strict line format. What is not a marker this
+// code can read is deleted with a line in the classification's errors: left in place it would be
+// an error at every launch and could never become an outcome. At most 256 markers are kept; a crash
+// loop that made more loses its oldest ones, each with an error line.
+//
+// No Foundation: ``RunLedger/end(runID:_:)`` runs at exit (atexit), and the ledger lives in the
+// module every adopter of the reporter links.
+#if canImport(Glibc)
+import Glibc
+#endif
+package import HostFacts
+
+/// How one run started: written by the run itself at its start.
+package struct RunStart: Sendable, Equatable {
+    /// The app's name for this run: 1–64 of `A-Z`, `a-z`, `0-9`, `_`, `-` (it names the marker file).
+    package var runID: String
+    /// The process (pid, boot, start time: pid reuse cannot pass for it).
+    package var process: ProcessIdentity
+    /// When the run started, ms since the epoch.
+    package var startWallMilliseconds: Int64
+    /// When the run started on CLOCK_MONOTONIC, ns.
+    package var startMonotonicNanoseconds: Int64
+    package var appName: String
+    package var appVersion: String
+    /// The run's memory cgroup OOM-kill counter at start (``OOMKillCounter``); nil when none can be read.
+    package var oomKills: OOMKillReading?
+
+    package init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
+                 appName: String, appVersion: String, oomKills: OOMKillReading?) {
+        self.runID = runID
+        self.process = process
+        self.startWallMilliseconds = startWallMilliseconds
+        self.startMonotonicNanoseconds = startMonotonicNanoseconds
+        self.appName = appName
+        self.appVersion = appVersion
+        self.oomKills = oomKills
+    }
+
+    /// This process's run, started now, with its memory cgroup's counter read now.
+    package static func now(runID: String, appName: String, appVersion: String) -> RunStart {
+        RunStart(runID: runID, process: .current, startWallMilliseconds: Clock.wallMilliseconds(),
+                 startMonotonicNanoseconds: Clock.monotonicNanoseconds(), appName: appName, appVersion: appVersion,
+                 oomKills: OOMKillCounter.locate().flatMap(OOMKillCounter.read))
+    }
+}
+
+/// How a run ended.
+package enum RunEnd: Sendable, Equatable {
+    /// It exited normally (its end was written at exit): when, and how long it ran on CLOCK_MONOTONIC.
+    case exited(wallMilliseconds: Int64, durationNanoseconds: Int64)
+    /// It crashed: the name of its crash record when known.
+    case crashed(record: String?)
+    /// It vanished without an end and without a crash record: a SIGKILL, a power cut, a reboot.
+    /// `oom` when its memory cgroup counted an OOM kill since the run started.
+    case killed(oom: Bool)
+}
+
+/// One finished run, as a later launch hands it to the sinks.
+package struct EndedRun: Sendable, Equatable {
+    package var start: RunStart
+    package var end: RunEnd
+
+    package init(start: RunStart, end: RunEnd) {
+        self.start = start
+        self.end = end
+    }
+}
+
+/// What a ledger call could not do.
+package enum RunLedgerError: Error, Equatable, CustomStringConvertible {
+    /// A run id that is not 1–64 of `A-Z`, `a-z`, `0-9`, `_`, `-`.
+    case invalidRunID(String)
+    /// A marker that is not one this code writes (``RunLedger/end(runID:_:)`` read it).
+    case corruptMarker(path: String, reason: String)
+    /// A system call failed.
+    case system(call: String, path: String, errno: Int32)
+
+    package var description: String {
+        switch self {
+        case .invalidRunID(let id): return "invalid run id \(String(reflecting: id)): 1–64 of A-Z, a-z, 0-9, _, -"
+        case .corruptMarker(let path, let reason): return "\(path): \(reason)"
+        case .system(let call, let path, let code): return "\(call) \(path): \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// The run markers of one record directory (see the file comment).
+package final class RunLedger: Sendable {
+    /// What ``classify(recordRuns:excluding:)`` found.
+    package struct Classification: Sendable, Equatable {
+        /// The finished runs this call claimed, oldest start first. Hand them to the sinks, then
+        /// ``RunLedger/finish(_:)``.
+        package var outcomes: [EndedRun] = []
+        /// Runs of other processes still running.
+        package var running = 0
+        /// What could not be read or was dropped, one line each ("name: why").
+        package var errors: [String] = []
+    }
+
+    /// `<record directory>/runs`.
+    package let directory: String
+    /// The process claims are made in the name of (this one; a test gives another).
+    let claimer: ProcessIdentity
+
+    /// The largest marker read (ours are about 300 bytes).
+    static let maxMarkerBytes = 4096
+    /// Markers and claims kept at most; the oldest beyond are deleted by ``classify(recordRuns:excluding:)``.
+    static let maxMarkers = 256
+    static let formatLine = "crashcapture-run 1"
+
+    /// The ledger of `recordDirectory`; nothing is touched until the first call.
+    package init(recordDirectory: String) {
+        self.directory = recordDirectory + "/runs"
+        self.claimer = .current
+    }
+
+    /// A ledger that claims in the name of `claimer` (a test stands in for another process).
+    init(recordDirectory: String, claimer: ProcessIdentity) {
+        self.directory = recordDirectory + "/runs"
+        self.claimer = claimer
+    }
+
+    /// Whether `id` can be a run id: 1–64 of `A-Z`, `a-z`, `0-9`, `_`, `-`.
+    package static func isValidRunID(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy(isRunIDByte)
+    }
+
+    // MARK: - Writing
+
+    /// Writes the marker of a run that starts: `runs/<run id>.run`, created with the directory
+    /// (0700) if need be. A run id names one run: a marker of the same id is replaced.
+    /// - Throws: ``RunLedgerError/invalidRunID(_:)``, or ``RunLedgerError/system(call:path:errno:)``
+    ///   when the directory or the file cannot be made.
+    package func begin(_ start: RunStart) throws {
+        guard Self.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
+        try makeDirectory()
+        try write(Self.render(start, end: nil), runID: start.runID)
+    }
+
+    /// Rewrites the marker of `runID` with its end (at exit: `.exited`; the crash-time uploader:
+    /// `.crashed(record:)` once the record is sent). Atomic: a reader sees the marker before or
+    /// after, never half of it. No Foundation, a few system calls: fit for atexit.
+    /// - Throws: ``RunLedgerError/invalidRunID(_:)``; ``RunLedgerError/system(call:path:errno:)``
+    ///   (ENOENT when there is no such marker: never begun, or already claimed by a later launch);
+    ///   ``RunLedgerError/corruptMarker(path:reason:)``.
+    package func end(runID: String, _ end: RunEnd) throws {
+        guard Self.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
+        let path = directory + "/" + runID + ".run"
+        switch Self.readMarker(path, runID: runID) {
+        case .success(let marker): try write(Self.render(marker.start, end: end), runID: runID)
+        case .failure(.vanished): throw RunLedgerError.system(call: "open", path: path, errno: ENOENT)
+        case .failure(let reason): throw RunLedgerError.corruptMarker(path: path, reason: reason.text)
+        }
+    }
+
+    /// The marker's text in a file of its own, renamed over `<run id>.run`. Not fsync'ed: a power
+    /// cut between the write and the disk loses the marker (the run then tells nothing at the next
+    /// launch), which is not worth a disk flush on every launch and exit (milliseconds on a busy disk).
+    private func write(_ text: String, runID: String) throws {
+        let temporary = directory + "/" + runID + ".tmp." + Self.ownerName(claimer) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw RunLedgerError.system(call: "open", path: temporary, errno: errno) }
+        let bytes = Array(text.utf8)
+        var written = 0
+        var failure: Int32 = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { failure = count < 0 ? errno : EIO; break }
+            written += count
+        }
+        if close(fd) != 0 && failure == 0 && errno != EINTR { failure = errno }
+        guard failure == 0 else {
+            unlink(temporary)
+            throw RunLedgerError.system(call: "write", path: temporary, errno: failure)
+        }
+        guard rename(temporary, directory + "/" + runID + ".run") == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw RunLedgerError.system(call: "rename", path: temporary, errno: code)
+        }
+    }
+
+    /// `runs/`, made 0700 when missing. Refused when it is anything but a directory (a symbolic
+    /// link would send the markers elsewhere).
+    private func makeDirectory() throws {
+        if mkdir(directory, 0o700) == 0 { return }
+        let code = errno
+        var info = stat()
+        guard code == EEXIST, lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw RunLedgerError.system(call: "mkdir", path: directory, errno: code == EEXIST ? ENOTDIR : code)
+        }
+    }
+
+    // MARK: - The next launch
+
+    /// Claims and returns the finished runs of other processes (see the file comment).
+    /// `recordRuns` maps a run id to the name of a crash record of that run (present in the record
+    /// directory or delivered this launch): a run that vanished without an end crashed when it is
+    /// there. `currentRunID`'s marker (this run's) is never touched.
+    ///
+    /// - A marker with an end: that end.
+    /// - Without an end, its process alive (same boot, pid and start time): counted in `running`.
+    /// - Without an end, its process gone: `.crashed(record:)` when `recordRuns` names it, else
+    ///   `.killed(oom:)`, `oom` when the same counter file (same path and inode) now counts more
+    ///   kills than at the run's start. A run of another boot is `.killed(oom: false)`: the machine
+    ///   went down under it (a reboot, a power cut, a kernel panic: one cannot be told from another,
+    ///   and the OOM counters of that boot are gone).
+    ///
+    /// A claim left by a process that died before ``finish(_:)`` is taken over, so an outcome may
+    /// be handed out twice (and `.crashed` by the crash-time uploader while a launch takes the
+    /// same run as dead): sinks must take an outcome twice without harm (by run id). Never throws:
+    /// what cannot be done is a line in `errors`.
+    package func classify(recordRuns: [String: String], excluding currentRunID: String) -> Classification {
+        var result = Classification()
+        var entries: [Entry] = []
+        guard let stream = opendir(directory) else {
+            if errno != ENOENT { result.errors.append("\(directory): cannot list (\(String(cString: strerror(errno))))") }
+            return result
+        }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != "." && name != "..", let parsed = Entry(name) else { continue }
+            entries.append(parsed)
+        }
+        closedir(stream)
+
+        // Leftovers and hostile names first; then the bound, then the markers and the claims.
+        var kept: [Entry] = []
+        for entry in entries {
+            switch entry.kind {
+            case .temporary(let owner):
+                // A marker's text its writer died before renaming into place.
+                if !owner.isAlive { unlink(path(entry.name)) }
+            case .malformed(let why):
+                if unlink(path(entry.name)) == 0 { result.errors.append("\(entry.name): \(why); deleted") }
+            case .marker, .claim:
+                // This run's own marker is neither counted nor dropped.
+                if entry.runID != currentRunID { kept.append(entry) }
+            }
+        }
+        if kept.count > Self.maxMarkers {
+            // Oldest first by modification time (the names are the app's and say nothing of age).
+            let dated = kept.map { ($0, modificationTime(path($0.name))) }.sorted { $0.1 < $1.1 }
+            for (entry, _) in dated.prefix(kept.count - Self.maxMarkers) where unlink(path(entry.name)) == 0 {
+                result.errors.append("\(entry.name): more than \(Self.maxMarkers) run markers; the oldest deleted")
+            }
+            kept = dated.suffix(Self.maxMarkers).map(\.0)
+        }
+
+        let mine = Self.ownerName(claimer)
+        for entry in kept {
+            let claimName = entry.runID + ".claim." + mine
+            switch entry.kind {
+            case .claim(let owner):
+                // A live claimer (this process too) has it in hand; a dead one's is taken over.
+                guard !owner.isAlive, Self.ownerName(owner) != mine else { continue }
+                guard rename(path(entry.name), path(claimName)) == 0 else { continue }   // another launch took it over
+                switch Self.readMarker(path(claimName), runID: entry.runID) {
+                case .success(let marker): result.outcomes.append(outcome(marker, recordRuns: recordRuns))
+                case .failure(let reason):
+                    unlink(path(claimName))
+                    result.errors.append("\(entry.name): \(reason.text); deleted")
+                }
+            case .marker:
+                let marker: Marker
+                switch Self.readMarker(path(entry.name), runID: entry.runID) {
+                case .success(let parsed): marker = parsed
+                case .failure(.vanished): continue   // claimed by another launch since the listing
+                case .failure(let reason):
+                    if unlink(path(entry.name)) == 0 { result.errors.append("\(entry.name): \(reason.text); deleted") }
+                    continue
+                }
+                if marker.end == nil && marker.start.process.isAlive {
+                    result.running += 1
+                    continue
+                }
+                guard rename(path(entry.name), path(claimName)) == 0 else { continue }   // another launch claimed it
+                // What was claimed is the truth: the marker may have been rewritten since it was read.
+                switch Self.readMarker(path(claimName), runID: entry.runID) {
+                case .success(let claimed) where claimed.end == nil && claimed.start.process.isAlive:
+                    // A run that began again under the same id in between: not ours to hand out.
+                    if rename(path(claimName), path(entry.name)) != 0 { unlink(path(claimName)) }
+                    result.running += 1
+                case .success(let claimed):
+                    result.outcomes.append(outcome(claimed, recordRuns: recordRuns))
+                case .failure(let reason):
+                    unlink(path(claimName))
+                    result.errors.append("\(entry.name): \(reason.text); deleted")
+                }
+            case .temporary, .malformed:
+                continue
+            }
+        }
+        result.outcomes.sort {
+            ($0.start.startWallMilliseconds, $0.start.runID) < ($1.start.startWallMilliseconds, $1.start.runID)
+        }
+        return result
+    }
+
+    /// Deletes the claims of `outcomes` (from ``classify(recordRuns:excluding:)``) once every sink
+    /// has them. A claim already gone is not an error.
+    package func finish(_ outcomes: [EndedRun]) {
+        let mine = Self.ownerName(claimer)
+        for outcome in outcomes where Self.isValidRunID(outcome.start.runID) {
+            unlink(path(outcome.start.runID + ".claim." + mine))
+        }
+    }
+
+    /// How a claimed run ended (see ``classify(recordRuns:excluding:)``).
+    private func outcome(_ marker: Marker, recordRuns: [String: String]) -> EndedRun {
+        if let end = marker.end { return EndedRun(start: marker.start, end: end) }
+        if let record = recordRuns[marker.start.runID] { return EndedRun(start: marker.start, end: .crashed(record: record)) }
+        let bootID = marker.start.process.bootID
+        let sameBoot = !bootID.isEmpty && bootID == ProcessIdentity.current.bootID
+        return EndedRun(start: marker.start, end: .killed(oom: OOMKillCounter.killedByOOM(recorded: marker.start.oomKills, sameBoot: sameBoot)))
+    }
+
+    private func path(_ name: String) -> String { directory + "/" + name }
+
+    private func modificationTime(_ path: String) -> Int64 {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+
+    // MARK: - Names
+
+    /// One entry of `runs/`, by its name.
+    struct Entry {
+        enum Kind {
+            /// `<id>.run`.
+            case marker
+            /// `<id>.claim.<boot>.<pid>.<ticks>`.
+            case claim(owner: ProcessIdentity)
+            /// `<id>.tmp.<boot>.<pid>.<ticks>.<random>`: a marker being written.
+            case temporary(owner: ProcessIdentity)
+            /// A name in the ledger's form that is not one it makes.
+            case malformed(String)
+        }
+        var name: String
+        var runID: String
+        var kind: Kind
+
+        /// nil for a name the ledger never makes in any form (left alone: not ours).
+        init?(_ name: String) {
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count >= 2 else { return nil }
+            self.name = name
+            self.runID = String(parts[0])
+            switch parts[1] {
+            case "run" where parts.count == 2: kind = .marker
+            case "claim" where parts.count == 5:
+                guard let owner = RunLedger.owner(parts[2...4]) else { kind = .malformed("a claim of no process"); break }
+                kind = .claim(owner: owner)
+            case "tmp" where parts.count == 6:
+                guard let owner = RunLedger.owner(parts[2...4]) else { kind = .malformed("a marker being written by no process"); break }
+                kind = .temporary(owner: owner)
+            case "run", "claim", "tmp": kind = .malformed("not a name the ledger makes")
+            default: return nil
+            }
+            if !RunLedger.isValidRunID(runID) { kind = .malformed("an invalid run id") }
+        }
+    }
+
+    /// `<boot id>.<pid>.<start ticks>`: a claimer or writer, in a file name. With the boot id, a
+    /// process of an earlier boot is never taken for a live one of this boot with the same pid and
+    /// start time (services started at boot often have both).
+    static func ownerName(_ process: ProcessIdentity) -> String {
+        "\(process.bootID).\(process.pid).\(process.startTicks)"
+    }
+
+    static func owner(_ parts: ArraySlice<Substring>) -> ProcessIdentity? {
+        let parts = Array(parts)
+        guard parts.count == 3, (1...64).contains(parts[0].utf8.count), parts[0].utf8.allSatisfy(isRunIDByte),
+              let pid = Int32(parts[1]), pid > 0, let ticks = Int64(parts[2]), ticks >= 0 else { return nil }
+        return ProcessIdentity(pid: pid, bootID: String(parts[0]), startTicks: ticks)
+    }
+
+    static func isRunIDByte(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
+    }
+
+    // MARK: - The marker's text
+
+    /// A marker as read: the start and, once written, the end.
+    struct Marker: Equatable {
+        var start: RunStart
+        var end: RunEnd?
+    }
+
+    /// Why a marker could not be read.
+    enum ReadFailure: Error, Equatable {
+        /// The file is gone (claimed or deleted by another process since the listing).
+        case vanished
+        case unreadable(String)
+
+        var text: String {
+            switch self {
+            case .vanished: return "gone"
+            case .unreadable(let why): return why
+            }
+        }
+    }
+
+    /// The marker at `path`, which must name run `runID`: a regular file (no link, no FIFO) of at
+    /// most ``maxMarkerBytes`` in the format ``render(_:end:)`` writes.
+    static func readMarker(_ path: String, runID: String) -> Result<Marker, ReadFailure> {
+        guard let file = SmallFile.read(path, limit: maxMarkerBytes + 1, followLinks: false) else {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return .failure(errno == ENOENT ? .vanished : .unreadable("cannot read")) }
+            return .failure(.unreadable(info.st_mode & S_IFMT == S_IFREG ? "cannot read" : "not a regular file"))
+        }
+        guard file.bytes.count <= maxMarkerBytes else { return .failure(.unreadable("larger than \(maxMarkerBytes) bytes")) }
+        switch parse(file.bytes) {
+        case .success(let marker) where marker.start.runID != runID:
+            return .failure(.unreadable("names run \(String(reflecting: marker.start.runID))"))
+        case let result: return result
+        }
+    }
+
+    /// The marker's text: a version line, then `key=value` lines (text values escaped: `%`, control
+    /// characters and DEL as `%XX`), each ended by a newline.
+    static func render(_ start: RunStart, end: RunEnd?) -> String {
+        var lines = [formatLine, "run=\(start.runID)", "pid=\(start.process.pid)", "boot=\(escape(start.process.bootID))",
+                     "ticks=\(start.process.startTicks)", "start_wall_ms=\(start.startWallMilliseconds)",
+                     "start_mono_ns=\(start.startMonotonicNanoseconds)", "app=\(escape(start.appName))",
+                     "version=\(escape(start.appVersion))"]
+        if let oom = start.oomKills {
+            lines += ["oom_path=\(escape(oom.path))", "oom_inode=\(oom.inode)", "oom_kills=\(oom.kills)"]
+        }
+        switch end {
+        case nil: break
+        case .exited(let wall, let duration): lines += ["end=exited", "end_wall_ms=\(wall)", "end_duration_ns=\(duration)"]
+        case .crashed(let record): lines += ["end=crashed"] + (record.map { ["end_record=\(escape($0))"] } ?? [])
+        case .killed(let oom): lines += ["end=killed", "end_oom=\(oom ? 1 : 0)"]
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Parses what ``render(_:end:)`` writes, strictly: the version line first, every line ended by
+    /// a newline, known keys only and each once, every field of the start present, the end's
+    /// fields exactly those of its kind.
+    static func parse(_ bytes: [UInt8]) -> Result<Marker, ReadFailure> {
+        func fail(_ why: String) -> Result<Marker, ReadFailure> { .failure(.unreadable(why)) }
+        guard bytes.last == 0x0A else { return fail("not a run marker (no final newline)") }
+        let lines = bytes.dropLast().split(separator: 0x0A, omittingEmptySubsequences: false)
+        guard let first = lines.first, first.elementsEqual(formatLine.utf8) else { return fail("not a run marker of format 1") }
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")), let key = String(validating: line[..<equals], as: UTF8.self),
+                  let value = unescape(line[(equals + 1)...]) else { return fail("a line that is not key=value") }
+            guard fields.updateValue(value, forKey: key) == nil else { return fail("\(key) twice") }
+        }
+        func take(_ key: String) -> String? { fields.removeValue(forKey: key) }
+        func integer(_ key: String) -> Int64? { take(key).flatMap { Int64($0) } }
+        guard let runID = take("run"), isValidRunID(runID) else { return fail("no valid run id") }
+        guard let pid = integer("pid").flatMap({ Int32(exactly: $0) }), pid > 0, let bootID = take("boot"),
+              let ticks = integer("ticks"), let wall = integer("start_wall_ms"), let monotonic = integer("start_mono_ns"),
+              let app = take("app"), let version = take("version") else { return fail("a field of the start missing or bad") }
+        var oomKills: OOMKillReading?
+        switch (take("oom_path"), take("oom_inode").flatMap({ UInt64($0) }), integer("oom_kills")) {
+        case (nil, nil, nil): break
+        case let (path?, inode?, kills?): oomKills = OOMKillReading(path: path, inode: inode, kills: kills)
+        default: return fail("the OOM-kill reading incomplete or bad")
+        }
+        var end: RunEnd?
+        switch take("end") {
+        case nil: break
+        case "exited":
+            guard let wall = integer("end_wall_ms"), let duration = integer("end_duration_ns") else { return fail("the exit incomplete") }
+            end = .exited(wallMilliseconds: wall, durationNanoseconds: duration)
+        case "crashed":
+            let record = take("end_record")
+            if let record, record.isEmpty || record.contains("/") { return fail("a bad record name") }
+            end = .crashed(record: record)
+        case "killed":
+            guard let oom = take("end_oom"), oom == "0" || oom == "1" else { return fail("the kill incomplete") }
+            end = .killed(oom: oom == "1")
+        default: return fail("an unknown end")
+        }
+        guard fields.isEmpty else { return fail("unknown fields \(fields.keys.sorted())") }
+        let start = RunStart(runID: runID, process: ProcessIdentity(pid: pid, bootID: bootID, startTicks: ticks),
+                             startWallMilliseconds: wall, startMonotonicNanoseconds: monotonic,
+                             appName: app, appVersion: version, oomKills: oomKills)
+        return .success(Marker(start: start, end: end))
+    }
+
+    static func escape(_ text: String) -> String {
+        var out: [UInt8] = []
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "%") || byte < 0x20 || byte == 0x7F {
+                out += [UInt8(ascii: "%"), hexDigit(byte >> 4), hexDigit(byte & 0xF)]
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// ``escape(_:)`` undone; nil for a bad escape, a raw control character or invalid UTF-8.
+    static func unescape(_ bytes: ArraySlice<UInt8>) -> String? {
+        var out: [UInt8] = []
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == 0x7F { return nil }
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return nil }
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(byte)
+                index += 1
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x41 + value - 10 }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: return byte - 0x30
+        case 0x41...0x46: return byte - 0x41 + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,41 @@
+// SmallFile.swift — the one reader of small host files (/proc, cgroupfs, os-release, run markers):
+// open/read/close with raw calls, no Foundation, bounded, never blocking on a FIFO.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads small files whole, as untrusted: only a regular file, at most a given number of bytes.
+package enum SmallFile {
+    /// The first `limit` bytes of the regular file at `path` and its inode, or `nil` when it cannot
+    /// be opened or read or is not a regular file. Reads to the end rather than trusting `st_size`
+    /// (/proc and cgroupfs files report 0). Opened non-blocking, so that a FIFO at the path cannot
+    /// stall the caller (it is then refused); with `followLinks: false` a symbolic link at the path
+    /// is refused too (O_NOFOLLOW). A caller that must tell a file longer than it wants reads
+    /// `limit + 1` bytes.
+    package static func read(_ path: String, limit: Int, followLinks: Bool = true) -> (bytes: [UInt8], inode: UInt64)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followLinks ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: min(limit, 4096))
+        var count = 0
+        while count < limit {
+            if count == bytes.count { bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit - count))) }
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress! + count, buffer.count - count)
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { return nil }
+            if got == 0 { break }
+            count += got
+        }
+        bytes.removeSubrange(count...)
+        return (bytes, UInt64(status.st_ino))
+    }
+
+    /// ``read(_:limit:followLinks:)`` as UTF-8 text (invalid bytes repaired).
+    package static func text(_ path: String, limit: Int, followLinks: Bool = true) -> (text: String, inode: UInt64)? {
+        read(path, limit: limit, followLinks: followLinks).map { (String(decoding: $0.bytes, as: UTF8.self), $0.inode) }
+    }
+}
