@@ -91,7 +91,7 @@ let package = Package(
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
         .target(
             name: "SensorsTracking",
-            dependencies: ["SensorsEvents", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The launch after a crash: every record to every sink (Sentry, the app's own), the runs.
         .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
@@ -213,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "SensorsAnalytics", "CrashCapture", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
+                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
                 "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -5,6 +5,7 @@
 // (it reports them as abnormal ends at its launch, after this sink has claimed the crashed runs).
 import CrashRecordFormat
 import CrashReporter
+import HostFacts
 import SensorsEvents
 import CrashSymbolication
 import SensorsTracking

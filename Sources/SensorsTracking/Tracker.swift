@@ -11,6 +11,7 @@ import HTTPExchange
 import Dispatch
 package import Foundation
 import Synchronization
+import HostFacts
 
 /// Tracks Sensors-style events into a ``TrackingStore`` and (with an endpoint) uploads them.
 // @unchecked: the queue, the context and the lifecycle flags are guarded by `cond` (an

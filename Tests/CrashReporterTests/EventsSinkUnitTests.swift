@@ -15,6 +15,7 @@ import SensorsTracking
 import Foundation
 import TestSupport
 import XCTest
+import HostFacts
 
 final class EventsSinkUnitTests: XCTestCase {
     // MARK: the record's $AppEnd is untrusted text

@@ -6,6 +6,7 @@ import Foundation
 import GRDB
 import TestSupport
 import XCTest
+import HostFacts
 
 final class StoreSchemaTests: XCTestCase {
     /// The schema exactly as the pre-migrator `TrackingStore.openChecked` created it at every open

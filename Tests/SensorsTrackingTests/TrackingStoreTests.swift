@@ -4,6 +4,7 @@ import SensorsEvents
 import Foundation
 import TestSupport
 import XCTest
+import HostFacts
 
 final class TrackingStoreTests: XCTestCase {
     func event(_ name: String, _ priority: EventPriority = .ordinary) -> NewEvent {
