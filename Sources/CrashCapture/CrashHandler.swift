@@ -334,9 +334,9 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
-enum Directory {
+package enum Directory {
     /// `mkdir -p` with mode 0700 for what it creates; the last component must not be a symlink.
-    static func create(_ path: String) throws {
+    package static func create(_ path: String) throws {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
         guard errno == ENOENT else { throw CrashCaptureError(operation: "mkdir \(path)", errno: errno) }
         // A parent is missing: make it (0700 too), then try again.

@@ -3,6 +3,7 @@ public import CrashCapture
 import HostFacts
 import HTTPExchange
 import Foundation
+import Synchronization
 
 /// Crash capture for one application, its records delivered at the next launch to Sentry and to
 /// any sink of its own (the Sensors analytics is one: its own product, `SensorsAnalytics`).
@@ -82,6 +83,11 @@ public final class CrashReporting: Sendable {
         public var recordsInProgress: [String] = []
         /// Records the reader rejected (each sink still reports the crash, saying so).
         public var recordsUnreadable: [String] = []
+        /// Earlier runs of the app that ended since, each handed to the sinks once: how each
+        /// ended (exited, crashed, killed, killed by the OOM killer), oldest first.
+        public var runsEnded: [EndedRun] = []
+        /// Runs of other processes of the app (over the same record directory) still running.
+        public var runsRunning = 0
         /// Records taken out to keep the directory under its bounds: folded into the latest
         /// record of their crash (which counts them) or counted in the directory's ledger.
         public var recordsFolded: [String] = []
@@ -89,6 +95,16 @@ public final class CrashReporting: Sendable {
         /// that was asked for and is not there.
         public var errors: [String] = []
         package init() {}
+
+        /// What an inbox pass did.
+        init(_ inbox: RecordInbox.Report) {
+            recordsDelivered = inbox.recordsDelivered
+            recordsAwaitingSinks = inbox.recordsAwaitingSinks
+            recordsInProgress = inbox.recordsInProgress
+            recordsUnreadable = inbox.recordsUnreadable
+            errors = inbox.errors + inbox.bound.errors
+            recordsFolded = inbox.bound.folded.keys.sorted() + inbox.bound.pruned
+        }
     }
 
     /// The run this process is: its id is in every crash record it writes.
@@ -104,6 +120,13 @@ public final class CrashReporting: Sendable {
 
     /// The launch's result, set once by the launch thread.
     private let launched = Latch<LaunchReport>()
+    /// The run markers beside the records.
+    private let ledger: RunLedger
+    /// When this run started (the call to ``start(_:)``), and whether its marker was written
+    /// (set by the launch thread) and its end (once).
+    private let started: (wall: Int64, monotonic: Int64)
+    private let marker = Latch<Bool>()
+    private let ended = Mutex(false)
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
@@ -122,6 +145,8 @@ public final class CrashReporting: Sendable {
     }
 
     private init(_ configuration: Configuration) {
+        started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
+        ledger = RunLedger(recordDirectory: configuration.recordDirectory)
         // By hand and cheap (no Foundation URL): parsed on the caller's thread.
         let dsn = configuration.sentryDSN.map { ($0, SentryDSN($0)) }
         var uploaderError: String?
@@ -179,19 +204,35 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let launched = self.launched
+        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started
         let thread = Thread {
             OSThread.name("CrashReporter.launch")
-            var report = Self.launch(in: run.recordDirectory, sinks: sinks, limits: limits)
+            // This run's marker first: from here on the next launch can tell how this run ended.
+            var markerError: String?
+            do {
+                try Directory.create(run.recordDirectory)
+                try ledger.begin(RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
+                                          startMonotonicNanoseconds: started.monotonic, appName: run.appName,
+                                          appVersion: run.appVersion, oomKills: OOMKillCounter.locate().flatMap(OOMKillCounter.read)))
+                marker.open(true)
+            } catch {
+                markerError = "this run's marker: \(error)"
+                marker.open(false)
+            }
+            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
+            if let markerError { report.errors.append(markerError) }
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
         }
+        RunEndHook.register(self)
         thread.name = "CrashReporter.launch"
         thread.start()
     }
 
-    /// The launch's phases over `sinks` (see ``ReportingSink``), on the caller's thread.
-    package static func launch(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
+    /// The launch's phases over `sinks` (see ``ReportingSink``), on the caller's thread: with a
+    /// ledger, the runs that ended (but `excluding`) are classified and handed out after the records.
+    package static func launch(in directory: String, sinks: [any CrashRecordSink], ledger: RunLedger? = nil, excluding runID: String = "",
+                               limits: RecordDirectoryLimits = .standard) -> LaunchReport {
         let participants = sinks.compactMap { $0 as? any ReportingSink }
         var unavailable: [RecordSinkID: String] = [:]
         for sink in participants {
@@ -200,22 +241,39 @@ public final class CrashReporting: Sendable {
         let offered: [any CrashRecordSink] = sinks.map { sink in
             unavailable[sink.id].map { UnavailableSink(id: sink.id, reason: $0) } ?? sink
         }
-        let report = deliverRecords(in: directory, sinks: offered, limits: limits)
+        let inbox = RecordInbox(directory: directory, sinks: offered, limits: limits).pass()
+        var report = LaunchReport(inbox)
+        if let ledger {
+            let runs = ledger.classify(recordRuns: inbox.recordRuns, excluding: runID)
+            report.runsEnded = runs.outcomes
+            report.runsRunning = runs.running
+            report.errors += runs.errors
+            if !runs.outcomes.isEmpty {
+                var taken = true
+                for sink in participants where !sink.takeRuns(runs.outcomes) {
+                    taken = false
+                    report.errors.append("runs: \(sink.id): kept for the next launch")
+                }
+                // A sink that could not take them: claimed still, a later launch hands them out again.
+                if taken { ledger.finish(runs.outcomes) }
+            }
+        }
         for sink in participants { sink.finishLaunch() }
         return report
     }
 
+    /// The end of this run, in its marker (once): ``shutdown(timeout:)`` and the exit hook. Waits
+    /// (at most until `deadline`) for the launch thread to have written the marker.
+    func endRun(deadline: SuspendingClock.Instant) {
+        guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
+        guard marker.wait(until: deadline) == true else { return }
+        let now = Clock.monotonicNanoseconds()
+        try? ledger.end(runID: run.runID, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
+    }
+
     /// One inbox pass over `directory`: every record to every sink that lacks it.
     package static func deliverRecords(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
-        let inbox = RecordInbox(directory: directory, sinks: sinks, limits: limits).pass()
-        var report = LaunchReport()
-        report.recordsDelivered = inbox.recordsDelivered
-        report.recordsAwaitingSinks = inbox.recordsAwaitingSinks
-        report.recordsInProgress = inbox.recordsInProgress
-        report.recordsUnreadable = inbox.recordsUnreadable
-        report.errors = inbox.errors + inbox.bound.errors
-        report.recordsFolded = inbox.bound.folded.keys.sorted() + inbox.bound.pruned
-        return report
+        LaunchReport(RecordInbox(directory: directory, sinks: sinks, limits: limits).pass())
     }
 
     /// What ``shutdown(timeout:)`` achieved.
@@ -232,6 +290,7 @@ public final class CrashReporting: Sendable {
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
         let deadline = SuspendingClock.now.advanced(by: timeout ?? .seconds(3))
+        endRun(deadline: deadline)
         var finished = true
         for sink in sinks.compactMap({ $0 as? any ReportingSink }) where !sink.shutdown(deadline: deadline) { finished = false }
         var sent = true
@@ -286,5 +345,41 @@ package final class Latch<Value: Sendable>: @unchecked Sendable {
             }
             return value
         }
+    }
+}
+
+/// Ends, at a normal process exit (`exit`, a return from `main`), the run of every reporter that
+/// did not shut down: its marker says `exited`, so the next launch does not take the run for a
+/// killed one. One `atexit` handler for the process; reporters are held weakly. A child that
+/// `fork`ed and exits ends nothing: the run is its parent's.
+enum RunEndHook {
+    private struct Entry: Sendable {
+        weak var reporting: CrashReporting?
+    }
+    private struct State: Sendable {
+        var entries: [Entry] = []
+        var installed = false
+        var pid: Int32 = 0
+    }
+    private static let state = Mutex(State())
+
+    static func register(_ reporting: CrashReporting) {
+        let install: Bool = state.withLock { state in
+            state.entries.removeAll { $0.reporting == nil }
+            state.entries.append(Entry(reporting: reporting))
+            defer { state.installed = true; state.pid = getpid() }
+            return !state.installed
+        }
+        if install { atexit { RunEndHook.runAtExit() } }
+    }
+
+    private static func runAtExit() {
+        let reporters: [CrashReporting] = state.withLock { state in
+            defer { state.entries.removeAll() }
+            return state.pid == getpid() ? state.entries.compactMap(\.reporting) : []
+        }
+        // Bounded: the launch thread writes the marker within milliseconds of start.
+        let deadline = SuspendingClock.now.advanced(by: .seconds(1))
+        for reporting in reporters { reporting.endRun(deadline: deadline) }
     }
 }

@@ -4,7 +4,9 @@
 //   1. prepare   — each ReportingSink opens what taking records needs (a store, say); one that
 //                  cannot says why, and its records wait for the next launch.
 //   2. records   — the inbox pass: every record to every sink that lacks it (RecordInbox).
-//   3. finish    — each ReportingSink completes its own launch (the analytics' `$AppStart`).
+//   3. runs      — the earlier runs that ended since (RunLedger: exited, crashed, killed, OOM),
+//                  each handed to every ReportingSink once.
+//   4. finish    — each ReportingSink completes its own launch (the analytics' `$AppStart`).
 // At the end of the run (`shutdown`, or the exit hook) each gets the same deadline. Data flows one
 // way: a sink is told; it never calls back into the reporter that hosts it.
 
@@ -27,7 +29,11 @@ public protocol ReportingSink: CrashRecordSink {
     /// The launch's first phase, on the launch thread: open what taking records needs. Return
     /// why the sink cannot take records this launch, or `nil`; records then wait for it.
     func prepareLaunch() -> String?
-    /// The launch's last phase, after every record was offered.
+    /// After the records: the earlier runs of the app that ended since the last launch, each with
+    /// how it ended. Return `false` when the sink could not take them now: they are then handed
+    /// out again by a later launch (to every sink: a sink tells a run it has by its ``EndedRun/runID``).
+    func takeRuns(_ runs: [EndedRun]) -> Bool
+    /// The launch's last phase, after every record and run was offered.
     func finishLaunch()
     /// The run ends (``CrashReporting/shutdown(timeout:)``): hand on what is pending, by
     /// `deadline` at the latest. Returns whether everything was.
@@ -37,6 +43,7 @@ public protocol ReportingSink: CrashRecordSink {
 extension ReportingSink {
     public func attach(to run: ReportingRun) {}
     public func prepareLaunch() -> String? { nil }
+    public func takeRuns(_ runs: [EndedRun]) -> Bool { true }
     public func finishLaunch() {}
     public func shutdown(deadline: SuspendingClock.Instant) -> Bool { true }
 }

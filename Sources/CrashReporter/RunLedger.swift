@@ -63,8 +63,8 @@ package struct RunStart: Sendable, Equatable {
     }
 }
 
-/// How a run ended.
-package enum RunEnd: Sendable, Equatable {
+/// How a run of the app ended.
+public enum RunEnd: Sendable, Equatable {
     /// It exited normally (its end was written at exit): when, and how long it ran on CLOCK_MONOTONIC.
     case exited(wallMilliseconds: Int64, durationNanoseconds: Int64)
     /// It crashed: the name of its crash record when known.
@@ -74,10 +74,20 @@ package enum RunEnd: Sendable, Equatable {
     case killed(oom: Bool)
 }
 
-/// One finished run, as a later launch hands it to the sinks.
-package struct EndedRun: Sendable, Equatable {
+/// One finished run of the app, as a later launch hands it to every ``ReportingSink``.
+public struct EndedRun: Sendable, Equatable {
     package var start: RunStart
-    package var end: RunEnd
+    /// How it ended.
+    public var end: RunEnd
+
+    /// The run's id (the one its crash record, if any, carries).
+    public var runID: String { start.runID }
+    /// When it started, ms since the epoch.
+    public var startWallMilliseconds: Int64 { start.startWallMilliseconds }
+    public var appName: String { start.appName }
+    public var appVersion: String { start.appVersion }
+    /// Its process id.
+    public var pid: Int32 { start.process.pid }
 
     package init(start: RunStart, end: RunEnd) {
         self.start = start
