@@ -4,6 +4,7 @@ import HostFacts
 import HTTPExchange
 import Foundation
 import Synchronization
+import Dispatch
 
 /// Crash capture for one application, its records delivered at the next launch to Sentry and to
 /// any sink of its own (the Sensors analytics is one: its own product, `SensorsAnalytics`).
@@ -127,6 +128,8 @@ public final class CrashReporting: Sendable {
     private let started: (wall: Int64, monotonic: Int64)
     private let marker = Latch<Bool>()
     private let ended = Mutex(false)
+    /// Reads this run's OOM-kill counter again while it runs (when it has one).
+    private let oomWatch = OOMKillWatch()
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
@@ -204,17 +207,19 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started
+        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, oomWatch = self.oomWatch
         let thread = Thread {
             OSThread.name("CrashReporter.launch")
             // This run's marker first: from here on the next launch can tell how this run ended.
             var markerError: String?
             do {
                 try Directory.create(run.recordDirectory)
+                let counter = OOMKillCounter.locate()
                 try ledger.begin(RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
                                           startMonotonicNanoseconds: started.monotonic, appName: run.appName,
-                                          appVersion: run.appVersion, oomKills: OOMKillCounter.locate().flatMap(OOMKillCounter.read)))
+                                          appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read)))
                 marker.open(true)
+                if let counter { oomWatch.start(counter: counter, ledger: ledger, runID: run.runID) }
             } catch {
                 markerError = "this run's marker: \(error)"
                 marker.open(false)
@@ -266,6 +271,7 @@ public final class CrashReporting: Sendable {
     /// (at most until `deadline`) for the launch thread to have written the marker.
     func endRun(deadline: SuspendingClock.Instant) {
         guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
+        oomWatch.stop()
         guard marker.wait(until: deadline) == true else { return }
         let now = Clock.monotonicNanoseconds()
         try? ledger.end(runID: run.runID, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
@@ -290,9 +296,10 @@ public final class CrashReporting: Sendable {
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
         let deadline = SuspendingClock.now.advanced(by: timeout ?? .seconds(3))
-        endRun(deadline: deadline)
         var finished = true
         for sink in sinks.compactMap({ $0 as? any ReportingSink }) where !sink.shutdown(deadline: deadline) { finished = false }
+        // After the sinks: what they stored of the run's end is there when the marker says it ended.
+        endRun(deadline: deadline)
         var sent = true
         if let sentry {
             // The records reach the sink in the launch's pass: wait for it, within the deadline.
@@ -381,5 +388,35 @@ enum RunEndHook {
         // Bounded: the launch thread writes the marker within milliseconds of start.
         let deadline = SuspendingClock.now.advanced(by: .seconds(1))
         for reporting in reporters { reporting.endRun(deadline: deadline) }
+    }
+}
+
+/// Keeps a running run's OOM-kill reading current: every 2 s its memory cgroup's counter is read
+/// again (a few small reads), and the marker rewritten when the count changed. Otherwise a
+/// neighbour in the cgroup killed by the OOM killer earlier in the run would have this run's own
+/// later SIGKILL taken for an OOM kill. On a dispatch timer: no thread of its own.
+final class OOMKillWatch: Sendable {
+    /// A dispatch source is thread-safe (resume, cancel) though not marked Sendable.
+    private struct Source: @unchecked Sendable { let timer: any DispatchSourceTimer }
+    private let timer = Mutex<Source?>(nil)
+    static let interval = DispatchTimeInterval.seconds(2)
+
+    func start(counter: String, ledger: RunLedger, runID: String) {
+        let source = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        let last = Mutex(OOMKillCounter.read(counter)?.kills)
+        source.setEventHandler {
+            guard let reading = OOMKillCounter.read(counter), last.withLock({ $0 }) != reading.kills else { return }
+            if (try? ledger.refresh(runID: runID, oomKills: reading)) != nil { last.withLock { $0 = reading.kills } }
+        }
+        source.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(500))
+        timer.withLock { $0 = Source(timer: source) }
+        source.resume()
+    }
+
+    func stop() {
+        timer.withLock { source in
+            source?.timer.cancel()
+            source = nil
+        }
     }
 }

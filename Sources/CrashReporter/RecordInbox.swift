@@ -173,6 +173,8 @@ package final class RecordInbox: Sendable {
             }
             let missing = sinks.filter { !listed.contains(Self.acknowledgment(name, $0.id)) }
             if missing.isEmpty {
+                // Every sink has it (or there is none): read only for its run, which crashed.
+                if case .success(let crash) = read(name).record, let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
                 delete(name)
                 report.recordsDelivered.append(name)
                 continue

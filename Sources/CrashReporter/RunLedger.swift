@@ -104,6 +104,12 @@ package enum RunLedgerError: Error, Equatable, CustomStringConvertible {
     /// A system call failed.
     case system(call: String, path: String, errno: Int32)
 
+    /// An errno as a failure of a `Result`.
+    package struct Code: Error, Equatable {
+        package let value: Int32
+        init(_ value: Int32) { self.value = value }
+    }
+
     package var description: String {
         switch self {
         case .invalidRunID(let id): return "invalid run id \(String(reflecting: id)): 1–64 of A-Z, a-z, 0-9, _, -"
@@ -182,6 +188,18 @@ package final class RunLedger: Sendable {
         }
     }
 
+    /// Rewrites the running `runID`'s OOM-kill reading (its memory cgroup's counter read again):
+    /// a kill of another process of the cgroup earlier in the run is then not blamed on this
+    /// run's death. A marker that has an end, or none, is left as it is.
+    package func refresh(runID: String, oomKills: OOMKillReading) throws {
+        guard Self.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
+        let path = directory + "/" + runID + ".run"
+        guard case .success(let marker) = Self.readMarker(path, runID: runID), marker.end == nil else { return }
+        var start = marker.start
+        start.oomKills = oomKills
+        try write(Self.render(start, end: nil), runID: runID)
+    }
+
     /// The marker's text in a file of its own, renamed over `<run id>.run`. Not fsync'ed: a power
     /// cut between the write and the disk loses the marker (the run then tells nothing at the next
     /// launch), which is not worth a disk flush on every launch and exit (milliseconds on a busy disk).
@@ -223,6 +241,31 @@ package final class RunLedger: Sendable {
 
     // MARK: - The next launch
 
+    /// The runs whose marker (or a claim of it) is in the ledger: a launch will tell how each
+    /// ended, if it has not yet. (A sink with run records of its own leaves those to it.)
+    package func heldRunIDs() -> Set<String> {
+        guard case .success(let entries) = list() else { return [] }
+        return Set(entries.compactMap { entry in
+            switch entry.kind {
+            case .marker, .claim: return entry.runID
+            case .temporary, .malformed: return nil
+            }
+        })
+    }
+
+    /// The entries of `runs/` that name ledger files, or the listing's errno.
+    private func list() -> Result<[Entry], RunLedgerError.Code> {
+        guard let stream = opendir(directory) else { return .failure(RunLedgerError.Code(errno)) }
+        defer { closedir(stream) }
+        var entries: [Entry] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != "." && name != "..", let parsed = Entry(name) else { continue }
+            entries.append(parsed)
+        }
+        return .success(entries)
+    }
+
     /// Claims and returns the finished runs of other processes (see the file comment).
     /// `recordRuns` maps a run id to the name of a crash record of that run (present in the record
     /// directory or delivered this launch): a run that vanished without an end crashed when it is
@@ -242,17 +285,13 @@ package final class RunLedger: Sendable {
     /// what cannot be done is a line in `errors`.
     package func classify(recordRuns: [String: String], excluding currentRunID: String) -> Classification {
         var result = Classification()
-        var entries: [Entry] = []
-        guard let stream = opendir(directory) else {
-            if errno != ENOENT { result.errors.append("\(directory): cannot list (\(String(cString: strerror(errno))))") }
+        let entries: [Entry]
+        switch list() {
+        case .success(let listed): entries = listed
+        case .failure(let code):
+            if code.value != ENOENT { result.errors.append("\(directory): cannot list (\(String(cString: strerror(code.value))))") }
             return result
         }
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name != "." && name != "..", let parsed = Entry(name) else { continue }
-            entries.append(parsed)
-        }
-        closedir(stream)
 
         // Leftovers and hostile names first; then the bound, then the markers and the claims.
         var kept: [Entry] = []
@@ -300,14 +339,16 @@ package final class RunLedger: Sendable {
                     if unlink(path(entry.name)) == 0 { result.errors.append("\(entry.name): \(reason.text); deleted") }
                     continue
                 }
-                if marker.end == nil && marker.start.process.isAlive {
+                // A run is handed out once its process is gone, whatever its marker says: an
+                // exited run's sinks may still be storing its end in their atexit handlers.
+                if marker.start.process.isAlive {
                     result.running += 1
                     continue
                 }
                 guard rename(path(entry.name), path(claimName)) == 0 else { continue }   // another launch claimed it
                 // What was claimed is the truth: the marker may have been rewritten since it was read.
                 switch Self.readMarker(path(claimName), runID: entry.runID) {
-                case .success(let claimed) where claimed.end == nil && claimed.start.process.isAlive:
+                case .success(let claimed) where claimed.start.process.isAlive:
                     // A run that began again under the same id in between: not ours to hand out.
                     if rename(path(claimName), path(entry.name)) != 0 { unlink(path(claimName)) }
                     result.running += 1

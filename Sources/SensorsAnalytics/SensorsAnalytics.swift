@@ -120,6 +120,22 @@ public final class SensorsAnalytics: ReportingSink {
         return events.take(record, receipt: receipt)
     }
 
+    /// The runs the reporter found ended: each that this store still holds as running (it
+    /// stored no `$AppEnd`) gets one now — `abnormal`, `oom` when the OOM killer ended it, `normal`
+    /// for a run that exited without storing its own. A crashed run's `$AppEnd` comes with its record.
+    public func takeRuns(_ runs: [EndedRun]) -> Bool {
+        guard let tracker, state.withLock({ $0.events != nil }) else { return false }
+        tracker.endRuns(runs.compactMap { run in
+            switch run.end {
+            case .killed(let oom): return Tracker.HostedRunEnd(runID: run.runID, reason: oom ? .oom : .abnormal)
+            case .exited(let wall, let duration):
+                return Tracker.HostedRunEnd(runID: run.runID, reason: .normal, wallMilliseconds: wall, durationSeconds: Double(duration) / 1e9)
+            case .crashed: return nil
+            }
+        })
+        return true
+    }
+
     public func finishLaunch() {
         let (tracker, events, directory) = state.withLock { ($0.tracker, $0.events, $0.recordDirectory) }
         var report = LaunchReport()
@@ -127,7 +143,10 @@ public final class SensorsAnalytics: ReportingSink {
             // The claims of records no longer in the directory can go (after their retention).
             let present = directory.flatMap { try? RecordFileName.names(in: $0) } ?? []
             events.pruneClaims(keeping: Set(present))
-            tracker.completeLaunch()
+            // Runs the reporter's ledger holds are told by it (this launch or another process's);
+            // a dead run only this store knows (from before the ledger) is ended by the tracker.
+            let held = directory.map { RunLedger(recordDirectory: $0).heldRunIDs() } ?? []
+            tracker.completeLaunch(hostKnows: { held.contains($0) })
             report.recordsIngested = events.report.recordsIngested
             report.recordsAlreadyIngested = events.report.recordsAlreadyIngested
             report.recordsUnreadable = events.report.recordsUnreadable

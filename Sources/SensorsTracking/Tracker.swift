@@ -122,9 +122,6 @@ public final class Tracker: @unchecked Sendable {
         var done = false
         var isFirstStart = false
         var abnormalEnds: [String] = []
-        /// This run's memory cgroup OOM-kill counter file (``OOMKillCounter``), read again at
-        /// each marker refresh; `nil` when there is none to read.
-        var oomCounter: String?
         /// The context as loaded from the store: events queued before the launch was done carry
         /// `provisional` and are rendered with this one (identity changes wait for the launch, so
         /// nothing can have changed it in between).
@@ -159,7 +156,7 @@ public final class Tracker: @unchecked Sendable {
     package convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
         try loadContext()
-        try completeLaunchSteps()
+        try completeLaunchSteps(hostKnows: { _ in false })
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         startWriter()
     }
@@ -193,10 +190,12 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// The hosted launch's last phase: this run's marker, dead runs, `$AppStart`, the writer.
-    /// Only after ``beginLaunch()`` returned the store.
-    package func completeLaunch() {
+    /// Only after ``beginLaunch()`` returned the store. `hostKnows` names the runs whose end the
+    /// host tells (``endRuns(_:)``, by whichever process's launch claims them): their markers here
+    /// are left for that; a dead run it does not know (a marker of an older version) is ended here.
+    package func completeLaunch(hostKnows: (String) -> Bool = { _ in false }) {
         do {
-            try completeLaunchSteps()
+            try completeLaunchSteps(hostKnows: hostKnows)
             startWriter()
         } catch {
             endLaunch(error)
@@ -251,21 +250,21 @@ public final class Tracker: @unchecked Sendable {
 
     /// Registers this run's marker, ends dead runs, starts the uploader and queues `$AppStart`
     /// ahead of anything tracked so far.
-    private func completeLaunchSteps() throws {
+    private func completeLaunchSteps(hostKnows: (String) -> Bool) throws {
         guard let (state, loaded) = cond.withLock({ self.loaded }) else {
             preconditionFailure("completeLaunch() before beginLaunch() returned the store")
         }
         let identity = loaded.identity
-        let oomCounter = OOMKillCounter.locate()
         try store.registerRun(RunMarker(
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
-            appVersion: configuration.appVersion, identity: identity, oomKills: oomCounter.flatMap(OOMKillCounter.read)))
-        let ended = Self.reportDeadRuns(store: store, excluding: configuration.runID, superProperties: state.superProperties,
-                                        extraPresets: extraPresets)
+            appVersion: configuration.appVersion, identity: identity))
+        let ended = cond.withLock { endedByHost } + Self.reportDeadRuns(
+            store: store, excluding: { $0 == configuration.runID || hostKnows($0) }, superProperties: state.superProperties,
+            extraPresets: extraPresets)
         uploader?.start()
         configuration.onIdentityChange?(identity)
-        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended, oomCounter: oomCounter,
+        finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended,
                             context: loaded))
     }
 
@@ -338,10 +337,10 @@ public final class Tracker: @unchecked Sendable {
 
     /// Ends every dead run but `excluding` with an abnormal (or `oom`) `$AppEnd`, each in one
     /// transaction that also removes its marker, so that two processes starting at once report it once.
-    static func reportDeadRuns(store: TrackingStore, excluding runID: String, superProperties: [String: JSONScalar],
+    static func reportDeadRuns(store: TrackingStore, excluding: (String) -> Bool, superProperties: [String: JSONScalar],
                                extraPresets: [String: JSONScalar]) -> [String] {
         var ended: [String] = []
-        for marker in (try? store.runMarkers()) ?? [] where marker.runID != runID && !marker.process.isAlive {
+        for marker in (try? store.runMarkers()) ?? [] where !excluding(marker.runID) && !marker.process.isAlive {
             if (try? store.claimRun(marker.runID, appending: [abnormalAppEnd(marker, superProperties: superProperties, extraPresets: extraPresets)])) == true {
                 ended.append(marker.runID)
             }
@@ -355,16 +354,59 @@ public final class Tracker: @unchecked Sendable {
     /// (``OOMKillCounter/endReason(recorded:sameBoot:now:)``) —, the super properties the store
     /// holds (the dead run was the last to set them).
     static func abnormalAppEnd(_ marker: RunMarker, superProperties: [String: JSONScalar],
-                               extraPresets: [String: JSONScalar]) -> NewEvent {
+                               extraPresets: [String: JSONScalar], told: HostedRunEnd? = nil) -> NewEvent {
         let renderer = EventRenderer(appName: marker.appName, appVersion: marker.appVersion, extraPresets: extraPresets)
         let bootID = marker.process.bootID
-        let reason = OOMKillCounter.endReason(recorded: marker.oomKills,
-                                              sameBoot: !bootID.isEmpty && bootID == ProcessIdentity.current.bootID)
-        let draft = AppEvents.appEnd(reason: reason, durationSeconds: marker.knownDurationSeconds, runID: marker.runID,
-                                     time: marker.refreshWallMilliseconds, identity: marker.identity)
+        let reason = told?.reason ?? OOMKillCounter.endReason(recorded: marker.oomKills,
+                                                              sameBoot: !bootID.isEmpty && bootID == ProcessIdentity.current.bootID)
+        let draft = AppEvents.appEnd(reason: reason, durationSeconds: told?.durationSeconds ?? marker.knownDurationSeconds,
+                                     runID: marker.runID, time: told?.wallMilliseconds ?? marker.refreshWallMilliseconds,
+                                     identity: marker.identity)
         return NewEvent(trackID: draft.trackID, event: draft.event, time: draft.time, priority: draft.priority,
                         json: renderer.render(draft, base: renderer.base(superProperties: superProperties)))
     }
+
+    /// How the host (CrashReporting's run ledger) says a run ended, for the `$AppEnd` made here.
+    package struct HostedRunEnd: Sendable, Equatable {
+        package var runID: String
+        /// `.abnormal` or `.oom` for a run that was killed; `.normal` for one that exited without
+        /// storing its `$AppEnd` (its tracker's exit hook was off, or could not store it).
+        package var reason: AppEndReason
+        /// When it ended and how long it ran, when the host knows (an exit); else the marker's
+        /// last refresh says.
+        package var wallMilliseconds: Int64?
+        package var durationSeconds: Double?
+
+        package init(runID: String, reason: AppEndReason, wallMilliseconds: Int64? = nil, durationSeconds: Double? = nil) {
+            self.runID = runID
+            self.reason = reason
+            self.wallMilliseconds = wallMilliseconds
+            self.durationSeconds = durationSeconds
+        }
+    }
+
+    /// Ends the runs the host found ended, between ``beginLaunch()`` and ``completeLaunch(hostKnows:)``:
+    /// each whose marker is still here gets its `$AppEnd` (with the identity the marker holds) in the
+    /// transaction that removes the marker, so a run is ended once whoever tells it. A run without
+    /// a marker here stored its own `$AppEnd`, or never started tracking: nothing to do. Returns
+    /// the runs ended (also in ``abnormalEnds``). `false`-free: a store error leaves the marker,
+    /// and the run is told again (the host hands it out again).
+    @discardableResult
+    package func endRuns(_ ends: [HostedRunEnd]) -> [String] {
+        guard let state = cond.withLock({ loaded?.state }) else { return [] }
+        let markers = Dictionary(((try? store.runMarkers()) ?? []).map { ($0.runID, $0) }, uniquingKeysWith: { first, _ in first })
+        var ended: [String] = []
+        for end in ends where end.runID != configuration.runID {
+            guard let marker = markers[end.runID] else { continue }
+            let event = Self.abnormalAppEnd(marker, superProperties: state.superProperties, extraPresets: extraPresets, told: end)
+            if (try? store.claimRun(end.runID, appending: [event])) == true { ended.append(end.runID) }
+        }
+        cond.withLock { endedByHost += ended }
+        return ended
+    }
+
+    /// Runs ended by ``endRuns(_:)`` this launch (guarded by `cond`).
+    private var endedByHost: [String] = []
 
     /// Hands the current context to `onEventContextChange`. The lock keeps calls apart and in
     /// order: each reads the context inside it, so the last call always publishes the newest.
@@ -593,7 +635,6 @@ public final class Tracker: @unchecked Sendable {
             droppedQueueFull = 0
             // The writer runs only after the launch (it performs it first), so this is set.
             let loadedContext = launch.context ?? provisional
-            let oomCounter = launch.oomCounter
             cond.unlock()
             let renderer = self.renderer
 
@@ -601,9 +642,9 @@ public final class Tracker: @unchecked Sendable {
             let now = Clock.monotonicNanoseconds()
             var refresh: (runID: String, wallMs: Int64, monoNs: Int64, oomKills: Int64?)?
             if now >= nextRefresh {
-                // The OOM-kill count read now: a kill of another process earlier in the run is
-                // then not blamed on this run's death (OOMKills.swift).
-                refresh = (configuration.runID, Clock.wallMilliseconds(), now, oomCounter.flatMap(OOMKillCounter.read)?.kills)
+                // The clocks only: how the run ended (an OOM kill, say) is the reporter's run
+                // ledger's to tell; this marker holds what the `$AppEnd` carries.
+                refresh = (configuration.runID, Clock.wallMilliseconds(), now, nil)
                 nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
             }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]

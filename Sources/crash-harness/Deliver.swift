@@ -49,11 +49,21 @@ extension CrashHarness {
         @Option(help: "With --crash (null-dereference): crash holding TEXT-CRUMB in a breadcrumb and TEXT-STACK on the stack (as emit --secret).")
         var secret: String?
 
+        @Option(name: .customLong("run-id"), help: "This run's id (default: a new one).")
+        var runID: String?
+
+        @Option(help: "How the run ends after the launch: shutdown (the default), exit (exit(0) without shutdown: the exit hook), hold (sleep until killed; --ready-file is created first).")
+        var end = "shutdown"
+
+        @Option(name: .customLong("ready-file"), help: "With --end hold: created once the launch is done.")
+        var readyFile: String?
+
         @Option(name: .customLong("before-send"),
                 help: "A sentryBeforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
         var beforeSend: String?
 
         func validate() throws {
+            guard ["shutdown", "exit", "hold"].contains(end) else { throw ValidationError("--end must be shutdown, exit or hold") }
             guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
             }
@@ -91,6 +101,7 @@ extension CrashHarness {
                 configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
             }
             configuration.sentryBeforeSend = beforeSend.map(Self.hook)
+            if let runID { configuration.capture = { $0.runID = runID } }
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
             // The tracker's writer names itself once it runs: it has when `$AppStart` is stored.
@@ -101,9 +112,14 @@ extension CrashHarness {
             }.sorted()
             if crash {
                 // The launch's report first (tests read it), then the crash.
-                struct Launched: Encodable { var captureInstalled: Bool, recordsDelivered: [String], recordsFolded: [String], errors: [String] }
+                struct Launched: Encodable {
+                    var captureInstalled: Bool, recordsDelivered: [String], recordsFolded: [String], errors: [String]
+                    var runsEnded: [Runs.Run], runsRunning: Int
+                }
+                let runs = Runs(report)
                 print(try HarnessJSON.text(Launched(captureInstalled: CrashHandler.isInstalled, recordsDelivered: report.recordsDelivered,
-                                                    recordsFolded: report.recordsFolded, errors: report.errors)))
+                                                    recordsFolded: report.recordsFolded, errors: report.errors,
+                                                    runsEnded: runs.runsEnded, runsRunning: runs.runsRunning)))
                 fflush(nil)
                 if let inheritable {
                     _ = open(inheritable, O_RDONLY)
@@ -124,18 +140,59 @@ extension CrashHarness {
                     cch_null_dereference()
                 }
             }
+            switch end {
+            case "exit":
+                print(try HarnessJSON.text(Runs(report)))
+                fflush(nil)
+                Glibc.exit(0)
+            case "hold":
+                print(try HarnessJSON.text(Runs(report)))
+                fflush(nil)
+                if let readyFile { _ = FileManager.default.createFile(atPath: readyFile, contents: Data(reporting.run.runID.utf8)) }
+                while true { sleep(60) }
+            default:
+                break
+            }
             let result = reporting.shutdown(timeout: .milliseconds(Int64(timeout * 1000)))
             struct Summary: Encodable {
                 var tracker: Bool, threads: [String], recordsDelivered: [String], recordsAwaitingSinks: [String]
                 var recordsIngested: [String], errors: [String], sentToSentry: Bool, sentryDSNError: String?
                 var sentryDropped: Int, sentryQuarantined: Int
+                var runsEnded: [Runs.Run], runsRunning: Int
             }
             let sentry = reporting.sentry?.currentReport
             print(try HarnessJSON.text(Summary(tracker: reporting.tracker != nil, threads: threads,
                                                recordsDelivered: report.recordsDelivered, recordsAwaitingSinks: report.recordsAwaitingSinks,
                                                recordsIngested: reporting.analytics?.launchReport.recordsIngested ?? [], errors: report.errors,
                                                sentToSentry: result.sentToSentry, sentryDSNError: reporting.sentryDSNError,
-                                               sentryDropped: sentry?.dropped.count ?? 0, sentryQuarantined: sentry?.quarantined.count ?? 0)))
+                                               sentryDropped: sentry?.dropped.count ?? 0, sentryQuarantined: sentry?.quarantined.count ?? 0,
+                                               runsEnded: Runs(report).runsEnded, runsRunning: report.runsRunning)))
+        }
+    }
+}
+
+/// The runs a launch found ended, as the harness prints them.
+struct Runs: Encodable {
+    struct Run: Encodable {
+        var runID: String
+        /// exited, crashed, killed or oom.
+        var end: String
+        var record: String?
+        var pid: Int32
+        var durationMilliseconds: Int64?
+    }
+    var runsEnded: [Run]
+    var runsRunning: Int
+
+    init(_ report: CrashReporting.LaunchReport) {
+        runsRunning = report.runsRunning
+        runsEnded = report.runsEnded.map { run in
+            switch run.end {
+            case .exited(_, let duration):
+                return Run(runID: run.runID, end: "exited", pid: run.pid, durationMilliseconds: duration / 1_000_000)
+            case .crashed(let record): return Run(runID: run.runID, end: "crashed", record: record, pid: run.pid)
+            case .killed(let oom): return Run(runID: run.runID, end: oom ? "oom" : "killed", pid: run.pid)
+            }
         }
     }
 }

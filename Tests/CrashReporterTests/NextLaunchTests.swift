@@ -49,7 +49,7 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual(ends.first?.trackID, recordedEnd["_track_id"] as? String)
         XCTAssertLessThan(events.firstIndex { $0.event == "AppCrashed" }!, events.firstIndex { $0.event == "$AppEnd" && $0.properties["$app_crashed"] as? Bool == true }!)
         // The record is gone only now that its events are stored; the store is drained.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [RecordFileName.crashLoopState])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").sorted(), [RecordFileName.crashLoopState, "runs"])
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.pending, 0)
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 0)
     }
@@ -61,7 +61,7 @@ final class NextLaunchTests: XCTestCase {
         let store = directory + "/s.sqlite"
         XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--crash-after", "0", "--run-id", "r1",
                                          "--login", "user-9", "--super-property", "tier=gold"]).ending, .signaled(SIGSEGV))
-        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: store + ".records").first)
+        let name = try XCTUnwrap(try RecordFileName.names(in: store + ".records").first)
         let record = try CrashRecordReader.read(path: store + ".records/" + name)
         let end = object(try XCTUnwrap(record.appEndJSON))
         XCTAssertEqual(end["login_id"] as? String, "user-9")
@@ -80,7 +80,7 @@ final class NextLaunchTests: XCTestCase {
         let store = directory + "/s.sqlite"
         XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "sentry-run"]).ending,
                        .signaled(SIGSEGV))
-        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: store + ".records").first)
+        let name = try XCTUnwrap(try RecordFileName.names(in: store + ".records").first)
         let recordBytes = try Data(contentsOf: URL(fileURLWithPath: store + ".records/" + name))
 
         let sensors = try TestHTTPServer()
@@ -120,7 +120,7 @@ final class NextLaunchTests: XCTestCase {
         let os = try XCTUnwrap((normalized["contexts"] as? [String: Any])?["os"] as? [String: Any])
         XCTAssertNotNil(os["distribution_name"], "the next launch runs on the machine that crashed: os-release is sent")
         // Both sinks have it: the file is gone.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records"), [RecordFileName.crashLoopState])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").sorted(), [RecordFileName.crashLoopState, "runs"])
     }
 
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
@@ -238,7 +238,7 @@ final class NextLaunchTests: XCTestCase {
         let store = directory + "/s.sqlite"
         XCTAssertEqual(try Harness.emit(["--count", "1", "--store", store, "--crash-after", "0"]).ending, .signaled(SIGSEGV))
         let recordDirectory = store + ".records"
-        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: recordDirectory).first)
+        let name = try XCTUnwrap(try RecordFileName.names(in: recordDirectory).first)
         let copy = try Data(contentsOf: URL(fileURLWithPath: recordDirectory + "/" + name))
         let tracking = try TrackingStore(path: store)
         let first = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])

@@ -121,7 +121,7 @@ final class ReportingLaunchTests: XCTestCase {
         XCTAssertTrue(result.sentToSentry)
         XCTAssertEqual(sentry.allRequests.count, 1, "Sentry got the record although the store failed")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/records").sorted(),
-                       [record, record + ".sentry.ack"], "kept for the events sink only")
+                       [record, record + ".sentry.ack", "runs"], "kept for the events sink only")
     }
 }
 

@@ -64,13 +64,21 @@ final class RunLedgerTests: XCTestCase {
         XCTAssertEqual(info.st_mode & 0o777, 0o600)
         try writer.end(runID: "exited-1", .exited(wallMilliseconds: run.startWallMilliseconds + 7, durationNanoseconds: 42))
         XCTAssertEqual(runFiles(directory), ["exited-1.run"], "no temporary file left")
+        // Its process lives on (this one): an exited run is handed out only once its process is
+        // gone (its sinks may still be storing its end at exit).
+        XCTAssertEqual(RunLedger(recordDirectory: directory).classify(recordRuns: [:], excluding: "next-run").running, 1)
 
+        // The same, written by a process that is gone now.
+        var ended = run
+        ended.process = try deadProcess()
+        try writer.begin(ended)
+        try writer.end(runID: "exited-1", .exited(wallMilliseconds: run.startWallMilliseconds + 7, durationNanoseconds: 42))
         let launch = RunLedger(recordDirectory: directory)
         let classification = launch.classify(recordRuns: [:], excluding: "next-run")
         XCTAssertEqual(classification.errors, [])
         XCTAssertEqual(classification.running, 0)
-        XCTAssertEqual(classification.outcomes, [EndedRun(start: run, end: .exited(wallMilliseconds: run.startWallMilliseconds + 7, durationNanoseconds: 42))])
-        XCTAssertEqual(classification.outcomes.first?.start.process, ProcessIdentity.current, "the start as written, this process")
+        XCTAssertEqual(classification.outcomes, [EndedRun(start: ended, end: .exited(wallMilliseconds: run.startWallMilliseconds + 7, durationNanoseconds: 42))])
+        XCTAssertEqual(classification.outcomes.first?.start.process, ended.process, "the start as written")
         XCTAssertEqual(launch.classify(recordRuns: [:], excluding: "next-run").outcomes, [], "claimed: not handed out again")
         launch.finish(classification.outcomes)
         XCTAssertEqual(runFiles(directory), [])

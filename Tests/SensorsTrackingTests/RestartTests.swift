@@ -38,6 +38,28 @@ final class RestartTests: XCTestCase {
         XCTAssertEqual(again.filter { $0.event == "$AppEnd" && $0.properties["$app_end_reason"] as? String == "abnormal" }.count, 1)
     }
 
+    /// A store from before the reporter kept run markers of its own: its dead runs are known
+    /// only to the store. Adopted once: each gets its abnormal `$AppEnd` at the next launch, and
+    /// nothing is told twice.
+    func testAStoresRunMarkersFromBeforeTheReporterKeptRunsAreAdoptedOnce() throws {
+        let directory = try Scratch.directory("adopt")
+        let store = directory + "/s.sqlite"
+        let ready = directory + "/ready"
+        let child = try Harness.spawnEmit(["--count", "2", "--store", store, "--run-id", "old-run", "--ready-file", ready, "--hold"])
+        XCTAssertTrue(Harness.waitForFile(ready))
+        kill(child.pid, SIGKILL)
+        XCTAssertEqual(child.wait().ending, .signaled(SIGKILL))
+        // As an older version left it: the store's marker, no reporter marker.
+        try FileManager.default.removeItem(atPath: store + ".records/runs")
+        XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 1)
+
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store]).ending, .exited(0))
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store]).ending, .exited(0))
+        let ends = try storedObjects(store).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "old-run" }
+        XCTAssertEqual(ends.map { $0.properties["$app_end_reason"] as? String }, ["abnormal"])
+        XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 0)
+    }
+
     func testAProcessThatExitsWithoutShutdownEndsItsRunNormallyNotAbnormally() throws {
         let directory = try Scratch.directory("exit-without-shutdown")
         let store = directory + "/s.sqlite"
