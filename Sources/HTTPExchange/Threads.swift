@@ -1,9 +1,9 @@
-// Threads.swift — the threads this package starts (the senders, the reporter's launch, the
-// tracker's writer) and the waits between them, without Foundation: Foundation's Thread and
-// NSCondition would make every program that links the reporter load libFoundation and ICU.
+// Threads.swift — the threads the reporter starts (the senders, the launch) and the waits
+// between them, without Foundation: Foundation's Thread and NSCondition would make every program
+// that links the reporter load libFoundation and ICU.
 //
 // Here, in the module of the sending thread (UploadWorker), because it is the lowest one that
-// every module starting a thread already depends on.
+// every module starting such a thread already depends on.
 #if canImport(Glibc)
 import Glibc
 #endif
