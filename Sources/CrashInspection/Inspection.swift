@@ -80,11 +80,3 @@ package struct Inspection: Sendable {
         return ([record.signal?.name ?? "no-signal"] + abort + chosen).joined(separator: " | ")
     }
 }
-
-/// ISO-8601 UTC with milliseconds, for nanoseconds since the epoch.
-package func isoTime(_ nanoseconds: Int64) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9))
-}

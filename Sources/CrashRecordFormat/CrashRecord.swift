@@ -592,11 +592,14 @@ public struct CrashImage: Sendable, Equatable {
 
     /// The image's GNU build-id as lowercase hex, e.g. "9f1c..." (as `file` and `readelf -n` print it,
     /// and as debug files are named under `.build-id/`); empty when the image has none.
-    public var buildIDHex: String {
+    public var buildIDHex: String { CrashImage.lowercaseHex(buildID) }
+
+    /// Bytes as lowercase hex, two digits each: how build-ids are written.
+    package static func lowercaseHex(_ bytes: [UInt8]) -> String {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
-        text.reserveCapacity(buildID.count * 2)
-        for byte in buildID {
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 0x0F)])
         }

@@ -2,9 +2,11 @@
 public import CrashCapture
 import HostFacts
 import HTTPExchange
-import Foundation
 import Synchronization
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Crash capture for one application, its records delivered at the next launch to Sentry and to
 /// any sink of its own (the Sensors analytics is one: its own product, `SensorsAnalytics`).
@@ -208,8 +210,8 @@ public final class CrashReporting: Sendable {
         }
         let uploaderNote = uploaderError
         let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, oomWatch = self.oomWatch
-        let thread = Thread {
-            OSThread.name("CrashReporter.launch")
+        RunEndHook.register(self)
+        OSThread.start(name: "CrashReporter.launch") {
             // This run's marker first: from here on the next launch can tell how this run ended.
             var markerError: String?
             do {
@@ -229,9 +231,6 @@ public final class CrashReporting: Sendable {
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
         }
-        RunEndHook.register(self)
-        thread.name = "CrashReporter.launch"
-        thread.start()
     }
 
     /// The launch's phases over `sinks` (see ``ReportingSink``), on the caller's thread: with a
@@ -321,7 +320,7 @@ public final class CrashReporting: Sendable {
 /// A one-way gate carrying a value: closed until ``open(_:)``, then open for good with it.
 // @unchecked: `value` is only touched under `condition`.
 package final class Latch<Value: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var value: Value?
 
     package init() {}
@@ -344,12 +343,7 @@ package final class Latch<Value: Sendable>: @unchecked Sendable {
     @discardableResult
     package func wait(until deadline: SuspendingClock.Instant) -> Value? {
         condition.withLock {
-            while value == nil {
-                let left = SuspendingClock.now.duration(to: deadline).components
-                let seconds = Double(left.seconds) + Double(left.attoseconds) / 1e18
-                if seconds <= 0 { break }
-                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
-            }
+            while value == nil && condition.wait(until: deadline) {}
             return value
         }
     }

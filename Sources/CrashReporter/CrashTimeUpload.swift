@@ -10,7 +10,6 @@
 // stays with `<record>.sentry.ack` beside it, and the next launch gives it to those sinks only.
 // A record the uploader could not send stays for the next launch, as without it.
 package import CrashCapture
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif

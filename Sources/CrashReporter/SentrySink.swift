@@ -20,8 +20,9 @@
 import HostFacts
 package import CrashRecordFormat
 package import CrashSentry
-package import Foundation
+package import FoundationEssentials
 import HTTPExchange
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -130,7 +131,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
     let worker: UploadWorker
-    private let lock = NSLock()
+    private let lock = Mutex(())
     // Guarded by `lock`.
     private var queue: [Taken] = []
     private var report = Report()
@@ -160,7 +161,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private lazy var startWorker: Void = worker.start { [unowned self] in step() }
 
     /// What was sent and given up so far.
-    package var currentReport: Report { lock.withLock { report } }
+    package var currentReport: Report { lock.withLock { _ in report } }
 
     /// Queues the record for sending while this process holds its lease; another process
     /// holding it is sending it (`.later`).
@@ -169,7 +170,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         // across retries. Another process of the app sending it holds it now: leave the record
         // to that one. A sender that dies lets go with its last fd.
         guard let lease = RecordLease(path: record.path) else {
-            lock.withLock { report.leftToOthers.append(record.name) }
+            lock.withLock { _ in report.leftToOthers.append(record.name) }
             return .later(reason: "another process is sending it")
         }
         // Sent by another process between this pass's listing and our lease.
@@ -177,7 +178,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             lease.release()
             return .delivered
         }
-        lock.withLock {
+        lock.withLock { _ in
             queue.append(Taken(record: record, receipt: receipt, lease: lease))
             _ = startWorker
         }
@@ -192,7 +193,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     package func finish(deadline: SuspendingClock.Instant) -> Bool {
         worker.finish(deadline: deadline)
         // What is left keeps its file (and loses its lease with it) for the next launch.
-        return lock.withLock {
+        return lock.withLock { _ in
             let done = queue.isEmpty
             queue.forEach { $0.lease.release() }
             queue.removeAll()
@@ -201,7 +202,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     }
 
     private func step() -> UploadWorker.Step {
-        guard let head = lock.withLock({ queue.first }) else { return .idle }
+        guard let head = lock.withLock({ _ in queue.first }) else { return .idle }
         let body: [UInt8]
         switch head.record.record {
         case .success(let record):
@@ -264,7 +265,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
     }
 
-    private func note(_ error: String) { lock.withLock { report.lastError = error } }
+    private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
 
     private func giveUp(_ taken: Taken, reason: String) {
         settle(taken) { $0.quarantined[taken.record.name] = reason }
@@ -275,7 +276,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         serverErrors = 0
         taken.receipt.acknowledge()
         taken.lease.release()
-        lock.withLock {
+        lock.withLock { _ in
             if queue.first?.record.name == taken.record.name { queue.removeFirst() }
             update(&report)
             report.lastError = nil
@@ -289,7 +290,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         guard let header else { return nil }
         var wait: Double?
         for limit in header.split(separator: ",") {
-            let fields = limit.trimmingCharacters(in: .whitespaces).split(separator: ":", omittingEmptySubsequences: false)
+            let fields = HTTPExchange.trimmingWhitespace(limit).split(separator: ":", omittingEmptySubsequences: false)
             guard let seconds = fields.first.flatMap({ Double($0) }), seconds >= 0, seconds.isFinite else { continue }
             let categories = fields.count > 1 ? fields[1].split(separator: ";").map(String.init) : []
             if categories.isEmpty || categories.contains(where: { ["error", "default", "attachment"].contains($0) }) {

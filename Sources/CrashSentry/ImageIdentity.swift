@@ -2,7 +2,7 @@
 // the XOR of the first page of `.text`, read from the file on disk, as sentry-native and symbolic do.
 package import CrashRecordFormat
 import CrashSymbolication
-package import Foundation
+package import FoundationEssentials
 
 extension SentryEnvelope {
     /// The ids of one image as Sentry wants them: `code_id` (the build-id as hex) and `debug_id`.

@@ -4,7 +4,7 @@
 package import CrashRecordFormat
 package import HostFacts
 package import CrashSymbolication
-package import Foundation
+package import FoundationEssentials
 
 package enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
@@ -68,7 +68,7 @@ package enum SentryEnvelope {
         repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, publicKey: String? = nil,
         beforeSend: (@Sendable (String) -> String?)?
     ) -> Result<[UInt8], Refusal> {
-        let id = eventID.replacingOccurrences(of: "-", with: "").lowercased()
+        let id = eventID.filter { $0 != "-" }.lowercased()
         var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
         say(repetition, in: &event)
         var attachment = rawRecord
@@ -107,11 +107,37 @@ package enum SentryEnvelope {
     static func hook(_ beforeSend: @Sendable (String) -> String?, _ event: [UInt8], eventID: String) -> Result<[UInt8], Refusal> {
         guard let changed = beforeSend(String(decoding: event, as: UTF8.self)) else { return .failure(.dropped) }
         let bytes = Array(changed.utf8)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-            return .failure(.notAnEvent("not a JSON object"))
-        }
-        guard object["event_id"] as? String == eventID else { return .failure(.notAnEvent("its event_id changed")) }
+        guard let fields = EventFields(json: bytes) else { return .failure(.notAnEvent("not a JSON object")) }
+        guard fields.eventID == eventID else { return .failure(.notAnEvent("its event_id changed")) }
         return .success(bytes)
+    }
+
+    /// What is read back of an event's JSON after the app's hook had it: its id and what the
+    /// envelope header's `trace` takes from it. A field missing or of another type is nil.
+    struct EventFields: Decodable {
+        var eventID: String?
+        var traceID: String?
+        var release: String?
+        var environment: String?
+
+        private enum Key: String, CodingKey {
+            case eventID = "event_id", contexts, trace, traceID = "trace_id", release, environment
+        }
+
+        /// nil when `json` is not one JSON object.
+        init?(json: [UInt8]) {
+            guard let fields = try? JSONDecoder().decode(Self.self, from: Data(json)) else { return nil }
+            self = fields
+        }
+
+        init(from decoder: any Decoder) throws {
+            let object = try decoder.container(keyedBy: Key.self)
+            eventID = try? object.decode(String.self, forKey: .eventID)
+            release = try? object.decode(String.self, forKey: .release)
+            environment = try? object.decode(String.self, forKey: .environment)
+            traceID = try? object.nestedContainer(keyedBy: Key.self, forKey: .contexts).nestedContainer(keyedBy: Key.self, forKey: .trace)
+                .decode(String.self, forKey: .traceID)
+        }
     }
 
     /// What a sink sends of an event and its record (CrashReporter's `CrashDataPolicy`).
@@ -182,7 +208,7 @@ package enum SentryEnvelope {
         var extra = event.extra ?? [:]
         if repetition.crashes > 1 {
             extra["crash_count"] = .text(String(repetition.crashes))
-            if let first = repetition.firstMilliseconds { extra["first_crash"] = .text(isoTime(Date(timeIntervalSince1970: Double(first) / 1000))) }
+            if let first = repetition.firstMilliseconds { extra["first_crash"] = .text(CrashRecordFormat.isoTime(first * 1_000_000)) }
         }
         if let length = repetition.consecutiveCrashesAtStart, length > 0 { extra["crash_loop_length"] = .text(String(length)) }
         if repetition.isCrashLoop { event.tags["crash_loop"] = "yes" }
@@ -357,9 +383,8 @@ package enum SentryEnvelope {
 
     /// RFC 3339 UTC with milliseconds, e.g. "2023-11-14T22:13:20.250Z".
     static func isoTime(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        guard abs(milliseconds) < 9e15 else { return "?" }
+        return CrashRecordFormat.isoTime(Int64(milliseconds) * 1_000_000)
     }
 }

@@ -1,7 +1,7 @@
 // SentryEvent.swift — the JSON shapes of a Sentry envelope as types: the envelope and item headers
 // and the event (Sentry's event protocol, the fields sentry-native's inproc backend fills), with the
 // one encoder they are written by.
-import Foundation
+import FoundationEssentials
 
 /// The event item of a crash's envelope. Optional fields that are nil are left out.
 package struct SentryEvent: Encodable, Sendable, Equatable {

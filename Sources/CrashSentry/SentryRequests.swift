@@ -2,7 +2,6 @@
 // them: the trace context, the request interface, a tag, bounded extra data, and the envelope
 // header's dynamic sampling context.
 package import CrashRecordFormat
-import Foundation
 
 extension SentryEnvelope {
     /// At most this many other requests go in `extra.requests_in_flight` (a record holds 32).
@@ -72,7 +71,11 @@ extension SentryEnvelope {
     /// empty value: no tag then).
     static func tagValue(_ text: String) -> String {
         let spaced = String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) })
-        return String(spaced.trimmingCharacters(in: .whitespaces).prefix(200))
+        // Trimmed of what Foundation's `CharacterSet.whitespaces` holds: tabs (controls, spaces
+        // already) and the spaces of every kind.
+        let isSpace = { (character: Character) in character.unicodeScalars.allSatisfy { $0.properties.generalCategory == .spaceSeparator } }
+        let trimmed = spaced.drop(while: isSpace)
+        return String(trimmed.dropLast(trimmed.reversed().prefix(while: isSpace).count).prefix(200))
     }
 
     /// Exactly `digits` lowercase hex digits, not all zero (W3C trace-context's ids).
@@ -87,13 +90,12 @@ extension SentryEnvelope {
     /// request `record` names. nil when the event has no trace: no header then, as
     /// sentry-python writes none without a trace.
     static func traceHeader(event: [UInt8], publicKey: String, record: CrashRecord) -> SentryTraceHeader? {
-        guard !publicKey.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(event)) as? [String: Any],
-              let trace = (object["contexts"] as? [String: Any])?["trace"] as? [String: Any],
-              let traceID = trace["trace_id"] as? String, isHexID(traceID, digits: 32) else { return nil }
+        guard !publicKey.isEmpty, let fields = EventFields(json: event),
+              let traceID = fields.traceID, isHexID(traceID, digits: 32) else { return nil }
         let crashed = record.requests?.crashed
         return SentryTraceHeader(traceID: traceID, publicKey: publicKey,
-                                 release: (object["release"] as? String).flatMap { $0.isEmpty ? nil : $0 },
-                                 environment: (object["environment"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+                                 release: fields.release.flatMap { $0.isEmpty ? nil : $0 },
+                                 environment: fields.environment.flatMap { $0.isEmpty ? nil : $0 },
                                  sampled: crashed?.traceID == traceID ? (crashed?.sampled == true ? "true" : "false") : nil)
     }
 }

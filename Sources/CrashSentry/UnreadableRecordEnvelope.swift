@@ -3,7 +3,7 @@
 // A record the reader rejects (cut short before its header, damaged, not a record at all) still
 // says that a crash happened: Sentry gets a fatal error event saying so, the file attached as
 // is (when there are bytes), and the same event id for the same file (a resend is deduplicated).
-package import Foundation
+package import FoundationEssentials
 
 /// The event of an unreadable record: what is known is that a crash happened, and why its
 /// record says no more.

@@ -1,5 +1,8 @@
 // ELFFile.swift — the two facts symbolication needs from a binary on disk: its build-id and its first load address.
-import Foundation
+import CrashRecordFormat
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Reads an ELF64 little-endian file's GNU build-id and the virtual address of its first
 /// `PT_LOAD` segment. The file is untrusted: every offset is bounds-checked and a malformed
@@ -42,13 +45,12 @@ package struct ELFFile: Sendable {
     /// Reads only the headers and notes (a few KiB at most) from `path`.
     /// - Throws: ``ELFFile/Error`` when the file cannot be opened or is not ELF64 little-endian.
     package init(path: String) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        guard let file = ReadOnlyFile(path: path) else {
             throw Error(path: path, reason: "cannot open")
         }
-        defer { try? handle.close() }
         func read(_ offset: UInt64, _ count: Int) -> [UInt8] {
-            guard count > 0, count <= 1 << 20, (try? handle.seek(toOffset: offset)) != nil else { return [] }
-            return [UInt8]((try? handle.read(upToCount: count)) ?? Data())
+            guard count > 0, count <= 1 << 20 else { return [] }
+            return file.read(at: offset, count: count)
         }
         let header = read(0, 64)
         guard header.count == 64, header[0] == 0x7F, header[1] == 0x45, header[2] == 0x4C, header[3] == 0x46 else {
@@ -121,12 +123,10 @@ package struct ELFFile: Sendable {
     /// The first `min(count, size)` bytes of `.text`, read from the file now; nil when it has no
     /// `.text` with contents or the read comes up short.
     package func textPrefix(_ count: Int = 4096) -> [UInt8]? {
-        guard let textSection, let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
+        guard let textSection, let file = ReadOnlyFile(path: path) else { return nil }
         let size = Int(min(textSection.size, UInt64(max(0, count))))
         if size == 0 { return [] }
-        guard (try? handle.seek(toOffset: textSection.offset)) != nil else { return nil }
-        let bytes = [UInt8]((try? handle.read(upToCount: size)) ?? Data())
+        let bytes = file.read(at: textSection.offset, count: size)
         return bytes.count == size ? bytes : nil
     }
 
@@ -166,6 +166,35 @@ extension Array where Element == UInt8 {
 }
 
 /// Lowercase hex of bytes, the way build-ids are written.
-package func hexString(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
+package func hexString(_ bytes: [UInt8]) -> String { CrashImage.lowercaseHex(bytes) }
+
+/// A file open for reading at offsets (pread), closed when the last copy goes: what the ELF
+/// readers take their headers, notes and tables from.
+final class ReadOnlyFile {
+    private let fd: Int32
+
+    init?(path: String) {
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+    }
+
+    deinit { close(fd) }
+
+    /// Up to `count` bytes at `offset`: fewer at the end of the file, none when the offset is
+    /// past it or the read fails.
+    func read(at offset: UInt64, count: Int) -> [UInt8] {
+        guard count > 0, offset <= UInt64(Int64.max) else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                pread(fd, buffer.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            filled += got
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
 }

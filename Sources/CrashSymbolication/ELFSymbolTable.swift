@@ -1,7 +1,10 @@
 // ELFSymbolTable.swift — function symbols of an ELF file by address, and the async-function test over a record's images that needs no symbolizer (what Swift's backtracer reads on Linux).
 package import CrashRecordFormat
-import Foundation
+import FoundationEssentials
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The function symbols (`STT_FUNC`, and `STT_NOTYPE` with a size) of an ELF64 little-endian file:
 /// `.symtab`, else `.dynsym`. The file is untrusted: offsets are bounds-checked, sizes capped,
@@ -25,11 +28,10 @@ package struct ELFSymbolTable: Sendable {
     /// Reads the symbol table of `path` (at most 256 MiB of symbols and names).
     /// - Throws: ``ELFFile/Error`` when the file cannot be read as ELF or has no symbol table.
     package init(path: String) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ELFFile.Error(path: path, reason: "cannot open") }
-        defer { try? handle.close() }
+        guard let file = ReadOnlyFile(path: path) else { throw ELFFile.Error(path: path, reason: "cannot open") }
         func read(_ offset: UInt64, _ count: UInt64) -> [UInt8] {
-            guard count > 0, count <= 256 << 20, (try? handle.seek(toOffset: offset)) != nil else { return [] }
-            return [UInt8]((try? handle.read(upToCount: Int(count))) ?? Data())
+            guard count > 0, count <= 256 << 20 else { return [] }
+            return file.read(at: offset, count: Int(count))
         }
         let header = read(0, 64)
         guard header.count == 64, header[0] == 0x7F, header[1] == 0x45, header[2] == 0x4C, header[3] == 0x46,
@@ -98,7 +100,7 @@ package final class ImageSymbols: @unchecked Sendable {
     // @unchecked: the cache is guarded by `lock`.
     private let images: [CrashImage]
     private var tables: [Int: (table: ELFSymbolTable, bias: UInt64)?] = [:]
-    private let lock = NSLock()
+    private let lock = Mutex(())
 
     /// Over the images of one record.
     package init(images: [CrashImage]) {
@@ -122,8 +124,10 @@ package final class ImageSymbols: @unchecked Sendable {
     private static let shared = Mutex<[String: (table: ELFSymbolTable, firstLoad: UInt64)]>([:])
 
     private func table(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
-        lock.lock()
-        defer { lock.unlock() }
+        lock.withLock { _ in tableLocked(index) }
+    }
+
+    private func tableLocked(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
         if let known = tables[index] { return known }
         let image = images[index]
         let key = image.path + "|" + image.buildIDHex

@@ -1,11 +1,36 @@
 // SymbolStore.swift — debug information kept apart from shipped binaries: a directory keyed by
 // build-id (the `.build-id/xx/rest.debug` layout gdb, lldb and elfutils read) and debuginfod servers.
-import Foundation
+import FoundationEssentials
 import HTTPExchange
 import ProcessSpawning
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Paths taken apart as NSString did it: what symbolication needs of the paths it builds and of
+/// those a record names.
+enum PathText {
+    /// The last component ("libc.so.6" of "/usr/lib/libc.so.6", "b" of "a/b/"); "/" for "/".
+    static func lastComponent(_ path: String) -> String {
+        let trimmed = withoutTrailingSlashes(path[...])
+        guard trimmed != "/", let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
+        return String(trimmed[trimmed.index(after: slash)...])
+    }
+
+    /// All but the last component ("/usr/lib" of "/usr/lib/libc.so.6", "/" of "/swift", "" of "swift").
+    static func directory(_ path: String) -> String {
+        let trimmed = withoutTrailingSlashes(path[...])
+        guard trimmed != "/", let slash = trimmed.lastIndex(of: "/") else { return trimmed == "/" ? "/" : "" }
+        if slash == trimmed.startIndex { return "/" }
+        return String(withoutTrailingSlashes(trimmed[..<slash]))
+    }
+
+    private static func withoutTrailingSlashes(_ path: Substring) -> Substring {
+        var path = path
+        while path.count > 1, path.hasSuffix("/") { path = path.dropLast() }
+        return path
+    }
+}
 
 /// A symbol store: a directory in the standard build-id layout.
 package enum SymbolStore {
@@ -56,15 +81,15 @@ package enum SymbolStore {
         if let existing = try? ELFFile(path: destination), existing.buildID == elf.buildID, existing.hasDebugInfo {
             return .alreadyPresent(path: destination)
         }
-        let folder = (destination as NSString).deletingLastPathComponent
+        let folder = PathText.directory(destination)
         do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
-            throw Refusal(path: binary, reason: "cannot create \(folder): \(error.localizedDescription)")
+            throw Refusal(path: binary, reason: "cannot create \(folder): \(Self.reason(error))")
         }
         let temporary = "\(folder)/.tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).debug"
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         if elf.isSeparateDebugFile {
             do { try FileManager.default.copyItem(atPath: binary, toPath: temporary) } catch {
-                throw Refusal(path: binary, reason: "cannot copy to \(folder): \(error.localizedDescription)")
+                throw Refusal(path: binary, reason: "cannot copy to \(folder): \(Self.reason(error))")
             }
         } else {
             guard let tool = objcopy ?? findObjcopy() else {
@@ -88,6 +113,15 @@ package enum SymbolStore {
             throw Refusal(path: binary, reason: "cannot rename into \(destination): \(String(cString: strerror(errno)))")
         }
         return .added(path: destination)
+    }
+
+    /// Why a FileManager call failed, in a few words: the system's message for its errno
+    /// (FoundationEssentials has no localized descriptions), else the error as it prints.
+    static func reason(_ error: any Error) -> String {
+        if let posix = (error as? CocoaError)?.userInfo["NSUnderlyingError"] as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
+        }
+        return "\(error)"
     }
 
     static func findObjcopy() -> String? {
@@ -133,7 +167,7 @@ package struct DebuginfodClient: Sendable, Equatable {
         } else if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty {
             cache = xdg + "/debuginfod_client"
         } else {
-            cache = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/debuginfod_client"
+            cache = (environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.cache/debuginfod_client"
         }
         let timeout = environment["DEBUGINFOD_TIMEOUT"].flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil } ?? 90
         return DebuginfodClient(urls: urls, cacheDirectory: cache, timeout: timeout)
@@ -162,7 +196,8 @@ package struct DebuginfodClient: Sendable, Equatable {
         let cached = folder + "/debuginfo"
         var reasons: [String] = []
         // An empty file is elfutils' record of a failed query: not ours to honour or report.
-        if let size = (try? FileManager.default.attributesOfItem(atPath: cached))?[.size] as? Int, size > 0 {
+        var info = stat()
+        if lstat(cached, &info) == 0, info.st_size > 0 {
             if let problem = Self.problem(with: cached, buildID: buildID) {
                 reasons.append("cached \(cached) refused: \(problem)")
             } else {

@@ -1,7 +1,8 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
 package import CrashRecordFormat
-import Foundation
+import FoundationEssentials
 import ProcessSpawning
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,7 @@ package final class Symbolicator: @unchecked Sendable {
     package let symbolizerPath: String
     private let searchDirectories: [String]
     private var resolved: [String: Resolution] = [:]
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var server: SymbolizerServer?
     private var serverFailed = false
     private let debuginfod: DebuginfodClient?
@@ -101,7 +102,7 @@ package final class Symbolicator: @unchecked Sendable {
             let swift = "\(dir)/swift"
             if FileManager.default.isExecutableFile(atPath: swift) {
                 let real = (try? FileManager.default.destinationOfSymbolicLink(atPath: swift)) ?? swift
-                let toolDir = real.hasPrefix("/") ? (real as NSString).deletingLastPathComponent : String(dir)
+                let toolDir = real.hasPrefix("/") ? PathText.directory(real) : String(dir)
                 candidates.append("\(toolDir)/llvm-symbolizer")
             }
         }
@@ -165,12 +166,12 @@ package final class Symbolicator: @unchecked Sendable {
     /// Finds a file whose build-id matches the image's; never one that differs.
     func resolve(_ image: CrashImage) -> Resolution {
         let key = "\(image.path)|\(image.buildIDHex)|\(image.base)"
-        lock.lock()
-        defer { lock.unlock() }
-        if let known = resolved[key] { return known }
-        let answer = findFile(for: image)
-        resolved[key] = answer
-        return answer
+        return lock.withLock { _ in
+            if let known = resolved[key] { return known }
+            let answer = findFile(for: image)
+            resolved[key] = answer
+            return answer
+        }
     }
 
     /// Looks for the image's debug information wherever it may be, in this order: the recorded
@@ -183,7 +184,7 @@ package final class Symbolicator: @unchecked Sendable {
     private func findFile(for image: CrashImage) -> Resolution {
         var candidates = [image.path]
         let hex = image.buildIDHex
-        let name = (image.path as NSString).lastPathComponent
+        let name = PathText.lastComponent(image.path)
         for dir in searchDirectories {
             if hex.count > 2 {
                 candidates.append(SymbolStore.debugFilePath(in: dir, buildID: image.buildID))
@@ -250,8 +251,8 @@ package final class Symbolicator: @unchecked Sendable {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
         for name in names where !name.hasPrefix(".") {
             let path = directory + "/" + name
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory,
                   let elf = try? ELFFile(path: path), !elf.buildID.isEmpty else { continue }
             index[elf.buildID, default: []].append(path)
         }
@@ -262,17 +263,18 @@ package final class Symbolicator: @unchecked Sendable {
     /// Asks llvm-symbolizer about offsets in one object: through the long-lived process (which
     /// keeps each object's debug info loaded between records), or one run per call if that fails.
     private func run(object: String, offsets: [UInt64]) -> [[SymbolicatedFrame]] {
-        lock.lock()
-        if server == nil && !serverFailed {
-            server = SymbolizerServer(symbolizer: symbolizerPath, extraArguments: debugFileArguments)
-            serverFailed = server == nil
+        let answers: [String]? = lock.withLock { _ in
+            if server == nil && !serverFailed {
+                server = SymbolizerServer(symbolizer: symbolizerPath, extraArguments: debugFileArguments)
+                serverFailed = server == nil
+            }
+            let answers = server?.query(object: object, offsets: offsets)
+            if answers == nil, server != nil {
+                server = nil
+                serverFailed = true
+            }
+            return answers
         }
-        let answers = server?.query(object: object, offsets: offsets)
-        if answers == nil, server != nil {
-            server = nil
-            serverFailed = true
-        }
-        lock.unlock()
         if let answers { return answers.map(Self.frames(fromJSONLine:)) }
         return runOnce(object: object, offsets: offsets)
     }
@@ -287,8 +289,8 @@ package final class Symbolicator: @unchecked Sendable {
         guard let child = try? ChildProcess.run(symbolizerPath, arguments, environment: Self.symbolizerEnvironment, stdout: output, timeout: 120),
               child.ending == .exited(0),
               let data = FileManager.default.contents(atPath: output),
-              let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else { return [] }
-        return array.map(Self.frames(fromEntry:))
+              let answers = try? JSONDecoder().decode([SymbolizerAnswer].self, from: data) else { return [] }
+        return answers.map(Self.frames(from:))
     }
 
     /// A binary found at the recorded path may be stripped while its debug file sits in a
@@ -297,23 +299,49 @@ package final class Symbolicator: @unchecked Sendable {
     private var debugFileArguments: [String] { searchDirectories.map { "--debug-file-directory=\($0)" } }
 
     static func frames(fromJSONLine line: String) -> [SymbolicatedFrame] {
-        guard let entry = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else { return [] }
-        return frames(fromEntry: entry)
+        guard let answer = try? JSONDecoder().decode(SymbolizerAnswer.self, from: Data(line.utf8)) else { return [] }
+        return frames(from: answer)
     }
 
-    static func frames(fromEntry entry: [String: Any]) -> [SymbolicatedFrame] {
-        let symbols = entry["Symbol"] as? [[String: Any]] ?? []
-        return symbols.compactMap { symbol -> SymbolicatedFrame? in
-            let mangled = symbol["FunctionName"] as? String ?? ""
-            let name = SwiftDemangler.demangle(mangled)
+    static func frames(from answer: SymbolizerAnswer) -> [SymbolicatedFrame] {
+        answer.symbols.compactMap { symbol -> SymbolicatedFrame? in
+            let name = SwiftDemangler.demangle(symbol.functionName)
             if name.isEmpty || name == "??" { return nil }
-            let file = symbol["FileName"] as? String ?? ""
-            let line = symbol["Line"] as? Int ?? 0
-            let column = symbol["Column"] as? Int ?? 0
             return SymbolicatedFrame(
-                address: 0, symbol: name, file: file.isEmpty ? nil : file,
-                line: line > 0 ? line : nil, column: column > 0 ? column : nil, mangledSymbol: mangled)
+                address: 0, symbol: name, file: symbol.fileName.isEmpty ? nil : symbol.fileName,
+                line: symbol.line > 0 ? symbol.line : nil, column: symbol.column > 0 ? symbol.column : nil,
+                mangledSymbol: symbol.functionName)
         }
+    }
+}
+
+/// llvm-symbolizer's JSON answer for one address (`--output-style=JSON`): its symbols, the
+/// innermost inlined one first. Read leniently: a field that is missing or of another type is
+/// empty (or 0), and so are the symbols when they are not a list of objects.
+struct SymbolizerAnswer: Decodable {
+    var symbols: [Symbol]
+
+    struct Symbol: Decodable {
+        var functionName: String
+        var fileName: String
+        var line: Int
+        var column: Int
+
+        private enum CodingKeys: String, CodingKey { case functionName = "FunctionName", fileName = "FileName", line = "Line", column = "Column" }
+
+        init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: CodingKeys.self)
+            functionName = (try? fields.decode(String.self, forKey: .functionName)) ?? ""
+            fileName = (try? fields.decode(String.self, forKey: .fileName)) ?? ""
+            line = (try? fields.decode(Int.self, forKey: .line)) ?? 0
+            column = (try? fields.decode(Int.self, forKey: .column)) ?? 0
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case symbols = "Symbol" }
+
+    init(from decoder: any Decoder) throws {
+        symbols = (try? decoder.container(keyedBy: CodingKeys.self).decode([Symbol].self, forKey: .symbols)) ?? []
     }
 }
 

@@ -7,7 +7,12 @@
 // that never sends never loads libcurl; one without libcurl.so.4 gets status 0 and an error
 // saying so (the callers keep their data and retry, as for any network error).
 import CHTTPCurl
-package import Foundation
+// FoundationEssentials (URL, Data, Date), not Foundation: no ICU, no libFoundation loaded by
+// every program that links a sender. Always there in the Linux toolchain this package builds with.
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 package enum HTTPExchange {
     /// One request.
@@ -137,8 +142,8 @@ package enum HTTPExchange {
         var headers: [String: String] = [:]
         for line in block.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }).dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = trimmingWhitespace(line[..<colon]).lowercased()
+            let value = trimmingWhitespace(line[line.index(after: colon)...])
             guard !name.isEmpty else { continue }
             headers[name] = headers[name].map { $0 + ", " + value } ?? value
         }
@@ -160,14 +165,50 @@ package enum HTTPExchange {
 
     /// Retry-After: a number of seconds or an HTTP date.
     package static func parseRetryAfter(_ value: String) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = trimmingWhitespace(value)
         if let seconds = Double(trimmed), seconds.isFinite { return .seconds(min(max(0, seconds), 1e9)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return .seconds(max(0, min(date.timeIntervalSinceNow, 1e9)))
+        guard let date = parseHTTPDate(trimmed) else { return nil }
+        return .seconds(max(0, min(date - Date().timeIntervalSince1970, 1e9)))
+    }
+
+    /// An HTTP date, "Wed, 21 Oct 2015 07:28:00 GMT" (RFC 9110's IMF-fixdate; a day of one
+    /// digit and the zone UTC are taken too), as seconds since the epoch; nil for anything else.
+    static func parseHTTPDate(_ text: String) -> Double? {
+        let fields = text.split(separator: " ")
+        guard fields.count == 6, fields[0].count == 4, fields[0].hasSuffix(","),
+              ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].contains(fields[0].dropLast()),
+              (1...2).contains(fields[1].count), let day = Int32(fields[1]), (1...31).contains(day),
+              let month = months.firstIndex(of: String(fields[2])),
+              fields[3].count == 4, let year = Int32(fields[3]),
+              fields[5] == "GMT" || fields[5] == "UTC" else { return nil }
+        let time = fields[4].split(separator: ":", omittingEmptySubsequences: false)
+        guard time.count == 3, time.allSatisfy({ $0.count == 2 }), let hour = Int32(time[0]), let minute = Int32(time[1]),
+              let second = Int32(time[2]), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        return Double(timegm(&parts))
+    }
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// `text` without the whitespace at its ends that Foundation's `CharacterSet.whitespaces`
+    /// holds (spaces of every kind and tabs; not line breaks): what HTTP's optional whitespace
+    /// around header values is, and more.
+    package static func trimmingWhitespace(_ text: some StringProtocol) -> String {
+        let isSpace = { (scalar: Unicode.Scalar) in scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: scalars[first...last])
+        return String(kept)
     }
 
     /// Exponential backoff with jitter: after the `failures`-th failure in a row, half to all of

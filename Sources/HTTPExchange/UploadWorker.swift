@@ -7,10 +7,6 @@
 // deadline, and the stop (a request in flight at the deadline is cancelled; its data stays for
 // the next launch). One clock: `SuspendingClock`, which is CLOCK_MONOTONIC on Linux: the clock
 // the handler and `$event_duration` measure on, never the wall clock.
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// How an uploader sends and retries: the events to `/sa`, the records to Sentry.
 public struct UploadPolicy: Sendable, Equatable {
@@ -55,7 +51,7 @@ package final class UploadWorker: @unchecked Sendable {
     private let name: String
     private let interval: Duration?
     private let clock = SuspendingClock()
-    private let cond = NSCondition()
+    private let cond = ConditionLock()
     // Guarded by `cond`.
     private var wakeRequested = false
     private var flushRequested = 0
@@ -83,12 +79,7 @@ package final class UploadWorker: @unchecked Sendable {
     /// Starts the thread; it runs `step` whenever there may be something to send.
     package func start(_ step: @escaping @Sendable () -> Step) {
         cond.withLock { started = true }
-        let thread = Thread { [self] in
-            OSThread.name(name)
-            loop(step)
-        }
-        thread.name = name
-        thread.start()
+        OSThread.start(name: name) { [self] in loop(step) }
     }
 
     /// Something waits to be sent: step soon (after any backoff).
@@ -115,7 +106,7 @@ package final class UploadWorker: @unchecked Sendable {
         cond.broadcast()
         while flushCompleted < ticket && !finished {
             if clock.now >= deadline { return false }
-            _ = cond.wait(until: Self.date(deadline, clock.now))
+            cond.wait(until: deadline)
         }
         return flushCompleted >= ticket
     }
@@ -137,7 +128,7 @@ package final class UploadWorker: @unchecked Sendable {
         cond.broadcast()
         // The thread notices within one request's cancellation (about a second).
         let grace = clock.now.advanced(by: .seconds(3))
-        while started && !finished && clock.now < grace { _ = cond.wait(until: Self.date(grace, clock.now)) }
+        while started && !finished && clock.now < grace { cond.wait(until: grace) }
         cond.unlock()
         return drained
     }
@@ -158,7 +149,7 @@ package final class UploadWorker: @unchecked Sendable {
                 if due && now >= resumeAt { break }
                 var until = now >= resumeAt ? nextTimer : resumeAt
                 if stopping { until = min(until, stopDeadline) }
-                _ = cond.wait(until: Self.date(max(until, now.advanced(by: .milliseconds(1))), now))
+                cond.wait(until: max(until, now.advanced(by: .milliseconds(1))))
             }
             wakeRequested = false
             let ticket = flushRequested
@@ -190,24 +181,5 @@ package final class UploadWorker: @unchecked Sendable {
                 cond.broadcast()
             }
         }
-    }
-
-    /// `instant` as a Foundation date, for NSCondition's wait.
-    private static func date(_ instant: SuspendingClock.Instant, _ now: SuspendingClock.Instant) -> Date {
-        let (seconds, attoseconds) = now.duration(to: instant).components
-        return Date(timeIntervalSinceNow: max(0, min(Double(seconds) + Double(attoseconds) / 1e18, 1e7)))
-    }
-}
-
-/// The kernel's name of the calling thread (what `top -H`, `ps -L`, gdb and /proc show; Foundation's
-/// `Thread.name` does not set it on Linux): at most 15 bytes are kept.
-package enum OSThread {
-    package static func name(_ name: String) {
-        // pthread_setname_np is not visible to Swift through Glibc; this is what it does on Linux.
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
     }
 }

@@ -3,9 +3,12 @@
 // Foundation's Process reaps children from a SIGCHLD source of its own; with many short-lived
 // children that die of signals it was seen here to miss an exit and wait forever. Crash tests
 // need the exact signal and a hard time limit, so this goes straight to posix_spawn/waitpid.
-package import Foundation
+// FoundationEssentials, not Foundation (no ICU): the symbolicator runs its children through here
+// and every program that links the reporter links the symbolicator.
+import Dispatch
+import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// A finished (or killed) child process.
@@ -261,8 +264,11 @@ package struct ChildProcess: Sendable {
                 matches = [UInt8](environ).split(separator: 0).contains { $0.elementsEqual(needle) }
             }
             guard matches else { continue }
-            let comm = FileManager.default.contents(atPath: "/proc/\(pid)/comm")
-                .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
+            // The name, without the newline after it.
+            let comm = FileManager.default.contents(atPath: "/proc/\(pid)/comm").map { bytes in
+                let text = String(decoding: bytes, as: UTF8.self).drop(while: \.isWhitespace)
+                return String(text.dropLast(text.reversed().prefix(while: \.isWhitespace).count))
+            } ?? "?"
             result.append(Leftover(pid: pid, command: comm))
         }
         return result.sorted { $0.pid < $1.pid }

@@ -1,6 +1,7 @@
 // Output.swift — the JSON shapes of list, store and symbols add (show's and groups' are
 // CrashInspection's), written by the one encoder, `Rendering.encode`.
 import CrashInspection
+import CrashRecordFormat
 import SensorsTracking
 
 /// A row of `list --json`: a record, or a file that could not be read.
