@@ -126,6 +126,9 @@ let package = Package(
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
+        // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links no GRDB
+        // and no SQLite is tested on it.
+        .executableTarget(name: "sentry-only", dependencies: ["CrashReporter"]),
         // The server integrations (traits "Hummingbird", "Vapor", "ServiceLifecycle"): empty modules
         // unless their trait is enabled. Each middleware attaches a CrashContext per request.
         .target(
@@ -214,7 +217,7 @@ let package = Package(
             name: "CrashReporterTests",
             dependencies: [
                 "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
-                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader",
+                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader", "sentry-only",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -16,7 +16,7 @@ runs="${1:-100}"
 launch_rounds="${2:-$runs}"
 echo "== $(date -u +%Y-%m-%d) on $(uname -m), $(nproc) cores, $(swift --version 2>/dev/null | head -1)"
 
-echo; echo "== launch cost: plain, capture (also with CRASHCAPTURE_DISABLE=1), foundation, reporter (Benchmarks/LaunchBench)"
+echo; echo "== launch cost: plain, capture (also with CRASHCAPTURE_DISABLE=1), foundation, reporter (Sentry only), analytics (also started Sentry-only: before the split) (Benchmarks/LaunchBench)"
 swift build -c release --package-path Benchmarks/LaunchBench
 "$(swift build -c release --package-path Benchmarks/LaunchBench --show-bin-path)/launch-cost" "$launch_rounds"
 

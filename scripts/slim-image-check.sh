@@ -12,19 +12,21 @@
 #     symbolicates;
 #  3. with Debian's libunwind8 added, the same crash is unwound by libunwind (no note, down to
 #     _start);
-#  4. in a root filesystem with the reporter's runtime packages (libsqlite3-0, libcurl4,
-#     ca-certificates), the reporter's crash-uploader (the inbox and the Sentry sink, as the next
-#     launch runs them) sends that record to a loopback Sentry on the host, which receives the
-#     event, and the record is gone from the directory.
+#  4. in a root filesystem with what sending needs (libcurl4, ca-certificates) and no libsqlite3-0
+#     (a Sentry-only program links no SQLite: only SensorsAnalytics does), sentry-only (the
+#     smallest CrashReporter adopter) starts, reports and exits 0, and the reporter's
+#     crash-uploader (the inbox and the Sentry sink, as the next launch runs them) sends that
+#     record to a loopback Sentry on the host, which receives the event, and the record is gone
+#     from the directory.
 # The root filesystems are made once and cached under $SLIM_ROOT_CACHE (default
 # /var/cache/crashcapture: bookworm-minbase, about 30 s and 210 MB from deb.debian.org, and
-# bookworm-reporter, the same plus the three packages); each run works in copies and removes them.
+# bookworm-sentry, the same plus the two packages); each run works in copies and removes them.
 # Needs root (chroot, mount), debootstrap and unshare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache_dir=${SLIM_ROOT_CACHE:-/var/cache/crashcapture}
 base=$cache_dir/bookworm-minbase
-reporter_base=$cache_dir/bookworm-reporter
+sentry_base=$cache_dir/bookworm-sentry
 out=$PWD/.build-slim
 mkdir -p "$out"
 
@@ -40,22 +42,24 @@ if [ ! -x "$base/bin/sh" ]; then
     tail -20 "$out/debootstrap.log" >&2; echo "slim-image-check: debootstrap failed" >&2; exit 1; }
   mv "$base.tmp" "$base"
 fi
-if [ ! -e "$reporter_base/usr/lib/x86_64-linux-gnu/libcurl.so.4" ]; then
-  echo "== the reporter's runtime packages into $reporter_base (once)"
-  rm -rf "$reporter_base.tmp" && cp -a "$base" "$reporter_base.tmp"
-  cp /etc/resolv.conf "$reporter_base.tmp/etc/resolv.conf"
-  unshare -m sh -c 'mount -t proc proc "$0/proc" && chroot "$0" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libsqlite3-0 libcurl4 ca-certificates && apt-get clean"' \
-    "$reporter_base.tmp" >"$out/reporter-packages.log" 2>&1 || {
-    tail -20 "$out/reporter-packages.log" >&2; echo "slim-image-check: installing the reporter's packages failed" >&2; exit 1; }
-  mv "$reporter_base.tmp" "$reporter_base"
+if [ ! -e "$sentry_base/usr/lib/x86_64-linux-gnu/libcurl.so.4" ]; then
+  echo "== what sending to Sentry needs into $sentry_base (once): libcurl4, ca-certificates"
+  rm -rf "$sentry_base.tmp" && cp -a "$base" "$sentry_base.tmp"
+  cp /etc/resolv.conf "$sentry_base.tmp/etc/resolv.conf"
+  unshare -m sh -c 'mount -t proc proc "$0/proc" && chroot "$0" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libcurl4 ca-certificates && apt-get clean"' \
+    "$sentry_base.tmp" >"$out/sentry-packages.log" 2>&1 || {
+    tail -20 "$out/sentry-packages.log" >&2; echo "slim-image-check: installing libcurl4 and ca-certificates failed" >&2; exit 1; }
+  mv "$sentry_base.tmp" "$sentry_base"
 fi
 
-echo "== static-stdlib release builds (their own scratch path): capture-only, crash-uploader, a one-line program"
+echo "== static-stdlib release builds (their own scratch path): capture-only, crash-uploader, sentry-only, a one-line program"
 swift build -c release --static-swift-stdlib --scratch-path .build-static --product capture-only >"$out/build.log" 2>&1 &&
-swift build -c release --static-swift-stdlib --scratch-path .build-static --product crash-uploader >>"$out/build.log" 2>&1 || {
+swift build -c release --static-swift-stdlib --scratch-path .build-static --product crash-uploader >>"$out/build.log" 2>&1 &&
+swift build -c release --static-swift-stdlib --scratch-path .build-static --product sentry-only >>"$out/build.log" 2>&1 || {
   tail -30 "$out/build.log" >&2; exit 1; }
 capture=.build-static/release/capture-only
 uploader=.build-static/release/crash-uploader
+sentry_only=.build-static/release/sentry-only
 mkdir -p "$out/oneline/Sources/oneline"
 cat >"$out/oneline/Package.swift" <<'SWIFT'
 // swift-tools-version:6.2
@@ -81,10 +85,15 @@ extra=$(comm -23 <(needed "$capture") <(needed "$oneline") | tr '\n' ' ')
 echo "   capture-only:   $(needed "$capture" | tr '\n' ' ')"
 echo "   one-line:       $(needed "$oneline" | tr '\n' ' ')"
 echo "   crash-uploader: $(needed "$uploader" | tr '\n' ' ')"
+echo "   sentry-only:    $(needed "$sentry_only" | tr '\n' ' ')"
 if [ -n "$extra" ]; then fail "capture-only needs what a one-line program does not: $extra"
 else echo "ok     capture-only needs nothing a one-line Swift program does not"; fi
 if needed "$uploader" | grep -q 'libunwind\|liblzma'; then fail "crash-uploader needs libunwind or liblzma"
 else echo "ok     crash-uploader needs no libunwind, no liblzma"; fi
+for program in "$uploader" "$sentry_only"; do
+  if needed "$program" | grep -q libsqlite3; then fail "$(basename "$program") needs libsqlite3"
+  else echo "ok     $(basename "$program") needs no libsqlite3"; fi
+done
 strip -o "$out/capture.stripped" "$capture" && strip -o "$out/oneline.stripped" "$oneline"
 size() { stat -c %s "$1"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.2f MB", b / 1000000 }'; }
@@ -100,7 +109,7 @@ trap cleanup EXIT
 fresh_root() {
   rm -rf "$root" && cp -a "$1" "$root"
   mkdir -p "$root/app" "$root/records"
-  cp "$capture" "$uploader" "$root/app/"
+  cp "$capture" "$uploader" "$sentry_only" "$root/app/"
 }
 
 # in_root COMMAND...: runs in the root filesystem with its own /proc; sets status.
@@ -175,8 +184,16 @@ in_root sh -c 'dpkg -i /tmp/libunwind8_*.deb'
 [ "$status" -eq 0 ] || fail "dpkg -i libunwind8 in the root filesystem: status $status: $(tail -c 300 "$out/stderr")"
 crash_and_read "with libunwind8" no-note
 
-echo "== the reporter in a root filesystem with libsqlite3-0, libcurl4, ca-certificates"
-fresh_root "$reporter_base"
+echo "== the reporter, Sentry only, in a root filesystem with libcurl4, ca-certificates and no libsqlite3-0"
+fresh_root "$sentry_base"
+if ls "$root"/usr/lib/x86_64-linux-gnu/libsqlite3.so* >/dev/null 2>&1; then fail "the root filesystem has libsqlite3"; fi
+# Nothing pending in its own directory: it starts, its launch finds nothing, it exits (port 9: closed).
+in_root /app/sentry-only /sentry-records http://k@127.0.0.1:9/1
+if [ "$status" -ne 0 ] || ! grep -q '^started: installed sentry: on delivered: 0 errors: 0$' "$out/stdout"; then
+  fail "sentry-only: status $status: $(head -c 300 "$out/stdout") $(tail -c 300 "$out/stderr")"
+else
+  echo "ok     sentry-only in the root filesystem: $(head -1 "$out/stdout")"
+fi
 in_root /app/capture-only /records crash
 record=$(cd "$root/records" && ls -- *.ccrec 2>/dev/null | head -1 || true)
 [ -n "$record" ] || fail "no record to send (status $status)"

@@ -10,14 +10,23 @@ let package = Package(
         .package(name: "CrashCapture", path: "../.."),
     ],
     targets: [
-        // The four measured programs: keep them minimal (each prints one line). LaunchSupport is
-        // the same in all four (a clock and a count of loaded objects, with a little C; no Foundation).
+        // The five measured programs: keep them minimal (each prints one line). LaunchSupport is
+        // the same in all five (a clock and a count of loaded objects, with a little C; no Foundation).
+        // reporter links the CrashReporter product only (a Sentry-only user); analytics links
+        // SensorsAnalytics too (a user of the analytics, and, Sentry-only, the user before the split).
         .target(name: "CLaunchSupport"),
         .target(name: "LaunchSupport", dependencies: ["CLaunchSupport"]),
         .executableTarget(name: "plain", dependencies: ["LaunchSupport"]),
         .executableTarget(name: "capture", dependencies: ["LaunchSupport", .product(name: "CrashCapture", package: "CrashCapture")]),
         .executableTarget(name: "foundation", dependencies: ["LaunchSupport"]),
         .executableTarget(name: "reporter", dependencies: ["LaunchSupport", .product(name: "CrashReporter", package: "CrashCapture")]),
+        .executableTarget(
+            name: "analytics",
+            dependencies: [
+                "LaunchSupport", .product(name: "CrashReporter", package: "CrashCapture"),
+                .product(name: "SensorsAnalytics", package: "CrashCapture"),
+            ]
+        ),
         // Spawns one program and reports its wall time and peak RSS. In C, and linked statically
         // (SwiftPM links every executable with libswiftCore otherwise), so that its own RSS, which
         // a child's ru_maxrss inherits, stays far below the programs' (about 1.5 MiB; the linker

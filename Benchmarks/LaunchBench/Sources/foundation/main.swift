@@ -1,4 +1,4 @@
-// foundation: the baseline of reporter. Foundation, really used (a Date, formatted).
+// foundation: the baseline of analytics. Foundation, really used (a Date, formatted).
 //   foundation     prints "foundation objects=N date=D"
 import Foundation
 import LaunchSupport

@@ -2,12 +2,15 @@
 //
 //   launch-cost [ROUNDS]    ROUNDS interleaved rounds (default 40) after 3 warm-up rounds
 //
-// Runs the programs beside it (plain, capture, capture with CRASHCAPTURE_DISABLE=1, foundation,
-// reporter with a store that has nothing pending, reporter in a new directory) once per round,
-// each round in a rotated order so that no row always follows the same one, and prints a
-// markdown table: per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss)
-// and CPU time; the median of the per-round differences against the row's baseline (capture
-// and capture-disabled against plain, reporter against foundation) beside issue 17's targets;
+// Runs the programs beside it once per round, each round in a rotated order so that no row
+// always follows the same one: plain; capture (also with CRASHCAPTURE_DISABLE=1, and with 63 and
+// 64 records waiting); foundation; reporter (the CrashReporter product alone: Sentry only,
+// nothing pending); analytics (CrashReporter + SensorsAnalytics: a store with nothing pending,
+// a new directory) and analytics started Sentry-only (LAUNCH_BENCH_SENTRY_ALONE=1: what a
+// Sentry-only user paid while CrashReporter held the analytics). It prints a markdown table:
+// per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss) and CPU time; the
+// median of the per-round differences against the row's baseline (capture, reporter and the
+// Sentry-only analytics against plain, analytics against foundation) beside issue 17's targets;
 // the median time of the start call as the program measured it (CrashHandler.start alone;
 // CrashReporting.start with its configuration, as one call); the shared objects it had
 // loaded at its end (dl_iterate_phdr: the vDSO and the dynamic loader count, as in ldd).
@@ -57,7 +60,7 @@ struct Row {
     let program: String
     var directory: Directory = .none
     var disable = false
-    /// More environment for the program (`LAUNCH_BENCH_SENTRY_ALONE=1`: the reporter with a DSN and no store).
+    /// More environment for the program (`LAUNCH_BENCH_SENTRY_ALONE=1`: analytics started with a DSN and no store).
     var environment: [String: String] = [:]
     /// Index of the row this one is compared with, run for run.
     var baseline: Int?
@@ -81,12 +84,19 @@ let rows = [
     Row(label: "capture, 64 records (start folds 16)", program: "capture", directory: .seeded(scratch + "/capture-64", records: 64), baseline: 0,
         expect: "installed"),
     Row(label: "foundation", program: "foundation"),
-    Row(label: "reporter, nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 5,
+    // What each kind of user pays. A Sentry-only program (CrashReporter alone) against plain: it
+    // imports no Foundation itself, so what CrashReporter loads is counted.
+    Row(label: "reporter (Sentry only), nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 0,
+        expect: "installed", wallTarget: 3, rssTarget: 6, startTarget: 2000),
+    // The analytics (a Foundation program's, as its users' are) against foundation.
+    Row(label: "analytics, nothing pending", program: "analytics", directory: .shared(scratch + "/analytics"), baseline: 5,
         expect: "installed", wallTarget: 3, startTarget: 2000),
-    Row(label: "reporter, new directory", program: "reporter", directory: .new, baseline: 5,
+    Row(label: "analytics, new directory", program: "analytics", directory: .new, baseline: 5,
         expect: "installed", wallTarget: 3, startTarget: 2000),
-    Row(label: "reporter, Sentry alone (no store)", program: "reporter", directory: .shared(scratch + "/reporter-sentry"),
-        environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 5, expect: "installed", wallTarget: 3, startTarget: 2000),
+    // Before the split, in the same run: the Sentry-only start with the analytics linked (GRDB,
+    // libsqlite3), against plain as the reporter row.
+    Row(label: "analytics linked, Sentry only (before the split)", program: "analytics", directory: .shared(scratch + "/analytics-sentry"),
+        environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 0, expect: "installed"),
 ]
 for row in rows {
     if case .shared(let path) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
@@ -203,7 +213,7 @@ var seedCount = 0
     sample.startMicroseconds = values["start_us"].flatMap(Double.init)
     sample.initMicroseconds = values["init_us"].flatMap(Double.init)
     sample.objects = values["objects"].flatMap(Int.init)
-    if case .shared(let path) = row.directory, row.program == "reporter" {
+    if case .shared(let path) = row.directory, row.program == "reporter" || row.program == "analytics" {
         // Nothing pending for the next run: no record, no run left without its $AppEnd.
         let records = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? []
         guard records.isEmpty else { fail("\(row.label): \(path)/records is not empty: \(records)") }
@@ -285,5 +295,6 @@ for (index, row) in rows.enumerated() {
 }
 print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(ProcessInfo.processInfo.activeProcessorCount) CPUs. "
       + "max RSS floor (launch-probe running \(trivial)): \(format(floorRSS, 2)) MiB. capture's directory exists and stays empty (the seeded ones hold 63 and 64 copies of a real record before each run); "
-      + "\"nothing pending\": one store reused by every run (prepared by the warm-up runs, no record, no dead run; it keeps "
-      + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run.")
+      + "\"nothing pending\": one directory reused by every run (prepared by the warm-up runs, no record, no dead run; analytics' store keeps "
+      + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run; "
+      + "the Sentry-only starts have a DSN whose port (127.0.0.1:9) is closed: with nothing pending nothing is sent.")

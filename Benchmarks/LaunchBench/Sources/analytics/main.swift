@@ -1,0 +1,33 @@
+// analytics: plain + CrashReporter + SensorsAnalytics: CrashReporting.start(directory:appName:appVersion:)
+//   (the events store, no endpoint) + shutdown; what a user of the analytics pays. With
+//   LAUNCH_BENCH_SENTRY_ALONE=1, the Sentry-only start instead (as `reporter` does it), the
+//   analytics still linked (GRDB in the binary, libsqlite3 loaded at exec): what a Sentry-only
+//   user paid while CrashReporter held the analytics.
+//   analytics DIR  the store and records under DIR (or $LAUNCH_BENCH_DIR); prints
+//                  "analytics start_us=T capture=R objects=N", T the wall time of the start
+//                  call, R what starting CrashCapture did
+import CrashReporter
+import SensorsAnalytics
+import LaunchSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
+    : getenv("LAUNCH_BENCH_DIR").map { String(cString: $0) } ?? "/tmp/launch-bench-analytics"
+let before = monotonicNanoseconds()
+let reporting = getenv("LAUNCH_BENCH_SENTRY_ALONE") != nil
+    ? CrashReporting.start(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0",
+                           sentryDSN: "http://launchbench@127.0.0.1:9/1")
+    : CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
+let after = monotonicNanoseconds()
+let capture = switch reporting.captureResult {
+case .success(.installed): "installed"
+case .success(.alreadyInstalled): "alreadyInstalled"
+case .success(.disabledByEnvironment): "disabledByEnvironment"
+case .success(.disabledInSecureProcess): "disabledInSecureProcess"
+case .failure: "failed"
+case nil: "off"
+}
+reporting.shutdown()
+print("analytics start_us=\(microseconds(from: before, to: after)) capture=\(capture) objects=\(loadedSharedObjects())")

@@ -1,0 +1,94 @@
+// WhatSentryOnlyLinksTests.swift — the split's promise, checked on the built binaries: a program
+// that links CrashReporter and nothing else (`sentry-only`) and the crash-uploader need no
+// libsqlite3 and hold no GRDB — by their ELF dependencies (readelf -d), their closure (ldd) and
+// their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
+// (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
+// the loader ever opening libsqlite3.
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+
+final class WhatSentryOnlyLinksTests: XCTestCase {
+    var sentryOnly: String { BuiltProducts.directory + "/sentry-only" }
+    var uploader: String { BuiltProducts.directory + "/crash-uploader" }
+
+    /// What one binary links, as binutils and the loader say.
+    struct Linked {
+        /// readelf -d's NEEDED entries ("Shared library: [libX.so.N]").
+        var needed: [String]
+        /// ldd's lines: every library the loader would map.
+        var closure: [String]
+        /// The names in readelf -Ws --wide's tables (.dynsym and .symtab), version suffixes left on.
+        var symbols: [String]
+
+        /// Libraries of `needed` and `closure` that are SQLite.
+        var sqliteLibraries: [String] { (needed + closure).filter { $0.contains("libsqlite3") } }
+        /// Symbols of GRDB's module (Swift mangles module GRDB as `4GRDB` after `$s`).
+        var grdbSymbols: [String] { symbols.filter { $0.contains("$s4GRDB") } }
+        /// SQLite's C API, defined here or wanted from a library.
+        var sqliteSymbols: [String] { symbols.filter { $0.hasPrefix("sqlite3_") } }
+    }
+
+    func linked(_ program: String) throws -> Linked {
+        let readelf = try XCTUnwrap(Tools.find("readelf"), "binutils' readelf is needed")
+        let ldd = try XCTUnwrap(Tools.find("ldd"), "ldd is needed")
+        let needed = try Tools.output(readelf, ["-d", program]).split(separator: "\n").filter { $0.contains("(NEEDED)") }.map(String.init)
+        let closure = try Tools.output(ldd, [program]).split(separator: "\n").map(String.init)
+        // "Num: Value Size Type Bind Vis Ndx Name": the name is the eighth field (--wide: never cut).
+        let symbols = try Tools.output(readelf, ["-Ws", "--wide", program]).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return fields.count >= 8 && fields[0].hasSuffix(":") ? String(fields[7]) : nil
+        }
+        return Linked(needed: needed, closure: closure, symbols: symbols)
+    }
+
+    /// No libsqlite3 needed, no GRDB or SQLite symbol; and `module`'s own symbols are there (the
+    /// tables were read, and the program is the one meant).
+    func assertNoSQLiteNorGRDB(_ program: String, holding module: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let linked = try linked(program)
+        XCTAssertTrue(linked.needed.contains { $0.contains("libswiftCore") }, "readelf -d listed no libswiftCore: \(linked.needed)",
+                      file: file, line: line)
+        XCTAssertTrue(linked.symbols.contains { $0.hasPrefix("$s\(module.count)\(module)") }, "no symbol of \(module) in \(program)",
+                      file: file, line: line)
+        XCTAssertEqual(linked.sqliteLibraries, [], "\(program) needs SQLite", file: file, line: line)
+        XCTAssertEqual(Array(linked.grdbSymbols.prefix(5)), [], "\(program) holds GRDB (\(linked.grdbSymbols.count) symbols)", file: file, line: line)
+        XCTAssertEqual(Array(linked.sqliteSymbols.prefix(5)), [], "\(program) holds or wants SQLite's API", file: file, line: line)
+    }
+
+    func testTheSentryOnlyProgramNeedsNoSQLiteAndHoldsNoGRDB() throws {
+        try assertNoSQLiteNorGRDB(sentryOnly, holding: "CrashReporter")
+    }
+
+    func testTheCrashUploaderNeedsNoSQLiteAndHoldsNoGRDB() throws {
+        try assertNoSQLiteNorGRDB(uploader, holding: "CrashReporter")
+    }
+
+    /// The contrary on a program that links the analytics: the same checks find SQLite and GRDB
+    /// there, so their silence on the two above is not a blind spot.
+    func testTheHarnessWhichLinksTheAnalyticsNeedsSQLiteAndHoldsGRDB() throws {
+        let linked = try linked(BuiltProducts.harness)
+        XCTAssertTrue(linked.needed.contains { $0.contains("libsqlite3") }, "readelf -d: \(linked.needed)")
+        XCTAssertTrue(linked.closure.contains { $0.contains("libsqlite3") }, "ldd: \(linked.closure)")
+        XCTAssertFalse(linked.grdbSymbols.isEmpty, "no $s4GRDB symbol in crash-harness")
+        XCTAssertTrue(linked.sqliteSymbols.contains { $0.hasPrefix("sqlite3_open") }, "no sqlite3_open* symbol in crash-harness")
+    }
+
+    func testTheSentryOnlyProgramStartsReportsAndExitsWithoutLoadingSQLite() throws {
+        let directory = try Scratch.directory("sentry-only")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var environment = Harness.environment
+        environment["LD_DEBUG"] = "files"
+        // Port 9 (discard) on loopback: closed; with nothing pending nothing is sent there anyway.
+        let child = try ChildProcess.run(sentryOnly, [directory + "/records", "http://k@127.0.0.1:9/1"], environment: environment,
+                                         stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 60)
+        let stdout = try String(contentsOfFile: directory + "/stdout", encoding: .utf8)
+        let loaderLog = try String(contentsOfFile: directory + "/stderr", encoding: .utf8)
+        XCTAssertEqual(child.ending, .exited(0), "stdout: \(stdout)")
+        XCTAssertEqual(stdout, "started: installed sentry: on delivered: 0 errors: 0\n")
+        // The loader's account of every object it opened, at exec and by dlopen.
+        let opened = loaderLog.split(separator: "\n").filter { $0.contains("file=") }
+        XCTAssertTrue(opened.contains { $0.contains("libswiftCore") }, "LD_DEBUG=files showed nothing: \(loaderLog.prefix(500))")
+        XCTAssertEqual(opened.filter { $0.contains("libsqlite3") }, [])
+    }
+}
