@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a program crashes under CrashCapture, crash-inspect reads what it left, the next
 # launch turns the records into AppCrashed + $AppEnd events and uploads them to a loopback server;
-# then Sentry alone: a crash delivered to a loopback Sentry by the next launch.
+# then Sentry alone: a crash delivered to a loopback Sentry by the next launch; then runs: how each
+# run ended (exit, SIGKILL, crash), told by the launch after it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -66,7 +67,23 @@ sentry_records="$demo/sentry-only/records"
 set +e; "$bin/crash-harness" run null-dereference --dir "$sentry_records" 2>/dev/null; status=$?; set -e
 died $status
 "$bin/crash-harness" deliver --records "$sentry_records" --sentry-dsn "http://demo@127.0.0.1:$(cat "$demo/port")/1" > "$demo/deliver.json"
-echo "   left in $demo/sentry-only: $(ls -A "$demo/sentry-only" | tr '\n' ' ')(records: $(ls -A "$sentry_records" | wc -l))"
+echo "   left in $demo/sentry-only: $(ls -A "$demo/sentry-only" | tr '\n' ' ')(records: $(ls -A "$sentry_records" | grep -c '\.ccrec' || true))"
+
+echo
+echo "== Runs: each launch tells how the runs before it ended (a marker per run beside the records)"
+runs="$demo/runs/records"
+told() { python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print("   told by", sys.argv[2] + ":", ", ".join(x["runID"] + " " + x["end"] for x in r["runsEnded"]) or "nothing", "| still running:", r["runsRunning"])' "$1" "$2"; }
+"$bin/crash-harness" deliver --records "$runs" --run-id exits-normally --end exit > "$demo/run1.json"
+"$bin/crash-harness" deliver --records "$runs" --run-id gets-sigkill --end hold --ready-file "$demo/run2.ready" > "$demo/run2.json" &
+held=$!
+for _ in $(seq 600); do [ -e "$demo/run2.ready" ] && break; sleep 0.05; done
+kill -9 "$held"; wait "$held" 2>/dev/null || true
+set +e; "$bin/crash-harness" deliver --records "$runs" --run-id crashes --crash > "$demo/run3.json" 2>/dev/null; status=$?; set -e
+died $status
+"$bin/crash-harness" deliver --records "$runs" --run-id next > "$demo/run4.json"
+told "$demo/run2.json" gets-sigkill
+told "$demo/run3.json" crashes
+told "$demo/run4.json" next
 
 echo
 echo "== crash-harness verify: scenarios run as child processes, each record checked"

@@ -3,7 +3,8 @@
 // libsqlite3 and hold no GRDB — by their ELF dependencies (readelf -d), their closure (ldd) and
 // their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
 // (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
-// the loader ever opening libsqlite3.
+// the loader ever opening libsqlite3. Neither needs full Foundation and ICU either (the reporter's
+// modules use FoundationEssentials), where crash-harness does.
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -24,6 +25,10 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
 
         /// Libraries of `needed` and `closure` that are SQLite.
         var sqliteLibraries: [String] { (needed + closure).filter { $0.contains("libsqlite3") } }
+        /// Libraries of `needed` and `closure` that are full Foundation or ICU (not FoundationEssentials).
+        var foundationLibraries: [String] {
+            (needed + closure).filter { $0.contains("libFoundation.so") || $0.contains("FoundationInternationalization") || $0.contains("ICU") }
+        }
         /// Symbols of GRDB's module (Swift mangles module GRDB as `4GRDB` after `$s`).
         var grdbSymbols: [String] { symbols.filter { $0.contains("$s4GRDB") } }
         /// SQLite's C API, defined here or wanted from a library.
@@ -54,6 +59,7 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         XCTAssertEqual(linked.sqliteLibraries, [], "\(program) needs SQLite", file: file, line: line)
         XCTAssertEqual(Array(linked.grdbSymbols.prefix(5)), [], "\(program) holds GRDB (\(linked.grdbSymbols.count) symbols)", file: file, line: line)
         XCTAssertEqual(Array(linked.sqliteSymbols.prefix(5)), [], "\(program) holds or wants SQLite's API", file: file, line: line)
+        XCTAssertEqual(linked.foundationLibraries, [], "\(program) needs full Foundation or ICU", file: file, line: line)
     }
 
     func testTheSentryOnlyProgramNeedsNoSQLiteAndHoldsNoGRDB() throws {
@@ -72,6 +78,7 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         XCTAssertTrue(linked.closure.contains { $0.contains("libsqlite3") }, "ldd: \(linked.closure)")
         XCTAssertFalse(linked.grdbSymbols.isEmpty, "no $s4GRDB symbol in crash-harness")
         XCTAssertTrue(linked.sqliteSymbols.contains { $0.hasPrefix("sqlite3_open") }, "no sqlite3_open* symbol in crash-harness")
+        XCTAssertFalse(linked.foundationLibraries.isEmpty, "crash-harness (Foundation) shows no libFoundation: \(linked.needed)")
     }
 
     func testTheSentryOnlyProgramStartsReportsAndExitsWithoutLoadingSQLite() throws {
@@ -90,5 +97,6 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         let opened = loaderLog.split(separator: "\n").filter { $0.contains("file=") }
         XCTAssertTrue(opened.contains { $0.contains("libswiftCore") }, "LD_DEBUG=files showed nothing: \(loaderLog.prefix(500))")
         XCTAssertEqual(opened.filter { $0.contains("libsqlite3") }, [])
+        XCTAssertEqual(opened.filter { $0.contains("libFoundation.so") || $0.contains("ICU") }, [])
     }
 }
