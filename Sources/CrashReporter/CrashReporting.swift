@@ -46,7 +46,7 @@ public final class CrashReporting: Sendable {
         /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
         /// `before_send`: return it changed or as is, or nil to drop it (the record is then
         /// acknowledged as delivered). What it returns must be a JSON object with the same
-        /// `event_id`, else the record is given up (counted `sentry_quarantined`). With a hook,
+        /// `event_id`, else the record is given up (in the Sentry sink's report as quarantined). With a hook,
         /// crash-time upload is off (the hook runs only in the app).
         public var sentryBeforeSend: (@Sendable (String) -> String?)?
         /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.

@@ -93,8 +93,8 @@ package enum CrashTimeUpload {
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
         let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)
-        // The run crashed, and its marker says so: the record may be gone (Sentry was its only
-        // sink) before the next launch could see it. (No marker yet — a crash during the launch
+        // The run crashed, and its marker says so now, whether or not Sentry takes the record:
+        // the record may be gone (Sentry was its only sink) before the next launch could see it. (No marker yet — a crash during the launch
         // — or one claimed already: the next launch has the record, or the claim, to go by.)
         if let run = inbox.recordRuns.first(where: { $0.value == name })?.key {
             try? RunLedger(recordDirectory: directory).end(runID: run, .crashed(record: name))

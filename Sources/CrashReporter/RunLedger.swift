@@ -173,7 +173,7 @@ package final class RunLedger: Sendable {
     }
 
     /// Rewrites the marker of `runID` with its end (at exit: `.exited`; the crash-time uploader:
-    /// `.crashed(record:)` once the record is sent). Atomic: a reader sees the marker before or
+    /// `.crashed(record:)` once its pass has taken the record). Atomic: a reader sees the marker before or
     /// after, never half of it. No Foundation, a few system calls: fit for atexit.
     /// - Throws: ``RunLedgerError/invalidRunID(_:)``; ``RunLedgerError/system(call:path:errno:)``
     ///   (ENOENT when there is no such marker: never begun, or already claimed by a later launch);

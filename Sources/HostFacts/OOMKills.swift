@@ -1,17 +1,19 @@
 // OOMKills.swift — whether the kernel's OOM killer ended a dead run: the `oom_kill` counter of the
-// run's memory cgroup, read at start and at every marker refresh, compared at the next launch.
+// run's memory cgroup, read at start and again while the run lives, compared at the next launch.
 //
 // A SIGKILL runs no handler, so nothing in the dying process can say who sent it. The kernel
 // counts, per memory cgroup, the processes its OOM killer killed there (the victim's own cgroup
 // counts it, whether the limit hit was that cgroup's, an ancestor's or the whole machine's):
 // cgroup v2 `memory.events.local` (Linux ≥ 5.2; `memory.events`, hierarchical, before that) and
-// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The tracker (and the
-// reporter's run ledger, which reads it at start only) finds its counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where its
-// hierarchy is mounted) and keeps the last reading in its run marker (path, inode, count). A dead
-// run is an OOM kill when the same file (same path and inode: the same cgroup, not one recreated
-// at that path; same boot) now counts more kills than the marker's last reading.
+// cgroup v1 `memory.oom_control` (Linux ≥ 4.13), each a line `oom_kill N`. The reporter finds the
+// run's counter file once at start (/proc/self/cgroup names the cgroup, /proc/self/mountinfo where
+// its hierarchy is mounted) and keeps the last reading in the run's marker (RunLedger: path,
+// inode, count), read again every 2 s and written when it changed. A dead run is an OOM kill
+// when the same file (same path and inode: the same cgroup, not one recreated at that path; same
+// boot) now counts more kills than the marker's last reading. (The analytics store's older run
+// rows hold a reading too, from before the reporter kept runs: they are judged the same way.)
 //
-// Reading at every refresh, not only at start, keeps a kill of another process in the same
+// Reading while the run lives, not only at start, keeps a kill of another process in the same
 // cgroup earlier in the run from being blamed on this run's death. What remains (docs/tracking.md):
 // another process of the cgroup killed between the last refresh and the next launch makes a
 // plain SIGKILL look like `oom`; a cgroup removed before the next launch (a container restarted

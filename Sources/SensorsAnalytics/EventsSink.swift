@@ -1,8 +1,9 @@
 // EventsSink.swift — the Sensors events sink: on the next launch, crash records become events.
 //
-// The inbox (RecordInbox) hands it each record; the file is deleted once every sink has it. The
-// markers of runs that died with neither a `$AppEnd` nor a record are the Tracker's own business
-// (it reports them as abnormal ends at its launch, after this sink has claimed the crashed runs).
+// The inbox (RecordInbox) hands it each record; the file is deleted once every sink has it. Runs
+// that died with neither a `$AppEnd` nor a record are told by the reporter after the records
+// (SensorsAnalytics.takeRuns: an abnormal or `oom` `$AppEnd` from the store's row of the run),
+// after this sink has claimed the crashed runs' rows.
 import CrashRecordFormat
 import CrashReporter
 import HostFacts

@@ -49,8 +49,9 @@ public final class Tracker: @unchecked Sendable {
         /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
         /// the tracker shuts down by itself: it stores a normal `$AppEnd` and stores and uploads
         /// for at most this long (at least half a second), so exit is delayed that long at most.
-        /// Without it the next launch would report the run as an abnormal end. `nil` turns the
-        /// exit hook off.
+        /// Without it the `$AppEnd` is made at the next launch from the reporter's run marker
+        /// (`normal`, as the run exited), or `abnormal` for a tracker without a reporter. `nil`
+        /// turns the exit hook off.
         public var shutdownAtExit: Duration? = .seconds(1)
 
         package init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
