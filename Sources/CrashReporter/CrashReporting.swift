@@ -16,7 +16,7 @@ import Glibc
 /// let reporting = CrashReporting.start(recordDirectory: "/var/lib/myapp/crashes", appName: "myapp",
 ///                                      appVersion: "1.4.2", sentryDSN: "https://<key>@o1.ingest.sentry.io/42")
 /// ```
-/// The reporter owns the launch: one thread takes every sink through it (``ReportingSink``),
+/// The reporter owns the launch: one thread takes every sink through it (``CrashRecordSink``'s hooks),
 /// so a program's start never waits on the disk or the network.
 public final class CrashReporting: Sendable {
     /// Where things live and where records go.
@@ -52,7 +52,7 @@ public final class CrashReporting: Sendable {
         /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
         package var sentryEnvelope: SentryEnvelopeMaker?
         /// More destinations for the records (each with its own ``RecordSinkID``). A
-        /// ``ReportingSink`` among them also takes part in the launch and the end of the run.
+        /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
         /// Sends a crash to Sentry at crash time, not only at the next launch (README,
         /// "Containers"): once the record is written, the handler starts this executable, which
@@ -137,7 +137,7 @@ public final class CrashReporting: Sendable {
     public var launchReport: LaunchReport { launched.wait() }
 
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
-    /// returns at once. The launch takes every sink through its phases (``ReportingSink``):
+    /// returns at once. The launch takes every sink through its phases (``CrashRecordSink``'s hooks):
     /// each prepares, the inbox offers every record of earlier runs to every sink that lacks it,
     /// each finishes. A sink that cannot take records this launch keeps them for the next.
     public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
@@ -178,10 +178,9 @@ public final class CrashReporting: Sendable {
         sentryDSNError = dsnError
         let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
         self.sinks = sinks
-        let participants = sinks.compactMap { $0 as? any ReportingSink }
         // Before capture: a crash from here on finds each sink knowing its run (the analytics
         // publishes the crash `$AppEnd` for this run id).
-        for sink in participants { sink.attach(to: run) }
+        for sink in sinks { sink.attach(to: run) }
         if configuration.captureCrashes {
             var capture = captureConfiguration
             if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
@@ -233,13 +232,12 @@ public final class CrashReporting: Sendable {
         }
     }
 
-    /// The launch's phases over `sinks` (see ``ReportingSink``), on the caller's thread: with a
+    /// The launch's phases over `sinks` (LaunchPhases.swift), on the caller's thread: with a
     /// ledger, the runs that ended (but `excluding`) are classified and handed out after the records.
     package static func launch(in directory: String, sinks: [any CrashRecordSink], ledger: RunLedger? = nil, excluding runID: String = "",
                                limits: RecordDirectoryLimits = .standard) -> LaunchReport {
-        let participants = sinks.compactMap { $0 as? any ReportingSink }
         var unavailable: [RecordSinkID: String] = [:]
-        for sink in participants {
+        for sink in sinks {
             if let reason = sink.prepareLaunch() { unavailable[sink.id] = reason }
         }
         let offered: [any CrashRecordSink] = sinks.map { sink in
@@ -254,7 +252,7 @@ public final class CrashReporting: Sendable {
             report.errors += runs.errors
             if !runs.outcomes.isEmpty {
                 var taken = true
-                for sink in participants where !sink.takeRuns(runs.outcomes) {
+                for sink in sinks where !sink.takeRuns(runs.outcomes) {
                     taken = false
                     report.errors.append("runs: \(sink.id): kept for the next launch")
                 }
@@ -262,7 +260,7 @@ public final class CrashReporting: Sendable {
                 if taken { ledger.finish(runs.outcomes) }
             }
         }
-        for sink in participants { sink.finishLaunch() }
+        for sink in sinks { sink.finishLaunch() }
         return report
     }
 
@@ -290,13 +288,13 @@ public final class CrashReporting: Sendable {
     }
 
     /// Ends the run for every sink within `timeout` (default 3 s): what the Sentry sink has not
-    /// sent by then it sends next launch; each ``ReportingSink`` gets the same deadline (the
+    /// sent by then it sends next launch; every other sink gets the same deadline (the
     /// analytics stores `$AppEnd` and uploads).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
         let deadline = SuspendingClock.now.advanced(by: timeout ?? .seconds(3))
         var finished = true
-        for sink in sinks.compactMap({ $0 as? any ReportingSink }) where !sink.shutdown(deadline: deadline) { finished = false }
+        for sink in sinks where !sink.shutdown(deadline: deadline) { finished = false }
         // After the sinks: what they stored of the run's end is there when the marker says it ended.
         endRun(deadline: deadline)
         var sent = true

@@ -92,13 +92,34 @@ public final class SinkReceipt: Sendable {
 }
 
 /// A destination for crash records: the inbox offers it every record it does not have yet,
-/// oldest first, on the reporter's thread (return quickly; send on a thread of your own and
-/// return `.accepted` if delivering takes long).
+/// oldest first, on the reporter's launch thread (return quickly; send on a thread of your own
+/// and return `.accepted` if delivering takes long). A sink also takes part in the reporter's
+/// launch — prepare, the records, the runs that ended, finish — and in the end of the run, where
+/// it has something to do there (``attach(to:)``, ``prepareLaunch()``, ``takeRuns(_:)``,
+/// ``finishLaunch()``, ``shutdown(deadline:)``; each does nothing by default).
 public protocol CrashRecordSink: Sendable {
     /// Its name in the acknowledgments (unique among the configured sinks).
     var id: RecordSinkID { get }
     /// Takes `record`. `.accepted` promises a later `receipt.acknowledge()`.
     func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult
+
+    // The reporter's launch and the end of the run (LaunchPhases.swift); each does nothing by default.
+
+    /// In ``CrashReporting/start(_:)``, on the caller's thread, before capture is installed: what
+    /// the run is. Return at once: no disk, no network.
+    func attach(to run: ReportingRun)
+    /// The launch's first phase, on the launch thread: open what taking records needs. Return
+    /// why the sink cannot take records this launch, or `nil`; records then wait for it.
+    func prepareLaunch() -> String?
+    /// After the records: the earlier runs of the app that ended since the last launch, each with
+    /// how it ended. Return `false` when the sink could not take them now: they are then handed
+    /// out again by a later launch (to every sink: a sink tells a run it has by its ``EndedRun/runID``).
+    func takeRuns(_ runs: [EndedRun]) -> Bool
+    /// The launch's last phase, after every record and run was offered.
+    func finishLaunch()
+    /// The run ends (``CrashReporting/shutdown(timeout:)``): hand on what is pending, by
+    /// `deadline` at the latest. Returns whether everything was.
+    func shutdown(deadline: SuspendingClock.Instant) -> Bool
 }
 
 /// The record directory and the sinks its records go to (see the file comment).

@@ -74,7 +74,7 @@ public enum RunEnd: Sendable, Equatable {
     case killed(oom: Bool)
 }
 
-/// One finished run of the app, as a later launch hands it to every ``ReportingSink``.
+/// One finished run of the app, as a later launch hands it to every sink (``CrashRecordSink/takeRuns(_:)``).
 public struct EndedRun: Sendable, Equatable {
     package var start: RunStart
     /// How it ended.

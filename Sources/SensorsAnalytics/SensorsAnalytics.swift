@@ -1,6 +1,6 @@
 // SensorsAnalytics.swift — the Sensors analytics as one sink of CrashReporting.
 //
-// The reporter owns the launch; the analytics takes part in it like any ReportingSink:
+// The reporter owns the launch; the analytics takes part in it through a sink's launch hooks:
 //   attach   — the tracker is made for the reporter's run (its run id is the one capture writes
 //              into a record) and the crash `$AppEnd` publisher is connected to it;
 //   prepare  — the tracker loads its identity and super properties from the store and publishes
@@ -35,7 +35,7 @@ extension RecordSinkID {
 /// let reporting = CrashReporting.start(configuration)
 /// analytics.tracker?.track("Checkout", properties: ["items": .int(3)])
 /// ```
-public final class SensorsAnalytics: ReportingSink {
+public final class SensorsAnalytics: CrashRecordSink {
     /// What the analytics did at the launch.
     public struct LaunchReport: Sendable, Equatable {
         /// Records whose `AppCrashed` (+ `$AppEnd`) the store now has.

@@ -214,9 +214,12 @@ var seedCount = 0
     sample.initMicroseconds = values["init_us"].flatMap(Double.init)
     sample.objects = values["objects"].flatMap(Int.init)
     if case .shared(let path) = row.directory, row.program == "reporter" || row.program == "analytics" {
-        // Nothing pending for the next run: no record, no run left without its $AppEnd.
-        let records = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? []
+        // Nothing pending for the next run: no record, and no run left without its end (the run
+        // markers: this run's, ended; the next launch tells it and deletes it).
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? []).filter { $0 != "runs" }
         guard records.isEmpty else { fail("\(row.label): \(path)/records is not empty: \(records)") }
+        let runs = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records/runs")) ?? []
+        guard runs.count <= 1, runs.allSatisfy({ $0.hasSuffix(".run") }) else { fail("\(row.label): runs not told: \(runs)") }
     }
     return sample
 }

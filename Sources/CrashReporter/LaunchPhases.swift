@@ -1,0 +1,39 @@
+// LaunchPhases.swift — how every sink takes part in the reporter's launch and in the end of the run.
+//
+// CrashReporting owns the launch: one thread takes every sink through the same phases, in order.
+//   1. prepare   — each sink opens what taking records needs (a store, say); one that
+//                  cannot says why, and its records wait for the next launch.
+//   2. records   — the inbox pass: every record to every sink that lacks it (RecordInbox).
+//   3. runs      — the earlier runs that ended since (RunLedger: exited, crashed, killed, OOM),
+//                  each handed to every sink once.
+//   4. finish    — each sink completes its own launch (the analytics' `$AppStart`).
+// At the end of the run (`shutdown`, or the exit hook) each gets the same deadline. Data flows one
+// way: a sink is told; it never calls back into the reporter that hosts it. The hooks are
+// requirements of CrashRecordSink with defaults that do nothing (not a second protocol: finding
+// out at run time whether a sink conforms to one would cost the launch a conformance scan).
+
+/// What a sink learns of the run it reports for when ``CrashReporting`` starts.
+public struct ReportingRun: Sendable, Equatable {
+    /// This run's id: the one capture writes into a crash record, and the run marker's name.
+    public let runID: String
+    public let appName: String
+    public let appVersion: String
+    /// Where capture writes this app's records.
+    public let recordDirectory: String
+}
+
+/// The launch and end-of-run hooks do nothing unless a sink has something to do in them.
+extension CrashRecordSink {
+    public func attach(to run: ReportingRun) {}
+    public func prepareLaunch() -> String? { nil }
+    public func takeRuns(_ runs: [EndedRun]) -> Bool { true }
+    public func finishLaunch() {}
+    public func shutdown(deadline: SuspendingClock.Instant) -> Bool { true }
+}
+
+/// A configured sink that cannot take records this launch: they stay for it.
+struct UnavailableSink: CrashRecordSink {
+    let id: RecordSinkID
+    let reason: String
+    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
+}
