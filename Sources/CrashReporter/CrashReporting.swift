@@ -128,7 +128,7 @@ public final class CrashReporting: Sendable {
     /// When this run started (the call to ``start(_:)``), and whether its marker was written
     /// (set by the launch thread) and its end (once).
     private let started: (wall: Int64, monotonic: Int64)
-    private let marker = Latch<Bool>()
+    private let marker = Latch<RunStart?>()
     private let ended = Mutex(false)
     /// Reads this run's OOM-kill counter again while it runs (when it has one).
     private let oomWatch = OOMKillWatch()
@@ -216,14 +216,15 @@ public final class CrashReporting: Sendable {
             do {
                 try Directory.create(run.recordDirectory)
                 let counter = OOMKillCounter.locate()
-                try ledger.begin(RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
-                                          startMonotonicNanoseconds: started.monotonic, appName: run.appName,
-                                          appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read)))
-                marker.open(true)
+                let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
+                                     startMonotonicNanoseconds: started.monotonic, appName: run.appName,
+                                     appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read))
+                try ledger.begin(start)
+                marker.open(start)
                 if let counter { oomWatch.start(counter: counter, ledger: ledger, runID: run.runID) }
             } catch {
                 markerError = "this run's marker: \(error)"
-                marker.open(false)
+                marker.open(nil)
             }
             var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
             if let markerError { report.errors.append(markerError) }
@@ -269,9 +270,9 @@ public final class CrashReporting: Sendable {
     func endRun(deadline: SuspendingClock.Instant) {
         guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
         oomWatch.stop()
-        guard marker.wait(until: deadline) == true else { return }
+        guard case let start?? = marker.wait(until: deadline) else { return }
         let now = Clock.monotonicNanoseconds()
-        try? ledger.end(runID: run.runID, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
+        try? ledger.end(start, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
     }
 
     /// One inbox pass over `directory`: every record to every sink that lacks it.

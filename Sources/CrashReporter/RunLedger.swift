@@ -188,6 +188,13 @@ package final class RunLedger: Sendable {
         }
     }
 
+    /// The run's own end, written from the start it began with (no read: it runs at exit): the
+    /// marker of `start.runID` replaced by `start` and `end`.
+    package func end(_ start: RunStart, _ end: RunEnd) throws {
+        guard Self.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
+        try write(Self.render(start, end: end), runID: start.runID)
+    }
+
     /// Rewrites the running `runID`'s OOM-kill reading (its memory cgroup's counter read again):
     /// a kill of another process of the cgroup earlier in the run is then not blamed on this
     /// run's death. A marker that has an end, or none, is left as it is.

@@ -73,8 +73,11 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
         else { return nil }
         publicKey = String(key)
         projectID = project
-        envelopeAddress = "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "") + "/"
-            + (parts + ["api", project, "envelope"]).joined(separator: "/") + "/"
+        // Appended by hand: the first `joined(separator:)` in a process costs ≈ 0.3 ms of
+        // generic-metadata work in the runtime, on the caller's thread in `start`.
+        var address = "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "") + "/"
+        for part in parts { address += part + "/" }
+        envelopeAddress = address + "api/" + project + "/envelope/"
     }
 
     /// ``envelopeAddress`` as a URL (made when sending, on the sink's thread).
