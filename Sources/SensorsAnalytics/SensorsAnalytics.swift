@@ -165,9 +165,6 @@ public final class SensorsAnalytics: CrashRecordSink {
         state.withLock { $0.shutdown = result }
         return result.stored && (endpoint == nil || result.uploaded)
     }
-
-    /// The store's path.
-    public var path: String { storePath }
 }
 
 extension CrashReporting {
