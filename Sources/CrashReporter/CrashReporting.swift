@@ -2,6 +2,7 @@
 public import CrashCapture
 import HostFacts
 import HTTPExchange
+import CrashSentry
 import Synchronization
 import Dispatch
 #if canImport(Glibc)
@@ -31,6 +32,13 @@ public final class CrashReporting: Sendable {
         /// ``CrashHandler/Configuration/maxRecords``, ``CrashHandler/Configuration/maxRecordBytes``)
         /// before it starts. The inbox keeps the directory under the same bounds.
         public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
+        /// The environment this run's events and session are filed under in Sentry. Defaults to
+        /// `SENTRY_ENVIRONMENT`, else `production` (Sentry's own default).
+        public var sentryEnvironment: String = Self.environmentVariable("SENTRY_ENVIRONMENT") ?? "production"
+        /// The release (default `SENTRY_RELEASE`, else `<appName>@<appVersion>`).
+        public var sentryRelease: String? = Self.environmentVariable("SENTRY_RELEASE")
+        /// The release's build (default `SENTRY_DIST`).
+        public var sentryDist: String? = Self.environmentVariable("SENTRY_DIST")
         /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
         /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
         /// reported in ``CrashReporting/sentryDSNError``.
@@ -61,6 +69,11 @@ public final class CrashReporting: Sendable {
         /// directory. Only with a Sentry DSN and capture on. An uploader that is not there is
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
+
+        /// A variable of the environment, nil when unset or empty (getenv: see ``sentryDSN``).
+        static func environmentVariable(_ name: String) -> String? {
+            getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
 
         /// Records in `recordDirectory`, sent to Sentry when `SENTRY_DSN` is set, and to ``sinks``.
         public init(recordDirectory: String, appName: String, appVersion: String) {
@@ -163,13 +176,18 @@ public final class CrashReporting: Sendable {
                                recordDirectory: configuration.recordDirectory)
         self.run = run
         let limits = RecordDirectoryLimits(maxRecords: captureConfiguration.maxRecords, maxBytes: captureConfiguration.maxRecordBytes)
+        let release = configuration.sentryRelease ?? "\(configuration.appName)@\(configuration.appVersion)"
         var sentry: SentrySink?
         var dsnError: String?
         if let (text, parsed) = dsn {
             if let dsn = parsed {
                 let envelope = configuration.sentryEnvelope
                     ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend)
-                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope)
+                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope,
+                                    facts: SentryRunFacts(release: release, environment: configuration.sentryEnvironment,
+                                                          dist: configuration.sentryDist,
+                                                          serverName: configuration.sentryData.hostDetails ? HostName.current() : nil),
+                                    appVersion: configuration.appVersion, recordDirectory: configuration.recordDirectory)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }
@@ -209,6 +227,7 @@ public final class CrashReporting: Sendable {
         }
         let uploaderNote = uploaderError
         let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, oomWatch = self.oomWatch
+        let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
         RunEndHook.register(self)
         OSThread.start(name: "CrashReporter.launch") {
             // This run's marker first: from here on the next launch can tell how this run ended.
@@ -218,7 +237,8 @@ public final class CrashReporting: Sendable {
                 let counter = OOMKillCounter.locate()
                 let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
                                      startMonotonicNanoseconds: started.monotonic, appName: run.appName,
-                                     appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read))
+                                     appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read),
+                                     release: release, environment: environment, dist: dist)
                 try ledger.begin(start)
                 marker.open(start)
                 if let counter { oomWatch.start(counter: counter, ledger: ledger, runID: run.runID) }
@@ -273,6 +293,15 @@ public final class CrashReporting: Sendable {
         guard case let start?? = marker.wait(until: deadline) else { return }
         let now = Clock.monotonicNanoseconds()
         try? ledger.end(start, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
+    }
+
+    /// A normal exit without ``shutdown(timeout:)``: what the Sentry sink is sending (a record,
+    /// a session) gets until `deadline` to arrive rather than being cut off mid-request (a
+    /// session cut off would be sent again by the next launch, and counted twice); then the
+    /// run's end. Nothing queued, nothing waits.
+    func endAtExit(deadline: SuspendingClock.Instant) {
+        _ = sentry?.finish(deadline: deadline)
+        endRun(deadline: deadline)
     }
 
     /// One inbox pass over `directory`: every record to every sink that lacks it.
@@ -349,8 +378,8 @@ package final class Latch<Value: Sendable>: @unchecked Sendable {
 }
 
 /// Ends, at a normal process exit (`exit`, a return from `main`), the run of every reporter that
-/// did not shut down: its marker says `exited`, so the next launch does not take the run for a
-/// killed one. One `atexit` handler for the process; reporters are held weakly. A child that
+/// did not shut down: what its Sentry sink is sending gets a second to arrive, and its marker
+/// says `exited`, so the next launch does not take the run for a killed one. One `atexit` handler for the process; reporters are held weakly. A child that
 /// `fork`ed and exits ends nothing: the run is its parent's.
 enum RunEndHook {
     private struct Entry: Sendable {
@@ -380,7 +409,7 @@ enum RunEndHook {
         }
         // Bounded: the launch thread writes the marker within milliseconds of start.
         let deadline = SuspendingClock.now.advanced(by: .seconds(1))
-        for reporting in reporters { reporting.endRun(deadline: deadline) }
+        for reporting in reporters { reporting.endAtExit(deadline: deadline) }
     }
 }
 

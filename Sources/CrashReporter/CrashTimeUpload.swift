@@ -10,6 +10,8 @@
 // stays with `<record>.sentry.ack` beside it, and the next launch gives it to those sinks only.
 // A record the uploader could not send stays for the next launch, as without it.
 package import CrashCapture
+import CrashSentry
+import HostFacts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -89,13 +91,18 @@ package enum CrashTimeUpload {
                              limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
                              data: CrashDataPolicy = CrashDataPolicy()) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
-        let sentry = SentrySink(dsn: dsn, policy: policy, data: data)
+        // The run's release, environment and dist are its marker's (the sink reads them); the
+        // host is this one, the crashed process's.
+        let facts = SentryRunFacts(release: nil, environment: CrashReporting.Configuration.environmentVariable("SENTRY_ENVIRONMENT") ?? "production",
+                                   dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
+        let sentry = SentrySink(dsn: dsn, policy: policy, data: data, facts: facts, recordDirectory: directory)
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
         let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)
         // The run crashed, and its marker says so now, whether or not Sentry takes the record:
-        // the record may be gone (Sentry was its only sink) before the next launch could see it. (No marker yet — a crash during the launch
-        // — or one claimed already: the next launch has the record, or the claim, to go by.)
+        // the record may be gone (Sentry was its only sink) before the next launch could see it.
+        // (No marker yet — a crash during the launch — or one claimed already: the next launch
+        // has the record, or the claim, to go by.)
         if let run = inbox.recordRuns.first(where: { $0.value == name })?.key {
             try? RunLedger(recordDirectory: directory).end(runID: run, .crashed(record: name))
         }

@@ -43,9 +43,15 @@ package struct RunStart: Sendable, Equatable {
     package var appVersion: String
     /// The run's memory cgroup OOM-kill counter at start (``OOMKillCounter``); nil when none can be read.
     package var oomKills: OOMKillReading?
+    /// What the run's events and session are filed under, as the run had them (a later launch
+    /// may be another release): its release, environment and the release's build.
+    package var release: String?
+    package var environment: String?
+    package var dist: String?
 
     package init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
-                 appName: String, appVersion: String, oomKills: OOMKillReading?) {
+                 appName: String, appVersion: String, oomKills: OOMKillReading?,
+                 release: String? = nil, environment: String? = nil, dist: String? = nil) {
         self.runID = runID
         self.process = process
         self.startWallMilliseconds = startWallMilliseconds
@@ -53,6 +59,9 @@ package struct RunStart: Sendable, Equatable {
         self.appName = appName
         self.appVersion = appVersion
         self.oomKills = oomKills
+        self.release = release
+        self.environment = environment
+        self.dist = dist
     }
 
     /// This process's run, started now, with its memory cgroup's counter read now.
@@ -193,6 +202,18 @@ package final class RunLedger: Sendable {
     package func end(_ start: RunStart, _ end: RunEnd) throws {
         guard Self.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
         try write(Self.render(start, end: end), runID: start.runID)
+    }
+
+    /// How the run `runID` started, from its marker or a claim of it; nil when the ledger has
+    /// neither (never begun, told and deleted, or unreadable).
+    package func start(of runID: String) -> RunStart? {
+        guard Self.isValidRunID(runID) else { return nil }
+        if case .success(let marker) = Self.readMarker(directory + "/" + runID + ".run", runID: runID) { return marker.start }
+        guard case .success(let entries) = list() else { return nil }
+        for entry in entries where entry.runID == runID {
+            if case .claim = entry.kind, case .success(let marker) = Self.readMarker(path(entry.name), runID: runID) { return marker.start }
+        }
+        return nil
     }
 
     /// Rewrites the running `runID`'s OOM-kill reading (its memory cgroup's counter read again):
@@ -506,6 +527,9 @@ package final class RunLedger: Sendable {
         if let oom = start.oomKills {
             lines += ["oom_path=\(escape(oom.path))", "oom_inode=\(oom.inode)", "oom_kills=\(oom.kills)"]
         }
+        for (key, value) in [("release", start.release), ("environment", start.environment), ("dist", start.dist)] {
+            if let value { lines.append("\(key)=\(escape(value))") }
+        }
         switch end {
         case nil: break
         case .exited(let wall, let duration): lines += ["end=exited", "end_wall_ms=\(wall)", "end_duration_ns=\(duration)"]
@@ -541,6 +565,7 @@ package final class RunLedger: Sendable {
         case let (path?, inode?, kills?): oomKills = OOMKillReading(path: path, inode: inode, kills: kills)
         default: return fail("the OOM-kill reading incomplete or bad")
         }
+        let release = take("release"), environment = take("environment"), dist = take("dist")
         var end: RunEnd?
         switch take("end") {
         case nil: break
@@ -559,7 +584,8 @@ package final class RunLedger: Sendable {
         guard fields.isEmpty else { return fail("unknown fields \(fields.keys.sorted())") }
         let start = RunStart(runID: runID, process: ProcessIdentity(pid: pid, bootID: bootID, startTicks: ticks),
                              startWallMilliseconds: wall, startMonotonicNanoseconds: monotonic,
-                             appName: app, appVersion: version, oomKills: oomKills)
+                             appName: app, appVersion: version, oomKills: oomKills,
+                             release: release, environment: environment, dist: dist)
         return .success(Marker(start: start, end: end))
     }
 

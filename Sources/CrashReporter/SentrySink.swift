@@ -18,6 +18,7 @@
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
 import HostFacts
+import CrashCapture
 package import CrashRecordFormat
 package import CrashSentry
 package import FoundationEssentials
@@ -93,8 +94,17 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Builds the envelope of one record: (record, its bytes, its file name, the time of sending,
-/// how many crashes it stands for), or why none is sent (the app's hook dropped the event).
-package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition) -> Result<[UInt8], SentryEnvelope.Refusal>
+/// how many crashes it stands for, its run as Sentry files it), or why none is sent (the app's
+/// hook dropped the event).
+package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition, SentryRecordRun?)
+    -> Result<[UInt8], SentryEnvelope.Refusal>
+
+/// The run a record belongs to, as Sentry files it: the run's release, environment, dist and host,
+/// and its session (crashed), sent in the record's envelope.
+package struct SentryRecordRun: Sendable, Equatable {
+    package var facts: SentryRunFacts
+    package var session: SentrySession?
+}
 
 /// The Sentry sink (see the file comment).
 // @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
@@ -109,10 +119,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// traced request.
     package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?) -> SentryEnvelopeMaker {
         let minimised = SentryEnvelope.Minimisation(redaction: data.redaction, hostDetails: data.hostDetails)
-        return { record, raw, name, sentAt, repetition in
+        return { record, raw, name, sentAt, repetition, run in
             SentryEnvelope.outgoing(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
                                     sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition, minimised: minimised,
-                                    publicKey: publicKey, beforeSend: beforeSend)
+                                    publicKey: publicKey, facts: run?.facts, session: run?.session, beforeSend: beforeSend)
         }
     }
 
@@ -126,6 +136,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         package var leftToOthers: [String] = []
         /// Records whose event the app's `sentryBeforeSend` dropped (not sent, acknowledged).
         package var dropped: [String] = []
+        /// Runs whose session Sentry acknowledged (with their crash, or alone).
+        package var sessionsSent: [String] = []
+        /// Runs too old for a session (Relay keeps 5 days): counted, not sent.
+        package var sessionsTooOld: [String] = []
         /// The last failure that will be retried, if any.
         package var lastError: String?
     }
@@ -134,9 +148,20 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
     let worker: UploadWorker
+    /// How this run is filed (its release, environment, dist, host); a record of a run the
+    /// ledger no longer knows is filed with these, its own app version kept.
+    let facts: SentryRunFacts
+    /// This run's app version: a record of another version keeps its own release.
+    let appVersion: String?
+    /// The record directory: its runs (the ledger), the installation id, the pending sessions.
+    let recordDirectory: String?
+    /// The session's `did`.
+    private let installation = Mutex<String??>(nil)
     private let lock = Mutex(())
     // Guarded by `lock`.
     private var queue: [Taken] = []
+    /// Session envelopes waiting in `<records>/sessions` (files, so a run's session outlives this process).
+    private var sessionFiles: [String] = []
     private var report = Report()
     // The worker thread only: 5xx answers in a row for the record at the head of the queue.
     private var serverErrors = 0
@@ -146,15 +171,20 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         var record: InboxRecord
         var receipt: SinkReceipt
         var lease: RecordLease
+        var run: SentryRecordRun?
     }
 
     /// - Parameters:
     ///   - data: what the events and attachments keep (also of an unreadable record's event).
     ///   - envelope: the envelope builder; nil: ``envelope(data:publicKey:beforeSend:)`` without a hook.
     package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
-                 envelope: SentryEnvelopeMaker? = nil) {
+                 envelope: SentryEnvelopeMaker? = nil, facts: SentryRunFacts? = nil, appVersion: String? = nil,
+                 recordDirectory: String? = nil) {
         self.dsn = dsn
         self.data = data
+        self.facts = facts ?? SentryRunFacts(release: nil, environment: nil, dist: nil, serverName: nil)
+        self.appVersion = appVersion
+        self.recordDirectory = recordDirectory
         self.makeEnvelope = envelope ?? Self.envelope(data: data, publicKey: dsn.publicKey, beforeSend: nil)
         worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
     }
@@ -181,12 +211,127 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             lease.release()
             return .delivered
         }
+        // Read now, on the launch thread: the run's marker is there until the runs are told.
+        var run: SentryRecordRun?
+        if case .success(let crash) = record.record { run = runOf(crash) }
         lock.withLock { _ in
-            queue.append(Taken(record: record, receipt: receipt, lease: lease))
+            queue.append(Taken(record: record, receipt: receipt, lease: lease, run: run))
             _ = startWorker
         }
         worker.wake()
         return .accepted
+    }
+
+    /// How Sentry files the run `record` crashed in: the run's own release, environment and dist
+    /// from its marker (they may differ from this run's); and its session, crashed, from the
+    /// marker's start (else the record's uptime) to the crash. A record of a run the ledger does
+    /// not know is filed with this run's facts, its own release kept when its version differs.
+    func runOf(_ record: CrashRecord) -> SentryRecordRun {
+        let start = record.runID.flatMap { id in recordDirectory.flatMap { RunLedger(recordDirectory: $0).start(of: id) } }
+        var facts = self.facts
+        let ownRelease = record.appName.map { "\($0)@\(record.appVersion ?? "unknown")" }
+        if let start {
+            facts.release = start.release ?? ownRelease
+            facts.environment = start.environment ?? facts.environment
+            facts.dist = start.dist
+        } else if record.appVersion != appVersion {
+            facts.release = ownRelease ?? facts.release
+            facts.dist = nil
+        }
+        guard let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
+        let crashMilliseconds = process.crashWallNanoseconds / 1_000_000
+        let uptime = process.uptime.components
+        let uptimeMilliseconds = uptime.seconds * 1000 + uptime.attoseconds / 1_000_000_000_000_000
+        let started = start?.startWallMilliseconds ?? (crashMilliseconds - uptimeMilliseconds)
+        let session = SentrySession(runID: record.runID ?? start?.runID ?? "", installation: installationID(), startedMilliseconds: started,
+                                    endedMilliseconds: crashMilliseconds, durationSeconds: Double(crashMilliseconds - started) / 1000,
+                                    status: .crashed, facts: facts)
+        return SentryRecordRun(facts: facts, session: record.runID == nil ? nil : session)
+    }
+
+    /// This installation's id (made once, beside the records), read once per process.
+    func installationID() -> String? {
+        installation.withLock { cached in
+            if let cached { return cached }
+            let id = recordDirectory.flatMap { Installation.id(recordDirectory: $0) }
+            cached = .some(id)
+            return id
+        }
+    }
+
+    /// Where session envelopes wait to be sent.
+    var sessionsDirectory: String? { recordDirectory.map { $0 + "/sessions" } }
+
+    /// Sessions left by an earlier launch (not sent before it ended) are queued again.
+    package func prepareLaunch() -> String? {
+        guard let directory = sessionsDirectory, let names = try? RecordFileName.names(in: directory, including: { $0.hasSuffix(".envelope") })
+        else { return nil }
+        if !names.isEmpty { queueSessions(names.map { directory + "/" + $0 }) }
+        return nil
+    }
+
+    /// Each run that exited or was killed becomes a session (`exited`, `abnormal`), written to
+    /// `<records>/sessions/<run id>.envelope` and sent from there; a crashed run's session went
+    /// with its crash. A run that started more than 5 days ago is counted instead (Relay would
+    /// drop it). Returns false when a session could not be written: the runs are told again.
+    package func takeRuns(_ runs: [EndedRun]) -> Bool {
+        guard let directory = sessionsDirectory else { return true }
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let oldest = now - Int64(SentrySession.maxAge.components.seconds) * 1000
+        var written: [String] = []
+        var tooOld: [String] = []
+        for run in runs {
+            let status: SentrySession.Status
+            var ended = now
+            var duration: Double?
+            switch run.end {
+            case .crashed: continue
+            case .exited(let wall, let nanoseconds):
+                status = .exited
+                ended = wall
+                duration = Double(nanoseconds) / 1e9
+            case .killed: status = .abnormal
+            }
+            guard run.startWallMilliseconds >= oldest else {
+                tooOld.append(run.runID)
+                continue
+            }
+            var facts = self.facts
+            facts.release = run.start.release ?? "\(run.appName)@\(run.appVersion)"
+            facts.environment = run.start.environment ?? facts.environment
+            guard let session = SentrySession(runID: run.runID, installation: installationID(),
+                                              startedMilliseconds: run.startWallMilliseconds, endedMilliseconds: ended,
+                                              durationSeconds: duration, status: status, facts: facts) else { continue }
+            let path = directory + "/" + run.runID + ".envelope"
+            guard (try? Directory.create(directory)) != nil,
+                  Self.writeAtomically(SentryEnvelope.sessions([session], sentAt: nil), to: path) else { return false }
+            written.append(path)
+        }
+        lock.withLock { _ in report.sessionsTooOld += tooOld }
+        if !written.isEmpty { queueSessions(written) }
+        return true
+    }
+
+    private func queueSessions(_ paths: [String]) {
+        lock.withLock { _ in
+            sessionFiles += paths.filter { !sessionFiles.contains($0) }
+            _ = startWorker
+        }
+        worker.wake()
+    }
+
+    /// `bytes` in a file of its own renamed over `path`.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) -> Bool {
+        let temporary = path + ".tmp." + String(getpid())
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return false }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
     }
 
     /// Sends until nothing is queued or `deadline` passes, then stops: a request in flight at
@@ -197,7 +342,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         worker.finish(deadline: deadline)
         // What is left keeps its file (and loses its lease with it) for the next launch.
         return lock.withLock { _ in
-            let done = queue.isEmpty
+            let done = queue.isEmpty && sessionFiles.isEmpty
             queue.forEach { $0.lease.release() }
             queue.removeAll()
             return done
@@ -205,11 +350,13 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     }
 
     private func step() -> UploadWorker.Step {
-        guard let head = lock.withLock({ _ in queue.first }) else { return .idle }
+        // Records first, then the sessions of runs that ended without a crash.
+        guard let head = lock.withLock({ _ in queue.first }) else { return sessionStep() }
         let body: [UInt8]
         switch head.record.record {
         case .success(let record):
-            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue)) {
+            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue),
+                                head.run) {
             case .success(let bytes):
                 body = bytes
             case .failure(.dropped):
@@ -239,7 +386,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let limit = Self.rateLimit(answer.headers["x-sentry-rate-limits"])
         switch answer.status {
         case 200..<300:
-            settle(head) { $0.sent.append(head.record.name) }
+            settle(head) { report in
+                report.sent.append(head.record.name)
+                if let run = head.run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(run) }
+            }
             // A 2xx may announce a limit for what follows.
             if let limit, limit > .zero { return .pause(limit) }
             return .sent
@@ -264,6 +414,54 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         default:
             // 413 (too large) and every other 4xx: sending it again cannot help.
             giveUp(head, reason: "HTTP \(answer.status): \(answer.text)")
+            return .sent
+        }
+    }
+
+    /// Sends the first waiting session envelope while holding its file's lease (another process
+    /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
+    private func sessionStep() -> UploadWorker.Step {
+        guard let path = lock.withLock({ _ in sessionFiles.first }) else { return .idle }
+        let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
+        func dequeue(_ update: (inout Report) -> Void = { _ in }) {
+            lock.withLock { _ in
+                sessionFiles.removeAll { $0 == path }
+                update(&report)
+                report.lastError = nil
+            }
+        }
+        guard let lease = RecordLease(path: path) else {
+            dequeue()   // gone (sent by another process), or being sent by one
+            return .sent
+        }
+        defer { lease.release() }
+        guard let (bytes, _) = SmallFile.read(path, limit: 64 * 1024, followLinks: false), let url = dsn.envelopeURL else {
+            unlink(path)
+            dequeue { $0.quarantined["sessions/" + run] = "unreadable" }
+            return .sent
+        }
+        let request = HTTPExchange.Request(url: url, method: .post,
+                                           headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
+                                           body: Data(bytes), timeout: worker.policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+        switch answer.status {
+        case 200..<300:
+            unlink(path)
+            dequeue { $0.sessionsSent.append(run) }
+            return .sent
+        case 429:
+            note("HTTP 429 \(answer.text)")
+            return .failed(retryAfter: answer.retryAfter ?? .seconds(60))
+        case 0:
+            if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
+            note(answer.text)
+            return .failed(retryAfter: nil)
+        case 408, 500..<600:
+            note("HTTP \(answer.status) \(answer.text)")
+            return .failed(retryAfter: answer.retryAfter)
+        default:
+            unlink(path)
+            dequeue { $0.quarantined["sessions/" + run] = "HTTP \(answer.status): \(answer.text)" }
             return .sent
         }
     }
@@ -301,5 +499,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             }
         }
         return wait.map { .seconds(min($0, 1e9)) }
+    }
+}
+
+extension String {
+    /// The string without `suffix` at its end, when it has it.
+    fileprivate func replacingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
 }

@@ -66,6 +66,7 @@ package enum SentryEnvelope {
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
         repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, publicKey: String? = nil,
+        facts: SentryRunFacts? = nil, session: SentrySession? = nil,
         beforeSend: (@Sendable (String) -> String?)?
     ) -> Result<[UInt8], Refusal> {
         let id = eventID.filter { $0 != "-" }.lowercased()
@@ -77,6 +78,8 @@ package enum SentryEnvelope {
             // Keeping everything attaches the file as it is (a torn tail included).
             if !minimised.redaction.keepsEverything { attachment = minimised.redaction.apply(to: rawRecord) }
         }
+        // The run's release, environment, dist and host: before the app's hook, which sees it all.
+        facts?.apply(to: &event)
         var eventJSON = json(event)
         if let beforeSend {
             switch hook(beforeSend, eventJSON, eventID: id) {
@@ -85,7 +88,10 @@ package enum SentryEnvelope {
             }
         }
         let trace = publicKey.flatMap { traceHeader(event: eventJSON, publicKey: $0, record: record) }
-        return .success(envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName, trace: trace))
+        var out = envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName, trace: trace)
+        // The crashed run's session goes with its crash: one request, so never one without the other.
+        if let session { out += sessionItem(session) }
+        return .success(out)
     }
 
     /// Why no envelope was made: the app's `before_send` hook dropped the event, or gave back

@@ -11,6 +11,12 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     /// The crash time, seconds since the epoch.
     package var timestamp: Double?
     package var release: String?
+    /// The deployment the crashed run belonged to (Sentry files an event without one under `production`).
+    package var environment: String?
+    /// The build of the release (`SENTRY_DIST`).
+    package var dist: String?
+    /// The host the crash happened on, where the data policy lets the host's details leave.
+    package var serverName: String?
     package var exception: Values<Exception>
     package var threads: Values<Thread>
     package var debugMeta: DebugMeta
@@ -22,7 +28,7 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     package var extra: [String: Extra]?
 
     enum CodingKeys: String, CodingKey {
-        case eventID = "event_id", platform, level, timestamp, release, exception, threads
+        case eventID = "event_id", platform, level, timestamp, release, environment, dist, serverName = "server_name", exception, threads
         case debugMeta = "debug_meta", contexts, tags, breadcrumbs, request, extra
     }
 
@@ -225,7 +231,8 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
 
 /// An envelope's first line.
 struct SentryEnvelopeHeader: Encodable {
-    var eventID: String
+    /// The event's id; none in an envelope of sessions alone.
+    var eventID: String?
     /// RFC 3339; left out for an envelope sent later (see ``SentryEnvelope/make(record:rawRecord:fileName:eventID:sentAt:frames:osRelease:readImageFiles:)``).
     var sentAt: String?
     var trace: SentryTraceHeader?

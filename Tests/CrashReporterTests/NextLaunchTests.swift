@@ -119,8 +119,8 @@ final class NextLaunchTests: XCTestCase {
                        "SIGSEGV")
         let os = try XCTUnwrap((normalized["contexts"] as? [String: Any])?["os"] as? [String: Any])
         XCTAssertNotNil(os["distribution_name"], "the next launch runs on the machine that crashed: os-release is sent")
-        // Both sinks have it: the file is gone.
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").sorted(), [RecordFileName.crashLoopState, "runs"])
+        // Both sinks have it: the file is gone (the installation's id stays, for Sentry's sessions).
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").sorted(), ["installation-id", RecordFileName.crashLoopState, "runs"])
     }
 
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal

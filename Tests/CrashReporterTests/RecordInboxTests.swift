@@ -66,7 +66,7 @@ final class RecordInboxTests: XCTestCase {
         let threads = try XCTUnwrap(alone["threads"] as? [String])
         XCTAssertFalse(threads.contains { $0.hasPrefix("Sensors.") }, "\(threads)")
         XCTAssertEqual(server.allRequests.compactMap(SentrySinkTests.sentName), names)
-        XCTAssertEqual(try files(records), ["runs"], "records deleted, nothing else written but the run markers")
+        XCTAssertEqual(try files(records), ["installation-id", "runs"], "records deleted, nothing else written but the run markers and the installation's id")
         XCTAssertEqual(try files(directory), ["records"], "no store file anywhere")
 
         // With a store: the tracker, its writer thread and the store file are there.

@@ -15,7 +15,7 @@ final class SentrySinkTests: XCTestCase {
     static let dsn = "http://publickey@127.0.0.1:PORT/42"
 
     /// A stand-in envelope: enough to see which record was sent and when.
-    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _ in
+    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _, _ in
         .success(Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A])
     }
 

@@ -46,8 +46,17 @@ final class SeveralProcessesTests: XCTestCase {
         }
         for process in processes { XCTAssertEqual(process.wait(timeout: 120).ending, .exited(0)) }
 
+        // Every request is an envelope: a record's (with its run's session), or runs' sessions alone.
         let ids = sentry.allRequests.compactMap(Self.eventID)
-        XCTAssertEqual(ids.count, sentry.allRequests.count, "every request is an envelope")
+        let sessionsAlone = sentry.allRequests.filter { !$0.body.contains("\"type\":\"event\"") && $0.body.contains("\"type\":\"session\"") }
+        XCTAssertEqual(ids.count + sessionsAlone.count, sentry.allRequests.count, "every request is an envelope")
+        // Each run's session once, whichever process told it.
+        let sids = sentry.allRequests.flatMap { request in
+            request.bodyBytes.split(separator: 0x0A).compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["sid"] as? String
+            }
+        }
+        XCTAssertEqual(sids.count, Set(sids).count, "a session sent twice: \(sids.sorted())")
         let perRecord = Dictionary(ids.map { ($0, 1) }, uniquingKeysWith: +)
         XCTAssertEqual(perRecord.count, 20, "every record reached Sentry")
         XCTAssertEqual(perRecord.values.filter { $0 > 1 }.count, 0, "sent more than once: \(perRecord.filter { $0.value > 1 })")

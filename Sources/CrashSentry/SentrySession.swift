@@ -1,0 +1,114 @@
+// SentrySession.swift — release health: one Sentry session per run of the app, as Sentry's session
+// protocol has it (the `session` envelope item), and the run facts every event and session carry.
+import CrashRecordFormat
+package import FoundationEssentials
+
+/// What Sentry files a run's events and session under: the release, the environment (Sentry's
+/// default is `production`), the release's build (`dist`) and the host (`server_name`).
+package struct SentryRunFacts: Sendable, Equatable {
+    package var release: String?
+    package var environment: String?
+    package var dist: String?
+    /// `nil` where the data policy keeps the host's details on the machine.
+    package var serverName: String?
+
+    package init(release: String?, environment: String?, dist: String?, serverName: String?) {
+        self.release = release
+        self.environment = environment
+        self.dist = dist
+        self.serverName = serverName
+    }
+
+    /// Sets them on `event` (a release here wins over the record's `app@version`).
+    package func apply(to event: inout SentryEvent) {
+        if let release { event.release = release }
+        event.environment = environment
+        event.dist = dist
+        event.serverName = serverName
+    }
+}
+
+/// One run as a Sentry session update that opens and closes it at once (`init` true, a final
+/// `status`): the next launch, or the crash-time uploader, knows the whole run.
+package struct SentrySession: Encodable, Sendable, Equatable {
+    /// Sentry's terminal statuses: `exited` (ended normally), `crashed` (a fatal crash),
+    /// `abnormal` (ended without a word: SIGKILL, the OOM killer, a power cut).
+    package enum Status: String, Encodable, Sendable {
+        case exited, crashed, abnormal
+    }
+
+    /// The session's id: the run's (a UUID).
+    package var sid: String
+    /// The installation (or user) the session is counted for.
+    package var did: String?
+    package var initial = true
+    /// RFC 3339.
+    package var started: String
+    /// When it ended, or when it was last known alive; RFC 3339.
+    package var timestamp: String
+    /// Seconds, when known.
+    package var duration: Double?
+    package var status: Status
+    package var errors: Int
+    package var attrs: Attributes
+
+    package struct Attributes: Encodable, Sendable, Equatable {
+        package var release: String
+        package var environment: String?
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sid, did, initial = "init", started, timestamp, duration, status, errors, attrs
+    }
+
+    /// Relay drops a session that started more than 5 days before it is received
+    /// (`max_session_secs_in_past`); such a run is counted, not sent.
+    package static let maxAge: Duration = .seconds(5 * 24 * 3600)
+
+    /// - Parameters: times in ms since the epoch; `release` is required by Sentry (a session
+    ///   without one is dropped), so `nil` makes no session.
+    package init?(runID: String, installation: String?, startedMilliseconds: Int64, endedMilliseconds: Int64,
+                  durationSeconds: Double?, status: Status, facts: SentryRunFacts) {
+        guard let release = facts.release, !release.isEmpty else { return nil }
+        sid = SentrySession.sessionID(runID)
+        did = installation
+        started = isoTime(startedMilliseconds * 1_000_000)
+        timestamp = isoTime(max(endedMilliseconds, startedMilliseconds) * 1_000_000)
+        duration = durationSeconds.map { max(0, $0) }
+        self.status = status
+        errors = status == .crashed ? 1 : 0
+        attrs = Attributes(release: release, environment: facts.environment)
+    }
+
+    /// Sentry takes a UUID: the run id when it is one (the reporter's are), else a UUID made from
+    /// its SHA-256 (a run id of the app's own).
+    package static func sessionID(_ runID: String) -> String {
+        let lower = runID.lowercased()
+        let hex = lower.utf8.filter { $0 != UInt8(ascii: "-") }
+        if lower.utf8.count == 36, hex.count == 32, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
+            return lower
+        }
+        var digest = Array(SHA256.digest(Array(runID.utf8)).prefix(16))
+        digest[6] = digest[6] & 0x0F | 0x50   // a name-based UUID (version 5's layout)
+        digest[8] = digest[8] & 0x3F | 0x80
+        let text = CrashImage.lowercaseHex(digest)
+        let chars = Array(text)
+        return String(chars[0..<8]) + "-" + String(chars[8..<12]) + "-" + String(chars[12..<16]) + "-"
+            + String(chars[16..<20]) + "-" + String(chars[20..<32])
+    }
+}
+
+extension SentryEnvelope {
+    /// An envelope of sessions alone (one `session` item each).
+    package static func sessions(_ sessions: [SentrySession], sentAt: Date?) -> [UInt8] {
+        var out = json(SentryEnvelopeHeader(eventID: nil, sentAt: sentAt.map(isoTime), trace: nil)) + [0x0A]
+        for session in sessions { out += sessionItem(session) }
+        return out
+    }
+
+    /// One `session` item, its header and its line.
+    static func sessionItem(_ session: SentrySession) -> [UInt8] {
+        let body = json(session)
+        return json(SentryItemHeader(type: "session", length: body.count, contentType: "application/json")) + [0x0A] + body + [0x0A]
+    }
+}

@@ -1,0 +1,128 @@
+// SentrySessionsTests.swift — release health as a Sentry SDK sends it: one session per run of the
+// app, from how the reporter's ledger says each run ended, to a loopback Sentry; checked with
+// Sentry's own code (sentry_sdk's envelope parser and Session model, Relay's release parser and
+// normalizer) on real `crash-harness deliver` processes that shut down, exit, are SIGKILLed and crash.
+import ProcessSpawning
+@testable import CrashReporter
+import CrashRecordFormat
+import CrashSentry
+import HostFacts
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class SentrySessionsTests: XCTestCase {
+    /// What every child runs with: Sentry's variables as a deployment sets them.
+    let environment = ["SWIFT_BACKTRACE": "enable=no", "SENTRY_ENVIRONMENT": "staging", "SENTRY_DIST": "7"]
+
+    func deliver(_ records: String, _ arguments: [String], expect ending: ChildProcess.Ending = .exited(0)) throws {
+        let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", records] + arguments,
+                                         environment: environment, timeout: 120)
+        XCTAssertEqual(child.ending, ending, arguments.joined(separator: " "))
+    }
+
+    /// Each request the loopback Sentry received, as a file, and what the sessions oracle makes of them.
+    func sessions(_ server: TestHTTPServer) throws -> (files: [String], sessions: [[String: Any]]) {
+        let directory = try Scratch.directory("sessions-received")
+        var files: [String] = []
+        for (index, request) in server.allRequests.enumerated() {
+            let file = directory + "/\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            files.append(file)
+        }
+        guard !files.isEmpty else { return ([], []) }
+        let output = try Oracles.run("sentry_sessions.py", files)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
+        return (files, json["sessions"] as? [[String: Any]] ?? [])
+    }
+
+    /// Shut down, exited through the exit hook, SIGKILLed, crashed: each run's session arrives
+    /// once, with its status; the crashed one in its crash's envelope; every one with the run's
+    /// release and environment and this installation's id.
+    func testEachRunIsOneSessionWithItsStatusOnce() throws {
+        let directory = try Scratch.directory("sessions-every-way")
+        let records = directory + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "shut-down"])
+        try deliver(records, dsn + ["--run-id", "exited", "--end", "exit"])
+        let ready = directory + "/ready"
+        let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--run-id", "killed", "--end", "hold",
+                                                                  "--ready-file", ready] + dsn, environment: environment)
+        XCTAssertTrue(Harness.waitForFile(ready))
+        Glibc.kill(held.pid, SIGKILL)
+        XCTAssertEqual(held.wait(timeout: 30).ending, .signaled(SIGKILL))
+        try deliver(records, dsn + ["--run-id", "crashed", "--crash"], expect: .signaled(SIGSEGV))
+        try deliver(records, dsn + ["--run-id", "last"])
+
+        let (_, received) = try sessions(server)
+        var statuses: [String: [String]] = [:]
+        for session in received {
+            let payload = try XCTUnwrap(session["payload"] as? [String: Any])
+            statuses[payload["sid"] as? String ?? "", default: []].append(payload["status"] as? String ?? "")
+            let attrs = payload["attrs"] as? [String: Any] ?? [:]
+            XCTAssertEqual(attrs["release"] as? String, "crash-harness@\(CrashCaptureLibrary.version)")
+            XCTAssertEqual(attrs["environment"] as? String, "staging")
+            XCTAssertEqual(payload["init"] as? Bool, true)
+            XCTAssertEqual(payload["did"] as? String, try String(contentsOfFile: records + "/installation-id", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines), "this installation's id")
+            if payload["status"] as? String == "crashed" {
+                XCTAssertEqual(session["with_event"] as? Bool, true, "a crashed session goes with its crash")
+                XCTAssertEqual(payload["errors"] as? Int, 1)
+            } else {
+                XCTAssertEqual(session["with_event"] as? Bool, false)
+            }
+        }
+        let sid = { (run: String) in SentrySession.sessionID(run) }
+        XCTAssertEqual(statuses, [sid("shut-down"): ["exited"], sid("exited"): ["exited"], sid("killed"): ["abnormal"],
+                                  sid("crashed"): ["crashed"], sid("next-never-told"): []].filter { !$0.value.isEmpty })
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: records + "/sessions").filter { $0.hasSuffix(".envelope") }, [],
+                       "every session sent and its file deleted")
+    }
+
+    /// The crash's event carries the run's release, environment, dist and host, and Relay's
+    /// normalizer accepts it.
+    func testTheCrashEventCarriesEnvironmentReleaseDistAndHost() throws {
+        let directory = try Scratch.directory("sessions-event")
+        let records = directory + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "crashed", "--crash"], expect: .signaled(SIGSEGV))
+        try deliver(records, dsn)
+        let withEvent = try XCTUnwrap(server.allRequests.first { $0.body.contains("\"type\":\"event\"") })
+        let file = directory + "/event.envelope"
+        try Data(withEvent.bodyBytes).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        XCTAssertEqual(event["environment"] as? String, "staging")
+        XCTAssertEqual(event["release"] as? String, "crash-harness@\(CrashCaptureLibrary.version)")
+        XCTAssertEqual(event["dist"] as? String, "7")
+        XCTAssertTrue(withEvent.body.contains("\"server_name\":\"\(HostName.current() ?? "?")\""), "the event as sent names the host")
+        // Relay's normalization files the host as the `server_name` tag.
+        let tags = (event["tags"] as? [[Any]] ?? []).compactMap { pair in pair.count == 2 ? (pair[0] as? String, pair[1] as? String) : nil }
+        XCTAssertTrue(tags.contains { $0.0 == "server_name" && $0.1 == HostName.current() }, "\(event["tags"] ?? "")")
+    }
+
+    /// A run that started more than 5 days ago is counted, not sent (Relay would drop it).
+    func testARunOlderThanFiveDaysIsNotSent() throws {
+        let directory = try Scratch.directory("sessions-old")
+        let server = try TestHTTPServer()
+        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func run(_ id: String, startedDaysAgo days: Int64) -> EndedRun {
+            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - days * 86_400_000, startMonotonicNanoseconds: 0,
+                                     appName: "app", appVersion: "1", oomKills: nil), end: .killed(oom: false))
+        }
+        XCTAssertTrue(sink.takeRuns([run("old", startedDaysAgo: 6), run("recent", startedDaysAgo: 1)]))
+        XCTAssertTrue(sink.finish(deadline: .now.advanced(by: .seconds(30))))
+        XCTAssertEqual(sink.currentReport.sessionsTooOld, ["old"])
+        XCTAssertEqual(sink.currentReport.sessionsSent, ["recent"])
+        let (_, received) = try sessions(server)
+        XCTAssertEqual(received.compactMap { ($0["payload"] as? [String: Any])?["status"] as? String }, ["abnormal"])
+    }
+}
