@@ -35,7 +35,7 @@ package enum Installation {
 
     /// The UUID in the file at `path`, if it holds one.
     static func read(_ path: String) -> String? {
-        guard let (bytes, _) = SmallFile.read(path, limit: 64, followLinks: false) else { return nil }
+        guard let (bytes, _) = SmallFile.read(path, limit: 65, followLinks: false), bytes.count <= 64 else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).trimmingSuffixNewlines()
         let hex = text.utf8.filter { $0 != UInt8(ascii: "-") }
         guard text.utf8.count == 36, hex.count == 32,

@@ -435,9 +435,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             return .sent
         }
         defer { lease.release() }
-        guard let (bytes, _) = SmallFile.read(path, limit: 64 * 1024, followLinks: false), let url = dsn.envelopeURL else {
+        // A session envelope is a few hundred bytes: a longer file is not one of ours.
+        let maxBytes = 64 * 1024
+        guard let (bytes, _) = SmallFile.read(path, limit: maxBytes + 1, followLinks: false), bytes.count <= maxBytes,
+              let url = dsn.envelopeURL else {
             unlink(path)
-            dequeue { $0.quarantined["sessions/" + run] = "unreadable" }
+            dequeue { $0.quarantined["sessions/" + run] = "not a session envelope (unreadable, or over 64 KiB)" }
             return .sent
         }
         let request = HTTPExchange.Request(url: url, method: .post,

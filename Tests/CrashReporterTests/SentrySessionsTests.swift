@@ -25,10 +25,11 @@ final class SentrySessionsTests: XCTestCase {
     }
 
     /// Each request the loopback Sentry received, as a file, and what the sessions oracle makes of them.
-    func sessions(_ server: TestHTTPServer) throws -> (files: [String], sessions: [[String: Any]]) {
+    func sessions(_ server: TestHTTPServer, where keep: (TestHTTPServer.Request) -> Bool = { _ in true }) throws
+        -> (files: [String], sessions: [[String: Any]]) {
         let directory = try Scratch.directory("sessions-received")
         var files: [String] = []
-        for (index, request) in server.allRequests.enumerated() {
+        for (index, request) in server.allRequests.filter(keep).enumerated() {
             let file = directory + "/\(index).envelope"
             try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
             files.append(file)
@@ -124,5 +125,42 @@ final class SentrySessionsTests: XCTestCase {
         XCTAssertEqual(sink.currentReport.sessionsSent, ["recent"])
         let (_, received) = try sessions(server)
         XCTAssertEqual(received.compactMap { ($0["payload"] as? [String: Any])?["status"] as? String }, ["abnormal"])
+    }
+}
+
+extension SentrySessionsTests {
+    /// Sessions left by a launch that ended before Sentry had them are sent by the next; the
+    /// directory is untrusted like the records': a symbolic link is never followed (what it
+    /// points at never leaves), an oversized file is deleted unsent, and a session Sentry refuses
+    /// (4xx) is given up rather than sent forever.
+    func testLeftoverSessionsAreSentAndHostileFilesNeverLeave() throws {
+        let directory = try Scratch.directory("sessions-leftover")
+        let sessions = directory + "/sessions"
+        try FileManager.default.createDirectory(atPath: sessions, withIntermediateDirectories: true)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let facts = SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: nil)
+        let left = try XCTUnwrap(SentrySession(runID: "left", installation: nil, startedMilliseconds: now - 5000, endedMilliseconds: now,
+                                               durationSeconds: 5, status: .exited, facts: facts))
+        try Data(SentryEnvelope.sessions([left], sentAt: nil)).write(to: URL(fileURLWithPath: sessions + "/left.envelope"))
+        let secret = directory + "/secret"
+        try Data("SECRET-\(getpid())".utf8).write(to: URL(fileURLWithPath: secret))
+        try FileManager.default.createSymbolicLink(atPath: sessions + "/link.envelope", withDestinationPath: secret)
+        try Data(repeating: 0x41, count: 1 << 20).write(to: URL(fileURLWithPath: sessions + "/huge.envelope"))
+        try Data("not an envelope\n".utf8).write(to: URL(fileURLWithPath: sessions + "/garbage.envelope"))
+        let server = try TestHTTPServer { request in request.body.contains("not an envelope") ? .status(400) : .status(200) }
+        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
+        XCTAssertNil(sink.prepareLaunch())
+        XCTAssertTrue(sink.finish(deadline: .now.advanced(by: .seconds(30))))
+        let bodies = server.allRequests.map(\.body)
+        XCTAssertFalse(bodies.contains { $0.contains("SECRET-") }, "a link's target left the machine")
+        XCTAssertFalse(bodies.contains { $0.contains("AAAA") }, "an oversized file was sent")
+        XCTAssertEqual(sink.currentReport.sessionsSent, ["left"])
+        XCTAssertEqual(Set(sink.currentReport.quarantined.keys), ["sessions/huge", "sessions/garbage"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: sessions).sorted(), ["link.envelope"],
+                       "sent and refused files deleted; the link left alone")
+        XCTAssertEqual(try String(contentsOfFile: secret, encoding: .utf8), "SECRET-\(getpid())", "the link's target untouched")
+        XCTAssertEqual(server.allRequests.count, 2, "the session and the garbage (refused)")
+        let (_, received) = try self.sessions(server) { !$0.body.contains("not an envelope") }
+        XCTAssertEqual(received.count, 1)
     }
 }
