@@ -162,6 +162,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private var queue: [Taken] = []
     /// Session envelopes waiting in `<records>/sessions` (files, so a run's session outlives this process).
     private var sessionFiles: [String] = []
+    /// Sentry's rate limits per category and the discards not yet reported: the worker thread's,
+    /// read from beside the records on its first step (the crash-time uploader's too) and written
+    /// back when they change.
+    private var limits = SentryRateLimits()
+    private var discards = SentryDiscards()
+    private var persistedLoaded = false
     private var report = Report()
     // The worker thread only: 5xx answers in a row for the record at the head of the queue.
     private var serverErrors = 0
@@ -304,7 +310,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                                               durationSeconds: duration, status: status, facts: facts) else { continue }
             let path = directory + "/" + run.runID + ".envelope"
             guard (try? Directory.create(directory)) != nil,
-                  Self.writeAtomically(SentryEnvelope.sessions([session], sentAt: nil), to: path) else { return false }
+                  SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) else { return false }
             written.append(path)
         }
         lock.withLock { _ in report.sessionsTooOld += tooOld }
@@ -318,20 +324,6 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             _ = startWorker
         }
         worker.wake()
-    }
-
-    /// `bytes` in a file of its own renamed over `path`.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) -> Bool {
-        let temporary = path + ".tmp." + String(getpid())
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return false }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            return false
-        }
-        return true
     }
 
     /// Sends until nothing is queued or `deadline` passes, then stops: a request in flight at
@@ -349,18 +341,63 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
     }
 
+    /// Now, in ms since the epoch (what the rate limits are kept in).
+    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The rate limits and discards kept beside the records, read on the worker's first step.
+    private func loadPersisted() {
+        guard !persistedLoaded else { return }
+        persistedLoaded = true
+        guard let recordDirectory else { return }
+        limits = SentryRateLimits.load(recordDirectory, now: Self.nowMilliseconds())
+        discards.merge(SentryDiscards.load(recordDirectory))
+    }
+
+    private func saveDiscards() {
+        if let recordDirectory { discards.save(recordDirectory) }
+    }
+
+    /// Takes in what an answer says of rate limits, kept for later launches when it changed them.
+    private func noteLimits(_ answer: HTTPExchange.Answer) {
+        if limits.update(header: answer.headers["x-sentry-rate-limits"], retryAfter: answer.retryAfter, status: answer.status,
+                         now: Self.nowMilliseconds()), let recordDirectory {
+            limits.save(recordDirectory)
+        }
+    }
+
+    /// `body` and, when something was not sent, a client report saying so; the report it carries.
+    private func withClientReport(_ body: [UInt8]) -> ([UInt8], SentryDiscards) {
+        guard !discards.isEmpty else { return (body, SentryDiscards()) }
+        return (body + SentryEnvelope.clientReportItem(discards.payload(timestamp: Self.nowMilliseconds())), discards)
+    }
+
     private func step() -> UploadWorker.Step {
-        // Records first, then the sessions of runs that ended without a crash.
+        loadPersisted()
+        let now = Self.nowMilliseconds()
+        // Records first (unless Sentry holds back errors), then the sessions of runs that ended without a crash.
         guard let head = lock.withLock({ _ in queue.first }) else { return sessionStep() }
-        let body: [UInt8]
+        if let wait = limits.wait(for: .error, now: now) {
+            let sessions = lock.withLock { _ in !sessionFiles.isEmpty }
+            return sessions && limits.wait(for: .session, now: now) == nil ? sessionStep() : .pause(wait)
+        }
+        var run = head.run
+        if run?.session != nil, limits.wait(for: .session, now: now) != nil {
+            // Sessions held back and the crash not: the crash goes, its session is counted as discarded.
+            run?.session = nil
+            discards.add(.rateLimitBackoff, .session)
+            saveDiscards()
+        }
+        var body: [UInt8]
         switch head.record.record {
         case .success(let record):
-            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue),
-                                head.run) {
+            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue), run) {
             case .success(let bytes):
                 body = bytes
             case .failure(.dropped):
                 // The app chose not to send it: Sentry has all it will get.
+                discards.add(.beforeSend, .error)
+                if run?.session != nil { discards.add(.beforeSend, .session) }
+                saveDiscards()
                 settle(head) { $0.dropped.append(head.record.name) }
                 return .sent
             case .failure(let refusal):
@@ -379,23 +416,28 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             giveUp(head, reason: "not a URL: \(dsn.envelopeAddress)")
             return .sent
         }
+        let reported: SentryDiscards
+        (body, reported) = withClientReport(body)
         let request = HTTPExchange.Request(url: url, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
                                            body: Data(body), timeout: worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
-        let limit = Self.rateLimit(answer.headers["x-sentry-rate-limits"])
+        // A 2xx may announce a limit for what follows; a 429 says how long to hold back what.
+        noteLimits(answer)
         switch answer.status {
         case 200..<300:
+            if !reported.isEmpty {
+                discards.subtract(reported)
+                saveDiscards()
+            }
             settle(head) { report in
                 report.sent.append(head.record.name)
-                if let run = head.run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(run) }
+                if let runID = run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(runID) }
             }
-            // A 2xx may announce a limit for what follows.
-            if let limit, limit > .zero { return .pause(limit) }
             return .sent
         case 429:
             note("HTTP 429 \(answer.text)")
-            return .failed(retryAfter: limit ?? answer.retryAfter ?? .seconds(60))
+            return .failed(retryAfter: limits.wait(for: .error, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
         case 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
             note(answer.text)
@@ -422,6 +464,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
     private func sessionStep() -> UploadWorker.Step {
         guard let path = lock.withLock({ _ in sessionFiles.first }) else { return .idle }
+        // Held back by Sentry: waits (in its file, for a later launch if need be).
+        if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
         let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
         func dequeue(_ update: (inout Report) -> Void = { _ in }) {
             lock.withLock { _ in
@@ -443,18 +487,24 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             dequeue { $0.quarantined["sessions/" + run] = "not a session envelope (unreadable, or over 64 KiB)" }
             return .sent
         }
+        let (body, reported) = withClientReport(bytes)
         let request = HTTPExchange.Request(url: url, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
-                                           body: Data(bytes), timeout: worker.policy.requestTimeout)
+                                           body: Data(body), timeout: worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+        noteLimits(answer)
         switch answer.status {
         case 200..<300:
             unlink(path)
+            if !reported.isEmpty {
+                discards.subtract(reported)
+                saveDiscards()
+            }
             dequeue { $0.sessionsSent.append(run) }
             return .sent
         case 429:
             note("HTTP 429 \(answer.text)")
-            return .failed(retryAfter: answer.retryAfter ?? .seconds(60))
+            return .failed(retryAfter: limits.wait(for: .session, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
         case 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
             note(answer.text)
@@ -472,6 +522,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
 
     private func giveUp(_ taken: Taken, reason: String) {
+        discards.add(.sendError, .error)
+        saveDiscards()
         settle(taken) { $0.quarantined[taken.record.name] = reason }
     }
 
@@ -487,22 +539,6 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
     }
 
-    /// The wait `X-Sentry-Rate-Limits` asks for before the next error event or attachment:
-    /// the longest `retry_after` among limits whose categories are empty (all), `error`,
-    /// `default` or `attachment`. `nil` when none applies.
-    package static func rateLimit(_ header: String?) -> Duration? {
-        guard let header else { return nil }
-        var wait: Double?
-        for limit in header.split(separator: ",") {
-            let fields = HTTPExchange.trimmingWhitespace(limit).split(separator: ":", omittingEmptySubsequences: false)
-            guard let seconds = fields.first.flatMap({ Double($0) }), seconds >= 0, seconds.isFinite else { continue }
-            let categories = fields.count > 1 ? fields[1].split(separator: ";").map(String.init) : []
-            if categories.isEmpty || categories.contains(where: { ["error", "default", "attachment"].contains($0) }) {
-                wait = max(wait ?? 0, seconds)
-            }
-        }
-        return wait.map { .seconds(min($0, 1e9)) }
-    }
 }
 
 extension String {

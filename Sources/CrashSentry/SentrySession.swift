@@ -112,3 +112,39 @@ extension SentryEnvelope {
         return json(SentryItemHeader(type: "session", length: body.count, contentType: "application/json")) + [0x0A] + body + [0x0A]
     }
 }
+
+/// A `client_report` item: what the client did not send, by reason and category, since the last one.
+package struct SentryClientReport: Encodable, Sendable, Equatable {
+    package struct Discarded: Encodable, Sendable, Equatable {
+        package var reason: String
+        package var category: String
+        package var quantity: Int
+
+        package init(reason: String, category: String, quantity: Int) {
+            self.reason = reason
+            self.category = category
+            self.quantity = quantity
+        }
+    }
+
+    /// Seconds since the epoch.
+    package var timestamp: Double
+    package var discardedEvents: [Discarded]
+
+    package init(timestamp: Double, discardedEvents: [Discarded]) {
+        self.timestamp = timestamp
+        self.discardedEvents = discardedEvents
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case timestamp, discardedEvents = "discarded_events"
+    }
+}
+
+extension SentryEnvelope {
+    /// One `client_report` item, its header and its line.
+    package static func clientReportItem(_ report: SentryClientReport) -> [UInt8] {
+        let body = json(report)
+        return json(SentryItemHeader(type: "client_report", length: body.count, contentType: "application/json")) + [0x0A] + body + [0x0A]
+    }
+}

@@ -39,3 +39,27 @@ package enum SmallFile {
         read(path, limit: limit, followLinks: followLinks).map { (String(decoding: $0.bytes, as: UTF8.self), $0.inode) }
     }
 }
+
+extension SmallFile {
+    /// Replaces the file at `path` with `bytes`: written to a temporary file beside it and renamed
+    /// over it (a reader sees the old file or the new, never half). Not fsync'ed. Returns whether
+    /// it was.
+    package static func replace(_ path: String, with bytes: [UInt8]) -> Bool {
+        let temporary = path + ".tmp." + String(getpid()) + "." + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return false }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            written += count
+        }
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+}

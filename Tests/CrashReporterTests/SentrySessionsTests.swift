@@ -164,3 +164,62 @@ extension SentrySessionsTests {
         XCTAssertEqual(received.count, 1)
     }
 }
+
+extension SentrySessionsTests {
+    /// Sentry limits sessions alone (`X-Sentry-Rate-Limits: 60:session`): crashes still go, without
+    /// their session, and the next envelope's client report counts the session held back
+    /// (`ratelimit_backoff`); a run's own session waits in its file; the limit is kept for the
+    /// next launch. Every envelope passes Sentry's parser and Relay's normalizer.
+    func testASessionRateLimitHoldsBackSessionsAloneAndTheClientReportSaysSo() throws {
+        let directory = try Scratch.directory("sessions-limited")
+        let records = directory + "/records"
+        // Two crashed runs whose records stay (their Sentry is down).
+        let down = ["--sentry-dsn", "http://key@127.0.0.1:9/1"]
+        try deliver(records, down + ["--run-id", "one", "--crash"], expect: .signaled(SIGSEGV))
+        usleep(2000)
+        try deliver(records, down + ["--run-id", "two", "--crash"], expect: .signaled(SIGSEGV))
+        let names = try RecordFileName.names(in: records)
+        XCTAssertEqual(names.count, 2)
+
+        let server = try TestHTTPServer { request in
+            request.index == 0 ? .status(200, headers: ["X-Sentry-Rate-Limits": "60:session:organization"]) : .status(200)
+        }
+        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")),
+                              facts: SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: nil),
+                              recordDirectory: records)
+        _ = CrashReporting.deliverRecords(in: records, sinks: [sink])
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        XCTAssertTrue(sink.takeRuns([EndedRun(start: RunStart(runID: "killed", process: .current, startWallMilliseconds: now - 1000,
+                                                              startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
+                                              end: .killed(oom: false))]))
+        XCTAssertFalse(sink.finish(deadline: .now.advanced(by: .seconds(3))), "the session waits out the limit")
+
+        let requests = server.allRequests
+        XCTAssertEqual(requests.count, 2, "both crashes went; the lone session did not")
+        func itemTypes(_ request: TestHTTPServer.Request) -> [String] {
+            request.bodyBytes.split(separator: 0x0A).compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["type"] as? String
+            }
+        }
+        XCTAssertEqual(itemTypes(requests[0]), ["event", "attachment", "session"])
+        XCTAssertEqual(itemTypes(requests[1]), ["event", "attachment", "client_report"], "its session held back, and said so")
+        let report = try XCTUnwrap(requests[1].bodyBytes.split(separator: 0x0A).compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+        }.first { $0["discarded_events"] != nil })
+        let discarded = try XCTUnwrap(report["discarded_events"] as? [[String: Any]])
+        XCTAssertEqual(discarded.count, 1)
+        XCTAssertEqual(discarded.first?["reason"] as? String, "ratelimit_backoff")
+        XCTAssertEqual(discarded.first?["category"] as? String, "session")
+        XCTAssertEqual(discarded.first?["quantity"] as? Int, 1)
+        for (index, request) in requests.enumerated() {
+            let file = directory + "/\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+            XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/sessions/killed.envelope"), "kept for later")
+        XCTAssertNotNil(SentryRateLimits.load(records, now: Int64(Date().timeIntervalSince1970 * 1000)).wait(for: .session, now: now),
+                        "the limit is kept for the next launch")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: SentryDiscards.path(records)), "reported: nothing left to report")
+    }
+}

@@ -306,13 +306,40 @@ final class SentrySinkTests: XCTestCase {
         }
     }
 
-    func testRateLimitHeaders() {
-        XCTAssertEqual(SentrySink.rateLimit("60:error:organization"), .seconds(60))
-        XCTAssertEqual(SentrySink.rateLimit("60::organization"), .seconds(60), "no categories: everything")
-        XCTAssertEqual(SentrySink.rateLimit("10:transaction:key, 30:attachment;error:org, 5:default:org"), .seconds(30))
-        XCTAssertNil(SentrySink.rateLimit("60:transaction;session:organization"))
-        XCTAssertNil(SentrySink.rateLimit("soon:error"))
-        XCTAssertNil(SentrySink.rateLimit(nil))
+    func testRateLimitHeadersArePerCategory() {
+        func limits(_ header: String?, status: Int = 200) -> [SentryCategory: Int64] {
+            var limits = SentryRateLimits()
+            limits.update(header: header, retryAfter: nil, status: status, now: 1_000)
+            return limits.until
+        }
+        XCTAssertEqual(limits("60:error:organization"), [.error: 61_000])
+        XCTAssertEqual(limits("60::organization"), [.error: 61_000, .attachment: 61_000, .session: 61_000], "no categories: everything")
+        XCTAssertEqual(limits("10:transaction:key, 30:attachment;error:org, 5:default:org"), [.error: 31_000, .attachment: 31_000])
+        XCTAssertEqual(limits("60:transaction;session:organization"), [.session: 61_000], "a session limit holds back sessions alone")
+        XCTAssertEqual(limits("soon:error"), [:])
+        XCTAssertEqual(limits(nil), [:])
+        XCTAssertEqual(limits(nil, status: 429), [.error: 61_000, .attachment: 61_000, .session: 61_000], "a 429 without the header: 60 s for all")
+    }
+
+    /// Limits and discards are kept beside the records for the next launch; what is in those
+    /// files is untrusted (a limit longer than a day, garbage, a link: ignored).
+    func testRateLimitsAndDiscardsOutliveTheLaunch() throws {
+        let directory = try Scratch.directory("sentry-limits-kept")
+        var limits = SentryRateLimits()
+        limits.update(header: "120:session:org", retryAfter: nil, status: 200, now: 10_000)
+        limits.save(directory)
+        XCTAssertEqual(SentryRateLimits.load(directory, now: 20_000).wait(for: .session, now: 20_000), .milliseconds(110_000))
+        XCTAssertNil(SentryRateLimits.load(directory, now: 200_000).wait(for: .session, now: 200_000), "past: gone")
+        try Data("session 99999999999999\nerror x\nbogus 5\n".utf8).write(to: URL(fileURLWithPath: SentryRateLimits.path(directory)))
+        XCTAssertEqual(SentryRateLimits.load(directory, now: 0).wait(for: .session, now: 0), .milliseconds(86_400_000), "capped at a day")
+        var discards = SentryDiscards()
+        discards.add(.beforeSend, .error)
+        discards.add(.rateLimitBackoff, .session, 2)
+        discards.save(directory)
+        XCTAssertEqual(SentryDiscards.load(directory), discards)
+        discards.subtract(discards)
+        discards.save(directory)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: SentryDiscards.path(directory)), "nothing left to report: no file")
     }
 }
 
