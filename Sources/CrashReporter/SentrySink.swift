@@ -244,6 +244,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             facts.release = ownRelease ?? facts.release
             facts.dist = nil
         }
+        // The machine and container it crashed in: this one (the next launch and the uploader run
+        // where the crash happened), where the policy lets the host's details leave.
+        if data.hostDetails { facts.host = Self.hostContext }
         guard let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
         let crashMilliseconds = process.crashWallNanoseconds / 1_000_000
         let uptime = process.uptime.components
@@ -254,6 +257,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                                     status: .crashed, facts: facts)
         return SentryRecordRun(facts: facts, session: record.runID == nil ? nil : session)
     }
+
+    /// This host's memory, container and pod, read once per process (on first use: the launch thread).
+    static let hostContext = HostContext.current()
 
     /// This installation's id (made once, beside the records), read once per process.
     func installationID() -> String? {

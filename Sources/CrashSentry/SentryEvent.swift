@@ -172,6 +172,32 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var app: App
         /// The trace of the request the crashed thread was serving.
         package var trace: Trace?
+        /// The Swift runtime (the toolchain the reporter was built with, as the app was).
+        package var runtime: Runtime?
+        /// The container the crash happened in, and its Kubernetes pod (custom contexts).
+        package var container: Container?
+        package var kubernetes: Kubernetes?
+
+        enum CodingKeys: String, CodingKey {
+            case os, device, app, trace, runtime, container, kubernetes = "k8s"
+        }
+    }
+
+    package struct Runtime: Encodable, Sendable, Equatable {
+        package var type = "runtime"
+        package var name = "swift"
+        package var version: String
+    }
+
+    package struct Container: Encodable, Sendable, Equatable {
+        package var type = "container"
+        package var id: String
+    }
+
+    package struct Kubernetes: Encodable, Sendable, Equatable {
+        package var type = "k8s"
+        package var namespace: String?
+        package var pod: String?
     }
 
     /// `contexts.trace`: the crashed request's span in its W3C trace, so that Sentry shows the
@@ -210,6 +236,12 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     package struct Device: Encodable, Sendable, Equatable {
         package var type = "device"
         package var arch: String
+        /// Total memory, bytes.
+        package var memorySize: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case type, arch, memorySize = "memory_size"
+        }
     }
 
     package struct App: Encodable, Sendable, Equatable {

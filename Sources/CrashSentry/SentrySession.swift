@@ -2,6 +2,7 @@
 // protocol has it (the `session` envelope item), and the run facts every event and session carry.
 import CrashRecordFormat
 package import FoundationEssentials
+package import HostFacts
 
 /// What Sentry files a run's events and session under: the release, the environment (Sentry's
 /// default is `production`), the release's build (`dist`) and the host (`server_name`).
@@ -11,21 +12,47 @@ package struct SentryRunFacts: Sendable, Equatable {
     package var dist: String?
     /// `nil` where the data policy keeps the host's details on the machine.
     package var serverName: String?
+    /// The machine and container, where readable (`nil` as `serverName`).
+    package var host: HostContext?
 
-    package init(release: String?, environment: String?, dist: String?, serverName: String?) {
+    package init(release: String?, environment: String?, dist: String?, serverName: String?, host: HostContext? = nil) {
         self.release = release
         self.environment = environment
         self.dist = dist
         self.serverName = serverName
+        self.host = host
     }
 
-    /// Sets them on `event` (a release here wins over the record's `app@version`).
+    /// Sets them on `event` (a release here wins over the record's `app@version`), with the
+    /// Swift runtime's version in `contexts.runtime`.
     package func apply(to event: inout SentryEvent) {
         if let release { event.release = release }
         event.environment = environment
         event.dist = dist
         event.serverName = serverName
+        event.contexts.runtime = SentryEvent.Runtime(version: Self.swiftVersion)
+        guard let host else { return }
+        event.contexts.device.memorySize = host.memoryBytes
+        event.contexts.container = host.containerID.map { SentryEvent.Container(id: $0) }
+        if host.kubernetesNamespace != nil || host.kubernetesPod != nil {
+            event.contexts.kubernetes = SentryEvent.Kubernetes(namespace: host.kubernetesNamespace, pod: host.kubernetesPod)
+        }
     }
+
+    /// The Swift toolchain this was built with: the app's, as the reporter is built with it.
+    package static let swiftVersion: String = {
+        #if compiler(>=6.5)
+        return "6.5"
+        #elseif compiler(>=6.4)
+        return "6.4"
+        #elseif compiler(>=6.3)
+        return "6.3"
+        #elseif compiler(>=6.2)
+        return "6.2"
+        #else
+        return "6"
+        #endif
+    }()
 }
 
 /// One run as a Sentry session update that opens and closes it at once (`init` true, a final

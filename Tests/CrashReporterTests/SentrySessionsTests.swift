@@ -104,6 +104,13 @@ final class SentrySessionsTests: XCTestCase {
         XCTAssertEqual(event["release"] as? String, "crash-harness@\(CrashCaptureLibrary.version)")
         XCTAssertEqual(event["dist"] as? String, "7")
         XCTAssertTrue(withEvent.body.contains("\"server_name\":\"\(HostName.current() ?? "?")\""), "the event as sent names the host")
+        // The runtime, and the machine's memory (where /proc/meminfo says it).
+        let contexts = try XCTUnwrap(event["contexts"] as? [String: Any])
+        XCTAssertEqual((contexts["runtime"] as? [String: Any])?["name"] as? String, "swift")
+        XCTAssertEqual((contexts["runtime"] as? [String: Any])?["version"] as? String, SentryRunFacts.swiftVersion)
+        if let memory = HostContext.current().memoryBytes {
+            XCTAssertEqual((contexts["device"] as? [String: Any])?["memory_size"] as? Int64, memory)
+        }
         // Relay's normalization files the host as the `server_name` tag.
         let tags = (event["tags"] as? [[Any]] ?? []).compactMap { pair in pair.count == 2 ? (pair[0] as? String, pair[1] as? String) : nil }
         XCTAssertTrue(tags.contains { $0.0 == "server_name" && $0.1 == HostName.current() }, "\(event["tags"] ?? "")")
@@ -221,5 +228,44 @@ extension SentrySessionsTests {
         XCTAssertNotNil(SentryRateLimits.load(records, now: Int64(Date().timeIntervalSince1970 * 1000)).wait(for: .session, now: now),
                         "the limit is kept for the next launch")
         XCTAssertFalse(FileManager.default.fileExists(atPath: SentryDiscards.path(records)), "reported: nothing left to report")
+    }
+}
+
+extension SentrySessionsTests {
+    /// A container runtime's id is found in the cgroup and mountinfo lines they write.
+    func testTheContainerIDIsReadFromTheCgroupPath() {
+        let id = String(repeating: "0123456789abcdef", count: 4)
+        XCTAssertEqual(HostContext.containerID(in: "12:memory:/docker/\(id)\n"), id)
+        XCTAssertEqual(HostContext.containerID(in: "0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-\(id).scope\n"), id)
+        XCTAssertEqual(HostContext.containerID(in: "1234 56 0:1 /var/lib/docker/containers/\(id)/hostname /etc/hostname rw\n"), id)
+        XCTAssertNil(HostContext.containerID(in: "0::/user.slice/user-0.slice/session-1.scope\n"))
+        XCTAssertNil(HostContext.containerID(in: "0::/docker/\(id)0\n"), "65 digits: not an id")
+    }
+
+    /// The container and the Kubernetes pod, as custom contexts, pass Relay's normalizer, and
+    /// stay home when the policy keeps the host's details.
+    func testContainerAndPodContextsPassRelay() throws {
+        let directory = try Scratch.directory("sessions-contexts")
+        let name = try XCTUnwrap(try SentrySinkTests.records(1, in: directory).first)
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        let record = try CrashRecordReader.parse(bytes)
+        let host = HostContext(memoryBytes: 8 << 30, containerID: String(repeating: "ab", count: 32), kubernetesNamespace: "shop", kubernetesPod: "cart-7d9")
+        let facts = SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: "cart-7d9", host: host)
+        let envelope = try SentryEnvelope.outgoing(record: record, rawRecord: bytes, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: bytes),
+                                                   sentAt: Date(), minimised: nil, facts: facts, beforeSend: nil).get()
+        let file = directory + "/contexts.envelope"
+        try Data(envelope).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let contexts = try XCTUnwrap((summary["normalized"] as? [String: Any])?["contexts"] as? [String: Any])
+        XCTAssertEqual((contexts["container"] as? [String: Any])?["id"] as? String, host.containerID)
+        XCTAssertEqual((contexts["k8s"] as? [String: Any])?["namespace"] as? String, "shop")
+        XCTAssertEqual((contexts["k8s"] as? [String: Any])?["pod"] as? String, "cart-7d9")
+        XCTAssertEqual((contexts["device"] as? [String: Any])?["memory_size"] as? Int, 8 << 30)
+
+        // The Sentry sink reads this host's only where the policy lets the host's details leave.
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:9/1"))
+        XCTAssertNotNil(SentrySink(dsn: dsn, data: CrashDataPolicy(), recordDirectory: directory).runOf(record).facts.host)
+        XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(hostDetails: false), recordDirectory: directory).runOf(record).facts.host)
     }
 }
