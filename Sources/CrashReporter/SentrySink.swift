@@ -422,8 +422,46 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             giveUp(head, reason: "not a URL: \(dsn.envelopeAddress)")
             return .sent
         }
-        let reported: SentryDiscards
-        (body, reported) = withClientReport(body)
+        switch post(body, url: url, category: .error) {
+        case .accepted:
+            settle(head) { report in
+                report.sent.append(head.record.name)
+                if let runID = run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(runID) }
+            }
+            return .sent
+        case .stopped:
+            return .stopped
+        case .retry(let after):
+            return .failed(retryAfter: after)
+        case .serverError(let why, let after):
+            serverErrors += 1
+            if serverErrors >= worker.policy.maxServerErrorAttempts {
+                giveUp(head, reason: "\(serverErrors) server errors in a row: \(why)")
+                return .sent
+            }
+            return .failed(retryAfter: after)
+        case .refused(let why):
+            giveUp(head, reason: why)
+            return .sent
+        }
+    }
+
+    /// What Sentry did with an envelope.
+    private enum Posted {
+        case accepted
+        /// Cancelled (the deadline, the worker stopping): sent again later.
+        case stopped
+        /// Not now (the network, 408, 429): after that long, or the backoff.
+        case retry(after: Duration?)
+        case serverError(String, retryAfter: Duration?)
+        /// For good (413, any other 4xx): sending it again cannot help.
+        case refused(String)
+    }
+
+    /// POSTs one envelope (of `category`'s data) with the client report of what was not sent, and
+    /// takes in what the answer says: its rate limits, the report Sentry now has, the last error.
+    private func post(_ envelope: [UInt8], url: URL, category: SentryCategory) -> Posted {
+        let (body, reported) = withClientReport(envelope)
         let request = HTTPExchange.Request(url: url, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
                                            body: Data(body), timeout: worker.policy.requestTimeout)
@@ -436,33 +474,22 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 discards.subtract(reported)
                 saveDiscards()
             }
-            settle(head) { report in
-                report.sent.append(head.record.name)
-                if let runID = run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(runID) }
-            }
-            return .sent
+            return .accepted
         case 429:
             note("HTTP 429 \(answer.text)")
-            return .failed(retryAfter: limits.wait(for: .error, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
+            return .retry(after: limits.wait(for: category, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
         case 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
             note(answer.text)
-            return .failed(retryAfter: nil)
+            return .retry(after: nil)
         case 408:
             note("HTTP 408 \(answer.text)")
-            return .failed(retryAfter: nil)
+            return .retry(after: nil)
         case 500..<600:
             note("HTTP \(answer.status) \(answer.text)")
-            serverErrors += 1
-            if serverErrors >= worker.policy.maxServerErrorAttempts {
-                giveUp(head, reason: "\(serverErrors) server errors in a row: HTTP \(answer.status) \(answer.text)")
-                return .sent
-            }
-            return .failed(retryAfter: answer.retryAfter)
+            return .serverError("HTTP \(answer.status) \(answer.text)", retryAfter: answer.retryAfter)
         default:
-            // 413 (too large) and every other 4xx: sending it again cannot help.
-            giveUp(head, reason: "HTTP \(answer.status): \(answer.text)")
-            return .sent
+            return .refused("HTTP \(answer.status): \(answer.text)")
         }
     }
 
@@ -493,34 +520,18 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             dequeue { $0.quarantined["sessions/" + run] = "not a session envelope (unreadable, or over 64 KiB)" }
             return .sent
         }
-        let (body, reported) = withClientReport(bytes)
-        let request = HTTPExchange.Request(url: url, method: .post,
-                                           headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
-                                           body: Data(body), timeout: worker.policy.requestTimeout)
-        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
-        noteLimits(answer)
-        switch answer.status {
-        case 200..<300:
+        switch post(bytes, url: url, category: .session) {
+        case .accepted:
             unlink(path)
-            if !reported.isEmpty {
-                discards.subtract(reported)
-                saveDiscards()
-            }
             dequeue { $0.sessionsSent.append(run) }
             return .sent
-        case 429:
-            note("HTTP 429 \(answer.text)")
-            return .failed(retryAfter: limits.wait(for: .session, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
-        case 0:
-            if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
-            note(answer.text)
-            return .failed(retryAfter: nil)
-        case 408, 500..<600:
-            note("HTTP \(answer.status) \(answer.text)")
-            return .failed(retryAfter: answer.retryAfter)
-        default:
+        case .stopped:
+            return .stopped
+        case .retry(let after), .serverError(_, let after):
+            return .failed(retryAfter: after)
+        case .refused(let why):
             unlink(path)
-            dequeue { $0.quarantined["sessions/" + run] = "HTTP \(answer.status): \(answer.text)" }
+            dequeue { $0.quarantined["sessions/" + run] = why }
             return .sent
         }
     }
