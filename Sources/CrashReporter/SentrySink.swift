@@ -400,10 +400,14 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             case .success(let bytes):
                 body = bytes
             case .failure(.dropped):
-                // The app chose not to send it: Sentry has all it will get.
+                // The app chose not to send the event: Sentry has all it will get of it. The run
+                // still crashed: its session goes alone, as Sentry's SDKs end it.
                 discards.add(.beforeSend, .error)
-                if run?.session != nil { discards.add(.beforeSend, .session) }
                 saveDiscards()
+                if let session = run?.session, let directory = sessionsDirectory, (try? Directory.create(directory)) != nil {
+                    let path = directory + "/" + (record.runID ?? head.record.name) + ".envelope"
+                    if SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) { queueSessions([path]) }
+                }
                 settle(head) { $0.dropped.append(head.record.name) }
                 return .sent
             case .failure(let refusal):

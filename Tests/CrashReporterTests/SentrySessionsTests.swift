@@ -269,3 +269,23 @@ extension SentrySessionsTests {
         XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(hostDetails: false), recordDirectory: directory).runOf(record).facts.host)
     }
 }
+
+extension SentrySessionsTests {
+    /// The app's `sentryBeforeSend` drops the crash's event: the run still crashed, and its
+    /// session goes alone (as Sentry's SDKs end it), the event counted as `before_send`.
+    func testACrashWhoseEventTheAppDropsStillEndsItsSessionAsCrashed() throws {
+        let directory = try Scratch.directory("sessions-dropped")
+        let records = directory + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "dropped", "--crash"], expect: .signaled(SIGSEGV))
+        try deliver(records, dsn + ["--before-send", "drop"])
+        XCTAssertFalse(server.allRequests.contains { $0.body.contains("\"type\":\"event\"") }, "the event was dropped")
+        let (_, received) = try sessions(server)
+        XCTAssertEqual(received.compactMap { ($0["payload"] as? [String: Any])?["status"] as? String }, ["crashed"])
+        XCTAssertEqual(received.first?["with_event"] as? Bool, false)
+        XCTAssertEqual(SentryDiscards.load(records).counts[SentryDiscards.Key(reason: .beforeSend, category: .error)] ?? 0
+                       + (server.allRequests.contains { $0.body.contains("before_send") } ? 1 : 0), 1,
+                       "the dropped event is counted: in the client report sent, or kept for the next one")
+    }
+}
