@@ -405,7 +405,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 discards.add(.beforeSend, .error)
                 saveDiscards()
                 if let session = run?.session, let directory = sessionsDirectory, (try? Directory.create(directory)) != nil {
-                    let path = directory + "/" + (record.runID ?? head.record.name) + ".envelope"
+                    // Named by the run id only when it can name a file (the record is untrusted).
+                    let name = record.runID.flatMap { RunLedger.isValidRunID($0) ? $0 : nil } ?? head.record.name
+                    let path = directory + "/" + name + ".envelope"
                     if SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) { queueSessions([path]) }
                 }
                 settle(head) { $0.dropped.append(head.record.name) }
