@@ -149,6 +149,9 @@ public final class CrashReporting: Sendable {
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
 
+    /// A reporter let go without ``shutdown(timeout:)`` stops reading its run's OOM-kill counter.
+    deinit { oomWatch.stop() }
+
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
     /// returns at once. The launch takes every sink through its phases (``CrashRecordSink``'s hooks):
     /// each prepares, the inbox offers every record of earlier runs to every sink that lacks it,
