@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite (release builds; nothing here is a test): what linking and starting
-# CrashCapture and CrashReporting cost a program's launch (issue 17's table), crash-to-exit side
+# CrashCapture and CrashReporting cost a program's launch (the launch table), crash-to-exit side
 # by side (plain, with 100 blocking threads, in a 50-deep async chain; the handler's time),
 # symbolication, in-process costs through ordo-one/benchmark (request contexts included), the
 # tracking store's figures, a server's requests per second with and without request contexts.
@@ -8,7 +8,7 @@
 # (Benchmarks/InPackage: they use its internal modules); the rest are packages of their own.
 #   scripts/bench.sh [runs [launch-rounds]]
 #     runs          = interleaved crash-to-exit runs per configuration (default 100)
-#     launch-rounds = interleaved rounds of the launch table (default: runs; issue 17 asks for ≥ 40)
+#     launch-rounds = interleaved rounds of the launch table (default: runs; the targets are judged on ≥ 40)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

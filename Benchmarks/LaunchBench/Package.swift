@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// What linking and starting CrashCapture costs a program (issue 17): tiny programs with and
+// What linking and starting CrashCapture costs a program: tiny programs with and
 // without it, and launch-cost, which runs them interleaved and prints the differences. Outside
 // the main package so that neither the library nor CI builds it; scripts/bench.sh runs it.
 import PackageDescription

@@ -1,5 +1,6 @@
-// SecretCrash.swift — a real crash that holds four known secrets (issue 21): what the tests of
-// "what leaves the machine" look for in what a sink sends.
+// SecretCrash.swift — a real crash that holds four known secrets (in a breadcrumb, on the stack,
+// in the identity, in a path): what the tests of "what leaves the machine" look for in what a
+// sink sends.
 import CrashRecordFormat
 import Foundation
 import ProcessSpawning

@@ -10,7 +10,7 @@
 // Sentry-only user paid while CrashReporter held the analytics). It prints a markdown table:
 // per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss) and CPU time; the
 // median of the per-round differences against the row's baseline (capture, reporter and the
-// Sentry-only analytics against plain, analytics against foundation) beside issue 17's targets;
+// Sentry-only analytics against plain, analytics against foundation) beside the launch targets (README, "Launch cost");
 // the median time of the start call as the program measured it (CrashHandler.start alone;
 // CrashReporting.start with its configuration, as one call); the shared objects it had
 // loaded at its end (dl_iterate_phdr: the vDSO and the dynamic loader count, as in ldd).
@@ -77,7 +77,7 @@ let rows = [
         expect: "installed", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
     Row(label: "capture, CRASHCAPTURE_DISABLE=1", program: "capture", directory: .shared(scratch + "/capture-disabled"),
         disable: true, baseline: 0, expect: "disabledByEnvironment", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
-    // Issue 19's bounded record directory: start lists it (and lstat's each file) when under its
+    // The bounded record directory: start lists it (and lstat's each file) when under its
     // bound (64 records); at the bound it folds 16 records, reading and parsing every record.
     Row(label: "capture, 63 records waiting", program: "capture", directory: .seeded(scratch + "/capture-63", records: 63), baseline: 0,
         expect: "installed"),
@@ -259,8 +259,8 @@ func format(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digi
 func signed(_ value: Double, _ digits: Int) -> String { String(format: "%+.\(digits)f", value) }
 
 print("Launch cost, \(rounds) interleaved rounds after \(warmUpRounds) warm-up rounds (every row once per round, the order rotating); medians."
-      + (rounds < 40 ? " Fewer than the 40 rounds issue 17 asks for." : ""))
-print("Δ: median of the per-round differences against the row's baseline (p25…p75 of those differences in brackets); ✓/✗ against issue 17's target.")
+      + (rounds < 40 ? " Fewer than the 40 rounds the targets are judged on." : ""))
+print("Δ: median of the per-round differences against the row's baseline (p25…p75 of those differences in brackets); ✓/✗ against the launch targets.")
 print("")
 print("| program | baseline | wall ms | max RSS MiB | CPU ms | Δ wall ms | target | Δ max RSS MiB | target | start µs | target | shared objects |")
 print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
