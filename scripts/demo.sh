@@ -40,12 +40,12 @@ echo "== crash-inspect list: one line per record"
 echo
 echo "== crash-inspect groups: the same crash across runs and ASLR"
 "$bin/crash-inspect" groups --dir "$records"
-first="$(ls "$records" | head -1)"
+first="$(ls "$records" | grep '\.ccrec$' | head -1)"
 echo
 echo "== crash-inspect show ${first%.ccrec} (first 40 lines)"
 "$bin/crash-inspect" show "${first%.ccrec}" --dir "$records" > "$demo/show.txt"
 head -40 "$demo/show.txt"
-async="$(ls "$records" | tail -1)"
+async="$(ls "$records" | grep '\.ccrec$' | tail -1)"
 echo
 echo "== crash-inspect show ${async%.ccrec}: the async callers, and the parent task (its crashed thread)"
 "$bin/crash-inspect" show "${async%.ccrec}" --dir "$records" > "$demo/show-async.txt"
