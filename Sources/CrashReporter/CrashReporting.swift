@@ -39,6 +39,9 @@ public final class CrashReporting: Sendable {
         public var sentryRelease: String? = Self.environmentVariable("SENTRY_RELEASE")
         /// The release's build (default `SENTRY_DIST`).
         public var sentryDist: String? = Self.environmentVariable("SENTRY_DIST")
+        /// Release health: each run a Sentry session (on by default, as Sentry's SDKs have it).
+        /// Off, only crashes are sent: a launch after a run that ended without one sends nothing.
+        public var sentrySessions = true
         /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
         /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
         /// reported in ``CrashReporting/sentryDSNError``.
@@ -190,7 +193,8 @@ public final class CrashReporting: Sendable {
                                     facts: SentryRunFacts(release: release, environment: configuration.sentryEnvironment,
                                                           dist: configuration.sentryDist,
                                                           serverName: configuration.sentryData.hostDetails ? HostName.current() : nil),
-                                    appVersion: configuration.appVersion, recordDirectory: configuration.recordDirectory)
+                                    appVersion: configuration.appVersion, recordDirectory: configuration.recordDirectory,
+                                    sessions: configuration.sentrySessions)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }
@@ -211,7 +215,8 @@ public final class CrashReporting: Sendable {
                 } else {
                     // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                     switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                    sinks: sinks.map(\.id), dsn: text, limits: limits, data: configuration.sentryData) {
+                                                    sinks: sinks.map(\.id), dsn: text, limits: limits, data: configuration.sentryData,
+                                                    sessions: configuration.sentrySessions) {
                     case .success(let uploader): capture.uploader = uploader
                     case .failure(let unavailable): uploaderError = unavailable.description
                     }

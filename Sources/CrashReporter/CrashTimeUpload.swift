@@ -44,7 +44,7 @@ package enum CrashTimeUpload {
     /// at crash time), and the DSN in its environment. The reason instead when the file is not
     /// an executable regular file.
     package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String,
-                                 limits: RecordDirectoryLimits, data: CrashDataPolicy = CrashDataPolicy())
+                                 limits: RecordDirectoryLimits, data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true)
         -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
         let path = path(for: configured)
         var info = stat()
@@ -59,6 +59,8 @@ package enum CrashTimeUpload {
                         "--max-records", String(limits.maxRecords), "--max-record-bytes", String(limits.maxBytes),
                         // What leaves the machine, as the app chose it.
                         "--sentry-data", data.argument,
+                        // Release health as the app chose it: the crashed run's session with its crash.
+                        "--sessions", sessions ? "on" : "off",
                         "--timeout", String(timeoutSeconds), "--record"],
             // The Swift runtime's backtracer off: an uploader that crashes must not hold the
             // program's stderr for seconds.
@@ -89,13 +91,13 @@ package enum CrashTimeUpload {
     /// `sinks` keep it for the next launch), within `timeout`.
     package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN,
                              limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
-                             data: CrashDataPolicy = CrashDataPolicy()) -> Outcome {
+                             data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
         // The run's release, environment and dist are its marker's (the sink reads them); the
         // host is this one, the crashed process's.
         let facts = SentryRunFacts(release: nil, environment: CrashReporting.Configuration.environmentVariable("SENTRY_ENVIRONMENT") ?? "production",
                                    dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
-        let sentry = SentrySink(dsn: dsn, policy: policy, data: data, facts: facts, recordDirectory: directory)
+        let sentry = SentrySink(dsn: dsn, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions)
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
         let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)

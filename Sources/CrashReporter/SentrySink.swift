@@ -155,6 +155,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let appVersion: String?
     /// The record directory: its runs (the ledger), the installation id, the pending sessions.
     let recordDirectory: String?
+    /// Whether runs become sessions (release health).
+    let sessions: Bool
     /// The session's `did`.
     private let installation = Mutex<String??>(nil)
     private let lock = Mutex(())
@@ -185,7 +187,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     ///   - envelope: the envelope builder; nil: ``envelope(data:publicKey:beforeSend:)`` without a hook.
     package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
                  envelope: SentryEnvelopeMaker? = nil, facts: SentryRunFacts? = nil, appVersion: String? = nil,
-                 recordDirectory: String? = nil) {
+                 recordDirectory: String? = nil, sessions: Bool = true) {
+        self.sessions = sessions
         self.dsn = dsn
         self.data = data
         self.facts = facts ?? SentryRunFacts(release: nil, environment: nil, dist: nil, serverName: nil)
@@ -247,7 +250,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         // The machine and container it crashed in: this one (the next launch and the uploader run
         // where the crash happened), where the policy lets the host's details leave.
         if data.hostDetails { facts.host = Self.hostContext }
-        guard let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
+        guard sessions, let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
         let crashMilliseconds = process.crashWallNanoseconds / 1_000_000
         let uptime = process.uptime.components
         let uptimeMilliseconds = uptime.seconds * 1000 + uptime.attoseconds / 1_000_000_000_000_000
@@ -287,7 +290,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// with its crash. A run that started more than 5 days ago is counted instead (Relay would
     /// drop it). Returns false when a session could not be written: the runs are told again.
     package func takeRuns(_ runs: [EndedRun]) -> Bool {
-        guard let directory = sessionsDirectory else { return true }
+        guard sessions, let directory = sessionsDirectory else { return true }
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let oldest = now - Int64(SentrySession.maxAge.components.seconds) * 1000
         var written: [String] = []

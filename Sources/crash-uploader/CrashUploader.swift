@@ -41,7 +41,11 @@ struct CrashUploader: ParsableCommand {
             help: "What the event and the attached record keep: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), or none.")
     var sentryData: String = CrashDataPolicy().argument
 
+    @Option(help: "Release health: the crashed run's session with its crash (on or off).")
+    var sessions: String = "on"
+
     func validate() throws {
+        guard sessions == "on" || sessions == "off" else { throw ValidationError("--sessions must be on or off") }
         guard RecordFileName(record) != nil, !record.contains("/") else { throw ValidationError("--record must be a record's file name") }
         guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1...3600 seconds") }
         guard CrashDataPolicy(argument: sentryData) != nil else { throw ValidationError("--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none") }
@@ -57,7 +61,8 @@ struct CrashUploader: ParsableCommand {
         let outcome = CrashTimeUpload.send(record: record, directory: directory,
                                            sinks: sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
                                            dsn: dsn, limits: RecordDirectoryLimits(maxRecords: maxRecords, maxBytes: maxRecordBytes),
-                                           timeout: .seconds(timeout), data: CrashDataPolicy(argument: sentryData) ?? CrashDataPolicy())
+                                           timeout: .seconds(timeout), data: CrashDataPolicy(argument: sentryData) ?? CrashDataPolicy(),
+                                           sessions: sessions == "on")
         guard outcome.settled else {
             let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? "not sent in \(timeout) s"
             let line = "crash-uploader: \(record) not sent to Sentry (\(why)); the next launch sends it\n"

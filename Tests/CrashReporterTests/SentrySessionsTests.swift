@@ -289,3 +289,28 @@ extension SentrySessionsTests {
                        "the dropped event is counted: in the client report sent, or kept for the next one")
     }
 }
+
+extension SentrySessionsTests {
+    /// Release health off (`sentrySessions = false`): no session is written or sent, and a crash's
+    /// envelope carries none.
+    func testReleaseHealthOffSendsNoSession() throws {
+        let directory = try Scratch.directory("sessions-off")
+        let name = try XCTUnwrap(try SentrySinkTests.records(1, in: directory).first)
+        let record = try CrashRecordReader.read(path: directory + "/" + name)
+        let server = try TestHTTPServer()
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
+        let on = SentrySink(dsn: dsn, recordDirectory: directory)
+        let off = SentrySink(dsn: dsn, recordDirectory: directory, sessions: false)
+        var withRun = record
+        withRun.runID = "a-run"
+        XCTAssertNotNil(on.runOf(withRun).session, "the control: on, the crash carries its session")
+        XCTAssertNil(off.runOf(withRun).session)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        XCTAssertTrue(off.takeRuns([EndedRun(start: RunStart(runID: "exited", process: .current, startWallMilliseconds: now - 1000,
+                                                             startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
+                                             end: .exited(wallMilliseconds: now, durationNanoseconds: 1_000_000_000))]))
+        XCTAssertTrue(off.finish(deadline: .now.advanced(by: .seconds(5))))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/sessions"), "no session written")
+        XCTAssertEqual(server.allRequests.count, 0)
+    }
+}

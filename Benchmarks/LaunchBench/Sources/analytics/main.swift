@@ -1,8 +1,8 @@
 // analytics: plain + CrashReporter + SensorsAnalytics: CrashReporting.start(directory:appName:appVersion:)
 //   (the events store, no endpoint) + shutdown; what a user of the analytics pays. With
 //   LAUNCH_BENCH_SENTRY_ALONE=1, the Sentry-only start instead (as `reporter` does it), the
-//   analytics still linked (GRDB in the binary, libsqlite3 loaded at exec): what a Sentry-only
-//   user paid while CrashReporter held the analytics.
+//   analytics still linked (GRDB in the binary, libsqlite3 loaded at exec) and no release health:
+//   what a Sentry-only user paid while CrashReporter held the analytics.
 //   analytics DIR  the store and records under DIR (or $LAUNCH_BENCH_DIR); prints
 //                  "analytics start_us=T capture=R objects=N", T the wall time of the start
 //                  call, R what starting CrashCapture did
@@ -16,10 +16,16 @@ import Glibc
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
     : getenv("LAUNCH_BENCH_DIR").map { String(cString: $0) } ?? "/tmp/launch-bench-analytics"
 let before = monotonicNanoseconds()
-let reporting = getenv("LAUNCH_BENCH_SENTRY_ALONE") != nil
-    ? CrashReporting.start(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0",
-                           sentryDSN: "http://launchbench@127.0.0.1:9/1")
-    : CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
+let reporting: CrashReporting
+if getenv("LAUNCH_BENCH_SENTRY_ALONE") != nil {
+    // As the reporter was before the split: no release health (sessions came after it).
+    var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench",
+                                                     appVersion: "1.0.0", sentryDSN: "http://launchbench@127.0.0.1:9/1")
+    configuration.sentrySessions = false
+    reporting = CrashReporting.start(configuration)
+} else {
+    reporting = CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")
+}
 let after = monotonicNanoseconds()
 let capture = switch reporting.captureResult {
 case .success(.installed): "installed"

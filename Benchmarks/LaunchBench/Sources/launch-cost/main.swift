@@ -37,6 +37,7 @@ if arguments.count > 1 {
     rounds = value
 }
 let warmUpRounds = 3
+LoopbackSentry.start()
 let binDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
 let probe = binDirectory + "/launch-probe"
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("launch-cost-\(getpid())").path
@@ -86,8 +87,14 @@ let rows = [
     Row(label: "foundation", program: "foundation"),
     // What each kind of user pays. A Sentry-only program (CrashReporter alone) against plain: it
     // imports no Foundation itself, so what CrashReporter loads is counted.
-    Row(label: "reporter (Sentry only), nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"), baseline: 0,
-        expect: "installed", wallTarget: 3, rssTarget: 6, startTarget: 2000),
+    // Release health off: with no crash pending, nothing is sent.
+    Row(label: "reporter (Sentry only, sessions off), nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"),
+        environment: ["LAUNCH_BENCH_SESSIONS": "off"], baseline: 0, expect: "installed", wallTarget: 3, rssTarget: 6, startTarget: 2000),
+    // Release health on (the default): each launch sends the last run's session to a loopback
+    // Sentry (libcurl loaded, one request), and shutdown waits for it.
+    Row(label: "reporter (Sentry only), the last run's session sent", program: "reporter", directory: .shared(scratch + "/reporter-sessions"),
+        environment: ["LAUNCH_BENCH_DSN": "http://launchbench@127.0.0.1:\(LoopbackSentry.port)/1"], baseline: 0, expect: "installed",
+        wallTarget: 3, rssTarget: 6, startTarget: 2000),
     // The analytics (a Foundation program's, as its users' are) against foundation.
     Row(label: "analytics, nothing pending", program: "analytics", directory: .shared(scratch + "/analytics"), baseline: 5,
         expect: "installed", wallTarget: 3, startTarget: 2000),
@@ -214,9 +221,12 @@ var seedCount = 0
     sample.initMicroseconds = values["init_us"].flatMap(Double.init)
     sample.objects = values["objects"].flatMap(Int.init)
     if case .shared(let path) = row.directory, row.program == "reporter" || row.program == "analytics" {
-        // Nothing pending for the next run: no record, and no run left without its end (the run
-        // markers: this run's, ended; the next launch tells it and deletes it).
-        let records = ((try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? []).filter { $0 != "runs" }
+        // Nothing pending for the next run: no record, no session unsent, and no run left without
+        // its end (the run markers: this run's, ended; the next launch tells it and deletes it).
+        let sessions = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records/sessions")) ?? []
+        guard sessions.isEmpty else { fail("\(row.label): sessions not sent: \(sessions)") }
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? [])
+            .filter { !["runs", "sessions", "installation-id", "sentry-rate-limits", "sentry-discarded"].contains($0) }
         guard records.isEmpty else { fail("\(row.label): \(path)/records is not empty: \(records)") }
         let runs = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records/runs")) ?? []
         guard runs.count <= 1, runs.allSatisfy({ $0.hasSuffix(".run") }) else { fail("\(row.label): runs not told: \(runs)") }
@@ -301,3 +311,47 @@ print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(P
       + "\"nothing pending\": one directory reused by every run (prepared by the warm-up runs, no record, no dead run; analytics' store keeps "
       + "each run's $AppStart and $AppEnd: no endpoint); \"new directory\": a path that does not exist, new for each run; "
       + "the Sentry-only starts have a DSN whose port (127.0.0.1:9) is closed: with nothing pending nothing is sent.")
+
+
+/// A Sentry on 127.0.0.1 that answers every request 200 (the sessions the reporter sends), on a
+/// thread of its own: one connection at a time, the request read to its end, then closed.
+enum LoopbackSentry {
+    nonisolated(unsafe) static var port: UInt16 = 0
+
+    static func start() {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = listen(listener, 64)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        let thread = Thread {
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { continue }
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                // Headers, then Content-Length bytes of body.
+                while true {
+                    let count = read(connection, &buffer, buffer.count)
+                    if count <= 0 { break }
+                    received += buffer[0..<count]
+                    let text = String(decoding: received, as: UTF8.self)
+                    guard let end = text.range(of: "\r\n\r\n") else { continue }
+                    let headers = text[..<end.lowerBound].lowercased()
+                    let length = headers.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                        .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                    if received.count - text[..<end.upperBound].utf8.count >= length { break }
+                }
+                let answer = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".utf8)
+                _ = write(connection, answer, answer.count)
+                close(connection)
+            }
+        }
+        thread.start()
+    }
+}

@@ -1,6 +1,8 @@
 // reporter: plain + the Sentry-only CrashReporting.start + shutdown: what a Sentry-only user of
 //   the CrashReporter product pays. No Foundation import of its own (CrashReporter's is what it
-//   loads); the DSN's port is closed, and with nothing pending nothing is sent.
+//   loads). The DSN is $LAUNCH_BENCH_DSN (launch-cost's loopback Sentry, which answers 200), else
+//   a closed port; LAUNCH_BENCH_SESSIONS=off turns release health off (then, with no crash
+//   pending, nothing is sent; on, the last run's session is).
 //   reporter DIR   records in DIR/records (or $LAUNCH_BENCH_DIR/records); prints
 //                  "reporter start_us=T capture=R objects=N", T the wall time of the start call,
 //                  R what starting CrashCapture did
@@ -12,9 +14,13 @@ import Glibc
 
 let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
     : getenv("LAUNCH_BENCH_DIR").map { String(cString: $0) } ?? "/tmp/launch-bench-reporter"
+let dsn = getenv("LAUNCH_BENCH_DSN").map { String(cString: $0) } ?? "http://launchbench@127.0.0.1:9/1"
+let sessions = getenv("LAUNCH_BENCH_SESSIONS").map { String(cString: $0) } != "off"
 let before = monotonicNanoseconds()
-let reporting = CrashReporting.start(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0",
-                                     sentryDSN: "http://launchbench@127.0.0.1:9/1")
+var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0",
+                                                 sentryDSN: dsn)
+configuration.sentrySessions = sessions
+let reporting = CrashReporting.start(configuration)
 let after = monotonicNanoseconds()
 let capture = switch reporting.captureResult {
 case .success(.installed): "installed"
