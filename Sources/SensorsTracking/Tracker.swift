@@ -641,11 +641,11 @@ public final class Tracker: @unchecked Sendable {
 
             let items = carry + spare
             let now = Clock.monotonicNanoseconds()
-            var refresh: (runID: String, wallMs: Int64, monoNs: Int64, oomKills: Int64?)?
+            var refresh: (runID: String, wallMs: Int64, monoNs: Int64)?
             if now >= nextRefresh {
                 // The clocks only: how the run ended (an OOM kill, say) is the reporter's run
                 // ledger's to tell; this marker holds what the `$AppEnd` carries.
-                refresh = (configuration.runID, Clock.wallMilliseconds(), now, nil)
+                refresh = (configuration.runID, Clock.wallMilliseconds(), now)
                 nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
             }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]

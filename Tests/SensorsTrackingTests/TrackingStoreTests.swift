@@ -120,7 +120,7 @@ final class TrackingStoreTests: XCTestCase {
         let store = try TrackingStore(path: Scratch.directory("verbs") + "/s.sqlite", limits: StoreLimits(maxEventBytes: 100))
         try store.registerRun(marker("a"))
         try store.registerRun(marker("b"))
-        XCTAssertEqual(try store.append([event("e1")], refreshingRun: (runID: "a", wallMs: 5_000, monoNs: 3_000_000_000, oomKills: nil)), 1)
+        XCTAssertEqual(try store.append([event("e1")], refreshingRun: (runID: "a", wallMs: 5_000, monoNs: 3_000_000_000)), 1)
         let refreshed = try XCTUnwrap(try store.runMarkers().first { $0.runID == "a" })
         XCTAssertEqual(refreshed.refreshWallMilliseconds, 5_000)
         XCTAssertEqual(refreshed.knownDurationSeconds, 3)

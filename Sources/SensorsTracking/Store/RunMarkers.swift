@@ -94,12 +94,11 @@ extension TrackingStore {
         try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [runID])
     }
 
-    /// Sets a run's last-refresh clocks and, when `oomKills` is given, its OOM-kill count (a
-    /// failed reading keeps the last one).
-    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64, oomKills: Int64?) throws {
-        try db.execute(sql: """
-            UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ?, oom_kills = COALESCE(?, oom_kills) WHERE run_id = ?
-            """, arguments: [wallMs, monoNs, oomKills, runID])
+    /// Sets a run's last-refresh clocks (how long it is known to have lived). Its OOM-kill
+    /// reading is the reporter's run marker's now; an older row keeps the one it has.
+    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64) throws {
+        try db.execute(sql: "UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ? WHERE run_id = ?",
+                       arguments: [wallMs, monoNs, runID])
     }
 
     static func runCount(_ db: Database) throws -> Int {
