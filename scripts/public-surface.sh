@@ -5,7 +5,10 @@
 # Usage: scripts/public-surface.sh [--list MODULE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUDGET=320
+# 320 → 331: the app's scope that a crash record carries (CrashScope and its three fields and
+# initializer, CrashUser and its four fields and initializer, CrashRecord.scope,
+# CrashHandler.scope and updateScope).
+BUDGET=331
 swift build --build-tests >/dev/null   # the symbol graphs need every module built, the tests' too
 swift package dump-symbol-graph --skip-synthesized-members --minimum-access-level public >/dev/null 2>&1
 python3 - "$BUDGET" "${1:-}" "${2:-}" <<'PY'

@@ -156,6 +156,40 @@ public enum CrashHandler {
         }
     }
 
+    /// The app's scope a crash record carries: tags, the user, named contexts (``CrashScope``).
+    public static var scope: CrashScope { scopeState.withLock { $0 } }
+
+    /// Changes the app's scope. A crash after this returns carries the new scope, one during it
+    /// the old or the new, whole (the C core keeps two copies and the handler copies one).
+    /// Safe at any time, before or after ``start(_:)``, from any thread:
+    ///
+    /// ```swift
+    /// CrashHandler.updateScope { scope in
+    ///     scope.tags["tenant"] = "acme"
+    ///     scope.contexts["database"] = ["engine": "postgres", "pool": "8"]
+    /// }
+    /// ```
+    ///
+    /// The scope is kept within its bounds (``CrashScope``). Returns `false`, keeping the scope
+    /// as it was, when it would still not fit in the 8 KiB the handler carries.
+    @discardableResult
+    public static func updateScope(_ change: (inout CrashScope) -> Void) -> Bool {
+        scopeState.withLock { scope in
+            var next = scope
+            change(&next)
+            next = next.bounded
+            guard let bytes = next.rendered() else { return false }
+            // Serialised by the lock, as cc_set_scope requires; the C core keeps it whether or
+            // not the handlers are installed.
+            guard bytes.withUnsafeBytes({ cc_set_scope($0.baseAddress, $0.count) }) == 0 else { return false }
+            scope = next
+            return true
+        }
+    }
+
+    /// The latest scope (``updateScope(_:)``).
+    private static let scopeState = Mutex(CrashScope())
+
     /// The compensating `$AppEnd` the handler writes into a crash record: JSON text with
     /// ``AppEndTemplate`` placeholders where the crash supplies a value. The one narrow call
     /// between the event model (CrashReporter renders it) and capture, which knows no key names.
