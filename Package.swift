@@ -40,7 +40,7 @@ let package = Package(
     traits: [
         .trait(name: "Hummingbird", description: "CrashCaptureHummingbird: each request's CrashContext from a Hummingbird 2 middleware."),
         .trait(name: "Vapor", description: "CrashCaptureVapor: each request's CrashContext from a Vapor 4 middleware."),
-        .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture started as a swift-service-lifecycle Service."),
+        .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture, or the whole reporter, started as a swift-service-lifecycle Service."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -153,11 +153,12 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor"])),
             ]
         ),
-        // Capture as a Service of a ServiceGroup: no web framework.
+        // Capture, or the whole reporter, as a Service of a ServiceGroup: no web framework.
         .target(
             name: "CrashCaptureServiceLifecycle",
             dependencies: [
                 "CrashCapture",
+                .target(name: "CrashReporter", condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
             ]
         ),
