@@ -51,7 +51,7 @@ public final class CrashReporting: Sendable {
         /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
         public var sentryUpload = UploadPolicy()
         /// What a crash's Sentry event and the record attached to it carry beyond what Sentry
-        /// needs (README, "What leaves the machine"): by default no raw memory, no breadcrumbs,
+        /// needs (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no breadcrumbs,
         /// no identity, sanitised paths; the OS's details.
         public var sentryData = CrashDataPolicy()
         /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
@@ -65,8 +65,8 @@ public final class CrashReporting: Sendable {
         /// More destinations for the records (each with its own ``RecordSinkID``). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
-        /// Sends a crash to Sentry at crash time, not only at the next launch (README,
-        /// "Containers"): once the record is written, the handler starts this executable, which
+        /// Sends a crash to Sentry at crash time, not only at the next launch (CrashReporter.docc,
+        /// "Containers and crash-time upload"): once the record is written, the handler starts this executable, which
         /// sends it while the crashed process dies. `nil` (the default): off. A path, or a name
         /// (`"crash-uploader"`, this package's product) looked up in the main executable's
         /// directory. Only with a Sentry DSN and capture on. An uploader that is not there is
