@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How a captured process dies (issue 20, docs/decisions/return-to-fault.md): the FINAL signal a crash ends
+# How a captured process dies (docs/decisions/return-to-fault.md): the FINAL signal a crash ends
 # with — its siginfo as the kernel delivered it (strace), the exit status, and the pc and sp in
 # the core dump when cores are written — must be the one the same crash ends with without
 # CrashCapture. Tests/DeathProbe/death_probe.c is linked with the C core (x86-64, native) and each
