@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
-/// type only prepares it. Records are read back with ``CrashRecordReader``.
+/// type only prepares it. Records are read back with `CrashRecordReader` (module `CrashRecordFormat`, re-exported).
 public enum CrashHandler {
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"

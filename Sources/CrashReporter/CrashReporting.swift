@@ -29,7 +29,7 @@ public final class CrashReporting: Sendable {
         /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true
         /// Adjusts capture's configuration (frames, other threads, the record directory's bounds:
-        /// ``CrashHandler/Configuration/maxRecords``, ``CrashHandler/Configuration/maxRecordBytes``)
+        /// `CrashHandler.Configuration.maxRecords`, `CrashHandler.Configuration.maxRecordBytes`)
         /// before it starts. The inbox keeps the directory under the same bounds.
         public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
         /// The environment this run's events and session are filed under in Sentry. Defaults to
@@ -317,7 +317,7 @@ public final class CrashReporting: Sendable {
         LaunchReport(RecordInbox(directory: directory, sinks: sinks, limits: limits).pass())
     }
 
-    /// What ``shutdown(timeout:)`` achieved.
+    /// What `shutdown(timeout:)` achieved.
     public struct ShutdownResult: Sendable, Equatable {
         /// Every record handed to Sentry was sent or given up (`true` without a DSN).
         public var sentToSentry: Bool
