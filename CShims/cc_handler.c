@@ -71,7 +71,7 @@
  * runtime, Breakpad, Crashpad): a fault whose cause went away meanwhile (a shared file grown by
  * another process under a SIGBUS) does not happen again and the program would run on; with the
  * signal left unblocked, the same signal sent meanwhile overtakes the re-executed fault; with it
- * blocked, qemu-user 7.2 never ends a re-executed SIGBUS. docs/return-to-fault.md has the
+ * blocked, qemu-user 7.2 never ends a re-executed SIGBUS. docs/decisions/return-to-fault.md has the
  * evidence. qemu-user does abort on the queued fault signal (scripts/arm64-check.sh).
  */
 

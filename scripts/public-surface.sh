@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The public surface: public and open declarations of every module this package ships (test
 # support and the crash harness's scenarios aside), counted from the compiler's own symbol graphs
-# (synthesized members left out, enum cases counted). Fails above the budget (README, "Public API").
+# (synthesized members left out, enum cases counted). Fails above the budget (CONTRIBUTING.md, "The public surface").
 # Usage: scripts/public-surface.sh [--list MODULE]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,7 +13,7 @@ echo "== how a captured process dies: each crash's final signal, status and core
 scripts/death-check.sh
 echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
 scripts/arm64-check.sh
-echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the README's recipe)"
+echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the recipe in CrashReporter.docc, "Deploying")"
 scripts/slim-image-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness

@@ -68,8 +68,8 @@ public struct CrashContext: Sendable, Equatable {
     }
 
     /// Continues the trace a W3C `traceparent` header (`00-<trace id>-<parent id>-<flags>`)
-    /// names: its trace id, its parent id as ``parentSpanID``, its sampled flag, and a new random
-    /// ``spanID`` for this request. Returns `false`, changing nothing, when the header is not a
+    /// names: its trace id, its parent id as `parentSpanID`, its sampled flag, and a new random
+    /// `spanID` for this request. Returns `false`, changing nothing, when the header is not a
     /// valid traceparent (an all-zero id included).
     @discardableResult
     public mutating func continueTrace(traceparent: String) -> Bool {

@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
-/// type only prepares it. Records are read back with ``CrashRecordReader``.
+/// type only prepares it. Records are read back with `CrashRecordReader` (module `CrashRecordFormat`, re-exported).
 public enum CrashHandler {
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
@@ -242,7 +242,7 @@ public struct Configuration: Sendable {
     /// Most frames recorded for the crashing thread (1...512).
     public var maxFrames: Int
     /// List the other threads, with their stacks, in the record. They are stopped at a crash
-    /// either way (README, "What happens at a crash"); `false` only leaves them out.
+    /// either way (CrashCapture.docc, "What happens at a crash"); `false` only leaves them out.
     public var recordOtherThreads: Bool
     /// Give threads created after start an alternate signal stack (needed to record a stack
     /// overflow on them). Done by wrapping `pthread_create`.
@@ -265,7 +265,7 @@ public struct Configuration: Sendable {
     public var watchdog: Duration
     /// Records the directory keeps at most (complete and partial; at least 2). Over it, a start
     /// folds records of a crash that repeats into its latest record (which then says how many
-    /// crashes it stands for) and prunes the oldest (README, "A bounded record directory").
+    /// crashes it stands for) and prunes the oldest (CrashCapture.docc, "A bounded record directory").
     public var maxRecords: Int
     /// Bytes the directory's records (and the files beside them) take at most (at least 1 MiB).
     public var maxRecordBytes: Int

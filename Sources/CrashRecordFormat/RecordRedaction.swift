@@ -11,7 +11,7 @@
 import CCrashRecordLayout
 
 /// What a copy of a crash record keeps. The default keeps nothing that can hold user data beyond
-/// what grouping and symbolication need (docs/record-format.md, "Sections that can hold user data").
+/// what grouping and symbolication need (CrashRecordFormat.docc/RecordFormat.md, "Sections that can hold user data").
 package struct RecordRedaction: Sendable, Equatable {
     /// Keep CC_SEC_MEMORY sections (the crashed thread's stack, the windows around pc and the fault address).
     package var rawMemory: Bool

@@ -1,5 +1,5 @@
 // CrashDataPolicy.swift — what a crash's Sentry event and the record attached to it carry beyond
-// what Sentry needs to group and symbolicate the crash (README, "What leaves the machine").
+// what Sentry needs to group and symbolicate the crash (CrashReporter.docc, "What leaves the machine").
 package import CrashRecordFormat
 import CrashSentry
 

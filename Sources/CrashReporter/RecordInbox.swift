@@ -117,7 +117,7 @@ public protocol CrashRecordSink: Sendable {
     func takeRuns(_ runs: [EndedRun]) -> Bool
     /// The launch's last phase, after every record and run was offered.
     func finishLaunch()
-    /// The run ends (``CrashReporting/shutdown(timeout:)``): hand on what is pending, by
+    /// The run ends (`CrashReporting.shutdown(timeout:)`): hand on what is pending, by
     /// `deadline` at the latest. Returns whether everything was.
     func shutdown(deadline: SuspendingClock.Instant) -> Bool
 }

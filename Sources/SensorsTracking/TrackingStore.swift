@@ -144,10 +144,10 @@ package final class TrackingStore: @unchecked Sendable {
 
     /// One connection (a `DatabaseQueue`) in WAL mode with `synchronous = NORMAL`: other
     /// processes read while this one writes, and a commit does not wait for the disk (a process
-    /// kill loses nothing committed; a power loss may lose the last commits). A `DatabaseQueue`
+    /// kill loses nothing committed; a power loss may lose the last commits). A `DatabasePool`
     /// cost every launch more than a millisecond beyond this: a second connection for reads
     /// and, whenever the WAL file is empty (after every clean close), a schema write to make
-    /// it non-empty (GRDB issue 102), with Foundation's file attributes to check it.
+    /// it non-empty (so that its read-only connections can open a WAL database), with Foundation's file attributes to check it.
     private static func openChecked(_ path: String) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(10)
