@@ -45,6 +45,23 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
+        // The README's and the DocC articles' Swift blocks (scripts/snippets.py writes them here;
+        // scripts/test.sh builds this target): documentation that no longer compiles fails the tests.
+        .target(
+            name: "DocSnippets",
+            dependencies: [
+                .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashReporter", package: "CrashCapture"),
+                .product(name: "SensorsAnalytics", package: "CrashCapture"),
+                .product(name: "CrashRecordFormat", package: "CrashCapture"),
+                .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
+                .product(name: "CrashCaptureVapor", package: "CrashCapture"),
+                .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "crashing-vapor-server",
             dependencies: [

@@ -52,6 +52,8 @@ public struct CrashContext: Sendable, Equatable {
     /// entries within 255 bytes: what does not fit is left out.
     package var attributes: [String: String]
 
+    /// A context for one request (or other unit of work); every field is optional. Texts longer
+    /// than their field are cut at a character boundary when the context is attached.
     public init(requestID: String = "", method: String = "", route: String = "", path: String = "", query: String = "",
                 traceID: String = "", spanID: String = "", parentSpanID: String = "", sampled: Bool = false,
                 attributes: [String: String] = [:]) {

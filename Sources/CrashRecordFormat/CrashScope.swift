@@ -19,6 +19,7 @@ public struct CrashScope: Sendable, Equatable {
     /// Named groups of facts (`"database": ["engine": "postgres", "pool": "8"]`).
     public var contexts: [String: [String: String]]
 
+    /// A scope with these tags, user and named contexts (kept within the bounds when set).
     public init(tags: [String: String] = [:], user: CrashUser? = nil, contexts: [String: [String: String]] = [:]) {
         self.tags = tags
         self.user = user
@@ -40,11 +41,16 @@ public struct CrashScope: Sendable, Equatable {
 
 /// The user of a run, as Sentry's `user` interface names it.
 public struct CrashUser: Sendable, Equatable {
+    /// The app's id for the user.
     public var id: String?
+    /// The user's name.
     public var username: String?
+    /// The user's email address.
     public var email: String?
+    /// The address the user came from.
     public var ipAddress: String?
 
+    /// A user with these fields (nil: not known).
     public init(id: String? = nil, username: String? = nil, email: String? = nil, ipAddress: String? = nil) {
         self.id = id
         self.username = username

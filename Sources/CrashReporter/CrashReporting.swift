@@ -24,7 +24,9 @@ public final class CrashReporting: Sendable {
     public struct Configuration: Sendable {
         /// Where CrashCapture writes crash records (and the next launch reads them).
         public var recordDirectory: String
+        /// The app's name (the release's first part, the record's and the events' app name).
         public var appName: String
+        /// The app's version (the release's second part).
         public var appVersion: String
         /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true

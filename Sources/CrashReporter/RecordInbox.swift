@@ -23,6 +23,7 @@ import Glibc
 /// A sink's name in the record directory's acknowledgments: 1–32 lowercase ASCII letters,
 /// digits, `-` or `_`.
 public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
+    /// The name as written in the acknowledgments.
     public let rawValue: String
 
     /// `nil` when `rawValue` is not 1–32 of `a-z`, `0-9`, `-`, `_`.

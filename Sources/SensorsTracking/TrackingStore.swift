@@ -23,9 +23,13 @@ import Glibc
 /// Limits that keep the store bounded. Defaults: 10,000 pending events, 1,000 quarantined,
 /// 64 KiB per event — about 10–20 MB at most.
 public struct StoreLimits: Sendable {
+    /// Events waiting for upload at most; beyond it the oldest are evicted (ordinary events before crashes) and counted.
     public var maxEvents: Int = 10_000
+    /// Events the server refused, kept for inspection, at most.
     public var maxQuarantined: Int = 1_000
+    /// The largest event stored, in bytes of JSON; a larger one is dropped and counted.
     public var maxEventBytes: Int = 64 * 1024
+    /// Limits with these values.
     public init(maxEvents: Int = 10_000, maxQuarantined: Int = 1_000, maxEventBytes: Int = 64 * 1024) {
         self.maxEvents = maxEvents
         self.maxQuarantined = maxQuarantined
