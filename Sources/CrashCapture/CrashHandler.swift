@@ -156,7 +156,7 @@ public enum CrashHandler {
         }
     }
 
-    /// The app's scope a crash record carries: tags, the user, named contexts (``CrashScope``).
+    /// The app's scope a crash record carries: tags, the user, named contexts (`CrashScope`).
     public static var scope: CrashScope { scopeState.withLock { $0 } }
 
     /// Changes the app's scope. A crash after this returns carries the new scope, one during it
@@ -170,7 +170,7 @@ public enum CrashHandler {
     /// }
     /// ```
     ///
-    /// The scope is kept within its bounds (``CrashScope``). Returns `false`, keeping the scope
+    /// The scope is kept within its bounds (see `CrashScope`). Returns `false`, keeping the scope
     /// as it was, when it would still not fit in the 8 KiB the handler carries.
     @discardableResult
     public static func updateScope(_ change: (inout CrashScope) -> Void) -> Bool {

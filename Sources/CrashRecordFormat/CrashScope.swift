@@ -7,9 +7,9 @@ import CCrashRecordLayout
 /// it is set: tags, the user, and named contexts (what a Sentry SDK keeps in its scope).
 ///
 /// Set it with `CrashHandler.updateScope(_:)`, at start or any time later; a record holds the
-/// scope as it was at the crash. It is bounded (``maxBytes`` rendered, values cut at
-/// ``maxValueBytes``, tag values at ``maxTagValueBytes``) because the signal handler copies it
-/// into a fixed-size area. What leaves the machine is the reporter's data policy's choice: the
+/// scope as it was at the crash. It is bounded because the signal handler copies it into a
+/// fixed-size area: 8 KiB rendered, keys and context names up to 64 bytes (longer ones are left
+/// out), tag values cut to 200 bytes and other values to 1 KiB, at a character boundary. What leaves the machine is the reporter's data policy's choice: the
 /// user only with its `identity` setting.
 public struct CrashScope: Sendable, Equatable {
     /// Short labels to search and group crashes by (`tenant`, `region`, `feature_flag`...).
