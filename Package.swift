@@ -93,8 +93,12 @@ let package = Package(
             name: "SensorsTracking",
             dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // The launch after a crash: every record to every sink (Sentry, the app's own), the runs.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        // The launch after a crash: every record to every sink (Sentry, OTLP, the app's own), the runs.
+        .target(
+            name: "CrashReporter",
+            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashSymbolication", "HTTPExchange", "CZlib",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
         .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
@@ -166,6 +170,9 @@ let package = Package(
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
         .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
+        // OTLP exporter's environment variables: the formatting CrashReporter's OTLP sink sends. No HTTP.
+        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
@@ -216,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
+                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashOTLP",
                 "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader", "sentry-only",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -3,6 +3,7 @@ public import CrashCapture
 import HostFacts
 import HTTPExchange
 import CrashSentry
+import CrashOTLP
 import Synchronization
 import Dispatch
 #if canImport(Glibc)
@@ -62,6 +63,29 @@ public final class CrashReporting: Sendable {
         public var sentryBeforeSend: (@Sendable (String) -> String?)?
         /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
         package var sentryEnvelope: SentryEnvelopeMaker?
+        /// Sends each crash record to an OpenTelemetry collector as one OTLP log record (event
+        /// `app.crash`, severity FATAL; the <doc:OpenTelemetry> article), over OTLP/HTTP in
+        /// protobuf, to this URL as it is. Defaults to `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`, else
+        /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/logs` appended (`OTEL_LOGS_EXPORTER=none`: off);
+        /// `nil` turns it off. A URL that is not http(s) keeps the records, the reason in the
+        /// sink's report.
+        public var otlpLogsEndpoint: String?
+        /// Headers sent with each OTLP request (an API key). Defaults to `OTEL_EXPORTER_OTLP_HEADERS`
+        /// and `OTEL_EXPORTER_OTLP_LOGS_HEADERS` (`key=value,…`, values percent-decoded).
+        public var otlpHeaders: [String: String]
+        /// gzip the OTLP requests. Defaults to whether `OTEL_EXPORTER_OTLP_LOGS_COMPRESSION` (else
+        /// `OTEL_EXPORTER_OTLP_COMPRESSION`) is `gzip`.
+        public var otlpGzip: Bool
+        /// The resource's `service.name`. Defaults to `OTEL_SERVICE_NAME`; nil: the app's name.
+        public var otlpServiceName: String?
+        /// More resource attributes (`deployment.environment.name`, …). Defaults to `OTEL_RESOURCE_ATTRIBUTES`.
+        public var otlpResourceAttributes: [String: String]
+        /// Retries and timeouts of the OTLP sink; its `requestTimeout` defaults to
+        /// `OTEL_EXPORTER_OTLP_LOGS_TIMEOUT` (else `OTEL_EXPORTER_OTLP_TIMEOUT`) milliseconds, else 10 s.
+        public var otlpUpload: UploadPolicy
+        /// What a crash's log record carries beyond the crash (as ``sentryData`` for Sentry): by
+        /// default no breadcrumbs, sanitised paths, no request query or key/values; the host's details.
+        public var otlpData = CrashDataPolicy()
         /// More destinations for the records (each with its own ``RecordSinkID``). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
@@ -83,6 +107,15 @@ public final class CrashReporting: Sendable {
             self.recordDirectory = recordDirectory
             self.appName = appName
             self.appVersion = appVersion
+            // The OTLP exporter's variables, read once.
+            let otlp = OTLPEnvironment { name in getenv(name).map { String(cString: $0) } }
+            otlpLogsEndpoint = otlp.logsEndpoint
+            otlpHeaders = otlp.headers
+            otlpGzip = otlp.gzip
+            otlpServiceName = otlp.serviceName
+            otlpResourceAttributes = otlp.resourceAttributes
+            otlpUpload = UploadPolicy()
+            otlpUpload.requestTimeout = .milliseconds(otlp.timeoutMilliseconds)
         }
 
         /// Records in `recordDirectory`, sent to Sentry at `sentryDSN` (`nil`: not to Sentry).
@@ -130,6 +163,8 @@ public final class CrashReporting: Sendable {
     public let run: ReportingRun
     /// The Sentry sink, when a DSN is configured.
     package let sentry: SentrySink?
+    /// The OTLP sink, when a logs endpoint is configured.
+    package let otlp: OTLPSink?
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
@@ -201,7 +236,19 @@ public final class CrashReporting: Sendable {
         }
         self.sentry = sentry
         sentryDSNError = dsnError
-        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
+        var otlp: OTLPSink?
+        if let endpoint = configuration.otlpLogsEndpoint {
+            var settings = OTLPSink.Settings(endpoint: endpoint)
+            settings.headers = configuration.otlpHeaders
+            settings.gzip = configuration.otlpGzip
+            settings.serviceName = configuration.otlpServiceName
+            settings.appName = configuration.appName
+            settings.resourceAttributes = configuration.otlpResourceAttributes
+            settings.data = configuration.otlpData
+            otlp = OTLPSink(settings: settings, policy: configuration.otlpUpload, recordDirectory: configuration.recordDirectory)
+        }
+        self.otlp = otlp
+        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (otlp.map { [$0] } ?? []) + configuration.sinks
         self.sinks = sinks
         // Before capture: a crash from here on finds each sink knowing its run (the analytics
         // publishes the crash `$AppEnd` for this run id).
@@ -309,6 +356,7 @@ public final class CrashReporting: Sendable {
     /// run's end. Nothing queued, nothing waits.
     func endAtExit(deadline: SuspendingClock.Instant) {
         _ = sentry?.finish(deadline: deadline)
+        _ = otlp?.finish(deadline: deadline)
         endRun(deadline: deadline)
     }
 
@@ -321,7 +369,8 @@ public final class CrashReporting: Sendable {
     public struct ShutdownResult: Sendable, Equatable {
         /// Every record handed to Sentry was sent or given up (`true` without a DSN).
         public var sentToSentry: Bool
-        /// Every other sink that takes part in the run's end handed on what it had by the deadline.
+        /// Every other sink that takes part in the run's end (the OTLP sink too) handed on what
+        /// it had by the deadline.
         public var sinksFinished: Bool
     }
 
@@ -336,11 +385,13 @@ public final class CrashReporting: Sendable {
         // After the sinks: what they stored of the run's end is there when the marker says it ended.
         endRun(deadline: deadline)
         var sent = true
-        if let sentry {
-            // The records reach the sink in the launch's pass: wait for it, within the deadline.
+        if sentry != nil || otlp != nil {
+            // The records reach the senders in the launch's pass: wait for it, within the deadline.
             _ = launched.wait(until: deadline)
-            sent = sentry.finish(deadline: deadline)
         }
+        if let sentry { sent = sentry.finish(deadline: deadline) }
+        // The OTLP sink's records are the other sinks' part of the result.
+        if let otlp, !otlp.finish(deadline: deadline) { finished = false }
         return ShutdownResult(sentToSentry: sent, sinksFinished: finished)
     }
 
