@@ -123,10 +123,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Started by a crashing process's handler to send its record to Sentry (CrashTimeUpload).
+        // Started by a crashing process's handler to send its record to Sentry and/or an OTLP collector (CrashTimeUpload).
         .executableTarget(
             name: "crash-uploader",
-            dependencies: ["CrashReporter", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CrashReporter", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),

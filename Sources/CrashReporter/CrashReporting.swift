@@ -89,11 +89,12 @@ public final class CrashReporting: Sendable {
         /// More destinations for the records (each with its own ``RecordSinkID``). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
-        /// Sends a crash to Sentry at crash time, not only at the next launch (README,
-        /// "Containers"): once the record is written, the handler starts this executable, which
-        /// sends it while the crashed process dies. `nil` (the default): off. A path, or a name
-        /// (`"crash-uploader"`, this package's product) looked up in the main executable's
-        /// directory. Only with a Sentry DSN and capture on. An uploader that is not there is
+        /// Sends a crash to Sentry (and to the OTLP logs endpoint, when one is set) at crash time,
+        /// not only at the next launch (README, "Containers"): once the record is written, the
+        /// handler starts this executable, which sends it while the crashed process dies. `nil`
+        /// (the default): off. A path, or a name (`"crash-uploader"`, this package's product)
+        /// looked up in the main executable's directory. Only with a Sentry DSN or an OTLP
+        /// endpoint, and capture on. An uploader that is not there is
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
 
@@ -255,15 +256,17 @@ public final class CrashReporting: Sendable {
         for sink in sinks { sink.attach(to: run) }
         if configuration.captureCrashes {
             var capture = captureConfiguration
-            if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
-                if configuration.sentryBeforeSend != nil {
+            let sentryDSN = dsn.flatMap { $0.1 != nil ? $0.0 : nil }
+            if let configured = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
+                if configuration.sentryBeforeSend != nil, sentryDSN != nil {
                     // The hook is the app's code: only the app can run it (the next launch does).
                     uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
                 } else {
                     // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                     switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                    sinks: sinks.map(\.id), dsn: text, limits: limits, data: configuration.sentryData,
-                                                    sessions: configuration.sentrySessions) {
+                                                    sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
+                                                    otlpTimeout: configuration.otlpUpload.requestTimeout, limits: limits,
+                                                    data: configuration.sentryData, sessions: configuration.sentrySessions) {
                     case .success(let uploader): capture.uploader = uploader
                     case .failure(let unavailable): uploaderError = unavailable.description
                     }

@@ -357,6 +357,36 @@ final class OTLPSinkTests: XCTestCase {
         XCTAssertEqual(server.allRequests.count, 2, "nothing sent twice")
     }
 
+    /// Crash-time upload with an OTLP endpoint and no DSN: the crashing process's handler starts
+    /// crash-uploader, which sends the record to the collector with the app's settings (its
+    /// service name) while the process dies; the record is deleted (the collector was its only
+    /// sink) and the next launch sends nothing more.
+    func testAtCrashTimeTheUploaderSendsTheRecordToTheCollectorAndTheNextLaunchNothingMore() throws {
+        let directory = try Scratch.directory("otlp-crash-time")
+        let server = try TestHTTPServer()
+        let environment = ["SWIFT_BACKTRACE": "enable=no", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs",
+                           "OTEL_SERVICE_NAME": "at-crash-time"]
+        let output = try Scratch.directory("otlp-crash-time-output")
+        let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", directory, "--crash",
+                                                                 "--crash-time-uploader", CrashTimeUpload.executableName],
+                                         environment: environment, stdout: output + "/stdout", stderr: output + "/stderr",
+                                         timeout: 90, ownProcessGroup: true, leftoverGrace: 40)
+        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+        let launch = try XCTUnwrap(try String(contentsOfFile: output + "/stdout", encoding: .utf8).split(separator: "\n").first)
+        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(launch.utf8)) as? [String: Any])?["errors"] as? [String], [],
+                       "crash-time upload on with an OTLP endpoint alone")
+        let until = Date(timeIntervalSinceNow: 60)
+        while server.allRequests.isEmpty && Date() < until { usleep(10_000) }
+        XCTAssertEqual(server.allRequests.count, 1, "the crash-time upload")
+        let (resource, _, record) = try only(try decoded(try XCTUnwrap(server.allRequests.first)))
+        XCTAssertEqual(resource["service.name"] as? String, "at-crash-time")
+        XCTAssertEqual(record["event_name"] as? String, "app.crash")
+        XCTAssertEqual((record["attributes"] as? [String: Any])?["exception.type"] as? String, "SIGSEGV")
+        XCTAssertEqual(try recordFiles(directory), [], "the collector was the only sink: deleted")
+        _ = try deliver(directory, environment: ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs"])
+        XCTAssertEqual(server.allRequests.count, 1, "the next launch sends nothing more")
+    }
+
     // MARK: configuration
 
     /// The variables as OpenTelemetry's SDKs read them for logs over OTLP/HTTP.
