@@ -96,7 +96,7 @@ let package = Package(
         // The launch after a crash: every record to every sink (Sentry, OTLP, the app's own), the runs.
         .target(
             name: "CrashReporter",
-            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashSymbolication", "HTTPExchange", "CZlib",
+            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashSymbolication", "HTTPExchange",
                            .product(name: "Logging", package: "swift-log")]
         ),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the

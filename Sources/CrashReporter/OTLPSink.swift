@@ -18,7 +18,6 @@ import CrashCapture
 import CrashOTLP
 import CrashRecordFormat
 import FoundationEssentials
-import CZlib
 import HostFacts
 import HTTPExchange
 import Logging
@@ -170,7 +169,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
         }
         var body = body(head)
         var headers: [(name: String, value: String)] = [("Content-Type", "application/x-protobuf")]
-        if settings.gzip, let compressed = Self.gzip(body) {
+        if settings.gzip, let compressed = HTTPExchange.gzip(body) {
             body = compressed
             headers.append(("Content-Encoding", "gzip"))
         }
@@ -244,27 +243,5 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             report.kept[taken.record.name] = reason
             report.lastError = reason
         }
-    }
-
-    /// gzip (RFC 1952) through zlib; nil when zlib fails (the body then goes uncompressed).
-    static func gzip(_ input: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY,
-                            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-        defer { deflateEnd(&stream) }
-        var input = input
-        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 64)
-        var rc: Int32 = Z_OK
-        let produced: Int = input.withUnsafeMutableBufferPointer { inBuffer in
-            output.withUnsafeMutableBufferPointer { outBuffer in
-                stream.next_in = inBuffer.baseAddress
-                stream.avail_in = uInt(inBuffer.count)
-                stream.next_out = outBuffer.baseAddress
-                stream.avail_out = uInt(outBuffer.count)
-                rc = deflate(&stream, Z_FINISH)
-                return outBuffer.count - Int(stream.avail_out)
-            }
-        }
-        return rc == Z_STREAM_END ? Array(output[0..<produced]) : nil
     }
 }
