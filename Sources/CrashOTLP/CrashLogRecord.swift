@@ -178,7 +178,7 @@ package enum CrashLogRecord {
         if !images.isEmpty { add("crash.images", .array(Array(images))) }
         if redaction.breadcrumbs, !record.breadcrumbs.isEmpty {
             add("crash.breadcrumbs", .array(record.breadcrumbs.map {
-                .string(CrashRecordFormat.isoTime($0.wallNanoseconds) + " " + level($0.level) + " " + text($0.message))
+                .string(CrashRecordFormat.isoTime($0.wallNanoseconds) + " " + $0.level.name + " " + text($0.message))
             }))
         }
         describeRequest(of: record, redaction: redaction, in: &log, attributes: &attributes)
@@ -243,19 +243,6 @@ package enum CrashLogRecord {
         case .x86_64: return "amd64"
         case .aarch64: return "arm64"
         case .unknown: return nil
-        }
-    }
-
-    static func level(_ level: BreadcrumbLevel) -> String {
-        switch level {
-        case .trace: return "trace"
-        case .debug: return "debug"
-        case .info: return "info"
-        case .notice: return "notice"
-        case .warning: return "warning"
-        case .error: return "error"
-        case .critical: return "critical"
-        case .unknown(let value): return "level-\(value)"
         }
     }
 
