@@ -196,7 +196,7 @@ final class OTLPSinkTests: XCTestCase {
         let name = try crash("request-with-query", into: source)
         let recorded = try CrashRecordReader.read(path: source + "/" + name)
         let crashedRequest = try XCTUnwrap(recorded.requests?.crashed)
-        for policy in ["default", "request-query,request-attributes,breadcrumbs,host-details", "none"] {
+        for policy in ["default", "request-query,request-attributes,breadcrumbs,host-details,full-paths", "none"] {
             let directory = try Scratch.directory("otlp-request")
             try FileManager.default.copyItem(atPath: source + "/" + name, toPath: directory + "/" + name)
             let server = try TestHTTPServer()
@@ -230,6 +230,13 @@ final class OTLPSinkTests: XCTestCase {
             XCTAssertEqual(resource["os.version"] != nil, policy != "none", policy)
             XCTAssertEqual(resource["host.arch"] != nil, true, "the architecture always")
             XCTAssertEqual(resource["service.name"] as? String, recorded.appName, "no OTEL_SERVICE_NAME: the app's name")
+            // Paths as they are only with full paths; else as the Sentry event and the attached record have them.
+            let executable = try XCTUnwrap(recorded.executablePath)
+            let sanitized = String(decoding: PathSanitizer.sanitizePath(Array(executable.utf8)), as: UTF8.self)
+            XCTAssertNotEqual(sanitized, executable, "the harness's path has something to sanitise")
+            XCTAssertEqual(attributes["process.executable.path"] as? String, everything ? executable : sanitized, policy)
+            let mainImage = (attributes["crash.images"] as? [[String: Any]])?.first { $0["main"] as? Bool == true }
+            XCTAssertEqual(mainImage?["path"] as? String, everything ? executable : sanitized, policy)
         }
     }
 
