@@ -40,7 +40,7 @@ let package = Package(
     traits: [
         .trait(name: "Hummingbird", description: "CrashCaptureHummingbird: each request's CrashContext from a Hummingbird 2 middleware."),
         .trait(name: "Vapor", description: "CrashCaptureVapor: each request's CrashContext from a Vapor 4 middleware."),
-        .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture started as a swift-service-lifecycle Service."),
+        .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture, or the whole reporter, started as a swift-service-lifecycle Service."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -52,6 +52,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // `swift package generate-documentation`: builds the DocC catalogs (Sources/<Module>/<Module>.docc).
+        // A plugin only: nothing of it is linked into any product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The record layout (cc_record.h): the one header the writer and the readers share.
@@ -157,11 +160,12 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor"])),
             ]
         ),
-        // Capture as a Service of a ServiceGroup: no web framework.
+        // Capture, or the whole reporter, as a Service of a ServiceGroup: no web framework.
         .target(
             name: "CrashCaptureServiceLifecycle",
             dependencies: [
                 "CrashCapture",
+                .target(name: "CrashReporter", condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
             ]
         ),

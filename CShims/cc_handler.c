@@ -71,7 +71,7 @@
  * runtime, Breakpad, Crashpad): a fault whose cause went away meanwhile (a shared file grown by
  * another process under a SIGBUS) does not happen again and the program would run on; with the
  * signal left unblocked, the same signal sent meanwhile overtakes the re-executed fault; with it
- * blocked, qemu-user 7.2 never ends a re-executed SIGBUS. docs/return-to-fault.md has the
+ * blocked, qemu-user 7.2 never ends a re-executed SIGBUS. docs/decisions/return-to-fault.md has the
  * evidence. qemu-user does abort on the queued fault signal (scripts/arm64-check.sh).
  */
 
@@ -209,25 +209,11 @@ static int cc__is_abort(int signo, const siginfo_t *info, pid_t pid) {
     return signo == SIGABRT && info && info->si_code <= 0 && info->si_pid == pid;
 }
 
-/* async-signal-safe: copies the published $AppEnd template into out (NUL-terminated); a copy
- * torn by an update on another thread is taken again. Returns 0 when there is none. */
-static int cc__copy_template(char *out, size_t cap) {
-    for (int attempt = 0; attempt < 4; attempt++) {
-        int index = atomic_load(&cc__g.template_index);
-        if (index < 0 || index > 1) return 0;
-        uint64_t before = atomic_load(&cc__g.template_generation[index]);
-        if (before & 1) continue;
-        cc__strlcpy(out, cc__g.templates[index], cap);
-        if (atomic_load(&cc__g.template_generation[index]) == before && atomic_load(&cc__g.template_index) == index) return 1;
-    }
-    return 0;
-}
-
 /* async-signal-safe: the compensating $AppEnd, the template Swift rendered with its
  * placeholders filled (crashcapture.h, CC_TEMPLATE_*). No template, no section. */
 static void cc__write_app_end(cc__writer_t *w, int64_t crash_wall_ns, int64_t crash_mono_ns) {
     static char text[CC_TEMPLATE_MAX];
-    if (!cc__copy_template(text, sizeof text) || !text[0]) return;
+    if (!cc__published_copy(&cc__g.app_end, &cc__g.templates[0][0], CC_TEMPLATE_MAX, text)) return;
     char num[24];
     cc__section_begin(w, CC_SEC_APP_END);
     const char *run = text;
@@ -423,13 +409,21 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     /* The compensating $AppEnd and the run id: the session's end, and which run it was. */
     cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
     if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
+    /* The app's scope as it is now (tags, user, named contexts: cc_set_scope), copied whole. */
+    static char scope[CC_SCOPE_MAX];
+    size_t scope_length = cc__published_copy(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope);
+    if (scope_length) {
+        cc__section_begin(w, CC_SEC_SCOPE);
+        cc__section_put(w, scope, scope_length);
+        cc__section_end(w);
+    }
     CC__MARK("crash+process+appEnd");
     /* The requests in flight, and the one this thread was serving (cc_context.c): plain reads. */
     static cc_sec_request_t request;
     int has_request = 0;
     cc__write_requests(w, tid, &request, &has_request);
     CC__MARK("requests");
-    cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id and the requests are on disk */
+    cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id, the scope and the requests are on disk */
     CC__MARK("flush1");
     /* One line on stderr that names the crash, its record and its request (cc_summary.c). */
     cc__crash_line_write(&crash, pid, tid, process.thread_name, cc__g.file_name, has_request ? &request : 0);

@@ -25,7 +25,8 @@ __attribute__((constructor)) static void cc__state_defaults(void) {
     cc__g.dir_fd = -1;
     cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
     for (int i = 0; i < CC__RESERVED_FDS; i++) cc__g.reserved_fds[i] = -1;
-    atomic_store(&cc__g.template_index, -1);
+    atomic_store(&cc__g.app_end.index, -1);
+    atomic_store(&cc__g.scope.index, -1);
     cc__g.writer.fd = -1;
 }
 
@@ -73,20 +74,45 @@ int cc_prepare_current_thread(void) {
     return 0;
 }
 
+int cc__publish(cc__published_t *p, char *buffers, size_t size, const void *bytes, size_t length) {
+    if (length >= size) return -1;
+    int next = atomic_load(&p->index) == 0 ? 1 : 0;
+    char *buffer = buffers + (size_t)next * size;
+    atomic_fetch_add(&p->generation[next], 1);
+    const char *from = bytes;
+    for (size_t i = 0; i < length; i++) buffer[i] = from[i];
+    buffer[length] = 0;
+    p->length[next] = (uint32_t)length;
+    atomic_fetch_add(&p->generation[next], 1);
+    atomic_store(&p->index, next);
+    return 0;
+}
+
+size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, char *out) {
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int index = atomic_load(&p->index);
+        if (index < 0 || index > 1) return 0;
+        uint64_t before = atomic_load(&p->generation[index]);
+        if (before & 1) continue;
+        size_t length = p->length[index];
+        if (length >= size) return 0;
+        const char *from = buffers + (size_t)index * size;
+        for (size_t i = 0; i < length; i++) out[i] = from[i];
+        out[length] = 0;
+        if (atomic_load(&p->generation[index]) == before && atomic_load(&p->index) == index) return length;
+    }
+    return 0;
+}
+
 int cc_set_app_end_template(const char *app_end_template) {
     if (!app_end_template) app_end_template = "";
     size_t length = cc__strnlen(app_end_template, CC_TEMPLATE_MAX);
-    if (length >= CC_TEMPLATE_MAX) return -1;
-    /* Fill the buffer not currently published, its generation odd meanwhile, then publish it.
-     * A crash reading the published buffer while two updates reuse it sees the generation move
-     * and copies again. Two updates racing each other are the caller's to serialise (the Swift
-     * side holds a lock). */
-    int next = atomic_load(&cc__g.template_index) == 0 ? 1 : 0;
-    atomic_fetch_add(&cc__g.template_generation[next], 1);
-    cc__strlcpy(cc__g.templates[next], app_end_template, CC_TEMPLATE_MAX);
-    atomic_fetch_add(&cc__g.template_generation[next], 1);
-    atomic_store(&cc__g.template_index, next);
-    return 0;
+    return cc__publish(&cc__g.app_end, &cc__g.templates[0][0], CC_TEMPLATE_MAX, app_end_template, length);
+}
+
+int cc_set_scope(const void *scope, size_t length) {
+    if (!scope) length = 0;
+    return cc__publish(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope ? scope : "", length);
 }
 
 const char *cc_record_directory(void) { return cc__g.directory; }

@@ -97,6 +97,20 @@ typedef struct cc__walk {
     _Atomic int active;        /* 1 while cc__unwind_context runs */
 } cc__walk_t;
 
+/* A text the program publishes for the handler, double-buffered in two buffers of one size
+ * (given with each call): a writer fills the buffer not published, its generation odd meanwhile,
+ * then publishes it; a reader (the handler) that sees a generation move while it copies copies
+ * again. Lock-free for the reader; writers are the caller's to serialise (Swift holds a lock). */
+typedef struct {
+    _Atomic uint64_t generation[2];
+    _Atomic int index;           /* -1 = none */
+    uint32_t length[2];
+} cc__published_t;
+int cc__publish(cc__published_t *p, char *buffers, size_t size, const void *bytes, size_t length); /* -1: too long */
+/* async-signal-safe: copies the published text into out (size bytes; NUL-terminated after its
+ * length), returns its length; 0 when there is none, it is empty, or every try was torn. */
+size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, char *out);
+
 /* All mutable state of the C core, in one place. Everything the handler needs is prepared
  * here at install time; the handler only reads it or writes the fields marked (handler).
  * Order: what cc_install writes comes first, the small fields then the strings whose first
@@ -139,10 +153,10 @@ typedef struct {
     _Atomic uint64_t owner;
     int crash_signo;
 
-    /* $AppEnd template, double-buffered: writers fill the idle buffer then swap the index;
-     * each buffer's generation is odd while it is being filled, so a reader can tell a torn copy. */
-    _Atomic uint64_t template_generation[2];
-    _Atomic int template_index;  /* -1 = none */
+    /* Texts the program publishes for the handler (cc__publish): the $AppEnd template and the
+     * app's scope; their buffers are below. */
+    cc__published_t app_end;
+    cc__published_t scope;
 
     /* Breadcrumbs: the head here, the slots below. */
     _Atomic uint64_t breadcrumb_head;
@@ -174,6 +188,7 @@ typedef struct {
     char directory[CC__PATH_MAX];
     char executable_path[CC__PATH_MAX];
     char templates[2][CC_TEMPLATE_MAX];
+    char scopes[2][CC_SCOPE_MAX];
 
     cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
     cc__context_slot_t contexts[CC__CONTEXT_SLOTS];

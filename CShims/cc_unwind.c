@@ -10,7 +10,7 @@
 /*
  * libunwind is loaded at install (dlopen), not linked. A program that links CrashCapture then
  * needs no runtime library a Swift program does not already need: a static-stdlib binary starts
- * in a slim image without libunwind8 (README "Deploying"). Where libunwind.so.8 is there (Debian's
+ * in a slim image without libunwind8 (Sources/CrashReporter/CrashReporter.docc/Deploying.md). Where libunwind.so.8 is there (Debian's
  * libunwind8, Ubuntu's, Fedora's libunwind), it unwinds as before, DWARF CFI first; where it is
  * not, every thread is walked by its frame records alone (cc__walk_frame_records), as the Swift
  * backtracer walks it, and the record says so in a note. (Linking it statically instead is not
@@ -96,8 +96,8 @@ int cc__unwind_load(void) {
  * and the register-state cache is per thread (UNW_CACHE_PER_THREAD keeps the handler off the
  * global cache's lock): the crashing thread, when it is not this one, flushes its own at its
  * first step, in place, without memory of its own. So one step, not three. (Each image's
- * unwind tables are found at crash time through dl_iterate_phdr, see README "Known
- * limits".) */
+ * unwind tables are found at crash time through dl_iterate_phdr, see CrashCapture.docc/KnownLimits.md
+ * (the unwinder faulting).) */
 void cc__unwind_warm_up(void) {
     if (!cc__unwind_load()) return;
     g_unw.set_caching_policy(*g_unw.local_addr_space, UNW_CACHE_PER_THREAD);

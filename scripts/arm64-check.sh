@@ -13,7 +13,7 @@
 #     unwinder after the fourth frame);
 #  3. the PAC build runs a third time as if libunwind.so.8 were not installed ("pac-frames"):
 #     every thread walked by its frame records alone, each record with its note; a leaf crash
-#     function's caller is then not expected, as README "Deploying" says;
+#     function's caller is then not expected, as CrashReporter.docc, "Deploying", says;
 #  4. each death is judged against the same crash without capture, and the record it left is
 #     read back with the x86-64 crash-inspect (show --json): complete (unwinder-fault: cut short,
 #     with its note), the expected signal, si_code and fault address, crashed-thread frames
@@ -32,7 +32,7 @@
 # instead: signal 11, SEGV_MAPERR, fault address 0x0. SIGTRAP and SIGABRT deaths are compared
 # exactly (same status with and without capture). Dying by returning to the faulting
 # instruction would make these deaths exact under qemu, and was rejected for what it breaks on
-# real Linux (docs/return-to-fault.md).
+# real Linux (docs/decisions/return-to-fault.md).
 #
 # Needs (Debian 12, as root): dpkg --add-architecture arm64 && apt-get update &&
 #   apt-get install -y gcc-aarch64-linux-gnu qemu-user-static libunwind-dev:arm64 libc6-dev:arm64
@@ -159,7 +159,7 @@ expected = sys.argv[3:]
 if os.environ.get("variant", "").endswith("-frames") and expected[:1] in (["arm64_crash_null"], ["arm64_crash_trap"]):
     # A leaf function sets up no frame record: without unwind tables its caller (the return
     # address still in lr) is not found, as the Swift backtracer does not find it either
-    # (README "Deploying"). The rest of the chain must be there.
+    # (CrashReporter.docc, "Deploying",). The rest of the chain must be there.
     expected = [name for name in expected if name != "arm64_level2"]
 problems = []
 partial = os.environ.get("expect_partial", "")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guards for the C code (issue 18), run by scripts/test.sh:
+# Guards for the C code (the C core must build warning-free and pass ASan + UBSan), run by scripts/test.sh:
 #  1. every C target compiles with -Wall -Wextra and not one warning, as debug and as release builds
 #     compile it (Package.swift adds -Wall -Wextra to every C target; here -Werror makes one fail);
 #  2. without libunwind's header (libunwind-dev), the compiler's first error says which package

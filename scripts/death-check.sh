@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How a captured process dies (issue 20, docs/return-to-fault.md): the FINAL signal a crash ends
+# How a captured process dies (docs/decisions/return-to-fault.md): the FINAL signal a crash ends
 # with — its siginfo as the kernel delivered it (strace), the exit status, and the pc and sp in
 # the core dump when cores are written — must be the one the same crash ends with without
 # CrashCapture. Tests/DeathProbe/death_probe.c is linked with the C core (x86-64, native) and each
@@ -13,7 +13,7 @@
 #     handler runs: the process must still die of that SIGBUS (BUS_ADRERR), not run on.
 # The overtake scenarios count only when the sender saw the handler still running (retried).
 #   scripts/death-check.sh            the checks (exit 1 on any failure)
-#   scripts/death-check.sh --variants also the evaluated alternatives (docs/return-to-fault-eval.patch):
+#   scripts/death-check.sh --variants also the evaluated alternatives (docs/decisions/return-to-fault-eval.patch):
 #                                     prints the table for queue / refault-unblock / refault-blockall,
 #                                     asserts nothing about them
 # Needs gcc, strace, libunwind-dev, zlib; eu-readelf (elfutils) for the core comparison.
@@ -117,9 +117,9 @@ expect_timed overtake-thread 139 "SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_MAPERR
 expect_timed bus-grown 135 "SIGBUS {si_signo=SIGBUS, si_code=BUS_ADRERR"
 
 if [ "${1:-}" = --variants ]; then
-  echo "== the evaluated alternatives (docs/return-to-fault-eval.patch; reported, not judged)"
+  echo "== the evaluated alternatives (docs/decisions/return-to-fault-eval.patch; reported, not judged)"
   rm -rf "$out/eval-core" && cp -r CShims "$out/eval-core"
-  patch -s -p1 -d "$out/eval-core" --no-backup-if-mismatch <<<"$(sed 's#CShims/##g' docs/return-to-fault-eval.patch)"
+  patch -s -p1 -d "$out/eval-core" --no-backup-if-mismatch <<<"$(sed 's#CShims/##g' docs/decisions/return-to-fault-eval.patch)"
   build "$out/death-probe-eval" "$out/eval-core" -DCC_EVAL_REFAULT=1
   for scenario in segv-maperr bus-adrerr fpe-intdiv illegal abort wait-kill; do
     for variant in 0 1 2; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Deploying" recipe, checked without Docker (issue 22). Programs that link
+# The "Deploying" recipe (CrashReporter.docc), checked without Docker (no Docker on the test machines). Programs that link
 # CrashCapture, built the way Swift servers ship (`swift build -c release --static-swift-stdlib`),
 # are copied into a minimal Debian 12 root filesystem (`debootstrap --variant=minbase bookworm`:
 # what a bookworm-slim image holds) and run there with chroot, /proc mounted in a private mount

@@ -3,8 +3,9 @@
 # ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores),
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
-# release harness and the example servers (Hummingbird 2, Vapor 4) too, runs every test, counts
-# the public surface.
+# release harness and the example servers (Hummingbird 2, Vapor 4) too, compiles the README's and
+# the DocC articles' code blocks, runs every test, counts the public surface (and its doc comments),
+# builds the DocC catalogs without a warning, fuzzes the record parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -13,7 +14,7 @@ echo "== how a captured process dies: each crash's final signal, status and core
 scripts/death-check.sh
 echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
 scripts/arm64-check.sh
-echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the README's recipe)"
+echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the recipe in CrashReporter.docc, "Deploying")"
 scripts/slim-image-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
@@ -27,9 +28,20 @@ servers_bin="$(swift build -c release --package-path Examples/CrashingServer --s
 export CRASHING_SERVER="$servers_bin/crashing-server"
 export CRASHING_VAPOR_SERVER="$servers_bin/crashing-vapor-server"
 echo "== example servers built in $((SECONDS - servers_started)) s"
+echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py, built in Examples/CrashingServer's DocSnippets)"
+python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets
+swift build -c release --package-path Examples/CrashingServer --target DocSnippets
 echo "== swift test"
 swift test
 echo "== the public surface (scripts/public-surface.sh: its budget of public declarations in the shipped modules)"
 scripts/public-surface.sh
+echo "== the DocC catalogs build with no warning (swift-docc-plugin)"
+docs_started=$SECONDS
+for target in CrashCapture CrashReporter SensorsAnalytics CrashRecordFormat; do
+  log="$(mktemp)"
+  swift package generate-documentation --target "$target" --warnings-as-errors >"$log" 2>&1 || { cat "$log"; exit 1; }
+  rm -f "$log"
+done
+echo "== documentation built in $((SECONDS - docs_started)) s"
 echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -84,6 +84,12 @@ int cc_is_installed(void);
  * long (the old one stays). */
 int cc_set_app_end_template(const char *app_end_template);
 
+/* Replaces the app's scope: its tags, user and named contexts, `length` bytes in the layout of
+ * CC_SEC_SCOPE (cc_record.h), which the handler copies whole into a record. Lock-free for the
+ * handler: a crash sees the old scope or the new one. Calls are the caller's to serialise.
+ * Works before install too. Returns -1 if length >= CC_SCOPE_MAX (the old one stays). */
+int cc_set_scope(const void *scope, size_t length);
+
 /* Leaves a breadcrumb in the lock-free ring the handler copies into the record.
  * Async-signal-safe and thread-safe; messages longer than the slot are cut. */
 void cc_breadcrumb(uint32_t level, const char *message, size_t length);

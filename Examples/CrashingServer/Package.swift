@@ -2,7 +2,8 @@
 // The tests' real servers, each starting CrashCapture, attaching each request's crash context with
 // its framework's middleware, and crashing in a route handler on request
 // (Tests/CrashCaptureTests/ServerCrashTests.swift, ServerRequestsTests.swift):
-//   crashing-server        Hummingbird 2 (CrashCaptureHummingbird, CrashCaptureServiceLifecycle)
+//   crashing-server        Hummingbird 2 (CrashCaptureHummingbird, CrashCaptureServiceLifecycle; the
+//                          reporter with --report)
 //   crashing-vapor-server  Vapor 4 (CrashCaptureVapor)
 // and ExampleCrashes, what both share (the crash, the stand-in tracer). A package of its own, so
 // the main package never depends on a web framework; it depends on the main package as an
@@ -23,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -36,9 +38,28 @@ let package = Package(
                 .product(name: "CrashCapture", package: "CrashCapture"),
                 .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
                 .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
+                .product(name: "CrashReporter", package: "CrashCapture"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The README's and the DocC articles' Swift blocks (scripts/snippets.py writes them here;
+        // scripts/test.sh builds this target): documentation that no longer compiles fails the tests.
+        .target(
+            name: "DocSnippets",
+            dependencies: [
+                .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashReporter", package: "CrashCapture"),
+                .product(name: "SensorsAnalytics", package: "CrashCapture"),
+                .product(name: "CrashRecordFormat", package: "CrashCapture"),
+                .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
+                .product(name: "CrashCaptureVapor", package: "CrashCapture"),
+                .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

@@ -22,7 +22,7 @@ typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
 let testOneInput: FuzzCallback = { data, size in
     guard let data else { return 0 }
     let bytes = UnsafeBufferPointer(start: data, count: size)
-    // The minimised copy a sink sends (issue 21): never traps, and reads back (it is empty when
+    // The minimised copy a sink sends (CrashDataPolicy): never traps, and reads back (it is empty when
     // the reader refuses the input outright).
     let redacted = RecordRedaction().apply(to: Array(bytes))
     if !redacted.isEmpty, (try? CrashRecordReader.parse(redacted)) == nil { fatalError("a redacted copy the reader refuses") }

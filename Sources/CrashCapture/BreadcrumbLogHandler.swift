@@ -16,8 +16,10 @@ public struct BreadcrumbLogHandler: LogHandler {
     public let label: String
     /// Messages below this level are not recorded.
     public var logLevel: Logger.Level
+    /// Metadata added to every message (swift-log's `LogHandler` requirement).
     public var metadata: Logger.Metadata = [:]
 
+    /// A handler for the logger labelled `label` that records messages at `logLevel` and above.
     public init(label: String, logLevel: Logger.Level = .info) {
         self.label = label
         self.logLevel = logLevel

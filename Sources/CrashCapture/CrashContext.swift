@@ -52,6 +52,8 @@ public struct CrashContext: Sendable, Equatable {
     /// entries within 255 bytes: what does not fit is left out.
     package var attributes: [String: String]
 
+    /// A context for one request (or other unit of work); every field is optional. Texts longer
+    /// than their field are cut at a character boundary when the context is attached.
     public init(requestID: String = "", method: String = "", route: String = "", path: String = "", query: String = "",
                 traceID: String = "", spanID: String = "", parentSpanID: String = "", sampled: Bool = false,
                 attributes: [String: String] = [:]) {
@@ -68,8 +70,8 @@ public struct CrashContext: Sendable, Equatable {
     }
 
     /// Continues the trace a W3C `traceparent` header (`00-<trace id>-<parent id>-<flags>`)
-    /// names: its trace id, its parent id as ``parentSpanID``, its sampled flag, and a new random
-    /// ``spanID`` for this request. Returns `false`, changing nothing, when the header is not a
+    /// names: its trace id, its parent id as `parentSpanID`, its sampled flag, and a new random
+    /// `spanID` for this request. Returns `false`, changing nothing, when the header is not a
     /// valid traceparent (an all-zero id included).
     @discardableResult
     public mutating func continueTrace(traceparent: String) -> Bool {

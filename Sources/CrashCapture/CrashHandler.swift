@@ -21,7 +21,7 @@ import Synchronization
 /// ```
 ///
 /// Everything after the signal is done by the C core in `CShims` (async-signal-safe); this
-/// type only prepares it. Records are read back with ``CrashRecordReader``.
+/// type only prepares it. Records are read back with `CrashRecordReader` (module `CrashRecordFormat`, re-exported).
 public enum CrashHandler {
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
     public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
@@ -156,6 +156,40 @@ public enum CrashHandler {
         }
     }
 
+    /// The app's scope a crash record carries: tags, the user, named contexts (``CrashScope``).
+    public static var scope: CrashScope { scopeState.withLock { $0 } }
+
+    /// Changes the app's scope. A crash after this returns carries the new scope, one during it
+    /// the old or the new, whole (the C core keeps two copies and the handler copies one).
+    /// Safe at any time, before or after ``start(_:)``, from any thread:
+    ///
+    /// ```swift
+    /// CrashHandler.updateScope { scope in
+    ///     scope.tags["tenant"] = "acme"
+    ///     scope.contexts["database"] = ["engine": "postgres", "pool": "8"]
+    /// }
+    /// ```
+    ///
+    /// The scope is kept within its bounds (``CrashScope``). Returns `false`, keeping the scope
+    /// as it was, when it would still not fit in the 8 KiB the handler carries.
+    @discardableResult
+    public static func updateScope(_ change: (inout CrashScope) -> Void) -> Bool {
+        scopeState.withLock { scope in
+            var next = scope
+            change(&next)
+            next = next.bounded
+            guard let bytes = next.rendered() else { return false }
+            // Serialised by the lock, as cc_set_scope requires; the C core keeps it whether or
+            // not the handlers are installed.
+            guard bytes.withUnsafeBytes({ cc_set_scope($0.baseAddress, $0.count) }) == 0 else { return false }
+            scope = next
+            return true
+        }
+    }
+
+    /// The latest scope (``updateScope(_:)``).
+    private static let scopeState = Mutex(CrashScope())
+
     /// The compensating `$AppEnd` the handler writes into a crash record: JSON text with
     /// ``AppEndTemplate`` placeholders where the crash supplies a value. The one narrow call
     /// between the event model (CrashReporter renders it) and capture, which knows no key names.
@@ -208,7 +242,7 @@ public struct Configuration: Sendable {
     /// Most frames recorded for the crashing thread (1...512).
     public var maxFrames: Int
     /// List the other threads, with their stacks, in the record. They are stopped at a crash
-    /// either way (README, "What happens at a crash"); `false` only leaves them out.
+    /// either way (CrashCapture.docc, "What happens at a crash"); `false` only leaves them out.
     public var recordOtherThreads: Bool
     /// Give threads created after start an alternate signal stack (needed to record a stack
     /// overflow on them). Done by wrapping `pthread_create`.
@@ -231,7 +265,7 @@ public struct Configuration: Sendable {
     public var watchdog: Duration
     /// Records the directory keeps at most (complete and partial; at least 2). Over it, a start
     /// folds records of a crash that repeats into its latest record (which then says how many
-    /// crashes it stands for) and prunes the oldest (README, "A bounded record directory").
+    /// crashes it stands for) and prunes the oldest (CrashCapture.docc, "A bounded record directory").
     public var maxRecords: Int
     /// Bytes the directory's records (and the files beside them) take at most (at least 1 MiB).
     public var maxRecordBytes: Int

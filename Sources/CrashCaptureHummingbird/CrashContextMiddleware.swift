@@ -31,10 +31,12 @@ public struct CrashContextMiddleware<Context: RequestContext>: RouterMiddleware 
     /// Whether the query string is recorded (off: it often carries tokens).
     public var includeQuery: Bool
 
+    /// A middleware that records each request's context; the query only with `includeQuery`.
     public init(includeQuery: Bool = false) {
         self.includeQuery = includeQuery
     }
 
+    /// Attaches the request's context for as long as `next` runs, then passes its response on unchanged.
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         try await CrashContext.withValue(crashContext(request, context: context)) {
             try await next(request, context)

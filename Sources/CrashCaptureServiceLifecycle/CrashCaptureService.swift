@@ -32,3 +32,40 @@ public struct CrashCaptureService: Service {
     }
 }
 #endif
+
+#if ServiceLifecycle
+public import CrashReporter
+
+/// The whole reporter for a program run by a `ServiceGroup`: capture, the next launch's sinks
+/// (Sentry, the app's own) and the runs, with the run ended when the group shuts down.
+///
+/// ```swift
+/// let reporting = CrashReportingService(.init(recordDirectory: "/var/lib/orders/crashes",
+///                                              appName: "orders", appVersion: "1.4.2"))   // Sentry from SENTRY_DSN
+/// let group = ServiceGroup(configuration: .init(services: [reporting, server], logger: logger))
+/// try await group.run()
+/// ```
+///
+/// The reporter starts when the service is made, before the group runs any service. At the
+/// group's graceful shutdown (SIGTERM on a redeploy) it ends the run: the sinks get their
+/// deadline, the Sentry sink sends what it can, and the run is told as exited at the next launch
+/// (Sentry's release health counts it as a clean session, not a crash or an abnormal end).
+/// Capture stays installed: a crash during the rest of the shutdown is still recorded, and told.
+public struct CrashReportingService: Service {
+    /// The reporter this service started.
+    public let reporting: CrashReporting
+
+    /// Starts the reporter now (``CrashReporting/start(_:)``).
+    public init(_ configuration: CrashReporting.Configuration) {
+        reporting = CrashReporting.start(configuration)
+    }
+
+    /// Waits for the group's graceful shutdown (or cancellation), then ends the run
+    /// (``CrashReporting/shutdown(timeout:)``, without holding the group's executor). Never
+    /// throws: returning early would end the group.
+    public func run() async {
+        try? await gracefulShutdown()
+        await reporting.shutdown()
+    }
+}
+#endif

@@ -29,6 +29,7 @@ public struct CrashContextMiddleware: AsyncMiddleware {
     /// Whether the query string is recorded (off: it often carries tokens).
     public var includeQuery: Bool
 
+    /// A middleware that records each request's context; the query only with `includeQuery`.
     public init(includeQuery: Bool = false) {
         self.includeQuery = includeQuery
     }

@@ -106,6 +106,15 @@ package struct ShowJSON: Encodable, Sendable {
     /// The requests in flight and the one the crashed thread was serving; null when the
     /// program attaches no `CrashContext`.
     package var requests: Nullable<Requests>
+    /// The app's scope at the crash; null when none was set.
+    package var scope: Nullable<Scope>
+
+    package struct Scope: Encodable, Sendable {
+        package var tags: [String: String]
+        /// The user's fields by Sentry's names (`id`, `username`, `email`, `ip_address`).
+        package var user: Nullable<[String: String]>
+        package var contexts: [String: [String: String]]
+    }
 
     package struct Requests: Encodable, Sendable {
         /// How the crashed thread's request was told: `task`, `noTask`, `unknown`, `other N`.

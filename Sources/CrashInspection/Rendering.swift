@@ -78,6 +78,7 @@ package enum Rendering {
             record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
         if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record)) }
+        if let scope = record.scope { out.append(contentsOf: scopeText(scope)) }
         out.append("")
         out.append("Images")
         for image in record.images {
@@ -109,6 +110,18 @@ package enum Rendering {
     /// What `list` names a crash's request by: its id, else its label.
     package static func requestName(_ request: CrashRequest) -> String {
         request.requestID.isEmpty ? request.label : request.requestID
+    }
+
+    /// The "Scope" part of `show`: the app's tags, user and named contexts at the crash.
+    static func scopeText(_ scope: CrashScope) -> [String] {
+        var out = ["", "Scope"]
+        for key in scope.tags.keys.sorted() { out.append("  tag      \(key) = \(scope.tags[key]!)") }
+        for (key, value) in scope.user?.fields ?? [] { out.append("  user     \(key) = \(value)") }
+        for name in scope.contexts.keys.sorted() {
+            let facts = scope.contexts[name]!
+            for key in facts.keys.sorted() { out.append("  context  \(name).\(key) = \(facts[key]!)") }
+        }
+        return out
     }
 
     /// The "Requests in flight" part of `show`: how many, the others one per line (id, label,
@@ -285,6 +298,10 @@ package enum Rendering {
                 return ShowJSON.Requests(status: requests.status.name, currentTask: Nullable(task), inFlight: requests.inFlight,
                                          dropped: requests.dropped, crashed: Nullable(requests.crashed.map { requestJSON($0, record: record) }),
                                          others: requests.others.map { requestJSON($0, record: record) })
+            }),
+            scope: Nullable(record.scope.map { scope in
+                ShowJSON.Scope(tags: scope.tags, user: Nullable(scope.user.map { Dictionary($0.fields, uniquingKeysWith: { a, _ in a }) }),
+                               contexts: scope.contexts)
             }))
     }
 

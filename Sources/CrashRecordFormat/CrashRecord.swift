@@ -67,6 +67,8 @@ public struct CrashRecord: Sendable, Equatable {
     package var requests: RequestsInFlight?
     /// The raw JSON text of the compensating `$AppEnd` event (`CC_SEC_APP_END`), unvalidated.
     package var appEndJSON: String?
+    /// The app's scope at the crash (tags, user, named contexts); `nil` when none was set.
+    public var scope: CrashScope?
     /// Section types this reader skipped because it does not know them, in file order.
     package var unknownSectionTypes: [UInt32]
     /// How many whole sections (checksum verified, including unknown ones and the end

@@ -456,6 +456,7 @@ private struct RecordParser {
         case CC_SEC_IMAGE.rawValue: try decodeImage(payload)
         case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
         case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
+        case CC_SEC_SCOPE.rawValue: record.scope = CrashScope(section: payload.tail(from: 0), notes: &record.notes)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true

@@ -11,13 +11,14 @@
 import CCrashRecordLayout
 
 /// What a copy of a crash record keeps. The default keeps nothing that can hold user data beyond
-/// what grouping and symbolication need (docs/record-format.md, "Sections that can hold user data").
+/// what grouping and symbolication need (CrashRecordFormat.docc/RecordFormat.md, "Sections that can hold user data").
 package struct RecordRedaction: Sendable, Equatable {
     /// Keep CC_SEC_MEMORY sections (the crashed thread's stack, the windows around pc and the fault address).
     package var rawMemory: Bool
     /// Keep CC_SEC_BREADCRUMB sections (log lines).
     package var breadcrumbs: Bool
-    /// Keep CC_SEC_APP_END (the compensating `$AppEnd`: `distinct_id`, login id, super properties).
+    /// Keep CC_SEC_APP_END (the compensating `$AppEnd`: `distinct_id`, login id, super properties)
+    /// and the user in CC_SEC_SCOPE (its tags and contexts are kept either way).
     package var identity: Bool
     /// Keep paths as written; `false`: the executable path string, every image's path and the
     /// fatal and abort message texts are sanitised with ``PathSanitizer``.
@@ -59,6 +60,7 @@ package struct RecordRedaction: Sendable, Equatable {
     ///   recomputed). Each REQUEST's query and key/value fields are zeroed unless their opt-in
     ///   is on (the section is rewritten to the layout's size, its CRC recomputed): the copy
     ///   reads as the original but for those two fields, empty. REQUESTS is copied as is.
+    /// - SCOPE loses its user entries unless `identity` is on (rewritten from the entries read).
     ///   Section types and STRING keys this reader does not know (a newer writer's: nobody can
     ///   say what they hold) are left out unless every opt-in is on.
     /// - END's section count is rewritten to the number of sections before it in the copy.
@@ -113,6 +115,13 @@ package struct RecordRedaction: Sendable, Equatable {
                 if !requestQuery { blank(\S.query) }
                 if !requestAttributes { blank(\S.attributes) }
                 append(type: section.type, fixed, [], to: &copy)
+            case CC_SEC_SCOPE.rawValue where !identity:
+                // The app's tags and contexts stay; its user does not.
+                var ignored: [String] = []
+                guard var scope = CrashScope(section: payload, notes: &ignored) else { continue }
+                scope.user = nil
+                guard !scope.isEmpty, let rendered = scope.rendered() else { continue }
+                append(type: section.type, rendered, [], to: &copy)
             case CC_SEC_IMAGE.rawValue where !fullPaths:
                 let fixed = MemoryLayout<cc_sec_image_t>.size
                 append(type: section.type, Array(payload.prefix(fixed)), PathSanitizer.sanitizePath(payload.dropFirst(fixed)), to: &copy)
@@ -126,7 +135,7 @@ package struct RecordRedaction: Sendable, Equatable {
             case CC_SEC_CRASH.rawValue, CC_SEC_PROCESS.rawValue, CC_SEC_REGISTERS.rawValue, CC_SEC_THREAD.rawValue,
                  CC_SEC_THREAD_REGISTERS.rawValue, CC_SEC_ASYNC_CHAIN.rawValue, CC_SEC_ASYNC_TASK.rawValue,
                  CC_SEC_MEMORY.rawValue, CC_SEC_BREADCRUMB.rawValue, CC_SEC_APP_END.rawValue, CC_SEC_IMAGE.rawValue,
-                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue:
+                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue, CC_SEC_SCOPE.rawValue:
                 copy.append(contentsOf: whole)
             default:
                 guard keepsEverything else { continue }

@@ -1,5 +1,5 @@
 // CrashDataPolicy.swift — what a crash's Sentry event and the record attached to it carry beyond
-// what Sentry needs to group and symbolicate the crash (README, "What leaves the machine").
+// what Sentry needs to group and symbolicate the crash (CrashReporter.docc, "What leaves the machine").
 package import CrashRecordFormat
 import CrashSentry
 
@@ -32,6 +32,7 @@ public struct CrashDataPolicy: Sendable, Equatable {
     /// fields. Off, neither leaves: the app chose them, so nobody here can say they are harmless.
     public var requestAttributes: Bool
 
+    /// A policy with these settings; the defaults send what Sentry needs to group and symbolicate, and the host's OS details.
     public init(rawMemory: Bool = false, breadcrumbs: Bool = false, identity: Bool = false, fullPaths: Bool = false,
                 hostDetails: Bool = true, requestQuery: Bool = false, requestAttributes: Bool = false) {
         self.rawMemory = rawMemory

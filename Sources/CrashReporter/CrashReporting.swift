@@ -25,12 +25,14 @@ public final class CrashReporting: Sendable {
     public struct Configuration: Sendable {
         /// Where CrashCapture writes crash records (and the next launch reads them).
         public var recordDirectory: String
+        /// The app's name (the release's first part, the record's and the events' app name).
         public var appName: String
+        /// The app's version (the release's second part).
         public var appVersion: String
         /// Install the crash handlers (off: only the sinks run).
         public var captureCrashes = true
         /// Adjusts capture's configuration (frames, other threads, the record directory's bounds:
-        /// ``CrashHandler/Configuration/maxRecords``, ``CrashHandler/Configuration/maxRecordBytes``)
+        /// `CrashHandler.Configuration.maxRecords`, `CrashHandler.Configuration.maxRecordBytes`)
         /// before it starts. The inbox keeps the directory under the same bounds.
         public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
         /// The environment this run's events and session are filed under in Sentry. Defaults to
@@ -52,7 +54,7 @@ public final class CrashReporting: Sendable {
         /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
         public var sentryUpload = UploadPolicy()
         /// What a crash's Sentry event and the record attached to it carry beyond what Sentry
-        /// needs (README, "What leaves the machine"): by default no raw memory, no breadcrumbs,
+        /// needs (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no breadcrumbs,
         /// no identity, sanitised paths; the OS's details.
         public var sentryData = CrashDataPolicy()
         /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
@@ -90,11 +92,11 @@ public final class CrashReporting: Sendable {
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
         /// Sends a crash to Sentry (and to the OTLP logs endpoint, when one is set) at crash time,
-        /// not only at the next launch (README, "Containers"): once the record is written, the
-        /// handler starts this executable, which sends it while the crashed process dies. `nil`
-        /// (the default): off. A path, or a name (`"crash-uploader"`, this package's product)
-        /// looked up in the main executable's directory. Only with a Sentry DSN or an OTLP
-        /// endpoint, and capture on. An uploader that is not there is
+        /// not only at the next launch (CrashReporter.docc, "Containers and crash-time upload"):
+        /// once the record is written, the handler starts this executable, which sends it while
+        /// the crashed process dies. `nil` (the default): off. A path, or a name
+        /// (`"crash-uploader"`, this package's product) looked up in the main executable's
+        /// directory. Only with a Sentry DSN or an OTLP endpoint, and capture on. An uploader that is not there is
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
 
@@ -368,7 +370,7 @@ public final class CrashReporting: Sendable {
         LaunchReport(RecordInbox(directory: directory, sinks: sinks, limits: limits).pass())
     }
 
-    /// What ``shutdown(timeout:)`` achieved.
+    /// What `shutdown(timeout:)` achieved.
     public struct ShutdownResult: Sendable, Equatable {
         /// Every record handed to Sentry was sent or given up (`true` without a DSN).
         public var sentToSentry: Bool

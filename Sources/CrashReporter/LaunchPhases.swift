@@ -16,7 +16,9 @@
 public struct ReportingRun: Sendable, Equatable {
     /// This run's id: the one capture writes into a crash record, and the run marker's name.
     public let runID: String
+    /// The app's name, as configured.
     public let appName: String
+    /// The app's version, as configured.
     public let appVersion: String
     /// Where capture writes this app's records.
     public let recordDirectory: String

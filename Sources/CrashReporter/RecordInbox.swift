@@ -23,6 +23,7 @@ import Glibc
 /// A sink's name in the record directory's acknowledgments: 1–32 lowercase ASCII letters,
 /// digits, `-` or `_`.
 public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
+    /// The name as written in the acknowledgments.
     public let rawValue: String
 
     /// `nil` when `rawValue` is not 1–32 of `a-z`, `0-9`, `-`, `_`.
@@ -117,7 +118,7 @@ public protocol CrashRecordSink: Sendable {
     func takeRuns(_ runs: [EndedRun]) -> Bool
     /// The launch's last phase, after every record and run was offered.
     func finishLaunch()
-    /// The run ends (``CrashReporting/shutdown(timeout:)``): hand on what is pending, by
+    /// The run ends (`CrashReporting.shutdown(timeout:)`): hand on what is pending, by
     /// `deadline` at the latest. Returns whether everything was.
     func shutdown(deadline: SuspendingClock.Instant) -> Bool
 }

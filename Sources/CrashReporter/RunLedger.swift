@@ -93,7 +93,9 @@ public struct EndedRun: Sendable, Equatable {
     public var runID: String { start.runID }
     /// When it started, ms since the epoch.
     public var startWallMilliseconds: Int64 { start.startWallMilliseconds }
+    /// The app's name the run started with.
     public var appName: String { start.appName }
+    /// The app's version the run started with (a later launch may be another version).
     public var appVersion: String { start.appVersion }
     /// Its process id.
     public var pid: Int32 { start.process.pid }

@@ -86,9 +86,12 @@ package struct SentryRateLimits: Sendable, Equatable {
 /// the next envelope that goes out, and kept beside the records until then.
 package struct SentryDiscards: Sendable, Equatable {
     /// Sentry's reasons this reporter has: the app's hook dropped it (`before_send`), Sentry
-    /// refused it for good (`send_error`), a rate limit held it back past its use (`ratelimit_backoff`).
+    /// refused it for good (`send_error`), a rate limit held it back past its use
+    /// (`ratelimit_backoff`), the record directory's bound folded its record into a later one of
+    /// the same crash, whose event stands for it (`queue_overflow`).
     package enum Reason: String, Sendable, CaseIterable {
         case beforeSend = "before_send", sendError = "send_error", rateLimitBackoff = "ratelimit_backoff"
+        case queueOverflow = "queue_overflow"
     }
 
     package struct Key: Hashable, Sendable {

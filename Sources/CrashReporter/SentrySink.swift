@@ -556,6 +556,13 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// Sentry has the record (or never will): acknowledged to the inbox, in the report, unleased.
     private func settle(_ taken: Taken, _ update: (inout Report) -> Void) {
         serverErrors = 0
+        // The crashes folded into this record when the directory was over its bounds had no event
+        // of their own: Sentry learns of them as discarded (its own event says how many it stands for).
+        let folded = taken.record.tally.repetition(forSink: id.rawValue).crashes - 1
+        if folded > 0 {
+            discards.add(.queueOverflow, .error, folded)
+            saveDiscards()
+        }
         taken.receipt.acknowledge()
         taken.lease.release()
         lock.withLock { _ in

@@ -159,13 +159,14 @@ package enum SentryEnvelope {
             self.hostDetails = hostDetails
         }
 
-        /// The event as this says: breadcrumbs only when kept; paths (images' `code_file`,
+        /// The event as this says: breadcrumbs only when kept; the app's user only with identity; paths (images' `code_file`,
         /// frames' `package`, the exception's value, the fatal and abort messages) sanitised unless
         /// full paths are kept; the OS's name alone without host details; the request's query
         /// and key/values only when kept. (A request's path is a URL's, not a file's: never
         /// sanitised as one.)
         package func apply(to event: inout SentryEvent) {
             if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
+            if !redaction.identity { event.user = nil }
             if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
             if !redaction.requestQuery { event.request?.queryString = nil }
             if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
@@ -302,6 +303,13 @@ package enum SentryEnvelope {
                 SentryEvent.Breadcrumb(timestamp: Double($0.wallNanoseconds) / 1e9, level: level($0.level), message: $0.message)
             }),
             extra: extra.isEmpty ? nil : extra)
+        if let scope = record.scope {
+            // The app's tags beside the reporter's (which win a clash: they say what the record is);
+            // Relay refuses an empty tag value.
+            for (key, value) in scope.tags where event.tags[key] == nil && !value.isEmpty { event.tags[key] = value }
+            event.user = scope.user.map { SentryEvent.User(id: $0.id, username: $0.username, email: $0.email, ipAddress: $0.ipAddress) }
+            event.contexts.appContexts = scope.contexts
+        }
         describeRequests(of: record, in: &event)
         return event
     }

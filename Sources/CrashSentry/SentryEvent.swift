@@ -22,6 +22,8 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     package var debugMeta: DebugMeta
     package var contexts: Contexts
     package var tags: [String: String]
+    /// The app's user (its scope), where the data policy lets identity leave.
+    package var user: User?
     package var breadcrumbs: Values<Breadcrumb>
     /// The HTTP request the crashed thread was serving (``SentryEnvelope/describeRequests(of:in:)``).
     package var request: Request?
@@ -29,7 +31,19 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", platform, level, timestamp, release, environment, dist, serverName = "server_name", exception, threads
-        case debugMeta = "debug_meta", contexts, tags, breadcrumbs, request, extra
+        case debugMeta = "debug_meta", contexts, tags, user, breadcrumbs, request, extra
+    }
+
+    /// Sentry's `user` interface.
+    package struct User: Encodable, Sendable, Equatable {
+        package var id: String?
+        package var username: String?
+        package var email: String?
+        package var ipAddress: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, username, email, ipAddress = "ip_address"
+        }
     }
 
     /// A value of `extra`: a text, the other requests in flight, or key/values.
@@ -177,9 +191,37 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         /// The container the crash happened in, and its Kubernetes pod (custom contexts).
         package var container: Container?
         package var kubernetes: Kubernetes?
+        /// The app's named contexts (its scope), each under its own name; a name the reporter
+        /// fills itself (``reservedNames``) is left out.
+        package var appContexts: [String: [String: String]] = [:]
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case os, device, app, trace, runtime, container, kubernetes = "k8s"
+        }
+
+        /// The names of the contexts the reporter fills.
+        package static let reservedNames = Set(CodingKeys.allCases.map(\.rawValue))
+
+        private struct Name: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var fixed = encoder.container(keyedBy: CodingKeys.self)
+            try fixed.encode(os, forKey: .os)
+            try fixed.encode(device, forKey: .device)
+            try fixed.encode(app, forKey: .app)
+            try fixed.encodeIfPresent(trace, forKey: .trace)
+            try fixed.encodeIfPresent(runtime, forKey: .runtime)
+            try fixed.encodeIfPresent(container, forKey: .container)
+            try fixed.encodeIfPresent(kubernetes, forKey: .kubernetes)
+            var named = encoder.container(keyedBy: Name.self)
+            for (name, facts) in appContexts where !Self.reservedNames.contains(name) {
+                try named.encode(facts, forKey: Name(stringValue: name))
+            }
         }
     }
 

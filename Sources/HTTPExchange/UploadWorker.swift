@@ -24,6 +24,7 @@ public struct UploadPolicy: Sendable, Equatable {
     public var maxRetryDelay: Duration = .seconds(300)
     /// 5xx answers in a row for the same batch or record before it is split or given up.
     public var maxServerErrorAttempts = 8
+    /// The defaults: 30 s per request, retries from 1 s doubling to 300 s, 8 server errors in a row.
     public init() {}
 }
 

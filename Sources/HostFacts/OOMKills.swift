@@ -14,7 +14,7 @@
 // rows hold a reading too, from before the reporter kept runs: they are judged the same way.)
 //
 // Reading while the run lives, not only at start, keeps a kill of another process in the same
-// cgroup earlier in the run from being blamed on this run's death. What remains (docs/tracking.md):
+// cgroup earlier in the run from being blamed on this run's death. What remains (CrashReporter.docc, "The next launch and its sinks", "OOM kills"):
 // another process of the cgroup killed between the last refresh and the next launch makes a
 // plain SIGKILL look like `oom`; a cgroup removed before the next launch (a container restarted
 // into a new cgroup) loses the count, and the run stays `abnormal`.

@@ -22,11 +22,11 @@ extension RecordSinkID {
     package static let events = RecordSinkID("events")!
 }
 
-/// The Sensors analytics: an events store (SQLite) with its ``Tracker``, fed with every crash
+/// The Sensors analytics: an events store (SQLite) with its `Tracker`, fed with every crash
 /// record (`AppCrashed` + `$AppEnd`) and every run (`$AppStart`, `$AppEnd`, the abnormal ends of
 /// runs that vanished), uploaded to a Sensors `/sa` endpoint when one is given.
 ///
-/// Add it to the reporter's sinks; its tracker exists from ``CrashReporting/start(_:)`` on:
+/// Add it to the reporter's sinks; its tracker exists from `CrashReporting.start(_:)` on:
 /// ```swift
 /// let analytics = SensorsAnalytics(storePath: "/var/lib/myapp/events.sqlite",
 ///                                  endpoint: URL(string: "https://sa.example.com/sa?project=prod"))
@@ -45,7 +45,7 @@ public final class SensorsAnalytics: CrashRecordSink {
         /// Records the reader rejected, stored as an `AppCrashed` that says so.
         public var recordsUnreadable: [String] = []
         /// Runs that vanished without an `$AppEnd` or a record, now ended by an abnormal (or
-        /// `oom`) one (see ``Tracker/abnormalEnds``).
+        /// `oom`) one (see `Tracker.abnormalEnds`).
         public var abnormalEnds: [String] = []
         /// Why records could not be stored (they wait for the next launch).
         public var errors: [String] = []

@@ -14,6 +14,7 @@ public struct EventIdentity: Sendable, Equatable {
     /// `loginID` when logged in, else `anonymousID`.
     public var distinctID: String? { loginID ?? anonymousID }
 
+    /// An identity with these ids (nil: none yet).
     public init(anonymousID: String? = nil, loginID: String? = nil) {
         self.anonymousID = anonymousID
         self.loginID = loginID
@@ -103,9 +104,13 @@ package enum PresetProperties {
 
 /// A JSON scalar: enough for event properties.
 public enum JSONScalar: Sendable, Equatable {
+    /// A JSON string.
     case string(String)
+    /// A JSON integer.
     case int(Int)
+    /// A JSON number with a fraction.
     case double(Double)
+    /// `true` or `false`.
     case bool(Bool)
 
     /// The JSON text of this value.

@@ -25,7 +25,9 @@ public final class Tracker: @unchecked Sendable {
         package var appVersion: String
         /// The Sensors `/sa` URL; `nil` keeps events in the store (readable by the inspector).
         package var endpoint: URL?
+        /// How much the store keeps at most.
         public var limits = StoreLimits()
+        /// How uploads to `/sa` time out and retry.
         public var upload = UploadPolicy()
         /// Default bound for ``shutdown(timeout:)``.
         public var shutdownTimeout: Duration = .seconds(3)

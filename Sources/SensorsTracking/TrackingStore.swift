@@ -23,9 +23,13 @@ import Glibc
 /// Limits that keep the store bounded. Defaults: 10,000 pending events, 1,000 quarantined,
 /// 64 KiB per event — about 10–20 MB at most.
 public struct StoreLimits: Sendable {
+    /// Events waiting for upload at most; beyond it the oldest are evicted (ordinary events before crashes) and counted.
     public var maxEvents: Int = 10_000
+    /// Events the server refused, kept for inspection, at most.
     public var maxQuarantined: Int = 1_000
+    /// The largest event stored, in bytes of JSON; a larger one is dropped and counted.
     public var maxEventBytes: Int = 64 * 1024
+    /// Limits with these values.
     public init(maxEvents: Int = 10_000, maxQuarantined: Int = 1_000, maxEventBytes: Int = 64 * 1024) {
         self.maxEvents = maxEvents
         self.maxQuarantined = maxQuarantined
@@ -144,10 +148,10 @@ package final class TrackingStore: @unchecked Sendable {
 
     /// One connection (a `DatabaseQueue`) in WAL mode with `synchronous = NORMAL`: other
     /// processes read while this one writes, and a commit does not wait for the disk (a process
-    /// kill loses nothing committed; a power loss may lose the last commits). A `DatabaseQueue`
+    /// kill loses nothing committed; a power loss may lose the last commits). A `DatabasePool`
     /// cost every launch more than a millisecond beyond this: a second connection for reads
     /// and, whenever the WAL file is empty (after every clean close), a schema write to make
-    /// it non-empty (GRDB issue 102), with Foundation's file attributes to check it.
+    /// it non-empty (so that its read-only connections can open a WAL database), with Foundation's file attributes to check it.
     private static func openChecked(_ path: String) throws -> DatabaseQueue {
         var config = Configuration()
         config.busyMode = .timeout(10)

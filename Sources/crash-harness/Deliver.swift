@@ -66,7 +66,23 @@ extension CrashHarness {
                 help: "A sentryBeforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
         var beforeSend: String?
 
+        @Option(help: "A tag of the app's scope, KEY=VALUE (repeatable), set before the reporter starts.")
+        var tag: [String] = []
+
+        @Option(name: .customLong("late-tag"), help: "With --crash: a tag KEY=VALUE (repeatable) set just before the crash.")
+        var lateTag: [String] = []
+
+        @Option(help: "The scope's user: ID or ID,EMAIL.")
+        var user: String?
+
+        @Option(help: "A named context of the app's scope, NAME.KEY=VALUE (repeatable).")
+        var context: [String] = []
+
         func validate() throws {
+            for pair in tag + lateTag + context where !pair.contains("=") { throw ValidationError("\(pair): KEY=VALUE expected") }
+            for pair in context where !(pair.split(separator: "=", maxSplits: 1).first ?? "").contains(".") {
+                throw ValidationError("--context \(pair): NAME.KEY=VALUE expected")
+            }
             guard ["shutdown", "exit", "hold"].contains(end) else { throw ValidationError("--end must be shutdown, exit or hold") }
             guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
@@ -112,6 +128,24 @@ extension CrashHarness {
                 configuration.otlpData = otlpData == "everything" ? .everything : CrashDataPolicy(argument: otlpData)!
             }
             if let runID { configuration.capture = { $0.runID = runID } }
+            func pair(_ text: String) -> (String, String) {
+                let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                return (parts[0], parts.count > 1 ? parts[1] : "")
+            }
+            if !tag.isEmpty || user != nil || !context.isEmpty {
+                let updated = CrashHandler.updateScope { scope in
+                    for (key, value) in tag.map(pair) { scope.tags[key] = value }
+                    if let user {
+                        let parts = user.split(separator: ",", maxSplits: 1).map(String.init)
+                        scope.user = CrashUser(id: parts.first, email: parts.count > 1 ? parts[1] : nil)
+                    }
+                    for (name, value) in context.map(pair) {
+                        let (context, key) = name.split(separator: ".", maxSplits: 1).map(String.init).pair
+                        scope.contexts[context, default: [:]][key] = value
+                    }
+                }
+                guard updated else { throw ValidationError("the scope does not fit") }
+            }
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
             // The tracker's writer names itself once it runs: it has when `$AppStart` is stored.
@@ -141,6 +175,9 @@ extension CrashHarness {
                         one.rlim_max = core.rlim_max
                         setrlimit(Int32(RLIMIT_CORE.rawValue), &one)
                     }
+                }
+                if !lateTag.isEmpty {
+                    CrashHandler.updateScope { scope in for (key, value) in lateTag.map(pair) { scope.tags[key] = value } }
                 }
                 switch crashAs {
                 case "abort": abort()
@@ -214,4 +251,9 @@ struct Runs: Encodable {
             }
         }
     }
+}
+
+extension Array where Element == String {
+    /// The first two elements (the second "" when missing).
+    fileprivate var pair: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
 }

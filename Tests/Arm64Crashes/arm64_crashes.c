@@ -1,4 +1,4 @@
-/* arm64_crashes.c — small crash programs for scripts/arm64-check.sh (issue 20): cross-compiled
+/* arm64_crashes.c — small crash programs for scripts/arm64-check.sh, the aarch64 check of the C core: cross-compiled
  * with the C core for aarch64 and run under qemu-aarch64-static. Usage:
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO

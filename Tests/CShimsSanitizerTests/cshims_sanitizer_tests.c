@@ -217,6 +217,33 @@ static void child_breadcrumbs(void) {
     sanitized_level1(sanitized_crash_null);
 }
 
+/* The app's scope (cc_set_scope): a thread publishes two scopes of different lengths, one after
+ * the other, as fast as it can while this one crashes; the record holds one of them whole. */
+#define SCOPE_SHORT 100
+#define SCOPE_LONG 3000
+static char g_scope_a[SCOPE_SHORT], g_scope_b[SCOPE_LONG];
+static void scope_fill(char *scope, size_t length, char letter) {
+    memcpy(scope, "tag\0phase\0", 10);
+    memset(scope + 10, letter, length - 11);
+    scope[length - 1] = 0;
+}
+static void *scope_churn(void *unused) {
+    (void)unused;
+    for (unsigned long i = 0;; i++) cc_set_scope(i & 1 ? g_scope_b : g_scope_a, i & 1 ? SCOPE_LONG : SCOPE_SHORT);
+    return 0;
+}
+
+static void child_scope(void) {
+    scope_fill(g_scope_a, SCOPE_SHORT, 'a');
+    scope_fill(g_scope_b, SCOPE_LONG, 'b');
+    cc_set_scope(g_scope_a, SCOPE_SHORT);   /* before install: kept */
+    install(0, 0);
+    pthread_t thread;
+    pthread_create(&thread, 0, scope_churn, 0);
+    usleep(20000);
+    sanitized_level1(sanitized_crash_null);
+}
+
 /* Request contexts: four threads attach and detach contexts 20,000 times each at once (under the
  * sanitizers: the table's atomics and copies), leaving the table empty; then
  * 300 contexts are attached (the table holds 256: 44 are dropped), this thread attaches one of
@@ -442,6 +469,7 @@ static void child_api(void) {
     API_CHECK(cc_install(&bad, &err) == CC_ERR_DIRECTORY && err == ENOENT);
     API_CHECK(!cc_is_installed() && cc_uninstall() == -1);
     API_CHECK(cc_set_app_end_template(too_long) == -1);
+    API_CHECK(cc_set_scope(too_long, CC_SCOPE_MAX) == -1 && cc_set_scope(too_long, CC_SCOPE_MAX - 1) == 0 && cc_set_scope(0, 0) == 0);
 
     /* Install over a handler of the program's, twice, then uninstall: the program's is back. */
     struct sigaction previous = { 0 };
@@ -982,6 +1010,18 @@ static int check_breadcrumbs(const record_t *r, const outcome_t *o) {
     return 1;
 }
 
+static int check_scope(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    CHECK(count_of(r, CC_SEC_SCOPE) == 1, "%u scope sections", count_of(r, CC_SEC_SCOPE));
+    const section_t *s = find(r, CC_SEC_SCOPE, 0);
+    scope_fill(g_scope_a, SCOPE_SHORT, 'a');
+    scope_fill(g_scope_b, SCOPE_LONG, 'b');
+    int whole = (s->length == SCOPE_SHORT && memcmp(s->payload, g_scope_a, SCOPE_SHORT) == 0) ||
+                (s->length == SCOPE_LONG && memcmp(s->payload, g_scope_b, SCOPE_LONG) == 0);
+    CHECK(whole, "the scope is neither one whole (%u bytes)", s->length);
+    return 1;
+}
+
 static int check_request_contexts(const record_t *r, const outcome_t *o) {
     if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
     const section_t *s = find(r, CC_SEC_REQUESTS, 0);
@@ -1123,6 +1163,7 @@ static const scenario_t g_scenarios[] = {
     { "api", child_api, 0, NO_RECORD, 0 },
     { "crash-time-uploader", child_uploader, SIGSEGV, COMPLETE, check_uploader },
     { "request-contexts", child_request_contexts, SIGSEGV, COMPLETE, check_request_contexts },
+    { "scope", child_scope, SIGSEGV, COMPLETE, check_scope },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",

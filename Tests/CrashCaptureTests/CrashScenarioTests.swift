@@ -223,7 +223,7 @@ final class CrashScenarioTests: XCTestCase {
     }
 
     /// Runs per scenario and build in the table-wide tests: CRASH_HARNESS_RUNS, default 3
-    /// (`crash-harness verify --runs 1000` is the soak; see README).
+    /// (`crash-harness verify --runs 1000` is the soak; see CONTRIBUTING.md).
     var runsPerScenario: Int { Int(ProcessInfo.processInfo.environment["CRASH_HARNESS_RUNS"] ?? "") ?? 3 }
 
     func testACrashWhileOtherThreadsHoldMallocLocksCompletesWithTheirStacks() throws {

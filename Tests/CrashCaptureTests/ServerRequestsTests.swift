@@ -74,6 +74,44 @@ final class ServerRequestsTests: XCTestCase {
         if testRun?.failureCount == 0 { try? FileManager.default.removeItem(atPath: server.directory) }
     }
 
+    /// CrashReportingService: a redeploy's SIGTERM to the ServiceGroup ends the server's run as
+    /// exited, not as a crash or a killed run. The next launch over the same records (the
+    /// harness's `deliver`, Sentry at a loopback address) sends one `exited` session for it, with
+    /// the server's release and environment, which Relay's session schema and sentry_sdk's
+    /// Session model accept (Tests/Oracles/sentry_sessions.py).
+    func testHummingbirdServerWithCrashReportingServiceEndsItsRunAsExitedOnSIGTERM() throws {
+        let sentry = try TestHTTPServer()
+        let sentryEnvironment = ["SENTRY_DSN": "http://key@127.0.0.1:\(sentry.port)/1", "SENTRY_ENVIRONMENT": "staging"]
+        let server = try ExampleServer(try Framework.hummingbird.executable(), name: "hummingbird-sigterm-report", arguments: ["--report"],
+                                       environment: sentryEnvironment)
+        let ok = try HTTPConnection(port: server.port, path: "/ok").readToEnd(timeout: 30)
+        XCTAssertTrue(ok.hasPrefix("HTTP/1.1 200"), ok)
+        kill(server.pid, SIGTERM)
+        let ended = server.wait(timeout: 60)
+        XCTAssertEqual(ended.ending, .exited(0), server.stderr)
+        XCTAssertTrue(server.stderr.contains("crash capture: installed"), server.stderr)
+        XCTAssertEqual(server.recordFiles + server.partialFiles, [])
+
+        let next = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", server.directory + "/records",
+                                                                         "--sentry-dsn", sentryEnvironment["SENTRY_DSN"]!],
+                                        environment: sentryEnvironment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }, timeout: 120)
+        XCTAssertEqual(next.ending, .exited(0))
+        let files = try sentry.allRequests.enumerated().map { index, request in
+            let file = server.directory + "/received-\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        XCTAssertFalse(files.isEmpty, "the next launch sent the server's session")
+        let output = try Oracles.run("sentry_sessions.py", files)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
+        let payloads = (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
+        let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == "crashing-server@1.0" }
+        XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)")
+        XCTAssertEqual((servers.first?["attrs"] as? [String: Any])?["environment"] as? String, "staging")
+        if testRun?.failureCount == 0 { try? FileManager.default.removeItem(atPath: server.directory) }
+    }
+
     // MARK: The scenario
 
     /// One request the test sent: its own X-Request-Id and W3C trace (the ids end in its index,

@@ -256,7 +256,7 @@ final class CrashInspectTests: XCTestCase {
 
     /// Two crashes in the same code reached from two request handlers: only their async callers
     /// differ. They group apart; read as physical frames only (the record without its async
-    /// context chains, as before issue 16) they would have grouped together under the executor.
+    /// context chains, as records were before async chains were recorded) they would have grouped together under the executor.
     func testCrashesInDifferentAsyncHandlersGroupApartWhereThePhysicalStackCannotTellThem() throws {
         let directory = try scratch("async-groups")
         let first = try crash("async-task-chain", into: directory)

@@ -1,4 +1,4 @@
-// RecordRedactionTests.swift — the minimised copy of a crash record (issue 21), on real records: a
+// RecordRedactionTests.swift — the minimised copy of a crash record (what the Sentry sink sends under CrashDataPolicy), on real records: a
 // crash of the harness seeded with four known secrets (a buffer on the crashing thread's stack, a
 // breadcrumb, the login id in the compensating $AppEnd, the directory the executable ran from),
 // redacted under each policy, read back with the reader and crash-inspect; cut, torn and garbage

@@ -100,6 +100,20 @@ final class BoundedDirectoryTests: XCTestCase {
         XCTAssertTrue(crashed.contains { $0["$crash_loop"] as? Bool == true })
         XCTAssertTrue(events.contains { ($0["tags"] as? [String: String])?["crash_loop"] == "yes" })
         XCTAssertEqual(try recordNames(records), [], "every record delivered")
+        // Each folded crash is reported to Sentry as discarded (`queue_overflow`, client reports),
+        // once: in the envelopes that followed, or kept for the next one.
+        var overflow = SentryDiscards.load(records).counts[SentryDiscards.Key(reason: .queueOverflow, category: .error)] ?? 0
+        for request in server.allRequests {
+            let lines = request.bodyBytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+            for (index, line) in lines.enumerated() where index + 1 < lines.count && String(decoding: line, as: UTF8.self).contains("\"type\":\"client_report\"") {
+                let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[index + 1])) as? [String: Any])
+                for discarded in report["discarded_events"] as? [[String: Any]] ?? [] where discarded["reason"] as? String == "queue_overflow" {
+                    XCTAssertEqual(discarded["category"] as? String, "error")
+                    overflow += discarded["quantity"] as? Int ?? 0
+                }
+            }
+        }
+        XCTAssertEqual(overflow, 300 - events.count, "the folded crashes, each reported as discarded once")
 
         // Sentry's own parser and Relay's normaliser accept the event that stands for many.
         let request = try XCTUnwrap(server.allRequests.first { $0.body.contains("\"crash_count\"") })

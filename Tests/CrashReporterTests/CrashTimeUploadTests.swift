@@ -131,7 +131,7 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(Self.uploadersLeft(), [])
     }
 
-    /// The uploader sends what the app's `sentryData` keeps (issue 21): by default neither the
+    /// The uploader sends what the app's `sentryData` keeps, as the next launch does: by default neither the
     /// stack's nor the breadcrumb's secret; with those opted in, both.
     func testTheCrashTimeUploaderSendsWhatSentryDataKeeps() throws {
         for optIn in [false, true] {

@@ -104,7 +104,7 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertEqual((summary["errors"] as? [Any])?.count ?? 0, 0, "\(summary["errors"] ?? "")")
         let items = try XCTUnwrap(summary["items"] as? [[String: Any]])
         let attachment = try XCTUnwrap(items.first { $0["type"] as? String == "attachment" })
-        // The record minimised as the default CrashDataPolicy says (README, "What leaves the
+        // The record minimised as the default CrashDataPolicy says (CrashReporter.docc, "What leaves the
         // machine"), byte for byte what the redaction makes of the file on disk.
         let minimised = RecordRedaction().apply(to: [UInt8](recordBytes))
         XCTAssertLessThan(minimised.count, recordBytes.count)

@@ -314,3 +314,55 @@ extension SentrySessionsTests {
         XCTAssertEqual(server.allRequests.count, 0)
     }
 }
+
+extension SentrySessionsTests {
+    /// The envelope with the crash's event the loopback Sentry received, checked by the oracle
+    /// (sentry_sdk's parser, Relay's normalizer): the event as sent and as Relay normalizes it.
+    func crashEvent(_ server: TestHTTPServer, in directory: String) throws -> (sent: [String: Any], normalized: [String: Any], body: String) {
+        let withEvent = try XCTUnwrap(server.allRequests.first { $0.body.contains("\"type\":\"event\"") })
+        let file = directory + "/event-\(server.port).envelope"
+        try Data(withEvent.bodyBytes).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        return (try XCTUnwrap(summary["event"] as? [String: Any]), try XCTUnwrap(summary["normalized"] as? [String: Any]), withEvent.body)
+    }
+
+    /// The app's scope goes with its crash as it was at the crash: the tags (one changed just
+    /// before the crash), the named contexts; the user only where the data policy lets identity
+    /// leave, and then as Sentry's `user`. Relay's normalizer accepts both.
+    func testTheAppScopeAsItWasAtTheCrashGoesWithTheEvent() throws {
+        let scope = ["--tag", "tenant=acme", "--tag", "phase=start", "--late-tag", "phase=crash", "--tag", "signal=mine",
+                     "--user", "u-42,ada@example.com", "--context", "database.engine=postgres", "--context", "database.pool=8",
+                     "--context", "os.name=not the reporter's"]
+        for identity in [false, true] {
+            let directory = try Scratch.directory("sessions-scope-\(identity)")
+            let records = directory + "/records"
+            let server = try TestHTTPServer()
+            let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+            try deliver(records, dsn + scope + ["--crash"], expect: .signaled(SIGSEGV))
+            try deliver(records, dsn + (identity ? ["--sentry-data", "identity,host-details"] : []))
+            let (sent, normalized, body) = try crashEvent(server, in: directory)
+
+            let tags = Dictionary((normalized["tags"] as? [[Any]] ?? []).compactMap { pair -> (String, String)? in
+                guard pair.count == 2, let key = pair[0] as? String, let value = pair[1] as? String else { return nil }
+                return (key, value)
+            }, uniquingKeysWith: { a, _ in a })
+            XCTAssertEqual(tags["tenant"], "acme")
+            XCTAssertEqual(tags["phase"], "crash", "the scope as it was at the crash")
+            XCTAssertEqual(tags["signal"], "SIGSEGV", "the reporter's own tag wins a clash")
+            let contexts = try XCTUnwrap(normalized["contexts"] as? [String: Any])
+            let database = try XCTUnwrap(contexts["database"] as? [String: Any])
+            XCTAssertEqual(database["engine"] as? String, "postgres")
+            XCTAssertEqual(database["pool"] as? String, "8")
+            XCTAssertNotEqual((contexts["os"] as? [String: Any])?["name"] as? String, "not the reporter's", "the reporter's os context stays")
+            if identity {
+                let user = try XCTUnwrap(normalized["user"] as? [String: Any])
+                XCTAssertEqual(user["id"] as? String, "u-42")
+                XCTAssertEqual(user["email"] as? String, "ada@example.com")
+            } else {
+                XCTAssertNil(sent["user"])
+                XCTAssertFalse(body.contains("u-42") || body.contains("ada@example.com"), "the user leaves in neither the event nor the attached record")
+            }
+        }
+    }
+}

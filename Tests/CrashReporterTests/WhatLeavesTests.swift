@@ -1,4 +1,4 @@
-// WhatLeavesTests.swift — what leaves the machine is what the user chose (issue 21): a real crash
+// WhatLeavesTests.swift — what leaves the machine is what the user chose (CrashDataPolicy): a real crash
 // seeded with four known secrets (a buffer on the crashing thread's stack, a breadcrumb, the login
 // id in the compensating $AppEnd, the executable's path), delivered to a loopback Sentry and /sa
 // collector under each setting of `sentryData`, and looked for in the bytes they received; the

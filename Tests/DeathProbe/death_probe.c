@@ -1,5 +1,5 @@
 /* death_probe.c — crashes whose FINAL signal (siginfo and registers at death) is compared with and
- * without CrashCapture (docs/return-to-fault.md, scripts/death-check.sh). Usage:
+ * without CrashCapture (docs/decisions/return-to-fault.md, scripts/death-check.sh). Usage:
  *   death-probe SCENARIO DIRECTORY capture|without
  * (two words of the same length: the initial stack, and so every sp, is laid out alike)
  * SCENARIO: segv-maperr, segv-accerr, segv-gp (x86-64), bus-adrerr, fpe-intdiv (x86-64),

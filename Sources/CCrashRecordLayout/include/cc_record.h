@@ -88,6 +88,7 @@ enum cc_section_type {
     CC_SEC_ASYNC_TASK  = 13, /* cc_sec_async_task_t: the Swift task a whole chain belongs to, and its parent task */
     CC_SEC_REQUESTS    = 14, /* cc_sec_requests_t: how the crashed thread's request was told, and how many were in flight */
     CC_SEC_REQUEST     = 15, /* cc_sec_request_t: one request (or other unit of work) in flight at the crash */
+    CC_SEC_SCOPE       = 16, /* the app's scope at the crash: entries of three NUL-terminated texts (below) */
 };
 
 /* CC_SEC_CRASH flags */
@@ -330,6 +331,14 @@ typedef struct {
 } cc_sec_image_t;
 _Static_assert(sizeof(cc_sec_image_t) == 56, "cc_sec_image_t layout");
 #define CC_IMAGE_MAIN_EXECUTABLE 0x1u
+
+/* CC_SEC_SCOPE: the app's scope as it was at the crash, what a Sentry SDK calls the scope: tags,
+ * the user, named contexts (CrashScope in Swift, which renders it and reads it back). The
+ * payload is entries, each three UTF-8 texts ended by a NUL byte: a group, a key, a value. The
+ * group is "tag", "user" (keys id, username, email, ip_address) or "context:" and the context's
+ * name. The program publishes the whole payload (cc_set_scope); the handler copies it as it is.
+ * At most CC_SCOPE_MAX - 1 bytes; a reader takes the whole entries and notes anything else. */
+#define CC_SCOPE_MAX 8192
 
 /* cc_sec_breadcrumb_t.level: swift-log's levels, in its order (the one place these numbers are
  * written down: the Swift side names them `BreadcrumbLevel` in CrashRecordFormat). A reader keeps

@@ -10,7 +10,7 @@
 // Sentry-only user paid while CrashReporter held the analytics). It prints a markdown table:
 // per row the median wall time (spawn to reaped), max RSS (wait4's ru_maxrss) and CPU time; the
 // median of the per-round differences against the row's baseline (capture, reporter and the
-// Sentry-only analytics against plain, analytics against foundation) beside the launch targets (README, "Launch cost");
+// Sentry-only analytics against plain, analytics against foundation) beside the launch targets (Benchmarks/README.md, "Launch cost");
 // the median time of the start call as the program measured it (CrashHandler.start alone;
 // CrashReporting.start with its configuration, as one call); the shared objects it had
 // loaded at its end (dl_iterate_phdr: the vDSO and the dynamic loader count, as in ldd).

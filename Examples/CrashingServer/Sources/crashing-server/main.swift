@@ -4,7 +4,10 @@
 // `GET /crash` and `GET /crash/{id}` die of SIGSEGV inside their route handler, below an app
 // middleware and two async helpers that each suspend once.
 //
-//   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context]   (DIR also from CRASH_DIR; PORT 0 by default)
+//   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report]   (DIR also from CRASH_DIR; PORT 0 by default)
+//
+// `--report` starts the whole reporter (CrashReportingService: Sentry from SENTRY_DSN, the runs)
+// instead of capture alone (CrashCaptureService).
 //
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
 // CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it). SIGTERM
@@ -13,6 +16,8 @@
 import CrashCapture
 import CrashCaptureHummingbird
 import CrashCaptureServiceLifecycle
+import CrashReporter
+import ServiceLifecycle
 import ExampleCrashes
 import Foundation
 import Hummingbird
@@ -63,8 +68,21 @@ let port = argument("--port").flatMap { Int($0) } ?? 0
 
 // Capture starts here, before the application's services run; it stays installed through a
 // graceful shutdown.
-let capture = try CrashCaptureService(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
-FileHandle.standardError.write(Data("crash capture: \(capture.started)\n".utf8))
+let capture: any Service
+if CommandLine.arguments.contains("--report") {
+    let reporting = CrashReportingService(.init(recordDirectory: directory, appName: "crashing-server", appVersion: "1.0"))
+    let started = switch reporting.reporting.captureResult {
+    case .success(let result)?: "\(result)"
+    case .failure(let error)?: "\(error)"
+    case nil: "off"
+    }
+    FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
+    capture = reporting
+} else {
+    let service = try CrashCaptureService(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
+    FileHandle.standardError.write(Data("crash capture: \(service.started)\n".utf8))
+    capture = service
+}
 
 let router = Router()
 if CommandLine.arguments.contains("--tracer") {
