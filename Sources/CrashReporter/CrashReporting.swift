@@ -172,7 +172,8 @@ public final class CrashReporting: Sendable {
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
     public let captureResult: Result<CrashHandler.StartResult, CrashCaptureError>?
-    /// Every sink, in the order the records reach them: Sentry's first, then the configured ones.
+    /// Every sink, in the order the records reach them: Sentry's first, then the OTLP sink, then
+    /// the configured ones.
     public let sinks: [any CrashRecordSink]
 
     /// The launch's result, set once by the launch thread.
