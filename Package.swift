@@ -96,8 +96,12 @@ let package = Package(
             name: "SensorsTracking",
             dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // The launch after a crash: every record to every sink (Sentry, the app's own), the runs.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        // The launch after a crash: every record to every sink (Sentry, OTLP, the app's own), the runs.
+        .target(
+            name: "CrashReporter",
+            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashSymbolication", "HTTPExchange",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
         .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
@@ -122,10 +126,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Started by a crashing process's handler to send its record to Sentry (CrashTimeUpload).
+        // Started by a crashing process's handler to send its record to Sentry and/or an OTLP collector (CrashTimeUpload).
         .executableTarget(
             name: "crash-uploader",
-            dependencies: ["CrashReporter", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CrashReporter", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
@@ -170,6 +174,9 @@ let package = Package(
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
         .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
+        // OTLP exporter's environment variables: the formatting CrashReporter's OTLP sink sends. No HTTP.
+        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
@@ -220,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry",
+                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashOTLP",
                 "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader", "sentry-only",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -37,7 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH" >&2; exit 1; }
-if ! .venv-oracles/bin/python -c "import sentry_sdk, sentry_relay, symbolic" 2>/dev/null \
+if ! .venv-oracles/bin/python -c "import sentry_sdk, sentry_relay, symbolic, opentelemetry.proto.collector.logs.v1.logs_service_pb2" 2>/dev/null \
    || ! cmp -s Tests/Oracles/requirements.txt .venv-oracles/requirements.txt; then
   echo "== installing the Python test oracles into .venv-oracles"
   rm -rf .venv-oracles

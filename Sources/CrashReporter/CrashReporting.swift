@@ -3,6 +3,7 @@ public import CrashCapture
 import HostFacts
 import HTTPExchange
 import CrashSentry
+import CrashOTLP
 import Synchronization
 import Dispatch
 #if canImport(Glibc)
@@ -64,14 +65,38 @@ public final class CrashReporting: Sendable {
         public var sentryBeforeSend: (@Sendable (String) -> String?)?
         /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
         package var sentryEnvelope: SentryEnvelopeMaker?
+        /// Sends each crash record to an OpenTelemetry collector as one OTLP log record (event
+        /// `app.crash`, severity FATAL; the <doc:OpenTelemetry> article), over OTLP/HTTP in
+        /// protobuf, to this URL as it is. Defaults to `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`, else
+        /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/logs` appended (`OTEL_LOGS_EXPORTER=none`: off);
+        /// `nil` turns it off. A URL that is not http(s) keeps the records, the reason in the
+        /// sink's report.
+        public var otlpLogsEndpoint: String?
+        /// Headers sent with each OTLP request (an API key). Defaults to `OTEL_EXPORTER_OTLP_HEADERS`
+        /// and `OTEL_EXPORTER_OTLP_LOGS_HEADERS` (`key=value,…`, values percent-decoded).
+        public var otlpHeaders: [String: String]
+        /// gzip the OTLP requests. Defaults to whether `OTEL_EXPORTER_OTLP_LOGS_COMPRESSION` (else
+        /// `OTEL_EXPORTER_OTLP_COMPRESSION`) is `gzip`.
+        public var otlpGzip: Bool
+        /// The resource's `service.name`. Defaults to `OTEL_SERVICE_NAME`; nil: the app's name.
+        public var otlpServiceName: String?
+        /// More resource attributes (`deployment.environment.name`, …). Defaults to `OTEL_RESOURCE_ATTRIBUTES`.
+        public var otlpResourceAttributes: [String: String]
+        /// Retries and timeouts of the OTLP sink; its `requestTimeout` defaults to
+        /// `OTEL_EXPORTER_OTLP_LOGS_TIMEOUT` (else `OTEL_EXPORTER_OTLP_TIMEOUT`) milliseconds, else 10 s.
+        public var otlpUpload: UploadPolicy
+        /// What a crash's log record carries beyond the crash (as ``sentryData`` for Sentry): by
+        /// default no breadcrumbs, sanitised paths, no request query or key/values; the host's details.
+        public var otlpData = CrashDataPolicy()
         /// More destinations for the records (each with its own ``RecordSinkID``). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
-        /// Sends a crash to Sentry at crash time, not only at the next launch (CrashReporter.docc,
-        /// "Containers and crash-time upload"): once the record is written, the handler starts this executable, which
-        /// sends it while the crashed process dies. `nil` (the default): off. A path, or a name
+        /// Sends a crash to Sentry (and to the OTLP logs endpoint, when one is set) at crash time,
+        /// not only at the next launch (CrashReporter.docc, "Containers and crash-time upload"):
+        /// once the record is written, the handler starts this executable, which sends it while
+        /// the crashed process dies. `nil` (the default): off. A path, or a name
         /// (`"crash-uploader"`, this package's product) looked up in the main executable's
-        /// directory. Only with a Sentry DSN and capture on. An uploader that is not there is
+        /// directory. Only with a Sentry DSN or an OTLP endpoint, and capture on. An uploader that is not there is
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
 
@@ -85,6 +110,15 @@ public final class CrashReporting: Sendable {
             self.recordDirectory = recordDirectory
             self.appName = appName
             self.appVersion = appVersion
+            // The OTLP exporter's variables, read once.
+            let otlp = OTLPEnvironment { name in getenv(name).map { String(cString: $0) } }
+            otlpLogsEndpoint = otlp.logsEndpoint
+            otlpHeaders = otlp.headers
+            otlpGzip = otlp.gzip
+            otlpServiceName = otlp.serviceName
+            otlpResourceAttributes = otlp.resourceAttributes
+            otlpUpload = UploadPolicy()
+            otlpUpload.requestTimeout = .milliseconds(otlp.timeoutMilliseconds)
         }
 
         /// Records in `recordDirectory`, sent to Sentry at `sentryDSN` (`nil`: not to Sentry).
@@ -132,11 +166,14 @@ public final class CrashReporting: Sendable {
     public let run: ReportingRun
     /// The Sentry sink, when a DSN is configured.
     package let sentry: SentrySink?
+    /// The OTLP sink, when a logs endpoint is configured.
+    package let otlp: OTLPSink?
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
     public let captureResult: Result<CrashHandler.StartResult, CrashCaptureError>?
-    /// Every sink, in the order the records reach them: Sentry's first, then the configured ones.
+    /// Every sink, in the order the records reach them: Sentry's first, then the OTLP sink, then
+    /// the configured ones.
     public let sinks: [any CrashRecordSink]
 
     /// The launch's result, set once by the launch thread.
@@ -203,22 +240,36 @@ public final class CrashReporting: Sendable {
         }
         self.sentry = sentry
         sentryDSNError = dsnError
-        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + configuration.sinks
+        var otlp: OTLPSink?
+        if let endpoint = configuration.otlpLogsEndpoint {
+            var settings = OTLPSink.Settings(endpoint: endpoint)
+            settings.headers = configuration.otlpHeaders
+            settings.gzip = configuration.otlpGzip
+            settings.serviceName = configuration.otlpServiceName
+            settings.appName = configuration.appName
+            settings.resourceAttributes = configuration.otlpResourceAttributes
+            settings.data = configuration.otlpData
+            otlp = OTLPSink(settings: settings, policy: configuration.otlpUpload, recordDirectory: configuration.recordDirectory)
+        }
+        self.otlp = otlp
+        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (otlp.map { [$0] } ?? []) + configuration.sinks
         self.sinks = sinks
         // Before capture: a crash from here on finds each sink knowing its run (the analytics
         // publishes the crash `$AppEnd` for this run id).
         for sink in sinks { sink.attach(to: run) }
         if configuration.captureCrashes {
             var capture = captureConfiguration
-            if let configured = configuration.crashTimeUploader, let (text, parsed) = dsn, parsed != nil {
-                if configuration.sentryBeforeSend != nil {
+            let sentryDSN = dsn.flatMap { $0.1 != nil ? $0.0 : nil }
+            if let configured = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
+                if configuration.sentryBeforeSend != nil, sentryDSN != nil {
                     // The hook is the app's code: only the app can run it (the next launch does).
                     uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
                 } else {
                     // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                     switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                    sinks: sinks.map(\.id), dsn: text, limits: limits, data: configuration.sentryData,
-                                                    sessions: configuration.sentrySessions) {
+                                                    sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
+                                                    otlpTimeout: configuration.otlpUpload.requestTimeout, limits: limits,
+                                                    data: configuration.sentryData, sessions: configuration.sentrySessions) {
                     case .success(let uploader): capture.uploader = uploader
                     case .failure(let unavailable): uploaderError = unavailable.description
                     }
@@ -311,6 +362,7 @@ public final class CrashReporting: Sendable {
     /// run's end. Nothing queued, nothing waits.
     func endAtExit(deadline: SuspendingClock.Instant) {
         _ = sentry?.finish(deadline: deadline)
+        _ = otlp?.finish(deadline: deadline)
         endRun(deadline: deadline)
     }
 
@@ -323,7 +375,8 @@ public final class CrashReporting: Sendable {
     public struct ShutdownResult: Sendable, Equatable {
         /// Every record handed to Sentry was sent or given up (`true` without a DSN).
         public var sentToSentry: Bool
-        /// Every other sink that takes part in the run's end handed on what it had by the deadline.
+        /// Every other sink that takes part in the run's end (the OTLP sink too) handed on what
+        /// it had by the deadline.
         public var sinksFinished: Bool
     }
 
@@ -338,11 +391,13 @@ public final class CrashReporting: Sendable {
         // After the sinks: what they stored of the run's end is there when the marker says it ended.
         endRun(deadline: deadline)
         var sent = true
-        if let sentry {
-            // The records reach the sink in the launch's pass: wait for it, within the deadline.
+        if sentry != nil || otlp != nil {
+            // The records reach the senders in the launch's pass: wait for it, within the deadline.
             _ = launched.wait(until: deadline)
-            sent = sentry.finish(deadline: deadline)
         }
+        if let sentry { sent = sentry.finish(deadline: deadline) }
+        // The OTLP sink's records are the other sinks' part of the result.
+        if let otlp, !otlp.finish(deadline: deadline) { finished = false }
         return ShutdownResult(sentToSentry: sent, sinksFinished: finished)
     }
 

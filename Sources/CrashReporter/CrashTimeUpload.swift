@@ -9,7 +9,13 @@
 // only sink the record is then deleted; with other sinks (the events store, the app's own) it
 // stays with `<record>.sentry.ack` beside it, and the next launch gives it to those sinks only.
 // A record the uploader could not send stays for the next launch, as without it.
+//
+// With an OTLP logs endpoint configured, the uploader sends the record to the collector too (or
+// alone, without a DSN), through the OTLP sink: its settings travel as the OTEL_* variables of
+// its environment (the configuration's values, taking precedence over what the app inherited),
+// read back by the one reader the app uses (CrashOTLP's OTLPEnvironment).
 package import CrashCapture
+package import CrashOTLP
 import CrashSentry
 import HostFacts
 #if canImport(Glibc)
@@ -43,7 +49,8 @@ package enum CrashTimeUpload {
     /// directory, the app's sink ids and the timeout as arguments (the record's name is appended
     /// at crash time), and the DSN in its environment. The reason instead when the file is not
     /// an executable regular file.
-    package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String,
+    package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String?,
+                                 otlp: OTLPSink.Settings? = nil, otlpTimeout: Duration = .seconds(10),
                                  limits: RecordDirectoryLimits, data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true)
         -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
         let path = path(for: configured)
@@ -52,19 +59,73 @@ package enum CrashTimeUpload {
         guard (info.st_mode & S_IFMT) == S_IFREG, access(path, X_OK) == 0 else {
             return .failure(UploaderUnavailable(path: path, reason: "not an executable file"))
         }
+        // The Swift runtime's backtracer off: an uploader that crashes must not hold the
+        // program's stderr for seconds.
+        var environment = ["SWIFT_BACKTRACE=enable=no"]
+        if let dsn { environment.append("\(dsnVariable)=\(dsn)") }
+        var otlpArguments: [String] = []
+        if let otlp {
+            environment += otlpEnvironment(otlp, timeout: otlpTimeout)
+            otlpArguments = ["--otlp-data", otlp.data.argument]
+        }
         return .success(CrashHandler.Configuration.Uploader(
             path: path,
             // The directory's bounds as the app set them: the uploader's pass keeps them too.
             arguments: ["--directory", recordDirectory, "--sinks", sinks.map(\.rawValue).joined(separator: ","),
                         "--max-records", String(limits.maxRecords), "--max-record-bytes", String(limits.maxBytes),
                         // What leaves the machine, as the app chose it.
-                        "--sentry-data", data.argument,
+                        "--sentry-data", data.argument] + otlpArguments + [
                         // Release health as the app chose it: the crashed run's session with its crash.
                         "--sessions", sessions ? "on" : "off",
                         "--timeout", String(timeoutSeconds), "--record"],
-            // The Swift runtime's backtracer off: an uploader that crashes must not hold the
-            // program's stderr for seconds.
-            environment: ["\(dsnVariable)=\(dsn)", "SWIFT_BACKTRACE=enable=no"]))
+            environment: environment))
+    }
+
+    /// The OTLP sink's settings as the OTEL_* variables OTLPEnvironment reads back: each one set
+    /// (empty when the configuration has nothing), so that what the app inherited does not mix in.
+    static func otlpEnvironment(_ settings: OTLPSink.Settings, timeout: Duration) -> [String] {
+        func pairs(_ values: [String: String]) -> String {
+            values.sorted { $0.key < $1.key }.map { $0.key + "=" + percentEncoded($0.value) }.joined(separator: ",")
+        }
+        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        return ["OTEL_LOGS_EXPORTER=otlp",
+                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=" + settings.endpoint,
+                "OTEL_EXPORTER_OTLP_HEADERS=",
+                "OTEL_EXPORTER_OTLP_LOGS_HEADERS=" + pairs(settings.headers),
+                "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION=" + (settings.gzip ? "gzip" : "none"),
+                "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT=" + String(max(1, milliseconds)),
+                "OTEL_SERVICE_NAME=" + (settings.serviceName ?? ""),
+                "OTEL_RESOURCE_ATTRIBUTES=" + pairs(settings.resourceAttributes)]
+    }
+
+    /// Every byte but ASCII letters, digits and `-._~/:` as `%XX`.
+    static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if byte < 0x80, c.isLetter || c.isNumber || "-._~/:".contains(c) {
+                out.append(c)
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "%" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return out
+    }
+
+    /// The OTLP sink's settings the uploader's environment holds (``otlpEnvironment(_:timeout:)``,
+    /// or the app's own OTEL_* variables), with `data`; nil without a logs endpoint.
+    package static func otlpSettings(environment: OTLPEnvironment, data: CrashDataPolicy) -> (OTLPSink.Settings, UploadPolicy)? {
+        guard let endpoint = environment.logsEndpoint else { return nil }
+        var settings = OTLPSink.Settings(endpoint: endpoint)
+        settings.headers = environment.headers
+        settings.gzip = environment.gzip
+        settings.serviceName = environment.serviceName
+        settings.resourceAttributes = environment.resourceAttributes
+        settings.data = data
+        var policy = UploadPolicy()
+        policy.requestTimeout = .milliseconds(environment.timeoutMilliseconds)
+        return (settings, policy)
     }
 
     /// Why crash-time upload is off although it was asked for.
@@ -78,18 +139,21 @@ package enum CrashTimeUpload {
     package struct Outcome: Sendable, Equatable {
         /// The inbox pass (for that record alone).
         package var inbox: RecordInbox.Report
-        /// The Sentry sink's report after it finished.
+        /// The Sentry sink's report after it finished (empty without a DSN).
         package var sentry: SentrySink.Report
+        /// The OTLP sink's, when there is one.
+        package var otlp: OTLPSink.Report? = nil
         /// Everything taken was sent or given up by the deadline.
         package var finished: Bool
 
-        /// Sentry has the record now, or another process is sending it, or it was gone already.
-        package var settled: Bool { finished && sentry.quarantined.isEmpty }
+        /// Each sink has the record now, or another process is sending it, or it was gone already.
+        package var settled: Bool { finished && sentry.quarantined.isEmpty && (otlp?.kept.isEmpty ?? true) }
     }
 
     /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
     /// `sinks` keep it for the next launch), within `timeout`.
-    package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN,
+    package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN?,
+                             otlp: (settings: OTLPSink.Settings, policy: UploadPolicy)? = nil,
                              limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
                              data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
@@ -97,10 +161,13 @@ package enum CrashTimeUpload {
         // host is this one, the crashed process's.
         let facts = SentryRunFacts(release: nil, environment: CrashReporting.Configuration.environmentVariable("SENTRY_ENVIRONMENT") ?? "production",
                                    dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
-        let sentry = SentrySink(dsn: dsn, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions)
-        let others: [any CrashRecordSink] = Array(Set(sinks)).filter { $0 != .sentry }.sorted { $0.rawValue < $1.rawValue }
+        let sentry = dsn.map { SentrySink(dsn: $0, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions) }
+        let collector = otlp.map { OTLPSink(settings: $0.settings, policy: $0.policy, recordDirectory: directory) }
+        let sending: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (collector.map { [$0] } ?? [])
+        let others: [any CrashRecordSink] = Array(Set(sinks)).filter { id in !sending.contains { $0.id == id } }
+            .sorted { $0.rawValue < $1.rawValue }
             .map { UnavailableSink(id: $0, reason: "left for the next launch") }
-        let inbox = RecordInbox(directory: directory, sinks: [sentry] + others, limits: limits).pass(only: name)
+        let inbox = RecordInbox(directory: directory, sinks: sending + others, limits: limits).pass(only: name)
         // The run crashed, and its marker says so now, whether or not Sentry takes the record:
         // the record may be gone (Sentry was its only sink) before the next launch could see it.
         // (No marker yet — a crash during the launch — or one claimed already: the next launch
@@ -108,7 +175,10 @@ package enum CrashTimeUpload {
         if let run = inbox.recordRuns.first(where: { $0.value == name })?.key {
             try? RunLedger(recordDirectory: directory).end(runID: run, .crashed(record: name))
         }
-        let finished = sentry.finish(deadline: deadline)
-        return Outcome(inbox: inbox, sentry: sentry.currentReport, finished: finished)
+        // Both senders work at once; each is waited for until the one deadline.
+        let sentryFinished = sentry?.finish(deadline: deadline) ?? true
+        let otlpFinished = collector?.finish(deadline: deadline) ?? true
+        return Outcome(inbox: inbox, sentry: sentry?.currentReport ?? SentrySink.Report(), otlp: collector?.currentReport,
+                       finished: sentryFinished && otlpFinished)
     }
 }

@@ -12,7 +12,7 @@
 //
 // Several processes of one app over one record directory (a pre-forked service, a pool, several
 // instances on one volume) send each record once: a process sends a record only while it holds
-// an exclusive flock(2) on the record file (RecordLease), from before the request until it is
+// an exclusive flock(2) on the record file (RecordLease, shared with the other sinks of the process: SinkLease), from before the request until it is
 // acknowledged; the others leave it. The kernel releases the lock when its holder dies, however
 // it dies, so a killed sender blocks nothing: the next process sends the record again, with the
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
@@ -178,7 +178,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private struct Taken {
         var record: InboxRecord
         var receipt: SinkReceipt
-        var lease: RecordLease
+        var lease: SinkLease
         var run: SentryRecordRun?
     }
 
@@ -211,7 +211,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         // The lease: held from here until the record is acknowledged (or given up) and deleted,
         // across retries. Another process of the app sending it holds it now: leave the record
         // to that one. A sender that dies lets go with its last fd.
-        guard let lease = RecordLease(path: record.path) else {
+        guard let lease = SinkLease(path: record.path) else {
             lock.withLock { _ in report.leftToOthers.append(record.name) }
             return .later(reason: "another process is sending it")
         }

@@ -211,6 +211,18 @@ package enum HTTPExchange {
         return String(kept)
     }
 
+    /// `bytes` gzip-compressed (RFC 1952), for a `Content-Encoding: gzip` body: zlib is loaded
+    /// with dlopen on the first call, as libcurl is (CHTTPCurl's cc_gzip.c). nil when zlib cannot
+    /// be loaded or fails: send the body as it is then.
+    package static func gzip(_ bytes: [UInt8]) -> [UInt8]? {
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let done = bytes.withUnsafeBytes { cc_http_gzip($0.baseAddress, $0.count, &output, &length) }
+        guard done == 1, let output else { return nil }
+        defer { cc_http_gzip_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+
     /// Exponential backoff with jitter: after the `failures`-th failure in a row, half to all of
     /// `initial` · 2^(failures−1), at least `retryAfter`, at most `maximum`.
     package static func backoff(failures: Int, initial: Duration, maximum: Duration, retryAfter: Duration? = nil) -> Duration {

@@ -46,6 +46,10 @@ extension CrashHarness {
                 help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), none, or everything (default: CrashDataPolicy()).")
         var sentryData: String?
 
+        @Option(name: .customLong("otlp-data"),
+                help: "What leaves with each crash's OTLP log record (as --sentry-data; the OTLP sink runs when OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT is set).")
+        var otlpData: String?
+
         @Option(help: "With --crash (null-dereference): crash holding TEXT-CRUMB in a breadcrumb and TEXT-STACK on the stack (as emit --secret).")
         var secret: String?
 
@@ -86,6 +90,9 @@ extension CrashHarness {
             if let sentryData, sentryData != "everything", CrashDataPolicy(argument: sentryData) == nil {
                 throw ValidationError("--sentry-data: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none or everything")
             }
+            if let otlpData, otlpData != "everything", CrashDataPolicy(argument: otlpData) == nil {
+                throw ValidationError("--otlp-data: as --sentry-data")
+            }
             if let beforeSend, !["drop", "tag", "not-json", "new-id"].contains(beforeSend) {
                 throw ValidationError("--before-send must be drop, tag, not-json or new-id")
             }
@@ -117,6 +124,9 @@ extension CrashHarness {
                 configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
             }
             configuration.sentryBeforeSend = beforeSend.map(Self.hook)
+            if let otlpData {
+                configuration.otlpData = otlpData == "everything" ? .everything : CrashDataPolicy(argument: otlpData)!
+            }
             if let runID { configuration.capture = { $0.runID = runID } }
             func pair(_ text: String) -> (String, String) {
                 let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
@@ -196,14 +206,23 @@ extension CrashHarness {
                 var recordsIngested: [String], errors: [String], sentToSentry: Bool, sentryDSNError: String?
                 var sentryDropped: Int, sentryQuarantined: Int
                 var runsEnded: [Runs.Run], runsRunning: Int
+                var sinksFinished: Bool, otlp: OTLP?
             }
+            /// The OTLP sink's report.
+            struct OTLP: Encodable {
+                var sent: [String], rejected: [String: String], kept: [String: String], leftToOthers: [String], lastError: String?
+            }
+            let otlp = reporting.otlp?.currentReport
             let sentry = reporting.sentry?.currentReport
             print(try HarnessJSON.text(Summary(tracker: reporting.tracker != nil, threads: threads,
                                                recordsDelivered: report.recordsDelivered, recordsAwaitingSinks: report.recordsAwaitingSinks,
                                                recordsIngested: reporting.analytics?.launchReport.recordsIngested ?? [], errors: report.errors,
                                                sentToSentry: result.sentToSentry, sentryDSNError: reporting.sentryDSNError,
                                                sentryDropped: sentry?.dropped.count ?? 0, sentryQuarantined: sentry?.quarantined.count ?? 0,
-                                               runsEnded: Runs(report).runsEnded, runsRunning: report.runsRunning)))
+                                               runsEnded: Runs(report).runsEnded, runsRunning: report.runsRunning,
+                                               sinksFinished: result.sinksFinished,
+                                               otlp: otlp.map { OTLP(sent: $0.sent, rejected: $0.rejected, kept: $0.kept,
+                                                                     leftToOthers: $0.leftToOthers, lastError: $0.lastError) })))
         }
     }
 }

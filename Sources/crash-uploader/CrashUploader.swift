@@ -1,6 +1,8 @@
 // CrashUploader.swift — crash-uploader: started by a crashing process's handler (CShims/cc_uploader.c)
-// to send its record to Sentry while it dies (CrashReporter's CrashTimeUpload does the work).
+// to send its record to Sentry and/or an OpenTelemetry collector while it dies (CrashReporter's
+// CrashTimeUpload does the work).
 import ArgumentParser
+import CrashOTLP
 import CrashRecordFormat
 import CrashReporter
 #if canImport(Glibc)
@@ -11,12 +13,13 @@ import Glibc
 struct CrashUploader: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-uploader",
-        abstract: "Sends one crash record to Sentry, through the record directory's inbox (what a crashing process starts when crash-time upload is on).",
+        abstract: "Sends one crash record to Sentry and/or an OpenTelemetry collector, through the record directory's inbox (what a crashing process starts when crash-time upload is on).",
         discussion: """
-            The DSN comes from the environment (\(CrashTimeUpload.dsnVariable)), never the command line. Sentry's \
-            acknowledgment is left beside the record for the other sinks, or the record is deleted when Sentry is the \
-            only one. Exits 0 when Sentry has the record (or another process is sending it), 1 when it is left for the \
-            next launch.
+            The DSN comes from the environment (\(CrashTimeUpload.dsnVariable)), never the command line; the OTLP \
+            logs endpoint, headers, compression, timeout, service name and resource attributes from the standard \
+            OTEL_* variables. Each sink's acknowledgment is left beside the record for the other sinks, or the record \
+            is deleted when every sink has it. Exits 0 when each has the record (or another process is sending it), \
+            1 when it is left for the next launch.
             """)
 
     @Option(help: "The record directory.")
@@ -41,6 +44,9 @@ struct CrashUploader: ParsableCommand {
             help: "What the event and the attached record keep: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), or none.")
     var sentryData: String = CrashDataPolicy().argument
 
+    @Option(name: .customLong("otlp-data"), help: "What the OTLP log record keeps (as --sentry-data).")
+    var otlpData: String = CrashDataPolicy().argument
+
     @Option(help: "Release health: the crashed run's session with its crash (on or off).")
     var sessions: String = "on"
 
@@ -48,6 +54,7 @@ struct CrashUploader: ParsableCommand {
         guard sessions == "on" || sessions == "off" else { throw ValidationError("--sessions must be on or off") }
         guard RecordFileName(record) != nil, !record.contains("/") else { throw ValidationError("--record must be a record's file name") }
         guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1...3600 seconds") }
+        guard CrashDataPolicy(argument: otlpData) != nil else { throw ValidationError("--otlp-data: as --sentry-data") }
         guard CrashDataPolicy(argument: sentryData) != nil else { throw ValidationError("--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none") }
         for id in sinks.split(separator: ",") where RecordSinkID(String(id)) == nil {
             throw ValidationError("--sinks: \(id) is not a sink id")
@@ -55,17 +62,23 @@ struct CrashUploader: ParsableCommand {
     }
 
     func run() throws {
-        guard let text = getenv(CrashTimeUpload.dsnVariable).map({ String(cString: $0) }), let dsn = SentryDSN(text) else {
-            throw ValidationError("\(CrashTimeUpload.dsnVariable) must hold a Sentry DSN")
+        let text = getenv(CrashTimeUpload.dsnVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let dsn = text.flatMap(SentryDSN.init)
+        if text != nil, dsn == nil { throw ValidationError("\(CrashTimeUpload.dsnVariable) must hold a Sentry DSN") }
+        let otlp = CrashTimeUpload.otlpSettings(environment: OTLPEnvironment { getenv($0).map { String(cString: $0) } },
+                                                data: CrashDataPolicy(argument: otlpData) ?? CrashDataPolicy())
+        guard dsn != nil || otlp != nil else {
+            throw ValidationError("nothing to send to: neither \(CrashTimeUpload.dsnVariable) nor an OTLP logs endpoint is set")
         }
         let outcome = CrashTimeUpload.send(record: record, directory: directory,
                                            sinks: sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
-                                           dsn: dsn, limits: RecordDirectoryLimits(maxRecords: maxRecords, maxBytes: maxRecordBytes),
+                                           dsn: dsn, otlp: otlp, limits: RecordDirectoryLimits(maxRecords: maxRecords, maxBytes: maxRecordBytes),
                                            timeout: .seconds(timeout), data: CrashDataPolicy(argument: sentryData) ?? CrashDataPolicy(),
                                            sessions: sessions == "on")
         guard outcome.settled else {
-            let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? "not sent in \(timeout) s"
-            let line = "crash-uploader: \(record) not sent to Sentry (\(why)); the next launch sends it\n"
+            let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? outcome.otlp?.lastError
+                ?? "not sent in \(timeout) s"
+            let line = "crash-uploader: \(record) not sent to every sink (\(why)); the next launch sends it\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
             throw ExitCode(1)
         }

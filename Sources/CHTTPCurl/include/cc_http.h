@@ -71,6 +71,12 @@ void cc_http_perform(const cc_http_request *request, cc_http_response *response)
 /// Frees what cc_http_perform allocated in `response` (safe on a zeroed one).
 void cc_http_response_free(cc_http_response *response);
 
+/// gzip (RFC 1952) of `length` bytes at `input`, through libz.so.1 loaded with dlopen on the
+/// first call (cc_gzip.c). Returns 1 with a malloc'ed `*output` of `*output_length` bytes (free it
+/// with cc_http_gzip_free), or 0 (no zlib, out of memory, over 4 GiB) with `*output` NULL.
+int cc_http_gzip(const void *input, size_t length, unsigned char **output, size_t *output_length);
+void cc_http_gzip_free(unsigned char *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,247 @@
+// OTLPSink.swift — crash records sent to an OpenTelemetry collector, each as one OTLP log record.
+//
+// The inbox hands the sink each record the collector does not have yet; an UploadWorker thread
+// (HTTPExchange, as the Sentry sink's) POSTs each, oldest first, as an ExportLogsServiceRequest
+// in protobuf (CrashOTLP makes it) to the logs endpoint. The sink acknowledges a record to the
+// inbox once the collector answered 2xx — also when the answer's `partial_success` says the
+// record was rejected: sending it again would be rejected again, so that is logged (and in the
+// report) and not retried. Network errors, 408, 429 and 5xx back off exponentially (at least
+// the answer's Retry-After) on the worker's schedule, the one every sender here shares; after
+// `maxServerErrorAttempts` 5xx in a row the record waits for the next launch. Any other answer
+// (a 4xx: a wrong endpoint, a missing token) keeps the record for the next launch, with the
+// collector's words as the report's last error: a configuration mistake must not lose crashes.
+// What is not sent by the deadline is sent next launch.
+//
+// A process sends a record only while it holds the record's lease (SinkLease, shared with the
+// Sentry sink of the same process): several processes over one record directory send it once.
+import CrashCapture
+import CrashOTLP
+import CrashRecordFormat
+import FoundationEssentials
+import HostFacts
+import HTTPExchange
+import Logging
+import Synchronization
+
+/// The OTLP sink (see the file comment).
+// @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` and `origin` are the worker thread's.
+package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
+    package static let sinkID = RecordSinkID("otlp")!
+    package let id = OTLPSink.sinkID
+
+    /// Where and how the records go.
+    package struct Settings: Sendable {
+        /// The logs endpoint, used as it is (`…/v1/logs`).
+        package var endpoint: String
+        /// Sent with every request (an API key, a tenant).
+        package var headers: [String: String] = [:]
+        /// The body gzip-compressed (`Content-Encoding: gzip`).
+        package var gzip = false
+        /// `service.name` (nil: the record's app name, else `appName`).
+        package var serviceName: String?
+        package var appName: String?
+        /// Added to the resource (`OTEL_RESOURCE_ATTRIBUTES`).
+        package var resourceAttributes: [String: String] = [:]
+        /// What a record carries beyond the crash itself.
+        package var data = CrashDataPolicy()
+
+        package init(endpoint: String) {
+            self.endpoint = endpoint
+        }
+    }
+
+    /// What this process's OTLP sink did.
+    package struct Report: Sendable, Equatable {
+        /// Records the collector acknowledged.
+        package var sent: [String] = []
+        /// Records the collector acknowledged but rejected (`partial_success`), with its words:
+        /// acknowledged, not sent again.
+        package var rejected: [String: String] = [:]
+        /// Records kept for the next launch after an answer that sending again now cannot change
+        /// (a 4xx, or 5xx until the limit), with why.
+        package var kept: [String: String] = [:]
+        /// Records another process of the app was sending (left to it).
+        package var leftToOthers: [String] = []
+        /// The last failure (retried, or a record kept), if any.
+        package var lastError: String?
+    }
+
+    let settings: Settings
+    let worker: UploadWorker
+    let recordDirectory: String?
+    private let logger = Logger(label: "CrashReporter.otlp")
+    private let lock = Mutex(())
+    // Guarded by `lock`.
+    private var queue: [Taken] = []
+    private var report = Report()
+    // The worker thread only.
+    private var serverErrors = 0
+    private var origin: CrashLogRecord.Origin?
+
+    private struct Taken {
+        var record: InboxRecord
+        var receipt: SinkReceipt
+        var lease: SinkLease
+    }
+
+    /// - Parameters:
+    ///   - policy: retries and timeouts (one record per request: the batch fields do not apply).
+    ///   - recordDirectory: where the installation id (`service.instance.id`) is kept.
+    package init(settings: Settings, policy: UploadPolicy = UploadPolicy(), recordDirectory: String? = nil) {
+        self.settings = settings
+        self.recordDirectory = recordDirectory
+        worker = UploadWorker(name: "CrashReporter.otlp", policy: policy, timer: nil)
+    }
+
+    /// The upload thread, started with the first record taken.
+    private lazy var startWorker: Void = worker.start { [unowned self] in step() }
+
+    /// What was sent, rejected and kept so far.
+    package var currentReport: Report { lock.withLock { _ in report } }
+
+    /// Queues the record for sending while this process holds its lease.
+    package func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
+        guard let lease = SinkLease(path: record.path) else {
+            lock.withLock { _ in report.leftToOthers.append(record.name) }
+            return .later(reason: "another process is sending it")
+        }
+        if receipt.isAcknowledged {
+            lease.release()
+            return .delivered
+        }
+        lock.withLock { _ in
+            queue.append(Taken(record: record, receipt: receipt, lease: lease))
+            _ = startWorker
+        }
+        worker.wake()
+        return .accepted
+    }
+
+    /// Sends until nothing is queued or `deadline` passes, then stops; what is left is sent next
+    /// launch. Returns whether everything queued was sent (or settled).
+    @discardableResult
+    package func finish(deadline: SuspendingClock.Instant) -> Bool {
+        worker.finish(deadline: deadline)
+        return lock.withLock { _ in
+            let done = queue.isEmpty
+            queue.forEach { $0.lease.release() }
+            queue.removeAll()
+            return done
+        }
+    }
+
+    /// The resource's facts of this machine, read once, on the worker thread.
+    private func currentOrigin() -> CrashLogRecord.Origin {
+        if let origin { return origin }
+        let details = settings.data.hostDetails
+        let made = CrashLogRecord.Origin(
+            serviceName: settings.serviceName, appName: settings.appName,
+            instanceID: recordDirectory.flatMap { Installation.id(recordDirectory: $0) },
+            resourceAttributes: settings.resourceAttributes.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+            hostName: details ? HostName.current() : nil, host: details ? HostContext.current() : nil,
+            osRelease: details ? OSRelease.current() : nil)
+        origin = made
+        return made
+    }
+
+    /// The request body for `taken`: the crash as a log record; an unreadable record as one that says so.
+    private func body(_ taken: Taken) -> [UInt8] {
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
+        let minimised = CrashLogRecord.Minimisation(redaction: settings.data.redaction, hostDetails: settings.data.hostDetails)
+        let request: OTLPLogsRequest
+        switch taken.record.record {
+        case .success(let record):
+            request = CrashLogRecord.request(record: record, fileName: taken.record.name, observedNanoseconds: now,
+                                             origin: currentOrigin(), minimised: minimised)
+        case .failure(let error):
+            let crashTime = RecordFileName(taken.record.name).map { UInt64(max(0, $0.milliseconds)) * 1_000_000 } ?? 0
+            request = CrashLogRecord.unreadable(fileName: taken.record.name, reason: "\(error)", crashNanoseconds: crashTime,
+                                                observedNanoseconds: now, origin: currentOrigin(), minimised: minimised)
+        }
+        return request.protobuf
+    }
+
+    private func step() -> UploadWorker.Step {
+        guard let head = lock.withLock({ _ in queue.first }) else { return .idle }
+        guard let url = URL(string: settings.endpoint), url.scheme == "http" || url.scheme == "https" else {
+            keep(head, reason: "not an http(s) URL: \(settings.endpoint.prefix(200))")
+            return .sent
+        }
+        var body = body(head)
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/x-protobuf")]
+        if settings.gzip, let compressed = HTTPExchange.gzip(body) {
+            body = compressed
+            headers.append(("Content-Encoding", "gzip"))
+        }
+        headers += settings.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: Data(body), timeout: worker.policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+        switch answer.status {
+        case 200..<300:
+            let response = OTLPLogsResponse(protobuf: [UInt8](answer.body)) ?? OTLPLogsResponse()
+            if response.rejectedLogRecords > 0 {
+                let why = "the collector rejected \(response.rejectedLogRecords) log record(s)"
+                    + (response.errorMessage.isEmpty ? "" : ": \(response.errorMessage.prefix(500))")
+                logger.warning("\(head.record.name): \(why) (not sent again)")
+                settle(head) { $0.rejected[head.record.name] = why }
+            } else {
+                settle(head) { $0.sent.append(head.record.name) }
+            }
+            return .sent
+        case 0:
+            if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
+            note(answer.text)
+            return .failed(retryAfter: nil)
+        case 408, 429:
+            note("HTTP \(answer.status) \(Self.words(answer))")
+            return .failed(retryAfter: answer.retryAfter)
+        case 500..<600:
+            let why = "HTTP \(answer.status) \(Self.words(answer))"
+            serverErrors += 1
+            if serverErrors >= worker.policy.maxServerErrorAttempts {
+                keep(head, reason: "\(serverErrors) server errors in a row: \(why)")
+                return .sent
+            }
+            note(why)
+            return .failed(retryAfter: answer.retryAfter)
+        default:
+            keep(head, reason: "HTTP \(answer.status) from \(settings.endpoint.prefix(200)): \(Self.words(answer))")
+            return .sent
+        }
+    }
+
+    /// What an answer's body says: an OTLP error's `google.rpc.Status` message when it is one
+    /// (protobuf field 2), else its first 200 bytes as text.
+    static func words(_ answer: HTTPExchange.Answer) -> String {
+        if answer.headers["content-type"]?.contains("protobuf") == true, let fields = ProtobufReader.fields([UInt8](answer.body)) {
+            for case (2, .bytes(let text)) in fields { return String(decoding: text.prefix(500), as: UTF8.self) }
+        }
+        return answer.text
+    }
+
+    private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
+
+    /// The collector has the record: acknowledged to the inbox, in the report, unleased.
+    private func settle(_ taken: Taken, _ update: (inout Report) -> Void) {
+        serverErrors = 0
+        taken.receipt.acknowledge()
+        taken.lease.release()
+        lock.withLock { _ in
+            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
+            update(&report)
+            report.lastError = nil
+        }
+    }
+
+    /// Not sent, and not again this launch: the record stays (unacknowledged) for the next.
+    private func keep(_ taken: Taken, reason: String) {
+        serverErrors = 0
+        taken.lease.release()
+        logger.warning("\(taken.record.name): \(reason) (kept for the next launch)")
+        lock.withLock { _ in
+            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
+            report.kept[taken.record.name] = reason
+            report.lastError = reason
+        }
+    }
+}
