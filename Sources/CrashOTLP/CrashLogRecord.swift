@@ -181,6 +181,22 @@ package enum CrashLogRecord {
                 .string(CrashRecordFormat.isoTime($0.wallNanoseconds) + " " + $0.level.name + " " + text($0.message))
             }))
         }
+        if let scope = record.scope {
+            // The app's scope as it was at the crash: its tags and named contexts as maps (their
+            // names are the app's, so they stay apart from the conventions' attributes), its user
+            // as the conventions' `user.*` and `client.address` only where identity may leave.
+            func map(_ pairs: [String: String]) -> OTLPValue { .map(pairs.sorted { $0.key < $1.key }.map { OTLPAttribute($0.key, .string($0.value)) }) }
+            if !scope.tags.isEmpty { add("crash.tags", map(scope.tags)) }
+            if !scope.contexts.isEmpty {
+                add("crash.contexts", .map(scope.contexts.sorted { $0.key < $1.key }.map { OTLPAttribute($0.key, map($0.value)) }))
+            }
+            if redaction.identity, let user = scope.user {
+                add("user.id", user.id)
+                add("user.name", user.username)
+                add("user.email", user.email)
+                add("client.address", user.ipAddress)
+            }
+        }
         describeRequest(of: record, redaction: redaction, in: &log, attributes: &attributes)
         log.attributes = attributes
         return log

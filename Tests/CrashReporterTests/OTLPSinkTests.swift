@@ -240,6 +240,29 @@ final class OTLPSinkTests: XCTestCase {
         }
     }
 
+    /// The app's scope as it was at the crash (a tag changed just before it): its tags and named
+    /// contexts as maps on the log record; its user as `user.*` only where identity may leave.
+    func testTheAppScopeAsItWasAtTheCrashGoesWithTheLogRecord() throws {
+        for identity in [false, true] {
+            let directory = try Scratch.directory("otlp-scope-\(identity)")
+            let child = try ChildProcess.run(BuiltProducts.harness,
+                                             ["deliver", "--records", directory, "--tag", "tenant=acme", "--tag", "phase=start", "--late-tag", "phase=crash",
+                                              "--user", "u-42,ada@example.com", "--context", "database.engine=postgres", "--crash"],
+                                             environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 120)
+            XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+            let server = try TestHTTPServer()
+            _ = try deliver(directory, environment: ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs"],
+                            identity ? ["--otlp-data", "identity"] : [])
+            let request = try XCTUnwrap(server.allRequests.first)
+            let attributes = try XCTUnwrap(try only(try decoded(request)).record["attributes"] as? [String: Any])
+            XCTAssertEqual(attributes["crash.tags"] as? [String: String], ["tenant": "acme", "phase": "crash"])
+            XCTAssertEqual(attributes["crash.contexts"] as? [String: [String: String]], ["database": ["engine": "postgres"]])
+            XCTAssertEqual(attributes["user.id"] as? String, identity ? "u-42" : nil)
+            XCTAssertEqual(attributes["user.email"] as? String, identity ? "ada@example.com" : nil)
+            XCTAssertEqual(request.body.contains("ada@example.com"), identity, "the user leaves only with identity")
+        }
+    }
+
     /// With Sentry configured too, both get the record in the same launch (the sinks of one
     /// process share its lease), and only then is the file deleted.
     func testWithSentryConfiguredTooBothGetTheRecordInOneLaunch() throws {
