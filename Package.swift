@@ -170,10 +170,14 @@ let package = Package(
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the uploader share.
         .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as a Linux minidump (threads, contexts, modules with build-ids, the
+        // exception, memory): what crash-inspect's export writes and the Sentry sink can attach.
+        // Reads records only: no Foundation, no handler.
+        .target(name: "CrashMinidump", dependencies: ["CrashRecordFormat"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashSymbolication", "SensorsTracking",
+                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashMinidump", "CrashSymbolication", "SensorsTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -244,6 +248,11 @@ let package = Package(
         .testTarget(
             name: "CrashSentryTests",
             dependencies: ["CrashSentry", "SensorsEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+        ),
+        // The minidump export read back by tools no one here wrote: lldb-16 and PyPI's minidump parser.
+        .testTarget(
+            name: "CrashMinidumpTests",
+            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "SensorsTrackingTests",
