@@ -6,8 +6,10 @@ Usage: minidump_check.py FILE
 The parser reads the header, the directory, SystemInfo, ThreadList (and the x86-64 contexts),
 ModuleList, MemoryList and the Exception stream; its memory reader reads the crashed thread's stack
 at its stack pointer. It knows no aarch64 context: for an 0x8003 (Breakpad ARM64) dump the
-context's pc and sp are read here at the offsets of Breakpad's MDRawContextARM64_Old. A file the
-parser refuses makes this script exit 1 with its error.
+context's pc and sp are read here at the offsets of Breakpad's MDRawContextARM64_Old. Nor does it
+know the Linux and Crashpad streams (it skips them): their types, the LinuxProcStatus text and the
+CrashpadInfo simple annotations are read here from the raw directory. A file the parser refuses
+makes this script exit 1 with its error.
 """
 import io
 import json
@@ -48,7 +50,6 @@ def main(path):
         "memory": [],
         "exception": None,
         "stackAtSP": None,
-        "streams": [d.StreamType.value if hasattr(d.StreamType, "value") else d.StreamType for d in dump.directories],
     }
     for thread in dump.threads.threads:
         location = thread.ThreadContext
@@ -99,6 +100,26 @@ def main(path):
             except Exception as error:  # the stack is not in the MemoryList
                 result["stackAtSP"] = None
                 result["stackError"] = str(error)
+    # The raw directory: every stream type, and the two streams the tests read beyond the parser.
+    count, directory_rva = struct.unpack_from("<II", raw, 8)
+    result["streamTypes"] = []
+    result["annotations"] = {}
+    for index in range(count):
+        kind, size, rva = struct.unpack_from("<III", raw, directory_rva + 12 * index)
+        result["streamTypes"].append(kind)
+        if kind == 0x47670004:  # LinuxProcStatus
+            result["procStatus"] = raw[rva:rva + size].decode("utf-8")
+        if kind == 0x47670009:  # LinuxMaps
+            result["maps"] = raw[rva:rva + size].decode("utf-8")
+        if kind == 0x43500001:  # CrashpadInfo: version, report_id, client_id, simple_annotations
+            dictionary_size, dictionary_rva = struct.unpack_from("<II", raw, rva + 4 + 16 + 16)
+            entries = struct.unpack_from("<I", raw, dictionary_rva)[0]
+            for entry in range(entries):
+                key_rva, value_rva = struct.unpack_from("<II", raw, dictionary_rva + 4 + 8 * entry)
+                def text(at):
+                    length = struct.unpack_from("<I", raw, at)[0]
+                    return raw[at + 4:at + 4 + length].decode("utf-8")
+                result["annotations"][text(key_rva)] = text(value_rva)
     print(json.dumps(result))
 
 
