@@ -97,7 +97,7 @@ let package = Package(
             dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The launch after a crash: every record to every sink (Sentry, the app's own), the runs.
-        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashSymbolication", "HTTPExchange"]),
+        .target(name: "CrashReporter", dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashMinidump", "CrashSymbolication", "HTTPExchange"]),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
         .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
@@ -252,7 +252,8 @@ let package = Package(
         // The minidump export read back by tools no one here wrote: lldb-16 and PyPI's minidump parser.
         .testTarget(
             name: "CrashMinidumpTests",
-            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-inspect", "crash-harness"]
+            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashReporter", "CrashSentry", "CrashSymbolication", "ProcessSpawning", "TestSupport",
+                           "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "SensorsTrackingTests",
