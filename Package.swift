@@ -187,7 +187,7 @@ let package = Package(
         // given as arguments, so every `swift build` compiles it.
         .executableTarget(
             name: "record-fuzzer",
-            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents", "HostFacts"],
+            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashMinidump", "CrashSentry", "CrashSymbolication", "SensorsEvents", "HostFacts"],
             path: "Fuzz/record-fuzzer"
         ),
         // The benchmarks over this package's internal modules (scripts/bench.sh runs them in

@@ -319,8 +319,11 @@ package struct Minidump: Sendable {
     /// merged (the later window's bytes beyond the earlier one's end appended).
     static func disjointRanges(_ windows: [MemoryWindow]) -> [Range] {
         var merged: [Range] = []
-        for window in windows.filter({ !$0.bytes.isEmpty }).sorted(by: { $0.address < $1.address }) {
-            if var last = merged.last, window.address <= last.address &+ UInt64(last.bytes.count) {
+        // A window running past the end of the address space is no memory a process has (a
+        // damaged record): left out, so that every range's end is an address.
+        let windows = windows.filter { !$0.bytes.isEmpty && !$0.address.addingReportingOverflow(UInt64($0.bytes.count)).overflow }
+        for window in windows.sorted(by: { $0.address < $1.address }) {
+            if var last = merged.last, window.address <= last.address + UInt64(last.bytes.count) {
                 let end = last.address + UInt64(last.bytes.count)
                 let windowEnd = window.address + UInt64(window.bytes.count)
                 if windowEnd > end { last.bytes += window.bytes.suffix(Int(windowEnd - end)) }
