@@ -99,7 +99,7 @@ let package = Package(
         // The launch after a crash: every record to every sink (Sentry, OTLP, the app's own), the runs.
         .target(
             name: "CrashReporter",
-            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashSymbolication", "HTTPExchange",
+            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashMinidump", "CrashSymbolication", "HTTPExchange",
                            .product(name: "Logging", package: "swift-log")]
         ),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
@@ -177,10 +177,14 @@ let package = Package(
         // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
         // OTLP exporter's environment variables: the formatting CrashReporter's OTLP sink sends. No HTTP.
         .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as a Linux minidump (threads, contexts, modules with build-ids, the
+        // exception, memory): what crash-inspect's export writes and the Sentry sink can attach.
+        // Reads records only: no Foundation, no handler.
+        .target(name: "CrashMinidump", dependencies: ["CrashRecordFormat"]),
         .executableTarget(
             name: "crash-inspect",
             dependencies: [
-                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashSymbolication", "SensorsTracking",
+                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashMinidump", "CrashSymbolication", "SensorsTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -190,7 +194,7 @@ let package = Package(
         // given as arguments, so every `swift build` compiles it.
         .executableTarget(
             name: "record-fuzzer",
-            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashSentry", "CrashSymbolication", "SensorsEvents", "HostFacts"],
+            dependencies: ["CrashRecordFormat", "CrashInspection", "CrashMinidump", "CrashSentry", "CrashSymbolication", "SensorsEvents", "HostFacts"],
             path: "Fuzz/record-fuzzer"
         ),
         // The benchmarks over this package's internal modules (scripts/bench.sh runs them in
@@ -251,6 +255,12 @@ let package = Package(
         .testTarget(
             name: "CrashSentryTests",
             dependencies: ["CrashSentry", "SensorsEvents", "CrashRecordFormat", "CrashScenarios", "CrashSymbolication", "ProcessSpawning", "TestSupport", "crash-harness"]
+        ),
+        // The minidump export read back by tools no one here wrote: lldb-16 and PyPI's minidump parser.
+        .testTarget(
+            name: "CrashMinidumpTests",
+            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashReporter", "CrashSentry", "CrashSymbolication", "ProcessSpawning", "TestSupport",
+                           "crash-inspect", "crash-harness"]
         ),
         .testTarget(
             name: "SensorsTrackingTests",

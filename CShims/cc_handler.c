@@ -252,21 +252,34 @@ static void cc__write_app_end(cc__writer_t *w, int64_t crash_wall_ns, int64_t cr
     cc__section_end(w);
 }
 
-/* async-signal-safe: a CC_SEC_MEMORY window, if any of it is readable. */
-static void cc__write_memory(cc__writer_t *w, const char *label, uint64_t address, size_t before, size_t after) {
+/* async-signal-safe: a CC_SEC_MEMORY window, if any of it is readable; returns whether one was written. */
+static int cc__write_memory(cc__writer_t *w, const char *label, uint64_t address, size_t before, size_t after) {
     static unsigned char bytes[CC__STACK_WINDOW];
-    if (address < before) return;
+    if (address < before) return 0;
     uint64_t start = address - before;
     size_t want = before + after;
     if (want > sizeof bytes) want = sizeof bytes;
     size_t got = cc__safe_read(start, bytes, want);
-    if (got == 0) return;
+    if (got == 0) return 0;
     cc_sec_memory_t head = { .address = start };
     cc__strlcpy(head.label, label, sizeof head.label);
     cc__section_begin(w, CC_SEC_MEMORY);
     cc__section_put(w, &head, sizeof head);
     cc__section_put(w, bytes, got);
     cc__section_end(w);
+    return 1;
+}
+
+/* async-signal-safe: the crashed thread's stack from sp up, as far as it is mapped (at most
+ * CC__STACK_WINDOW bytes). A stack overflow leaves sp in the guard page below the stack: then the
+ * window starts at the first readable 4 KiB boundary above sp (the smallest page size of both
+ * architectures), within the same CC__STACK_WINDOW bytes from sp, so a debugger or a minidump
+ * made from the record still has the frames that overflowed. */
+static void cc__write_stack(cc__writer_t *w, uint64_t sp) {
+    if (cc__write_memory(w, "stack", sp, 0, CC__STACK_WINDOW)) return;
+    for (uint64_t next = (sp | 4095u) + 1; next > sp && next - sp < CC__STACK_WINDOW; next += 4096) {
+        if (cc__write_memory(w, "stack", next, 0, CC__STACK_WINDOW - (size_t)(next - sp))) return;
+    }
 }
 
 /* async-signal-safe: a NUL-terminated text another part of the process left at `address` (a
@@ -497,7 +510,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
         /* The crashed thread's stack from sp up, as far as it is mapped: enough for a
          * debugger or a minidump made from the record later. */
-        cc__write_memory(w, "stack", cc__context_sp(uc), 0, CC__STACK_WINDOW);
+        cc__write_stack(w, cc__context_sp(uc));
         if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
     }
     CC__MARK("memory");

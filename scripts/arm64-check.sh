@@ -20,7 +20,9 @@
 #     naming arm64_crash_* → arm64_level2 → arm64_level1 → main in that order (thread-overflow:
 #     the innermost and the outermost frames, the middle left out), what the record says of the
 #     other threads, and no frame or lr with bits above the 48-bit address space (a signed
-#     return address would have them).
+#     return address would have them);
+#  5. each record of the plain build is exported with `crash-inspect export --minidump` and read
+#     by PyPI's minidump parser and by lldb-16 with the aarch64 program (check_minidump).
 #
 # qemu-user and SIGSEGV: a program that dies of SIGSEGV without capture ends as a SIGSEGV death
 # under qemu too (status 139 here). With capture, the handler re-raises the fault to itself
@@ -251,7 +253,69 @@ PY
   fi
   local shape="complete"
   [ -n "$expect_partial" ] && shape="cut short, with the note"
-  echo "ok     $variant $scenario: $death; record $shape; frames $verdict"
+  local dump=""
+  if [ "$variant" = plain ]; then
+    dump="$(check_minidump "${records[0]}" "$dir" "$signal" "$1")" || { fail "minidump: $dump"; return; }
+    dump="; minidump $dump"
+  fi
+  echo "ok     $variant $scenario: $death; record $shape; frames $verdict$dump"
+}
+
+# check_minidump RECORD DIR SIGNAL FIRST-FRAME: the record exported with `crash-inspect export
+# --minidump` (an aarch64 minidump: Breakpad's ARM64 context, 0x8003), read by PyPI's minidump
+# parser (Tests/Oracles/minidump_check.py: one 796-byte context per recorded thread, the crashed
+# thread's pc and sp as recorded, the signal, the executable's build-id in its CodeView record)
+# and by lldb-16 with the aarch64 program (every thread listed, the signal as the stop reason, the
+# crashed thread's backtrace naming FIRST-FRAME, unless it is an async name lldb does not know).
+check_minidump() {
+  local record=$1 dir=$2 signal=$3 first=$4
+  local python=.venv-oracles/bin/python lldb
+  lldb="$(command -v lldb-16 || true)"
+  [ -x "$python" ] || { echo "no $python: run scripts/setup.sh"; return 1; }
+  [ -n "$lldb" ] || { echo "no lldb-16: run scripts/setup.sh"; return 1; }
+  "$inspect" export --minidump "$record" -o "$dir/record.dmp" 2>"$dir/export.stderr" \
+    || { echo "export failed: $(head -c 400 "$dir/export.stderr")"; return 1; }
+  "$python" Tests/Oracles/minidump_check.py "$dir/record.dmp" >"$dir/minidump.json" 2>"$dir/minidump.stderr" \
+    || { echo "the parser refused it: $(head -c 400 "$dir/minidump.stderr")"; return 1; }
+  "$lldb" --no-lldbinit -b -c "$dir/record.dmp" "$out/arm64-crashes-plain" -o "thread list" -o "bt" \
+    >"$dir/lldb.out" 2>&1 || { echo "lldb-16 failed: $(tail -c 400 "$dir/lldb.out")"; return 1; }
+  python3 - "$dir/show.json" "$dir/minidump.json" "$dir/lldb.out" "$signal" "$first" "$out/arm64-crashes-plain" <<'PY'
+import json, subprocess, sys
+record, dump = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+lldb, signal, first, program = open(sys.argv[3]).read(), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+problems = []
+if dump["architecture"] != "AARCH64":
+    problems.append(f"architecture {dump['architecture']}")
+tids = [t["tid"] for t in record["threads"]]
+if [t["tid"] for t in dump["threads"]] != tids:
+    problems.append(f"threads {[t['tid'] for t in dump['threads']]}, recorded {tids}")
+if any(t["contextSize"] != 796 for t in dump["threads"]):
+    problems.append("a context is not Breakpad's 796-byte ARM64 one")
+registers = record["registers"]
+crashed = next(t for t in record["threads"] if t["crashed"])
+mine = next((t for t in dump["threads"] if t["tid"] == crashed["tid"]), {})
+if mine.get("pc") != int(registers["pc"], 16) or mine.get("sp") != int(registers["sp"], 16):
+    problems.append(f"crashed thread pc/sp {mine.get('pc')}/{mine.get('sp')}, recorded {registers['pc']}/{registers['sp']}")
+exception = dump.get("exception") or {}
+if exception.get("code") != signal or exception.get("thread") != crashed["tid"]:
+    problems.append(f"exception {exception}")
+build_id = subprocess.run(["readelf", "-n", program], capture_output=True, text=True).stdout.split("Build ID: ")[1].split()[0]
+if not any(m["name"].endswith("/arm64-crashes-plain") and m["buildID"] == build_id and m["cvSignature"] == 0x4270454C for m in dump["modules"]):
+    problems.append(f"no BpEL CodeView record with the program's build-id {build_id}")
+for tid in tids:
+    if f"tid = {tid}," not in lldb:
+        problems.append(f"lldb does not list thread {tid}")
+names = {4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+if f"stop reason = signal {names.get(signal, signal)}" not in lldb:
+    problems.append("lldb's stop reason is not the signal")
+backtrace = lldb.split("(lldb) bt", 1)[-1]
+if not first.startswith("~") and f"`{first}" not in backtrace:
+    problems.append(f"lldb's backtrace does not name {first}: {backtrace[:600]}")
+if problems:
+    print("; ".join(problems))
+    sys.exit(1)
+print(f"read by the parser ({len(tids)} threads) and lldb-16")
+PY
 }
 
 echo "== under $qemu -cpu max, each crash without and with capture"

@@ -5,14 +5,15 @@
 # debuginfod (the real server the symbol-store tests fetch debug files from), and tini (the init a
 # crash-time upload test runs the program under, as `docker run --init` does), strace (whose report
 # of the final signal scripts/death-check.sh compares), debootstrap (the minimal Debian root
-# filesystem scripts/slim-image-check.sh runs a static-stdlib program in), and what the arm64
+# filesystem scripts/slim-image-check.sh runs a static-stdlib program in), lldb-16 (the debugger
+# the minidump tests open crash-inspect's minidumps in), and what the arm64
 # checks cross-compile and emulate with (scripts/arm64-check.sh: the arm64 architecture added to
 # dpkg, gcc-aarch64-linux-gnu, qemu-user-static, libunwind-dev:arm64, libc6-dev:arm64); then the Python test
-# oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic) into
+# oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic, the minidump parser) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace debootstrap)
+needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace debootstrap lldb-16)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -37,7 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH" >&2; exit 1; }
-if ! .venv-oracles/bin/python -c "import sentry_sdk, sentry_relay, symbolic, opentelemetry.proto.collector.logs.v1.logs_service_pb2" 2>/dev/null \
+if ! .venv-oracles/bin/python -c "import sentry_sdk, sentry_relay, symbolic, minidump, opentelemetry.proto.collector.logs.v1.logs_service_pb2" 2>/dev/null \
    || ! cmp -s Tests/Oracles/requirements.txt .venv-oracles/requirements.txt; then
   echo "== installing the Python test oracles into .venv-oracles"
   rm -rf .venv-oracles

@@ -10,6 +10,7 @@ import HostFacts
 import SensorsEvents
 import CrashRecordFormat
 import CrashInspection
+import CrashMinidump
 import CrashSentry
 import CrashSymbolication
 import Foundation
@@ -40,6 +41,16 @@ let testOneInput: FuzzCallback = { data, size in
     _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
                             sentAt: Date(timeIntervalSince1970: 0), osRelease: OSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
                             readImageFiles: false)
+    // The minidump export: never traps, and every stream it lists lies inside the file.
+    if let dump = try? Minidump(record: record) {
+        let file = dump.bytes
+        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 | Int(file[at + $1]) << (8 * $1) } }
+        let streams = u32(8), directory = u32(12)
+        for index in 0..<streams {
+            let entry = directory + 12 * index
+            if entry + 12 > file.count || u32(entry + 8) + u32(entry + 4) > file.count { fatalError("a minidump stream outside its file") }
+        }
+    }
     return 0
 }
 

@@ -57,6 +57,11 @@ public final class CrashReporting: Sendable {
         /// needs (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no breadcrumbs,
         /// no identity, sanitised paths; the OS's details.
         public var sentryData = CrashDataPolicy()
+        /// Sends a Linux minidump of each crash beside its Sentry event (an `event.minidump`
+        /// attachment), for Sentry's own stackwalking and for downloading into a debugger. Off by
+        /// default; sent only when ``sentryData`` allows `rawMemory` (a minidump is the crashed
+        /// thread's stack memory): otherwise no minidump goes. Crash-time upload sends none.
+        public var sentryMinidump = false
         /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
         /// `before_send`: return it changed or as is, or nil to drop it (the record is then
         /// acknowledged as delivered). What it returns must be a JSON object with the same
@@ -227,7 +232,8 @@ public final class CrashReporting: Sendable {
         if let (text, parsed) = dsn {
             if let dsn = parsed {
                 let envelope = configuration.sentryEnvelope
-                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend)
+                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend,
+                                           minidump: configuration.sentryMinidump)
                 sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope,
                                     facts: SentryRunFacts(release: release, environment: configuration.sentryEnvironment,
                                                           dist: configuration.sentryDist,

@@ -19,6 +19,7 @@
 // sender killed mid-send and need a timeout to be taken back.
 import HostFacts
 import CrashCapture
+import CrashMinidump
 package import CrashRecordFormat
 package import CrashSentry
 package import FoundationEssentials
@@ -116,13 +117,18 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
     /// What the configuration's ``CrashDataPolicy`` keeps of it, then the app's `beforeSend` hook.
     /// `publicKey` (the DSN's) goes in the envelope header's `trace` when the crash killed a
-    /// traced request.
-    package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?) -> SentryEnvelopeMaker {
+    /// traced request. `minidump`: a minidump of the crash goes beside the event
+    /// (``CrashReporting/Configuration/sentryMinidump``), only where the policy lets raw memory
+    /// leave the machine (`rawMemory`): a minidump is the stack memory, without it none is sent.
+    package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?,
+                                 minidump: Bool = false) -> SentryEnvelopeMaker {
         let minimised = SentryEnvelope.Minimisation(redaction: data.redaction, hostDetails: data.hostDetails)
+        let attachMinidump = minidump && data.rawMemory
         return { record, raw, name, sentAt, repetition, run in
             SentryEnvelope.outgoing(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
                                     sentAt: sentAt, osRelease: OSRelease.current(), repetition: repetition, minimised: minimised,
-                                    publicKey: publicKey, facts: run?.facts, session: run?.session, beforeSend: beforeSend)
+                                    publicKey: publicKey, facts: run?.facts, session: run?.session, beforeSend: beforeSend,
+                                    minidump: attachMinidump ? { try? Minidump(record: $0).bytes } : nil)
         }
     }
 

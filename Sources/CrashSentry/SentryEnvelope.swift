@@ -67,7 +67,7 @@ package enum SentryEnvelope {
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
         repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, publicKey: String? = nil,
         facts: SentryRunFacts? = nil, session: SentrySession? = nil,
-        beforeSend: (@Sendable (String) -> String?)?
+        beforeSend: (@Sendable (String) -> String?)?, minidump: ((CrashRecord) -> [UInt8]?)? = nil
     ) -> Result<[UInt8], Refusal> {
         let id = eventID.filter { $0 != "-" }.lowercased()
         var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
@@ -89,6 +89,12 @@ package enum SentryEnvelope {
         }
         let trace = publicKey.flatMap { traceHeader(event: eventJSON, publicKey: $0, record: record) }
         var out = envelope(eventID: id, sentAt: sentAt, event: eventJSON, attaching: attachment, fileName: fileName, trace: trace)
+        // The minidump is made from the record as attached (minimised as it is), so that it
+        // says no more than the attachment; none when that copy does not read back.
+        if let minidump {
+            let attached = attachment == rawRecord ? record : try? CrashRecordReader.parse(attachment)
+            if let bytes = attached.flatMap(minidump), !bytes.isEmpty { out += minidumpItem(bytes, fileName: fileName) }
+        }
         // The crashed run's session goes with its crash: one request, so never one without the other.
         if let session { out += sessionItem(session) }
         return .success(out)
@@ -206,6 +212,14 @@ package enum SentryEnvelope {
                                      filename: fileName, attachmentType: "event.attachment")) + [0x0A]
         out += bytes + [0x0A]
         return out
+    }
+
+    /// An envelope item holding a minidump of the crash (`attachment_type` `event.minidump`): Sentry
+    /// stackwalks and symbolicates it beside the event, as it does sentry-native's.
+    static func minidumpItem(_ bytes: [UInt8], fileName: String) -> [UInt8] {
+        let name = (fileName.hasSuffix(".ccrec") ? String(fileName.dropLast(6)) : fileName) + ".dmp"
+        return json(SentryItemHeader(type: "attachment", length: bytes.count, contentType: "application/x-dmp",
+                                     filename: name, attachmentType: "event.minidump")) + [0x0A] + bytes + [0x0A]
     }
 
     /// How many crashes the event stands for (`extra.crash_count`, `extra.first_crash`: records

@@ -2,6 +2,7 @@
 import ArgumentParser
 import CrashRecordFormat
 import CrashInspection
+import CrashMinidump
 import CrashSentry
 import CrashSymbolication
 import SensorsTracking
@@ -225,7 +226,12 @@ extension CrashInspect {
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Writes a record in another engine's format.",
-            discussion: "--sentry: a Sentry envelope (event with exception, stack trace, threads, debug images with code ids, the raw record attached), for `sentry-cli send-envelope` or a POST to /api/<project>/envelope/.")
+            discussion: """
+                --sentry: a Sentry envelope (event with exception, stack trace, threads, debug images with code ids, the raw record attached), \
+                for `sentry-cli send-envelope` or a POST to /api/<project>/envelope/. --minidump: a Linux minidump (every thread's \
+                registers, the crashed thread's stack, modules with GNU build-ids, the signal), for `lldb -c FILE`, Breakpad's \
+                minidump_stackwalk or Sentry's minidump upload; what it leaves out is said on standard error.
+                """)
 
         @Argument(help: "A record file, or a record id in --dir.")
         var record: String
@@ -233,17 +239,29 @@ extension CrashInspect {
         @Flag(help: "Write a Sentry envelope.")
         var sentry = false
 
+        @Flag(help: "Write a Linux minidump.")
+        var minidump = false
+
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
         var output: String?
 
         @OptionGroup var options: RecordOptions
 
         func validate() throws {
-            guard sentry else { throw ValidationError("choose a format: --sentry") }
+            guard sentry != minidump else { throw ValidationError("choose one format: --sentry or --minidump") }
         }
 
         func run() throws {
             let (inspection, raw) = try options.inspection(record)
+            if minidump {
+                let dump: Minidump
+                do { dump = try Minidump(record: inspection.record) } catch {
+                    throw RuntimeFailure(description: "\((inspection.path as NSString).lastPathComponent): \(error)")
+                }
+                for note in dump.notes { FileHandle.standardError.write(Data("crash-inspect: note: \(note)\n".utf8)) }
+                try write(dump.bytes)
+                return
+            }
             // The frames as shown here (async callers and function names known here) go along;
             // the distribution of this machine does not: the record may come from another one.
             let framesByThread = Dictionary(inspection.threads.map { ($0.thread.tid, $0.frames) }, uniquingKeysWith: { a, _ in a })
@@ -252,6 +270,10 @@ extension CrashInspect {
                 // No sent_at: the envelope is sent later, by whoever sends it (sentry-cli does not
                 // add one), and Relay would shift the event's times by the delay.
                 eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: nil, frames: { framesByThread[$0.tid] ?? [] })
+            try write(bytes)
+        }
+
+        func write(_ bytes: [UInt8]) throws {
             if let output {
                 guard FileManager.default.createFile(atPath: output, contents: Data(bytes)) else {
                     throw RuntimeFailure(description: "cannot write \(output)")
