@@ -26,7 +26,7 @@
 //
 // What a minidump cannot say (Swift async callers, parent tasks, breadcrumbs, requests in flight,
 // the other threads' unwound frames) stays in the record and in the JSON event
-// (CrashMinidump.docc/Minidumps.md).
+// (the CrashReporter catalog's Minidumps article).
 
 package import CrashRecordFormat
 
