@@ -29,7 +29,7 @@ static struct {
 } g_zlib = { .once = PTHREAD_ONCE_INIT };
 
 /* Runs once (pthread_once): dlopen and dlsym; on any failure every pointer stays NULL. */
-static void cc__gzip_load(void) {
+static void cc_http__gzip_load(void) {
     void *library = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!library) return;
     void *init = dlsym(library, "deflateInit2_"), *step = dlsym(library, "deflate");
@@ -46,7 +46,7 @@ int cc_http_gzip(const void *input, size_t length, unsigned char **output, size_
     *output = NULL;
     *output_length = 0;
     if (length > (size_t)UINT32_MAX) return 0;
-    pthread_once(&g_zlib.once, cc__gzip_load);
+    pthread_once(&g_zlib.once, cc_http__gzip_load);
     if (!g_zlib.deflate_init2) return 0;
     z_stream stream;
     memset(&stream, 0, sizeof stream);
