@@ -263,6 +263,30 @@ final class OTLPSinkTests: XCTestCase {
         }
     }
 
+    /// A record the reader rejects (every record is untrusted) still tells the collector that a
+    /// crash happened: one FATAL `app.crash` log record at the crash time its file name holds,
+    /// saying it is unreadable and why, with none of its bytes; then the file is deleted.
+    func testAnUnreadableRecordReachesTheCollectorAsALogRecordSayingSo() throws {
+        let directory = try Scratch.directory("otlp-unreadable")
+        let name = "crash-1700000000000-999999-999999.ccrec"
+        try Data("not a record at all".utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+        let server = try TestHTTPServer()
+        let summary = try deliver(directory, environment: ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs"])
+        XCTAssertEqual((summary["otlp"] as? [String: Any])?["sent"] as? [String], [name], "\(summary)")
+        let request = try XCTUnwrap(server.allRequests.first)
+        XCTAssertFalse(request.body.contains("not a record at all"), "none of the file's bytes leave")
+        let record = try only(try decoded(request)).record
+        XCTAssertEqual(record["severity_number"] as? Int, 21)
+        XCTAssertEqual(record["event_name"] as? String, "app.crash")
+        XCTAssertEqual((record["time_unix_nano"] as? NSNumber)?.int64Value, 1_700_000_000_000 * 1_000_000, "the crash time its name holds")
+        let attributes = try XCTUnwrap(record["attributes"] as? [String: Any])
+        XCTAssertEqual(attributes["exception.type"] as? String, "unreadable crash record")
+        XCTAssertTrue((attributes["exception.message"] as? String)?.contains("not a crash record") == true, "\(attributes)")
+        XCTAssertEqual(attributes["crash.record"] as? String, name)
+        XCTAssertEqual(attributes["crash.complete"] as? Bool, false)
+        XCTAssertEqual(try recordFiles(directory), [], "the collector has it, the only sink: deleted")
+    }
+
     /// With Sentry configured too, both get the record in the same launch (the sinks of one
     /// process share its lease), and only then is the file deleted.
     func testWithSentryConfiguredTooBothGetTheRecordInOneLaunch() throws {
