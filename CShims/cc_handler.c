@@ -52,9 +52,11 @@
  * image+0xoffset. A whole record adds nothing to stderr. A fault or a hang inside the handler
  * ends the process before that point: no summary then (the watchdog, DEATH below).
  *
- * CONCURRENCY. The first thread to swap its (pid, tid) into owner writes the record. Another
- * thread crashing meanwhile parks for good, its own context published, and is recorded with
- * the others. The owner faulting again (a crash inside this handler) ends the process at once
+ * CONCURRENCY. One crashing thread at a time holds the turn (cc_chain.c, ONE THREAD AT A TIME):
+ * only it chains to the previous handler, and only it may begin a record; the others wait for
+ * the turn inside this handler. The thread that swaps its (pid, tid) into owner writes the
+ * record. Another thread crashing meanwhile, or waiting for the turn, parks for good, its own
+ * context published, and is recorded with the others. The owner faulting again (a crash inside this handler) ends the process at once
  * with the original signal. An owner with another pid is stale: a vfork child (which shares
  * our memory) crashed, or the state came across fork.
  *
@@ -595,7 +597,10 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     }
     int index = cc__signal_index(signo);
     if (index < 0) { errno = saved_errno; return; }
-    const struct sigaction *previous = &cc__g.previous[index];
+    /* One thread at a time chains and records (cc_chain.c, ONE THREAD AT A TIME): another
+     * crashing thread waits here, and parks for the record when the holder begins one. */
+    cc__turn_take(uc, pid, tid);
+    const struct sigaction *previous = &cc__previous_actions(0)[index];
     int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
                                                          : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;
     if (has_handler) {
@@ -606,14 +611,17 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
             cc__crash(signo, SIGSEGV, info, uc, pid, tid, saved_errno);
             return;
         }
-        cc__adopt_disposition(index, signo);
+        cc__adopt_dispositions();
         if (!cc__is_abort(signo, info, pid)) {
             /* A fault re-executes: repaired, the program goes on; if not, it faults again and
-             * comes back here with the disposition the handler left. A sent signal is spent. */
+             * comes back here with the disposition the handler left, still holding the turn.
+             * A sent signal is spent, and so is the turn. */
+            cc__turn_give_back(pid, tid, info && info->si_code > 0);
             errno = errno_after;
             return;
         }
     } else if (previous->sa_handler == SIG_IGN && !(previous->sa_flags & SA_SIGINFO) && !cc__is_forced(signo, info)) {
+        cc__turn_give_back(pid, tid, 0);
         errno = saved_errno; /* ignored, as it would have been */
         return;
     }

@@ -173,6 +173,9 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc__g.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     atomic_store(&cc__g.owner, 0);
+    atomic_store(&cc__g.turn, 0);
+    cc__g.install_pid = getpid();
+    atomic_store(&cc__g.child_previous_pid, 0);
     atomic_store(&cc__g.stopped_count, 0);
     /* Two fds kept for the crash (the /proc files, the record): at the fd limit the record
      * can still be written. Copies of the directory's fd: they only hold a slot (dup is a table
@@ -282,7 +285,7 @@ int cc_uninstall(void) {
         /* Only put back what we replaced: a handler installed after us stays. */
         if (sigaction(cc__g.signals[i], 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
             current.sa_sigaction == cc__handler) {
-            sigaction(cc__g.signals[i], &cc__g.previous[i], 0);
+            sigaction(cc__g.signals[i], &cc__previous_actions(0)[i], 0);
         }
     }
     cc__threads_uninstall();

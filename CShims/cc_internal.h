@@ -152,6 +152,14 @@ typedef struct {
      * written by a vfork child (which shares our memory) or inherited across fork. */
     _Atomic uint64_t owner;
     int crash_signo;
+    /* (handler) whose turn it is to handle a fatal signal, chaining or recording (cc_chain.c):
+     * (pid << 32) | tid, 0 = nobody's; a different pid is stale, as for owner. When the holder's
+     * previous handler returned for a fault it re-executes, the time it did (monotonic ns);
+     * 0 while it is inside. The threads waiting for the turn: (pid << 32) | tid each, 0 = free;
+     * slots below turn_waiter_slots may be in use. */
+    _Atomic uint64_t turn;
+    _Atomic int64_t turn_returned_ns;
+    _Atomic uint32_t turn_waiter_slots;
 
     /* Texts the program publishes for the handler (cc__publish): the $AppEnd template and the
      * app's scope; their buffers are below. */
@@ -178,6 +186,10 @@ typedef struct {
     /* What the program wants for each signal: the action found at install, updated when a
      * previous handler we chained to changed it (SA_RESETHAND, or it reset itself). */
     struct sigaction previous[CC__SIGNAL_COUNT];
+    /* The same as a child process of the installer adopted them (cc__previous_actions). */
+    struct sigaction child_previous[CC__SIGNAL_COUNT];
+    _Atomic pid_t child_previous_pid;
+    pid_t install_pid;
     struct sigaction ours;       /* our fatal-signal action, to reinstall after chaining */
     struct sigaction stop_previous;
 
@@ -193,6 +205,7 @@ typedef struct {
     cc__breadcrumb_slot_t breadcrumbs[CC__BREADCRUMB_SLOTS];
     cc__context_slot_t contexts[CC__CONTEXT_SLOTS];
     cc__stopped_t stopped[CC__MAX_THREADS];
+    _Atomic uint64_t turn_waiters[CC__MAX_THREADS];
 
     /* (handler) */
     cc__writer_t writer;
@@ -277,6 +290,9 @@ void cc__stop_other_threads(pid_t self);                                 /* asyn
 void cc__stop_unparked_threads(void);                                    /* async-signal-safe */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed); /* async-signal-safe */
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
+/* async-signal-safe, reentrant: 1 when thread `tid` blocks `signo`, 0 when not, -1 when it is
+ * gone, -2 when its status cannot be read (buffer: the caller's, for /proc/self/task/<tid>/status). */
+int cc__task_blocks(pid_t tid, int signo, char *buffer, size_t cap);
 _Noreturn void cc__park(const ucontext_t *uc, int crashed);              /* async-signal-safe */
 
 /* cc_chain.c — async-signal-safe. */
@@ -285,8 +301,18 @@ _Noreturn void cc__park(const ucontext_t *uc, int crashed);              /* asyn
  * could not have delivered it (no usable stack: the kernel would have killed with SIGSEGV). */
 int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *uc, int saved_errno,
                             int *errno_after);
-/* After a previous handler returned: adopt the disposition it left, and put ours back. */
-void cc__adopt_disposition(int index, int signo);
+/* After a previous handler returned: adopt the dispositions it left, and put ours back. */
+void cc__adopt_dispositions(void);
+/* The previous actions as this process sees them (its own copy in a child, `for_write`). */
+struct sigaction *cc__previous_actions(int for_write);
+/* Returns once the calling thread holds the turn to handle a fatal signal; parks it for good,
+ * recorded as crashed with `uc`, when another thread of the process begins a record meanwhile. */
+void cc__turn_take(const ucontext_t *uc, pid_t pid, pid_t tid);
+/* The holder is done with the turn: `again` when its signal was a fault that re-executes on
+ * return (it keeps the turn for CC__TURN_GRACE_NS, see cc_chain.c), else given up at once. */
+void cc__turn_give_back(pid_t pid, pid_t tid, int again);
+/* Whether thread `tid` of this process is waiting for the turn (cc_threads.c waits for it to park). */
+int cc__turn_waiting(pid_t tid);
 
 /* cc_helper.c — async-signal-safe: the thread helper (threads that block the stop signal). */
 int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns);

@@ -139,6 +139,16 @@ static const char *cc__status_field(const char *status, ssize_t length, const ch
     return 0;
 }
 
+/* async-signal-safe: whether a status text's SigBlk blocks `signo`. */
+static int cc__status_blocks(const char *status, ssize_t length, int signo) {
+    const char *p = cc__status_field(status, length, "SigBlk:");
+    if (!p) return 0;
+    uint64_t mask = 0;
+    for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+        mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+    return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1);
+}
+
 /* async-signal-safe: one read of /proc/self/task/<tid>/status gives both whether the thread
  * blocks `signo` (SigBlk) and its name, kept in g_names[index] (one open per thread, not two:
  * with a hundred threads the opens are most of the handler's time). */
@@ -153,12 +163,18 @@ static int cc__thread_blocks(uint32_t index, int signo) {
         for (; n < 15; n++) g_names[index][n] = 0;
         g_names[index][15] = 1; /* known */
     }
-    const char *p = cc__status_field(status, got, "SigBlk:");
-    if (!p) return 0;
-    uint64_t mask = 0;
-    for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-        mask = (mask << 4) | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-    return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1);
+    return cc__status_blocks(status, got, signo);
+}
+
+/* async-signal-safe, and reentrant (the caller's buffer: several threads may ask at once):
+ * 1 when thread `tid` of this process blocks `signo`, 0 when it does not, -1 when it is gone
+ * (its status is no more), -2 when its status could not be read for another reason (the fd
+ * limit). */
+int cc__task_blocks(pid_t tid, int signo, char *buffer, size_t cap) {
+    ssize_t got = cc__read_task_file(tid, "status", buffer, cap);
+    if (got < 0) return errno == ENOENT || errno == ESRCH ? -1 : -2;
+    if (got == 0) return -1;   /* a thread that died after the open: its status reads empty */
+    return cc__status_blocks(buffer, got, signo);
 }
 
 /* async-signal-safe: the slot a thread published, or -1. */
@@ -232,6 +248,10 @@ void cc__stop_other_threads(pid_t self) {
         if (cc__scan_tasks(self, pid, 0) == 0) break;
         for (uint32_t i = first; i < g_tid_count; i++) {
             if (cc__stopped_slot(g_tids[i]) >= 0) continue;        /* parked itself (crashed too) */
+            /* Crashed too and waiting for its turn (cc_chain.c): it parks itself with its own
+             * context as soon as it sees this record begin; it blocks the stop signal (it is
+             * inside our handler), so it is waited for, not asked nor taken for unstoppable. */
+            if (cc__turn_waiting(g_tids[i])) continue;
             if (!stop || cc__thread_blocks(i, cc__g.stop_signal) ||
                 syscall(SYS_tgkill, (long)pid, (long)g_tids[i], (long)cc__g.stop_signal) != 0) {
                 g_not_stopped[i] = 1;
@@ -285,11 +305,15 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     static uint64_t fps[CC__OTHER_FRAMES];
     if (!listed) return;
     for (uint32_t i = 0; i < g_tid_count; i++) {
+        /* A context the thread published itself comes first: it is where the thread was when
+         * it was stopped or crashed. A thread that parked only after it was handed to the
+         * helper (it entered our handler just as the threads were being stopped) was read by
+         * the helper inside that handler, which is not where it crashed. */
+        int slot = cc__stopped_slot(g_tids[i]);
         int helped = cc__helper_index(g_tids[i]);
-        if (helped >= 0 && cc__helper_write_thread(w, (uint32_t)helped)) continue;
+        if (slot < 0 && helped >= 0 && cc__helper_write_thread(w, (uint32_t)helped)) continue;
         cc_sec_thread_t head = { .tid = g_tids[i], .flags = CC_THREAD_NO_STACK };
         cc__thread_name(g_tids[i], head.name);
-        int slot = cc__stopped_slot(g_tids[i]);
         if (slot >= 0 && cc__g.stopped[slot].context) {
             cc__write_registers(w, cc__g.stopped[slot].context, g_tids[i]);
             int truncated = 0;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -360,6 +361,88 @@ static void cch_recovering_handler(int signo, siginfo_t *info, void *context) {
     errno = saved;
 }
 
+/* one-thread-in-previous-handler: a SIGSEGV handler that says how many threads are inside it at
+ * once, waits 50 ms so that the other crashing threads would pile up in it, resets the signal
+ * (as real programs do) and returns. */
+static _Atomic int g_inside_handler;
+static void cch_counting_handler(int signo, siginfo_t *info, void *context) {
+    (void)info; (void)context;
+    int saved = errno;
+    int inside = atomic_fetch_add(&g_inside_handler, 1) + 1;
+    cch_put_number(1, "counting handler: threads inside at once ", inside);
+    struct timespec wait = { 0, 50 * 1000000L };
+    while (nanosleep(&wait, &wait) != 0 && errno == EINTR) {}
+    atomic_fetch_sub(&g_inside_handler, 1);
+    signal(signo, SIG_DFL);
+    errno = saved;
+}
+
+/* concurrent-repairs: a SIGSEGV handler that makes the faulting page writable, silently (how
+ * many threads enter it before the page is repaired varies from run to run). */
+static void cch_silent_repairing_handler(int signo, siginfo_t *info, void *context) {
+    (void)signo; (void)context;
+    int saved = errno;
+    uintptr_t page = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
+    if (mprotect((void *)page, 4096, PROT_READ | PROT_WRITE) != 0) signal(SIGSEGV, SIG_DFL);
+    errno = saved;
+}
+
+static volatile int *g_shared_page;
+static pthread_barrier_t g_repair_barrier;
+__attribute__((noinline)) static void *cch_write_shared_page_at_barrier(void *arg) {
+    pthread_barrier_wait(&g_repair_barrier);
+    g_shared_page[(intptr_t)arg] = 42; /* SEGV_ACCERR on every thread until the page is repaired */
+    return 0;
+}
+
+int cch_concurrent_repaired_writes(int count) {
+    if (count < 1) count = 1;
+    if (count > 64) count = 64;
+    g_shared_page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g_shared_page == MAP_FAILED) { perror("mmap"); exit(70); }
+    pthread_barrier_init(&g_repair_barrier, 0, (unsigned)count);
+    pthread_t threads[64];
+    for (int i = 0; i < count; i++) pthread_create(&threads[i], 0, cch_write_shared_page_at_barrier, (void *)(intptr_t)i);
+    for (int i = 0; i < count; i++) pthread_join(threads[i], 0);
+    int written = 0;
+    for (int i = 0; i < count; i++) written += g_shared_page[i] == 42;
+    return written;
+}
+
+/* previous-handler-longjmp: a memory probe as libraries write one, a SIGSEGV handler that leaves
+ * with siglongjmp while the thread is probing (and otherwise resets the signal and returns). */
+static sigjmp_buf g_probe_jump;
+static _Thread_local volatile int g_probing;
+static void cch_probing_handler(int signo, siginfo_t *info, void *context) {
+    (void)info; (void)context;
+    if (g_probing) siglongjmp(g_probe_jump, 1);
+    signal(signo, SIG_DFL);
+}
+
+static _Atomic int g_probe_done;
+static void *cch_probe_then_sleep(void *arg) {
+    (void)arg;
+    volatile int readable = 0;
+    g_probing = 1;
+    if (sigsetjmp(g_probe_jump, 1) == 0) {
+        readable = *(volatile int *)(uintptr_t)0x10;
+        readable = 1;
+    }
+    g_probing = 0;
+    cch_put(1, readable ? "probe: readable\n" : "probe: unreadable\n");
+    atomic_store(&g_probe_done, 1);
+    for (;;) pause(); /* alive, and no longer inside any handler */
+    return 0;
+}
+
+void cch_probe_on_thread_then_crash(void) {
+    pthread_t thread;
+    pthread_create(&thread, 0, cch_probe_then_sleep, 0);
+    while (!atomic_load(&g_probe_done)) usleep(1000);
+    usleep(10000);
+    cch_null_dereference();
+}
+
 /* A plain SA_SIGINFO handler (empty mask, no other flags), as a program would install one. */
 static void cch_install_siginfo_handler(int signo, void (*handler)(int, siginfo_t *, void *)) {
     struct sigaction action = { 0 };
@@ -370,6 +453,9 @@ static void cch_install_siginfo_handler(int signo, void (*handler)(int, siginfo_
 }
 
 void cch_install_recovering_handler(void) { cch_install_siginfo_handler(SIGSEGV, cch_recovering_handler); }
+void cch_install_counting_handler(void) { cch_install_siginfo_handler(SIGSEGV, cch_counting_handler); }
+void cch_install_silent_repairing_handler(void) { cch_install_siginfo_handler(SIGSEGV, cch_silent_repairing_handler); }
+void cch_install_probing_handler(void) { cch_install_siginfo_handler(SIGSEGV, cch_probing_handler); }
 
 __attribute__((noinline)) int cch_write_protected_page(void) {
     volatile int *page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -130,6 +130,20 @@ package struct Scenario: Sendable {
     /// Environment for the child on top of the harness defaults; `{dir}` in a value becomes
     /// the run's directory.
     package let environment: [String: String]
+    /// Where the Swift runtime's backtracer alone (capture off) is not the truth for this
+    /// scenario (``BacktracerAlongside``); nil where it is.
+    package let backtracerAlone: BacktracerAlone?
+
+    /// Why the runtime's backtracer without capture is no reference for a scenario, and what
+    /// the run with capture must show instead.
+    package struct BacktracerAlone: Sendable {
+        /// What the runtime alone does wrong or differently here.
+        package var reason: String
+        /// How many reports the backtracer must print with capture.
+        package var reports: Int
+        /// The endings the run with capture may have.
+        package var endings: [Ending]
+    }
     /// Runs before CrashCapture starts (to install a handler that must be chained).
     let beforeStart: (@Sendable () -> Void)?
     /// Adjusts the configuration.
@@ -146,9 +160,11 @@ package struct Scenario: Sendable {
         configure: (@Sendable (inout CrashHandler.Configuration) -> Void)? = nil,
         check: (@Sendable (RunOutcome) -> [String])? = nil,
         backtracerReference: Bool = false,
+        backtracerAlone: BacktracerAlone? = nil,
         perform: @escaping @Sendable (ScenarioContext) -> Void
     ) {
         self.backtracerReference = backtracerReference
+        self.backtracerAlone = backtracerAlone
         self.name = name
         self.summary = summary
         self.ending = ending
@@ -254,7 +270,9 @@ package enum Scenarios {
         { _ in throughLevels { cch_stack_overflow() } },
         Scenario("stack-overflow-thread", "runaway recursion on a thread created after start is recorded: recursing frames on top, the level chain at the bottom",
                  ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"] + chain, crashedOffMainThread: true, omittedFrames: true))
+                 record: .init(signal: SIGSEGV, frames: ["cch_recurse"] + chain, crashedOffMainThread: true, omittedFrames: true),
+                 backtracerAlone: .init(reason: "without capture the thread has no alternate signal stack, so the runtime's handler cannot run on its overflow and nothing is reported; capture gives every new thread one",
+                                        reports: 1, endings: [.signal(SIGSEGV)]))
         { _ in onSecondaryThread(stackSize: 512 << 10) { cch_stack_overflow() } },
         Scenario("abort", "abort() is recorded as SIGABRT sent by the process itself",
                  ending: .signal(SIGABRT),
@@ -340,7 +358,9 @@ package enum Scenarios {
         Scenario("concurrent-crashes", "eight threads crashing at once leave one complete record and no hang",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_at_barrier"],
-                               crashedOffMainThread: true))
+                               crashedOffMainThread: true),
+                 backtracerAlone: .init(reason: "without capture the runtime's own lock lets a second crashing thread in once the first report is done, and it sometimes starts the backtracer again before the process dies and hangs there",
+                                        reports: 1, endings: [.signal(SIGSEGV)]))
         { _ in throughLevels { cch_concurrent_crashes(8) } },
         Scenario("heap-corruption", "glibc aborting inside free() (arena lock held) is recorded without deadlock, with glibc's message",
                  ending: .signal(SIGABRT),
@@ -408,7 +428,9 @@ package enum Scenarios {
         Scenario("handler-after", "a handler installed after CrashCapture that chains to it still gets the record written",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain),
-                 stderrContains: [late])
+                 stderrContains: [late],
+                 backtracerAlone: .init(reason: "without capture the scenario's handler calls the runtime's as a plain function, without the mask and SA_NODEFER it was installed with, and the runtime's report then leaves swift-backtrace running; capture delivers it as the kernel would",
+                                        reports: 1, endings: [.signal(SIGSEGV)]))
         { _ in
             cch_install_handler_after(late)
             throughLevels { cch_null_dereference() }
@@ -430,7 +452,9 @@ package enum Scenarios {
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("main-returns-after-worker-crash", "a worker's crash ends the process even though main's nanosleep would be cut short and main would exit(0)",
                  ending: .signal(SIGSEGV),
-                 record: nullDereference { $0.crashedOffMainThread = true; $0.otherThreadsStopped = true })
+                 record: nullDereference { $0.crashedOffMainThread = true; $0.otherThreadsStopped = true },
+                 backtracerAlone: .init(reason: "the runtime's backtracer runs first, with or without capture, and the signal it suspends main with cuts main's nanosleep short: main's exit(0) and the crash race",
+                                        reports: 1, endings: [.signal(SIGSEGV), .exit(0)]))
         { _ in
             let worker = Thread {
                 cch_wait_main_settled()
@@ -545,6 +569,42 @@ package enum Scenarios {
             print("recovered \(value)")
             exit(0)
         },
+        Scenario("one-thread-in-previous-handler", "four threads crashing at once: one at a time enters the previous handler, and its crash is the record's, the others crashed too",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_crash_at_barrier"],
+                               crashedOffMainThread: true),
+                 stdoutContains: ["counting handler: threads inside at once 1\n"],
+                 stdoutLacks: ["counting handler: threads inside at once 2\n"],
+                 output: .notCompared(reason: "without capture the kernel lets every crashing thread into the handler at once, as many as reach it before the process dies"),
+                 beforeStart: { cch_install_counting_handler() },
+                 check: { outcome in
+                     var failures: [String] = []
+                     let entries = outcome.stdout.components(separatedBy: "threads inside at once").count - 1
+                     if entries != 1 { failures.append("the previous handler ran \(entries) times, not once: the first thread's fault ends the process") }
+                     guard let path = outcome.ownRecordFiles.first, let record = try? CrashRecordReader.read(path: path) else { return failures }
+                     let others = record.threads.filter(\.alsoCrashed).count
+                     if others != 3 { failures.append("\(others) other threads recorded as crashed too, not 3") }
+                     return failures
+                 })
+        { _ in throughLevels { cch_concurrent_crashes(4) } },
+        Scenario("concurrent-repairs", "a previous handler that repairs faults, four threads faulting at once: each is repaired in turn, the program goes on (exit 0, no record)",
+                 ending: .exit(0), record: nil,
+                 stdoutContains: ["4 writes landed\n"],
+                 maxSeconds: 10,
+                 beforeStart: { cch_install_silent_repairing_handler() })
+        { _ in
+            var written: Int32 = 0
+            throughLevels { written = cch_concurrent_repaired_writes(4) }
+            print("\(written) writes landed")
+            exit(0)
+        },
+        Scenario("previous-handler-longjmp", "a thread left a previous handler with siglongjmp (a memory probe): a later crash on another thread is still recorded, at once",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference", "cch_probe_on_thread_then_crash"] + chain),
+                 stdoutContains: ["probe: unreadable\n"],
+                 maxSeconds: 10,
+                 beforeStart: { cch_install_probing_handler() })
+        { _ in throughLevels { cch_probe_on_thread_then_crash() } },
         Scenario("sigtrap-ignored", "SIGTRAP ignored before start and sent by the process is still ignored: exit 0, no record",
                  ending: .exit(0), record: nil,
                  stdoutContains: ["still running after SIGTRAP\n"],

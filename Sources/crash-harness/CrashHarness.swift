@@ -126,6 +126,9 @@ extension CrashHarness {
         @Flag(help: "Print each failure as it happens.")
         var verbose = false
 
+        @Flag(help: "Instead: run each scenario with Swift's backtracer on, with and without capture, and compare the endings, what each left running and how many reports the backtracer printed.")
+        var backtracer = false
+
         func validate() throws {
             guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
             for name in scenarios where Scenarios.named(name) == nil {
@@ -149,18 +152,27 @@ extension CrashHarness {
                 for index in 0..<runs {
                     let directory = "\(scratch)/\(scenario.name)-\(index)"
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                    let outcome = try ScenarioRunner.run(scenario, harness: harness, directory: directory, timeout: timeout)
-                    let report = ScenarioRunner.verify(outcome, scenario: scenario, symbolicator: symbolicator,
-                                                       debugHarness: buildConfiguration == "debug")
-                    times.append(outcome.seconds)
-                    let reference = outcome.reference.map { $0.ending?.description ?? "hang" } ?? "-"
-                    if !references.contains(reference) { references.append(reference) }
-                    if report.passed { passed += 1 } else {
-                        failures.append(contentsOf: report.failures.map { "run \(index + 1): \($0)" })
-                        if verbose { report.failures.forEach { print("\(scenario.name) run \(index + 1): \($0)") } }
+                    let runFailures: [String]
+                    if backtracer {
+                        let comparison = try BacktracerAlongside.compare(scenario, harness: harness, directory: directory, timeout: timeout)
+                        times.append(comparison.captured.seconds)
+                        let reference = comparison.alone.map { $0.ending?.description ?? "hang" } ?? "-"
+                        if !references.contains(reference) { references.append(reference) }
+                        runFailures = comparison.failures
+                    } else {
+                        let outcome = try ScenarioRunner.run(scenario, harness: harness, directory: directory, timeout: timeout)
+                        let report = ScenarioRunner.verify(outcome, scenario: scenario, symbolicator: symbolicator,
+                                                           debugHarness: buildConfiguration == "debug")
+                        times.append(outcome.seconds)
+                        let reference = outcome.reference.map { $0.ending?.description ?? "hang" } ?? "-"
+                        if !references.contains(reference) { references.append(reference) }
+                        runFailures = report.failures
                     }
-                    try? FileManager.default.removeItem(atPath: directory)
-                    try? FileManager.default.removeItem(atPath: directory + "-reference")
+                    if runFailures.isEmpty { passed += 1 } else {
+                        failures.append(contentsOf: runFailures.map { "run \(index + 1): \($0)" })
+                        if verbose { runFailures.forEach { print("\(scenario.name) run \(index + 1): \($0)") } }
+                    }
+                    for suffix in ["", "-reference", "-alone"] { try? FileManager.default.removeItem(atPath: directory + suffix) }
                 }
                 rows.append((scenario, passed, times, references, failures))
             }

@@ -57,6 +57,20 @@ void cch_call_null_function_pointer(void);
 void cch_install_flags_probe_handler(void);
 /* A SIGSEGV handler that makes the faulting page readable and writable and returns. */
 void cch_install_recovering_handler(void);
+/* A SIGSEGV handler that prints (stdout) how many threads are inside it at once, waits 50 ms,
+ * resets the signal to SIG_DFL and returns. */
+void cch_install_counting_handler(void);
+/* A SIGSEGV handler that makes the faulting page writable and returns, printing nothing. */
+void cch_install_silent_repairing_handler(void);
+/* A SIGSEGV handler that siglongjmps out while its thread probes memory (cch_probe_on_thread_then_crash),
+ * and otherwise resets the signal to SIG_DFL and returns. */
+void cch_install_probing_handler(void);
+/* `count` threads meet at a barrier and all write to one read-only page at once; returns how
+ * many writes landed (every one, once a handler has repaired the page). */
+int cch_concurrent_repaired_writes(int count);
+/* A thread probes an unmapped address (its handler leaves with siglongjmp) and stays alive;
+ * then this thread dereferences null. */
+void cch_probe_on_thread_then_crash(void);
 /* Writes to a fresh read-only page (SEGV_ACCERR unless a handler repairs it) and returns what
  * it reads back (42). */
 int cch_write_protected_page(void);
