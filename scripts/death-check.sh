@@ -16,10 +16,25 @@
 #   scripts/death-check.sh --variants also the evaluated alternatives (docs/decisions/return-to-fault-eval.patch):
 #                                     prints the table for queue / refault-unblock / refault-blockall,
 #                                     asserts nothing about them
+#   scripts/death-check.sh --harness BIN
+#                                     also every scenario of that crash-harness build with Swift's
+#                                     backtracer on, as a Swift program has it by default, with and
+#                                     without capture: the same ending, as many backtracer reports,
+#                                     nothing of the process left running (crash-harness verify
+#                                     --backtracer; Sources/CrashScenarios/BacktracerAlongside.swift)
 # Needs gcc, strace, libunwind-dev, zlib; eu-readelf (elfutils) for the core comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+variants=0 harness=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --variants) variants=1 ;;
+    --harness) harness=$2; shift ;;
+    *) echo "death-check: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
 out=$root/.build-death
 rm -rf "$out" && mkdir -p "$out"
 command -v strace >/dev/null || { echo "death-check: strace is missing" >&2; exit 2; }
@@ -116,7 +131,12 @@ expect_timed overtake 139 "SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_MAPERR, si_ad
 expect_timed overtake-thread 139 "SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_MAPERR, si_addr=NULL}"
 expect_timed bus-grown 135 "SIGBUS {si_signo=SIGBUS, si_code=BUS_ADRERR"
 
-if [ "${1:-}" = --variants ]; then
+if [ -n "$harness" ]; then
+  echo "== every harness scenario with Swift's backtracer on: with capture and without, the same death, as many reports, nothing left running"
+  if ! "$harness" verify --backtracer; then fail "scenarios with Swift's backtracer on (above)"; fi
+fi
+
+if [ "$variants" = 1 ]; then
   echo "== the evaluated alternatives (docs/decisions/return-to-fault-eval.patch; reported, not judged)"
   rm -rf "$out/eval-core" && cp -r CShims "$out/eval-core"
   patch -s -p1 -d "$out/eval-core" --no-backup-if-mismatch <<<"$(sed 's#CShims/##g' docs/decisions/return-to-fault-eval.patch)"

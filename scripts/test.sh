@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the C code (no warning; the C core under
-# ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores),
+# ASan + UBSan), compares each crash's death with the same crash without capture (strace, cores;
+# and every harness scenario with Swift's backtracer on: reports, what is left running),
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
 # release harness and the example servers (Hummingbird 2, Vapor 4) too, compiles the README's and
@@ -10,8 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/c-checks.sh
-echo "== how a captured process dies: each crash's final signal, status and core registers against no capture"
-scripts/death-check.sh
 echo "== arm64: the C core cross-compiled and its crashes run under qemu-aarch64-static (plain and PAC)"
 scripts/arm64-check.sh
 echo "== deploying: a static-stdlib capture program in a minimal Debian root filesystem (the recipe in CrashReporter.docc, "Deploying")"
@@ -19,6 +18,8 @@ scripts/slim-image-check.sh
 echo "== building the release crash-harness (the tests run every scenario in both builds)"
 swift build -c release --product crash-harness
 export CRASH_HARNESS_RELEASE="$(swift build -c release --show-bin-path)/crash-harness"
+echo "== how a captured process dies: each crash's final signal, status and core registers against no capture; every scenario with Swift's backtracer on"
+scripts/death-check.sh --harness "$CRASH_HARNESS_RELEASE"
 # The example servers are a package of their own that depends on this one with its traits on, as an
 # adopter does: the main package's own build and tests never build Hummingbird or Vapor.
 echo "== building the example servers (Examples/CrashingServer: crashing-server on Hummingbird 2, crashing-vapor-server on Vapor 4)"

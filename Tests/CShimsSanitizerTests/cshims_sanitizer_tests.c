@@ -371,6 +371,73 @@ static void child_chained_repairs(int onstack) {
 static void child_chained_repairs_own_stack(void) { child_chained_repairs(0); }
 static void child_chained_repairs_alt_stack(void) { child_chained_repairs(1); }
 
+/* Four threads crashing at once, with a previous handler: one at a time enters it (it says how
+ * many are inside, waits 20 ms so the others would pile in, gives up); the first crash is
+ * recorded and the other three, which waited for their turn, are recorded as crashed too. */
+static _Atomic int g_inside_previous;
+static const char g_previous_alone[] = "previous handler alone\n";
+static const char g_previous_crowded[] = "previous handler crowded\n";
+static void previous_counts_and_gives_up(int signo) {
+    int inside = atomic_fetch_add(&g_inside_previous, 1) + 1;
+    if (inside == 1) write(2, g_previous_alone, sizeof g_previous_alone - 1);
+    else write(2, g_previous_crowded, sizeof g_previous_crowded - 1);
+    struct timespec wait = { 0, 20 * 1000000L };
+    nanosleep(&wait, 0);
+    atomic_fetch_sub(&g_inside_previous, 1);
+    signal(signo, SIG_DFL);
+}
+
+static pthread_barrier_t g_crash_barrier;
+static volatile int *g_concurrent_page;
+NOINLINE void *sanitized_crash_at_barrier(void *arg) {
+    (void)arg;
+    pthread_barrier_wait(&g_crash_barrier);
+    sanitized_level1(sanitized_crash_null);
+    return 0;
+}
+
+static void child_chained_concurrent(void) {
+    struct sigaction action = { 0 };
+    action.sa_handler = previous_counts_and_gives_up;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, 0);
+    install(0, 0);
+    pthread_barrier_init(&g_crash_barrier, 0, 4);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) if (pthread_create(&threads[i], 0, sanitized_crash_at_barrier, 0) != 0) _exit(94);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], 0);
+}
+
+/* The same with a previous handler that repairs: each thread's fault is repaired in its turn. */
+NOINLINE void *sanitized_write_at_barrier(void *arg) {
+    pthread_barrier_wait(&g_crash_barrier);
+    g_concurrent_page[(intptr_t)arg] = 7;
+    return 0;
+}
+
+static void previous_repairs_any(int signo, siginfo_t *info, void *context) {
+    (void)signo; (void)context;
+    uintptr_t page = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
+    if (page == (uintptr_t)g_concurrent_page) mprotect((void *)page, 4096, PROT_READ | PROT_WRITE);
+}
+
+static void child_chained_repairs_concurrent(void) {
+    struct sigaction action = { 0 };
+    action.sa_sigaction = previous_repairs_any;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, 0);
+    g_concurrent_page = mmap(0, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    install(0, 0);
+    pthread_barrier_init(&g_crash_barrier, 0, 4);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) if (pthread_create(&threads[i], 0, sanitized_write_at_barrier, (void *)(intptr_t)i) != 0) _exit(94);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], 0);
+    for (int i = 0; i < 4; i++) if (g_concurrent_page[i] != 7) _exit(95);
+    cc_uninstall();
+    exit(0);   /* not _exit: LeakSanitizer checks at exit */
+}
+
 /* The record directory removed after install: no record can be created, the summary goes to stderr. */
 static void child_directory_removed(void) {
     install(0, 0);
@@ -1102,6 +1169,25 @@ static int check_chained_gives_up(const record_t *r, const outcome_t *o) {
     return check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null");
 }
 
+static int check_chained_concurrent(const record_t *r, const outcome_t *o) {
+    const char *first = strstr(o->stderr_text, g_previous_alone);
+    CHECK(first && !strstr(first + 1, g_previous_alone), "the previous handler ran %s", first ? "more than once" : "never");
+    CHECK(!strstr(o->stderr_text, g_previous_crowded), "two threads were inside the previous handler at once");
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    uint32_t also = 0;
+    for (uint32_t i = 1; find(r, CC_SEC_THREAD, i); i++) {
+        thread_t t = thread_of(find(r, CC_SEC_THREAD, i));
+        if (t.head.flags & CC_THREAD_ALSO_CRASHED) {
+            also++;
+            char frames[1024];
+            frames_text(&t, frames, sizeof frames);
+            CHECK(has_frame(&t, "sanitized_crash_at_barrier"), "a thread crashed too: %s", frames);
+        }
+    }
+    CHECK(also == 3, "%u threads recorded as crashed too, expected 3", also);
+    return 1;
+}
+
 static int check_chained_repairs(const record_t *r, const outcome_t *o) {
     (void)r;
     const char *first = strstr(o->stderr_text, g_previous_ran);
@@ -1155,6 +1241,8 @@ static const scenario_t g_scenarios[] = {
     { "chained-gives-up-onstack", child_chained_gives_up_alt_stack, SIGSEGV, COMPLETE, check_chained_gives_up },
     { "chained-repairs", child_chained_repairs_own_stack, 0, NO_RECORD, check_chained_repairs },
     { "chained-repairs-onstack", child_chained_repairs_alt_stack, 0, NO_RECORD, check_chained_repairs },
+    { "chained-concurrent", child_chained_concurrent, SIGSEGV, COMPLETE, check_chained_concurrent },
+    { "chained-repairs-concurrent", child_chained_repairs_concurrent, 0, NO_RECORD, 0 },
     { "directory-removed", child_directory_removed, SIGSEGV, NO_RECORD, check_directory_removed },
     { "directory-removed-abort", child_directory_removed_abort, SIGABRT, NO_RECORD, check_directory_removed_abort },
     { "rename-fails", child_rename_fails, SIGSEGV, CHECKED_BY_SCENARIO, check_rename_fails },

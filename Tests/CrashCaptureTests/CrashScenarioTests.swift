@@ -185,9 +185,16 @@ final class CrashScenarioTests: XCTestCase {
         // Main + 8 crashing threads, each listed once.
         XCTAssertGreaterThanOrEqual(record.threads.count, 9)
         XCTAssertEqual(Set(record.threads.map(\.tid)).count, record.threads.count)
-        // The seven that lost the race answered the stack request while waiting in our handler.
+        // The seven that lost the race: those that had faulted waited for their turn in our
+        // handler and parked there with their own crash context when the record began, so each
+        // is recorded as crashed too, at its own null dereference; the others were stopped on
+        // their way to it.
         let losers = record.threads.filter { !$0.crashed && Harness.symbols($0, in: record).contains { $0.contains("cch_crash_at_barrier") } }
         XCTAssertEqual(losers.count, 7, "\(record.threads.map { Harness.symbols($0, in: record).prefix(6) })")
+        for loser in losers {
+            XCTAssertEqual(loser.alsoCrashed, Harness.symbols(loser, in: record).first == "cch_null_dereference",
+                           "thread \(loser.tid): \(Harness.symbols(loser, in: record).prefix(4))")
+        }
     }
 
     func testTheOtherThreadsStacksAreRecordedWhenTheyAnswer() throws {
