@@ -258,7 +258,11 @@ public final class CrashReporting: Sendable {
             otlp = OTLPSink(settings: settings, policy: configuration.otlpUpload, recordDirectory: configuration.recordDirectory)
         }
         self.otlp = otlp
-        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (otlp.map { [$0] } ?? []) + configuration.sinks
+        // A DSN that does not parse still names a sink the app wants: its records and runs wait.
+        let unconfigured: [any CrashRecordSink] = dsnError.map {
+            [MisconfiguredSink(id: .sentry, reason: "the Sentry DSN is \($0)")]
+        } ?? []
+        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + unconfigured + (otlp.map { [$0] } ?? []) + configuration.sinks
         self.sinks = sinks
         // Before capture: a crash from here on finds each sink knowing its run (the analytics
         // publishes the crash `$AppEnd` for this run id).

@@ -12,6 +12,8 @@
 // requirements of CrashRecordSink with defaults that do nothing (not a second protocol: finding
 // out at run time whether a sink conforms to one would cost the launch a conformance scan).
 
+import Logging
+
 /// What a sink learns of the run it reports for when ``CrashReporting`` starts.
 public struct ReportingRun: Sendable, Equatable {
     /// This run's id: the one capture writes into a crash record, and the run marker's name.
@@ -38,4 +40,20 @@ struct UnavailableSink: CrashRecordSink {
     let id: RecordSinkID
     let reason: String
     func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
+}
+
+/// A sink the app asked for whose configuration cannot work at all (a Sentry DSN that does not
+/// parse): it takes no record and no run, so they wait for a launch whose configuration works
+/// (DeliveryRule: a configuration mistake never deletes crashes), bounded by the record
+/// directory's bound; every launch says so once, on stderr (swift-log's default handler) or
+/// through the app's logging.
+struct MisconfiguredSink: CrashRecordSink {
+    let id: RecordSinkID
+    let reason: String
+    func prepareLaunch() -> String? {
+        Logger(label: "CrashReporter").error("\(id.rawValue): \(reason). Crash records and runs are kept for a launch where it is fixed.")
+        return reason
+    }
+    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
+    func takeRuns(_ runs: [EndedRun]) -> Bool { false }
 }

@@ -7,10 +7,12 @@
 // record was rejected: sending it again would be rejected again, so that is logged (and in the
 // report) and not retried. Network errors, 408, 429 and 5xx back off exponentially (at least
 // the answer's Retry-After) on the worker's schedule, the one every sender here shares; after
-// `maxServerErrorAttempts` 5xx in a row the record waits for the next launch. Any other answer
-// (a 4xx: a wrong endpoint, a missing token) keeps the record for the next launch, with the
-// collector's words as the report's last error: a configuration mistake must not lose crashes.
-// What is not sent by the deadline is sent next launch.
+// `maxServerErrorAttempts` 5xx in a row the record waits for the next launch. Which answers
+// delete a record and which keep it is DeliveryRule's, the Sentry sink's too: 400, 413, 415 and
+// 422 refuse the record for its content (acknowledged, in the report's `rejected`); any other
+// answer (401, 403, 404: a wrong endpoint, a missing token) keeps every record for the next
+// launch, nothing more is sent this launch, and one line says what to check: a configuration
+// mistake must not lose crashes. What is not sent by the deadline is sent next launch.
 //
 // A process sends a record only while it holds the record's lease (SinkLease, shared with the
 // Sentry sink of the same process): several processes over one record directory send it once.
@@ -58,8 +60,10 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
         /// acknowledged, not sent again.
         package var rejected: [String: String] = [:]
         /// Records kept for the next launch after an answer that sending again now cannot change
-        /// (a 4xx, or 5xx until the limit), with why.
+        /// (about the configuration: DeliveryRule's `kept`; or 5xx until the limit), with why.
         package var kept: [String: String] = [:]
+        /// An answer about the configuration this launch (401, 403, 404…): nothing more was sent after it.
+        package var configurationError: String?
         /// Records another process of the app was sending (left to it).
         package var leftToOthers: [String] = []
         /// The last failure (retried, or a record kept), if any.
@@ -163,8 +167,14 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
 
     private func step() -> UploadWorker.Step {
         guard let head = lock.withLock({ _ in queue.first }) else { return .idle }
+        if let refused = lock.withLock({ _ in report.configurationError }) {
+            keep(head, reason: refused)
+            return .sent
+        }
         guard let url = URL(string: settings.endpoint), url.scheme == "http" || url.scheme == "https" else {
-            keep(head, reason: "not an http(s) URL: \(settings.endpoint.prefix(200))")
+            let why = "not an http(s) URL: \(settings.endpoint.prefix(200))"
+            refuseForThisLaunch(why, advice: "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)")
+            keep(head, reason: why)
             return .sent
         }
         var body = body(head)
@@ -176,8 +186,8 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
         headers += settings.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: Data(body), timeout: worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
-        switch answer.status {
-        case 200..<300:
+        switch DeliveryRule.verdict(status: answer.status) {
+        case .delivered:
             let response = OTLPLogsResponse(protobuf: [UInt8](answer.body)) ?? OTLPLogsResponse()
             if response.rejectedLogRecords > 0 {
                 let why = "the collector rejected \(response.rejectedLogRecords) log record(s)"
@@ -188,26 +198,45 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
                 settle(head) { $0.sent.append(head.record.name) }
             }
             return .sent
-        case 0:
+        case .retry where answer.status == 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
             note(answer.text)
             return .failed(retryAfter: nil)
-        case 408, 429:
+        case .retry:
             note("HTTP \(answer.status) \(Self.words(answer))")
             return .failed(retryAfter: answer.retryAfter)
-        case 500..<600:
+        case .serverError:
             let why = "HTTP \(answer.status) \(Self.words(answer))"
             serverErrors += 1
             if serverErrors >= worker.policy.maxServerErrorAttempts {
-                keep(head, reason: "\(serverErrors) server errors in a row: \(why)")
+                let reason = "\(serverErrors) server errors in a row: \(why)"
+                logger.warning("\(head.record.name): \(reason) (kept for the next launch)")
+                keep(head, reason: reason)
                 return .sent
             }
             note(why)
             return .failed(retryAfter: answer.retryAfter)
-        default:
-            keep(head, reason: "HTTP \(answer.status) from \(settings.endpoint.prefix(200)): \(Self.words(answer))")
+        case .refused:
+            let why = "HTTP \(answer.status): \(Self.words(answer))"
+            logger.warning("\(head.record.name): the collector refused it for its content, \(why) (not sent again)")
+            settle(head) { $0.rejected[head.record.name] = why }
+            return .sent
+        case .kept:
+            let why = "HTTP \(answer.status) from \(settings.endpoint.prefix(200)): \(Self.words(answer))"
+            refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the endpoint and its headers (OTEL_EXPORTER_OTLP_*)"))
+            keep(head, reason: why)
             return .sent
         }
+    }
+
+    /// The collector answered about the configuration, not a record (DeliveryRule's `kept`):
+    /// nothing more is sent this launch, and one line says so.
+    private func refuseForThisLaunch(_ why: String, advice: String) {
+        let first = lock.withLock { _ in
+            defer { report.configurationError = why }
+            return report.configurationError == nil
+        }
+        if first { logger.error("OTLP: \(why); \(advice). Crash records are kept for a later launch.") }
     }
 
     /// What an answer's body says: an OTLP error's `google.rpc.Status` message when it is one
@@ -237,7 +266,6 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     private func keep(_ taken: Taken, reason: String) {
         serverErrors = 0
         taken.lease.release()
-        logger.warning("\(taken.record.name): \(reason) (kept for the next launch)")
         lock.withLock { _ in
             if queue.first?.record.name == taken.record.name { queue.removeFirst() }
             report.kept[taken.record.name] = reason

@@ -2,11 +2,14 @@
 //
 // The inbox hands the sink each record Sentry does not have yet; an UploadWorker thread
 // (HTTPExchange, the one the `/sa` uploader runs on too) sends them oldest first to the DSN's
-// envelope endpoint, the record attached. The sink acknowledges a record to the inbox when
-// Sentry acknowledged it (2xx) or it was given up (413, any other 4xx but 408 and 429,
-// `maxServerErrorAttempts` 5xx in a row); the inbox deletes the file once every sink has it. 429
-// waits for `X-Sentry-Rate-Limits` / `Retry-After`; network errors, 408 and 5xx back off
-// exponentially. What is not sent by the deadline is sent next launch, with the same event id
+// envelope endpoint, the record attached. Which answers delete a record and which keep it is
+// DeliveryRule's (the OTLP sink's too): the sink acknowledges a record to the inbox when Sentry
+// acknowledged it (2xx) or refused it for its content (400, 413, 415, 422); the inbox deletes the
+// file once every sink has it. An answer about the configuration (401, 403, 404: a wrong key or
+// project) keeps every record and session for a later launch, and one line on stderr says what to
+// check. 429 waits for `X-Sentry-Rate-Limits` / `Retry-After`; network errors, 408 and 5xx back
+// off exponentially, and after `maxServerErrorAttempts` 5xx in a row the record waits for the
+// next launch. What is not sent by the deadline is sent next launch, with the same event id
 // (Sentry drops the repeat). A record the reader rejects still goes, as an event saying so with
 // the file attached.
 //
@@ -24,6 +27,7 @@ package import CrashRecordFormat
 package import CrashSentry
 package import FoundationEssentials
 import HTTPExchange
+import Logging
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -136,8 +140,14 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     package struct Report: Sendable, Equatable {
         /// Records Sentry acknowledged.
         package var sent: [String] = []
-        /// Records given up, with why.
+        /// Records given up, with why: Sentry refused them for good for their content (400,
+        /// 413, 415, 422; DeliveryRule), or the reader or the envelope could not make an event.
         package var quarantined: [String: String] = [:]
+        /// Records (and `sessions/<run>`) kept for a later launch after an answer about the
+        /// configuration (DeliveryRule's `kept`: 401, 403, 404…), with why.
+        package var kept: [String: String] = [:]
+        /// That answer, when there was one this launch: nothing more was sent after it.
+        package var configurationError: String?
         /// Records another process of the app was sending (left to it).
         package var leftToOthers: [String] = []
         /// Records whose event the app's `sentryBeforeSend` dropped (not sent, acknowledged).
@@ -166,6 +176,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// The session's `did`.
     private let installation = Mutex<String??>(nil)
     private let lock = Mutex(())
+    private let logger = Logger(label: "CrashReporter.sentry")
     // Guarded by `lock`.
     private var queue: [Taken] = []
     /// Session envelopes waiting in `<records>/sessions` (files, so a run's session outlives this process).
@@ -391,6 +402,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let now = Self.nowMilliseconds()
         // Records first (unless Sentry holds back errors), then the sessions of runs that ended without a crash.
         guard let head = lock.withLock({ _ in queue.first }) else { return sessionStep() }
+        if let refused = lock.withLock({ _ in report.configurationError }) {
+            keep(head, reason: refused)
+            return .sent
+        }
         if let wait = limits.wait(for: .error, now: now) {
             let sessions = lock.withLock { _ in !sessionFiles.isEmpty }
             return sessions && limits.wait(for: .session, now: now) == nil ? sessionStep() : .pause(wait)
@@ -434,7 +449,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                                                    reason: "\(error)", crashTime: crashTime, sentAt: Date())
         }
         guard let url = dsn.envelopeURL else {
-            giveUp(head, reason: "not a URL: \(dsn.envelopeAddress)")
+            let why = "not a URL: \(dsn.envelopeAddress)"
+            refuseForThisLaunch(why, advice: "check the DSN (SENTRY_DSN)")
+            keep(head, reason: why)
             return .sent
         }
         switch post(body, url: url, category: .error) {
@@ -451,12 +468,18 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         case .serverError(let why, let after):
             serverErrors += 1
             if serverErrors >= worker.policy.maxServerErrorAttempts {
-                giveUp(head, reason: "\(serverErrors) server errors in a row: \(why)")
+                // Availability, not the record (DeliveryRule): kept for a later launch.
+                let reason = "\(serverErrors) server errors in a row: \(why)"
+                logger.warning("Sentry: \(head.record.name): \(reason) (kept for the next launch)")
+                keep(head, reason: reason)
                 return .sent
             }
             return .failed(retryAfter: after)
         case .refused(let why):
             giveUp(head, reason: why)
+            return .sent
+        case .kept(let why):
+            keep(head, reason: why)
             return .sent
         }
     }
@@ -469,8 +492,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         /// Not now (the network, 408, 429): after that long, or the backoff.
         case retry(after: Duration?)
         case serverError(String, retryAfter: Duration?)
-        /// For good (413, any other 4xx): sending it again cannot help.
+        /// For good, for its content (400, 413, 415, 422): sending it again cannot help.
         case refused(String)
+        /// About the configuration (401, 403, 404…): kept, and nothing more sent this launch.
+        case kept(String)
     }
 
     /// POSTs one envelope (of `category`'s data) with the client report of what was not sent, and
@@ -483,38 +508,60 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
         // A 2xx may announce a limit for what follows; a 429 says how long to hold back what.
         noteLimits(answer)
-        switch answer.status {
-        case 200..<300:
+        switch DeliveryRule.verdict(status: answer.status) {
+        case .delivered:
             if !reported.isEmpty {
                 discards.subtract(reported)
                 saveDiscards()
             }
             return .accepted
-        case 429:
+        case .retry where answer.status == 429:
             note("HTTP 429 \(answer.text)")
             return .retry(after: limits.wait(for: category, now: Self.nowMilliseconds()) ?? answer.retryAfter ?? .seconds(60))
-        case 0:
+        case .retry where answer.status == 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
             note(answer.text)
             return .retry(after: nil)
-        case 408:
-            note("HTTP 408 \(answer.text)")
+        case .retry:
+            note("HTTP \(answer.status) \(answer.text)")
             return .retry(after: nil)
-        case 500..<600:
+        case .serverError:
             note("HTTP \(answer.status) \(answer.text)")
             return .serverError("HTTP \(answer.status) \(answer.text)", retryAfter: answer.retryAfter)
-        default:
+        case .refused:
             return .refused("HTTP \(answer.status): \(answer.text)")
+        case .kept:
+            let why = "HTTP \(answer.status) from \(dsn.envelopeAddress): \(answer.text.prefix(300))"
+            refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the DSN (SENTRY_DSN)"))
+            return .kept(why)
         }
+    }
+
+    /// Sentry answered about the configuration, not a record (DeliveryRule's `kept`): nothing
+    /// more is sent this launch, and one line says so.
+    private func refuseForThisLaunch(_ why: String, advice: String) {
+        let first = lock.withLock { _ in
+            defer { report.configurationError = why }
+            return report.configurationError == nil
+        }
+        if first { logger.error("Sentry: \(why); \(advice). Crash records and sessions are kept for a later launch.") }
     }
 
     /// Sends the first waiting session envelope while holding its file's lease (another process
     /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
     private func sessionStep() -> UploadWorker.Step {
         guard let path = lock.withLock({ _ in sessionFiles.first }) else { return .idle }
+        let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
+        if let refused = lock.withLock({ _ in report.configurationError }) {
+            // In its file for a later launch.
+            lock.withLock { _ in
+                sessionFiles.removeAll { $0 == path }
+                report.kept["sessions/" + run] = refused
+            }
+            return .sent
+        }
         // Held back by Sentry: waits (in its file, for a later launch if need be).
         if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
-        let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
         func dequeue(_ update: (inout Report) -> Void = { _ in }) {
             lock.withLock { _ in
                 sessionFiles.removeAll { $0 == path }
@@ -548,10 +595,23 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             unlink(path)
             dequeue { $0.quarantined["sessions/" + run] = why }
             return .sent
+        case .kept(let why):
+            dequeue { $0.kept["sessions/" + run] = why }
+            return .sent
         }
     }
 
     private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
+
+    /// Not sent, and not again this launch: the record stays (unacknowledged) for a later one.
+    private func keep(_ taken: Taken, reason: String) {
+        serverErrors = 0
+        taken.lease.release()
+        lock.withLock { _ in
+            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
+            report.kept[taken.record.name] = reason
+        }
+    }
 
     private func giveUp(_ taken: Taken, reason: String) {
         discards.add(.sendError, .error)

@@ -1,6 +1,7 @@
 // SentrySinkTests.swift — the Sentry sink's guarantees against a real HTTP server on 127.0.0.1: in
-// order, retry with backoff, 429 and X-Sentry-Rate-Limits honoured, 413 and other 4xx
-// quarantined and counted, records deleted only once Sentry and the events store both have them.
+// order, retry with backoff, 429 and X-Sentry-Rate-Limits honoured, 400 and 413 quarantined and
+// counted (the other answers: DeliveryRuleTests), records deleted only once Sentry and the events
+// store both have them.
 // (What the envelope holds is CrashSentry's, checked against Sentry's own parser elsewhere.)
 @testable import CrashReporter
 @testable import SensorsAnalytics
@@ -200,7 +201,9 @@ final class SentrySinkTests: XCTestCase {
         XCTAssertEqual(try leftovers(directory), [])
     }
 
-    func testAnEnvelopeTheServerFailsOnEveryTimeIsGivenUpAfterTheLimitAndTheNextGoesThrough() throws {
+    /// Server errors say nothing of the record (DeliveryRule): after the limit it waits for the
+    /// next launch, and the next record goes through meanwhile.
+    func testAnEnvelopeTheServerFailsOnEveryTimeIsKeptAfterTheLimitAndTheNextGoesThrough() throws {
         let directory = try Scratch.directory("sentry-5xx")
         let names = try records(2, in: directory)
         let server = try TestHTTPServer { request in Self.sentName(request) == names[0] ? .status(500) : .status(200) }
@@ -211,7 +214,9 @@ final class SentrySinkTests: XCTestCase {
         XCTAssertTrue(sentry.finish(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.compactMap(Self.sentName), [names[0], names[0], names[0], names[1]])
         XCTAssertEqual(sentry.currentReport.sent, [names[1]])
-        XCTAssertTrue(sentry.currentReport.quarantined[names[0]]?.hasPrefix("3 server errors in a row") == true)
+        XCTAssertTrue(sentry.currentReport.kept[names[0]]?.hasPrefix("3 server errors in a row") == true)
+        XCTAssertEqual(sentry.currentReport.quarantined, [:])
+        XCTAssertEqual(try recordFiles(directory), [names[0]], "kept for the next launch")
     }
 
     /// A record the reader rejects still tells Sentry a crash happened: an event saying so
