@@ -276,6 +276,48 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     return CC_INSTALLED;
 }
 
+/* Ordinary code: a start after capture was installed (the reporter adopting the capture an app
+ * started itself) applies the new configuration to the running capture, in place: the record
+ * directory, app name and version, run id, frames, flags, watchdog and crash-time uploader. The
+ * signal actions stay as they are: taking ours off and putting it back would chain a handler
+ * installed after ours to itself. The stop signal and the alternate stacks stay as installed.
+ * A crash in the microseconds this takes may be recorded with either configuration's strings. */
+int cc_reconfigure(const cc_config_t *config, int *err_errno) {
+    if (err_errno) *err_errno = 0;
+    if (!config || !config->directory || !config->directory[0]) return CC_ERR_ARGUMENT;
+    if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
+    if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return CC_ERR_ARGUMENT;
+    if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return CC_ERR_ARGUMENT;
+    if (!cc__uploader_fits(config)) return CC_ERR_ARGUMENT;
+    int expected = 2;
+    if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) {
+        return expected == 0 ? CC_ERR_NOT_INSTALLED : CC_ERR_BUSY;
+    }
+    int dir_fd = open(config->directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0) {
+        if (err_errno) *err_errno = errno;
+        atomic_store(&cc__g.install_state, 2);
+        return CC_ERR_DIRECTORY;
+    }
+    struct stat dir_stat;
+    if (fstat(dir_fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(dir_fd, 0700);
+    int old_fd = cc__g.dir_fd;
+    cc__g.dir_fd = dir_fd;
+    if (old_fd >= 0) close(old_fd);
+    cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
+    cc__strlcpy(cc__g.app_name, config->app_name ? config->app_name : "", sizeof cc__g.app_name);
+    cc__strlcpy(cc__g.app_version, config->app_version ? config->app_version : "", sizeof cc__g.app_version);
+    cc__strlcpy(cc__g.run_id, config->run_id ? config->run_id : "", sizeof cc__g.run_id);
+    if (config->app_end_template) cc_set_app_end_template(config->app_end_template);
+    cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
+    if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
+    cc__g.flags = config->flags;
+    cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
+    cc__uploader_prepare(config);
+    atomic_store(&cc__g.install_state, 2);
+    return CC_INSTALLED;
+}
+
 int cc_uninstall(void) {
     int expected = 2;
     if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) return -1;

@@ -19,6 +19,7 @@ enum cc_install_result {
     CC_ERR_SIGACTION = -3,       /* a handler could not be installed; everything was rolled back */
     CC_ERR_ARGUMENT = -4,        /* a required field is missing or too long */
     CC_ERR_BUSY = -5,            /* another thread is installing or uninstalling right now */
+    CC_ERR_NOT_INSTALLED = -6,   /* cc_reconfigure: nothing is installed */
 };
 
 /* Configuration flags. */
@@ -62,6 +63,11 @@ typedef struct {
 /* Installs the handlers. Not async-signal-safe; call from ordinary code.
  * Returns an enum cc_install_result; on CC_ERR_DIRECTORY *err_errno holds errno. */
 int cc_install(const cc_config_t *config, int *err_errno);
+
+/* Applies a configuration to the installed handlers in place (the signal actions untouched):
+ * record directory, app strings, run id, frames, flags, watchdog, crash-time uploader.
+ * CC_ERR_NOT_INSTALLED when nothing is installed. Not async-signal-safe. */
+int cc_reconfigure(const cc_config_t *config, int *err_errno);
 
 /* Restores the actions that were in place before cc_install, where ours is still installed.
  * Returns 0, or -1 when nothing was installed. Not async-signal-safe. */

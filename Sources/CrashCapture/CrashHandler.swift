@@ -57,7 +57,23 @@ public enum CrashHandler {
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         // Held across install so that a template published meanwhile is not lost: it is either
         // passed to cc_install or republished after it.
-        return try appEndTemplate.withLock { template in try install(configuration, template: template) }
+        return try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_install) }
+    }
+
+    /// Applies `configuration` to the capture that is already running (started by an earlier
+    /// ``start(_:)``), in place: its record directory, app name and version, run id, frames,
+    /// flags, watchdog and crash-time uploader; the signal actions stay as they are. What
+    /// `CrashReporting.start` does when the app started capture itself first: the reporter's
+    /// configuration wins, so its runs and crash-time upload work.
+    /// - Returns: `.installed`; `.disabledByEnvironment` with `CRASHCAPTURE_DISABLE=1`.
+    /// - Throws: ``CrashCaptureError`` when nothing is running, or the directory cannot be made.
+    @discardableResult
+    package static func adopt(_ configuration: CrashHandler.Configuration) throws -> StartResult {
+        if isDisabledByEnvironment() { return .disabledByEnvironment }
+        try Directory.create(configuration.directory)
+        RecordDirectoryBound.enforce(directory: configuration.directory,
+                                     limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
+        return try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_reconfigure) }
     }
 
     /// Whether `CRASHCAPTURE_DISABLE` is `1`, `true` or `yes` (any case). C string calls only: in
@@ -67,7 +83,8 @@ public enum CrashHandler {
         return strcmp(raw, "1") == 0 || strcasecmp(raw, "true") == 0 || strcasecmp(raw, "yes") == 0
     }
 
-    private static func install(_ configuration: CrashHandler.Configuration, template: String) throws -> StartResult {
+    private static func install(_ configuration: CrashHandler.Configuration, template: String,
+                                call: (UnsafePointer<cc_config_t>, UnsafeMutablePointer<Int32>) -> Int32) throws -> StartResult {
         var errnoValue: Int32 = 0
         let result: Int32 = configuration.directory.withCString { dir in
             configuration.appName.withCString { name in
@@ -96,7 +113,7 @@ public enum CrashHandler {
                         config.thread_dump_signal = configuration.threadDumpSignal ?? 0
                         // No uploader (the default): no array of C strings either (in a fresh
                         // process, the first generic array work costs more than the install).
-                        guard let uploader = configuration.uploader else { return cc_install(&config, &errnoValue) }
+                        guard let uploader = configuration.uploader else { return call(&config, &errnoValue) }
                         // The uploader's strings: copied by cc_install, alive until it returns.
                         return withCStrings(uploader.arguments) { arguments in
                             withCStrings(uploader.environment) { environment in
@@ -104,7 +121,7 @@ public enum CrashHandler {
                                     config.uploader_path = path
                                     config.uploader_arguments = arguments
                                     config.uploader_environment = environment
-                                    return cc_install(&config, &errnoValue)
+                                    return call(&config, &errnoValue)
                                 }
                             }
                         }
@@ -125,6 +142,8 @@ public enum CrashHandler {
             throw CrashCaptureError(operation: "sigaction", errno: errnoValue)
         case CC_ERR_BUSY.rawValue:
             throw CrashCaptureError(operation: "start (another thread is starting or stopping CrashCapture)", errno: EBUSY)
+        case CC_ERR_NOT_INSTALLED.rawValue:
+            throw CrashCaptureError(operation: "adopt (capture is not running)", errno: ESRCH)
         default:
             throw CrashCaptureError(operation: "start (invalid configuration)", errno: EINVAL)
         }

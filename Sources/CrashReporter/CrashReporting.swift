@@ -4,6 +4,7 @@ import HostFacts
 import HTTPExchange
 import CrashSentry
 import CrashOTLP
+import Logging
 import Synchronization
 import Dispatch
 #if canImport(Glibc)
@@ -208,9 +209,28 @@ public final class CrashReporting: Sendable {
     }
 
     /// See ``start(recordDirectory:appName:appVersion:sentryDSN:)``.
+    ///
+    /// One reporter per program: while one runs (not yet shut down), another `start` returns it,
+    /// ignores its own configuration and says so on stderr (through swift-log): two reporters
+    /// would each count the same process as a run. Capture the app started itself
+    /// (``CrashHandler/start(_:)``, `CrashCaptureService`) is adopted: the reporter applies its
+    /// own capture configuration to it (record directory, run id, crash-time upload), so the
+    /// crash's run gets its session.
     public static func start(_ configuration: Configuration) -> CrashReporting {
-        CrashReporting(configuration)
+        running.withLock { running in
+            if let running, !running.ended.withLock({ $0 }) {
+                Logger(label: "CrashReporter").error(
+                    "CrashReporting.start was called again while a reporter runs (records in \(running.run.recordDirectory)): that reporter is returned and this call's configuration is ignored. Start the reporter once per program, or shut the first down before starting another.")
+                return running
+            }
+            let reporting = CrashReporting(configuration)
+            running = reporting
+            return reporting
+        }
     }
+
+    /// The reporter of this process, while it runs.
+    private static let running = Mutex<CrashReporting?>(nil)
 
     private init(_ configuration: Configuration) {
         started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
@@ -285,9 +305,17 @@ public final class CrashReporting: Sendable {
                     }
                 }
             }
-            // Capture first and on the caller's thread: a crash from here on is recorded.
+            // Capture first and on the caller's thread: a crash from here on is recorded. Capture
+            // the app started itself is adopted: this configuration is applied to it, so that its
+            // records come here with this run's id, and crash-time upload is on as configured.
             do {
-                captureResult = .success(try CrashHandler.start(capture))
+                if CrashHandler.isInstalled {
+                    captureResult = .success(try CrashHandler.adopt(capture))
+                    Logger(label: "CrashReporter").info(
+                        "CrashReporting.start: capture was already running (CrashHandler.start); the reporter applied its own configuration to it (records in \(configuration.recordDirectory)).")
+                } else {
+                    captureResult = .success(try CrashHandler.start(capture))
+                }
             } catch let error as CrashCaptureError {
                 captureResult = .failure(error)
             } catch {

@@ -72,6 +72,10 @@ extension CrashHarness {
         @Option(name: .customLong("late-tag"), help: "With --crash: a tag KEY=VALUE (repeatable) set just before the crash.")
         var lateTag: [String] = []
 
+        @Option(name: .customLong("start-first"),
+                help: "Start something else before the reporter, as an app may: capture (CrashHandler.start into RECORDS-capture, another app name), reporter (the same CrashReporting.start a first time), or both.")
+        var startFirst: String?
+
         @Option(help: "The scope's user: ID or ID,EMAIL.")
         var user: String?
 
@@ -84,6 +88,9 @@ extension CrashHarness {
                 throw ValidationError("--context \(pair): NAME.KEY=VALUE expected")
             }
             guard ["shutdown", "exit", "hold"].contains(end) else { throw ValidationError("--end must be shutdown, exit or hold") }
+            if let startFirst, !["capture", "reporter", "both"].contains(startFirst) {
+                throw ValidationError("--start-first must be capture, reporter or both")
+            }
             guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
             }
@@ -145,6 +152,14 @@ extension CrashHarness {
                     }
                 }
                 guard updated else { throw ValidationError("the scope does not fit") }
+            }
+            if startFirst == "capture" || startFirst == "both" {
+                // As the capture-only guides have it, before the reporter: another directory, name and version.
+                try CrashHandler.start(.init(directory: records + "-capture", appName: "capture-first", appVersion: "0"))
+            }
+            if startFirst == "reporter" || startFirst == "both" {
+                // The same reporter started twice (a service and a manual start, say).
+                _ = CrashReporting.start(configuration)
             }
             let reporting = CrashReporting.start(configuration)
             let report = reporting.launchReport
