@@ -141,6 +141,26 @@ NOINLINE void sanitized_crash_stack_overflow(void) { g_sink += sanitized_recurse
 
 static void child_null(void) { install(0, 0); sanitized_level1(sanitized_crash_null); }
 
+/* Installed first with another directory, app, run and a crash-time uploader (as an app starting
+ * capture itself), then reconfigured in place with the usual configuration (as the reporter
+ * adopting it): the record is the usual one, in the usual directory, and no uploader starts. */
+static void child_reconfigured(void) {
+    char first[4096];
+    snprintf(first, sizeof first, "%s-first", g_dir);
+    if (mkdir(first, 0700) != 0) _exit(91);
+    const char *arguments[] = { "never-run", 0 };
+    cc_config_t config = { .directory = first, .app_name = "first", .app_version = "0", .run_id = "run-first",
+                           .uploader_path = "/bin/false", .uploader_arguments = arguments };
+    int err = 0;
+    if (cc_install(&config, &err) != CC_INSTALLED) _exit(90);
+    cc_config_t usual = {
+        .directory = g_dir, .app_name = APP_NAME, .app_version = APP_VERSION, .app_end_template = TEMPLATE, .run_id = RUN_ID,
+    };
+    if (cc_reconfigure(&usual, &err) != CC_INSTALLED) _exit(92);
+    rmdir(first);   /* empty: nothing was written there */
+    sanitized_level1(sanitized_crash_null);
+}
+
 static void child_read_only(void) {
     g_read_only = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     install(0, 0);
@@ -1227,6 +1247,7 @@ typedef struct {
 
 static const scenario_t g_scenarios[] = {
     { "null-dereference", child_null, SIGSEGV, COMPLETE, check_null },
+    { "reconfigured", child_reconfigured, SIGSEGV, COMPLETE, check_null },
     { "read-only-write", child_read_only, SIGSEGV, COMPLETE, check_read_only },
     { "divide-by-zero", child_divide, SIGFPE, COMPLETE, check_divide },
     { "illegal-instruction", child_illegal, SIGILL, COMPLETE, check_illegal },
