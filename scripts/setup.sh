@@ -9,7 +9,8 @@
 # the minidump tests open crash-inspect's minidumps in), and what the arm64
 # checks cross-compile and emulate with (scripts/arm64-check.sh: the arm64 architecture added to
 # dpkg, gcc-aarch64-linux-gnu, qemu-user-static, libunwind-dev:arm64, libc6-dev:arm64); then the Python test
-# oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic, the minidump parser) into
+# oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic, the minidump parser,
+# sentry-cli for the debug files' ids) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."

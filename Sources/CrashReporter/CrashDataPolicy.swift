@@ -5,7 +5,9 @@ import CrashSentry
 
 /// What leaves the machine with a crash, beyond its signal, frames, registers, images (build ids,
 /// addresses, file names), the fatal message and the app's name and version. Everything is off
-/// by default but the host's OS details; the record on disk stays complete whatever is chosen.
+/// by default but ``hostDetails``, which names the host as Sentry's server SDKs do by default (a
+/// server team needs to know which host crashed); the record on disk stays complete whatever is
+/// chosen.
 public struct CrashDataPolicy: Sendable, Equatable {
     /// Raw memory: the crashed thread's stack (64 KiB from sp) and the windows around pc and the
     /// fault address, in the attached record. Whatever the process held there (request bodies,
@@ -14,13 +16,21 @@ public struct CrashDataPolicy: Sendable, Equatable {
     /// The breadcrumbs (log lines left through `CrashHandler.leaveBreadcrumb` or the
     /// `BreadcrumbLogHandler`): in the event and in the attached record.
     public var breadcrumbs: Bool
-    /// The compensating `$AppEnd` in the attached record: the user's `distinct_id`, login id and
-    /// the tracker's super properties.
+    /// Who the user was: the compensating `$AppEnd` in the attached record (the user's
+    /// `distinct_id`, login id and the tracker's super properties), the app scope's user
+    /// (`CrashHandler.updateScope`) as the Sentry event's `user` and the OTLP record's `user.*`.
+    /// Off, none of it leaves; the session's `did` is the installation's id either way.
     public var identity: Bool
-    /// Paths as they are: off, home directories in the executable's and images' paths and in the
-    /// messages become `/home/<user>` (as the Swift backtracer's `sanitize` does).
+    /// Paths as they are. Off, the user-specific directories of the executable's and images'
+    /// paths and of the messages are taken out, as the Swift backtracer's `sanitize` does on macOS
+    /// (`/home/alice/src/app/app` becomes `/home/USER/*/app`, `/tmp/build-7/x/app` becomes
+    /// `/tmp/*/app`; the system's own directories stay); the file names, which symbolication
+    /// needs, are kept.
     public var fullPaths: Bool
-    /// The OS's kernel release and distribution (`contexts.os`); off leaves the OS's name alone.
+    /// The host: its name (the Sentry event's and session's `server_name`, OTLP's `host.name`),
+    /// the kernel release and distribution (`contexts.os`, `os.*`), its memory, container id and
+    /// Kubernetes namespace and pod (`contexts.host`, `container.id`, `k8s.*`). On by default, as
+    /// Sentry's server SDKs send `server_name`; off leaves only the OS's name.
     public var hostDetails: Bool
     /// The query string of the request a crash killed (`CrashContext.query`, empty unless the
     /// app records it): the event's `request.query_string` and the record's query fields. Off,

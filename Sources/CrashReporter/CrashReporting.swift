@@ -213,24 +213,26 @@ public final class CrashReporting: Sendable {
     /// One reporter per program: while one runs (not yet shut down), another `start` returns it,
     /// ignores its own configuration and says so on stderr (through swift-log): two reporters
     /// would each count the same process as a run. Capture the app started itself
-    /// (``CrashHandler/start(_:)``, `CrashCaptureService`) is adopted: the reporter applies its
+    /// (`CrashHandler.start`, `CrashCaptureService`) is adopted: the reporter applies its
     /// own capture configuration to it (record directory, run id, crash-time upload), so the
     /// crash's run gets its session.
     public static func start(_ configuration: Configuration) -> CrashReporting {
         running.withLock { running in
-            if let running, !running.ended.withLock({ $0 }) {
+            if let running = running.reporting, !running.ended.withLock({ $0 }) {
                 Logger(label: "CrashReporter").error(
                     "CrashReporting.start was called again while a reporter runs (records in \(running.run.recordDirectory)): that reporter is returned and this call's configuration is ignored. Start the reporter once per program, or shut the first down before starting another.")
                 return running
             }
             let reporting = CrashReporting(configuration)
-            running = reporting
+            running.reporting = reporting
             return reporting
         }
     }
 
-    /// The reporter of this process, while it runs.
-    private static let running = Mutex<CrashReporting?>(nil)
+    /// The reporter of this process, while it runs; held weakly, as the exit hook holds it (a
+    /// reporter the app lets go is gone).
+    private static let running = Mutex(Running())
+    private struct Running: Sendable { weak var reporting: CrashReporting? }
 
     private init(_ configuration: Configuration) {
         started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
