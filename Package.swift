@@ -150,6 +150,7 @@ let package = Package(
             name: "CrashCaptureVapor",
             dependencies: [
                 "CrashCapture", "CrashCaptureTracing",
+                .target(name: "CrashReporter", condition: .when(traits: ["Vapor"])),
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),

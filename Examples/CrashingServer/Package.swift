@@ -4,7 +4,7 @@
 // (Tests/CrashCaptureTests/ServerCrashTests.swift, ServerRequestsTests.swift):
 //   crashing-server        Hummingbird 2 (CrashCaptureHummingbird, CrashCaptureServiceLifecycle; the
 //                          reporter with --report)
-//   crashing-vapor-server  Vapor 4 (CrashCaptureVapor)
+//   crashing-vapor-server  Vapor 4 (CrashCaptureVapor; the reporter with --report)
 // and ExampleCrashes, what both share (the crash, the stand-in tracer). A package of its own, so
 // the main package never depends on a web framework; it depends on the main package as an
 // adopter does, with the traits of the integrations it uses. One package for both servers:
@@ -68,6 +68,7 @@ let package = Package(
                 "ExampleCrashes",
                 .product(name: "CrashCapture", package: "CrashCapture"),
                 .product(name: "CrashCaptureVapor", package: "CrashCapture"),
+                .product(name: "CrashReporter", package: "CrashCapture"),
                 .product(name: "Vapor", package: "vapor"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

@@ -80,9 +80,21 @@ final class ServerRequestsTests: XCTestCase {
     /// the server's release and environment, which Relay's session schema and sentry_sdk's
     /// Session model accept (Tests/Oracles/sentry_sessions.py).
     func testHummingbirdServerWithCrashReportingServiceEndsItsRunAsExitedOnSIGTERM() throws {
+        try checkRunEndsAsExitedOnSIGTERM(.hummingbird, release: "crashing-server@1.0")
+    }
+
+    /// Vapor's lifecycle, not ServiceLifecycle: CrashReportingLifecycle ends the run at the
+    /// application's shutdown.
+    func testVaporServerWithCrashReportingLifecycleEndsItsRunAsExitedOnSIGTERM() throws {
+        try checkRunEndsAsExitedOnSIGTERM(.vapor, release: "crashing-vapor-server@1.0")
+    }
+
+    /// The server with the reporter (`--report`), SIGTERM: exit 0, no record, and the next launch
+    /// sends one `exited` session with the server's release and environment (the sessions oracle).
+    func checkRunEndsAsExitedOnSIGTERM(_ framework: Framework, release: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let sentry = try TestHTTPServer()
         let sentryEnvironment = ["SENTRY_DSN": "http://key@127.0.0.1:\(sentry.port)/1", "SENTRY_ENVIRONMENT": "staging"]
-        let server = try ExampleServer(try Framework.hummingbird.executable(), name: "hummingbird-sigterm-report", arguments: ["--report"],
+        let server = try ExampleServer(try framework.executable(), name: "\(framework.name)-sigterm-report", arguments: ["--report"],
                                        environment: sentryEnvironment)
         let ok = try HTTPConnection(port: server.port, path: "/ok").readToEnd(timeout: 30)
         XCTAssertTrue(ok.hasPrefix("HTTP/1.1 200"), ok)
@@ -106,9 +118,9 @@ final class ServerRequestsTests: XCTestCase {
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
         let payloads = (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
-        let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == "crashing-server@1.0" }
-        XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)")
-        XCTAssertEqual((servers.first?["attrs"] as? [String: Any])?["environment"] as? String, "staging")
+        let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == release }
+        XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)", file: file, line: line)
+        XCTAssertEqual((servers.first?["attrs"] as? [String: Any])?["environment"] as? String, "staging", file: file, line: line)
         if testRun?.failureCount == 0 { try? FileManager.default.removeItem(atPath: server.directory) }
     }
 

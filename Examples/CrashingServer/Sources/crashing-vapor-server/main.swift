@@ -4,13 +4,17 @@
 // `GET /crash/:id` dies of SIGSEGV inside its route handler (which Vapor runs in a Task of its
 // own, created inside the middleware's call), after two async helpers that each suspend once.
 //
-//   crashing-vapor-server [--dir DIR] [--port PORT] [--tracer]   (DIR also from CRASH_DIR; PORT 0 by default)
+//   crashing-vapor-server [--dir DIR] [--port PORT] [--tracer] [--report]   (DIR also from CRASH_DIR; PORT 0 by default)
 //
+// `--report` starts the whole reporter (Sentry from SENTRY_DSN, the runs) instead of capture alone,
+// with CrashReportingLifecycle ending the run at the application's shutdown, which SIGTERM starts
+// here as Vapor's serve command does (the server stopped, `asyncShutdown()`, exit 0).
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
 // CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it). `--tracer`
 // bootstraps a stand-in tracer and Vapor's TracingMiddleware (ExampleCrashes' StandInTracer).
 import CrashCapture
 import CrashCaptureVapor
+import CrashReporter
 import ExampleCrashes
 import Foundation
 import Instrumentation
@@ -45,8 +49,21 @@ guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["
 }
 let port = argument("--port").flatMap { Int($0) } ?? 0
 
-let started = try CrashHandler.start(.init(directory: directory, appName: "crashing-vapor-server", appVersion: "1.0"))
-FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
+let reporting: CrashReporting?
+if CommandLine.arguments.contains("--report") {
+    let started = CrashReporting.start(.init(recordDirectory: directory, appName: "crashing-vapor-server", appVersion: "1.0"))
+    let result = switch started.captureResult {
+    case .success(let result)?: "\(result)"
+    case .failure(let error)?: "\(error)"
+    case nil: "off"
+    }
+    FileHandle.standardError.write(Data("crash capture: \(result)\n".utf8))
+    reporting = started
+} else {
+    let started = try CrashHandler.start(.init(directory: directory, appName: "crashing-vapor-server", appVersion: "1.0"))
+    FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
+    reporting = nil
+}
 
 // Vapor's own command line is not parsed: the server is started by hand below.
 let app = try await Application.make(Environment(name: "production", arguments: [CommandLine.arguments[0]]))
@@ -54,6 +71,7 @@ if CommandLine.arguments.contains("--tracer") {
     InstrumentationSystem.bootstrap(StandInTracer())
     app.middleware.use(TracingMiddleware())
 }
+if let reporting { app.lifecycle.use(CrashReportingLifecycle(reporting)) }
 // Vapor matches the route before the application's middleware runs: the context names its template.
 app.middleware.use(CrashContextMiddleware())
 app.get("ok") { _ in "ok\n" }
@@ -67,6 +85,20 @@ func start(_ app: Application, port: Int) async throws -> Int {
     try await app.server.start(address: .hostname("127.0.0.1", port: port))
     return app.http.server.shared.localAddress?.port ?? port
 }
+
+// SIGTERM as Vapor's serve command takes it: the server stopped, the application shut down (its
+// lifecycle handlers: the reporter's run ends), status 0. `_exit`, not `exit`: the reporter's exit
+// hook would end the run too, and the tests check that the lifecycle handler does.
+signal(SIGTERM, SIG_IGN)
+let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+terminate.setEventHandler {
+    Task {
+        await app.server.shutdown()
+        try? await app.asyncShutdown()
+        _exit(0)
+    }
+}
+terminate.resume()
 
 let listening = try await start(app, port: port)
 // One write(2), unbuffered: the test waits for this line.
