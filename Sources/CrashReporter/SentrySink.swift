@@ -304,12 +304,14 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// Each run that exited or was killed becomes a session (`exited`, `abnormal`), written to
     /// `<records>/sessions/<run id>.envelope` and sent from there; a crashed run's session went
-    /// with its crash. A run that started more than 5 days ago is counted instead (Relay would
-    /// drop it). Returns false when a session could not be written: the runs are told again.
+    /// with its crash. A run that began before Relay's window is still one session, its start
+    /// moved into the window (SentrySession.window); one that ended before the window is counted
+    /// instead (Relay would drop it). Returns false when a session could not be written: the
+    /// runs are told again.
     package func takeRuns(_ runs: [EndedRun]) -> Bool {
         guard sessions, let directory = sessionsDirectory else { return true }
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        let oldest = now - Int64(SentrySession.maxAge.components.seconds) * 1000
+        let oldest = now - SentrySession.windowMilliseconds
         var written: [String] = []
         var tooOld: [String] = []
         for run in runs {
@@ -324,7 +326,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 duration = Double(nanoseconds) / 1e9
             case .killed: status = .abnormal
             }
-            guard run.startWallMilliseconds >= oldest else {
+            guard ended >= oldest else {
                 tooOld.append(run.runID)
                 continue
             }
@@ -333,7 +335,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             facts.environment = run.start.environment ?? facts.environment
             guard let session = SentrySession(runID: run.runID, installation: installationID(),
                                               startedMilliseconds: run.startWallMilliseconds, endedMilliseconds: ended,
-                                              durationSeconds: duration, status: status, facts: facts) else { continue }
+                                              durationSeconds: duration, status: status, facts: facts, now: now) else { continue }
             let path = directory + "/" + run.runID + ".envelope"
             guard (try? Directory.create(directory)) != nil,
                   SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) else { return false }

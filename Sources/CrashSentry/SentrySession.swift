@@ -88,19 +88,30 @@ package struct SentrySession: Encodable, Sendable, Equatable {
         case sid, did, initial = "init", started, timestamp, duration, status, errors, attrs
     }
 
-    /// Relay drops a session that started more than 5 days before it is received
-    /// (`max_session_secs_in_past`); such a run is counted, not sent.
-    package static let maxAge: Duration = .seconds(5 * 24 * 3600)
+    /// Relay drops a session whose `started` or `timestamp` is more than 5 days before it is
+    /// received (`max_session_secs_in_past`). A session is made only for a run that ended within
+    /// `window` (4 days: a day's margin for a send that waits, a wrong DSN's say); one that ended
+    /// before is counted, not sent. A run that began before the window — a server up for a week —
+    /// is still one session: its `started` is moved to the window's start, its `duration` stays
+    /// the whole run's. Sentry counts it once, for its release, in the crash-free numbers; only
+    /// the time it is charted at moves.
+    package static let window: Duration = .seconds(4 * 24 * 3600)
+    package static var windowMilliseconds: Int64 { Int64(window.components.seconds) * 1000 }
 
     /// - Parameters: times in ms since the epoch; `release` is required by Sentry (a session
-    ///   without one is dropped), so `nil` makes no session.
+    ///   without one is dropped), so `nil` makes no session, and so does an end before the
+    ///   ``window`` as it is at `now` (the time the session is made).
     package init?(runID: String, installation: String?, startedMilliseconds: Int64, endedMilliseconds: Int64,
-                  durationSeconds: Double?, status: Status, facts: SentryRunFacts) {
+                  durationSeconds: Double?, status: Status, facts: SentryRunFacts,
+                  now: Int64 = Int64((Date().timeIntervalSince1970 * 1000).rounded())) {
         guard let release = facts.release, !release.isEmpty else { return nil }
+        let earliest = now - Self.windowMilliseconds
+        guard endedMilliseconds >= earliest else { return nil }
         sid = SentrySession.sessionID(runID)
         did = installation
-        started = isoTime(startedMilliseconds * 1_000_000)
-        timestamp = isoTime(max(endedMilliseconds, startedMilliseconds) * 1_000_000)
+        let start = max(startedMilliseconds, earliest)
+        started = isoTime(start * 1_000_000)
+        timestamp = isoTime(max(endedMilliseconds, start) * 1_000_000)
         duration = durationSeconds.map { max(0, $0) }
         self.status = status
         errors = status == .crashed ? 1 : 0

@@ -111,22 +111,77 @@ final class SentrySessionsTests: XCTestCase {
         XCTAssertTrue(tags.contains { $0.0 == "server_name" && $0.1 == HostName.current() }, "\(event["tags"] ?? "")")
     }
 
-    /// A run that started more than 5 days ago is counted, not sent (Relay would drop it).
-    func testARunOlderThanFiveDaysIsNotSent() throws {
+    /// A server up for a week that crashes: its crash goes with one `crashed` session, its start
+    /// moved into Relay's window and its duration the week (the run marker's start made a week
+    /// old, as a week of running would have left it).
+    func testAWeekLongRunThatCrashesIsOneCrashedSessionWithItsCrash() throws {
+        let directory = try Scratch.directory("sessions-week-crash")
+        let records = directory + "/records"
+        try deliver(records, ["--run-id", "weekcrash", "--crash"], expect: .signaled(SIGSEGV))
+        let marker = records + "/runs/weekcrash.run"
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let week: Int64 = 7 * 86_400_000
+        var text = try String(contentsOfFile: marker, encoding: .utf8)
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("start_wall_ms=") })
+        let original = try XCTUnwrap(Int64(line.dropFirst("start_wall_ms=".count)))
+        text = text.replacingOccurrences(of: String(line), with: "start_wall_ms=\(original - week)")
+        try text.write(toFile: marker, atomically: true, encoding: .utf8)
+
+        let server = try TestHTTPServer()
+        try deliver(records, ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"])
+        let (_, received) = try sessions(server)
+        let crashed = received.filter { ($0["payload"] as? [String: Any])?["status"] as? String == "crashed" }
+        XCTAssertEqual(crashed.count, 1, "\(received)")
+        XCTAssertEqual(crashed.first?["with_event"] as? Bool, true, "the session goes with its crash")
+        let payload = try XCTUnwrap(crashed.first?["payload"] as? [String: Any])
+        XCTAssertEqual(payload["duration"] as? Double ?? 0, Double(week) / 1000, accuracy: 120, "the whole week")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let started = try XCTUnwrap((payload["started"] as? String).flatMap { formatter.date(from: $0) ?? ISO8601DateFormatter().date(from: $0) })
+        XCTAssertGreaterThanOrEqual(Int64(started.timeIntervalSince1970 * 1000), now - 4 * 86_400_000 - 60_000, "inside Relay's window")
+    }
+
+    /// Relay drops a session whose start or end is more than 5 days old when it arrives. A run
+    /// that ended before the 4-day window is counted, not sent; a run that began a week ago and
+    /// ended now is one session, its start moved into the window and its duration the whole run's.
+    func testARunThatEndedBeforeTheWindowIsCountedAndAWeekLongRunIsOneSession() throws {
         let directory = try Scratch.directory("sessions-old")
         let server = try TestHTTPServer()
         let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        func run(_ id: String, startedDaysAgo days: Int64) -> EndedRun {
-            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - days * 86_400_000, startMonotonicNanoseconds: 0,
-                                     appName: "app", appVersion: "1", oomKills: nil), end: .killed(oom: false))
+        let day: Int64 = 86_400_000
+        func run(_ id: String, startedDaysAgo days: Int64, end: RunEnd) -> EndedRun {
+            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - days * day, startMonotonicNanoseconds: 0,
+                                     appName: "app", appVersion: "1", oomKills: nil), end: end)
         }
-        XCTAssertTrue(sink.takeRuns([run("old", startedDaysAgo: 6), run("recent", startedDaysAgo: 1)]))
+        let weekOfNanoseconds = 7 * day * 1_000_000
+        XCTAssertTrue(sink.takeRuns([
+            run("ended-long-ago", startedDaysAgo: 6, end: .exited(wallMilliseconds: now - 5 * day, durationNanoseconds: day * 1_000_000)),
+            run("week-exited", startedDaysAgo: 7, end: .exited(wallMilliseconds: now - 3_600_000, durationNanoseconds: weekOfNanoseconds)),
+            run("week-killed", startedDaysAgo: 7, end: .killed(oom: false)),
+            run("recent", startedDaysAgo: 1, end: .killed(oom: false)),
+        ]))
         XCTAssertTrue(sink.finish(deadline: .now.advanced(by: .seconds(30))))
-        XCTAssertEqual(sink.currentReport.sessionsTooOld, ["old"])
-        XCTAssertEqual(sink.currentReport.sessionsSent, ["recent"])
+        XCTAssertEqual(sink.currentReport.sessionsTooOld, ["ended-long-ago"])
+        XCTAssertEqual(Set(sink.currentReport.sessionsSent), ["week-exited", "week-killed", "recent"])
         let (_, received) = try sessions(server)
-        XCTAssertEqual(received.compactMap { ($0["payload"] as? [String: Any])?["status"] as? String }, ["abnormal"])
+        let payloads = received.compactMap { $0["payload"] as? [String: Any] }
+        XCTAssertEqual(payloads.count, 3, "each run once")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        func ms(_ value: Any?) -> Int64? {
+            (value as? String).flatMap { formatter.date(from: $0) ?? ISO8601DateFormatter().date(from: $0) }
+                .map { Int64($0.timeIntervalSince1970 * 1000) }
+        }
+        for payload in payloads {
+            // Inside Relay's 5 days when it arrived, with a day to spare.
+            let started = try XCTUnwrap(ms(payload["started"]), "\(payload)")
+            XCTAssertGreaterThanOrEqual(started, now - 4 * day - 60_000, "\(payload)")
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(ms(payload["timestamp"])), started)
+        }
+        let exited = try XCTUnwrap(payloads.first { $0["status"] as? String == "exited" })
+        XCTAssertEqual(exited["duration"] as? Double ?? 0, 7 * 86_400, accuracy: 1, "the whole run's duration")
+        XCTAssertEqual(payloads.filter { $0["status"] as? String == "abnormal" }.count, 2)
     }
 }
 
