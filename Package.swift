@@ -24,9 +24,11 @@ let package = Package(
         // default; CrashReporting's crashTimeUploader). Ship it beside the program.
         .executable(name: "crash-uploader", targets: ["crash-uploader"]),
         // Server integrations, each behind a trait of the same name (off by default): a Hummingbird 2
-        // middleware, a Vapor 4 middleware, and capture as a swift-service-lifecycle Service.
+        // middleware, a Vapor 4 middleware, a grpc-swift 2 server interceptor, and capture as a
+        // swift-service-lifecycle Service.
         .library(name: "CrashCaptureHummingbird", targets: ["CrashCaptureHummingbird"]),
         .library(name: "CrashCaptureVapor", targets: ["CrashCaptureVapor"]),
+        .library(name: "CrashCaptureGRPC", targets: ["CrashCaptureGRPC"]),
         .library(name: "CrashCaptureServiceLifecycle", targets: ["CrashCaptureServiceLifecycle"]),
     ],
     // Heavy integrations (a web framework) must not be built by every adopter of the core. A
@@ -40,6 +42,7 @@ let package = Package(
     traits: [
         .trait(name: "Hummingbird", description: "CrashCaptureHummingbird: each request's CrashContext from a Hummingbird 2 middleware."),
         .trait(name: "Vapor", description: "CrashCaptureVapor: each request's CrashContext from a Vapor 4 middleware."),
+        .trait(name: "GRPC", description: "CrashCaptureGRPC: each RPC's CrashContext from a grpc-swift 2 server interceptor."),
         .trait(name: "ServiceLifecycle", description: "CrashCaptureServiceLifecycle: capture, or the whole reporter, started as a swift-service-lifecycle Service."),
         .default(enabledTraits: []),
     ],
@@ -50,6 +53,7 @@ let package = Package(
         // Only for the traits' targets (fetched only when one of them is enabled).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // `swift package generate-documentation`: builds the DocC catalogs (Sources/<Module>/<Module>.docc).
@@ -158,7 +162,14 @@ let package = Package(
         .target(
             name: "CrashCaptureTracing",
             dependencies: [
-                .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor"])),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor", "GRPC"])),
+            ]
+        ),
+        .target(
+            name: "CrashCaptureGRPC",
+            dependencies: [
+                "CrashCapture", "CrashCaptureTracing",
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
             ]
         ),
         // Capture, or the whole reporter, as a Service of a ServiceGroup: no web framework.

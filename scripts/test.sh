@@ -22,12 +22,13 @@ echo "== how a captured process dies: each crash's final signal, status and core
 scripts/death-check.sh --harness "$CRASH_HARNESS_RELEASE"
 # The example servers are a package of their own that depends on this one with its traits on, as an
 # adopter does: the main package's own build and tests never build Hummingbird or Vapor.
-echo "== building the example servers (Examples/CrashingServer: crashing-server on Hummingbird 2, crashing-vapor-server on Vapor 4)"
+echo "== building the example servers (Examples/CrashingServer: crashing-server on Hummingbird 2, crashing-vapor-server on Vapor 4, crashing-grpc-server on grpc-swift 2)"
 servers_started=$SECONDS
 swift build -c release --package-path Examples/CrashingServer
 servers_bin="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)"
 export CRASHING_SERVER="$servers_bin/crashing-server"
 export CRASHING_VAPOR_SERVER="$servers_bin/crashing-vapor-server"
+export CRASHING_GRPC_SERVER="$servers_bin/crashing-grpc-server"
 echo "== example servers built in $((SECONDS - servers_started)) s"
 echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py, built in Examples/CrashingServer's DocSnippets)"
 python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets

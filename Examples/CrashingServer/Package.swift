@@ -5,6 +5,7 @@
 //   crashing-server        Hummingbird 2 (CrashCaptureHummingbird, CrashCaptureServiceLifecycle; the
 //                          reporter with --report)
 //   crashing-vapor-server  Vapor 4 (CrashCaptureVapor; the reporter with --report)
+//   crashing-grpc-server   grpc-swift 2 over SwiftNIO's HTTP/2 (CrashCaptureGRPC), and its client
 // and ExampleCrashes, what both share (the crash, the stand-in tracer). A package of its own, so
 // the main package never depends on a web framework; it depends on the main package as an
 // adopter does, with the traits of the integrations it uses. One package for both servers:
@@ -17,9 +18,12 @@ let package = Package(
     products: [
         .executable(name: "crashing-server", targets: ["crashing-server"]),
         .executable(name: "crashing-vapor-server", targets: ["crashing-vapor-server"]),
+        .executable(name: "crashing-grpc-server", targets: ["crashing-grpc-server"]),
     ],
     dependencies: [
-        .package(name: "CrashCapture", path: "../..", traits: ["Hummingbird", "Vapor", "ServiceLifecycle"]),
+        .package(name: "CrashCapture", path: "../..", traits: ["Hummingbird", "Vapor", "GRPC", "ServiceLifecycle"]),
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -57,9 +61,11 @@ let package = Package(
                 .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
                 .product(name: "CrashCaptureVapor", package: "CrashCapture"),
                 .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
+                .product(name: "CrashCaptureGRPC", package: "CrashCapture"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Vapor", package: "vapor"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
             ]
         ),
         .executableTarget(
@@ -71,6 +77,16 @@ let package = Package(
                 .product(name: "CrashReporter", package: "CrashCapture"),
                 .product(name: "Vapor", package: "vapor"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .executableTarget(
+            name: "crashing-grpc-server",
+            dependencies: [
+                "ExampleCrashes",
+                .product(name: "CrashCapture", package: "CrashCapture"),
+                .product(name: "CrashCaptureGRPC", package: "CrashCapture"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
             ]
         ),
     ]

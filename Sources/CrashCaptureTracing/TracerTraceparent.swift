@@ -1,5 +1,5 @@
 // TracerTraceparent.swift — the span a tracer made current, as the W3C traceparent its instrument writes: what both server middlewares ask of swift-distributed-tracing.
-#if Hummingbird || Vapor
+#if Hummingbird || Vapor || GRPC
 package import Instrumentation
 
 /// The `traceparent` the bootstrapped instrument (`InstrumentationSystem.instrument`) writes for

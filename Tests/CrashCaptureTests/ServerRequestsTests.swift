@@ -38,6 +38,60 @@ final class ServerRequestsTests: XCTestCase {
         }
     }
 
+    /// A grpc-swift 2 server (HTTP/2 over SwiftNIO, `crashing-grpc-server`) with
+    /// CrashContextInterceptor, crashing in one of 20 concurrent RPCs: the record and the Sentry
+    /// event name that RPC — its method path, its `x-request-id` metadata and the trace of its
+    /// `traceparent` — and the server dies of SIGSEGV as without capture.
+    func testGRPCCrashAmongTwentyRPCsNamesThatRPCInTheRecordAndTheSentryEvent() throws {
+        guard let executable = ProcessInfo.processInfo.environment["CRASHING_GRPC_SERVER"], !executable.isEmpty else {
+            throw XCTSkip("set CRASHING_GRPC_SERVER to a build of the gRPC example server (scripts/test.sh does)")
+        }
+        func crash(disabled: Bool) throws -> ExampleServer {
+            var environment = ["SWIFT_BACKTRACE": "enable=no"]
+            if disabled { environment[CrashHandler.disableEnvironmentVariable] = "1" }
+            let server = try ExampleServer(executable, name: disabled ? "grpc-twenty-disabled" : "grpc-twenty", environment: environment)
+            let client = try ChildProcess.run(executable, ["client", "--port", String(server.port), "--count", "20", "--crash", "7"],
+                                              environment: environment, timeout: 60)
+            XCTAssertEqual(client.ending, .exited(0))
+            return server
+        }
+        let server = try crash(disabled: false)
+        let ended = server.wait(timeout: 60)
+        XCTAssertEqual(ended.ending, .signaled(SIGSEGV), server.stderr)
+        XCTAssertEqual(ended.leftRunning, [])
+        let reference = try crash(disabled: true)
+        XCTAssertEqual(reference.wait(timeout: 60).ending, ended.ending, "without capture, the same death")
+
+        XCTAssertEqual(server.recordFiles.count, 1, server.stderr)
+        let path = try XCTUnwrap(server.recordFiles.first)
+        let record = try CrashRecordReader.read(path: path)
+        let requests = try XCTUnwrap(record.requests)
+        let crashed = try XCTUnwrap(requests.crashed, "no RPC named crashed; others: \(requests.others.map(\.requestID))")
+        XCTAssertEqual(crashed.requestID, "rpc-7")
+        XCTAssertEqual(crashed.method, "POST")
+        XCTAssertEqual(crashed.route, "/crashcapture.example.Orders/Get")
+        XCTAssertEqual(crashed.path, "/crashcapture.example.Orders/Get")
+        XCTAssertEqual(crashed.traceID, "4bf92f3577b34da6a3ce929d0e0e4707")
+        XCTAssertEqual(crashed.parentSpanID, "00f067aa0ba902b7")
+        XCTAssertEqual(crashed.spanID?.count, 16)
+        XCTAssertTrue(requests.others.allSatisfy { $0.requestID.hasPrefix("rpc-") && $0.requestID != "rpc-7" }, "\(requests.others.map(\.requestID))")
+
+        // The Sentry event, as the sink would send it.
+        let envelope = server.directory + "/event.envelope"
+        let export = try ChildProcess.run(BuiltProducts.inspect, ["export", path, "--sentry", "-o", envelope], timeout: 120)
+        XCTAssertEqual(export.ending, .exited(0))
+        let lines = String(decoding: try XCTUnwrap(FileManager.default.contents(atPath: envelope)), as: UTF8.self).split(separator: "\n")
+        let event = try XCTUnwrap(lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["exception"] != nil })
+        let trace = try XCTUnwrap((event["contexts"] as? [String: Any])?["trace"] as? [String: Any])
+        XCTAssertEqual(trace["trace_id"] as? String, "4bf92f3577b34da6a3ce929d0e0e4707")
+        let tags = event["tags"] as? [String: Any] ?? [:]
+        XCTAssertEqual(tags["request_id"] as? String, "rpc-7", "\(event["tags"] ?? "")")
+        let request = try XCTUnwrap(event["request"] as? [String: Any])
+        XCTAssertEqual(request["method"] as? String, "POST")
+        XCTAssertTrue((request["url"] as? String ?? "").hasSuffix("/crashcapture.example.Orders/Get"), "\(request)")
+    }
+
     /// How many requests are in flight when the crash comes, the crashing one included, and which one crashes.
     static let requestCount = 50
     static let crashingIndex = 37
