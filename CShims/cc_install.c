@@ -336,3 +336,10 @@ int cc_uninstall(void) {
     atomic_store(&cc__g.install_state, 0);
     return 0;
 }
+
+/* Ordinary code: the deliberate crash of a setup check's throwaway child (CrashReporting's
+ * verifySetup): a write through a null pointer the compiler cannot see. */
+void cc_verify_crash(void) {
+    volatile uintptr_t address = 0;
+    *(volatile int *)address = 1;
+}

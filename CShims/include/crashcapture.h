@@ -76,6 +76,9 @@ int cc_uninstall(void);
 /* 1 while handlers are installed. */
 int cc_is_installed(void);
 
+/* Dies of SIGSEGV (a write through a null pointer): a setup check's throwaway child. */
+void cc_verify_crash(void);
+
 /* Placeholders of the $AppEnd template: a 0x01 byte and a letter, each standing for one whole
  * JSON value the handler writes at the crash. Rendered JSON never holds a raw 0x01 (control
  * characters are escaped in strings and appear nowhere else), so a placeholder cannot be

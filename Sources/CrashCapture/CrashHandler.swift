@@ -155,6 +155,13 @@ public enum CrashHandler {
     @discardableResult
     public static func stop() -> Bool { cc_uninstall() == 0 }
 
+    /// Dies of SIGSEGV, a write through a null pointer: the throwaway child of
+    /// `CrashReporting.verifySetup`.
+    package static func crashForSetupCheck() -> Never {
+        cc_verify_crash()
+        fatalError("cc_verify_crash returned")
+    }
+
     /// Whether the handlers are installed now.
     public static var isInstalled: Bool { cc_is_installed() != 0 }
 

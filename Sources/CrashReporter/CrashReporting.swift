@@ -183,7 +183,7 @@ public final class CrashReporting: Sendable {
     public let sinks: [any CrashRecordSink]
 
     /// The launch's result, set once by the launch thread.
-    private let launched = Latch<LaunchReport>()
+    let launched = Latch<LaunchReport>()
     /// The run markers beside the records.
     private let ledger: RunLedger
     /// When this run started (the call to ``start(_:)``), and whether its marker was written
@@ -217,7 +217,11 @@ public final class CrashReporting: Sendable {
     /// own capture configuration to it (record directory, run id, crash-time upload), so the
     /// crash's run gets its session.
     public static func start(_ configuration: Configuration) -> CrashReporting {
-        running.withLock { running in
+        // A setup check's throwaway child (verifySetup): capture there, and the crash.
+        if let directory = getenv(verifyCrashVariable).map({ String(cString: $0) }), !directory.isEmpty {
+            crashForSetupCheck(directory: directory, configuration: configuration)
+        }
+        return running.withLock { running in
             if let running = running.reporting, !running.ended.withLock({ $0 }) {
                 Logger(label: "CrashReporter").error(
                     "CrashReporting.start was called again while a reporter runs (records in \(running.run.recordDirectory)): that reporter is returned and this call's configuration is ignored. Start the reporter once per program, or shut the first down before starting another.")
@@ -234,7 +238,7 @@ public final class CrashReporting: Sendable {
     private static let running = Mutex(Running())
     private struct Running: Sendable { weak var reporting: CrashReporting? }
 
-    private init(_ configuration: Configuration) {
+    init(_ configuration: Configuration) {
         started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
         ledger = RunLedger(recordDirectory: configuration.recordDirectory)
         // By hand and cheap (no Foundation URL): parsed on the caller's thread.

@@ -76,6 +76,9 @@ extension CrashHarness {
                 help: "Start something else before the reporter, as an app may: capture (CrashHandler.start into RECORDS-capture, another app name), reporter (the same CrashReporting.start a first time), or both.")
         var startFirst: String?
 
+        @Flag(name: .customLong("check-setup"), help: "Instead of a launch: CrashReporting.verifySetup with this configuration; print what each sink answered, exit 0 when every sink has the crash, else 1.")
+        var checkSetup = false
+
         @Option(help: "The scope's user: ID or ID,EMAIL.")
         var user: String?
 
@@ -152,6 +155,12 @@ extension CrashHarness {
                     }
                 }
                 guard updated else { throw ValidationError("the scope does not fit") }
+            }
+            if checkSetup {
+                let check = CrashReporting.verifySetup(configuration, timeout: .seconds(timeout))
+                print(check)
+                fflush(nil)
+                Glibc.exit(check.passed ? 0 : 1)
             }
             if startFirst == "capture" || startFirst == "both" {
                 // As the capture-only guides have it, before the reporter: another directory, name and version.
