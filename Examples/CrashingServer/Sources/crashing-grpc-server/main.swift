@@ -2,12 +2,14 @@
 // each RPC's crash context attached (CrashCaptureGRPC's CrashContextInterceptor), for the tests;
 // and its client.
 //
-//   crashing-grpc-server [--dir DIR] [--port PORT]          the server (DIR also from CRASH_DIR)
+//   crashing-grpc-server [--dir DIR] [--port PORT] [--no-crash-context]   the server (DIR also from CRASH_DIR)
 //   crashing-grpc-server client --port PORT --count N --crash K
+//   crashing-grpc-server client --port PORT --load SECONDS [--concurrency C]   (scripts/grpc-rps.sh)
 //
 // The one service, `crashcapture.example.Orders`, has one unary method, `Get`, whose messages are
 // plain UTF-8 text (no protobuf: a serializer of bytes): `Get("slow")` answers after ~2 s,
-// `Get("crash")` dies of SIGSEGV in its handler after two async helpers that each suspend once.
+// `Get("crash")` dies of SIGSEGV in its handler after two async helpers that each suspend once,
+// `Get("fast")` answers at once (the load). `--no-crash-context` leaves the interceptor out.
 // The server prints `listening on 127.0.0.1:PORT` (flushed) once it accepts connections. The
 // client sends N RPCs at once, RPC i with the metadata `x-request-id: rpc-<i>` and a
 // `traceparent` whose trace id ends in i; RPC K asks for the crash, the others for `slow`. It
@@ -41,6 +43,7 @@ struct TextDeserializer: MessageDeserializer {
         let value = await loadAccount(7)
         return ServerResponse(message: "not reached \(value)")
     }
+    if request.message == "fast" { return ServerResponse(message: "fast") }
     try await Task.sleep(for: .seconds(2))
     return ServerResponse(message: "slow")
 }
@@ -59,6 +62,32 @@ if CommandLine.arguments.dropFirst().first == "client" {
     let count = argument("--count").flatMap { Int($0) } ?? 20
     let crashIndex = argument("--crash").flatMap { Int($0) } ?? 0
     let transport = try HTTP2ClientTransport.Posix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+    if let seconds = argument("--load").flatMap({ Double($0) }) {
+        // The load: `concurrency` callers, each sending Get("fast") one after the other for
+        // `seconds`; prints the RPCs answered per second.
+        let concurrency = argument("--concurrency").flatMap { Int($0) } ?? 16
+        let answered = try await withGRPCClient(transport: transport) { client in
+            let end = ContinuousClock.now.advanced(by: .seconds(seconds))
+            return await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<concurrency {
+                    group.addTask {
+                        var count = 0
+                        while ContinuousClock.now < end {
+                            let ok = (try? await client.unary(request: ClientRequest(message: "fast"), descriptor: getOrder, serializer: TextSerializer(),
+                                                              deserializer: TextDeserializer(), options: .defaults) { try $0.message }) != nil
+                            if ok { count += 1 }
+                        }
+                        return count
+                    }
+                }
+                var total = 0
+                for await count in group { total += count }
+                return total
+            }
+        }
+        print(String(format: "%.1f", Double(answered) / seconds))
+        exit(0)
+    }
     try await withGRPCClient(transport: transport) { client in
         await withTaskGroup(of: String.self) { group in
             for index in 0..<count {
@@ -90,7 +119,8 @@ FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
 
 let server = GRPCServer(transport: .http2NIOPosix(address: .ipv4(host: "127.0.0.1", port: argument("--port").flatMap { Int($0) } ?? 0),
                                                   transportSecurity: .plaintext),
-                        services: [Orders()], interceptors: [CrashContextInterceptor()])
+                        services: [Orders()],
+                        interceptors: CommandLine.arguments.contains("--no-crash-context") ? [] : [CrashContextInterceptor()])
 try await withThrowingTaskGroup(of: Void.self) { group in
     group.addTask { try await server.serve() }
     guard let address = try await server.listeningAddress?.ipv4 else { fatalError("the server did not listen") }
