@@ -131,13 +131,45 @@ static void cc__close_resources(void) {
     cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
 }
 
+/* Whether a configuration can be installed (or applied in place): a directory, and every text
+ * within its buffer. */
+static int cc__config_fits(const cc_config_t *config) {
+    if (!config || !config->directory || !config->directory[0]) return 0;
+    if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return 0;
+    if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return 0;
+    if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return 0;
+    return cc__uploader_fits(config);
+}
+
+/* The record directory, opened for the handler's openat. Records hold memory of this process:
+ * the directory is for its owner only. chmod only when it is not already so (mkdir 0700 under the
+ * usual umask made it so): fstat is a read, where fchmod writes the inode. Permission bits 0700
+ * and nothing else (no set-id, no sticky bit, an ACL's mask at ---), exactly what fchmod(0700)
+ * would leave. -1 with errno when it cannot be opened. */
+static int cc__open_directory(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat dir_stat;
+    if (fstat(fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(fd, 0700);
+    return fd;
+}
+
+/* What a configuration sets of the state, at install and when applied in place. */
+static void cc__apply_config(const cc_config_t *config) {
+    cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
+    cc__strlcpy(cc__g.app_name, config->app_name ? config->app_name : "", sizeof cc__g.app_name);
+    cc__strlcpy(cc__g.app_version, config->app_version ? config->app_version : "", sizeof cc__g.app_version);
+    cc__strlcpy(cc__g.run_id, config->run_id ? config->run_id : "", sizeof cc__g.run_id);
+    if (config->app_end_template) cc_set_app_end_template(config->app_end_template);
+    cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
+    if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
+    cc__g.flags = config->flags;
+    cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
+}
+
 int cc_install(const cc_config_t *config, int *err_errno) {
     if (err_errno) *err_errno = 0;
-    if (!config || !config->directory || !config->directory[0]) return CC_ERR_ARGUMENT;
-    if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
-    if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return CC_ERR_ARGUMENT;
-    if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return CC_ERR_ARGUMENT;
-    if (!cc__uploader_fits(config)) return CC_ERR_ARGUMENT;
+    if (!cc__config_fits(config)) return CC_ERR_ARGUMENT;
     /* setuid/setgid programs: a record would hold memory of a privileged process in a place
      * an unprivileged user may read. Stay off, as core dumps do. */
     if (getauxval(AT_SECURE)) return CC_ERR_SECURE;
@@ -148,28 +180,14 @@ int cc_install(const cc_config_t *config, int *err_errno) {
         return expected == 2 ? CC_ALREADY_INSTALLED : CC_ERR_BUSY;
     }
 
-    cc__g.dir_fd = open(config->directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cc__g.dir_fd = cc__open_directory(config->directory);
     if (cc__g.dir_fd < 0) {
         if (err_errno) *err_errno = errno;
         atomic_store(&cc__g.install_state, 0);
         return CC_ERR_DIRECTORY;
     }
-    /* Records hold memory of this process: the directory is for its owner only. chmod only
-     * when it is not already so (mkdir 0700 under the usual umask made it so): fstat is a
-     * read, where fchmod writes the inode. Permission bits 0700 and nothing else (no set-id,
-     * no sticky bit, an ACL's mask at ---), exactly what fchmod(0700) would leave. */
-    struct stat dir_stat;
-    if (fstat(cc__g.dir_fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(cc__g.dir_fd, 0700);
     CC__MARK("open_dir+fchmod");
-    cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
-    cc__strlcpy(cc__g.app_name, config->app_name, sizeof cc__g.app_name);
-    cc__strlcpy(cc__g.app_version, config->app_version, sizeof cc__g.app_version);
-    cc__strlcpy(cc__g.run_id, config->run_id ? config->run_id : "", sizeof cc__g.run_id);
-    if (config->app_end_template) cc_set_app_end_template(config->app_end_template);
-    cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
-    if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
-    cc__g.flags = config->flags;
-    cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
+    cc__apply_config(config);
     cc__g.start_wall_ns = cc__clock_ns(CLOCK_REALTIME);
     cc__g.start_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     atomic_store(&cc__g.owner, 0);
@@ -284,35 +302,21 @@ int cc_install(const cc_config_t *config, int *err_errno) {
  * A crash in the microseconds this takes may be recorded with either configuration's strings. */
 int cc_reconfigure(const cc_config_t *config, int *err_errno) {
     if (err_errno) *err_errno = 0;
-    if (!config || !config->directory || !config->directory[0]) return CC_ERR_ARGUMENT;
-    if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return CC_ERR_ARGUMENT;
-    if (config->app_end_template && cc__strnlen(config->app_end_template, CC_TEMPLATE_MAX) >= CC_TEMPLATE_MAX) return CC_ERR_ARGUMENT;
-    if (config->run_id && cc__strnlen(config->run_id, 64) >= 64) return CC_ERR_ARGUMENT;
-    if (!cc__uploader_fits(config)) return CC_ERR_ARGUMENT;
+    if (!cc__config_fits(config)) return CC_ERR_ARGUMENT;
     int expected = 2;
     if (!atomic_compare_exchange_strong(&cc__g.install_state, &expected, 1)) {
         return expected == 0 ? CC_ERR_NOT_INSTALLED : CC_ERR_BUSY;
     }
-    int dir_fd = open(config->directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dir_fd = cc__open_directory(config->directory);
     if (dir_fd < 0) {
         if (err_errno) *err_errno = errno;
         atomic_store(&cc__g.install_state, 2);
         return CC_ERR_DIRECTORY;
     }
-    struct stat dir_stat;
-    if (fstat(dir_fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(dir_fd, 0700);
     int old_fd = cc__g.dir_fd;
     cc__g.dir_fd = dir_fd;
     if (old_fd >= 0) close(old_fd);
-    cc__strlcpy(cc__g.directory, config->directory, sizeof cc__g.directory);
-    cc__strlcpy(cc__g.app_name, config->app_name ? config->app_name : "", sizeof cc__g.app_name);
-    cc__strlcpy(cc__g.app_version, config->app_version ? config->app_version : "", sizeof cc__g.app_version);
-    cc__strlcpy(cc__g.run_id, config->run_id ? config->run_id : "", sizeof cc__g.run_id);
-    if (config->app_end_template) cc_set_app_end_template(config->app_end_template);
-    cc__g.max_frames = config->max_frames ? config->max_frames : CC__DEFAULT_FRAMES;
-    if (cc__g.max_frames > CC__MAX_FRAMES) cc__g.max_frames = CC__MAX_FRAMES;
-    cc__g.flags = config->flags;
-    cc__g.watchdog_seconds = config->watchdog_seconds ? config->watchdog_seconds : 10;
+    cc__apply_config(config);
     cc__uploader_prepare(config);
     atomic_store(&cc__g.install_state, 2);
     return CC_INSTALLED;

@@ -41,5 +41,5 @@ swift run -c release tracking-bench
 
 echo; echo "== a server's requests per second with and without request contexts (scripts/server-rps.sh: the Hummingbird example, wrk on loopback)"
 scripts/server-rps.sh
-echo; echo "== a gRPC server's RPCs per second with and without the interceptor (scripts/grpc-rps.sh: the gRPC example and its client on loopback)"
-scripts/grpc-rps.sh
+echo; echo "== a gRPC server's RPCs per second with and without the interceptor (scripts/server-rps.sh --grpc: the gRPC example and its client on loopback)"
+scripts/server-rps.sh --grpc

@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# What the request contexts cost a server: requests per second of the Hummingbird example
-# (Examples/CrashingServer, release) with CrashContextMiddleware and without it (--no-crash-context),
-# loaded by wrk on loopback, the two interleaved round by round in one run. A benchmark, not a test:
-# it prints medians and their difference and fails only when it cannot measure.
-#   scripts/server-rps.sh [rounds [seconds-per-round]]
+# What the request contexts cost a server, with them and without them (--no-crash-context), the
+# two interleaved round by round in one run, on loopback:
+#   the Hummingbird example (Examples/CrashingServer's crashing-server, release) serving GET /ok to
+#     wrk, with CrashContextMiddleware;
+#   --grpc: the gRPC example (crashing-grpc-server, release: grpc-swift 2 over
+#     grpc-swift-nio-transport's HTTP/2) answering a unary RPC at once to its own client's 16
+#     callers, with CrashContextInterceptor.
+# A benchmark, not a test: it prints medians, their difference and the cost per request, and fails
+# only when it cannot measure.
+#   scripts/server-rps.sh [--grpc] [rounds [seconds-per-round]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+grpc=0
+if [ "${1:-}" = --grpc ]; then grpc=1; shift; fi
 rounds="${1:-5}"
 seconds="${2:-5}"
-command -v wrk >/dev/null || {
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
-}
-swift build -c release --package-path Examples/CrashingServer --product crashing-server >/dev/null
-server="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/crashing-server"
+if [ "$grpc" = 1 ]; then product=crashing-grpc-server; what="CrashContextInterceptor"; unit="RPCs/s"
+else product=crashing-server; what="CrashContextMiddleware"; unit="req/s"
+  command -v wrk >/dev/null || {
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
+  }
+fi
+swift build -c release --package-path Examples/CrashingServer --product "$product" >/dev/null
+server="$(swift build -c release --package-path Examples/CrashingServer --show-bin-path)/$product"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-# One round of one variant: start the server, wait for its port, load /ok, stop it. Prints req/s.
+# One round of one variant: start the server, wait for its port, load it, stop it. Prints the rate.
 round() {
   local out="$scratch/out" pid port
   : > "$out"
@@ -26,8 +36,9 @@ round() {
   for _ in $(seq 200); do grep -q "listening on" "$out" && break; sleep 0.05; done
   port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out")"
   [ -n "$port" ] || { echo "server-rps: the server did not start" >&2; kill "$pid"; exit 1; }
-  wrk -t1 -c16 -d"${seconds}s" "http://127.0.0.1:$port/ok" | sed -n 's/^Requests\/sec: *//p'
-  kill -TERM "$pid"; wait "$pid" || true
+  if [ "$grpc" = 1 ]; then "$server" client --port "$port" --load "$seconds" --concurrency 16
+  else wrk -t1 -c16 -d"${seconds}s" "http://127.0.0.1:$port/ok" | sed -n 's/^Requests\/sec: *//p'; fi
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
 }
 
 with=(); without=()
@@ -35,12 +46,13 @@ for r in $(seq "$rounds"); do
   with+=("$(round)")
   without+=("$(round --no-crash-context)")
 done
-python3 - "${with[*]}" "${without[*]}" <<'PY'
+python3 - "${with[*]}" "${without[*]}" "$what" "$unit" <<'PY'
 import statistics, sys
 a = [float(x) for x in sys.argv[1].split()]
 b = [float(x) for x in sys.argv[2].split()]
+what, unit = sys.argv[3], sys.argv[4]
 ma, mb = statistics.median(a), statistics.median(b)
-print(f"with CrashContextMiddleware    median {ma:10.0f} req/s  ({', '.join(f'{x:.0f}' for x in a)})")
-print(f"without it                     median {mb:10.0f} req/s  ({', '.join(f'{x:.0f}' for x in b)})")
-print(f"difference                     {100 * (ma - mb) / mb:+.1f} %")
+print(f"with {what:<26} median {ma:10.0f} {unit}  ({', '.join(f'{x:.0f}' for x in a)})")
+print(f"without it                     median {mb:10.0f} {unit}  ({', '.join(f'{x:.0f}' for x in b)})")
+print(f"difference                     {100 * (ma - mb) / mb:+.1f} %, {1e6 / ma - 1e6 / mb:+.2f} µs of the server's time per request")
 PY

@@ -4,7 +4,7 @@
 //
 //   crashing-grpc-server [--dir DIR] [--port PORT] [--no-crash-context]   the server (DIR also from CRASH_DIR)
 //   crashing-grpc-server client --port PORT --count N --crash K
-//   crashing-grpc-server client --port PORT --load SECONDS [--concurrency C]   (scripts/grpc-rps.sh)
+//   crashing-grpc-server client --port PORT --load SECONDS [--concurrency C]   (scripts/server-rps.sh --grpc)
 //
 // The one service, `crashcapture.example.Orders`, has one unary method, `Get`, whose messages are
 // plain UTF-8 text (no protobuf: a serializer of bytes): `Get("slow")` answers after ~2 s,
