@@ -104,7 +104,9 @@ extension CrashReporting {
         configuration.capture?(&capture)
         capture.directory = directory
         capture.uploader = nil
-        _ = try? CrashHandler.start(capture)
+        // Capture the program started itself is pointed here too: the record must not land in
+        // the app's own directory.
+        if CrashHandler.isInstalled { _ = try? CrashHandler.adopt(capture) } else { _ = try? CrashHandler.start(capture) }
         CrashHandler.updateScope { $0.tags["crashcapture.setup_check"] = "true" }
         CrashHandler.crashForSetupCheck()
     }
