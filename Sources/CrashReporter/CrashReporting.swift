@@ -197,7 +197,8 @@ public final class CrashReporting: Sendable {
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
 
-    /// A reporter let go without ``shutdown(timeout:)`` stops reading its run's OOM-kill counter.
+    /// A reporter replaced after its shutdown stops reading its run's OOM-kill counter (the
+    /// shutdown stopped it already; this is for one that never ran a launch).
     deinit { oomWatch.stop() }
 
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
@@ -233,10 +234,10 @@ public final class CrashReporting: Sendable {
         }
     }
 
-    /// The reporter of this process, while it runs; held weakly, as the exit hook holds it (a
-    /// reporter the app lets go is gone).
+    /// The reporter of this process: held until it is shut down, even where the app let go of
+    /// it (`_ = CrashReporting.start(…)`), so that a later `start` finds it running.
     private static let running = Mutex(Running())
-    private struct Running: Sendable { weak var reporting: CrashReporting? }
+    private struct Running: Sendable { var reporting: CrashReporting? }
 
     init(_ configuration: Configuration) {
         started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
