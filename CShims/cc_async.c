@@ -221,3 +221,30 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
         if (root) cc__write_tasks(w, tid, 0, root, &budget);
     }
 }
+
+/* async-signal-safe: where a request's task waits, for a record of a live process (see
+ * CC_SEC_REQUEST_TASK in cc_record.h). The key is the task the request was attached in; it is
+ * read only when it reads as a task (its heap metadata is the runtime's task metadata and its
+ * kind is a task), with the same debug layout as cc__read_task. Its ResumeContext starts a chain
+ * as any candidate does, so a task whose words are not a context writes none. */
+void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget) {
+    cc_sec_request_task_t record = { .key = key };
+    cc__task_t task;
+    if (!cc__g.task_metadata) {
+        record.status = CC_REQUEST_TASK_UNKNOWN;
+    } else if (!cc__read_task(key, &task)) {
+        record.status = CC_REQUEST_TASK_NOT_TASK;
+    } else {
+        record.status = CC_REQUEST_TASK_READ;
+        record.resume = cc__strip_code_address(task.resume);
+        record.context = task.context;
+        record.task_id = task.id;
+        record.job_flags = task.flags;
+    }
+    cc__section_begin(w, CC_SEC_REQUEST_TASK);
+    cc__section_put(w, &record, sizeof record);
+    cc__section_end(w);
+    if (record.status != CC_REQUEST_TASK_READ || !record.context || *budget == 0) return;
+    g_seen_count = 0;   /* each request's chain stands alone */
+    cc__write_chain(w, 0, 0, CC_ASYNC_REQUEST_TASK, record.context, budget);
+}

@@ -339,7 +339,7 @@ static uint64_t cc__bound_handle(uint64_t task) {
     return 0;
 }
 
-void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, int *has_crashed) {
+void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, int *has_crashed, int live) {
     *has_crashed = 0;
     if (atomic_load_explicit(&cc__g.contexts_attached, memory_order_relaxed) == 0 &&
         atomic_load_explicit(&cc__g.contexts_dropped, memory_order_relaxed) == 0) {
@@ -349,7 +349,9 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
     cc_sec_requests_t head = { .dropped = atomic_load_explicit(&cc__g.contexts_dropped, memory_order_relaxed) };
     uint64_t crashed_handle = 0;
     int layout = atomic_load_explicit(&cc__g.context_layout, memory_order_acquire);
-    if (layout == CC__LAYOUT_KNOWN) {
+    if (live) {
+        head.status = CC_REQUESTS_NO_TASK;   /* the writing thread serves no request */
+    } else if (layout == CC__LAYOUT_KNOWN) {
         uint64_t current = 0;
         cc__safe_read(cc__arch_thread_pointer() + (uint64_t)cc__g.context_tls_offset, &current, 8);
         head.status = current ? CC_REQUESTS_TASK : CC_REQUESTS_NO_TASK;
@@ -359,12 +361,12 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
         head.status = CC_REQUESTS_UNKNOWN;
     }
     /* The crashed request: the task's binding, else the thread's own context. */
-    int crashed_index = cc__handle_slot(crashed_handle);
+    int crashed_index = live ? -1 : cc__handle_slot(crashed_handle);
     uint64_t word = 0;
     if (crashed_index >= 0 && !(cc__slot_copy((uint32_t)crashed_index, crashed, &word) && word == cc__handle_word(crashed_handle))) {
         crashed_index = -1;
     }
-    if (crashed_index < 0) {
+    if (crashed_index < 0 && !live) {
         int64_t newest = 0;
         for (uint32_t i = 0; i < CC__CONTEXT_SLOTS; i++) {
             const cc_sec_request_t *body = &cc__g.contexts[i].body;
@@ -401,31 +403,57 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
         cc__section_put(w, crashed, sizeof *crashed);
         cc__section_end(w);
     }
-    /* The others, most recent first: CC_REQUESTS_OTHERS_MAX passes over the table, each taking
-     * the newest one not yet written, ordered by (start, slot) so that two started in the same
-     * nanosecond are both written (the table is small; nothing to sort with). */
+    /* The others, most recent first (a live snapshot: oldest first): CC_REQUESTS_OTHERS_MAX
+     * passes over the table, each taking the next one not yet written, ordered by (start, slot)
+     * so that two started in the same nanosecond are both written (the table is small; nothing
+     * to sort with). `sign` turns the order around: keys are compared as sign * (start, slot). */
+    int64_t sign = live ? -1 : 1;
     int64_t below_start = INT64_MAX;
-    int below_slot = CC__CONTEXT_SLOTS;
+    int64_t below_slot = CC__CONTEXT_SLOTS;
+    uint32_t links = CC__ASYNC_LINKS_CRASHED;   /* the suspended chains' budget, all requests together */
     for (uint32_t written = 0; written < CC_REQUESTS_OTHERS_MAX; written++) {
         int best = -1;
-        int64_t best_start = INT64_MIN;
+        int64_t best_start = INT64_MIN, best_slot = INT64_MIN;
         for (uint32_t i = 0; i < CC__CONTEXT_SLOTS; i++) {
             /* Only the start time is read here; the one chosen is copied whole (and checked) below. */
             if ((int)i == crashed_index || (atomic_load_explicit(&cc__g.contexts[i].word, memory_order_acquire) & 3) != CC__SLOT_LIVE) continue;
             int64_t start = cc__g.contexts[i].body.start_mono_ns;
-            int older = start < below_start || (start == below_start && (int)i < below_slot);
-            if (older && (start > best_start || (start == best_start && (int)i > best))) {
+            /* Within ±2^62 ns (146 years) of each other, so the negation cannot overflow. */
+            int64_t key = sign * (start >> 1), slot = sign * (int64_t)i;
+            int before = key < below_start || (key == below_start && slot < below_slot);
+            if (before && (key > best_start || (key == best_start && slot > best_slot))) {
                 best = (int)i;
-                best_start = start;
+                best_start = key;
+                best_slot = slot;
             }
         }
         if (best < 0) break;
         below_start = best_start;
-        below_slot = best;
+        below_slot = best_slot;
         if (!cc__slot_copy((uint32_t)best, &copy, &word)) continue;   /* changed meanwhile: left out */
         copy.flags &= ~CC_REQUEST_CRASHED;
         cc__section_begin(w, CC_SEC_REQUEST);
         cc__section_put(w, &copy, sizeof copy);
         cc__section_end(w);
+        if (live && !(copy.flags & CC_REQUEST_THREAD)) cc__write_request_task(w, copy.key, &links);
     }
+}
+
+/* Not for a signal handler (plain reads of the table): the requests in flight for longer than
+ * `age_ns`, and the oldest one's key and age. */
+uint32_t cc_requests_older_than(int64_t age_ns, uint64_t *oldest_key, int64_t *oldest_age_ns) {
+    int64_t now = cc__clock_ns(CLOCK_MONOTONIC);
+    uint32_t count = 0;
+    int64_t oldest = -1;
+    uint64_t key = 0;
+    for (uint32_t i = 0; i < CC__CONTEXT_SLOTS; i++) {
+        if ((atomic_load_explicit(&cc__g.contexts[i].word, memory_order_acquire) & 3) != CC__SLOT_LIVE) continue;
+        int64_t age = now - cc__g.contexts[i].body.start_mono_ns;
+        if (age <= age_ns) continue;
+        count++;
+        if (age > oldest) { oldest = age; key = cc__g.contexts[i].body.key; }
+    }
+    if (oldest_key) *oldest_key = key;
+    if (oldest_age_ns) *oldest_age_ns = oldest < 0 ? 0 : oldest;
+    return count;
 }

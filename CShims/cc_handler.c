@@ -295,7 +295,8 @@ static void cc__write_message(cc__writer_t *w, uint32_t key, uint64_t address, s
 }
 
 /* async-signal-safe: "crash-<unix ms>-<pid>-<tid>" into cc__g.file_name / partial_name. */
-static void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
+/* async-signal-safe (cc_internal.h) */
+void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     char *p = cc__g.file_name;
     const char *prefix = CC_RECORD_PREFIX;
     for (int i = 0; prefix[i]; i++) *p++ = prefix[i];
@@ -358,6 +359,20 @@ static void cc__salvage_crashed_thread(pid_t tid) {
     cc__write_images(w, 1);
     cc__write_images(w, 0);
     cc__writer_flush(w);
+}
+
+/* async-signal-safe: the strings known since install. */
+static void cc__write_app_strings(cc__writer_t *w) {
+    cc__write_string(w, CC_STR_APP_NAME, cc__g.app_name, cc__strnlen(cc__g.app_name, sizeof cc__g.app_name));
+    cc__write_string(w, CC_STR_APP_VERSION, cc__g.app_version, cc__strnlen(cc__g.app_version, sizeof cc__g.app_version));
+    cc__write_string(w, CC_STR_EXECUTABLE_PATH, cc__g.executable_path, cc__strnlen(cc__g.executable_path, sizeof cc__g.executable_path));
+    cc__write_string(w, CC_STR_KERNEL, cc__g.kernel, cc__strnlen(cc__g.kernel, sizeof cc__g.kernel));
+}
+
+/* async-signal-safe (cc_internal.h) */
+void cc__write_install_strings(cc__writer_t *w) {
+    cc__write_app_strings(w);
+    cc__write_unwind_note(w);
 }
 
 /* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
@@ -436,7 +451,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     /* The requests in flight, and the one this thread was serving (cc_context.c): plain reads. */
     static cc_sec_request_t request;
     int has_request = 0;
-    cc__write_requests(w, tid, &request, &has_request);
+    cc__write_requests(w, tid, &request, &has_request, 0);
     CC__MARK("requests");
     cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id, the scope and the requests are on disk */
     CC__MARK("flush1");
@@ -488,10 +503,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     CC__MARK("main_image+flush4");
 
     /* Strings known since install, then the Swift runtime's fatal-error message. */
-    cc__write_string(w, CC_STR_APP_NAME, cc__g.app_name, cc__strnlen(cc__g.app_name, sizeof cc__g.app_name));
-    cc__write_string(w, CC_STR_APP_VERSION, cc__g.app_version, cc__strnlen(cc__g.app_version, sizeof cc__g.app_version));
-    cc__write_string(w, CC_STR_EXECUTABLE_PATH, cc__g.executable_path, cc__strnlen(cc__g.executable_path, sizeof cc__g.executable_path));
-    cc__write_string(w, CC_STR_KERNEL, cc__g.kernel, cc__strnlen(cc__g.kernel, sizeof cc__g.kernel));
+    cc__write_app_strings(w);
     if (cc__g.fatal_message_slot) {
         const char *message = atomic_load(cc__g.fatal_message_slot);
         if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
@@ -566,6 +578,7 @@ static void cc__crash(int signo, int death_signo, siginfo_t *info, ucontext_t *u
         if (atomic_compare_exchange_strong(&cc__g.owner, &owner, me)) break;
     }
     cc__g.crash_signo = death_signo;
+    cc__snapshot_abandon(pid, tid);
     CC__MARK("crash");
     cc__watchdog_arm();
     CC__MARK("watchdog");

@@ -59,6 +59,10 @@ static struct {
     uint32_t count;
     _Atomic uint32_t go;              /* futex: the recording thread named the helper as tracer */
     _Atomic uint32_t done;            /* futex: every thread is published */
+    int release;                      /* a live snapshot: let the threads go and exit once read */
+    _Atomic pid_t pid;                /* the helper while it may be running, else 0 */
+    int64_t first_stop_ns, released_ns; /* when the first thread was asked to stop, the last let go */
+    uint32_t stopped;                 /* threads stopped and read */
     unw_context_t context;            /* the helper's unwinder state */
     unw_cursor_t cursor;
     cc__walk_t walk;
@@ -109,6 +113,7 @@ static int cc__helper_main(void *arg) {
     for (int i = 0; i < 200 && !atomic_load(&g_helper.go); i++) cc__futex_wait(&g_helper.go, 0, 5 * 1000000L);
 
     uint32_t count = g_helper.count;
+    g_helper.first_stop_ns = cc__clock_ns(CLOCK_MONOTONIC);
     for (uint32_t i = 0; i < count; i++) {   /* stop them all first */
         cc__helper_thread_t *t = &g_helper.threads[i];
         long rc = cc__raw_syscall(SYS_ptrace, PTRACE_SEIZE, t->tid, 0, 0);
@@ -132,6 +137,23 @@ static int cc__helper_main(void *arg) {
         }
         atomic_store_explicit(&t->ready, 1, memory_order_release);
     }
+    if (g_helper.release) {
+        /* A live snapshot (cc_snapshot.c): every thread read, let go at once. PTRACE_DETACH
+         * resumes a thread in its ptrace stop; one seized but never stopped is let go by our
+         * exit, which detaches every tracee. No signal handler ran in any of them, so a system
+         * call each was in restarts as if nothing happened (a sleep sleeps on, no EINTR). */
+        uint32_t stopped = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            cc__helper_thread_t *t = &g_helper.threads[i];
+            if (t->error == 0) stopped++;
+            cc__raw_syscall(SYS_ptrace, PTRACE_DETACH, t->tid, 0, 0);
+        }
+        g_helper.stopped = stopped;
+        g_helper.released_ns = cc__clock_ns(CLOCK_MONOTONIC);
+        atomic_store(&g_helper.done, 1);
+        cc__futex_wake(&g_helper.done);
+        cc__raw_syscall(SYS_exit, 0, 0, 0, 0);
+    }
     atomic_store(&g_helper.done, 1);
     cc__futex_wake(&g_helper.done);
     for (;;) cc__raw_pause();   /* hold them until we are killed */
@@ -150,12 +172,15 @@ int cc__is_helper_process(void) {
  * not finish in time (then it is killed: the two share libunwind's per-thread cache; what it
  * published is kept). Runs while the other threads are being stopped, before the record file
  * exists, so that no thread runs on while the record is written. */
-int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns) {
+int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns, int release) {
     g_helper.count = 0;
+    g_helper.stopped = 0;
+    g_helper.first_stop_ns = g_helper.released_ns = 0;
     if (count == 0) return 0;
     if (count > CC__HELPER_MAX) count = CC__HELPER_MAX;
     g_helper.parent_pid = getpid();
     g_helper.count = count;
+    g_helper.release = release;
     atomic_store(&g_helper.go, 0);
     atomic_store(&g_helper.done, 0);
     for (uint32_t i = 0; i < count; i++) {
@@ -169,6 +194,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
     /* No exit signal: its end must not raise SIGCHLD in the program. */
     pid_t helper = clone(cc__helper_main, g_helper.stack + sizeof g_helper.stack, CLONE_VM | CLONE_UNTRACED, 0);
     if (helper < 0) return ECHILD;
+    atomic_store(&g_helper.pid, helper);
     /* Yama (ptrace_scope 1) lets a process trace only its descendants unless named. */
     prctl(PR_SET_PTRACER, (unsigned long)helper, 0, 0, 0);
     atomic_store(&g_helper.go, 1);
@@ -181,12 +207,39 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
         if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline_ns) { result = ETIMEDOUT; break; }
         cc__futex_wait(&g_helper.done, 0, 1000000L);
     }
-    if (result != 0) {   /* it must not unwind while we do: kill it, and wait until it is gone */
+    if (result != 0 || release) {
+        /* It must not unwind while we do: killed when late, and waited for until it is gone (a
+         * releasing helper is exiting by itself; its exit lets go of any thread still held). */
         int status = 0;
-        cc__raw_syscall(SYS_kill, helper, SIGKILL, 0, 0);
+        if (result != 0) cc__raw_syscall(SYS_kill, helper, SIGKILL, 0, 0);
         cc__raw_syscall(SYS_wait4, helper, (long)&status, __WALL, 0);
+        if (release && !g_helper.released_ns) g_helper.released_ns = cc__clock_ns(CLOCK_MONOTONIC);
+    }
+    if (release) {
+        atomic_store(&g_helper.pid, 0);
+        prctl(PR_SET_PTRACER, 0, 0, 0, 0);   /* the helper's pid may be reused */
     }
     return result;
+}
+
+/* async-signal-safe: a fault on the thread that started a releasing helper, while it may still
+ * run: it is killed and waited for (its exit lets go of every thread it held), so that the
+ * crash's own record can start its own. */
+void cc__helper_abandon(void) {
+    pid_t helper = atomic_exchange(&g_helper.pid, 0);
+    if (helper <= 0 || !g_helper.release) return;
+    int status = 0;
+    cc__raw_syscall(SYS_kill, helper, SIGKILL, 0, 0);
+    cc__raw_syscall(SYS_wait4, helper, (long)&status, __WALL, 0);
+}
+
+/* async-signal-safe: after a releasing cc__helper_stop_threads, how long the threads were held
+ * (microseconds) and how many were stopped and read. */
+uint32_t cc__helper_held_microseconds(uint32_t *stopped) {
+    *stopped = g_helper.stopped;
+    if (!g_helper.first_stop_ns || g_helper.released_ns < g_helper.first_stop_ns) return 0;
+    int64_t us = (g_helper.released_ns - g_helper.first_stop_ns) / 1000;
+    return us > 0 && us < UINT32_MAX ? (uint32_t)us : 0;
 }
 
 /* async-signal-safe: the index among the helper's threads of `tid`, or -1. */

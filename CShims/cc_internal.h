@@ -269,6 +269,9 @@ void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid); /* a
  * `budget` links in all; `async_register` is frame 0's context register (0: none). */
 void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uint32_t count,
                             uint64_t async_register, uint32_t budget);
+/* async-signal-safe: CC_SEC_REQUEST_TASK for a request attached in task `key`, and the chain of
+ * its ResumeContext (CC_ASYNC_REQUEST_TASK), at most `*budget` links. */
+void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget);
 
 /* cc_images.c */
 struct dl_phdr_info;
@@ -290,6 +293,7 @@ void cc__stop_other_threads(pid_t self);                                 /* asyn
 void cc__stop_unparked_threads(void);                                    /* async-signal-safe */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed); /* async-signal-safe */
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
+int cc__read_threads_live(pid_t self, int64_t deadline_ns);              /* a snapshot's (cc_snapshot.c) */
 /* async-signal-safe, reentrant: 1 when thread `tid` blocks `signo`, 0 when not, -1 when it is
  * gone, -2 when its status cannot be read (buffer: the caller's, for /proc/self/task/<tid>/status). */
 int cc__task_blocks(pid_t tid, int signo, char *buffer, size_t cap);
@@ -315,7 +319,10 @@ void cc__turn_give_back(pid_t pid, pid_t tid, int again);
 int cc__turn_waiting(pid_t tid);
 
 /* cc_helper.c — async-signal-safe: the thread helper (threads that block the stop signal). */
-int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns);
+/* `release`: a live snapshot's helper, which lets the threads go once read and exits. */
+int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns, int release);
+uint32_t cc__helper_held_microseconds(uint32_t *stopped);
+void cc__helper_abandon(void);
 int cc__helper_index(pid_t tid);
 int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
 void cc__helper_write_note(cc__writer_t *w);
@@ -343,8 +350,11 @@ int cc__is_recording_thread(void);                                       /* asyn
 void cc__write_breadcrumbs(cc__writer_t *w);
 
 /* cc_context.c — async-signal-safe: CC_SEC_REQUESTS and the requests in flight (crashed one
- * first, copied to *crashed with *has_crashed = 1); nothing when the program attaches none. */
-void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, int *has_crashed);
+ * first, copied to *crashed with *has_crashed = 1); nothing when the program attaches none.
+ * `live` (a snapshot of a running process): no request is the crashed one, the oldest come
+ * first (a stuck request is an old one), and each attached in a task is followed by where that
+ * task waits (CC_SEC_REQUEST_TASK). */
+void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, int *has_crashed, int live);
 
 /* cc_summary.c — async-signal-safe: the one line on stderr at every crash (cc_summary.c). */
 void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const char *thread_name,
@@ -357,6 +367,19 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
 
 /* cc_handler.c */
 void cc__handler(int signo, siginfo_t *info, void *context);
+/* async-signal-safe: names the record (cc__g.file_name, cc__g.partial_name) for this time and thread. */
+void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
+/* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
+ * note about libunwind, if any. */
+void cc__write_install_strings(cc__writer_t *w);
+
+/* cc_snapshot.c: (pid << 32) | tid of the thread writing a snapshot (a record of the live
+ * process), 0 = none; the calls of that thread and of its helper to dl_iterate_phdr are
+ * answered from the images collected for it (cc_interpose.c), as for a crash's. */
+extern _Atomic uint64_t cc__snapshot_owner;
+/* async-signal-safe: a fault on the thread writing a snapshot: its helper is gone before the
+ * crash is recorded. */
+void cc__snapshot_abandon(pid_t pid, pid_t tid);
 
 /* A local timing experiment, compiled only with -DCC_TRACE_STEPS (never in a shipped build):
  * CC__MARK(label) keeps a clock reading, cc__trace_dump writes the steps' deltas to fd 2. */

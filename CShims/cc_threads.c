@@ -284,12 +284,30 @@ void cc__stop_unparked_threads(void) {
     }
     g_helper_result = 0;
     if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) {
-        cc__helper_stop_threads(unparked, 0, 0);
+        cc__helper_stop_threads(unparked, 0, 0, 0);
         return;
     }
     int64_t budget_ms = cc__g.watchdog_seconds * 1000LL / 2;
     if (budget_ms > 5000) budget_ms = 5000;
-    g_helper_result = cc__helper_stop_threads(unparked, count, cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL);
+    g_helper_result = cc__helper_stop_threads(unparked, count, cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL, 0);
+}
+
+/* Not for a signal handler: a live process's snapshot (cc_snapshot.c). Lists every other thread
+ * and has the thread helper stop, read and let go of them all (no stop signal is sent: a
+ * handler running on a thread would end the system call it was in with EINTR). Returns the
+ * helper's result (0, or why it did not finish); cc__write_other_threads then writes them. */
+int cc__read_threads_live(pid_t self, int64_t deadline_ns) {
+    g_tid_count = 0;
+    g_more_threads = 0;
+    cc__scan_tasks(self, getpid(), 0);
+    g_helper_result = 0;
+    if (cc__g.flags & CC_FLAG_NO_THREAD_HELPER) {
+        for (uint32_t i = 0; i < g_tid_count; i++) g_not_stopped[i] = 1;
+        cc__helper_stop_threads(g_tids, 0, 0, 1);
+        return 0;
+    }
+    g_helper_result = cc__helper_stop_threads(g_tids, g_tid_count, deadline_ns, 1);
+    return g_helper_result;
 }
 
 /* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads:

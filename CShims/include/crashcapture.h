@@ -133,6 +133,44 @@ int cc_context_probe(uint64_t task, uint64_t key, uint64_t value);
 int cc_context_check(uint64_t task, uint64_t key, uint64_t value);
 int cc_context_layout(void);
 
+/* A record of the live process (cc_snapshot.c): a hang a detector saw, or a snapshot asked for.
+ * `kind` is CC_KIND_HANG or CC_KIND_SNAPSHOT, `detector` a CC_DETECTOR_* (cc_record.h), `name`
+ * what fired or why (at most CC_EVENT_NAME_MAX - 1 bytes kept; NULL: none). */
+typedef struct {
+    uint32_t kind;
+    uint32_t detector;
+    uint64_t threshold_ms;
+    uint64_t observed_ms;
+    uint64_t request_key;
+    int32_t blocked_tid;
+    const char *name;
+} cc_snapshot_request_t;
+
+typedef struct {
+    char file_name[128];             /* the record's file name in the record directory */
+    uint32_t stopped_microseconds;   /* how long the other threads were stopped */
+    uint32_t threads_stopped;        /* how many were stopped and read */
+    uint32_t write_microseconds;     /* from the call to the record's end */
+} cc_snapshot_result_t;
+
+/* Writes a record of this running process without stopping it for more than the time it takes
+ * to read its threads: every other thread is stopped with ptrace by the thread helper, read and
+ * let go (no signal handler runs in any of them, so nothing sees EINTR), then the record is
+ * written from the calling thread, which is not in it. Not async-signal-safe; call from an
+ * ordinary thread (not from a signal handler). Returns 0, CC_ERR_NOT_INSTALLED, CC_ERR_BUSY
+ * (a crash or another snapshot is being recorded), or CC_ERR_DIRECTORY (the file could not be
+ * written; *err_errno holds errno, and no partial file is left behind). */
+int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *result, int *err_errno);
+
+/* The requests in flight (attached contexts) for longer than `age_ns`, and the oldest one's key
+ * and age (either pointer may be NULL). Lock-free, any thread. */
+uint32_t cc_requests_older_than(int64_t age_ns, uint64_t *oldest_key, int64_t *oldest_age_ns);
+
+/* The thread id of the calling thread (gettid). */
+int32_t cc_current_tid(void);
+/* Names the calling thread (prctl PR_SET_NAME: at most 15 bytes kept). */
+void cc_name_current_thread(const char *name);
+
 /* Signal number → "SIGSEGV"; NULL when unknown. Async-signal-safe. */
 const char *cc_signal_name(int signo);
 

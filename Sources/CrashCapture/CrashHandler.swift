@@ -57,7 +57,18 @@ public enum CrashHandler {
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         // Held across install so that a template published meanwhile is not lost: it is either
         // passed to cc_install or republished after it.
-        return try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_install) }
+        let result = try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_install) }
+        if result == .installed { startHangDetection(configuration) }
+        return result
+    }
+
+    /// Hang detection as the configuration and the environment ask (HangDetection.swift): no
+    /// thread at all when neither does.
+    private static func startHangDetection(_ configuration: CrashHandler.Configuration) {
+        let detection = HangDetection.effective(configuration.hangDetection)
+        guard detection != nil || HangMonitor.shared.running.load(ordering: .relaxed) else { return }
+        HangMonitor.configure(detection, directory: configuration.directory,
+                              limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
     }
 
     /// Applies `configuration` to the capture that is already running (started by an earlier
@@ -73,7 +84,9 @@ public enum CrashHandler {
         try Directory.create(configuration.directory)
         RecordDirectoryBound.enforce(directory: configuration.directory,
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
-        return try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_reconfigure) }
+        let result = try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_reconfigure) }
+        startHangDetection(configuration)
+        return result
     }
 
     /// Whether `CRASHCAPTURE_DISABLE` is `1`, `true` or `yes` (any case). C string calls only: in
@@ -153,7 +166,10 @@ public enum CrashHandler {
     /// installed. Meant for tests and for programs that hand crash handling to something else.
     /// Returns `false` if nothing was installed.
     @discardableResult
-    public static func stop() -> Bool { cc_uninstall() == 0 }
+    public static func stop() -> Bool {
+        HangMonitor.configure(nil, directory: "", limits: .standard)
+        return cc_uninstall() == 0
+    }
 
     /// Dies of SIGSEGV, a write through a null pointer: the throwaway child of
     /// `CrashReporting.verifySetup`.
@@ -318,6 +334,9 @@ public struct Configuration: Sendable {
     /// pipeline learns of the crash and its request even when the record is lost with the
     /// machine. It holds ids only: no path, query or key/values.
     public var crashLine: Bool
+    /// Hang detection (HangDetection): `nil` (the default) watches nothing, unless the
+    /// environment variable `CRASHCAPTURE_HANG_SECONDS` turns it on.
+    public var hangDetection: HangDetection?
 
     /// - Parameters:
     ///   - directory: where records go; created (0700) if missing.
@@ -343,6 +362,7 @@ public struct Configuration: Sendable {
         self._testWithoutLibunwind = false
         self._testUnknownTaskLayout = false
         self.crashLine = true
+        self.hangDetection = nil
     }
 
     /// ``watchdog`` as the C core counts it (alarm(2)): whole seconds, rounded up, 1...3600.

@@ -7,6 +7,7 @@ package enum Explanation {
     /// E.g. "null pointer dereference at 0x0", "stack overflow (fault at 0x7ffd… just below the
     /// stack pointer)", "abort() called by the process itself".
     package static func whatHappened(_ record: CrashRecord) -> String {
+        if let event = record.event { return event.summary + "; the process lived on" }
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value

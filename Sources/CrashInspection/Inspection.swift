@@ -24,8 +24,7 @@ package struct Inspection: Sendable {
         self.id = RecordDirectory.id(of: path)
         self.path = path
         self.record = record
-        let ordered = record.threads.filter(\.crashed) + record.threads.filter { !$0.crashed }
-        self.threads = ordered.map { thread in
+        let all = record.threads.map { thread in
             let frames = symbolicator?.threadFrames(of: thread, images: record.images)
                 ?? ThreadFrames.resolve(thread) { $0.map { _ in false } }.map {
                     var frame = $0
@@ -34,9 +33,27 @@ package struct Inspection: Sendable {
                 }
             return InspectedThread(thread: thread, frames: frames)
         }
+        // The crashed thread first (in a record of a live process, the thread it is about).
+        let focus = record.focusThread { thread in all.first { $0.thread.tid == thread.tid }?.frames ?? [] }?.tid
+        self.focusTID = focus
+        self.threads = all.filter { $0.thread.tid == focus } + all.filter { $0.thread.tid != focus }
+        self.waiting = record.requests?.others.map { request in
+            guard let waiting = request.waiting, !waiting.resumePoints.isEmpty else { return [] }
+            let points = waiting.resumePoints
+            let symbols = symbolicator?.symbolicate(addresses: points, exact: points.map { _ in true }, images: record.images)
+                ?? points.map { [SymbolicatedFrame(address: $0, inlined: false)] }
+            return symbols.flatMap { $0 }
+        } ?? []
     }
 
-    package var crashed: InspectedThread? { threads.first { $0.thread.crashed } }
+    /// The thread the record is about: the crashed one, or the one a hang names (``CrashRecord/focusThread(frames:)``).
+    package var focusTID: Int32?
+
+    /// For each of `record.requests.others`, where its task waits, innermost first (symbolicated
+    /// resume points; empty when the record does not say).
+    package var waiting: [[SymbolicatedFrame]]
+
+    package var crashed: InspectedThread? { threads.first { $0.thread.tid == focusTID } }
 
     /// The crash's one summary (``CrashSummary``), from the crashed thread's frames as shown here.
     package var summary: CrashSummary { CrashSummary(record: record, frames: crashed?.frames ?? []) }
@@ -77,6 +94,8 @@ package struct Inspection: Sendable {
         // The C library's abort message tells apart aborts whose frames are alike (two asserts
         // in one helper, double free against heap corruption in free()).
         let abort = record.abortMessage.map { [Explanation.abortSignature($0)] } ?? []
-        return ([record.signal?.name ?? "no-signal"] + abort + chosen).joined(separator: " | ")
+        // A hang groups apart from every crash, by what fired and the frames it stood in.
+        let head = record.event.map { "\($0.kind.rawValue) \($0.detector.name)" } ?? record.signal?.name ?? "no-signal"
+        return ([head] + abort + chosen).joined(separator: " | ")
     }
 }

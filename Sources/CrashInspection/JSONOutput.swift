@@ -80,6 +80,10 @@ package struct ShowJSON: Encodable, Sendable {
     package var schemaVersion = 1
     package var id: String
     package var file: String
+    /// `crash`, `hang` or `snapshot` (``RecordKind``).
+    package var kind: String
+    /// What fired (a hang) or why it was asked for (a snapshot); null for a crash.
+    package var event: Nullable<Event>
     package var complete: Bool
     package var incompleteReason: Nullable<String>
     package var summary: String
@@ -149,6 +153,31 @@ package struct ShowJSON: Encodable, Sendable {
         package var startTime: String
         /// Seconds in flight at the crash.
         package var ageSeconds: Nullable<Double>
+        /// In a record of a live process, where its task waits: the function it resumes in, then
+        /// its callers (empty when not known; `waitingNote` says why).
+        package var waiting: [WaitingFrame]
+        package var waitingNote: Nullable<String>
+    }
+
+    package struct WaitingFrame: Encodable, Sendable {
+        package var address: String
+        package var symbol: Nullable<String>
+        package var file: Nullable<String>
+        package var line: Nullable<Int>
+    }
+
+    package struct Event: Encodable, Sendable {
+        /// `cooperative_pool`, `event_loop`, `request`, `shutdown`, `heartbeat`, `snapshot`.
+        package var detector: String
+        package var name: String
+        package var thresholdMilliseconds: UInt64
+        package var observedMilliseconds: UInt64
+        /// The stuck request's id (detector `request`), when the record lists it.
+        package var requestID: Nullable<String>
+        /// The thread the record is about (an event loop's; in a starved pool, one running a task).
+        package var blockedThread: Nullable<Int>
+        package var stoppedMicroseconds: UInt32
+        package var threadsStopped: UInt32
     }
 
     package struct App: Encodable, Sendable {

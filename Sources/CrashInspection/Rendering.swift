@@ -11,7 +11,8 @@ package enum Rendering {
         let record = inspection.record
         var out: [String] = []
         let state = record.isComplete ? "complete" : "INCOMPLETE: \(reason(record.completeness))"
-        out.append("Crash \(inspection.id)  (\(state))")
+        let live = record.event != nil
+        out.append("\(record.kind.rawValue.capitalized) \(inspection.id)  (\(state))")
         out.append("  app         \(record.appName ?? "?") \(record.appVersion ?? "")")
         if let process = record.process {
             out.append("  when        \(isoTime(process.crashWallNanoseconds)), \(String(format: "%.3f", process.uptimeSeconds)) s after start")
@@ -24,7 +25,18 @@ package enum Rendering {
         // The crash's one summary (as AppCrashed's reason and the Sentry exception say it), then
         // what it means.
         out.append("  \(inspection.summary.headline)")
-        out.append("  \(Explanation.whatHappened(record))")
+        if let event = record.event {
+            out.append("  the process lived on: it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
+                       + " (\(event.threadsStopped) read; the thread that wrote the record is not listed)")
+            if let thread = inspection.crashed?.thread {
+                out.append("  blocked thread \(thread.tid) \"\(thread.name)\"")
+            }
+            if let key = event.requestKey, let stuck = record.requests?.others.first(where: { $0.key == key }) {
+                out.append("  stuck request: \(servingLine(stuck).replacingOccurrences(of: "while serving ", with: ""))")
+            }
+        } else {
+            out.append("  \(Explanation.whatHappened(record))")
+        }
         if let requests = record.requests {
             if let crashed = requests.crashed {
                 out.append("  \(servingLine(crashed))")
@@ -45,11 +57,13 @@ package enum Rendering {
             out.append("")
             if thread.thread.crashed {
                 out.append("Crashed thread")
+            } else if live && thread.thread.tid == inspection.focusTID {
+                out.append("Blocked thread")
             } else if !headedOthers {
                 out.append("Other threads")
                 headedOthers = true
             }
-            out.append(contentsOf: threadText(thread))
+            out.append(contentsOf: threadText(thread, live: live))
         }
         let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
         if !problems.isEmpty {
@@ -77,7 +91,7 @@ package enum Rendering {
             out.append("Breadcrumbs (oldest first)")
             record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
-        if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record)) }
+        if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting)) }
         if let scope = record.scope { out.append(contentsOf: scopeText(scope)) }
         out.append("")
         out.append("Images")
@@ -85,9 +99,11 @@ package enum Rendering {
             let marker = image.isMainExecutable ? "*" : " "
             out.append("  \(marker) \(String(format: "0x%012llx", image.base)) \(String(format: "%10llu", image.size))  \(image.buildIDHex.isEmpty ? "(no build-id)".padding(toLength: 40, withPad: " ", startingAt: 0) : image.buildIDHex.padding(toLength: 40, withPad: " ", startingAt: 0))  \(image.path)")
         }
-        out.append("")
-        out.append("Compensating $AppEnd")
-        out.append("  \(record.appEndJSON ?? "(none recorded)")")
+        if !live {
+            out.append("")
+            out.append("Compensating $AppEnd")
+            out.append("  \(record.appEndJSON ?? "(none recorded)")")
+        }
         if !record.notes.isEmpty {
             out.append("")
             out.append("Notes")
@@ -126,11 +142,15 @@ package enum Rendering {
 
     /// The "Requests in flight" part of `show`: how many, the others one per line (id, label,
     /// trace id, age at the crash), and the status when the crashed one could not be told.
-    static func requestsText(_ requests: RequestsInFlight, record: CrashRecord) -> [String] {
+    static func requestsText(_ requests: RequestsInFlight, record: CrashRecord, waiting: [[SymbolicatedFrame]] = []) -> [String] {
         var out = ["", "Requests in flight"]
-        var count = "  \(requests.inFlight) at the crash"
+        let live = record.event != nil
+        var count = "  \(requests.inFlight) \(live ? "when recorded" : "at the crash")"
         if requests.crashed != nil { count += ", the crashed one included" }
-        if !requests.others.isEmpty { count += "; \(requests.others.count) other\(requests.others.count == 1 ? "" : "s") recorded, most recent first" }
+        if !requests.others.isEmpty {
+            count += live ? "; \(requests.others.count) recorded, oldest first"
+                : "; \(requests.others.count) other\(requests.others.count == 1 ? "" : "s") recorded, most recent first"
+        }
         out.append(count)
         if case .unknown = requests.status {
             out.append("  status unknown: which one the crashed thread was serving could not be told (Notes say why)")
@@ -140,20 +160,38 @@ package enum Rendering {
         }
         let idWidth = min(40, requests.others.map { $0.requestID.count }.max() ?? 0)
         let labelWidth = min(60, requests.others.map { $0.label.count }.max() ?? 0)
-        for request in requests.others {
+        for (index, request) in requests.others.enumerated() {
             let age = record.age(of: request).map { String(format: "%.3f s", $0) } ?? "? s"
             let trace = request.traceID.map { "trace \($0)" } ?? "no trace".padding(toLength: 38, withPad: " ", startingAt: 0)
             out.append("  \(request.requestID.padding(toLength: max(idWidth, request.requestID.count), withPad: " ", startingAt: 0))  "
                        + "\(request.label.padding(toLength: max(labelWidth, request.label.count), withPad: " ", startingAt: 0))  \(trace)  \(age)")
+            if let state = request.waiting.map(waitingState) { out.append("      \(state)") }
+            let frames = index < waiting.count ? waiting[index] : []
+            for frame in frames {
+                let location = frame.file.map { "  \(($0 as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")" } ?? ""
+                out.append("        \(String(format: "0x%016llx", frame.address))  \(Inspection.label(frame))\(frame.inlined ? " [inlined]" : "")\(location)")
+            }
         }
         return out
     }
 
-    static func threadText(_ inspected: InspectedThread) -> [String] {
+    /// What a request's ``SuspendedTask`` says, in a few words.
+    static func waitingState(_ waiting: SuspendedTask) -> String {
+        switch waiting.status {
+        case .read where waiting.resume != 0:
+            return "task \(waiting.taskID) resumes in (where it awaits, then its callers; a thread running it now is listed above):"
+        case .read: return "task \(waiting.taskID): no resume point recorded"
+        case .layoutUnknown: return "where its task waits is not known: the Swift runtime's task layout is not known in this process"
+        case .notATask: return "its task could not be read (it ended, or its memory was reused)"
+        case .unknown(let raw): return "where its task waits: status \(raw) unknown to this reader"
+        }
+    }
+
+    static func threadText(_ inspected: InspectedThread, live: Bool = false) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
         if thread.alsoCrashed { flags.append("crashed too, while the record was written") }
-        if let state = stackState(thread) { flags.append(state) }
+        if let state = stackState(thread, live: live) { flags.append(state) }
         if thread.truncated && thread.omittedFrames == 0 { flags.append("stopped at the unwind step limit") }
         if let task = inspected.frames.first(where: { $0.taskDepth == 0 })?.taskID {
             flags.append("running task \(task)")
@@ -192,8 +230,9 @@ package enum Rendering {
     /// How the thread's stack was obtained, when there is something to say: the crashed thread
     /// unwinds itself, parked threads are the rule; read by the ptrace helper, or not at all
     /// (and then why).
-    static func stackState(_ thread: CrashThread) -> String? {
+    static func stackState(_ thread: CrashThread, live: Bool = false) -> String? {
         if thread.crashed { return nil }
+        if thread.ptraced && live { return "read by the ptrace helper" }
         if thread.ptraced { return "read by the ptrace helper (it blocks the stop signal)" }
         if thread.ptraceRefused { return "not stopped: it blocks the stop signal and ptrace was refused, so it has no stack" }
         if thread.notStopped { return "not stopped: it blocks the stop signal, so it ran on and has no stack" }
@@ -242,6 +281,14 @@ package enum Rendering {
         return ShowJSON(
             id: inspection.id,
             file: inspection.path,
+            kind: record.kind.rawValue,
+            event: Nullable(record.event.map { event in
+                ShowJSON.Event(detector: event.detector.name, name: event.name, thresholdMilliseconds: event.thresholdMilliseconds,
+                               observedMilliseconds: event.observedMilliseconds,
+                               requestID: Nullable(event.requestKey.flatMap { key in record.requests?.others.first { $0.key == key }?.requestID }),
+                               blockedThread: Nullable(inspection.focusTID.map(Int.init)), stoppedMicroseconds: event.stoppedMicroseconds,
+                               threadsStopped: event.threadsStopped)
+            }),
             complete: record.isComplete,
             incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),
             summary: inspection.summary.headline,
@@ -297,7 +344,9 @@ package enum Rendering {
                 if case .task(let address) = requests.status { task = Explanation.hex(address) }
                 return ShowJSON.Requests(status: requests.status.name, currentTask: Nullable(task), inFlight: requests.inFlight,
                                          dropped: requests.dropped, crashed: Nullable(requests.crashed.map { requestJSON($0, record: record) }),
-                                         others: requests.others.map { requestJSON($0, record: record) })
+                                         others: requests.others.enumerated().map { index, request in
+                                             requestJSON(request, record: record, waiting: index < inspection.waiting.count ? inspection.waiting[index] : [])
+                                         })
             }),
             scope: Nullable(record.scope.map { scope in
                 ShowJSON.Scope(tags: scope.tags, user: Nullable(scope.user.map { Dictionary($0.fields, uniquingKeysWith: { a, _ in a }) }),
@@ -306,13 +355,16 @@ package enum Rendering {
     }
 
     /// One request of `show --json`'s `requests`.
-    static func requestJSON(_ request: CrashRequest, record: CrashRecord) -> ShowJSON.Request {
+    static func requestJSON(_ request: CrashRequest, record: CrashRecord, waiting: [SymbolicatedFrame] = []) -> ShowJSON.Request {
         ShowJSON.Request(requestID: request.requestID, method: request.method, route: request.route, path: request.path,
                          query: request.query, label: request.label, traceID: Nullable(request.traceID), spanID: Nullable(request.spanID),
                          parentSpanID: Nullable(request.parentSpanID), sampled: request.sampled,
                          attributes: Dictionary(request.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }),
                          threadContext: request.isThreadContext, startTime: isoTime(request.startWallNanoseconds),
-                         ageSeconds: Nullable(record.age(of: request)))
+                         ageSeconds: Nullable(record.age(of: request)),
+                         waiting: waiting.map { ShowJSON.WaitingFrame(address: Explanation.hex($0.address), symbol: Nullable($0.symbol),
+                                                                      file: Nullable($0.file), line: Nullable($0.line)) },
+                         waitingNote: Nullable(request.waiting.flatMap { $0.status == .read ? nil : waitingState($0) }))
     }
 
     /// Registers by name, as hex strings (the first of a name wins).

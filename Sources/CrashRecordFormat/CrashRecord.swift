@@ -77,6 +77,8 @@ public struct CrashRecord: Sendable, Equatable {
     /// How long the handler took from the signal to the end section, in microseconds (nil when
     /// the record has no end section or the writer did not measure it).
     package var writeMicroseconds: Int?
+    /// A record of a live process (a hang, a snapshot): why it was written. `nil` for a crash.
+    package var event: RecordEvent?
 
     /// Creates a record; every field defaults to "nothing known".
     package init(
@@ -446,6 +448,8 @@ package struct AsyncContextChain: Sendable, Equatable {
         case contextRegister
         /// A suspended parent task's ResumeContext (an ``AsyncTaskInfo`` names it).
         case parentTask
+        /// A request's task's ResumeContext, in a record of a live process (``SuspendedTask``).
+        case requestTask
     }
 
     /// Why the chain stops after its last link.

@@ -457,6 +457,8 @@ private struct RecordParser {
         case CC_SEC_BREADCRUMB.rawValue: try decodeBreadcrumb(payload)
         case CC_SEC_APP_END.rawValue: record.appEndJSON = payload.text(from: 0)
         case CC_SEC_SCOPE.rawValue: record.scope = CrashScope(section: payload.tail(from: 0), notes: &record.notes)
+        case CC_SEC_EVENT.rawValue: try decodeEvent(payload)
+        case CC_SEC_REQUEST_TASK.rawValue: try decodeRequestTask(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -477,6 +479,7 @@ private struct RecordParser {
     private mutating func decodeCrash(_ p: ByteView) throws {
         typealias S = cc_sec_crash_t
         try require(p, holds: S.self, "crash")
+        guard record.event == nil else { throw SectionDamage(reason: "a crash section in a record of a live process") }
         let flags = p.u32(Layout.offset(\S.flags))
         var sender: SignalInfo.Sender?
         if flags & CC_CRASH_FROM_PROCESS != 0 {
@@ -634,12 +637,69 @@ private struct RecordParser {
         default: end = .unknown(endValue)
         }
         let tid = p.i32(Layout.offset(\S.tid))
-        asyncChains[tid, default: []].append(AsyncContextChain(
+        let chain = AsyncContextChain(
             frameIndex: Int(p.u32(Layout.offset(\S.frame_index))),
-            source: flags & CC_ASYNC_PARENT_TASK != 0 ? .parentTask : flags & CC_ASYNC_CONTEXT_REGISTER != 0 ? .contextRegister : .framePointer,
+            source: flags & CC_ASYNC_REQUEST_TASK != 0 ? .requestTask : flags & CC_ASYNC_PARENT_TASK != 0 ? .parentTask
+                : flags & CC_ASYNC_CONTEXT_REGISTER != 0 ? .contextRegister : .framePointer,
             firstContext: p.u64(Layout.offset(\S.first_context)),
             links: links,
-            end: end))
+            end: end)
+        if chain.source == .requestTask {
+            // It follows its request's CC_SEC_REQUEST_TASK, which named the same context.
+            guard let last = record.requests?.others.indices.last, var waiting = record.requests?.others[last].waiting,
+                  waiting.chain == nil, waiting.context == chain.firstContext else {
+                throw SectionDamage(reason: "a request task's chain without its request task")
+            }
+            waiting.chain = chain
+            record.requests?.others[last].waiting = waiting
+            return
+        }
+        asyncChains[tid, default: []].append(chain)
+    }
+
+    private mutating func decodeEvent(_ p: ByteView) throws {
+        typealias S = cc_sec_event_t
+        try require(p, holds: S.self, "event")
+        guard record.event == nil, record.signal == nil else { throw SectionDamage(reason: "a second event section, or one in a crash record") }
+        let kindValue = p.u32(Layout.offset(\S.kind))
+        let kind: RecordKind
+        switch kindValue {
+        case CC_KIND_HANG.rawValue: kind = .hang
+        case CC_KIND_SNAPSHOT.rawValue: kind = .snapshot
+        default: throw SectionDamage(reason: "an event of unknown kind \(kindValue)")
+        }
+        let key = p.u64(Layout.offset(\S.request_key)), tid = p.i32(Layout.offset(\S.blocked_tid))
+        record.event = RecordEvent(
+            kind: kind,
+            detector: .init(raw: p.u32(Layout.offset(\S.detector))),
+            thresholdMilliseconds: p.u64(Layout.offset(\S.threshold_ms)),
+            observedMilliseconds: p.u64(Layout.offset(\S.observed_ms)),
+            requestKey: key == 0 ? nil : key,
+            blockedThread: tid == 0 ? nil : tid,
+            stoppedMicroseconds: p.u32(Layout.offset(\S.stopped_microseconds)),
+            threadsStopped: p.u32(Layout.offset(\S.threads_stopped)),
+            name: p.fixedString(Layout.offset(\S.name), Layout.size(\S.name)))
+    }
+
+    private mutating func decodeRequestTask(_ p: ByteView) throws {
+        typealias S = cc_sec_request_task_t
+        try require(p, holds: S.self, "request task")
+        let key = p.u64(Layout.offset(\S.key))
+        guard let last = record.requests?.others.indices.last, record.requests?.others[last].key == key,
+              record.requests?.others[last].waiting == nil else {
+            throw SectionDamage(reason: "a request task that does not follow its request")
+        }
+        let raw = p.u32(Layout.offset(\S.status))
+        let status: SuspendedTask.Status
+        switch raw {
+        case CC_REQUEST_TASK_READ.rawValue: status = .read
+        case CC_REQUEST_TASK_UNKNOWN.rawValue: status = .layoutUnknown
+        case CC_REQUEST_TASK_NOT_TASK.rawValue: status = .notATask
+        default: status = .unknown(raw)
+        }
+        record.requests?.others[last].waiting = SuspendedTask(
+            status: status, resume: p.u64(Layout.offset(\S.resume)), context: p.u64(Layout.offset(\S.context)),
+            taskID: p.u32(Layout.offset(\S.task_id)), jobFlags: p.u32(Layout.offset(\S.job_flags)))
     }
 
     private mutating func decodeAsyncTask(_ p: ByteView) throws {

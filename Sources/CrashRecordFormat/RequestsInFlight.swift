@@ -65,6 +65,8 @@ package struct CrashRequest: Sendable, Equatable {
     package var startWallNanoseconds: Int64
     /// When it was attached on the monotonic clock (its age: ``CrashRecord/age(of:)``).
     package var startMonotonicNanoseconds: Int64
+    /// In a record of a live process: where its task waits (nil for a thread's context, or in a crash record).
+    package var waiting: SuspendedTask?
 
     /// What it is served as, in one line: `GET /orders/{id}` (the route, else the path).
     package var label: String {
@@ -104,7 +106,7 @@ package struct CrashRequest: Sendable, Equatable {
             && a.traceID == b.traceID && a.spanID == b.spanID && a.parentSpanID == b.parentSpanID && a.sampled == b.sampled
             && a.attributes.elementsEqual(b.attributes, by: { $0.key == $1.key && $0.value == $1.value })
             && a.isThreadContext == b.isThreadContext && a.key == b.key && a.startWallNanoseconds == b.startWallNanoseconds
-            && a.startMonotonicNanoseconds == b.startMonotonicNanoseconds
+            && a.startMonotonicNanoseconds == b.startMonotonicNanoseconds && a.waiting == b.waiting
     }
 }
 

@@ -45,7 +45,11 @@ package struct CrashSummary: Sendable, Equatable {
     /// The summary of `record`, whose crashed thread's frames are `frames` (``ThreadFrames``:
     /// async callers after the first async frame), of which the first `frameLimit` are kept.
     package init(record: CrashRecord, frames: [ThreadFrame], frameLimit: Int = CrashSummary.frameLimit) {
-        if let signal = record.signal {
+        if let event = record.event {
+            // A record of a live process: Sentry's exception type says which kind, its value what fired.
+            title = event.kind == .hang ? "Hang" : "Snapshot"
+            detail = event.summary
+        } else if let signal = record.signal {
             title = signal.name.isEmpty ? "signal \(signal.number)" : signal.name
             var detail = signal.codeName.isEmpty ? "si_code \(signal.code)" : signal.codeName
             if !signal.codeDescription.isEmpty { detail += " (\(signal.codeDescription))" }
@@ -98,4 +102,22 @@ extension ThreadFrame {
 
     /// ``asyncMarker(kind:taskDepth:taskID:)`` of this frame.
     package var asyncMarker: String { Self.asyncMarker(kind: kind, taskDepth: taskDepth, taskID: taskID) }
+}
+
+extension CrashRecord {
+    /// The thread a summary, a group and a sink's exception are about: the crashed thread of a
+    /// crash; in a record of a live process, the thread its detector named (an event loop's),
+    /// else the first thread that was running a Swift task (async frames, or `swift_job_run`
+    /// among its frames: in a starved pool, a thread the pool cannot get back), else none.
+    package func focusThread(frames framesOf: (CrashThread) -> [ThreadFrame]) -> CrashThread? {
+        if let crashed = crashedThread { return crashed }
+        guard let event else { return nil }
+        if let tid = event.blockedThread, let thread = threads.first(where: { $0.tid == tid }) { return thread }
+        return threads.first { thread in
+            !thread.frames.isEmpty && framesOf(thread).contains { frame in
+                frame.kind == .asyncResumePoint
+                    || frame.symbols.contains { ($0.symbol ?? "").contains("swift_job_run") || ($0.symbol ?? "").contains("runJobInEstablishedExecutorContext") }
+            }
+        }
+    }
 }

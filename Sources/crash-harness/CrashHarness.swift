@@ -15,7 +15,7 @@ struct CrashHarness: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crash-harness",
         abstract: "Performs and verifies every way a Linux Swift program can die under CrashCapture.",
-        subcommands: [List.self, Run.self, Verify.self, IdleCheck.self, Emit.self, Deliver.self]
+        subcommands: [List.self, Run.self, Verify.self, IdleCheck.self, Emit.self, Deliver.self, Hang.self]
     )
 }
 

@@ -89,6 +89,8 @@ enum cc_section_type {
     CC_SEC_REQUESTS    = 14, /* cc_sec_requests_t: how the crashed thread's request was told, and how many were in flight */
     CC_SEC_REQUEST     = 15, /* cc_sec_request_t: one request (or other unit of work) in flight at the crash */
     CC_SEC_SCOPE       = 16, /* the app's scope at the crash: entries of three NUL-terminated texts (below) */
+    CC_SEC_EVENT       = 17, /* cc_sec_event_t: a record of a live process (a hang, a snapshot), not of a crash */
+    CC_SEC_REQUEST_TASK = 18, /* cc_sec_request_task_t: where a request's task is suspended; its chain follows */
 };
 
 /* CC_SEC_CRASH flags */
@@ -202,6 +204,7 @@ _Static_assert(sizeof(cc_sec_thread_registers_t) == 8, "cc_sec_thread_registers_
 #define CC_ASYNC_CONTEXT_REGISTER 0x2u  /* first_context is frame 0's async context register */
 #define CC_ASYNC_SEEN             0x4u  /* first_context is a link of an earlier chain of this thread: no links follow, read that chain from there */
 #define CC_ASYNC_PARENT_TASK      0x8u  /* first_context is a suspended parent task's ResumeContext (a CC_SEC_ASYNC_TASK names it) */
+#define CC_ASYNC_REQUEST_TASK     0x10u /* first_context is a request's task's ResumeContext (the CC_SEC_REQUEST_TASK before it names it); tid 0 */
 
 enum cc_async_end {
     CC_ASYNC_END_PARENT_NULL = 1,   /* the last context's Parent is 0: the task's first context */
@@ -357,6 +360,66 @@ typedef struct {
     uint32_t reserved;
 } cc_sec_breadcrumb_t;
 _Static_assert(sizeof(cc_sec_breadcrumb_t) == 16, "cc_sec_breadcrumb_t layout");
+
+/* CC_SEC_EVENT: the record is not a crash. The process lived on: a detector saw it stuck (a
+ * hang) or something asked for a snapshot, and cc_snapshot wrote this record from a thread of
+ * the running process. It is the first section; such a record has no CC_SEC_CRASH, no
+ * registers of a crashed thread and no $AppEnd. Its CC_SEC_PROCESS names the thread that wrote
+ * it (tid) and the time (crash_wall_ns, crash_mono_ns). Every other thread was stopped with
+ * ptrace by the thread helper for `stopped_microseconds`, read, and let go before the file was
+ * written: its frames are where it stood; its async chains were read just after (a thread that
+ * ran on meanwhile may show a shorter one). */
+enum cc_record_kind {
+    CC_KIND_CRASH    = 0,           /* never written: a record without CC_SEC_EVENT */
+    CC_KIND_HANG     = 1,           /* a detector fired */
+    CC_KIND_SNAPSHOT = 2,           /* asked for: crash-inspect snapshot, or the program itself */
+};
+enum cc_event_detector {
+    CC_DETECTOR_NONE        = 0,    /* a snapshot */
+    CC_DETECTOR_POOL        = 1,    /* the cooperative pool's heartbeat ran late by observed_ms */
+    CC_DETECTOR_EVENT_LOOP  = 2,    /* an event loop's heartbeat ran late (blocked_tid: the loop's thread) */
+    CC_DETECTOR_REQUEST     = 3,    /* a request stayed in flight observed_ms (request_key: its key) */
+    CC_DETECTOR_SHUTDOWN    = 4,    /* a graceful shutdown began observed_ms ago and has not ended */
+    CC_DETECTOR_HEARTBEAT   = 5,    /* the program's own heartbeat ran late */
+};
+#define CC_EVENT_NAME_MAX 64
+typedef struct {
+    uint32_t kind;                  /* enum cc_record_kind */
+    uint32_t detector;              /* enum cc_event_detector */
+    uint64_t threshold_ms;          /* the detector's threshold */
+    uint64_t observed_ms;           /* how late the heartbeat was, how old the request or shutdown */
+    uint64_t request_key;           /* CC_DETECTOR_REQUEST: the stuck request's key (its CC_SEC_REQUEST) */
+    int32_t  blocked_tid;           /* the thread the detector names (an event loop's), 0 = none */
+    uint32_t stopped_microseconds;  /* how long the other threads were stopped */
+    uint32_t threads_stopped;       /* how many the thread helper stopped and read */
+    uint32_t reserved;
+    char     name[CC_EVENT_NAME_MAX]; /* what fired, or why it was asked for: "cooperative pool", a loop's name */
+} cc_sec_event_t;
+_Static_assert(sizeof(cc_sec_event_t) == 112, "cc_sec_event_t layout");
+
+/* CC_SEC_REQUEST_TASK: for a request attached in a task (not CC_REQUEST_THREAD), in a record of a
+ * live process, where that task will resume: its ResumeTask (the function it resumes in: the
+ * awaiting function's continuation) and ResumeContext, whose chain of callers follows as a
+ * CC_SEC_ASYNC_CHAIN with CC_ASYNC_REQUEST_TASK. The task is read with the same debug layout as
+ * CC_SEC_ASYNC_TASK (the task's heap metadata checked first); status says whether it could be. A
+ * task that a thread is running right now also ends one of that thread's chains (its
+ * CC_SEC_ASYNC_TASK names the same task): then that thread's frames say where it is, and these
+ * words where it last resumed. */
+enum cc_request_task_status {
+    CC_REQUEST_TASK_READ    = 1,    /* resume and context were read from the task */
+    CC_REQUEST_TASK_UNKNOWN = 2,    /* the runtime's task layout is not known in this process */
+    CC_REQUEST_TASK_NOT_TASK = 3,   /* the key does not read as a task (it ended, or was reused) */
+};
+typedef struct {
+    uint64_t key;                   /* the request's key: its task */
+    uint64_t resume;                /* ResumeTask, stripped of any pointer-authentication code */
+    uint64_t context;               /* ResumeContext */
+    uint32_t task_id;
+    uint32_t job_flags;
+    uint32_t status;                /* enum cc_request_task_status */
+    uint32_t reserved;
+} cc_sec_request_task_t;
+_Static_assert(sizeof(cc_sec_request_task_t) == 40, "cc_sec_request_task_t layout");
 
 typedef struct {
     uint32_t section_count;         /* sections before this one */

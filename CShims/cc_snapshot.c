@@ -1,0 +1,166 @@
+/* cc_snapshot.c — a record of the live process: a hang a detector saw, or a snapshot asked for; the process runs on. */
+#include "cc_boot.h"
+#include "cc_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h> /* renameat(2) only */
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * What a crash record holds, of a process that is not dying: every other thread's frames (and
+ * their async chains), the requests in flight with where each one's task waits, the scope,
+ * breadcrumbs and images, behind a CC_SEC_EVENT that says which detector fired and by how much.
+ *
+ * How the threads are read. Not with the crash path's stop signal: its handler would run on
+ * every thread, and a thread interrupted by a handler ends the system call it was in with EINTR
+ * (glibc's sleep() returns early, a read fails) — the program would behave differently because
+ * it was looked at. The thread helper (cc_helper.c) stops them with ptrace instead, reads each
+ * one's registers and frames, lets them all go and exits; a ptrace stop restarts the call it
+ * interrupted as if nothing happened, and threads that block every signal (the Swift pool,
+ * libdispatch's) are read the same way. The threads stand still only while the helper reads
+ * them (cc_sec_event_t.stopped_microseconds); the record is written afterwards, while they run.
+ *
+ * One at a time with crashes. A snapshot holds the crash path's turn (cc_chain.c) for as long as
+ * it runs: a thread that crashes meanwhile waits for it inside the fatal handler, as it waits for
+ * another crashing thread, and records its crash once the snapshot is done. The writing thread
+ * blocks every signal but the synchronous faults meanwhile, our stop signal included (the turn's
+ * marker: a waiter that sees it is held by a live thread waits on). A fault on the writing thread
+ * itself is a crash: its helper is killed first (cc__snapshot_abandon) and the crash is
+ * recorded as any other, over the snapshot's partial file.
+ *
+ * Everything it reaches is the crash path's own code, async-signal-safe, with its static
+ * buffers: which is why the turn must be held.
+ */
+
+_Atomic uint64_t cc__snapshot_owner;
+
+#define CC__SNAPSHOT_HELPER_NS (2 * 1000000000LL)   /* the helper's time to read every thread */
+
+/* async-signal-safe (cc_internal.h) */
+void cc__snapshot_abandon(pid_t pid, pid_t tid) {
+    uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    uint64_t expected = me;
+    if (!atomic_compare_exchange_strong(&cc__snapshot_owner, &expected, 0)) return;
+    cc__helper_abandon();
+}
+
+int32_t cc_current_tid(void) { return (int32_t)cc__gettid(); }
+
+void cc_name_current_thread(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+
+int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *result, int *err_errno) {
+    if (err_errno) *err_errno = 0;
+    if (result) {
+        result->file_name[0] = 0;
+        result->stopped_microseconds = result->threads_stopped = result->write_microseconds = 0;
+    }
+    if (!request || atomic_load(&cc__g.install_state) != 2) return CC_ERR_NOT_INSTALLED;
+    pid_t pid = getpid(), tid = cc__gettid();
+    uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+
+    /* Every signal blocked but the faults: the stop signal is the turn's marker, and nothing of
+     * the program's may run on this thread in the middle of the record's buffers. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+
+    /* The turn: nobody's (or stale, from a parent process), and no record being written. */
+    uint64_t holder = atomic_load(&cc__g.turn);
+    uint64_t owner = atomic_load(&cc__g.owner);
+    int busy = (owner != 0 && (pid_t)(owner >> 32) == pid) ||
+               (holder != 0 && (pid_t)(holder >> 32) == pid) ||
+               !atomic_compare_exchange_strong(&cc__g.turn, &holder, me);
+    if (busy) {
+        pthread_sigmask(SIG_SETMASK, &saved, 0);
+        return CC_ERR_BUSY;
+    }
+    atomic_store(&cc__g.turn_returned_ns, 0);
+    atomic_store(&cc__snapshot_owner, me);
+
+    int64_t wall_ns = cc__clock_ns(CLOCK_REALTIME), mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
+    cc__images_collect();
+    int helper_result = cc__read_threads_live(tid, mono_ns + CC__SNAPSHOT_HELPER_NS);
+    uint32_t stopped = 0;
+    uint32_t held_us = cc__helper_held_microseconds(&stopped);
+
+    cc__writer_t *w = &cc__g.writer;
+    cc__name_record(wall_ns, pid, tid);
+    cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name);
+
+    cc_sec_event_t event = {
+        .kind = request->kind, .detector = request->detector, .threshold_ms = request->threshold_ms,
+        .observed_ms = request->observed_ms, .request_key = request->request_key, .blocked_tid = request->blocked_tid,
+        .stopped_microseconds = held_us, .threads_stopped = stopped,
+    };
+    if (request->name) cc__strlcpy(event.name, request->name, sizeof event.name);
+    cc__section_begin(w, CC_SEC_EVENT);
+    cc__section_put(w, &event, sizeof event);
+    cc__section_end(w);
+
+    cc_sec_process_t process = {
+        .pid = pid, .tid = tid, .ppid = getppid(), .uid = getuid(),
+        .start_wall_ns = cc__g.start_wall_ns, .crash_wall_ns = wall_ns,
+        .start_mono_ns = cc__g.start_mono_ns, .crash_mono_ns = mono_ns,
+    };
+    prctl(PR_GET_NAME, (unsigned long)process.thread_name, 0, 0, 0);
+    process.thread_name[15] = 0;
+    cc__section_begin(w, CC_SEC_PROCESS);
+    cc__section_put(w, &process, sizeof process);
+    cc__section_end(w);
+    if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
+    static char scope[CC_SCOPE_MAX];
+    size_t scope_length = cc__published_copy(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope);
+    if (scope_length) {
+        cc__section_begin(w, CC_SEC_SCOPE);
+        cc__section_put(w, scope, scope_length);
+        cc__section_end(w);
+    }
+    static cc_sec_request_t unused;
+    int none = 0;
+    cc__write_requests(w, tid, &unused, &none, 1);
+    cc__write_install_strings(w);
+    cc__write_images(w, 1);
+    cc__writer_flush(w);
+    cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
+    (void)helper_result;   /* cc__write_other_threads notes it */
+    cc__write_breadcrumbs(w);
+    cc__write_images(w, 0);
+
+    int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1000;
+    cc_sec_end_t end = { .section_count = w->section_count,
+                         .write_microseconds = spent_us > 0 && spent_us < UINT32_MAX ? (uint32_t)spent_us : 0 };
+    cc__section_begin(w, CC_SEC_END);
+    cc__section_put(w, &end, sizeof end);
+    cc__section_end(w);
+    cc__writer_flush(w);
+    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
+    w->fd = -1;
+    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
+        cc__writer_fail(w, CC__STEP_RENAME);
+    }
+    int rc = 0;
+    if (w->failed) {
+        /* A live process keeps nothing half-written: the next launch would read it as a crash
+         * record that was cut short. */
+        if (err_errno) *err_errno = w->error;
+        unlinkat(cc__g.dir_fd, cc__g.partial_name, 0);
+        rc = CC_ERR_DIRECTORY;
+    } else if (result) {
+        cc__strlcpy(result->file_name, cc__g.file_name, sizeof result->file_name);
+        result->stopped_microseconds = held_us;
+        result->threads_stopped = stopped;
+        result->write_microseconds = end.write_microseconds;
+    }
+
+    atomic_store(&cc__snapshot_owner, 0);
+    uint64_t mine = me;
+    atomic_compare_exchange_strong(&cc__g.turn, &mine, 0);
+    pthread_sigmask(SIG_SETMASK, &saved, 0);
+    return rc;
+}

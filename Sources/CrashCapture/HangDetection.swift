@@ -1,0 +1,429 @@
+// HangDetection.swift — a process that stops making progress writes a record of where it is stuck
+// (a hang), while it lives; and a record of the live process can be asked for (a snapshot).
+//
+// One plain thread (not the Swift pool's, not an event loop's) watches, once per tick:
+//   - the cooperative pool: a heartbeat job on the global concurrent executor must run within
+//     the stall threshold of being enqueued;
+//   - heartbeats (an event loop's, the app's own): each must beat within the threshold;
+//   - requests (CrashContext): none may stay in flight longer than the request threshold;
+//   - a graceful shutdown: it must end within the shutdown threshold;
+//   - `crash-inspect snapshot <pid>`: a request file for this process in the record directory.
+// The record itself is the C core's (cc_snapshot: every other thread stopped with ptrace, read
+// and let go). The watcher never cries wolf for a process that was itself stopped (SIGSTOP, a
+// debugger, a suspended machine): when its own sleep ends much later than asked, nothing it
+// measured in that time counts, and every detector waits a whole threshold again.
+import CShims
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What hang detection watches and when it writes a hang record. Off unless
+/// ``CrashHandler/Configuration/hangDetection`` is set or the environment variable
+/// `CRASHCAPTURE_HANG_SECONDS` gives a stall threshold (`0` turns it off).
+public struct HangDetection: Sendable, Equatable {
+    /// How late a heartbeat may run — the cooperative pool's, an event loop's, the app's own —
+    /// before a hang record is written (at least 0.1 s).
+    public var stallThreshold: Duration
+    /// How long a request (a `CrashContext` attached) may stay in flight; `nil` watches no request.
+    public var requestThreshold: Duration?
+    /// How long a graceful shutdown (``HangDetector/shutdownBegan()``) may take before a record
+    /// is written: 20 s by default, inside Kubernetes' 30 s grace period before SIGKILL.
+    public var shutdownThreshold: Duration
+    /// At most one hang record per cause (the detector, and the heartbeat's name) this often.
+    public var minimumInterval: Duration
+    /// Whether `crash-inspect snapshot <pid>` is answered (a request file in the record directory,
+    /// looked for once per tick).
+    public var answersSnapshotRequests: Bool
+
+    /// The environment variable that turns detection on for any program that starts capture:
+    /// the stall threshold in seconds (`CRASHCAPTURE_HANG_SECONDS=5`); `0` turns it off.
+    public static let environmentVariable = "CRASHCAPTURE_HANG_SECONDS"
+
+    /// - Parameter stallThreshold: how late a heartbeat may run (5 s by default).
+    public init(stallThreshold: Duration = .seconds(5)) {
+        self.stallThreshold = stallThreshold
+        self.requestThreshold = .seconds(60)
+        self.shutdownThreshold = .seconds(20)
+        self.minimumInterval = .seconds(600)
+        self.answersSnapshotRequests = true
+    }
+
+    /// What the environment asks for: `.some(nil)` for `0` (off), a detection with that stall
+    /// threshold for a positive number of seconds, `nil` when the variable is unset or not a number.
+    static func fromEnvironment() -> HangDetection?? {
+        guard let raw = getenv(environmentVariable) else { return nil }
+        var end: UnsafeMutablePointer<CChar>?
+        let seconds = strtod(raw, &end)
+        guard let end, end != raw, end.pointee == 0, seconds.isFinite, seconds >= 0 else { return nil }
+        if seconds == 0 { return .some(nil) }
+        return .some(HangDetection(stallThreshold: .nanoseconds(Int64(min(seconds, 86_400) * 1e9))))
+    }
+
+    /// The detection a start applies: the environment's, else the configuration's.
+    static func effective(_ configured: HangDetection?) -> HangDetection? {
+        switch fromEnvironment() {
+        case .some(let fromEnvironment): return fromEnvironment.map { environment in
+            var merged = configured ?? environment
+            merged.stallThreshold = environment.stallThreshold
+            return merged
+        }
+        case .none: return configured
+        }
+    }
+}
+
+/// The calls a running program makes to hang detection: heartbeats of its own loops, pauses
+/// around deliberate blocking work, the start of a graceful shutdown.
+public enum HangDetector {
+    /// A heartbeat for a loop the program runs (a SwiftNIO event loop, a worker thread): call
+    /// ``HangHeartbeat/beat()`` from that loop at least once per stall threshold (once a second
+    /// is plenty); when it stops beating for longer, a hang record names it and the thread that
+    /// beat last. Works whether or not detection is on (it is then only not watched).
+    public static func heartbeat(named name: String) -> HangHeartbeat {
+        let heartbeat = HangHeartbeat(name: name, detector: UInt32(CC_DETECTOR_HEARTBEAT.rawValue))
+        HangMonitor.shared.add(heartbeat)
+        return heartbeat
+    }
+
+    /// A heartbeat of an event loop (what `CrashCaptureHummingbird`/`CrashCaptureVapor` start for
+    /// the loops they know): a record of it says "event loop" and names the loop's thread.
+    package static func eventLoopHeartbeat(named name: String) -> HangHeartbeat {
+        let heartbeat = HangHeartbeat(name: name, detector: UInt32(CC_DETECTOR_EVENT_LOOP.rawValue))
+        HangMonitor.shared.add(heartbeat)
+        return heartbeat
+    }
+
+    /// Deliberate blocking work is about to start (a long synchronous computation on the pool):
+    /// no detector fires until the matching ``resume()``, and each then waits a whole threshold.
+    /// Calls nest.
+    public static func pause() { HangMonitor.shared.pauses.add(1, ordering: .sequentiallyConsistent) }
+
+    /// Ends a ``pause()``.
+    public static func resume() {
+        HangMonitor.shared.resumedAt.store(monotonicNow(), ordering: .sequentiallyConsistent)
+        HangMonitor.shared.pauses.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// A graceful shutdown began (SIGTERM): when the process still lives
+    /// ``HangDetection/shutdownThreshold`` later, a hang record says where it is stuck, before
+    /// the SIGKILL that follows. `CrashCaptureService` calls it for ServiceLifecycle.
+    public static func shutdownBegan() {
+        _ = HangMonitor.shared.shutdownAt.compareExchange(expected: 0, desired: monotonicNow(), ordering: .sequentiallyConsistent)
+    }
+
+    /// Called with each hang or snapshot record's path once it is written (the reporter sends it
+    /// while the process lives). Runs on the watching thread: it must not wait for the Swift pool.
+    package static func onRecord(_ handler: @escaping @Sendable (String) -> Void) {
+        HangMonitor.shared.recordHandler.withLock { $0 = handler }
+    }
+}
+
+/// A loop's heartbeat (``HangDetector/heartbeat(named:)``).
+public final class HangHeartbeat: Sendable {
+    /// The name records give it.
+    public let name: String
+    let detector: UInt32
+    let lastBeat = Atomic<Int64>(0)
+    let thread = Atomic<Int32>(0)
+    let stopped = Atomic<Bool>(false)
+
+    init(name: String, detector: UInt32) {
+        self.name = String(name.utf8.prefix(Int(CC_EVENT_NAME_MAX) - 1)) ?? name
+        self.detector = detector
+        lastBeat.store(monotonicNow(), ordering: .relaxed)
+    }
+
+    /// The loop is alive: call it from the loop's own thread.
+    public func beat() {
+        lastBeat.store(monotonicNow(), ordering: .relaxed)
+        thread.store(cc_current_tid(), ordering: .relaxed)
+    }
+
+    /// The loop ended on purpose: it is no longer watched.
+    public func stop() { stopped.store(true, ordering: .relaxed) }
+}
+
+extension CrashHandler {
+    /// A record of the process as it is now, written while it runs (a snapshot): every other
+    /// thread's frames and async chains, the requests in flight and where each one's task waits,
+    /// breadcrumbs and scope. The other threads stand still only while they are read
+    /// (``SnapshotRecord/stopped``). `crash-inspect show` reads it like a crash record.
+    /// - Parameter reason: why it was taken, kept in the record (at most 63 bytes).
+    /// - Throws: ``CrashCaptureError`` when capture is not running, a crash or another snapshot
+    ///   is being recorded (EBUSY), or the record could not be written.
+    @discardableResult
+    public static func snapshot(reason: String = "asked for") throws -> SnapshotRecord {
+        try HangMonitor.write(kind: UInt32(CC_KIND_SNAPSHOT.rawValue), detector: UInt32(CC_DETECTOR_NONE.rawValue), name: reason)
+    }
+}
+
+/// A record of the live process that was written (``CrashHandler/snapshot(reason:)``).
+public struct SnapshotRecord: Sendable, Equatable {
+    /// The record's path.
+    public var path: String
+    /// How long the other threads were stopped while they were read.
+    public var stopped: Duration
+    /// How many threads were stopped and read.
+    public var threads: Int
+}
+
+/// The watcher and the state the calls above share.
+final class HangMonitor: Sendable {
+    static let shared = HangMonitor()
+
+    struct Settings: Sendable {
+        var detection: HangDetection
+        var directory: String
+        var limits: RecordDirectoryLimits
+    }
+
+    let settings = Mutex<Settings?>(nil)
+    let heartbeats = Mutex<[HangHeartbeat]>([])
+    let recordHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
+    let pauses = Atomic<Int>(0)
+    let resumedAt = Atomic<Int64>(0)
+    let shutdownAt = Atomic<Int64>(0)
+    /// When the pool's heartbeat job last ran (monotonic ns).
+    let poolBeat = Atomic<Int64>(0)
+    let running = Atomic<Bool>(false)
+    /// Bumped to end the watcher (start after stop starts a new one).
+    let generation = Atomic<Int>(0)
+
+    func add(_ heartbeat: HangHeartbeat) {
+        heartbeats.withLock { list in
+            list.removeAll { $0.stopped.load(ordering: .relaxed) }
+            list.append(heartbeat)
+        }
+    }
+
+    /// Starts (or retunes) the watcher; `nil` stops it.
+    static func configure(_ detection: HangDetection?, directory: String, limits: RecordDirectoryLimits) {
+        let monitor = shared
+        guard let detection else {
+            monitor.settings.withLock { $0 = nil }
+            monitor.generation.add(1, ordering: .sequentiallyConsistent)
+            return
+        }
+        var clamped = detection
+        if clamped.stallThreshold < .milliseconds(100) { clamped.stallThreshold = .milliseconds(100) }
+        monitor.settings.withLock { $0 = Settings(detection: clamped, directory: directory, limits: limits) }
+        guard monitor.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else { return }
+        let generation = monitor.generation.load(ordering: .sequentiallyConsistent)
+        let box = Unmanaged.passRetained(WatcherStart(monitor: monitor, generation: generation))
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            let start = Unmanaged<WatcherStart>.fromOpaque(raw!).takeRetainedValue()
+            start.monitor.watch(generation: start.generation)
+            return nil
+        }, box.toOpaque())
+        if rc != 0 {
+            box.release()
+            monitor.running.store(false, ordering: .sequentiallyConsistent)
+        } else {
+            pthread_detach(thread)
+        }
+    }
+
+    final class WatcherStart: @unchecked Sendable {
+        let monitor: HangMonitor
+        let generation: Int
+        init(monitor: HangMonitor, generation: Int) { self.monitor = monitor; self.generation = generation }
+    }
+
+    /// The watching thread's loop (see the top of this file).
+    private func watch(generation: Int) {
+        "crashcapture-hang".withCString { cc_name_current_thread($0) }
+        defer { running.store(false, ordering: .sequentiallyConsistent) }
+        var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued; 0: none pending
+        var quietUntil = monotonicNow()  // no detector fires before this
+        var lastFired: [String: Int64] = [:]
+        var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
+        var target = monotonicNow()
+        while self.generation.load(ordering: .sequentiallyConsistent) == generation {
+            guard let current = settings.withLock({ $0 }) else { return }
+            let threshold = current.detection.stallThreshold.nanoseconds
+            let tick = min(max(threshold / 4, 50_000_000), 1_000_000_000)
+            target += tick
+            var now = monotonicNow()
+            if target < now { target = now + tick }
+            sleepUntil(target)
+            now = monotonicNow()
+            // The watcher itself ran late: this process (or machine) was stopped, not stuck.
+            if now - target > max(tick, 250_000_000) {
+                stalls.append((end: now, length: now - target))
+                if stalls.count > 64 { stalls.removeFirst() }
+                quietUntil = now + threshold
+                if poolSent != 0 { poolSent = now }
+                target = now
+            }
+            if pauses.load(ordering: .sequentiallyConsistent) > 0 {
+                quietUntil = max(quietUntil, now + threshold)
+            }
+            quietUntil = max(quietUntil, resumedAt.load(ordering: .sequentiallyConsistent) + threshold)
+            let quiet = now < quietUntil
+
+            func fire(_ detector: UInt32, name: String, threshold: Int64, observed: Int64,
+                      requestKey: UInt64 = 0, thread: Int32 = 0) {
+                let cause = "\(detector)/\(name)"
+                if let last = lastFired[cause], now - last < current.detection.minimumInterval.nanoseconds { return }
+                lastFired[cause] = now
+                _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
+                let written = try? HangMonitor.write(kind: UInt32(CC_KIND_HANG.rawValue), detector: detector, name: name,
+                                                     threshold: threshold, observed: observed, requestKey: requestKey, thread: thread)
+                HangMonitor.say(detector: detector, name: name, observed: observed, record: written)
+            }
+
+            // The cooperative pool: one heartbeat job pending at a time.
+            if poolSent != 0 {
+                if poolBeat.load(ordering: .sequentiallyConsistent) >= poolSent {
+                    poolSent = 0
+                } else if !quiet, now - poolSent > threshold {
+                    fire(UInt32(CC_DETECTOR_POOL.rawValue), name: "cooperative pool", threshold: threshold, observed: now - poolSent)
+                }
+            }
+            if poolSent == 0 {
+                poolSent = now
+                Task.detached(priority: .medium) { [self] in poolBeat.store(monotonicNow(), ordering: .sequentiallyConsistent) }
+            }
+            // Heartbeats.
+            for heartbeat in heartbeats.withLock({ $0 }) where !heartbeat.stopped.load(ordering: .relaxed) {
+                let late = now - heartbeat.lastBeat.load(ordering: .relaxed)
+                if !quiet, late > threshold {
+                    fire(heartbeat.detector, name: heartbeat.name, threshold: threshold, observed: late,
+                         thread: heartbeat.thread.load(ordering: .relaxed))
+                }
+            }
+            // Requests: the oldest one's age, less the time the process stood stopped meanwhile.
+            if let requestThreshold = current.detection.requestThreshold?.nanoseconds, !quiet {
+                var key: UInt64 = 0
+                var age: Int64 = 0
+                if cc_requests_older_than(requestThreshold, &key, &age) > 0 {
+                    let stopped = stalls.reduce(Int64(0)) { $0 + ($1.end > now - age ? $1.length : 0) }
+                    if age - stopped > requestThreshold {
+                        fire(UInt32(CC_DETECTOR_REQUEST.rawValue), name: "request", threshold: requestThreshold, observed: age - stopped,
+                             requestKey: key)
+                    }
+                }
+            }
+            // A graceful shutdown that does not end.
+            let shutdown = shutdownAt.load(ordering: .sequentiallyConsistent)
+            if shutdown != 0, !quiet, now - shutdown > current.detection.shutdownThreshold.nanoseconds {
+                fire(UInt32(CC_DETECTOR_SHUTDOWN.rawValue), name: "graceful shutdown",
+                     threshold: current.detection.shutdownThreshold.nanoseconds, observed: now - shutdown)
+            }
+            // crash-inspect snapshot <pid>.
+            if current.detection.answersSnapshotRequests {
+                SnapshotRequest.answer(directory: current.directory)
+            }
+        }
+    }
+
+    /// Writes a record of the live process and hands its path to the reporter's handler.
+    static func write(kind: UInt32, detector: UInt32, name: String, threshold: Int64 = 0, observed: Int64 = 0,
+                      requestKey: UInt64 = 0, thread: Int32 = 0) throws -> SnapshotRecord {
+        var request = cc_snapshot_request_t()
+        request.kind = kind
+        request.detector = detector
+        request.threshold_ms = UInt64(max(0, threshold / 1_000_000))
+        request.observed_ms = UInt64(max(0, observed / 1_000_000))
+        request.request_key = requestKey
+        request.blocked_tid = thread
+        var result = cc_snapshot_result_t()
+        var error: Int32 = 0
+        let rc = name.withCString { pointer in
+            request.name = pointer
+            return cc_snapshot(&request, &result, &error)
+        }
+        switch rc {
+        case 0: break
+        case CC_ERR_NOT_INSTALLED.rawValue:
+            throw CrashCaptureError(operation: "snapshot (capture is not running)", errno: ESRCH)
+        case CC_ERR_BUSY.rawValue:
+            throw CrashCaptureError(operation: "snapshot (a crash or another snapshot is being recorded)", errno: EBUSY)
+        default:
+            throw CrashCaptureError(operation: "snapshot (writing the record)", errno: error)
+        }
+        let fileName = withUnsafeBytes(of: result.file_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let directory = CrashHandler.recordDirectory ?? "."
+        let written = SnapshotRecord(path: directory + "/" + fileName,
+                                     stopped: .microseconds(Int64(result.stopped_microseconds)),
+                                     threads: Int(result.threads_stopped))
+        if let handler = shared.recordHandler.withLock({ $0 }) { handler(written.path) }
+        return written
+    }
+
+    /// One line on stderr per hang record, as a crash has its own: a log pipeline learns of it
+    /// even when the record never leaves the machine.
+    static func say(detector: UInt32, name: String, observed: Int64, record: SnapshotRecord?) {
+        let file = record.map { String($0.path.split(separator: "/").last ?? "") } ?? ""
+        let line = "crashcapture: {\"hang\":\"\(jsonEscaped(name))\",\"detector\":\(detector),\"observed_ms\":\(observed / 1_000_000),"
+            + "\"record\":\(record == nil ? "null" : "\"\(jsonEscaped(file))\""),\"stopped_us\":\(record.map { $0.stopped.microsecondsRounded } ?? 0)}\n"
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
+    }
+
+    static func jsonEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+/// `crash-inspect snapshot <pid>`'s request: a file `snapshot-request-<pid>` in the record
+/// directory, answered by the watcher with `snapshot-answer-<pid>` (the record's file name, or
+/// `error: …`), written whole (a rename) before the request is removed.
+package enum SnapshotRequest {
+    package static func requestName(pid: Int32) -> String { "snapshot-request-\(pid)" }
+    package static func answerName(pid: Int32) -> String { "snapshot-answer-\(pid)" }
+
+    static func answer(directory: String) {
+        let pid = getpid()
+        let request = directory + "/" + requestName(pid: pid)
+        guard access(request, F_OK) == 0 else { return }
+        let text: String
+        do {
+            let record = try HangMonitor.write(kind: UInt32(CC_KIND_SNAPSHOT.rawValue), detector: UInt32(CC_DETECTOR_NONE.rawValue),
+                                               name: "crash-inspect snapshot")
+            text = String(record.path.split(separator: "/").last ?? "")
+        } catch {
+            text = "error: \(error)"
+        }
+        let answer = directory + "/" + answerName(pid: pid)
+        let temporary = answer + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            var bytes = Array((text + "\n").utf8)
+            bytes.withUnsafeMutableBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            rename(temporary, answer)
+        }
+        unlink(request)
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ attoseconds / 1_000_000_000
+    }
+    var microsecondsRounded: Int64 { nanoseconds / 1000 }
+}
+
+func monotonicNow() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}
+
+private func sleepUntil(_ deadline: Int64) {
+    var when = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, nil) == EINTR {}
+}

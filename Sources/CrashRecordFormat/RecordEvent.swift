@@ -1,0 +1,142 @@
+// RecordEvent.swift — a record that is not a crash: a live process's hang or snapshot
+// (`CC_SEC_EVENT`), and where each request's task waits (`CC_SEC_REQUEST_TASK`).
+import CCrashRecordLayout
+
+/// What a record is of.
+public enum RecordKind: String, Sendable, Equatable, CaseIterable {
+    /// The process died of a signal (a record without an event section).
+    case crash
+    /// The process was stuck and lived on: a hang detector fired.
+    case hang
+    /// The process was running and a record of it was asked for.
+    case snapshot
+}
+
+/// Why a record of a live process was written (`CC_SEC_EVENT`).
+package struct RecordEvent: Sendable, Equatable {
+    /// Which detector fired (`CC_DETECTOR_*`).
+    package enum Detector: Sendable, Equatable {
+        case none, pool, eventLoop, request, shutdown, heartbeat
+        case unknown(UInt32)
+
+        init(raw: UInt32) {
+            switch raw {
+            case CC_DETECTOR_NONE.rawValue: self = .none
+            case CC_DETECTOR_POOL.rawValue: self = .pool
+            case CC_DETECTOR_EVENT_LOOP.rawValue: self = .eventLoop
+            case CC_DETECTOR_REQUEST.rawValue: self = .request
+            case CC_DETECTOR_SHUTDOWN.rawValue: self = .shutdown
+            case CC_DETECTOR_HEARTBEAT.rawValue: self = .heartbeat
+            default: self = .unknown(raw)
+            }
+        }
+
+        /// The name `show --json` and the sinks give it.
+        package var name: String {
+            switch self {
+            case .none: return "snapshot"
+            case .pool: return "cooperative_pool"
+            case .eventLoop: return "event_loop"
+            case .request: return "request"
+            case .shutdown: return "shutdown"
+            case .heartbeat: return "heartbeat"
+            case .unknown(let raw): return "unknown_\(raw)"
+            }
+        }
+    }
+
+    package var kind: RecordKind
+    package var detector: Detector
+    package var thresholdMilliseconds: UInt64
+    package var observedMilliseconds: UInt64
+    /// The stuck request's key (detector `request`), matching a ``CrashRequest/key``.
+    package var requestKey: UInt64?
+    /// The thread the detector names (an event loop's), if any.
+    package var blockedThread: Int32?
+    package var stoppedMicroseconds: UInt32
+    package var threadsStopped: UInt32
+    /// What fired, or why it was asked for.
+    package var name: String
+
+    package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
+                 requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,
+                 threadsStopped: UInt32 = 0, name: String = "") {
+        self.kind = kind
+        self.detector = detector
+        self.thresholdMilliseconds = thresholdMilliseconds
+        self.observedMilliseconds = observedMilliseconds
+        self.requestKey = requestKey
+        self.blockedThread = blockedThread
+        self.stoppedMicroseconds = stoppedMicroseconds
+        self.threadsStopped = threadsStopped
+        self.name = name
+    }
+
+    /// One line that says what happened: "the cooperative pool's heartbeat ran 7.2 s late
+    /// (threshold 2 s)".
+    package var summary: String {
+        let observed = Self.seconds(observedMilliseconds), threshold = Self.seconds(thresholdMilliseconds)
+        switch detector {
+        case .none: return name.isEmpty ? "a snapshot of the running process" : "a snapshot of the running process (\(name))"
+        case .pool: return "the cooperative pool's heartbeat ran \(observed) late (threshold \(threshold))"
+        case .eventLoop: return "event loop \(name) did not run for \(observed) (threshold \(threshold))"
+        case .heartbeat: return "heartbeat \(name) did not beat for \(observed) (threshold \(threshold))"
+        case .request: return "a request was in flight for \(observed) (threshold \(threshold))"
+        case .shutdown: return "the graceful shutdown had not ended after \(observed) (threshold \(threshold))"
+        case .unknown(let raw): return "detector \(raw) fired (\(name)): \(observed), threshold \(threshold)"
+        }
+    }
+
+    static func seconds(_ milliseconds: UInt64) -> String {
+        if milliseconds < 1000 { return "\(milliseconds) ms" }
+        let tenths = (milliseconds + 50) / 100
+        return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
+    }
+}
+
+/// Where a request's task will resume (`CC_SEC_REQUEST_TASK`): the function it resumes in, and
+/// the chain of its callers.
+package struct SuspendedTask: Sendable, Equatable {
+    package enum Status: Sendable, Equatable {
+        /// Read from the task.
+        case read
+        /// The runtime's task layout is not known in that process.
+        case layoutUnknown
+        /// The key did not read as a task (it ended, or its memory was reused).
+        case notATask
+        case unknown(UInt32)
+    }
+    package var status: Status
+    /// ResumeTask: the function the task resumes in (the awaiting function's continuation).
+    package var resume: UInt64
+    package var context: UInt64
+    package var taskID: UInt32
+    package var jobFlags: UInt32
+    /// Its callers: each link's `resume` is where a caller resumes.
+    package var chain: AsyncContextChain?
+
+    package init(status: Status, resume: UInt64 = 0, context: UInt64 = 0, taskID: UInt32 = 0, jobFlags: UInt32 = 0,
+                 chain: AsyncContextChain? = nil) {
+        self.status = status
+        self.resume = resume
+        self.context = context
+        self.taskID = taskID
+        self.jobFlags = jobFlags
+        self.chain = chain
+    }
+
+    /// The resume points from the innermost (where it waits) out: what a reader symbolicates.
+    package var resumePoints: [UInt64] {
+        guard status == .read, resume != 0 else { return [] }
+        // The task resumes where its innermost context's caller does when that function has no
+        // context of its own to resume (a continuation): the same address twice is one frame.
+        var points = [resume]
+        for link in chain?.links ?? [] where link.resume != points.last { points.append(link.resume) }
+        return points
+    }
+}
+
+extension CrashRecord {
+    /// What the record is of: a crash, unless an event section says it is a hang or a snapshot.
+    public var kind: RecordKind { event?.kind ?? .crash }
+}

@@ -1,0 +1,165 @@
+// Hang.swift — `crash-harness hang`: a process that gets stuck (or is looked at) and lives on, for
+// the hang-detection tests (Tests/CrashCaptureTests/HangDetectionTests.swift).
+import ArgumentParser
+import CrashCapture
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension CrashHarness {
+    struct Hang: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Gets stuck in one way (or is looked at) and lives on; prints what it saw as JSON on stdout.",
+            discussion: """
+                Modes: pool (every cooperative-pool thread blocks in sleep(3) for --block seconds, with requests \
+                attached; then a pool job must run again), snapshot (CrashHandler.snapshot while threads sleep and \
+                requests await continuations never resumed; the sleeps must not end early), serve (requests that \
+                await forever, pool busy with --load jobs, for --seconds: crash-inspect snapshot and SIGSTOP \
+                come from outside), heartbeat (an app heartbeat that stops beating), pause (the pool blocked \
+                between HangDetector.pause and resume: no record).
+                """)
+
+        @Option(help: "Directory for records.")
+        var dir: String
+
+        @Option(help: "pool, snapshot, serve, heartbeat or pause.")
+        var mode: String
+
+        @Option(help: "Stall threshold in seconds (hang detection on); 0 leaves it to the environment.")
+        var threshold: Double = 1
+
+        @Option(help: "Seconds the pool (or the heartbeat) stays blocked.")
+        var block: Double = 3
+
+        @Option(help: "Requests that await a continuation never resumed.")
+        var waiting: Int = 3
+
+        @Option(help: "serve: seconds to run.")
+        var seconds: Double = 10
+
+        @Option(help: "serve: CPU-bound jobs kept on the pool (a healthy process under full load).")
+        var load: Int = 0
+
+        func run() throws {
+            var configuration = CrashHandler.Configuration(directory: dir, appName: "crash-harness", appVersion: "1.0")
+            if threshold > 0 { configuration.hangDetection = HangDetection(stallThreshold: .milliseconds(Int64(threshold * 1000))) }
+            try CrashHandler.start(configuration)
+            for index in 0 ..< waiting { startWaitingRequest(index) }
+            Thread.sleep(forTimeInterval: 0.2)   // the waiting requests are attached and suspended
+            switch mode {
+            case "pool": try blockPool(pause: false)
+            case "pause": try blockPool(pause: true)
+            case "snapshot": try snapshotWhileSleeping()
+            case "serve": serve()
+            case "heartbeat": heartbeat()
+            default: throw ValidationError("unknown mode \(mode)")
+            }
+        }
+
+        /// Every pool thread blocks in a synchronous sleep inside a request; afterwards a new pool job
+        /// must run (the process recovered).
+        func blockPool(pause: Bool) throws {
+            let width = ProcessInfo.processInfo.activeProcessorCount * 4
+            let done = DispatchSemaphore(value: 0)
+            if pause { HangDetector.pause() }
+            for index in 0 ..< width {
+                Task.detached {
+                    let context = CrashContext(requestID: "blocking-\(index)", method: "GET", route: "/block/{seconds}", path: "/block/\(index)")
+                    await CrashContext.withValue(context) { blockingCall(seconds: block) }
+                    done.signal()
+                }
+            }
+            for _ in 0 ..< width { done.wait() }
+            if pause { HangDetector.resume() }
+            let ran = DispatchSemaphore(value: 0)
+            let start = Date()
+            Task.detached { ran.signal() }
+            let recovered = ran.wait(timeout: .now() + 10) == .success
+            print("{\"recovered\":\(recovered),\"recovery_ms\":\(Int(Date().timeIntervalSince(start) * 1000))}")
+            Thread.sleep(forTimeInterval: 0.5)   // a record being written finishes
+        }
+
+        /// Threads asleep while a snapshot is taken: each sleep must last as long as asked.
+        func snapshotWhileSleeping() throws {
+            let sleepers = 3
+            let slept = Mutex<[Double]>([])
+            var threads: [Thread] = []
+            for _ in 0 ..< sleepers {
+                let thread = Thread {
+                    let start = Date()
+                    sleep(2)   // glibc's sleep: one nanosleep, which a signal handler would cut short
+                    slept.withLock { $0.append(Date().timeIntervalSince(start)) }
+                }
+                threads.append(thread)
+                thread.start()
+            }
+            Thread.sleep(forTimeInterval: 0.3)
+            let record = try CrashHandler.snapshot(reason: "harness")
+            while slept.withLock({ $0.count }) < sleepers { Thread.sleep(forTimeInterval: 0.05) }
+            let times = slept.withLock { $0 }.map { String(format: "%.3f", $0) }.joined(separator: ",")
+            print("{\"record\":\"\(record.path)\",\"stopped_us\":\(record.stopped.components.attoseconds / 1_000_000_000_000 + record.stopped.components.seconds * 1_000_000),\"threads\":\(record.threads),\"slept\":[\(times)]}")
+        }
+
+        /// A process that keeps working: --load CPU-bound jobs cycling on the pool, for --seconds.
+        func serve() {
+            let deadline = Date().addingTimeInterval(seconds)
+            for _ in 0 ..< load {
+                Task.detached {
+                    while Date() < deadline {
+                        var x: UInt64 = 1
+                        for i in 0 ..< 200_000 { x = x &* 6364136223846793005 &+ UInt64(i) }
+                        blackHole(x)
+                        serveCompleted.add(1, ordering: .relaxed)
+                        await Task.yield()
+                    }
+                }
+            }
+            print("{\"serving\":\(getpid())}")
+            FileHandle.standardOutput.synchronizeFile()
+            while Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+            print("{\"jobs\":\(serveCompleted.load(ordering: .relaxed))}")
+        }
+
+        /// An app heartbeat that beats, then stops for --block seconds, then beats again.
+        func heartbeat() {
+            let beat = HangDetector.heartbeat(named: "worker-loop")
+            let thread = Thread {
+                for _ in 0 ..< 5 { beat.beat(); Thread.sleep(forTimeInterval: 0.1) }
+                Thread.sleep(forTimeInterval: block)
+                for _ in 0 ..< 5 { beat.beat(); Thread.sleep(forTimeInterval: 0.1) }
+            }
+            thread.name = "worker-loop"
+            thread.start()
+            Thread.sleep(forTimeInterval: block + 1.5)
+            print("{\"tid\":0}")
+        }
+    }
+}
+
+/// A request that awaits a continuation nobody resumes (an actor-style deadlock).
+func startWaitingRequest(_ index: Int) {
+    Task.detached {
+        let context = CrashContext(requestID: "waiting-\(index)", method: "GET", route: "/wait-forever", path: "/wait-forever/\(index)")
+        await CrashContext.withValue(context) { await awaitForever() }
+    }
+}
+
+@inline(never) func awaitForever() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        abandoned.withLock { $0.append(continuation) }
+    }
+}
+
+/// Continuations kept (never resumed), so they are not reported as leaked.
+let abandoned = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+let serveCompleted = Atomic<Int>(0)
+
+/// A library call that blocks its thread.
+@inline(never) func blockingCall(seconds: Double) {
+    usleep(useconds_t(seconds * 1_000_000))
+}
+
+@inline(never) func blackHole(_ value: UInt64) { if value == 42 { print("") } }
