@@ -380,13 +380,10 @@ final class HangMonitor: Sendable {
 /// `crash-inspect snapshot <pid>`'s request: a file `snapshot-request-<pid>` in the record
 /// directory, answered by the watcher with `snapshot-answer-<pid>` (the record's file name, or
 /// `error: …`), written whole (a rename) before the request is removed.
-package enum SnapshotRequest {
-    package static func requestName(pid: Int32) -> String { "snapshot-request-\(pid)" }
-    package static func answerName(pid: Int32) -> String { "snapshot-answer-\(pid)" }
-
+enum SnapshotRequest {
     static func answer(directory: String) {
         let pid = getpid()
-        let request = directory + "/" + requestName(pid: pid)
+        let request = directory + "/" + RecordFileName.snapshotRequest(pid: pid)
         guard access(request, F_OK) == 0 else { return }
         let text: String
         do {
@@ -396,7 +393,7 @@ package enum SnapshotRequest {
         } catch {
             text = "error: \(error)"
         }
-        let answer = directory + "/" + answerName(pid: pid)
+        let answer = directory + "/" + RecordFileName.snapshotAnswer(pid: pid)
         let temporary = answer + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if fd >= 0 {

@@ -26,9 +26,10 @@ public struct CrashCaptureService: Service {
     }
 
     /// Waits for the group's graceful shutdown (or cancellation), then returns. Never throws:
-    /// returning early would end the group (a service's end cancels it by default).
+    /// returning early would end the group (a service's end cancels it by default). A graceful
+    /// shutdown starts hang detection's shutdown clock (``HangDetector/shutdownBegan()``).
     public func run() async {
-        try? await gracefulShutdown()
+        if (try? await gracefulShutdown()) != nil { HangDetector.shutdownBegan() }
     }
 }
 #endif
@@ -64,7 +65,7 @@ public struct CrashReportingService: Service {
     /// (``CrashReporting/shutdown(timeout:)``, without holding the group's executor). Never
     /// throws: returning early would end the group.
     public func run() async {
-        try? await gracefulShutdown()
+        if (try? await gracefulShutdown()) != nil { HangDetector.shutdownBegan() }
         await reporting.shutdown()
     }
 }

@@ -29,7 +29,7 @@ package enum Rendering {
             out.append("  the process lived on: it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
                        + " (\(event.threadsStopped) read; the thread that wrote the record is not listed)")
             if let thread = inspection.crashed?.thread {
-                out.append("  blocked thread \(thread.tid) \"\(thread.name)\"")
+                out.append("  \(event.kind == .hang ? "blocked thread" : "a thread running a task:") \(thread.tid) \"\(thread.name)\"")
             }
             if let key = event.requestKey, let stuck = record.requests?.others.first(where: { $0.key == key }) {
                 out.append("  stuck request: \(servingLine(stuck).replacingOccurrences(of: "while serving ", with: ""))")
@@ -58,7 +58,7 @@ package enum Rendering {
             if thread.thread.crashed {
                 out.append("Crashed thread")
             } else if live && thread.thread.tid == inspection.focusTID {
-                out.append("Blocked thread")
+                out.append(record.kind == .hang ? "Blocked thread" : "Thread running a task")
             } else if !headedOthers {
                 out.append("Other threads")
                 headedOthers = true

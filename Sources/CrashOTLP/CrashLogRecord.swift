@@ -10,6 +10,9 @@ package import HostFacts
 package enum CrashLogRecord {
     /// The record's event name (`LogRecord.event_name`).
     package static let eventName = "app.crash"
+    /// The event names of a record of a live process: a hang (severity WARN), a snapshot (INFO).
+    package static let hangEventName = "app.hang"
+    package static let snapshotEventName = "app.snapshot"
     /// `exception.stacktrace` holds at most this many frames…
     package static let maxStackFrames = 256
     /// …and at most this many bytes: a runaway recursion's stack would otherwise make the record
@@ -130,7 +133,7 @@ package enum CrashLogRecord {
         let redaction = minimised.redaction
         let local = ImageSymbols(images: record.images)
         let framesOf = frames ?? { thread in ThreadFrames.resolve(thread, isAsyncFunction: local.isAsyncFunction) }
-        let crashed = record.crashedThread
+        let crashed = record.focusThread(frames: framesOf)
         let crashedFrames = crashed.map(framesOf) ?? []
         let summary = CrashSummary(record: record, frames: crashedFrames)
         let fullPaths = redaction.fullPaths
@@ -142,6 +145,12 @@ package enum CrashLogRecord {
         var log = OTLPLogRecord(timeUnixNano: record.process.map { UInt64(clamping: $0.crashWallNanoseconds) } ?? 0,
                                 observedTimeUnixNano: observedNanoseconds)
         log.eventName = eventName
+        if let live = record.event {
+            // Not a crash: not FATAL.
+            log.eventName = live.kind == .hang ? hangEventName : snapshotEventName
+            log.severityNumber = live.kind == .hang ? 13 : 9
+            log.severityText = live.kind == .hang ? "WARN" : "INFO"
+        }
         log.body = .string(text(summary.headline))
         var attributes: [OTLPAttribute] = []
         func add(_ key: String, _ value: OTLPValue?) { if let value { attributes.append(OTLPAttribute(key, value)) } }
@@ -166,6 +175,12 @@ package enum CrashLogRecord {
         add("crash.record", fileName)
         add("crash.run_id", record.runID)
         add("crash.complete", .bool(record.isComplete))
+        if let live = record.event {
+            add("hang.detector", live.detector.name)
+            add("hang.threshold_ms", .int(Int64(clamping: live.thresholdMilliseconds)))
+            add("hang.observed_ms", .int(Int64(clamping: live.observedMilliseconds)))
+            add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
+        }
         // The images, for a backend to symbolicate the addresses in the stack trace by.
         let images = record.images.prefix(maxImages).map { image -> OTLPValue in
             var fields = [OTLPAttribute("path", .string(path(image.path))),

@@ -243,7 +243,7 @@ extension CrashRecord {
     /// frames as `image+0xoffset` (the same across runs of one build whatever ASLR did). Read
     /// from the record alone: no symbol is looked up, so it costs no more than reading it.
     package var foldKey: String {
-        var parts = [signal.map { "\($0.name) \($0.codeName)" } ?? "no signal"]
+        var parts = [event.map { "\($0.kind.rawValue) \($0.detector.name) \($0.name)" } ?? signal.map { "\($0.name) \($0.codeName)" } ?? "no signal"]
         if let abort = abortMessage, let line = abort.split(separator: "\n").first { parts.append(String(line)) }
         let frames = crashedThread?.frames.prefix(3).map { offsetLabel(for: $0) ?? "0x" + String($0, radix: 16) } ?? []
         parts += frames.isEmpty ? ["no frames"] : frames

@@ -102,6 +102,12 @@ public struct RecordFileName: Sendable, Equatable {
             || name == prunedLedger || name == crashLoopState
     }
 
+    /// `crash-inspect snapshot <pid>`'s request to process `pid`: a file of this name in the record
+    /// directory, which the process's hang watcher answers (CrashCapture's HangDetection.swift).
+    package static func snapshotRequest(pid: Int32) -> String { "snapshot-request-\(pid)" }
+    /// The answer: the snapshot record's file name, or `error: …`, written whole (a rename).
+    package static func snapshotAnswer(pid: Int32) -> String { "snapshot-answer-\(pid)" }
+
     /// Whether the process that wrote this record may still be writing it: a `.partial` record
     /// of a process that runs now (not a zombie) and started by the crash time (two seconds of
     /// slack for the boot time's whole seconds and clock steps) — a process that started later

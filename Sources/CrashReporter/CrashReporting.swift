@@ -36,6 +36,10 @@ public final class CrashReporting: Sendable {
         /// `CrashHandler.Configuration.maxRecords`, `CrashHandler.Configuration.maxRecordBytes`)
         /// before it starts. The inbox keeps the directory under the same bounds.
         public var capture: (@Sendable (inout CrashHandler.Configuration) -> Void)?
+        /// Hang detection (`HangDetection`): a process stuck for longer than its thresholds writes
+        /// a hang record, which the sinks get while it lives. `nil` (the default) leaves it off,
+        /// unless `CRASHCAPTURE_HANG_SECONDS` turns it on.
+        public var hangDetection: HangDetection?
         /// The environment this run's events and session are filed under in Sentry. Defaults to
         /// `SENTRY_ENVIRONMENT`, else `production` (Sentry's own default).
         public var sentryEnvironment: String = Self.environmentVariable("SENTRY_ENVIRONMENT") ?? "production"
@@ -247,6 +251,7 @@ public final class CrashReporting: Sendable {
         var uploaderError: String?
         var captureConfiguration = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                               appVersion: configuration.appVersion)
+        if let hangDetection = configuration.hangDetection { captureConfiguration.hangDetection = hangDetection }
         configuration.capture?(&captureConfiguration)
         if captureConfiguration.runID.isEmpty { captureConfiguration.runID = randomUUIDText() }
         let run = ReportingRun(runID: captureConfiguration.runID, appName: configuration.appName, appVersion: configuration.appVersion,
@@ -335,6 +340,18 @@ public final class CrashReporting: Sendable {
         let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, oomWatch = self.oomWatch
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
         RunEndHook.register(self)
+        // A hang or snapshot record goes to the sinks while the process lives, from a thread of
+        // its own (the Swift pool may be the thing that is stuck), once the launch has offered
+        // the earlier records; the inbox's acknowledgments keep it from being sent twice.
+        if captureResult != nil {
+            HangDetector.onRecord { path in
+                let name = String(path.split(separator: "/").last ?? "")
+                OSThread.start(name: "CrashReporter.hang") {
+                    _ = launched.wait(until: .now + .seconds(60))
+                    _ = RecordInbox(directory: run.recordDirectory, sinks: sinks, limits: limits).pass(only: name)
+                }
+            }
+        }
         OSThread.start(name: "CrashReporter.launch") {
             // This run's marker first: from here on the next launch can tell how this run ended.
             var markerError: String?

@@ -196,7 +196,7 @@ package final class RecordInbox: Sendable {
             let missing = sinks.filter { !listed.contains(Self.acknowledgment(name, $0.id)) }
             if missing.isEmpty {
                 // Every sink has it (or there is none): read only for its run, which crashed.
-                if case .success(let crash) = read(name).record, let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
+                if case .success(let crash) = read(name).record, crash.kind == .crash, let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
                 delete(name)
                 report.recordsDelivered.append(name)
                 continue
@@ -204,9 +204,12 @@ package final class RecordInbox: Sendable {
             var record = read(name)
             switch record.record {
             case .success(let crash):
-                if !loopOpened { loop = CrashLoop.open(directory: directory); loopOpened = true }
-                record.tally.consecutiveCrashesAtStart = loop?.verdict(for: name, crash, tally: record.tally)
-                if let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
+                if crash.kind == .crash {
+                    if !loopOpened { loop = CrashLoop.open(directory: directory); loopOpened = true }
+                    record.tally.consecutiveCrashesAtStart = loop?.verdict(for: name, crash, tally: record.tally)
+                }
+                // A hang or snapshot ended no run: only a crash's record tells how its run ended.
+                if crash.kind == .crash, let run = crash.runID, !run.isEmpty { report.recordRuns[run] = name }
             case .failure:
                 report.recordsUnreadable.append(name)
             }

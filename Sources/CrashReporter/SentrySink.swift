@@ -267,7 +267,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         // The machine and container it crashed in: this one (the next launch and the uploader run
         // where the crash happened), where the policy lets the host's details leave.
         if data.hostDetails { facts.host = Self.hostContext }
-        guard sessions, let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
+        // A hang or a snapshot ends no run: no session goes with it (its run's session is sent
+        // when the run ends, as for any run).
+        guard sessions, record.kind == .crash, let process = record.process else { return SentryRecordRun(facts: facts, session: nil) }
         let crashMilliseconds = process.crashWallNanoseconds / 1_000_000
         let uptime = process.uptime.components
         let uptimeMilliseconds = uptime.seconds * 1000 + uptime.attoseconds / 1_000_000_000_000_000

@@ -266,7 +266,8 @@ package enum SentryEnvelope {
             ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }
         }
         let signal = record.signal
-        let crashed = record.crashedThread
+        // A hang's or snapshot's thread is the one it is about (the crashed thread of a crash).
+        let crashed = record.focusThread(frames: framesOf)
         let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }
         var mechanism = SentryEvent.Mechanism()
         if let signal {
@@ -277,6 +278,13 @@ package enum SentryEnvelope {
         // The crash's one summary: Sentry shows "type: value" as its headline.
         let crashedFrames = crashed.map(framesOf) ?? []
         let summary = CrashSummary(record: record, frames: crashedFrames)
+        if let live = record.event {
+            // Not a crash: Sentry's SDKs send an app hang with a mechanism of its own ("AppHang"),
+            // handled, so that Sentry does not count it as a crash; grouped by the frames
+            // (synthetic), not by the text that says how late it was.
+            mechanism.type = live.kind == .hang ? "AppHang" : "snapshot"
+            mechanism.handled = true
+        }
         var exception = SentryEvent.Exception(type: summary.title, value: summary.value, mechanism: mechanism)
         if let crashed {
             exception.threadID = Int(crashed.tid)
@@ -292,7 +300,7 @@ package enum SentryEnvelope {
                                      imageSize: Int(clamping: image.size), codeID: ids.codeID)
         }
         let threads = record.threads.map { thread in
-            SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.crashed,
+            SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.tid == crashed?.tid,
                                name: thread.name.isEmpty ? nil : thread.name,
                                stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record))
         }
@@ -317,6 +325,17 @@ package enum SentryEnvelope {
                 SentryEvent.Breadcrumb(timestamp: Double($0.wallNanoseconds) / 1e9, level: level($0.level), message: $0.message)
             }),
             extra: extra.isEmpty ? nil : extra)
+        if let live = record.event {
+            event.level = live.kind == .hang ? "error" : "info"
+            event.tags["record_kind"] = live.kind.rawValue
+            if live.kind == .hang { event.tags["hang_detector"] = live.detector.name }
+            var extra = event.extra ?? [:]
+            extra["hang"] = .pairs([
+                "what": live.summary, "threshold_ms": String(live.thresholdMilliseconds), "observed_ms": String(live.observedMilliseconds),
+                "threads_stopped_us": String(live.stoppedMicroseconds),
+            ])
+            event.extra = extra
+        }
         if let scope = record.scope {
             // The app's tags beside the reporter's (which win a clash: they say what the record is);
             // Relay refuses an empty tag value.
@@ -324,7 +343,9 @@ package enum SentryEnvelope {
             event.user = scope.user.map { SentryEvent.User(id: $0.id, username: $0.username, email: $0.email, ipAddress: $0.ipAddress) }
             event.contexts.appContexts = scope.contexts
         }
-        describeRequests(of: record, in: &event)
+        describeRequests(of: record, in: &event, names: { address in
+            readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
+        })
         return event
     }
 

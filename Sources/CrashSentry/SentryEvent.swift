@@ -71,9 +71,12 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var traceID: String?
         /// Seconds it had been in flight at the crash.
         package var age: Double?
+        /// In a hang or snapshot: where its task waits, the function it resumes in first, then its
+        /// callers (names as found on this machine, else `image+0xoffset`).
+        package var waitsIn: [String]?
 
         enum CodingKeys: String, CodingKey {
-            case id, method, route, traceID = "trace_id", age
+            case id, method, route, traceID = "trace_id", age, waitsIn = "waits_in"
         }
     }
 

@@ -27,10 +27,13 @@ extension SentryEnvelope {
     /// since no convention of Sentry's fits every kind of work and the app's own word says
     /// what it was. Such work gets no `request` interface: it was not an HTTP request (and Relay
     /// would refuse a method outside `[A-Z_-]{3,32}`).
-    package static func describeRequests(of record: CrashRecord, in event: inout SentryEvent) {
+    package static func describeRequests(of record: CrashRecord, in event: inout SentryEvent,
+                                         names: (UInt64) -> String? = { _ in nil }) {
         guard let requests = record.requests else { return }
         var extra = event.extra ?? [:]
-        if let crashed = requests.crashed {
+        // A hang of a stuck request is about that request, as a crash is about the crashed one.
+        let stuck = record.event?.requestKey.flatMap { key in requests.others.first { $0.key == key } }
+        if let crashed = requests.crashed ?? stuck {
             let id = tagValue(crashed.requestID)
             if !id.isEmpty { event.tags["request_id"] = id }
             let http = httpMethods.contains(crashed.method.uppercased())
@@ -56,12 +59,19 @@ extension SentryEnvelope {
                 id: String(request.requestID.prefix(requestTextLimit)), method: String(request.method.prefix(requestTextLimit)),
                 route: String(request.target.prefix(requestTextLimit)),
                 traceID: request.traceID.flatMap { isHexID($0, digits: 32) ? $0 : nil },
-                age: record.age(of: request).map { ($0 * 1000).rounded() / 1000 })
+                age: record.age(of: request).map { ($0 * 1000).rounded() / 1000 },
+                waitsIn: request.waiting.flatMap { waiting in
+                    let points = waiting.resumePoints.prefix(waitingFramesLimit)
+                    return points.isEmpty ? nil : points.map { names($0) ?? record.offsetLabel(for: $0) ?? "0x" + String($0, radix: 16) }
+                })
         }
         if !others.isEmpty { extra["requests_in_flight"] = .requests(Array(others)) }
         if requests.inFlight > 0 { extra["requests_in_flight_count"] = .text(String(requests.inFlight)) }
         event.extra = extra.isEmpty ? nil : extra
     }
+
+    /// Resume points of a waiting request sent in `waits_in`.
+    static let waitingFramesLimit = 16
 
     /// HTTP's methods (RFC 9110's and PATCH): the requests Sentry's `request` interface describes.
     static let httpMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]

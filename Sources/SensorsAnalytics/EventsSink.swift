@@ -106,6 +106,19 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
                                      appVersion: record.appVersion ?? marker?.appVersion ?? appVersion, extraPresets: extraPresets)
         let base = renderer.base(superProperties: superProperties)
         let time = crashMs ?? Self.nowMilliseconds()
+        if let live = record.event {
+            // A hang is an event of its own and ends no run; a snapshot, asked for by a person,
+            // is not an event of the app at all.
+            guard live.kind == .hang else { return ([], nil) }
+            var properties: [String: JSONScalar] = [
+                "$hang_record": .string(name), "$hang_detector": .string(live.detector.name), "$hang_reason": .string(live.summary),
+                "$hang_threshold_ms": .int(Int(clamping: live.thresholdMilliseconds)),
+                "$hang_observed_ms": .int(Int(clamping: live.observedMilliseconds)),
+            ]
+            if let requests = record.requests { properties["$hang_requests_in_flight"] = .int(requests.inFlight) }
+            let hang = AppEvents.appHang(runID: runID, time: time, identity: identity, properties: properties)
+            return ([NewEvent(hang, json: renderer.render(hang, base: base))], nil)
+        }
         let crashed = AppEvents.appCrashed(runID: runID, time: time, identity: identity,
                                            properties: Self.crashProperties(record, name: name, repetition: repetition))
         var events = [NewEvent(crashed, json: renderer.render(crashed, base: base))]

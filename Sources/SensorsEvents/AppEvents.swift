@@ -23,6 +23,8 @@ package enum AppEvents {
     package static let appStart = "$AppStart"
     package static let appEnd = "$AppEnd"
     package static let appCrashed = "AppCrashed"
+    /// A hang detector fired in a process that lived on (CrashCapture's hang detection).
+    package static let appHang = "AppHang"
     package static let signUp = "$SignUp"
 
     /// The property that carries the run id: in `$AppStart`, every `$AppEnd` and `AppCrashed`,
@@ -78,6 +80,14 @@ package enum AppEvents {
         var properties = properties
         properties[runIDProperty] = .string(runID)
         return EventDraft(time: time, event: appCrashed, identity: identity, properties: properties, priority: .crash)
+    }
+
+    /// `AppHang`: a hang record of a run that went on (no `$AppEnd` goes with it).
+    package static func appHang(runID: String, time: Int64, identity: EventIdentity,
+                               properties: [String: JSONScalar]) -> EventDraft {
+        var properties = properties
+        properties[runIDProperty] = .string(runID)
+        return EventDraft(time: time, event: appHang, identity: identity, properties: properties, priority: .crash)
     }
 }
 

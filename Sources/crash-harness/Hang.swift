@@ -42,9 +42,13 @@ extension CrashHarness {
         @Option(help: "serve: CPU-bound jobs kept on the pool (a healthy process under full load).")
         var load: Int = 0
 
+        @Option(name: .customLong("request-threshold"), help: "Seconds a request may stay in flight (0: the default, 60).")
+        var requestThreshold: Double = 0
+
         func run() throws {
             var configuration = CrashHandler.Configuration(directory: dir, appName: "crash-harness", appVersion: "1.0")
             if threshold > 0 { configuration.hangDetection = HangDetection(stallThreshold: .milliseconds(Int64(threshold * 1000))) }
+            if requestThreshold > 0 { configuration.hangDetection?.requestThreshold = .milliseconds(Int64(requestThreshold * 1000)) }
             try CrashHandler.start(configuration)
             for index in 0 ..< waiting { startWaitingRequest(index) }
             Thread.sleep(forTimeInterval: 0.2)   // the waiting requests are attached and suspended

@@ -18,7 +18,7 @@ struct CrashInspect: ParsableCommand {
             one-line error and the others are still read. Symbolication matches binaries by GNU build-id \
             and never shows names from a binary whose build-id differs.
             """,
-        subcommands: [List.self, Show.self, Groups.self, Store.self, Export.self, Symbols.self]
+        subcommands: [List.self, Show.self, Groups.self, Snapshot.self, Store.self, Export.self, Symbols.self]
     )
 }
 
@@ -150,6 +150,56 @@ extension CrashInspect {
 
         func run() throws {
             let (inspection, _) = try options.inspection(record)
+            print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
+        }
+    }
+
+    struct Snapshot: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Asks a running process for a snapshot record, waits for it and shows it.",
+            discussion: """
+                The process must run capture with hang detection on (CRASHCAPTURE_HANG_SECONDS, or \
+                HangDetection in its configuration) and write its records to --dir; this command leaves a \
+                request file there, which the process's watcher answers within a tick (at most a second). \
+                No signal is sent: a process that does not watch is not disturbed. Its threads stand \
+                still only while they are read (the record says how long).
+                """)
+
+        @Argument(help: "The process id.")
+        var pid: Int32
+
+        @Option(help: "Seconds to wait for the answer.")
+        var timeout: Double = 10
+
+        @OptionGroup var options: RecordOptions
+
+        func run() throws {
+            guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { throw ValidationError("no process \(pid)") }
+            let request = options.dir + "/" + RecordFileName.snapshotRequest(pid: pid)
+            let answer = options.dir + "/" + RecordFileName.snapshotAnswer(pid: pid)
+            unlink(answer)   // a stale answer of an earlier request
+            let fd = open(request, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw RuntimeFailure(description: "cannot leave a request in \(options.dir): \(String(cString: strerror(errno)))")
+            }
+            close(fd)
+            let deadline = Date().addingTimeInterval(timeout)
+            var text: String?
+            while Date() < deadline {
+                if let data = FileManager.default.contents(atPath: answer) {
+                    text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                    break
+                }
+                usleep(50_000)
+            }
+            unlink(answer)
+            guard let text else {
+                unlink(request)
+                throw RuntimeFailure(description: "process \(pid) did not answer within \(timeout) s: it answers only with hang detection on "
+                                     + "(CRASHCAPTURE_HANG_SECONDS, or HangDetection in its configuration) and records in \(options.dir)")
+            }
+            if text.hasPrefix("error:") { throw RuntimeFailure(description: "process \(pid): \(text)") }
+            let (inspection, _) = try options.inspection(options.dir + "/" + text)
             print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
         }
     }

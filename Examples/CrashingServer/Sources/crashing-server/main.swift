@@ -2,7 +2,9 @@
 // each request's crash context attached (CrashContextMiddleware), for the tests:
 // `GET /ok` answers, `GET /slow` answers after ~2 s (`?seconds=N`: requests left in flight),
 // `GET /crash` and `GET /crash/{id}` die of SIGSEGV inside their route handler, below an app
-// middleware and two async helpers that each suspend once.
+// middleware and two async helpers that each suspend once; `GET /block` blocks its pool thread in
+// a synchronous sleep (`?seconds=N`), `GET /wait-forever` awaits a continuation never resumed
+// (hang detection's tests: CRASHCAPTURE_HANG_SECONDS turns it on).
 //
 //   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report]   (DIR also from CRASH_DIR; PORT 0 by default)
 //
@@ -23,6 +25,7 @@ import Foundation
 import Hummingbird
 import Instrumentation
 import NIOCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,6 +48,36 @@ import Glibc
     try await Task.sleep(for: .seconds(seconds))
     return "slow\n"
 }
+
+/// The `/block` route handler: a library call that blocks its thread for `?seconds=N` (3 by
+/// default), a synchronous sleep on the Swift pool. Says on stderr when it has started.
+@Sendable @inline(never) func blockRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    let seconds = request.uri.queryParameters.get("seconds", as: Double.self) ?? 3
+    FileHandle.standardError.write(Data("block request started\n".utf8))
+    blockingLibraryCall(seconds: seconds)
+    return "blocked\n"
+}
+
+@inline(never) func blockingLibraryCall(seconds: Double) {
+    usleep(useconds_t(seconds * 1_000_000))
+}
+
+/// The `/wait-forever` route handler: awaits a continuation nobody resumes (an actor-style
+/// deadlock); the request never ends. Says on stderr when it waits.
+@Sendable @inline(never) func waitForeverRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    FileHandle.standardError.write(Data("wait-forever request started\n".utf8))
+    await awaitSomethingThatNeverComes()
+    return "not reached\n"
+}
+
+@inline(never) func awaitSomethingThatNeverComes() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        forgotten.withLock { $0.append(continuation) }
+    }
+}
+
+/// Continuations nobody resumes (kept, so the runtime does not report them leaked).
+let forgotten = Mutex<[CheckedContinuation<Void, Never>]>([])
 
 /// The app's own middleware: every `/crash` request passes through it, awaiting the next responder.
 struct AuditMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -96,6 +129,8 @@ if !CommandLine.arguments.contains("--no-crash-context") {
 }
 router.get("ok") { _, _ in "ok\n" }
 router.get("slow", use: slowRoute)
+router.get("block", use: blockRoute)
+router.get("wait-forever", use: waitForeverRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
 let app = Application(
