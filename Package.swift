@@ -283,7 +283,7 @@ let package = Package(
             name: "CrashCaptureTests",
             dependencies: [
                 "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
-                "TestSupport", "crash-harness", "capture-only", .product(name: "Logging", package: "swift-log"),
+                "TestSupport", "crash-harness", "capture-only", "crash-inspect", "CrashInspection", .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]

@@ -184,8 +184,8 @@ final class HangMonitor: Sendable {
     let pauses = Atomic<Int>(0)
     let resumedAt = Atomic<Int64>(0)
     let shutdownAt = Atomic<Int64>(0)
-    /// When the pool's heartbeat job last ran (monotonic ns).
-    let poolBeat = Atomic<Int64>(0)
+    /// The number of the pool's last heartbeat job that ran (the watcher numbers them).
+    let poolBeat = Atomic<Int>(0)
     let running = Atomic<Bool>(false)
     /// Bumped to end the watcher (start after stop starts a new one).
     let generation = Atomic<Int>(0)
@@ -235,7 +235,8 @@ final class HangMonitor: Sendable {
     private func watch(generation: Int) {
         "crashcapture-hang".withCString { cc_name_current_thread($0) }
         defer { running.store(false, ordering: .sequentiallyConsistent) }
-        var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued; 0: none pending
+        var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued (or the watcher last ran late); 0: none pending
+        var poolNumber = 0               // the pending heartbeat's number
         var quietUntil = monotonicNow()  // no detector fires before this
         var lastFired: [String: Int64] = [:]
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
@@ -276,7 +277,7 @@ final class HangMonitor: Sendable {
 
             // The cooperative pool: one heartbeat job pending at a time.
             if poolSent != 0 {
-                if poolBeat.load(ordering: .sequentiallyConsistent) >= poolSent {
+                if poolBeat.load(ordering: .sequentiallyConsistent) >= poolNumber {
                     poolSent = 0
                 } else if !quiet, now - poolSent > threshold {
                     fire(UInt32(CC_DETECTOR_POOL.rawValue), name: "cooperative pool", threshold: threshold, observed: now - poolSent)
@@ -284,7 +285,9 @@ final class HangMonitor: Sendable {
             }
             if poolSent == 0 {
                 poolSent = now
-                Task.detached(priority: .medium) { [self] in poolBeat.store(monotonicNow(), ordering: .sequentiallyConsistent) }
+                poolNumber += 1
+                let number = poolNumber
+                Task.detached(priority: .medium) { [self] in poolBeat.store(number, ordering: .sequentiallyConsistent) }
             }
             // Heartbeats.
             for heartbeat in heartbeats.withLock({ $0 }) where !heartbeat.stopped.load(ordering: .relaxed) {

@@ -1,0 +1,251 @@
+// HangDetectionTests.swift — records of a live process, in child processes (`crash-harness hang`):
+// a starved cooperative pool writes one hang record naming the blocking frames and the requests,
+// and the process recovers; a snapshot stops no sleep short; the watcher never cries wolf (paused
+// work, SIGSTOP, full load); a stuck request and a silent heartbeat are named; crash-inspect
+// snapshot asks a running process for a record.
+import CrashCapture
+import CrashInspection
+import CrashSymbolication
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class HangDetectionTests: XCTestCase {
+    struct Hang {
+        let directory: String
+        let child: ChildProcess
+        let stdout: String
+        let stderr: String
+
+        var recordFiles: [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".ccrec") }.sorted()
+                .map { directory + "/" + $0 }
+        }
+
+        func records() throws -> [CrashRecord] { try recordFiles.map { try CrashRecordReader.read(path: $0) } }
+
+        func json() throws -> [String: Any] {
+            let line = try XCTUnwrap(stdout.split(separator: "\n").last.map(String.init), "no JSON on stdout; stderr: \(stderr)")
+            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+    }
+
+    /// Runs `crash-harness hang --mode <mode>` to its end.
+    func hang(_ mode: String, _ arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 60) throws -> Hang {
+        let directory = try Scratch.directory("hang-\(mode)")
+        let out = directory + ".stdout", err = directory + ".stderr"
+        var env = ProcessInfo.processInfo.environment
+        env[HangDetection.environmentVariable] = nil
+        env["SWIFT_BACKTRACE"] = "enable=no"
+        env.merge(environment) { _, new in new }
+        let child = try ChildProcess.run(Harness.debug, ["hang", "--dir", directory, "--mode", mode] + arguments,
+                                         environment: env, stdout: out, stderr: err, timeout: timeout, ownProcessGroup: true)
+        return Hang(directory: directory, child: child, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+                    stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    static let symbolicator: Symbolicator = { try! Symbolicator() }()
+
+    func inspect(_ path: String) throws -> Inspection {
+        Inspection(path: path, record: try CrashRecordReader.read(path: path), symbolicator: Self.symbolicator)
+    }
+
+    /// Every pool thread blocked in a synchronous sleep for 3 s, stall threshold 1 s: exactly one
+    /// hang record (one per cause per 10 minutes), of the pool, whose blocked thread stands in
+    /// `blockingCall`, listing the blocking requests and the waiting ones with where they wait;
+    /// the process recovers and exits 0, as it does with capture off.
+    func testStarvedPoolWritesOneHangRecordThatNamesTheBlockingFramesAndTheProcessRecovers() throws {
+        let run = try hang("pool", ["--threshold", "1", "--block", "3"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        XCTAssertEqual(try run.json()["recovered"] as? Bool, true)
+        let records = try run.records()
+        XCTAssertEqual(records.count, 1, "one hang record per cause: \(run.recordFiles)")
+        let record = try XCTUnwrap(records.first)
+        XCTAssertEqual(record.kind, .hang)
+        XCTAssertNil(record.signal, "a hang is no signal")
+        XCTAssertNil(record.appEndJSON, "a hang ends no run")
+        let event = try XCTUnwrap(record.event)
+        XCTAssertEqual(event.detector, .pool)
+        XCTAssertEqual(event.thresholdMilliseconds, 1000)
+        XCTAssertGreaterThanOrEqual(event.observedMilliseconds, 1000)
+        XCTAssertGreaterThan(event.threadsStopped, 0)
+        XCTAssertTrue(record.isComplete)
+        let inspection = try inspect(run.recordFiles[0])
+        let blocked = try XCTUnwrap(inspection.crashed, "no blocked thread chosen")
+        let names = blocked.frames.flatMap(\.symbols).compactMap(\.symbol)
+        XCTAssertTrue(names.contains { $0.contains("blockingCall") }, "blocked thread's frames: \(names.prefix(8))")
+        let requests = try XCTUnwrap(record.requests)
+        XCTAssertTrue(requests.others.contains { $0.requestID.hasPrefix("blocking-") }, "\(requests.others.map(\.requestID))")
+        XCTAssertTrue(run.stderr.contains("crashcapture: {\"hang\":\"cooperative pool\""), run.stderr)
+        // The line on stderr names the record.
+        XCTAssertTrue(run.stderr.contains((run.recordFiles[0] as NSString).lastPathComponent), run.stderr)
+        XCTAssertTrue(inspection.signature.hasPrefix("hang cooperative_pool | "), inspection.signature)
+        let text = Rendering.text(inspection)
+        XCTAssertTrue(text.hasPrefix("Hang "), String(text.prefix(200)))
+        XCTAssertTrue(text.contains("Blocked thread"), text)
+    }
+
+    /// The same with capture off: the process recovers the same way and writes nothing.
+    func testStarvedPoolWithCaptureOffRecoversTheSameWay() throws {
+        let run = try hang("pool", ["--threshold", "1", "--block", "2"], environment: [CrashHandler.disableEnvironmentVariable: "1"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        XCTAssertEqual(try run.json()["recovered"] as? Bool, true)
+        XCTAssertEqual(run.recordFiles, [])
+    }
+
+    /// A snapshot while three threads sleep (glibc's sleep: one nanosleep, which any signal
+    /// handler cuts short) and three requests await continuations nobody resumes: each sleep
+    /// lasts its full 2 s, the record lists the sleeping threads in `sleep` and each request's
+    /// task waiting in `awaitForever`.
+    func testSnapshotCutsNoSleepShortAndSaysWhereEachRequestWaits() throws {
+        let run = try hang("snapshot", ["--threshold", "0"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        let json = try run.json()
+        let slept = try XCTUnwrap(json["slept"] as? [Double])
+        XCTAssertEqual(slept.count, 3)
+        for seconds in slept { XCTAssertGreaterThanOrEqual(seconds, 1.99, "a sleep was cut short: \(slept)") }
+        let path = try XCTUnwrap(json["record"] as? String)
+        let inspection = try inspect(path)
+        XCTAssertEqual(inspection.record.kind, .snapshot)
+        XCTAssertEqual(inspection.record.event?.name, "harness")
+        let sleeping = inspection.threads.filter { $0.frames.flatMap(\.symbols).contains { $0.symbol == "sleep" } }
+        XCTAssertGreaterThanOrEqual(sleeping.count, 3, inspection.threads.map { $0.frames.first?.symbols.first?.symbol ?? "?" }.description)
+        XCTAssertTrue(inspection.threads.allSatisfy(\.thread.ptraced), "every thread read by the helper")
+        let others = try XCTUnwrap(inspection.record.requests?.others)
+        XCTAssertEqual(others.map(\.requestID).sorted(), ["waiting-0", "waiting-1", "waiting-2"])
+        for (index, request) in others.enumerated() {
+            XCTAssertEqual(request.waiting?.status, .read, request.requestID)
+            let names = inspection.waiting[index].compactMap(\.symbol)
+            XCTAssertTrue(names.contains { $0.contains("awaitForever") }, "\(request.requestID) waits in \(names)")
+            XCTAssertTrue(names.contains { $0.contains("startWaitingRequest") }, "\(request.requestID)'s callers: \(names)")
+        }
+        XCTAssertGreaterThan(json["stopped_us"] as? Int ?? 0, 0)
+    }
+
+    /// Deliberate blocking work between HangDetector.pause() and resume(): no record.
+    func testBlockingWorkBetweenPauseAndResumeWritesNoRecord() throws {
+        let run = try hang("pause", ["--threshold", "1", "--block", "3"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        XCTAssertEqual(run.recordFiles, [], run.stderr)
+    }
+
+    /// A process stopped with SIGSTOP for 10 s, then continued: its watcher's own sleep ran late,
+    /// so nothing it measured in that time counts — no record. Its three requests that never end
+    /// are 16 s old at the end, 6 s of it running: under the 12 s request threshold.
+    func testStoppedForTenSecondsWritesNoRecord() throws {
+        let directory = try Scratch.directory("hang-sigstop")
+        var env = ProcessInfo.processInfo.environment
+        env[HangDetection.environmentVariable] = nil
+        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "1",
+                                                           "--seconds", "16", "--load", "2", "--request-threshold", "12"],
+                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
+                                           ownProcessGroup: true)
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertEqual(kill(child.pid, SIGSTOP), 0)
+        Thread.sleep(forTimeInterval: 10)
+        XCTAssertEqual(kill(child.pid, SIGCONT), 0)
+        let ended = child.wait(timeout: 60)
+        XCTAssertEqual(ended.ending, .exited(0))
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".ccrec") }
+        XCTAssertEqual(records, [], (try? String(contentsOfFile: directory + ".stderr", encoding: .utf8)) ?? "")
+    }
+
+    /// A healthy process keeping the pool busy with CPU-bound jobs (four per core) for 15 s,
+    /// stall threshold 1 s: no record.
+    func testFullLoadWritesNoRecord() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let run = try hang("serve", ["--threshold", "1", "--seconds", "15", "--load", String(4 * cores), "--waiting", "0"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        XCTAssertGreaterThan(try run.json()["jobs"] as? Int ?? 0, 100, "the load did run")
+        XCTAssertEqual(run.recordFiles, [], run.stderr)
+    }
+
+    /// Three requests that never end, a request threshold of 2 s: one record of the request
+    /// detector naming the oldest of them, which the record lists first with where it waits.
+    func testStuckRequestIsNamed() throws {
+        let run = try hang("serve", ["--threshold", "1", "--seconds", "4", "--request-threshold", "2"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        let records = try run.records()
+        XCTAssertEqual(records.count, 1, "\(run.recordFiles)")
+        let record = try XCTUnwrap(records.first)
+        let event = try XCTUnwrap(record.event)
+        XCTAssertEqual(event.detector, .request)
+        XCTAssertGreaterThan(event.observedMilliseconds, 2000)
+        let key = try XCTUnwrap(event.requestKey)
+        let stuck = try XCTUnwrap(record.requests?.others.first { $0.key == key }, "the stuck request is not listed")
+        XCTAssertTrue(stuck.requestID.hasPrefix("waiting-"), stuck.requestID)
+        XCTAssertEqual(record.requests?.others.first?.key, key, "the oldest comes first")
+        let text = Rendering.text(try inspect(run.recordFiles[0]))
+        XCTAssertTrue(text.contains("stuck request: GET /wait-forever — request \(stuck.requestID)"), text)
+    }
+
+    /// An app heartbeat that stops beating for 3 s: a record of it, naming the thread that beat.
+    func testSilentHeartbeatNamesItsThread() throws {
+        let run = try hang("heartbeat", ["--threshold", "1", "--block", "3", "--waiting", "0"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        let record = try XCTUnwrap(try run.records().first, run.stderr)
+        let event = try XCTUnwrap(record.event)
+        XCTAssertEqual(event.detector, .heartbeat)
+        XCTAssertEqual(event.name, "worker-loop")
+        let tid = try XCTUnwrap(event.blockedThread)
+        let thread = try XCTUnwrap(record.threads.first { $0.tid == tid }, "the named thread is not in the record")
+        let inspection = try inspect(run.recordFiles[0])
+        XCTAssertEqual(inspection.crashed?.thread.tid, tid, "the record is about the heartbeat's thread")
+        let names = (inspection.crashed?.frames ?? []).flatMap(\.symbols).compactMap(\.symbol)
+        XCTAssertTrue(names.contains { $0.contains("heartbeat()") }, "\(thread.tid): \(names.prefix(10))")
+    }
+
+    /// `crash-inspect snapshot <pid>` of a running process with hang detection on (by the
+    /// environment variable alone): the process answers, the record shows the waiting requests,
+    /// and the process goes on to exit 0.
+    func testCrashInspectSnapshotAsksARunningProcess() throws {
+        let directory = try Scratch.directory("hang-inspect")
+        var env = ProcessInfo.processInfo.environment
+        env[HangDetection.environmentVariable] = "2"
+        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "0",
+                                                           "--seconds", "6", "--load", "2"],
+                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
+                                           ownProcessGroup: true)
+        Thread.sleep(forTimeInterval: 1.5)
+        let inspect = BuiltProducts.inspect
+        let out = directory + ".snapshot"
+        let asked = try ChildProcess.run(inspect, ["snapshot", String(child.pid), "--dir", directory, "--json"], stdout: out, timeout: 30)
+        XCTAssertEqual(asked.ending, .exited(0))
+        let data = try XCTUnwrap(FileManager.default.contents(atPath: out))
+        let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        XCTAssertEqual(shown["kind"] as? String, "snapshot")
+        let requests = try XCTUnwrap((shown["requests"] as? [String: Any])?["others"] as? [[String: Any]])
+        XCTAssertEqual(requests.count, 3)
+        for request in requests {
+            let frames = (request["waiting"] as? [[String: Any]] ?? []).compactMap { $0["symbol"] as? String }
+            XCTAssertTrue(frames.contains { $0.contains("awaitForever") }, "\(frames)")
+        }
+        let ended = child.wait(timeout: 60)
+        XCTAssertEqual(ended.ending, .exited(0))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/" + RecordFileName.snapshotRequest(pid: child.pid)))
+    }
+
+    /// A process that does not watch (hang detection off) is not disturbed: crash-inspect says
+    /// so after its timeout and leaves no request behind.
+    func testCrashInspectSnapshotOfAProcessThatDoesNotWatchSaysSo() throws {
+        let directory = try Scratch.directory("hang-inspect-off")
+        var env = ProcessInfo.processInfo.environment
+        env[HangDetection.environmentVariable] = nil
+        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "0", "--seconds", "4"],
+                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
+                                           ownProcessGroup: true)
+        Thread.sleep(forTimeInterval: 1)
+        let err = directory + ".inspect-stderr"
+        let asked = try ChildProcess.run(BuiltProducts.inspect, ["snapshot", String(child.pid), "--dir", directory, "--timeout", "1.5"],
+                                         stderr: err, timeout: 30)
+        XCTAssertNotEqual(asked.ending, .exited(0))
+        let message = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        XCTAssertTrue(message.contains("did not answer"), message)
+        XCTAssertEqual(child.wait(timeout: 60).ending, .exited(0))
+        XCTAssertEqual(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("snapshot-") }, [])
+    }
+}
