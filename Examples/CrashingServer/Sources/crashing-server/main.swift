@@ -6,7 +6,8 @@
 // a synchronous sleep (`?seconds=N`), `GET /wait-forever` awaits a continuation never resumed
 // (hang detection's tests: CRASHCAPTURE_HANG_SECONDS turns it on).
 //
-//   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report]   (DIR also from CRASH_DIR; PORT 0 by default)
+//   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report] [--shutdown-threshold S]
+//   (DIR also from CRASH_DIR; PORT 0 by default)
 //
 // `--report` starts the whole reporter (CrashReportingService: Sentry from SENTRY_DSN, the runs)
 // instead of capture alone (CrashCaptureService).
@@ -112,7 +113,13 @@ if CommandLine.arguments.contains("--report") {
     FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
     capture = reporting
 } else {
-    let service = try CrashCaptureService(.init(directory: directory, appName: "crashing-server", appVersion: "1.0"))
+    var configuration = CrashHandler.Configuration(directory: directory, appName: "crashing-server", appVersion: "1.0")
+    // `--shutdown-threshold S`: hang detection on, and a graceful shutdown may take S seconds.
+    if let seconds = argument("--shutdown-threshold").flatMap(Double.init) {
+        configuration.hangDetection = HangDetection()
+        configuration.hangDetection?.shutdownThreshold = .milliseconds(Int64(seconds * 1000))
+    }
+    let service = try CrashCaptureService(configuration)
     FileHandle.standardError.write(Data("crash capture: \(service.started)\n".utf8))
     capture = service
 }
@@ -133,13 +140,23 @@ router.get("block", use: blockRoute)
 router.get("wait-forever", use: waitForeverRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
+// With hang detection's shutdown clock (`--shutdown-threshold`) the capture service runs after the
+// application in a group of its own: ServiceLifecycle shuts services down in reverse order, so
+// the one after the server hears of SIGTERM at once (inside `Application(services:)` it would hear
+// only once the server had finished: never, for a shutdown that hangs).
+let captureLast = argument("--shutdown-threshold") != nil
 let app = Application(
     router: router,
     configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "crashing-server"),
-    services: [capture],
+    services: captureLast ? [] : [capture],
     onServerRunning: { channel in
         // One write(2), unbuffered: the test waits for this line.
         FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
     }
 )
-try await app.runService()
+if captureLast {
+    let group = ServiceGroup(configuration: .init(services: [app, capture], gracefulShutdownSignals: [.sigterm], logger: app.logger))
+    try await group.run()
+} else {
+    try await app.runService()
+}

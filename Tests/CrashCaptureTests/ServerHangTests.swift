@@ -1,0 +1,143 @@
+// ServerHangTests.swift — hang detection in a real Hummingbird 2 server (Examples/CrashingServer's
+// crashing-server, CrashContextMiddleware and CrashCaptureService), turned on by
+// CRASHCAPTURE_HANG_SECONDS alone: blocking requests that starve the pool, requests that await
+// forever, a graceful shutdown that never ends, and snapshots of a server under load.
+import CrashCapture
+import CrashInspection
+import CrashSymbolication
+import Foundation
+import ProcessSpawning
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class ServerHangTests: XCTestCase {
+    func executable() throws -> String {
+        guard let path = ProcessInfo.processInfo.environment["CRASHING_SERVER"], !path.isEmpty else {
+            throw XCTSkip("set CRASHING_SERVER to a build of the Hummingbird example server (scripts/test.sh does)")
+        }
+        return path
+    }
+
+    static let symbolicator: Symbolicator = { try! Symbolicator() }()
+
+    func inspect(_ path: String) throws -> Inspection {
+        Inspection(path: path, record: try CrashRecordReader.read(path: path), symbolicator: Self.symbolicator)
+    }
+
+    func get(_ port: UInt16, _ path: String, timeout: Double = 30) -> String {
+        guard let connection = try? HTTPConnection(port: port, path: path) else { return "" }
+        return connection.readToEnd(timeout: timeout)
+    }
+
+    /// Twice as many requests blocking their pool thread (a synchronous 3 s sleep) as the pool
+    /// has threads, stall threshold 1 s: one hang record of the pool, about a thread blocked in
+    /// the route's blocking call, listing the blocking requests by route; the requests all
+    /// complete and the server answers again.
+    func testBlockingRequestsStarveThePoolAndTheServerAnswersAfterwards() throws {
+        let server = try ExampleServer(try executable(), name: "hang-block", environment: [HangDetection.environmentVariable: "1"])
+        let count = 2 * ProcessInfo.processInfo.activeProcessorCount
+        let connections = try (0 ..< count).map { _ in try HTTPConnection(port: server.port, path: "/block?seconds=3") }
+        XCTAssertEqual(server.waitForStderr("crashcapture: {\"hang\"", count: 1, timeout: 20), 1, server.stderr)
+        for connection in connections { XCTAssertTrue(connection.readToEnd(timeout: 30).contains("blocked"), "a blocking request failed") }
+        XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), "the server does not answer again")
+        kill(server.pid, SIGTERM)
+        XCTAssertEqual(server.wait(timeout: 30).ending, .exited(0), server.stderr)
+        XCTAssertEqual(server.recordFiles.count, 1, "\(server.recordFiles)")
+        let inspection = try inspect(try XCTUnwrap(server.recordFiles.first))
+        XCTAssertEqual(inspection.record.event?.detector, .pool)
+        let names = (inspection.crashed?.frames ?? []).flatMap(\.symbols).compactMap(\.symbol)
+        XCTAssertTrue(names.contains { $0.contains("blockingLibraryCall") || $0.contains("blockRoute") }, "blocked thread: \(names.prefix(8))")
+        let routes = inspection.record.requests?.others.map(\.route) ?? []
+        XCTAssertGreaterThanOrEqual(routes.filter { $0 == "/block" }.count, 2, "\(routes)")
+    }
+
+    /// Three requests awaiting a continuation nobody resumes: `crash-inspect snapshot <pid>` lists
+    /// each with where it waits, down to the function that awaits and the route handler that
+    /// called it; the server answers meanwhile and afterwards.
+    func testSnapshotShowsEachRequestAwaitingForeverDownToTheAwaitingFunction() throws {
+        let server = try ExampleServer(try executable(), name: "hang-wait", environment: [HangDetection.environmentVariable: "5"])
+        let waiting = try (0 ..< 3).map { _ in try HTTPConnection(port: server.port, path: "/wait-forever") }
+        XCTAssertEqual(server.waitForStderr("wait-forever request started", count: 3, timeout: 20), 3, server.stderr)
+        let out = server.directory + "/snapshot.json"
+        let asked = try ChildProcess.run(BuiltProducts.inspect, ["snapshot", String(server.pid), "--dir", server.directory + "/records", "--json"],
+                                         stdout: out, timeout: 30)
+        XCTAssertEqual(asked.ending, .exited(0))
+        let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(FileManager.default.contents(atPath: out))) as? [String: Any])
+        XCTAssertEqual(shown["kind"] as? String, "snapshot")
+        let requests = try XCTUnwrap((shown["requests"] as? [String: Any])?["others"] as? [[String: Any]])
+        let forever = requests.filter { $0["route"] as? String == "/wait-forever" }
+        XCTAssertEqual(forever.count, 3, "\(requests.map { $0["route"] ?? "?" })")
+        for request in forever {
+            let frames = (request["waiting"] as? [[String: Any]] ?? []).compactMap { $0["symbol"] as? String }
+            let awaiting = frames.firstIndex { $0.contains("awaitSomethingThatNeverComes") }
+            let route = frames.firstIndex { $0.contains("waitForeverRoute") }
+            XCTAssertNotNil(awaiting, "\(frames.prefix(6))")
+            XCTAssertNotNil(route, "\(frames.prefix(6))")
+            if let awaiting, let route { XCTAssertLessThan(awaiting, route, "the awaiting function comes before its caller") }
+        }
+        XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"))
+        _ = waiting
+        kill(server.pid, SIGKILL)
+        _ = server.wait(timeout: 30)
+    }
+
+    /// SIGTERM while a request awaits forever: the graceful shutdown waits for it and never ends;
+    /// 2 s later (`--shutdown-threshold 2`) a hang record of the shutdown lists that request,
+    /// written before the SIGKILL that ends the process.
+    func testShutdownThatNeverEndsIsRecordedBeforeSIGKILL() throws {
+        let server = try ExampleServer(try executable(), name: "hang-shutdown", arguments: ["--shutdown-threshold", "2"])
+        let waiting = try HTTPConnection(port: server.port, path: "/wait-forever")
+        XCTAssertEqual(server.waitForStderr("wait-forever request started", count: 1, timeout: 20), 1, server.stderr)
+        kill(server.pid, SIGTERM)
+        XCTAssertEqual(server.waitForStderr("crashcapture: {\"hang\":\"graceful shutdown\"", count: 1, timeout: 20), 1, server.stderr)
+        kill(server.pid, SIGKILL)
+        XCTAssertEqual(server.wait(timeout: 30).ending, .signaled(SIGKILL))
+        let record = try CrashRecordReader.read(path: try XCTUnwrap(server.recordFiles.first))
+        XCTAssertEqual(record.event?.detector, .shutdown)
+        XCTAssertGreaterThanOrEqual(record.event?.observedMilliseconds ?? 0, 2000)
+        XCTAssertTrue(record.requests?.others.contains { $0.route == "/wait-forever" } == true)
+        _ = waiting
+    }
+
+    /// Snapshots of a healthy server under load (four clients in a loop): every request completes
+    /// and no request fails; the threads stood still for milliseconds at most per snapshot.
+    func testSnapshotsOfAServerUnderLoadFailNoRequest() throws {
+        let server = try ExampleServer(try executable(), name: "hang-load", environment: [HangDetection.environmentVariable: "5"])
+        let deadline = Date().addingTimeInterval(6)
+        let results = Mutex<(ok: Int, failed: Int)>((0, 0))
+        let port = server.port
+        let clients = (0 ..< 4).map { _ in
+            Thread {
+                while Date() < deadline {
+                    let answer = (try? HTTPConnection(port: port, path: "/ok"))?.readToEnd(timeout: 10) ?? ""
+                    results.withLock { answer.hasSuffix("ok\n") ? ($0.ok += 1) : ($0.failed += 1) }
+                }
+            }
+        }
+        clients.forEach { $0.start() }
+        var snapshots = 0
+        while Date() < deadline.addingTimeInterval(-1) {
+            let asked = try ChildProcess.run(BuiltProducts.inspect, ["snapshot", String(server.pid), "--dir", server.directory + "/records"],
+                                             timeout: 30)
+            XCTAssertEqual(asked.ending, .exited(0))
+            snapshots += 1
+        }
+        Thread.sleep(forTimeInterval: max(0, deadline.timeIntervalSinceNow) + 1)
+        kill(server.pid, SIGTERM)
+        XCTAssertEqual(server.wait(timeout: 30).ending, .exited(0), server.stderr)
+        let counts = results.withLock { $0 }
+        XCTAssertEqual(counts.failed, 0, "requests failed during snapshots")
+        XCTAssertGreaterThan(counts.ok, 100)
+        XCTAssertGreaterThanOrEqual(snapshots, 2)
+        for path in server.recordFiles {
+            let record = try CrashRecordReader.read(path: path)
+            XCTAssertEqual(record.kind, .snapshot)
+            XCTAssertLessThan(record.event?.stoppedMicroseconds ?? .max, 100_000, "threads stood still too long")
+        }
+    }
+}
+
+import Synchronization
