@@ -54,6 +54,44 @@ final class ServerHangTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(routes.filter { $0 == "/block" }.count, 2, "\(routes)")
     }
 
+    /// The whole reporter (`--report`, Sentry on a local server): the hang record reaches Sentry
+    /// while the server lives, as an AppHang event, once; the run ends as `exited` (a hang
+    /// crashes no session), and the next launch sends the record no second time.
+    func testHangReachesSentryWhileTheServerLivesAndTheRunStillEndsExited() throws {
+        let sentry = try TestHTTPServer()
+        let dsn = "http://key@127.0.0.1:\(sentry.port)/1"
+        let server = try ExampleServer(try executable(), name: "hang-report", arguments: ["--report"],
+                                       environment: ["SENTRY_DSN": dsn, HangDetection.environmentVariable: "1"])
+        let count = 2 * ProcessInfo.processInfo.activeProcessorCount
+        let connections = try (0 ..< count).map { _ in try HTTPConnection(port: server.port, path: "/block?seconds=3") }
+        XCTAssertEqual(server.waitForStderr("crashcapture: {\"hang\"", count: 1, timeout: 20), 1, server.stderr)
+        func hangEvents() -> Int { sentry.allRequests.filter { $0.body.contains("\"AppHang\"") }.count }
+        let deadline = Date().addingTimeInterval(60)
+        while hangEvents() == 0 && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(hangEvents(), 1, "the hang did not reach Sentry while the server lived")
+        XCTAssertEqual(kill(server.pid, 0), 0, "the server is still running")
+        for connection in connections { _ = connection.readToEnd(timeout: 30) }
+        kill(server.pid, SIGTERM)
+        XCTAssertEqual(server.wait(timeout: 60).ending, .exited(0), server.stderr)
+        XCTAssertEqual(server.recordFiles, [], "the delivered record is gone")
+
+        let next = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", server.directory + "/records", "--sentry-dsn", dsn],
+                                        environment: ["SENTRY_DSN": dsn, "SWIFT_BACKTRACE": "enable=no"], timeout: 120)
+        XCTAssertEqual(next.ending, .exited(0))
+        XCTAssertEqual(hangEvents(), 1, "sent twice")
+        let files = try sentry.allRequests.enumerated().map { index, request in
+            let file = server.directory + "/received-\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let output = try Oracles.run("sentry_sessions.py", files)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
+        let payloads = (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
+        let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == "crashing-server@1.0" }
+        XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)")
+    }
+
     /// Three requests awaiting a continuation nobody resumes: `crash-inspect snapshot <pid>` lists
     /// each with where it waits, down to the function that awaits and the route handler that
     /// called it; the server answers meanwhile and afterwards.

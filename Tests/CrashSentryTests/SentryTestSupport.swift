@@ -26,3 +26,18 @@ extension XCTestCase {
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
     }
 }
+
+extension XCTestCase {
+    /// A hang record of the debug harness (`hang --mode pool`: every pool thread blocked 2 s,
+    /// stall threshold 1 s, three requests awaiting forever); returns its path.
+    func hangRecord(into directory: String) throws -> String {
+        var environment = ProcessInfo.processInfo.environment
+        environment["CRASHCAPTURE_HANG_SECONDS"] = nil
+        let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--mode", "pool", "--threshold", "1", "--block", "2", "--dir", directory],
+                                         environment: environment, timeout: 120)
+        guard child.ending == .exited(0) else { throw Tools.Failure(description: "hang --mode pool ended \(child.ending)") }
+        let records = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".ccrec") }
+        XCTAssertEqual(records.count, 1, "\(records)")
+        return directory + "/" + (try XCTUnwrap(records.first))
+    }
+}
