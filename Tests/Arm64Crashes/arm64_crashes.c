@@ -3,7 +3,7 @@
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
  * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
- * blocking-thread, thread-overflow, unwinder-fault, async-chain), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
+ * blocking-thread, thread-overflow, unwinder-fault, async-chain; and snapshot, a record of the live process), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
  * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
  * 92: the crash did not happen. */
 #include "crashcapture.h"
@@ -135,8 +135,39 @@ NOINLINE void arm64_crash_async(void) {
 NOINLINE void arm64_level2(void (*crash)(void)) { crash(); g_sink++; }
 NOINLINE void arm64_level1(void (*crash)(void)) { arm64_level2(crash); g_sink++; }
 
+/* snapshot: a record of the live process (cc_snapshot) while a second thread sleeps 1 s in
+ * nanosleep; the sleep must not be cut short (no signal handler runs in it), the process goes on
+ * and exits 0. Prints the record's file name. Exit 94: cc_snapshot failed; 95: the sleep was cut. */
+static double g_slept;
+NOINLINE void *arm64_sleeper(void *unused) {
+    (void)unused;
+    struct timespec start, end, one = { 1, 0 };
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int rc = nanosleep(&one, 0);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    g_slept = rc != 0 ? -1 : (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    return 0;
+}
+
+static int arm64_snapshot(const char *directory) {
+    cc_config_t config = { .directory = directory, .app_name = "arm64-crashes", .app_version = "1.0" };
+    int err = 0;
+    if (cc_install(&config, &err) != CC_INSTALLED) return 90;
+    pthread_t sleeper;
+    if (pthread_create(&sleeper, 0, arm64_sleeper, 0) != 0) return 93;
+    usleep(200 * 1000);
+    cc_snapshot_request_t request = { .kind = CC_KIND_SNAPSHOT, .detector = CC_DETECTOR_NONE, .name = "arm64" };
+    cc_snapshot_result_t result;
+    if (cc_snapshot(&request, &result, &err) != 0) return 94;
+    pthread_join(sleeper, 0);
+    if (g_slept < 0.99) return 95;
+    printf("%s\n", result.file_name);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 91;
+    if (strcmp(argv[1], "snapshot") == 0) return arm64_snapshot(argv[2]);
     void (*crash)(void) = 0;
     uint32_t flags = 0;
     /* ARM64_CRASHES_NO_LIBUNWIND=1: as if libunwind.so.8 were not installed (frame records only). */

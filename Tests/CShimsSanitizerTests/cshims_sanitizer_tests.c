@@ -342,6 +342,57 @@ NOINLINE void sanitized_threads_main(void) {
 }
 static void child_threads(void) { sanitized_threads_main(); }
 
+/* A snapshot of the live process (cc_snapshot): two threads asleep in nanosleep, one of them
+ * blocking every signal, are read by the thread helper and let go; neither sleep is cut short
+ * (no signal handler ran in them), the process goes on and exits 0, and the record is whole. */
+static double g_slept[2];
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+NOINLINE void *sanitized_sleeper_main(void *arg);
+NOINLINE void *sanitized_sleeper_main(void *arg) {
+    long index = (long)arg;
+    if (index == 1) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, 0);
+    }
+    pthread_setname_np(pthread_self(), index ? "cc-sleep-block" : "cc-sleeper");
+    double start = now_seconds();
+    struct timespec one = { 1, 0 };
+    if (nanosleep(&one, 0) != 0) g_slept[index] = -1;   /* EINTR: cut short */
+    else g_slept[index] = now_seconds() - start;
+    return 0;
+}
+
+static void child_snapshot(void) {
+    install(0, 0);
+    pthread_t sleepers[2];
+    for (long i = 0; i < 2; i++) if (pthread_create(&sleepers[i], 0, sanitized_sleeper_main, (void *)i) != 0) _exit(94);
+    struct timespec settle = { 0, 200 * 1000 * 1000 };
+    nanosleep(&settle, 0);
+    cc_sec_request_t context = { .flags = CC_REQUEST_THREAD };
+    snprintf(context.request_id, sizeof context.request_id, "req-snapshot");
+    uint64_t handle = cc_context_attach(&context);
+    cc_snapshot_request_t request = { .kind = CC_KIND_HANG, .detector = CC_DETECTOR_HEARTBEAT, .threshold_ms = 1000,
+                                      .observed_ms = 1500, .blocked_tid = 0, .name = "sanitizer-loop" };
+    cc_snapshot_result_t result;
+    int err = 0;
+    int rc = cc_snapshot(&request, &result, &err);
+    if (rc != 0) { fprintf(stderr, "cc_snapshot returned %d (errno %d)\n", rc, err); _exit(91); }
+    if (result.threads_stopped != 2) { fprintf(stderr, "%u threads stopped, expected 2\n", result.threads_stopped); _exit(92); }
+    for (int i = 0; i < 2; i++) pthread_join(sleepers[i], 0);
+    for (int i = 0; i < 2; i++) {
+        if (g_slept[i] < 0.99) { fprintf(stderr, "sleeper %d slept %.3f s: cut short\n", i, g_slept[i]); _exit(93); }
+    }
+    cc_context_detach(handle);
+    _exit(0);
+}
+
 /* Chaining. A handler installed before CrashCapture runs first, as the kernel would have run it.
  * One gives the signal up (resets it to SIG_DFL and returns, as the Swift backtracer does): the
  * fault comes back and is recorded. One repairs the fault and returns: the program goes on, and
@@ -1232,6 +1283,34 @@ static int check_hang_in_handler(const record_t *r, const outcome_t *o) {
     return 1;
 }
 
+static int check_snapshot(const record_t *r, const outcome_t *o) {
+    const section_t *s = find(r, CC_SEC_EVENT, 0);
+    CHECK(s && s == &r->sections[0] && s->length == sizeof(cc_sec_event_t), "the first section is not the event");
+    cc_sec_event_t event;
+    memcpy(&event, s->payload, sizeof event);
+    CHECK(event.kind == CC_KIND_HANG && event.detector == CC_DETECTOR_HEARTBEAT, "event %u/%u", event.kind, event.detector);
+    CHECK(strcmp(event.name, "sanitizer-loop") == 0 && event.threshold_ms == 1000 && event.observed_ms == 1500, "event %.64s", event.name);
+    CHECK(event.threads_stopped == 2 && event.stopped_microseconds > 0, "%u threads stopped for %u us", event.threads_stopped,
+          event.stopped_microseconds);
+    CHECK(count_of(r, CC_SEC_CRASH) == 0 && count_of(r, CC_SEC_APP_END) == 0, "a crash section or $AppEnd in a snapshot");
+    CHECK(count_of(r, CC_SEC_END) == 1, "no end section");
+    CHECK(count_of(r, CC_SEC_REQUEST) == 1, "%u requests", count_of(r, CC_SEC_REQUEST));
+    int sleepers = 0;
+    for (uint32_t i = 0; find(r, CC_SEC_THREAD, i); i++) {
+        thread_t t = thread_of(find(r, CC_SEC_THREAD, i));
+        char frames[1024];
+        frames_text(&t, frames, sizeof frames);
+        CHECK(t.head.tid != o->pid, "the writing thread is in its own record");
+        if (strncmp(t.head.name, "cc-sleep", 8) == 0) {
+            sleepers++;
+            CHECK(t.head.flags & CC_THREAD_PTRACED, "%.16s not read by the helper (flags %#x)", t.head.name, t.head.flags);
+            CHECK(has_frame(&t, "sanitized_sleeper_main"), "%.16s: %s", t.head.name, frames);
+        }
+    }
+    CHECK(sleepers == 2, "%d sleeping threads in the record", sleepers);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Running them.                                                                                */
 
@@ -1273,6 +1352,7 @@ static const scenario_t g_scenarios[] = {
     { "crash-time-uploader", child_uploader, SIGSEGV, COMPLETE, check_uploader },
     { "request-contexts", child_request_contexts, SIGSEGV, COMPLETE, check_request_contexts },
     { "scope", child_scope, SIGSEGV, COMPLETE, check_scope },
+    { "snapshot", child_snapshot, 0, COMPLETE, check_snapshot },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",
