@@ -43,3 +43,16 @@ echo; echo "== a server's requests per second with and without request contexts 
 scripts/server-rps.sh
 echo; echo "== a gRPC server's RPCs per second with and without the interceptor (scripts/server-rps.sh --grpc: the gRPC example and its client on loopback)"
 scripts/server-rps.sh --grpc
+echo; echo "== hang detection: a server's requests per second with it on and off (scripts/server-rps.sh --hang)"
+scripts/server-rps.sh --hang
+echo; echo "== hang detection: how long a snapshot stops a process of 50 threads with 50 requests in flight, and the watcher's CPU when idle (crash-harness hang, release)"
+swift build -c release --product crash-harness >/dev/null
+harness="$(swift build -c release --show-bin-path)/crash-harness"
+scratch_hang="$(mktemp -d)"
+"$harness" hang --dir "$scratch_hang/cost" --mode snapshot-cost --threshold 0 --waiting 50 --threads 50 --rounds 20
+for threshold in 5 0; do
+  cpu=$("$harness" hang --dir "$scratch_hang/idle-$threshold" --mode serve --threshold "$threshold" --seconds 30 --waiting 0 \
+    | tail -1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["cpu_ms"])')
+  echo "idle for 30 s with hang detection $([ "$threshold" = 0 ] && echo "off     " || echo "on (5 s)"): $cpu ms of CPU"
+done
+rm -rf "$scratch_hang"

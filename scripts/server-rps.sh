@@ -5,18 +5,22 @@
 #     wrk, with CrashContextMiddleware;
 #   --grpc: the gRPC example (crashing-grpc-server, release: grpc-swift 2 over
 #     grpc-swift-nio-transport's HTTP/2) answering a unary RPC at once to its own client's 16
-#     callers, with CrashContextInterceptor.
+#     callers, with CrashContextInterceptor;
+#   --hang: the Hummingbird example with hang detection on (CRASHCAPTURE_HANG_SECONDS=5) and off,
+#     the request contexts on in both.
 # A benchmark, not a test: it prints medians, their difference and the cost per request, and fails
 # only when it cannot measure.
-#   scripts/server-rps.sh [--grpc] [rounds [seconds-per-round]]
+#   scripts/server-rps.sh [--grpc | --hang] [rounds [seconds-per-round]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grpc=0
+grpc=0 hang=0
 if [ "${1:-}" = --grpc ]; then grpc=1; shift; fi
+if [ "${1:-}" = --hang ]; then hang=1; shift; fi
 rounds="${1:-5}"
 seconds="${2:-5}"
 if [ "$grpc" = 1 ]; then product=crashing-grpc-server; what="CrashContextInterceptor"; unit="RPCs/s"
 else product=crashing-server; what="CrashContextMiddleware"; unit="req/s"
+  [ "$hang" = 1 ] && what="hang detection"
   command -v wrk >/dev/null || {
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
@@ -43,8 +47,13 @@ round() {
 
 with=(); without=()
 for r in $(seq "$rounds"); do
-  with+=("$(round)")
-  without+=("$(round --no-crash-context)")
+  if [ "$hang" = 1 ]; then
+    with+=("$(CRASHCAPTURE_HANG_SECONDS=5 round)")
+    without+=("$(CRASHCAPTURE_HANG_SECONDS=0 round)")
+  else
+    with+=("$(round)")
+    without+=("$(round --no-crash-context)")
+  fi
 done
 python3 - "${with[*]}" "${without[*]}" "$what" "$unit" <<'PY'
 import statistics, sys

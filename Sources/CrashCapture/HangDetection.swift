@@ -86,12 +86,27 @@ public enum HangDetector {
         return heartbeat
     }
 
-    /// A heartbeat of an event loop (what `CrashCaptureHummingbird`/`CrashCaptureVapor` start for
-    /// the loops they know): a record of it says "event loop" and names the loop's thread.
-    package static func eventLoopHeartbeat(named name: String) -> HangHeartbeat {
-        let heartbeat = HangHeartbeat(name: name, detector: UInt32(CC_DETECTOR_EVENT_LOOP.rawValue))
-        HangMonitor.shared.add(heartbeat)
-        return heartbeat
+    /// Watches loops that run work submitted to them — SwiftNIO's event loops — without a
+    /// heartbeat call of their own: each tick the watcher submits a beat to every loop (one at a
+    /// time per loop), and a loop that has not run it within the stall threshold writes a hang
+    /// record of the event loop, naming the loop and its thread. `CrashCaptureVapor`'s middleware
+    /// watches the application's loops by itself; for any other group:
+    ///
+    /// ```swift
+    /// HangDetector.watch(group.makeIterator().enumerated().map { index, loop in
+    ///     WatchedLoop(name: "event loop \(index)") { beat in loop.execute(beat) }
+    /// })
+    /// ```
+    ///
+    /// Once hang detection is off, nothing more is submitted (one beat goes to each loop at once,
+    /// to learn its thread). Each call adds loops.
+    public static func watch(_ loops: [WatchedLoop]) {
+        for loop in loops {
+            let heartbeat = HangHeartbeat(name: loop.name, detector: UInt32(CC_DETECTOR_EVENT_LOOP.rawValue), submit: loop.submit)
+            HangMonitor.shared.add(heartbeat)
+            // One beat now, so that the loop's thread is known before it can block.
+            loop.submit { heartbeat.beat() }
+        }
     }
 
     /// Deliberate blocking work is about to start (a long synchronous computation on the pool):
@@ -119,6 +134,19 @@ public enum HangDetector {
     }
 }
 
+/// A loop that runs work submitted to it, for ``HangDetector/watch(_:)``.
+public struct WatchedLoop: Sendable {
+    /// The name records give it ("event loop 3").
+    public var name: String
+    /// Runs the beat on the loop (SwiftNIO: `loop.execute(beat)`); must not wait for it.
+    public var submit: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    public init(name: String, submit: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.name = name
+        self.submit = submit
+    }
+}
+
 /// A loop's heartbeat (``HangDetector/heartbeat(named:)``).
 public final class HangHeartbeat: Sendable {
     /// The name records give it.
@@ -127,10 +155,14 @@ public final class HangHeartbeat: Sendable {
     let lastBeat = Atomic<Int64>(0)
     let thread = Atomic<Int32>(0)
     let stopped = Atomic<Bool>(false)
+    /// For a watched loop: how the watcher submits a beat to it, and whether one is on its way.
+    let submit: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+    let submitted = Atomic<Bool>(false)
 
-    init(name: String, detector: UInt32) {
+    init(name: String, detector: UInt32, submit: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil) {
         self.name = String(name.utf8.prefix(Int(CC_EVENT_NAME_MAX) - 1)) ?? name
         self.detector = detector
+        self.submit = submit
         lastBeat.store(monotonicNow(), ordering: .relaxed)
     }
 
@@ -289,8 +321,15 @@ final class HangMonitor: Sendable {
                 let number = poolNumber
                 Task.detached(priority: .medium) { [self] in poolBeat.store(number, ordering: .sequentiallyConsistent) }
             }
-            // Heartbeats.
+            // Heartbeats: a watched loop's beat submitted to it first (one on its way at a time).
             for heartbeat in heartbeats.withLock({ $0 }) where !heartbeat.stopped.load(ordering: .relaxed) {
+                if let submit = heartbeat.submit,
+                   heartbeat.submitted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged {
+                    submit {
+                        heartbeat.beat()
+                        heartbeat.submitted.store(false, ordering: .sequentiallyConsistent)
+                    }
+                }
                 let late = now - heartbeat.lastBeat.load(ordering: .relaxed)
                 if !quiet, late > threshold {
                     fire(heartbeat.detector, name: heartbeat.name, threshold: threshold, observed: late,

@@ -3,6 +3,7 @@
 import CrashCapture
 import CrashCaptureTracing
 public import Vapor
+import Synchronization
 
 /// Attaches a ``CrashContext`` to each request it sees: a crash while the request is served names
 /// it (the record, the `crashcapture:` line on stderr), a crash elsewhere lists it in flight.
@@ -35,10 +36,23 @@ public struct CrashContextMiddleware: AsyncMiddleware {
     }
 
     public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
-        try await CrashContext.withValue(crashContext(request)) {
+        Self.watchEventLoops(of: request.application)
+        return try await CrashContext.withValue(crashContext(request)) {
             try await next.respond(to: request)
         }
     }
+
+    /// The application's event loops, watched by hang detection from the first request on (a loop
+    /// blocked for the stall threshold writes a hang record naming its thread; nothing is
+    /// submitted to them while hang detection is off). Once per process.
+    static func watchEventLoops(of application: Application) {
+        guard watching.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        HangDetector.watch(application.eventLoopGroup.makeIterator().enumerated().map { index, loop in
+            WatchedLoop(name: "event loop \(index)") { beat in loop.execute(beat) }
+        })
+    }
+
+    private static let watching = Atomic<Bool>(false)
 
     /// What a crash record says of `request`.
     func crashContext(_ request: Request) -> CrashContext {

@@ -18,7 +18,8 @@ extension CrashHarness {
                 requests await continuations never resumed; the sleeps must not end early), serve (requests that \
                 await forever, pool busy with --load jobs, for --seconds: crash-inspect snapshot and SIGSTOP \
                 come from outside), heartbeat (an app heartbeat that stops beating), pause (the pool blocked \
-                between HangDetector.pause and resume: no record).
+                between HangDetector.pause and resume: no record), snapshot-cost (--rounds snapshots of a process \
+                with --threads sleeping threads and --waiting requests: how long its threads stood still; a benchmark).
                 """)
 
         @Option(help: "Directory for records.")
@@ -45,8 +46,18 @@ extension CrashHarness {
         @Option(name: .customLong("request-threshold"), help: "Seconds a request may stay in flight (0: the default, 60).")
         var requestThreshold: Double = 0
 
+        @Option(name: .customLong("run-id"), help: "The run id written into the records (the reporter's runs).")
+        var runID: String = ""
+
+        @Option(help: "snapshot-cost: threads asleep beside the requests.")
+        var threads: Int = 50
+
+        @Option(help: "snapshot-cost: snapshots taken.")
+        var rounds: Int = 20
+
         func run() throws {
             var configuration = CrashHandler.Configuration(directory: dir, appName: "crash-harness", appVersion: "1.0")
+            configuration.runID = runID
             if threshold > 0 { configuration.hangDetection = HangDetection(stallThreshold: .milliseconds(Int64(threshold * 1000))) }
             if requestThreshold > 0 { configuration.hangDetection?.requestThreshold = .milliseconds(Int64(requestThreshold * 1000)) }
             try CrashHandler.start(configuration)
@@ -58,6 +69,7 @@ extension CrashHarness {
             case "snapshot": try snapshotWhileSleeping()
             case "serve": serve()
             case "heartbeat": heartbeat()
+            case "snapshot-cost": try snapshotCost()
             default: throw ValidationError("unknown mode \(mode)")
             }
         }
@@ -123,7 +135,33 @@ extension CrashHarness {
             print("{\"serving\":\(getpid())}")
             FileHandle.standardOutput.synchronizeFile()
             while Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-            print("{\"jobs\":\(serveCompleted.load(ordering: .relaxed))}")
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let cpu = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000
+            print("{\"jobs\":\(serveCompleted.load(ordering: .relaxed)),\"cpu_ms\":\(cpu)}")
+        }
+
+        /// --rounds snapshots of a process with --threads threads asleep and --waiting requests in
+        /// flight: how long its threads stood still each time, and how long each record took.
+        func snapshotCost() throws {
+            for _ in 0 ..< threads {
+                let thread = Thread { while true { sleep(60) } }
+                thread.start()
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            var stopped: [Int64] = [], written: [Double] = []
+            for _ in 0 ..< rounds {
+                let start = Date()
+                let record = try CrashHandler.snapshot(reason: "benchmark")
+                written.append(Date().timeIntervalSince(start) * 1000)
+                stopped.append(record.stopped.components.seconds * 1_000_000 + record.stopped.components.attoseconds / 1_000_000_000_000)
+                unlink(record.path)
+            }
+            let threadCount = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+            stopped.sort()
+            written.sort()
+            print("snapshot of \(threadCount) threads and \(waiting) requests in flight, \(rounds) rounds: threads stood still median \(stopped[stopped.count / 2]) µs "
+                  + "(min \(stopped.first!), max \(stopped.last!)); the whole record took median \(String(format: "%.1f", written[written.count / 2])) ms")
         }
 
         /// An app heartbeat that beats, then stops for --block seconds, then beats again.

@@ -92,6 +92,34 @@ final class ServerHangTests: XCTestCase {
         XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)")
     }
 
+    /// The Vapor example: a synchronous route handler blocking its event loop for 3 s, stall
+    /// threshold 1 s: a hang record of the event loop (CrashContextMiddleware watches the
+    /// application's loops), about that loop's thread, which stands in the route's sleep; the
+    /// server answers again afterwards.
+    func testVaporBlockedEventLoopIsNamedWithItsThread() throws {
+        guard let executable = ProcessInfo.processInfo.environment["CRASHING_VAPOR_SERVER"], !executable.isEmpty else {
+            throw XCTSkip("set CRASHING_VAPOR_SERVER to a build of the Vapor example server (scripts/test.sh does)")
+        }
+        let server = try ExampleServer(executable, name: "hang-vapor-loop", environment: [HangDetection.environmentVariable: "1"])
+        XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), "the first request starts the watching")
+        Thread.sleep(forTimeInterval: 0.5)
+        let blocking = try HTTPConnection(port: server.port, path: "/block-loop?seconds=3")
+        XCTAssertEqual(server.waitForStderr("crashcapture: {\"hang\":\"event loop", count: 1, timeout: 20), 1, server.stderr)
+        XCTAssertTrue(blocking.readToEnd(timeout: 30).contains("blocked"))
+        XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), "the server does not answer again")
+        kill(server.pid, SIGTERM)
+        _ = server.wait(timeout: 30)
+        let records = try server.recordFiles.map { try CrashRecordReader.read(path: $0) }.filter { $0.event?.detector == .eventLoop }
+        XCTAssertEqual(records.count, 1, "\(server.recordFiles)")
+        let record = try XCTUnwrap(records.first)
+        let tid = try XCTUnwrap(record.event?.blockedThread, "the loop's thread is not named")
+        let inspection = Inspection(path: "", record: record, symbolicator: Self.symbolicator)
+        XCTAssertEqual(inspection.crashed?.thread.tid, tid)
+        let names = (inspection.crashed?.frames ?? []).flatMap(\.symbols).compactMap(\.symbol)
+        XCTAssertTrue(names.contains { $0.contains("usleep") || $0.contains("nanosleep") }, "the loop's thread: \(names.prefix(8))")
+        XCTAssertTrue(names.contains { $0.contains("NIO") || $0.contains("SelectableEventLoop") }, "not an event loop's thread: \(names.suffix(8))")
+    }
+
     /// Three requests awaiting a continuation nobody resumes: `crash-inspect snapshot <pid>` lists
     /// each with where it waits, down to the function that awaits and the route handler that
     /// called it; the server answers meanwhile and afterwards.

@@ -77,6 +77,14 @@ app.middleware.use(CrashContextMiddleware())
 app.get("ok") { _ in "ok\n" }
 app.get("slow", use: slowRoute)
 app.get("crash", ":id", use: crashRoute)
+// A synchronous handler runs on the request's event loop: `/block-loop?seconds=N` blocks that loop
+// (hang detection's event-loop test). Says on stderr when it has started.
+app.get("block-loop") { request -> String in
+    let seconds = request.query[Double.self, at: "seconds"] ?? 3
+    FileHandle.standardError.write(Data("block-loop request started\n".utf8))
+    usleep(useconds_t(seconds * 1_000_000))
+    return "blocked\n"
+}
 
 /// Boots the application and starts its HTTP server; returns the port it listens on. (A function:
 /// in top-level code the compiler picks Server's synchronous `start(address:)`, unavailable there.)
