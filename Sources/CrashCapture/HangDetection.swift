@@ -141,6 +141,7 @@ public struct WatchedLoop: Sendable {
     /// Runs the beat on the loop (SwiftNIO: `loop.execute(beat)`); must not wait for it.
     public var submit: @Sendable (@escaping @Sendable () -> Void) -> Void
 
+    /// A loop named `name` that runs what `submit` is given.
     public init(name: String, submit: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
         self.name = name
         self.submit = submit
