@@ -375,6 +375,51 @@ void cc__write_install_strings(cc__writer_t *w) {
     cc__write_unwind_note(w);
 }
 
+/* async-signal-safe (cc_internal.h) */
+void cc__write_process(cc__writer_t *w, cc_sec_process_t *process, pid_t pid, pid_t tid, int64_t wall_ns, int64_t mono_ns) {
+    cc_sec_process_t p = {
+        .pid = pid, .tid = tid, .ppid = getppid(), .uid = getuid(),
+        .start_wall_ns = cc__g.start_wall_ns, .crash_wall_ns = wall_ns,
+        .start_mono_ns = cc__g.start_mono_ns, .crash_mono_ns = mono_ns,
+    };
+    prctl(PR_GET_NAME, (unsigned long)p.thread_name, 0, 0, 0);
+    p.thread_name[15] = 0;
+    cc__section_begin(w, CC_SEC_PROCESS);
+    cc__section_put(w, &p, sizeof p);
+    cc__section_end(w);
+    *process = p;
+}
+
+/* async-signal-safe (cc_internal.h) */
+void cc__write_run_and_scope(cc__writer_t *w) {
+    if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
+    static char scope[CC_SCOPE_MAX];
+    size_t scope_length = cc__published_copy(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope);
+    if (scope_length) {
+        cc__section_begin(w, CC_SEC_SCOPE);
+        cc__section_put(w, scope, scope_length);
+        cc__section_end(w);
+    }
+}
+
+/* async-signal-safe (cc_internal.h) */
+uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns) {
+    int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - began_mono_ns) / 1000;
+    cc_sec_end_t end = { .section_count = w->section_count,
+                         .write_microseconds = spent_us > 0 && spent_us < UINT32_MAX ? (uint32_t)spent_us : 0 };
+    cc__section_begin(w, CC_SEC_END);
+    cc__section_put(w, &end, sizeof end);
+    cc__section_end(w);
+    cc__writer_flush(w);
+    /* close(2) reports what a filesystem learns only then (NFS, a quota); EINTR still closed it. */
+    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
+    w->fd = -1;
+    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
+        cc__writer_fail(w, CC__STEP_RENAME);
+    }
+    return end.write_microseconds;
+}
+
 /* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
 static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
     cc__writer_t *w = &cc__g.writer;
@@ -425,28 +470,13 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__section_end(w);
 
     /* The process. */
-    cc_sec_process_t process = {
-        .pid = pid, .tid = tid, .ppid = getppid(), .uid = getuid(),
-        .start_wall_ns = cc__g.start_wall_ns, .crash_wall_ns = crash_wall_ns,
-        .start_mono_ns = cc__g.start_mono_ns, .crash_mono_ns = crash_mono_ns,
-    };
-    prctl(PR_GET_NAME, (unsigned long)process.thread_name, 0, 0, 0);
-    process.thread_name[15] = 0;
-    cc__section_begin(w, CC_SEC_PROCESS);
-    cc__section_put(w, &process, sizeof process);
-    cc__section_end(w);
+    cc_sec_process_t process;
+    cc__write_process(w, &process, pid, tid, crash_wall_ns, crash_mono_ns);
 
-    /* The compensating $AppEnd and the run id: the session's end, and which run it was. */
+    /* The compensating $AppEnd and the run id: the session's end, and which run it was. Then the
+     * app's scope as it is now. */
     cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
-    if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
-    /* The app's scope as it is now (tags, user, named contexts: cc_set_scope), copied whole. */
-    static char scope[CC_SCOPE_MAX];
-    size_t scope_length = cc__published_copy(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope);
-    if (scope_length) {
-        cc__section_begin(w, CC_SEC_SCOPE);
-        cc__section_put(w, scope, scope_length);
-        cc__section_end(w);
-    }
+    cc__write_run_and_scope(w);
     CC__MARK("crash+process+appEnd");
     /* The requests in flight, and the one this thread was serving (cc_context.c): plain reads. */
     static cc_sec_request_t request;
@@ -538,22 +568,8 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
     CC__MARK("other_threads");
 
-    int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - crash_mono_ns) / 1000;
-    cc_sec_end_t end = { .section_count = w->section_count,
-                         .write_microseconds = spent_us > 0 && spent_us < UINT32_MAX ? (uint32_t)spent_us : 0 };
-    cc__section_begin(w, CC_SEC_END);
-    cc__section_put(w, &end, sizeof end);
-    cc__section_end(w);
-    cc__writer_flush(w);
-    CC__MARK("end+flush6");
-    /* close(2) reports what a filesystem learns only then (NFS, a quota); EINTR still closed it. */
-    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
-    w->fd = -1;
-    CC__MARK("close");
-    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
-        cc__writer_fail(w, CC__STEP_RENAME);
-    }
-    CC__MARK("rename");
+    cc__finish_record(w, crash_mono_ns);
+    CC__MARK("end+close+rename");
     /* Not whole: say so on stderr, once, now that nothing more will be tried. */
     if (w->failed) cc__summary_write(&crash, pid, tid, cc__g.frames, thread.frame_count, w);
     CC__MARK("summary");

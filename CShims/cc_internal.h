@@ -372,6 +372,15 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
 /* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
  * note about libunwind, if any. */
 void cc__write_install_strings(cc__writer_t *w);
+/* async-signal-safe: CC_SEC_PROCESS for this process and thread `tid` at these times (the thread's
+ * name from prctl), also copied to *process. */
+void cc__write_process(cc__writer_t *w, cc_sec_process_t *process, pid_t pid, pid_t tid, int64_t wall_ns, int64_t mono_ns);
+/* async-signal-safe: the run id, then the app's scope as it is now (cc_set_scope), copied whole. */
+void cc__write_run_and_scope(cc__writer_t *w);
+/* async-signal-safe: the end section (with the microseconds since `began_mono_ns`), the last
+ * flush, close and the rename to the record's name; a failure of any marks the writer failed.
+ * Returns the microseconds the end section says. */
+uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns);
 
 /* cc_snapshot.c: (pid << 32) | tid of the thread writing a snapshot (a record of the live
  * process), 0 = none; the calls of that thread and of its helper to dl_iterate_phdr are

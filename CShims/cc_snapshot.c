@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h> /* renameat(2) only */
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,24 +102,9 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc__section_put(w, &event, sizeof event);
     cc__section_end(w);
 
-    cc_sec_process_t process = {
-        .pid = pid, .tid = tid, .ppid = getppid(), .uid = getuid(),
-        .start_wall_ns = cc__g.start_wall_ns, .crash_wall_ns = wall_ns,
-        .start_mono_ns = cc__g.start_mono_ns, .crash_mono_ns = mono_ns,
-    };
-    prctl(PR_GET_NAME, (unsigned long)process.thread_name, 0, 0, 0);
-    process.thread_name[15] = 0;
-    cc__section_begin(w, CC_SEC_PROCESS);
-    cc__section_put(w, &process, sizeof process);
-    cc__section_end(w);
-    if (cc__g.run_id[0]) cc__write_string(w, CC_STR_RUN_ID, cc__g.run_id, cc__strnlen(cc__g.run_id, sizeof cc__g.run_id));
-    static char scope[CC_SCOPE_MAX];
-    size_t scope_length = cc__published_copy(&cc__g.scope, &cc__g.scopes[0][0], CC_SCOPE_MAX, scope);
-    if (scope_length) {
-        cc__section_begin(w, CC_SEC_SCOPE);
-        cc__section_put(w, scope, scope_length);
-        cc__section_end(w);
-    }
+    cc_sec_process_t process;
+    cc__write_process(w, &process, pid, tid, wall_ns, mono_ns);
+    cc__write_run_and_scope(w);
     static cc_sec_request_t unused;
     int none = 0;
     cc__write_requests(w, tid, &unused, &none, 1);
@@ -132,18 +116,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc__write_breadcrumbs(w);
     cc__write_images(w, 0);
 
-    int64_t spent_us = (cc__clock_ns(CLOCK_MONOTONIC) - mono_ns) / 1000;
-    cc_sec_end_t end = { .section_count = w->section_count,
-                         .write_microseconds = spent_us > 0 && spent_us < UINT32_MAX ? (uint32_t)spent_us : 0 };
-    cc__section_begin(w, CC_SEC_END);
-    cc__section_put(w, &end, sizeof end);
-    cc__section_end(w);
-    cc__writer_flush(w);
-    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
-    w->fd = -1;
-    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
-        cc__writer_fail(w, CC__STEP_RENAME);
-    }
+    uint32_t write_us = cc__finish_record(w, mono_ns);
     int rc = 0;
     if (w->failed) {
         /* A live process keeps nothing half-written: the next launch would read it as a crash
@@ -155,7 +128,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
         cc__strlcpy(result->file_name, cc__g.file_name, sizeof result->file_name);
         result->stopped_microseconds = held_us;
         result->threads_stopped = stopped;
-        result->write_microseconds = end.write_microseconds;
+        result->write_microseconds = write_us;
     }
 
     atomic_store(&cc__snapshot_owner, 0);

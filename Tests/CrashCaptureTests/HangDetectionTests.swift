@@ -48,6 +48,15 @@ final class HangDetectionTests: XCTestCase {
                     stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
+    /// Starts `crash-harness hang` in `directory` (not waited for), with `CRASHCAPTURE_HANG_SECONDS`
+    /// set to `hangSeconds` (unset: nil).
+    func startHarness(_ directory: String, _ arguments: [String], hangSeconds: String? = nil) throws -> ChildProcess.Running {
+        var env = ProcessInfo.processInfo.environment
+        env[HangDetection.environmentVariable] = hangSeconds
+        return try ChildProcess.start(Harness.debug, ["hang", "--dir", directory] + arguments, environment: env,
+                                      stdout: directory + ".stdout", stderr: directory + ".stderr", ownProcessGroup: true)
+    }
+
     static let symbolicator: Symbolicator = { try! Symbolicator() }()
 
     func inspect(_ path: String) throws -> Inspection {
@@ -138,12 +147,8 @@ final class HangDetectionTests: XCTestCase {
     /// are 16 s old at the end, 6 s of it running: under the 12 s request threshold.
     func testStoppedForTenSecondsWritesNoRecord() throws {
         let directory = try Scratch.directory("hang-sigstop")
-        var env = ProcessInfo.processInfo.environment
-        env[HangDetection.environmentVariable] = nil
-        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "1",
-                                                           "--seconds", "16", "--load", "2", "--request-threshold", "12"],
-                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
-                                           ownProcessGroup: true)
+        let child = try startHarness(directory, ["--mode", "serve", "--threshold", "1",
+                                                 "--seconds", "16", "--load", "2", "--request-threshold", "12"])
         Thread.sleep(forTimeInterval: 2)
         XCTAssertEqual(kill(child.pid, SIGSTOP), 0)
         Thread.sleep(forTimeInterval: 10)
@@ -204,12 +209,8 @@ final class HangDetectionTests: XCTestCase {
     /// and the process goes on to exit 0.
     func testCrashInspectSnapshotAsksARunningProcess() throws {
         let directory = try Scratch.directory("hang-inspect")
-        var env = ProcessInfo.processInfo.environment
-        env[HangDetection.environmentVariable] = "2"
-        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "0",
-                                                           "--seconds", "6", "--load", "2"],
-                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
-                                           ownProcessGroup: true)
+        let child = try startHarness(directory, ["--mode", "serve", "--threshold", "0",
+                                                 "--seconds", "6", "--load", "2"], hangSeconds: "2")
         Thread.sleep(forTimeInterval: 1.5)
         let inspect = BuiltProducts.inspect
         let out = directory + ".snapshot"
@@ -233,11 +234,7 @@ final class HangDetectionTests: XCTestCase {
     /// so after its timeout and leaves no request behind.
     func testCrashInspectSnapshotOfAProcessThatDoesNotWatchSaysSo() throws {
         let directory = try Scratch.directory("hang-inspect-off")
-        var env = ProcessInfo.processInfo.environment
-        env[HangDetection.environmentVariable] = nil
-        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "0", "--seconds", "4"],
-                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
-                                           ownProcessGroup: true)
+        let child = try startHarness(directory, ["--mode", "serve", "--threshold", "0", "--seconds", "4"])
         Thread.sleep(forTimeInterval: 1)
         let err = directory + ".inspect-stderr"
         let asked = try ChildProcess.run(BuiltProducts.inspect, ["snapshot", String(child.pid), "--dir", directory, "--timeout", "1.5"],
@@ -254,12 +251,8 @@ final class HangDetectionTests: XCTestCase {
     func testAttachedDebuggerWritesNoRecord() throws {
         let lldb = try XCTUnwrap(Tools.find("lldb-16", "lldb"), "no lldb-16: run scripts/setup.sh")
         let directory = try Scratch.directory("hang-debugger")
-        var env = ProcessInfo.processInfo.environment
-        env[HangDetection.environmentVariable] = nil
-        let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "serve", "--threshold", "1",
-                                                           "--seconds", "12", "--load", "2", "--waiting", "0"],
-                                           environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr",
-                                           ownProcessGroup: true)
+        let child = try startHarness(directory, ["--mode", "serve", "--threshold", "1",
+                                                 "--seconds", "12", "--load", "2", "--waiting", "0"])
         Thread.sleep(forTimeInterval: 2)
         let held = try ChildProcess.run(lldb, ["--batch", "-p", String(child.pid), "-o", "script import time; time.sleep(6)", "-o", "process detach"],
                                         stdout: directory + ".lldb", stderr: directory + ".lldb-stderr", timeout: 60)
