@@ -127,9 +127,10 @@ public enum HangDetector {
         _ = HangMonitor.shared.shutdownAt.compareExchange(expected: 0, desired: monotonicNow(), ordering: .sequentiallyConsistent)
     }
 
-    /// Called with each hang or snapshot record's path once it is written (the reporter sends it
-    /// while the process lives). Runs on the watching thread: it must not wait for the Swift pool.
-    package static func onRecord(_ handler: @escaping @Sendable (String) -> Void) {
+    /// Called with each hang or snapshot record's path once it is written, and whether it is a
+    /// snapshot (the reporter sends it while the process lives). Runs on the thread that wrote it:
+    /// it must not wait for the Swift pool.
+    package static func onRecord(_ handler: @escaping @Sendable (String, Bool) -> Void) {
         HangMonitor.shared.recordHandler.withLock { $0 = handler }
     }
 }
@@ -213,14 +214,16 @@ final class HangMonitor: Sendable {
 
     let settings = Mutex<Settings?>(nil)
     let heartbeats = Mutex<[HangHeartbeat]>([])
-    let recordHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
+    let recordHandler = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
     let pauses = Atomic<Int>(0)
     let resumedAt = Atomic<Int64>(0)
     let shutdownAt = Atomic<Int64>(0)
     /// The number of the pool's last heartbeat job that ran (the watcher numbers them).
     let poolBeat = Atomic<Int>(0)
+    /// Whether a watcher runs (of the current generation).
     let running = Atomic<Bool>(false)
-    /// Bumped to end the watcher (start after stop starts a new one).
+    /// Bumped by every start and stop: a watcher of an older generation ends at its next tick, so
+    /// a start right after a stop is never left without one.
     let generation = Atomic<Int>(0)
 
     func add(_ heartbeat: HangHeartbeat) {
@@ -233,16 +236,16 @@ final class HangMonitor: Sendable {
     /// Starts (or retunes) the watcher; `nil` stops it.
     static func configure(_ detection: HangDetection?, directory: String, limits: RecordDirectoryLimits) {
         let monitor = shared
+        let generation = monitor.generation.add(1, ordering: .sequentiallyConsistent).newValue
         guard let detection else {
             monitor.settings.withLock { $0 = nil }
-            monitor.generation.add(1, ordering: .sequentiallyConsistent)
+            monitor.running.store(false, ordering: .sequentiallyConsistent)
             return
         }
         var clamped = detection
         if clamped.stallThreshold < .milliseconds(100) { clamped.stallThreshold = .milliseconds(100) }
         monitor.settings.withLock { $0 = Settings(detection: clamped, directory: directory, limits: limits) }
-        guard monitor.running.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else { return }
-        let generation = monitor.generation.load(ordering: .sequentiallyConsistent)
+        monitor.running.store(true, ordering: .sequentiallyConsistent)
         let box = Unmanaged.passRetained(WatcherStart(monitor: monitor, generation: generation))
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
@@ -252,6 +255,7 @@ final class HangMonitor: Sendable {
         }, box.toOpaque())
         if rc != 0 {
             box.release()
+            _ = monitor.generation.compareExchange(expected: generation, desired: generation + 1, ordering: .sequentiallyConsistent)
             monitor.running.store(false, ordering: .sequentiallyConsistent)
         } else {
             pthread_detach(thread)
@@ -267,7 +271,9 @@ final class HangMonitor: Sendable {
     /// The watching thread's loop (see the top of this file).
     private func watch(generation: Int) {
         "crashcapture-hang".withCString { cc_name_current_thread($0) }
-        defer { running.store(false, ordering: .sequentiallyConsistent) }
+        defer {
+            if self.generation.load(ordering: .sequentiallyConsistent) == generation { running.store(false, ordering: .sequentiallyConsistent) }
+        }
         var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued (or the watcher last ran late); 0: none pending
         var poolNumber = 0               // the pending heartbeat's number
         var quietUntil = monotonicNow()  // no detector fires before this
@@ -392,7 +398,7 @@ final class HangMonitor: Sendable {
         let written = SnapshotRecord(path: directory + "/" + fileName,
                                      stopped: .microseconds(Int64(result.stopped_microseconds)),
                                      threads: Int(result.threads_stopped))
-        if let handler = shared.recordHandler.withLock({ $0 }) { handler(written.path) }
+        if let handler = shared.recordHandler.withLock({ $0 }) { handler(written.path, kind == UInt32(CC_KIND_SNAPSHOT.rawValue)) }
         return written
     }
 

@@ -342,11 +342,14 @@ public final class CrashReporting: Sendable {
         RunEndHook.register(self)
         // A hang or snapshot record goes to the sinks while the process lives, from a thread of
         // its own (the Swift pool may be the thing that is stuck), once the launch has offered
-        // the earlier records; the inbox's acknowledgments keep it from being sent twice.
+        // the earlier records; the inbox's acknowledgments keep it from being sent twice. A
+        // snapshot waits 10 s first: the person who asked for it (crash-inspect snapshot) reads it
+        // before a sink's acknowledgment deletes it.
         if captureResult != nil {
-            HangDetector.onRecord { path in
+            HangDetector.onRecord { path, snapshot in
                 let name = String(path.split(separator: "/").last ?? "")
                 OSThread.start(name: "CrashReporter.hang") {
+                    if snapshot { usleep(10_000_000) }
                     _ = launched.wait(until: .now + .seconds(60))
                     _ = RecordInbox(directory: run.recordDirectory, sinks: sinks, limits: limits).pass(only: name)
                 }
