@@ -45,6 +45,7 @@ let package = Package(
                 .product(name: "CrashReporter", package: "CrashCapture"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

@@ -89,8 +89,9 @@ public enum HangDetector {
     /// Watches loops that run work submitted to them — SwiftNIO's event loops — without a
     /// heartbeat call of their own: each tick the watcher submits a beat to every loop (one at a
     /// time per loop), and a loop that has not run it within the stall threshold writes a hang
-    /// record of the event loop, naming the loop and its thread. `CrashCaptureVapor`'s middleware
-    /// watches the application's loops by itself; for any other group:
+    /// record of the event loop, naming the loop and its thread. The Hummingbird and Vapor
+    /// middlewares (`CrashContextMiddleware`) watch the application's loops by themselves; for
+    /// any other group:
     ///
     /// ```swift
     /// HangDetector.watch(group.makeIterator().enumerated().map { index, loop in

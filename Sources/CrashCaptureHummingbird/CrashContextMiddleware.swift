@@ -4,6 +4,9 @@ import CrashCapture
 import CrashCaptureTracing
 import Logging
 public import Hummingbird
+public import NIOCore
+public import NIOPosix
+import Synchronization
 
 /// Attaches a ``CrashContext`` to each request it sees: a crash while the request is served names
 /// it (the record, the `crashcapture:` line on stderr), a crash elsewhere lists it in flight.
@@ -26,14 +29,25 @@ public import Hummingbird
 ///   `TracingMiddleware`), else the `traceparent` header continued with a new span id;
 /// - the query only with `includeQuery` (it often carries tokens).
 ///
-/// It changes nothing of the request or its response.
+/// It changes nothing of the request or its response. With hang detection on, it also has the
+/// application's event loops watched (CrashCapture's "When a server hangs"): a loop blocked for the
+/// stall threshold writes a hang record naming its thread.
 public struct CrashContextMiddleware<Context: RequestContext>: RouterMiddleware {
     /// Whether the query string is recorded (off: it often carries tokens).
     public var includeQuery: Bool
 
     /// A middleware that records each request's context; the query only with `includeQuery`.
-    public init(includeQuery: Bool = false) {
+    /// - Parameter eventLoopGroup: the application's loops, which hang detection watches (once per
+    ///   process): Hummingbird's default, `MultiThreadedEventLoopGroup.singleton`, unless the
+    ///   application was given another; `nil` watches none. Nothing is submitted to them while hang
+    ///   detection is off.
+    public init(includeQuery: Bool = false, eventLoopGroup: (any EventLoopGroup)? = MultiThreadedEventLoopGroup.singleton) {
         self.includeQuery = includeQuery
+        if let eventLoopGroup, watchingEventLoops.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            HangDetector.watch(eventLoopGroup.makeIterator().enumerated().map { index, loop in
+                WatchedLoop(name: "event loop \(index)") { beat in loop.execute(beat) }
+            })
+        }
     }
 
     /// Attaches the request's context for as long as `next` runs, then passes its response on unchanged.
@@ -67,4 +81,6 @@ public struct CrashContextMiddleware<Context: RequestContext>: RouterMiddleware 
         request.headers.first { $0.name.canonicalName == name }?.value
     }
 }
+/// Whether a middleware has had its application's event loops watched (once per process).
+private let watchingEventLoops = Atomic<Bool>(false)
 #endif

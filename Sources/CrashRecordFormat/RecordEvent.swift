@@ -79,7 +79,7 @@ package struct RecordEvent: Sendable, Equatable {
         switch detector {
         case .none: return name.isEmpty ? "a snapshot of the running process" : "a snapshot of the running process (\(name))"
         case .pool: return "the cooperative pool's heartbeat ran \(observed) late (threshold \(threshold))"
-        case .eventLoop: return "event loop \(name) did not run for \(observed) (threshold \(threshold))"
+        case .eventLoop: return "\(name.isEmpty ? "an event loop" : name) did not run for \(observed) (threshold \(threshold))"
         case .heartbeat: return "heartbeat \(name) did not beat for \(observed) (threshold \(threshold))"
         case .request: return "a request was in flight for \(observed) (threshold \(threshold))"
         case .shutdown: return "the graceful shutdown had not ended after \(observed) (threshold \(threshold))"

@@ -26,6 +26,7 @@ import Foundation
 import Hummingbird
 import Instrumentation
 import NIOCore
+import NIOPosix
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -57,6 +58,15 @@ import Glibc
     FileHandle.standardError.write(Data("block request started\n".utf8))
     blockingLibraryCall(seconds: seconds)
     return "blocked\n"
+}
+
+/// The `/block-loop` route handler: blocks one of the application's event loops (a task submitted
+/// to it sleeps `?seconds=N`, 3 by default) and answers at once. Says on stderr when it has started.
+@Sendable @inline(never) func blockLoopRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    let seconds = request.uri.queryParameters.get("seconds", as: Double.self) ?? 3
+    MultiThreadedEventLoopGroup.singleton.next().execute { blockingLibraryCall(seconds: seconds) }
+    FileHandle.standardError.write(Data("block-loop request started\n".utf8))
+    return "blocking a loop\n"
 }
 
 @inline(never) func blockingLibraryCall(seconds: Double) {
@@ -137,6 +147,7 @@ if !CommandLine.arguments.contains("--no-crash-context") {
 router.get("ok") { _, _ in "ok\n" }
 router.get("slow", use: slowRoute)
 router.get("block", use: blockRoute)
+router.get("block-loop", use: blockLoopRoute)
 router.get("wait-forever", use: waitForeverRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
