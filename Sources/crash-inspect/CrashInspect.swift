@@ -108,7 +108,7 @@ extension CrashInspect {
                     let record = inspection.record
                     let summary = inspection.summary
                     return .record(.init(
-                        id: inspection.id, file: inspection.path, complete: record.isComplete,
+                        id: inspection.id, file: inspection.path, kind: record.kind.rawValue, complete: record.isComplete,
                         time: Nullable(record.process.map { isoTime($0.crashWallNanoseconds) }),
                         app: Nullable(record.appName), version: Nullable(record.appVersion),
                         signalName: Nullable(record.signal?.name), summary: summary.headline, message: Nullable(summary.message),

@@ -12,6 +12,8 @@ enum ListRow: Encodable {
     struct Record: Encodable {
         var id: String
         var file: String
+        /// `crash`, `hang` or `snapshot`.
+        var kind: String
         var complete: Bool
         var time: Nullable<String>
         var app: Nullable<String>

@@ -221,6 +221,10 @@ final class HangDetectionTests: XCTestCase {
         XCTAssertEqual(shown["kind"] as? String, "snapshot")
         let requests = try XCTUnwrap((shown["requests"] as? [String: Any])?["others"] as? [[String: Any]])
         XCTAssertEqual(requests.count, 3)
+        let listed = directory + ".list"
+        XCTAssertEqual(try ChildProcess.run(BuiltProducts.inspect, ["list", "--dir", directory, "--json"], stdout: listed, timeout: 30).ending, .exited(0))
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(FileManager.default.contents(atPath: listed))) as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["kind"] as? String }, ["snapshot"], "list --json says the kind")
         for request in requests {
             let frames = (request["waiting"] as? [[String: Any]] ?? []).compactMap { $0["symbol"] as? String }
             XCTAssertTrue(frames.contains { $0.contains("awaitForever") }, "\(frames)")
