@@ -276,7 +276,7 @@ final class HangMonitor: Sendable {
             if self.generation.load(ordering: .sequentiallyConsistent) == generation { running.store(false, ordering: .sequentiallyConsistent) }
         }
         var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued (or the watcher last ran late); 0: none pending
-        var poolNumber = 0               // the pending heartbeat's number
+        var poolNumber = poolBeat.load(ordering: .sequentiallyConsistent)   // the pending heartbeat's number (going on from an earlier watcher's)
         var quietUntil = monotonicNow()  // no detector fires before this
         var lastFired: [String: Int64] = [:]
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
