@@ -40,7 +40,10 @@
  * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message, abort message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
- * under a small RLIMIT_FSIZE what is lost is the least valuable part.
+ * under a small RLIMIT_FSIZE what is lost is the least valuable part. cc__record runs these
+ * steps as phases, one function each, in this order: cc__record_prepare (nothing written yet),
+ * cc__record_header (checkpoint 1, then the line on stderr), cc__record_crashed_thread
+ * (checkpoints 2 to 4), cc__record_context (checkpoint 5), the other threads, cc__record_finish.
  *
  * A RECORD NOT WHOLE. When the file cannot be created (EROFS, ENOENT, EACCES, ENOSPC...), a
  * write fails (ENOSPC, EFBIG, EIO), or closing or the final rename fails, the writer stops
@@ -420,13 +423,27 @@ uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns) {
     return end.write_microseconds;
 }
 
-/* async-signal-safe: writes the whole record for this crash. Other threads are stopped first. */
-static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
-    cc__writer_t *w = &cc__g.writer;
+/* What the phases of one crash record share: the crash as the handler got it, and what the
+ * earlier phases learned. Lives in cc__record's frame, as its locals did. */
+typedef struct {
+    int signo;
+    siginfo_t *info;             /* may be NULL */
+    ucontext_t *uc;              /* may be NULL */
+    pid_t pid, tid;
+    int saved_errno;
+    int64_t wall_ns, mono_ns;    /* when the record began */
+    cc_sec_crash_t crash;        /* the CC_SEC_CRASH written (cc__record_crash) */
+    cc_sec_process_t process;    /* the CC_SEC_PROCESS written (its thread name) */
+    cc_sec_thread_t thread;      /* the crashed thread (its frames in cc__g.frames) */
+} cc__crash_t;
+
+/* async-signal-safe: writes nothing; stops the other threads, collects the images and opens the
+ * ".partial" record file. */
+static void cc__record_prepare(cc__crash_t *c) {
     CC__MARK("start");
-    int64_t crash_wall_ns = cc__clock_ns(CLOCK_REALTIME);
-    int64_t crash_mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
-    cc__g.handler_pid = pid;
+    c->wall_ns = cc__clock_ns(CLOCK_REALTIME);
+    c->mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
+    cc__g.handler_pid = c->pid;
     cc__raise_limits();
     CC__MARK("raise_limits");
     /* The fds reserved at install: one for the /proc files read while stopping threads and
@@ -434,66 +451,98 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
      * closes only its own copies). */
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
     CC__MARK("close_reserved0");
-    cc__stop_other_threads(tid);
+    cc__stop_other_threads(c->tid);
     CC__MARK("stop_other_threads");
     cc__images_collect();
     CC__MARK("images_collect");
     cc__stop_unparked_threads();   /* every thread is stopped before the record file exists */
     CC__MARK("stop_unparked");
     if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
-    cc__name_record(crash_wall_ns, pid, tid);
+    cc__name_record(c->wall_ns, c->pid, c->tid);
     CC__MARK("close_reserved1+name");
     /* A file that cannot be created (or take its header) does not end the record: the writer
      * then writes nothing, but the frames are still unwound for the stderr summary. */
-    cc__writer_open(w, cc__g.dir_fd, cc__g.partial_name);
+    cc__writer_open(&cc__g.writer, cc__g.dir_fd, cc__g.partial_name);
     CC__MARK("writer_open");
+}
 
-    /* The signal. */
-    cc_sec_crash_t crash = { .signo = signo, .errno_at_crash = saved_errno };
+/* async-signal-safe: writes CC_SEC_CRASH, the signal as siginfo tells it (kept in c->crash). */
+static void cc__record_crash(cc__writer_t *w, cc__crash_t *c) {
+    cc_sec_crash_t *crash = &c->crash;
+    crash->signo = c->signo;
+    crash->errno_at_crash = c->saved_errno;
+    const siginfo_t *info = c->info;
     if (info) {
-        crash.code = info->si_code;
+        crash->code = info->si_code;
         if (info->si_code <= 0) {
-            crash.flags |= CC_CRASH_FROM_PROCESS;
-            crash.sender_pid = info->si_pid;
-            crash.sender_uid = info->si_uid;
+            crash->flags |= CC_CRASH_FROM_PROCESS;
+            crash->sender_pid = info->si_pid;
+            crash->sender_uid = info->si_uid;
         } else if (info->si_code != SI_KERNEL) {
-            crash.flags |= CC_CRASH_FAULT_ADDRESS;
-            crash.fault_address = (uint64_t)(uintptr_t)info->si_addr;
+            crash->flags |= CC_CRASH_FAULT_ADDRESS;
+            crash->fault_address = (uint64_t)(uintptr_t)info->si_addr;
         }
     }
-    const char *name = cc_signal_name(signo);
-    cc__strlcpy(crash.signal_name, name ? name : "", sizeof crash.signal_name);
-    cc__strlcpy(crash.code_name, cc__code_name(signo, crash.code), sizeof crash.code_name);
-    cc__strlcpy(crash.code_description, cc__code_description(signo, crash.code), sizeof crash.code_description);
+    const char *name = cc_signal_name(c->signo);
+    cc__strlcpy(crash->signal_name, name ? name : "", sizeof crash->signal_name);
+    cc__strlcpy(crash->code_name, cc__code_name(c->signo, crash->code), sizeof crash->code_name);
+    cc__strlcpy(crash->code_description, cc__code_description(c->signo, crash->code), sizeof crash->code_description);
     cc__section_begin(w, CC_SEC_CRASH);
-    cc__section_put(w, &crash, sizeof crash);
+    cc__section_put(w, crash, sizeof *crash);
     cc__section_end(w);
+}
 
-    /* The process. */
-    cc_sec_process_t process;
-    cc__write_process(w, &process, pid, tid, crash_wall_ns, crash_mono_ns);
-
+/* async-signal-safe: writes the signal, the process, the $AppEnd, the run id, the scope and the
+ * requests in flight, flushes them (checkpoint 1), then the one crash line on stderr. */
+static void cc__record_header(cc__writer_t *w, cc__crash_t *c) {
+    cc__record_crash(w, c);
+    cc__write_process(w, &c->process, c->pid, c->tid, c->wall_ns, c->mono_ns);
     /* The compensating $AppEnd and the run id: the session's end, and which run it was. Then the
      * app's scope as it is now. */
-    cc__write_app_end(w, crash_wall_ns, crash_mono_ns);
+    cc__write_app_end(w, c->wall_ns, c->mono_ns);
     cc__write_run_and_scope(w);
     CC__MARK("crash+process+appEnd");
     /* The requests in flight, and the one this thread was serving (cc_context.c): plain reads. */
     static cc_sec_request_t request;
     int has_request = 0;
-    cc__write_requests(w, tid, &request, &has_request, 0);
+    cc__write_requests(w, c->tid, &request, &has_request, 0);
     CC__MARK("requests");
     cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id, the scope and the requests are on disk */
     CC__MARK("flush1");
     /* One line on stderr that names the crash, its record and its request (cc_summary.c). */
-    cc__crash_line_write(&crash, pid, tid, process.thread_name, cc__g.file_name, has_request ? &request : 0);
+    cc__crash_line_write(&c->crash, c->pid, c->tid, c->process.thread_name, cc__g.file_name, has_request ? &request : 0);
     CC__MARK("crash_line");
+}
 
+/* async-signal-safe: writes nothing; unwinds the crashed thread from its signal context into
+ * cc__g.frames (c->thread says how many), with the crash's own signal let through meanwhile. */
+static void cc__record_unwind(cc__crash_t *c) {
+    int truncated = 0;
+    uint32_t omitted = 0;
+    /* While the unwinder walks the stack, the crash's own signal is let through: a fault
+     * of the same kind inside it then reaches this handler (cc__salvage_crashed_thread)
+     * instead of the kernel's default action, which a blocked fault would get. */
+    sigset_t own, mask;
+    sigemptyset(&own);
+    sigaddset(&own, c->signo);
+    sigprocmask(SIG_UNBLOCK, &own, &mask);
+    c->thread.frame_count = cc__unwind_context(c->uc, &cc__g.unwind_context, &cc__g.unwind_cursor, &cc__g.unwind_walk,
+                                               cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
+    sigprocmask(SIG_SETMASK, &mask, 0);
+    c->thread.omitted_frames = omitted;
+    c->thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
+}
+
+/* async-signal-safe: writes the crashed thread: its registers (checkpoint 2, before the unwind),
+ * its frames (checkpoint 3), its async context chains, the unwind note and the main executable's
+ * image (checkpoint 4). */
+static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
     /* The crashing thread: registers, then frames unwound from the signal context. */
-    cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED };
-    for (int i = 0; i < 16; i++) thread.name[i] = process.thread_name[i];
-    if (uc) {
-        cc__write_registers(w, uc, 0);
+    c->thread.tid = c->tid;
+    c->thread.flags = CC_THREAD_CRASHED;
+    for (int i = 0; i < 16; i++) c->thread.name[i] = c->process.thread_name[i];
+    if (c->uc) {
+        cc__write_registers(w, c->uc, 0);
         if (cc__g.flags & CC_FLAG_TEST_CRASH_IN_HANDLER) {
             volatile uintptr_t unmapped = 16;   /* volatile: see cc__fault_as_init */
             *(volatile int *)unmapped = 1; /* test hook: a fault inside the handler */
@@ -502,38 +551,27 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
         CC__MARK("registers");
         cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
         CC__MARK("flush2");
-        int truncated = 0;
-        uint32_t omitted = 0;
-        /* While the unwinder walks the stack, the crash's own signal is let through: a fault
-         * of the same kind inside it then reaches this handler (cc__salvage_crashed_thread)
-         * instead of the kernel's default action, which a blocked fault would get. */
-        sigset_t own, mask;
-        sigemptyset(&own);
-        sigaddset(&own, signo);
-        sigprocmask(SIG_UNBLOCK, &own, &mask);
-        thread.frame_count = cc__unwind_context(uc, &cc__g.unwind_context, &cc__g.unwind_cursor, &cc__g.unwind_walk,
-                                                cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
-        sigprocmask(SIG_SETMASK, &mask, 0);
-        thread.omitted_frames = omitted;
-        thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
+        cc__record_unwind(c);
     }
     CC__MARK("unwind");
-    cc__write_crashed_thread(w, &thread);
+    cc__write_crashed_thread(w, &c->thread);
     cc__writer_flush(w); /* checkpoint: the physical frames, before reading async contexts */
     CC__MARK("thread+flush3");
-    if (uc) {
+    if (c->uc) {
         /* Its Swift async callers: raw context chains, judged offline (cc_async.c). */
-        cc__write_async_chains(w, tid, cc__g.frame_pointers, thread.frame_count, cc__context_async_register(uc),
-                               CC__ASYNC_LINKS_CRASHED);
+        cc__write_async_chains(w, c->tid, cc__g.frame_pointers, c->thread.frame_count,
+                               cc__context_async_register(c->uc), CC__ASYNC_LINKS_CRASHED);
     }
     CC__MARK("async_chains");
     cc__write_unwind_note(w);
     cc__write_images(w, 1); /* the main executable's image: enough to symbolicate its frames */
     cc__writer_flush(w); /* checkpoint: the crashing thread is on disk */
     CC__MARK("main_image+flush4");
+}
 
-    /* Strings known since install, then the Swift runtime's fatal-error message. */
-    cc__write_app_strings(w);
+/* async-signal-safe: writes the Swift runtime's fatal-error message and, for SIGABRT, glibc's
+ * abort message, each only when there is one. */
+static void cc__record_last_words(cc__writer_t *w, int signo) {
     if (cc__g.fatal_message_slot) {
         const char *message = atomic_load(cc__g.fatal_message_slot);
         if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
@@ -549,13 +587,22 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
             cc__write_message(w, CC_STR_ABORT_MESSAGE, buffer + sizeof size, size - sizeof size);
         }
     }
+}
+
+/* async-signal-safe: writes the strings known since install, the last words, the memory around
+ * pc, the stack and the fault address, the breadcrumbs and every image, then flushes them
+ * (checkpoint 5, before the other threads are unwound). */
+static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
+    /* Strings known since install, then the Swift runtime's fatal-error message. */
+    cc__write_app_strings(w);
+    cc__record_last_words(w, c->signo);
     CC__MARK("strings+messages");
-    if (uc) {
-        cc__write_memory(w, "pc", cc__context_pc(uc), 64, 64);
+    if (c->uc) {
+        cc__write_memory(w, "pc", cc__context_pc(c->uc), 64, 64);
         /* The crashed thread's stack from sp up, as far as it is mapped: enough for a
          * debugger or a minidump made from the record later. */
-        cc__write_stack(w, cc__context_sp(uc));
-        if (crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", crash.fault_address, 32, 32);
+        cc__write_stack(w, cc__context_sp(c->uc));
+        if (c->crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", c->crash.fault_address, 32, 32);
     }
     CC__MARK("memory");
     cc__write_breadcrumbs(w);
@@ -564,20 +611,36 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     CC__MARK("images");
     cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
     CC__MARK("flush5");
+}
 
-    cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
-    CC__MARK("other_threads");
-
-    cc__finish_record(w, crash_mono_ns);
+/* async-signal-safe: writes the end section and renames the record to its final name (or, when
+ * it is not whole, the summary on stderr), then starts the crash-time uploader. */
+static void cc__record_finish(cc__writer_t *w, cc__crash_t *c) {
+    cc__finish_record(w, c->mono_ns);
     CC__MARK("end+close+rename");
     /* Not whole: say so on stderr, once, now that nothing more will be tried. */
-    if (w->failed) cc__summary_write(&crash, pid, tid, cc__g.frames, thread.frame_count, w);
+    if (w->failed) cc__summary_write(&c->crash, c->pid, c->tid, cc__g.frames, c->thread.frame_count, w);
     CC__MARK("summary");
     /* The crash-time uploader, when configured (cc_uploader.c): bounded by the watchdog. */
-    cc__uploader_start(crash_mono_ns + (int64_t)cc__g.watchdog_seconds * 1000000000LL - 500000000LL);
+    cc__uploader_start(c->mono_ns + (int64_t)cc__g.watchdog_seconds * 1000000000LL - 500000000LL);
 #ifdef CC_TRACE_STEPS
     cc__trace_dump("handler");
 #endif
+}
+
+/* async-signal-safe: writes the whole record for this crash, phase by phase in the order of ORDER
+ * OF WORK above; each phase ends at a checkpoint (cc__writer_flush), so a fault in one leaves the
+ * phases before it in the ".partial" file. Other threads are stopped first. */
+static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid, int saved_errno) {
+    cc__writer_t *w = &cc__g.writer;
+    cc__crash_t c = { .signo = signo, .info = info, .uc = uc, .pid = pid, .tid = tid, .saved_errno = saved_errno };
+    cc__record_prepare(&c);
+    cc__record_header(w, &c);          /* checkpoint 1 */
+    cc__record_crashed_thread(w, &c);  /* checkpoints 2, 3, 4 */
+    cc__record_context(w, &c);         /* checkpoint 5 */
+    cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
+    CC__MARK("other_threads");
+    cc__record_finish(w, &c);
 }
 
 /* async-signal-safe: this thread takes the crash (or parks, when another thread of this process
