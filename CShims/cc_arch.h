@@ -34,7 +34,7 @@ extern const uint64_t cc__arch_red_zone;
 extern const int cc__arch_unw_fp_register;
 
 /* The interrupted context's program counter, stack pointer, frame pointer (rbp / x29) and Swift
- * async context register (r14 / x22: where a partial function receives its context). */
+ * async context register (r14 / x22: where a partial function receives its context; cc_swift_abi.h, 2). */
 uint64_t cc__context_pc(const ucontext_t *uc);
 uint64_t cc__context_sp(const ucontext_t *uc);
 uint64_t cc__context_fp(const ucontext_t *uc);
@@ -79,7 +79,8 @@ void cc__raw_pause(void);
 
 /* This thread's thread pointer (x86-64: the TCB address at %fs:0; aarch64: tpidr_el0). Variables
  * of the initial (static) TLS blocks, and the first pthread keys' values, lie at a fixed distance
- * from it, the same for every thread: cc_context.c finds the Swift runtime's current task there. */
+ * from it, the same for every thread: the probe (cc_swift_abi.c) finds the Swift runtime's current
+ * task there. */
 uint64_t cc__arch_thread_pointer(void);
 
 /* The assembler lines that open and close a hidden function written in assembly (each

@@ -1,14 +1,15 @@
 /* cc_async.c — Swift async context chains read at crash time as raw words, for a reader to turn into async frames offline. */
 #include "cc_boot.h"
 #include "cc_internal.h"
+#include "cc_swift_abi.h"
 
 /*
  * What a Swift backtrace shows after the first async frame is not on the machine stack: an
  * async function's callers are suspended, and what links them is a chain of AsyncContext
- * objects on the heap (include/swift/ABI/Task.h: Parent at +0, ResumeParent at +8). An async
- * partial function keeps its own context in the word below its frame record (fp - 8; the
- * Swift runtime's FramePointerUnwinder reads it there), and receives it in the async context
- * register (r14 / x22).
+ * objects on the heap (Parent, ResumeParent). An async partial function keeps its own context
+ * in the word below its frame record (fp - 8), and receives it in the async context register
+ * (r14 / x22). cc_swift_abi.h (2 and 3) says what is assumed of these layouts and of tasks, and
+ * where it comes from.
  *
  * Whether a frame is an async function is known only by its symbol (on Linux a mangled suffix
  * TY<n>_ or TQ<n>_), and the handler looks up no symbols. So for every frame of the thread the
@@ -22,11 +23,9 @@
  * symbols say is async (CrashSymbolication's AsyncFrames). Reads go through cc__safe_read, so
  * a wrong guess costs a few syscalls and bytes, never a fault, a hang or a changed death.
  *
- * Layouts understood: the two-word AsyncContext prefix of Swift 5.5 and later on 64-bit Linux
- * (x86-64 and aarch64; resume points are stripped of any pointer-authentication code, as the
- * Swift backtracer strips them; the async frames themselves are only tested on x86-64). A runtime whose contexts were laid out otherwise shows as
- * chains that end early (UNREADABLE, MISALIGNED, NOT_CODE) and resume points the symbols do not
- * name as async functions; a reader then shows the physical frames only.
+ * Another layout than cc_swift_abi.h's shows as chains that end early (UNREADABLE, MISALIGNED,
+ * NOT_CODE) and resume points the symbols do not name as async functions; a reader then shows
+ * the physical frames only.
  */
 
 #define CC__ASYNC_SEEN_MAX 512   /* contexts remembered per thread, to tell cycles and joins */
@@ -49,15 +48,15 @@ static int cc__is_resume_point(uint64_t resume) {
 /* async-signal-safe: a context's two words, if it is aligned and both can be read. */
 static uint32_t cc__read_context(uint64_t context, uint64_t *parent, uint64_t *resume) {
     if (context == 0) return CC_ASYNC_END_PARENT_NULL;
-    if (context & 15) return CC_ASYNC_END_MISALIGNED;
-    uint64_t words[2];
-    if (cc__safe_read(context, words, sizeof words) != sizeof words) return CC_ASYNC_END_UNREADABLE;
+    if (context & (CC__SWIFT_CONTEXT_ALIGN - 1)) return CC_ASYNC_END_MISALIGNED;
+    cc__swift_async_context_t words;
+    if (cc__safe_read(context, &words, sizeof words) != sizeof words) return CC_ASYNC_END_UNREADABLE;
     /* A resume point is a code address: stripped of any pointer-authentication code first, as
      * the Swift backtracer strips it (cc_arch.h), so a record holds no signed address. */
-    words[1] = cc__strip_code_address(words[1]);
-    if (!cc__is_resume_point(words[1])) return CC_ASYNC_END_NOT_CODE;
-    *parent = words[0];
-    *resume = words[1];
+    words.resume_parent = cc__strip_code_address(words.resume_parent);
+    if (!cc__is_resume_point(words.resume_parent)) return CC_ASYNC_END_NOT_CODE;
+    *parent = words.parent;
+    *resume = words.resume_parent;
     return 0;
 }
 
@@ -114,58 +113,22 @@ static uint64_t cc__write_chain(cc__writer_t *w, pid_t tid, uint32_t frame_index
 }
 
 /*
- * The task a whole chain belongs to, and the tasks it is a child of. The debug layout version 1
- * of Swift's concurrency runtime (see cc_record.h, CC_SEC_ASYNC_TASK) places, on 64-bit: the heap
- * metadata at +0, JobFlags at +32 (kind in the low byte: 0 is a task), the Id at +36, ResumeTask
- * at +56, ResumeContext at +64, and a child task's parent (its child fragment) right after the
- * AsyncTask, whose size the runtime exports (_swift_concurrency_debug_asyncTaskSize, 208 in Swift
- * 6.3). A task's first context is allocated with it, after its header and
- * fragments: the nearest aligned word before the first context that holds the task metadata
- * starts the task. A parent that is a child itself leads on, at most CC__TASK_DEPTH tasks.
+ * The task a whole chain belongs to, and the tasks it is a child of (see cc_record.h,
+ * CC_SEC_ASYNC_TASK): the task is found from the chain's first context and read with the runtime's
+ * debug layout (cc__swift_task_of_context, cc__swift_read_task: cc_swift_abi.h, 3). A parent that
+ * is a child itself leads on, at most CC__TASK_DEPTH tasks.
  */
-#define CC__TASK_SCAN        1024   /* bytes before a first context searched for its task */
-#define CC__TASK_HEADER_MAX  (1024 + 8)
 #define CC__TASK_DEPTH       16
-
-/* async-signal-safe: the task whose first context is `first_context`, or 0. */
-static uint64_t cc__task_of(uint64_t first_context) {
-    static uint64_t window[CC__TASK_SCAN / 8];
-    for (uint64_t span = CC__TASK_SCAN; span >= 256; span /= 2) {   /* smaller when the page before is unmapped */
-        if (first_context < span || cc__safe_read(first_context - span, window, span) != span) continue;
-        for (uint64_t i = span / 8; i-- > 0;) {
-            uint64_t at = first_context - span + i * 8;
-            if (!(at & 15) && window[i] == cc__g.task_metadata) return at;
-        }
-        return 0;
-    }
-    return 0;
-}
-
-typedef struct { uint32_t flags, id; uint64_t resume, context, parent; } cc__task_t;
-
-/* async-signal-safe: a task's header fields, if it reads as a task. */
-static int cc__read_task(uint64_t task, cc__task_t *out) {
-    static uint64_t head[CC__TASK_HEADER_MAX / 8];
-    size_t size = (size_t)cc__g.task_size + 8;   /* the task and its child fragment's parent */
-    if (task == 0 || (task & 15) || cc__safe_read(task, head, size) != size) return 0;
-    if (head[0] != cc__g.task_metadata || (head[4] & 0xFF) != 0) return 0;
-    out->flags = (uint32_t)head[4];
-    out->id = (uint32_t)(head[4] >> 32);
-    out->resume = head[7];
-    out->context = head[8];
-    out->parent = (out->flags & CC_TASK_IS_CHILD) ? head[cc__g.task_size / 8] : 0;
-    return 1;
-}
 
 /* async-signal-safe: CC_SEC_ASYNC_TASK for the task that ends a whole chain, then, while it is a
  * child, its parent's chain and task. */
 static void cc__write_tasks(cc__writer_t *w, pid_t tid, uint32_t frame_index, uint64_t first_context, uint32_t *budget) {
     if (!cc__g.task_metadata) return;
-    uint64_t task = cc__task_of(first_context);
+    uint64_t task = cc__swift_task_of_context(first_context);
     for (int depth = 0; task && depth < CC__TASK_DEPTH; depth++) {
-        cc__task_t me, parent = { 0 };
-        if (!cc__read_task(task, &me)) return;
-        int has_parent = me.parent && cc__read_task(me.parent, &parent);
+        cc__swift_task_t me, parent = { 0 };
+        if (!cc__swift_read_task(task, &me)) return;
+        int has_parent = me.parent && cc__swift_read_task(me.parent, &parent);
         cc_sec_async_task_t record = {
             .tid = tid, .job_flags = me.flags, .task = task, .first_context = first_context, .task_id = me.id,
             .parent = has_parent ? me.parent : 0, .parent_resume = parent.resume, .parent_context = parent.context,
@@ -197,17 +160,17 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
     for (uint32_t i = 0; i < count && slot_count < CC__SAFE_WORDS_MAX; i++) {
         if (fps[i] < 16 || (fps[i] & 7)) continue;
         frame_of[slot_count] = i;
-        slots[slot_count++] = fps[i] - 8;
+        slots[slot_count++] = fps[i] - CC__SWIFT_FRAME_CONTEXT_OFFSET;
     }
     cc__safe_read_many(slots, 8, candidates, readable, slot_count);
     /* Keep the aligned, non-zero candidates (slots[] now holds them, frame_of[] their frames). */
     uint32_t kept = 0;
     for (uint32_t k = 0; k < slot_count; k++) {
-        if (!readable[k] || candidates[k] == 0 || (candidates[k] & 15)) continue;
+        if (!readable[k] || candidates[k] == 0 || (candidates[k] & (CC__SWIFT_CONTEXT_ALIGN - 1))) continue;
         frame_of[kept] = frame_of[k];
         slots[kept++] = candidates[k];
     }
-    cc__safe_read_many(slots, 16, pairs, readable, kept);
+    cc__safe_read_many(slots, sizeof(cc__swift_async_context_t), pairs, readable, kept);
     for (uint32_t k = 0; k < kept && budget > 0; k++) {
         /* cc__read_context's test, on the words already read: a repeated candidate (a SEEN
          * reference) is written whatever its words. */
@@ -216,7 +179,7 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
         uint64_t root = cc__write_chain(w, tid, frame_of[k], CC_ASYNC_FRAME_POINTER, slots[k], &budget);
         if (root) cc__write_tasks(w, tid, frame_of[k], root, &budget);
     }
-    if (async_register && !(async_register & 15) && budget > 0) {
+    if (async_register && !(async_register & (CC__SWIFT_CONTEXT_ALIGN - 1)) && budget > 0) {
         uint64_t root = cc__write_chain(w, tid, 0, CC_ASYNC_CONTEXT_REGISTER, async_register, &budget);
         if (root) cc__write_tasks(w, tid, 0, root, &budget);
     }
@@ -225,14 +188,14 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
 /* async-signal-safe: where a request's task waits, for a record of a live process (see
  * CC_SEC_REQUEST_TASK in cc_record.h). The key is the task the request was attached in; it is
  * read only when it reads as a task (its heap metadata is the runtime's task metadata and its
- * kind is a task), with the same debug layout as cc__read_task. Its ResumeContext starts a chain
+ * kind is a task), with the same debug layout as cc__swift_read_task. Its ResumeContext starts a chain
  * as any candidate does, so a task whose words are not a context writes none. */
 void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget) {
     cc_sec_request_task_t record = { .key = key };
-    cc__task_t task;
+    cc__swift_task_t task;
     if (!cc__g.task_metadata) {
         record.status = CC_REQUEST_TASK_UNKNOWN;
-    } else if (!cc__read_task(key, &task)) {
+    } else if (!cc__swift_read_task(key, &task)) {
         record.status = CC_REQUEST_TASK_NOT_TASK;
     } else {
         record.status = CC_REQUEST_TASK_READ;

@@ -1,6 +1,7 @@
 /* cc_install.c — install and uninstall: everything the handler needs, prepared before any signal. */
 #include "cc_boot.h"
 #include "cc_internal.h"
+#include "cc_swift_abi.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -220,24 +221,15 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
     CC__MARK("pipe2");
 
-    /* The Swift runtime keeps the text of the last fatal error behind an exported accessor.
-     * Resolve it now (dlsym is not async-signal-safe); the handler only loads the pointer. */
-    typedef const char *_Atomic *(*cc__fatal_buffer_fn)(void);
-    cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
-    cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
     /* glibc keeps the message it printed before abort() (assert, malloc's heap checks,
      * _FORTIFY_SOURCE, every __libc_message) behind __abort_msg, for post-mortem tools (apport,
      * debuggers read it from core dumps). Where the C library has none (musl, a static binary
-     * without dlsym), there is no abort message. */
+     * without dlsym), there is no abort message. Resolved now (dlsym is not async-signal-safe);
+     * the handler only loads the pointer. */
     cc__g.abort_message_slot = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "__abort_msg");
-    /* Swift concurrency's debug exports (what lldb reads): the task metadata and the layout
-     * version of its internal structures. Only version 1 is understood (cc_async.c). */
-    const void *const *task_metadata = (const void *const *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskMetadata");
-    const uint32_t *layout = (const uint32_t *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_internal_layout_version");
-    const size_t *task_size = (const size_t *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskSize");
-    int understood = task_metadata && layout && *layout == 1 && task_size && *task_size >= 72 && *task_size <= 1024 && !(*task_size & 7);
-    cc__g.task_metadata = understood ? (uint64_t)(uintptr_t)*task_metadata : 0;
-    cc__g.task_size = understood ? (uint64_t)*task_size : 0;
+    /* The Swift runtime's fatal-error message and its concurrency debug exports, checked
+     * (cc_swift_abi.h, 1 and 3). */
+    cc__swift_abi_prepare();
 
     CC__MARK("dlsyms");
     cc__interpose_prepare();

@@ -11,6 +11,7 @@
 #include <libunwind.h>
 #include "include/crashcapture.h"
 #include "cc_arch.h"   /* what differs between architectures: cc_arch_x86_64.c, cc_arch_aarch64.c */
+#include "cc_swift_abi.h" /* what is assumed of the Swift runtime's private layouts: cc_swift_abi.c */
 
 #define CC__SIGNAL_COUNT       6
 #define CC__DEFAULT_FRAMES     256
@@ -30,8 +31,6 @@
 #define CC__STACK_WINDOW       (64 * 1024) /* bytes of the crashed thread's stack kept, from sp up */
 
 #define CC__CONTEXT_SLOTS      256   /* request contexts in flight at once (cc_context.c) */
-#define CC__PROBE_CANDIDATES   16
-#define CC__PROBE_TASKS_MAX    16
 
 /* One request-context slot (cc_context.c): (generation << 2) | FREE, WRITING or LIVE, then the
  * context as a record's CC_SEC_REQUEST holds it. */
@@ -39,13 +38,6 @@ typedef struct {
     _Atomic uint64_t word;
     cc_sec_request_t body;
 } cc__context_slot_t;
-
-/* Where the Swift runtime keeps a thread's current task and a task's task-local bindings
- * (cc_context.c): not looked for yet, being probed, known (checked on every attach), failed. */
-#define CC__LAYOUT_NONE    0
-#define CC__LAYOUT_PROBING 1
-#define CC__LAYOUT_KNOWN   2
-#define CC__LAYOUT_FAILED  3
 
 /* One breadcrumb slot: a seqlock (even = stable, odd = being written). */
 typedef struct {
@@ -133,9 +125,9 @@ typedef struct {
     int64_t start_mono_ns;
     uint64_t random_seed;
     int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
-    const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL */
+    const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL (cc_swift_abi.h, 1) */
     uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
-    uint64_t task_metadata;      /* the Swift runtime's AsyncTask heap metadata (layout version 1), or 0 */
+    uint64_t task_metadata;      /* the Swift runtime's AsyncTask heap metadata (layout version 1), or 0 (cc_swift_abi.h, 3) */
     uint64_t task_size;          /* sizeof(AsyncTask): a child task's parent pointer follows it */
 
     /* Alternate stacks for new threads. */
@@ -169,7 +161,8 @@ typedef struct {
     /* Breadcrumbs: the head here, the slots below. */
     _Atomic uint64_t breadcrumb_head;
 
-    /* Request contexts (cc_context.c): counters and the runtime layout probed; the slots below. */
+    /* Request contexts (cc_context.c): counters and the runtime layout probed (cc_swift_abi.h, 4
+     * and 5: cc_context_probe in cc_swift_abi.c); the slots below. */
     _Atomic uint64_t contexts_attached;  /* 1 once a context was attached: the program uses them */
     _Atomic uint32_t contexts_dropped;
     _Atomic int context_layout;          /* CC__LAYOUT_* */
