@@ -103,12 +103,42 @@ int cc__publish(cc__published_t *p, char *buffers, size_t size, const void *byte
  * length), returns its length; 0 when there is none, it is empty, or every try was torn. */
 size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, char *out);
 
-/* All mutable state of the C core, in one place. Everything the handler needs is prepared
- * here at install time; the handler only reads it or writes the fields marked (handler).
+/* WHERE STATE LIVES. Every piece of mutable state that more than one file reads or writes is a
+ * field of this struct, cc__g (defined in cc_install.c): what install prepares for the handler,
+ * what the program publishes (templates, scope, breadcrumbs, request contexts), and the crash
+ * being recorded. Everything the handler needs is prepared here at install time; the handler
+ * only reads it or writes the fields marked (handler).
  * Order: what cc_install writes comes first, the small fields then the strings whose first
  * bytes it writes, so that a fresh process's install faults in about three pages of this
  * struct, not one per field (each first write to a page of it is a page fault); the large
- * buffers that only the handler touches come last. */
+ * buffers that only the handler touches come last.
+ *
+ * The rest is file-level `static` (g_ prefix), private to the one file that uses it, and kept
+ * there on purpose (moving it here would publish each file's private types to every file and,
+ * for some, change how the memory is used):
+ *   cc_async.c     g_seen, g_seen_count, g_links: (handler) the chain walk's per-thread scratch.
+ *   cc_images.c    g_cache, g_cache_count: the build-ids read at install (dl_iterate_phdr);
+ *                  g_check, g_images, g_image_count, g_paths, g_paths_used, g_open,
+ *                  g_maps_buffer, g_line: (handler) the images collected at crash time, which
+ *                  the interposed dl_iterate_phdr answers libunwind and the helper from.
+ *   cc_threads.c   g_tids, g_names, g_not_stopped, g_tid_count, g_more_threads,
+ *                  g_helper_result: (handler) the other threads found, stopped and named.
+ *   cc_helper.c    g_helper: the thread helper's own stack and what it publishes; the helper
+ *                  shares our memory and writes nothing else (cc_helper.c, "Rules in the helper").
+ *   cc_uploader.c  g_uploader: the uploader's prepared pages, page-aligned and mprotect'ed
+ *                  read-only after install (in this struct the protection would cover other
+ *                  fields), and its child's stack.
+ *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) at install.
+ *   cc_interpose.c g_real_pthread_create, g_real_iterate: the real libc functions, resolved by
+ *                  a constructor before main and used whether or not capture is installed.
+ *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor
+ *                  unmaps a thread's alternate stack; it outlives uninstall.
+ *   cc_safeio.c    g_trace: only in a -DCC_TRACE_STEPS build.
+ * Constant tables (cc_names.c g_codes, cc_safeio.c g_crc_table, cc_interpose.c
+ * g_static_link_anchors) are not state. Function-level `static` buffers (cc__write_memory's
+ * stack window, the unwinders' contexts, ...) are the scratch of one function, static so that
+ * they are not on the small alternate stack; the crash path's are used only by the thread that
+ * holds the turn (cc_chain.c), the probe's under context_probe_busy, the helper's by the helper. */
 typedef struct {
     _Atomic int install_state;   /* 0 off, 1 busy (installing / uninstalling), 2 installed */
     int signals[CC__SIGNAL_COUNT];
@@ -143,6 +173,10 @@ typedef struct {
     /* (pid << 32) | tid of the thread writing the record; 0 = none. A different pid is stale:
      * written by a vfork child (which shares our memory) or inherited across fork. */
     _Atomic uint64_t owner;
+    /* (pid << 32) | tid of the thread writing a snapshot (a record of the live process,
+     * cc_snapshot.c), 0 = none; the calls of that thread and of its helper to dl_iterate_phdr
+     * are answered from the images collected for it (cc_interpose.c), as for a crash's. */
+    _Atomic uint64_t snapshot_owner;
     int crash_signo;
     /* (handler) whose turn it is to handle a fatal signal, chaining or recording (cc_chain.c):
      * (pid << 32) | tid, 0 = nobody's; a different pid is stale, as for owner. When the holder's
@@ -375,11 +409,7 @@ void cc__write_run_and_scope(cc__writer_t *w);
  * Returns the microseconds the end section says. */
 uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns);
 
-/* cc_snapshot.c: (pid << 32) | tid of the thread writing a snapshot (a record of the live
- * process), 0 = none; the calls of that thread and of its helper to dl_iterate_phdr are
- * answered from the images collected for it (cc_interpose.c), as for a crash's. */
-extern _Atomic uint64_t cc__snapshot_owner;
-/* async-signal-safe: a fault on the thread writing a snapshot: its helper is gone before the
+/* cc_snapshot.c — async-signal-safe: a fault on the thread writing a snapshot: its helper is gone before the
  * crash is recorded. */
 void cc__snapshot_abandon(pid_t pid, pid_t tid);
 

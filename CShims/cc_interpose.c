@@ -98,7 +98,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 /* async-signal-safe: whether the caller is the thread writing this process's crash record. */
 int cc__is_recording_thread(void) {
     uint64_t owner = atomic_load(&cc__g.owner);
-    if (owner == 0) owner = atomic_load(&cc__snapshot_owner);
+    if (owner == 0) owner = atomic_load(&cc__g.snapshot_owner);
     if (owner == 0) return 0;
     return (pid_t)(owner >> 32) == getpid() && (pid_t)(uint32_t)owner == cc__gettid();
 }
@@ -109,7 +109,7 @@ int cc__is_recording_thread(void) {
  * the thread helper (cc_helper.c) are answered from the images collected for the crash
  * (async-signal-safe); every other call goes to the real function. The cost outside a crash is one atomic load. */
 int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
-    if ((atomic_load(&cc__g.owner) != 0 || atomic_load(&cc__snapshot_owner) != 0) &&
+    if ((atomic_load(&cc__g.owner) != 0 || atomic_load(&cc__g.snapshot_owner) != 0) &&
         (cc__is_recording_thread() || cc__is_helper_process()))
         return cc__images_iterate(callback, data);
     cc__iterate_fn real = atomic_load(&g_real_iterate);

@@ -35,15 +35,13 @@
  * buffers: which is why the turn must be held.
  */
 
-_Atomic uint64_t cc__snapshot_owner;
-
 #define CC__SNAPSHOT_HELPER_NS (2 * 1000000000LL)   /* the helper's time to read every thread */
 
 /* async-signal-safe (cc_internal.h) */
 void cc__snapshot_abandon(pid_t pid, pid_t tid) {
     uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
     uint64_t expected = me;
-    if (!atomic_compare_exchange_strong(&cc__snapshot_owner, &expected, 0)) return;
+    if (!atomic_compare_exchange_strong(&cc__g.snapshot_owner, &expected, 0)) return;
     cc__helper_abandon();
 }
 
@@ -80,7 +78,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
         return CC_ERR_BUSY;
     }
     atomic_store(&cc__g.turn_returned_ns, 0);
-    atomic_store(&cc__snapshot_owner, me);
+    atomic_store(&cc__g.snapshot_owner, me);
 
     int64_t wall_ns = cc__clock_ns(CLOCK_REALTIME), mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     cc__images_collect();
@@ -131,7 +129,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
         result->write_microseconds = write_us;
     }
 
-    atomic_store(&cc__snapshot_owner, 0);
+    atomic_store(&cc__g.snapshot_owner, 0);
     uint64_t mine = me;
     atomic_compare_exchange_strong(&cc__g.turn, &mine, 0);
     pthread_sigmask(SIG_SETMASK, &saved, 0);
