@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "CrashRecordFormat", targets: ["CrashRecordFormat"]),
         // The offline inspector: list, show, symbolicate, group, export.
         .executable(name: "crash-inspect", targets: ["crash-inspect"]),
+        // The analytics' tracking store at a glance (pending, quarantined, the last upload), read-only.
+        .executable(name: "sensors-store", targets: ["sensors-store"]),
         // Every way a Linux Swift program dies, performed and verified (the test harness).
         .executable(name: "crash-harness", targets: ["crash-harness"]),
         // Crash-time upload: what a crashing process starts to send its record to Sentry (off by
@@ -63,18 +65,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
+        // MARK: - The record: one layout, its reader, the host's facts
+
         // The record layout (cc_record.h): the one header the writer and the readers share.
         .target(name: "CCrashRecordLayout", path: "Sources/CCrashRecordLayout"),
-        // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
-        // It compiles against libunwind's header (libunwind-dev; cc_boot.h names the package when
-        // it is missing) but does not link libunwind: it loads libunwind.so.8 at start when it is
-        // there (cc_unwind.c), so a program needs no runtime library for it. (A system-library
-        // target with a pkg-config name would add pkg-config's -lunwind to every link.)
-        .target(
-            name: "CShims",
-            dependencies: ["CCrashRecordLayout"],
-            path: "CShims"
-        ),
         // Reading records: the typed model and the reader. No signal handler, no interposed
         // libc function: tools that only read records (crash-inspect, symbolication, the
         // fuzzer) link this, not CrashCapture.
@@ -82,39 +76,101 @@ let package = Package(
         // Facts about this host and library that every sink names (os-release, the library's name
         // and version): neutral, so that a sink never imports another sink's model for them.
         .target(name: "HostFacts"),
-        // The event vocabulary (identity, preset properties, JSON text) shared by every module below.
-        .target(name: "SensorsEvents", dependencies: ["HostFacts"]),
+
+        // MARK: - Capture: what runs in the crashing process
+
+        // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
+        // It compiles against libunwind's header (libunwind-dev; cc_boot.h names the package when
+        // it is missing) but does not link libunwind: it loads libunwind.so.8 at start when it is
+        // there (cc_unwind.c), so a program needs no runtime library for it. (A system-library
+        // target with a pkg-config name would add pkg-config's -lunwind to every link.)
+        .target(name: "CShims", dependencies: ["CCrashRecordLayout"], path: "CShims"),
         .target(
             name: "CrashCapture",
             // No Foundation, no event model: what capture links is what every adopter loads.
             dependencies: ["CShims", "CrashRecordFormat", .product(name: "Logging", package: "swift-log")]
         ),
+
+        // MARK: - Delivery: the next launch, the inbox, the run ledger and the sinks (leaves)
+
+        // What a sink is and is given (CrashRecordSink, InboxRecord, the runs), and what sending
+        // sinks share (the leased queue, DeliveryRule, the data policy). Re-exported by CrashReporter.
+        .target(name: "RecordDelivery", dependencies: ["CrashRecordFormat", "HostFacts", "HTTPExchange", .product(name: "Logging", package: "swift-log")]),
+        // The launch after a crash: every record to every sink, the runs (the run ledger), the
+        // crash-time upload. Names no sink in its launch or its end of run.
+        .target(
+            name: "CrashReporter",
+            dependencies: ["CrashCapture", "RecordDelivery", "HostFacts", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "HTTPExchange",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        // The Sentry sink: envelopes over HTTP, sessions, rate limits (a leaf: RecordDelivery only).
+        .target(
+            name: "CrashReporterSentry",
+            dependencies: ["RecordDelivery", "CrashSentry", "CrashMinidump", "CrashCapture", "CrashRecordFormat", "HostFacts", "HTTPExchange",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        // The OpenTelemetry sink: OTLP/HTTP log records (a leaf: RecordDelivery only).
+        .target(
+            name: "CrashReporterOTLP",
+            dependencies: ["RecordDelivery", "CrashOTLP", "CrashRecordFormat", "HostFacts", "HTTPExchange", .product(name: "Logging", package: "swift-log")]
+        ),
+        // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
+        // record attached): the one builder crash-inspect's export and the Sentry sink share.
+        .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
+        // OTLP exporter's environment variables: what the OTLP sink sends. No HTTP.
+        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        // A crash record as a Linux minidump (threads, contexts, modules with build-ids, the
+        // exception, memory): what crash-inspect's export writes and the Sentry sink can attach.
+        // Reads records only: no Foundation, no handler.
+        .target(name: "CrashMinidump", dependencies: ["CrashRecordFormat"]),
+        // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning", "HTTPExchange"]),
+        // One HTTP request with a bound, cancellation, Retry-After, backoff: the /sa uploader, the
+        // Sentry and OTLP sinks and the debuginfod client all talk HTTP through it. No FoundationNetworking.
+        .target(name: "HTTPExchange", dependencies: ["CHTTPCurl"]),
         // One HTTP request through libcurl, dlopen'ed on the first request (never at exec: a program
         // that never sends loads none of libcurl's ~30 libraries). dlopen is in libc (glibc 2.34+).
         .target(name: "CHTTPCurl", path: "Sources/CHTTPCurl"),
-        // One HTTP request with a bound, cancellation, Retry-After, backoff: the /sa uploader, the
-        // Sentry upload and the debuginfod client all talk HTTP through it. No FoundationNetworking.
-        .target(name: "HTTPExchange", dependencies: ["CHTTPCurl"]),
         // zlib, for the gzip body of uploads.
         .target(name: "CZlib", path: "Sources/CZlib", linkerSettings: [.linkedLibrary("z")]),
+
+        // MARK: - Analytics: one sink among others (the only modules that link SQLite)
+
+        // The event vocabulary (identity, preset properties, JSON text, the /sa wire format).
+        .target(name: "SensorsEvents", dependencies: ["HostFacts", "CZlib"]),
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
         .target(
             name: "SensorsTracking",
             dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // The launch after a crash: every record to every sink (Sentry, OTLP, the app's own), the runs.
-        .target(
-            name: "CrashReporter",
-            dependencies: ["CrashCapture", "HostFacts", "CrashSentry", "CrashOTLP", "CrashMinidump", "CrashSymbolication", "HTTPExchange",
-                           .product(name: "Logging", package: "swift-log")]
-        ),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
         .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
+        // The tracking store's state, read-only: pending, quarantined and evicted counts, the last upload.
+        .executableTarget(
+            name: "sensors-store",
+            dependencies: ["SensorsTracking", "CrashInspection", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
+        // MARK: - Tools: the inspector, the crash-time uploader, the harness
+
+        // The offline inspector: explanations, rendering, grouping.
+        .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
+        .executableTarget(
+            name: "crash-inspect",
+            dependencies: [
+                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashMinidump", "CrashSymbolication",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Started by a crashing process's handler to send its record to Sentry and/or an OTLP collector (CrashTimeUpload).
+        .executableTarget(
+            name: "crash-uploader",
+            dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),
-        // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning", "HTTPExchange"]),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.
@@ -128,22 +184,19 @@ let package = Package(
         .executableTarget(
             name: "crash-harness",
             dependencies: [
-                "CrashCapture", "HostFacts", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter", "SensorsAnalytics",
+                "CrashCapture", "HostFacts", "SensorsEvents", "CrashScenarios", "CrashSymbolication", "CCrashScenarios", "SensorsTracking", "CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "SensorsAnalytics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
-        ),
-        // Started by a crashing process's handler to send its record to Sentry and/or an OTLP collector (CrashTimeUpload).
-        .executableTarget(
-            name: "crash-uploader",
-            dependencies: ["CrashReporter", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
         // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links no GRDB
         // and no SQLite is tested on it.
         .executableTarget(name: "sentry-only", dependencies: ["CrashReporter"]),
-        // The server integrations (traits "Hummingbird", "Vapor", "ServiceLifecycle"): empty modules
-        // unless their trait is enabled. Each middleware attaches a CrashContext per request.
+
+        // MARK: - Server integrations (traits): empty modules unless their trait is enabled
+
+        // Each middleware attaches a CrashContext per request.
         .target(
             name: "CrashCaptureHummingbird",
             dependencies: [
@@ -185,25 +238,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
             ]
         ),
-        // The offline inspector: explanations, rendering, grouping.
-        .target(name: "CrashInspection", dependencies: ["CrashRecordFormat", "CrashSymbolication"]),
-        // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
-        // record attached): the one builder crash-inspect's export and the uploader share.
-        .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
-        // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
-        // OTLP exporter's environment variables: the formatting CrashReporter's OTLP sink sends. No HTTP.
-        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
-        // A crash record as a Linux minidump (threads, contexts, modules with build-ids, the
-        // exception, memory): what crash-inspect's export writes and the Sentry sink can attach.
-        // Reads records only: no Foundation, no handler.
-        .target(name: "CrashMinidump", dependencies: ["CrashRecordFormat"]),
-        .executableTarget(
-            name: "crash-inspect",
-            dependencies: [
-                "CrashInspection", "CrashRecordFormat", "CrashSentry", "CrashMinidump", "CrashSymbolication", "SensorsTracking",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
+
+        // MARK: - Fuzzing and benchmarks
+
         // The record parser's libFuzzer target (corpus in Fuzz/corpus). A target here rather than a
         // package of its own: the modules it fuzzes are package-internal. scripts/fuzz.sh builds it
         // with -sanitize=fuzzer -DRECORD_FUZZER; any other build makes a replayer of the files
@@ -239,20 +276,48 @@ let package = Package(
             dependencies: ["CrashRecordFormat", "CrashSymbolication"],
             path: "Benchmarks/InPackage/symbolication-bench"
         ),
+
+        // MARK: - Tests
+
         // Test support shared by every test target: built tool paths, scratch directories, the
         // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
-        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsTracking", "CrashRecordFormat"]),
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsEvents", "CrashRecordFormat"]),
         .testTarget(name: "CrashRecordFormatTests", dependencies: ["CrashRecordFormat", "CCrashRecordLayout", "TestSupport"]),
-        .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "HostFacts", "TestSupport"]),
+        .testTarget(
+            name: "CrashCaptureTests",
+            dependencies: [
+                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "TestSupport", "crash-harness", "capture-only", "crash-inspect", "CrashInspection", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection", "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashOTLP",
-                "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport", "crash-harness", "crash-uploader", "sentry-only",
+                "CrashReporter", "RecordDelivery", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection",
+                "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport",
+                "crash-harness", "crash-uploader", "sentry-only", "sensors-store", "crash-inspect",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The OTLP sink and log record against a real collector endpoint and opentelemetry-proto.
+        .testTarget(
+            name: "CrashOTLPTests",
+            dependencies: ["CrashReporter", "CrashReporterOTLP", "RecordDelivery", "CrashOTLP", "CrashRecordFormat", "CrashScenarios", "HostFacts",
+                           "ProcessSpawning", "TestSupport", "crash-harness"]
+        ),
+        // The analytics as a sink: records and runs as events in a real store.
+        .testTarget(
+            name: "SensorsAnalyticsTests",
+            dependencies: ["SensorsAnalytics", "CrashReporter", "RecordDelivery", "CrashCapture", "SensorsEvents", "SensorsTracking", "CrashInspection",
+                           "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "HostFacts", "ProcessSpawning", "TestSupport", "crash-harness", "sensors-store"]
+        ),
+        .testTarget(
+            name: "SensorsTrackingTests",
+            dependencies: ["SensorsTracking", "SensorsEvents", "HostFacts", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "HostFacts", "TestSupport"]),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),
+        .testTarget(name: "HTTPExchangeTests", dependencies: ["HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness"]),
         // The symbol-store and symbolic-oracle tests drive the built crash-inspect on crashes of the harness.
         .testTarget(
             name: "CrashSymbolicationTests",
@@ -275,20 +340,8 @@ let package = Package(
         // The minidump export read back by tools no one here wrote: lldb-16 and PyPI's minidump parser.
         .testTarget(
             name: "CrashMinidumpTests",
-            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashReporter", "CrashSentry", "CrashSymbolication", "ProcessSpawning", "TestSupport",
+            dependencies: ["CrashMinidump", "CrashRecordFormat", "CrashReporter", "CrashReporterSentry", "CrashSentry", "CrashSymbolication", "ProcessSpawning", "TestSupport",
                            "crash-inspect", "crash-harness"]
-        ),
-        .testTarget(
-            name: "SensorsTrackingTests",
-            dependencies: ["SensorsTracking", "SensorsEvents", "HostFacts", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
-        ),
-        .testTarget(name: "HTTPExchangeTests", dependencies: ["HTTPExchange", "ProcessSpawning", "TestSupport", "crash-harness"]),
-        .testTarget(
-            name: "CrashCaptureTests",
-            dependencies: [
-                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
-                "TestSupport", "crash-harness", "capture-only", "crash-inspect", "CrashInspection", .product(name: "Logging", package: "swift-log"),
-            ]
         ),
     ]
 )

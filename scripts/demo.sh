@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-echo "== building crash-harness and crash-inspect"
+echo "== building crash-harness, crash-inspect and sensors-store"
 swift build --product crash-harness
 swift build --product crash-inspect
+swift build --product sensors-store
 bin="$(swift build --show-bin-path)"
 demo="${DEMO_DIR:-/tmp/crashcapture-demo}"
 rm -rf "$demo" && mkdir -p "$demo"
@@ -56,8 +57,8 @@ echo "== launch 2: the next launch ingests the records and uploads everything to
 "$bin/crash-harness" emit --count 2 --store "$store" --endpoint "$endpoint"
 sleep 0.5
 echo
-echo "== crash-inspect store: nothing left pending, the records are gone"
-"$bin/crash-inspect" store "$store"
+echo "== sensors-store: nothing left pending, the records are gone"
+"$bin/sensors-store" "$store"
 ls "$records"
 
 echo

@@ -39,7 +39,7 @@ echo "== the public surface (scripts/public-surface.sh: its budget of public dec
 scripts/public-surface.sh
 echo "== the DocC catalogs build with no warning (swift-docc-plugin)"
 docs_started=$SECONDS
-for target in CrashCapture CrashReporter SensorsAnalytics CrashRecordFormat; do
+for target in CrashCapture CrashReporter RecordDelivery SensorsAnalytics CrashRecordFormat; do
   log="$(mktemp)"
   swift package generate-documentation --target "$target" --warnings-as-errors >"$log" 2>&1 || { cat "$log"; exit 1; }
   rm -f "$log"

@@ -372,3 +372,11 @@ package enum Rendering {
         Dictionary(registers.map { ($0.name, Explanation.hex($0.value)) }, uniquingKeysWith: { a, _ in a })
     }
 }
+
+/// A failure while running a tool (a file or directory that cannot be read or written):
+/// ArgumentParser prints it as one line without the usage text, which is for mistakes on the
+/// command line, and exits 1. crash-inspect's and sensors-store's.
+package struct RuntimeFailure: Error, CustomStringConvertible {
+    package let description: String
+    package init(description: String) { self.description = description }
+}

@@ -21,19 +21,6 @@ package enum CrashLogRecord {
     /// At most this many images in `crash.images`.
     package static let maxImages = 512
 
-    /// What leaves with the record beyond what a backend needs to group and symbolicate it
-    /// (CrashReporter's `CrashDataPolicy`): breadcrumbs, full paths, the request's query and
-    /// key/values (``RecordRedaction``); the host's name, OS details, container and pod.
-    package struct Minimisation: Sendable, Equatable {
-        package var redaction: RecordRedaction
-        package var hostDetails: Bool
-
-        package init(redaction: RecordRedaction = RecordRedaction(), hostDetails: Bool = true) {
-            self.redaction = redaction
-            self.hostDetails = hostDetails
-        }
-    }
-
     /// Where the crash happened, as the resource says it: read on the machine that crashed (the
     /// next launch, the crash-time uploader).
     package struct Origin: Sendable, Equatable {
@@ -73,7 +60,7 @@ package enum CrashLogRecord {
     /// with names where known (``ThreadFrames``); nil: resolved here, named from the symbol tables
     /// of the images on this machine whose build-id is the record's.
     package static func request(record: CrashRecord, fileName: String, observedNanoseconds: UInt64, origin: Origin,
-                                minimised: Minimisation = Minimisation(), frames: ((CrashThread) -> [ThreadFrame])? = nil) -> OTLPLogsRequest {
+                                minimised: RecordMinimisation = RecordMinimisation(), frames: ((CrashThread) -> [ThreadFrame])? = nil) -> OTLPLogsRequest {
         OTLPLogsRequest(resource: resource(record: record, origin: origin, minimised: minimised),
                         scopeName: CrashCaptureLibrary.name, scopeVersion: CrashCaptureLibrary.version,
                         records: [logRecord(record: record, fileName: fileName, observedNanoseconds: observedNanoseconds,
@@ -81,7 +68,7 @@ package enum CrashLogRecord {
     }
 
     /// The resource: the service, its instance, the SDK, the host, the OS, the container and pod.
-    package static func resource(record: CrashRecord?, origin: Origin, minimised: Minimisation) -> [OTLPAttribute] {
+    package static func resource(record: CrashRecord?, origin: Origin, minimised: RecordMinimisation) -> [OTLPAttribute] {
         var attributes: [OTLPAttribute] = []
         func set(_ key: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }
@@ -115,7 +102,7 @@ package enum CrashLogRecord {
     /// event and severity whose `exception.type` says the record is unreadable and why, at the
     /// crash time its file name holds.
     package static func unreadable(fileName: String, reason: String, crashNanoseconds: UInt64, observedNanoseconds: UInt64,
-                                   origin: Origin, minimised: Minimisation = Minimisation()) -> OTLPLogsRequest {
+                                   origin: Origin, minimised: RecordMinimisation = RecordMinimisation()) -> OTLPLogsRequest {
         var log = OTLPLogRecord(timeUnixNano: crashNanoseconds, observedTimeUnixNano: observedNanoseconds)
         log.eventName = eventName
         log.body = .string("unreadable crash record: " + reason)
@@ -129,7 +116,7 @@ package enum CrashLogRecord {
 
     /// The log record alone (see ``request(record:fileName:observedNanoseconds:origin:minimised:frames:)``).
     package static func logRecord(record: CrashRecord, fileName: String, observedNanoseconds: UInt64,
-                                  minimised: Minimisation = Minimisation(), frames: ((CrashThread) -> [ThreadFrame])? = nil) -> OTLPLogRecord {
+                                  minimised: RecordMinimisation = RecordMinimisation(), frames: ((CrashThread) -> [ThreadFrame])? = nil) -> OTLPLogRecord {
         let redaction = minimised.redaction
         let local = ImageSymbols(images: record.images)
         let framesOf = frames ?? { thread in ThreadFrames.resolve(thread, isAsyncFunction: local.isAsyncFunction) }

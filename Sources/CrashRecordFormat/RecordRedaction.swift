@@ -263,3 +263,18 @@ package enum PathSanitizer {
     /// Bytes that end a path in text.
     static let closes: Set<UInt8> = Set(" \t\n\r'\"`)]}>,;:".utf8)
 }
+
+/// What a sink sends of a crash beyond what its backend needs to group and symbolicate it
+/// (CrashReporter's `CrashDataPolicy`, less raw memory, which decides attachments): the record's
+/// redaction, whose breadcrumbs, identity, paths, query and key/values settings apply to the
+/// event or log record too, and whether the host's details (name, OS details, container) go.
+/// The one value the Sentry envelope and the OTLP log record both take.
+package struct RecordMinimisation: Sendable, Equatable {
+    package var redaction: RecordRedaction
+    package var hostDetails: Bool
+
+    package init(redaction: RecordRedaction = RecordRedaction(), hostDetails: Bool = true) {
+        self.redaction = redaction
+        self.hostDetails = hostDetails
+    }
+}

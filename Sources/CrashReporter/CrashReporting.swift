@@ -2,8 +2,11 @@
 public import CrashCapture
 import HostFacts
 import HTTPExchange
+package import CrashReporterSentry
+package import CrashReporterOTLP
 import CrashSentry
 import CrashOTLP
+import RecordDelivery
 import Logging
 import Synchronization
 import Dispatch
@@ -19,7 +22,7 @@ import Glibc
 /// let reporting = CrashReporting.start(recordDirectory: "/var/lib/myapp/crashes", appName: "myapp",
 ///                                      appVersion: "1.4.2", sentryDSN: "https://<key>@o1.ingest.sentry.io/42")
 /// ```
-/// The reporter owns the launch: one thread takes every sink through it (``CrashRecordSink``'s hooks),
+/// The reporter owns the launch: one thread takes every sink through it (`CrashRecordSink`'s hooks),
 /// so a program's start never waits on the disk or the network.
 public final class CrashReporting: Sendable {
     /// Where things live and where records go.
@@ -98,7 +101,7 @@ public final class CrashReporting: Sendable {
         /// What a crash's log record carries beyond the crash (as ``sentryData`` for Sentry): by
         /// default no breadcrumbs, sanitised paths, no request query or key/values; the host's details.
         public var otlpData = CrashDataPolicy()
-        /// More destinations for the records (each with its own ``RecordSinkID``). A
+        /// More destinations for the records (each with its own `RecordSinkID`). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
         /// Sends a crash to Sentry (and to the OTLP logs endpoint, when one is set) at crash time,
@@ -174,10 +177,10 @@ public final class CrashReporting: Sendable {
 
     /// The run this process is: its id is in every crash record it writes.
     public let run: ReportingRun
-    /// The Sentry sink, when a DSN is configured.
-    package let sentry: SentrySink?
-    /// The OTLP sink, when a logs endpoint is configured.
-    package let otlp: OTLPSink?
+    /// The Sentry sink, when a DSN is configured (a view of ``sinks``).
+    package var sentry: SentrySink? { sinks.lazy.compactMap { $0 as? SentrySink }.first }
+    /// The OTLP sink, when a logs endpoint is configured (a view of ``sinks``).
+    package var otlp: OTLPSink? { sinks.lazy.compactMap { $0 as? OTLPSink }.first }
     /// Why the configured DSN was not used, if it was not.
     public let sentryDSNError: String?
     /// What starting CrashCapture did, or the error it gave (the sinks run regardless).
@@ -195,6 +198,7 @@ public final class CrashReporting: Sendable {
     private let started: (wall: Int64, monotonic: Int64)
     private let marker = Latch<RunStart?>()
     private let ended = Mutex(false)
+    private let sinksEnded = Mutex(false)
     /// Reads this run's OOM-kill counter again while it runs (when it has one).
     private let oomWatch = OOMKillWatch()
 
@@ -206,7 +210,7 @@ public final class CrashReporting: Sendable {
     deinit { oomWatch.stop() }
 
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
-    /// returns at once. The launch takes every sink through its phases (``CrashRecordSink``'s hooks):
+    /// returns at once. The launch takes every sink through its phases (`CrashRecordSink`'s hooks):
     /// each prepares, the inbox offers every record of earlier runs to every sink that lacks it,
     /// each finishes. A sink that cannot take records this launch keeps them for the next.
     public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
@@ -276,7 +280,6 @@ public final class CrashReporting: Sendable {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }
         }
-        self.sentry = sentry
         sentryDSNError = dsnError
         var otlp: OTLPSink?
         if let endpoint = configuration.otlpLogsEndpoint {
@@ -289,7 +292,6 @@ public final class CrashReporting: Sendable {
             settings.data = configuration.otlpData
             otlp = OTLPSink(settings: settings, policy: configuration.otlpUpload, recordDirectory: configuration.recordDirectory)
         }
-        self.otlp = otlp
         // A DSN that does not parse still names a sink the app wants: its records and runs wait.
         let unconfigured: [any CrashRecordSink] = dsnError.map {
             [MisconfiguredSink(id: .sentry, reason: "the Sentry DSN is \($0)")]
@@ -421,14 +423,36 @@ public final class CrashReporting: Sendable {
         try? ledger.end(start, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
     }
 
-    /// A normal exit without ``shutdown(timeout:)``: what the Sentry sink is sending (a record,
-    /// a session) gets until `deadline` to arrive rather than being cut off mid-request (a
-    /// session cut off would be sent again by the next launch, and counted twice); then the
-    /// run's end. Nothing queued, nothing waits.
-    func endAtExit(deadline: SuspendingClock.Instant) {
-        _ = sentry?.finish(deadline: deadline)
-        _ = otlp?.finish(deadline: deadline)
+    /// The end of the run for every sink, then for the ledger: ``shutdown(timeout:)`` and the exit
+    /// hook. The records reach the sinks in the launch's pass, so the launch is waited for first
+    /// (within the deadline); then every sink hands on what it has, all at once and each by the
+    /// same deadline (one slow backend takes no time from another); then this run's marker says
+    /// it ended, after what the sinks stored of the end (a session cut off mid-request would be
+    /// sent again by the next launch and counted twice). Returns each sink's answer.
+    /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
+    func endSinks(deadline: SuspendingClock.Instant) -> [RecordSinkID: Bool] {
+        guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [:] }
+        _ = launched.wait(until: deadline)
+        let sinks = self.sinks
+        let results = Mutex([RecordSinkID: Bool]())
+        let done = Latch<Bool>()
+        let left = Atomic(sinks.count)
+        for sink in sinks.dropFirst() {
+            OSThread.start(name: "CrashReporter.end") {
+                let finished = sink.shutdown(deadline: deadline)
+                results.withLock { $0[sink.id] = finished }
+                if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
+            }
+        }
+        if let first = sinks.first {
+            let finished = first.shutdown(deadline: deadline)
+            results.withLock { $0[first.id] = finished }
+            if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
+        }
+        // A sink past the deadline is not waited for longer than a moment: the run still ends.
+        if !sinks.isEmpty { _ = done.wait(until: max(deadline, .now) + .milliseconds(100)) }
         endRun(deadline: deadline)
+        return results.withLock { $0 }
     }
 
     /// One inbox pass over `directory`: every record to every sink that lacks it.
@@ -445,25 +469,14 @@ public final class CrashReporting: Sendable {
         public var sinksFinished: Bool
     }
 
-    /// Ends the run for every sink within `timeout` (default 3 s): what the Sentry sink has not
-    /// sent by then it sends next launch; every other sink gets the same deadline (the
-    /// analytics stores `$AppEnd` and uploads).
+    /// Ends the run for every sink within `timeout` (default 3 s), all at once: what the Sentry
+    /// sink has not sent by then it sends next launch; every other sink gets the same deadline
+    /// (the analytics stores `$AppEnd` and uploads).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
-        let deadline = SuspendingClock.now.advanced(by: timeout ?? .seconds(3))
-        var finished = true
-        for sink in sinks where !sink.shutdown(deadline: deadline) { finished = false }
-        // After the sinks: what they stored of the run's end is there when the marker says it ended.
-        endRun(deadline: deadline)
-        var sent = true
-        if sentry != nil || otlp != nil {
-            // The records reach the senders in the launch's pass: wait for it, within the deadline.
-            _ = launched.wait(until: deadline)
-        }
-        if let sentry { sent = sentry.finish(deadline: deadline) }
-        // The OTLP sink's records are the other sinks' part of the result.
-        if let otlp, !otlp.finish(deadline: deadline) { finished = false }
-        return ShutdownResult(sentToSentry: sent, sinksFinished: finished)
+        let results = endSinks(deadline: SuspendingClock.now.advanced(by: timeout ?? .seconds(3)))
+        return ShutdownResult(sentToSentry: results[.sentry] ?? true,
+                              sinksFinished: results.allSatisfy { $0.key == .sentry || $0.value })
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor (nor a
@@ -472,38 +485,6 @@ public final class CrashReporting: Sendable {
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
         await BlockingWait.offload { [self] in shutdown(timeout: timeout) }
-    }
-}
-
-/// A one-way gate carrying a value: closed until ``open(_:)``, then open for good with it.
-// @unchecked: `value` is only touched under `condition`.
-package final class Latch<Value: Sendable>: @unchecked Sendable {
-    private let condition = ConditionLock()
-    private var value: Value?
-
-    package init() {}
-
-    package func open(_ value: Value) {
-        condition.withLock {
-            self.value = value
-            condition.broadcast()
-        }
-    }
-
-    package func wait() -> Value {
-        condition.withLock {
-            while value == nil { condition.wait() }
-            return value!
-        }
-    }
-
-    /// Waits at most until `deadline`; the value if it came by then.
-    @discardableResult
-    package func wait(until deadline: SuspendingClock.Instant) -> Value? {
-        condition.withLock {
-            while value == nil && condition.wait(until: deadline) {}
-            return value
-        }
     }
 }
 
@@ -539,7 +520,7 @@ enum RunEndHook {
         }
         // Bounded: the launch thread writes the marker within milliseconds of start.
         let deadline = SuspendingClock.now.advanced(by: .seconds(1))
-        for reporting in reporters { reporting.endAtExit(deadline: deadline) }
+        for reporting in reporters { _ = reporting.endSinks(deadline: deadline) }
     }
 }
 

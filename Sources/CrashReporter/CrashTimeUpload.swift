@@ -17,6 +17,9 @@
 package import CrashCapture
 package import CrashOTLP
 import CrashSentry
+package import CrashReporterSentry
+package import CrashReporterOTLP
+package import RecordDelivery
 import HostFacts
 #if canImport(Glibc)
 import Glibc
@@ -176,8 +179,8 @@ package enum CrashTimeUpload {
             try? RunLedger(recordDirectory: directory).end(runID: run, .crashed(record: name))
         }
         // Both senders work at once; each is waited for until the one deadline.
-        let sentryFinished = sentry?.finish(deadline: deadline) ?? true
-        let otlpFinished = collector?.finish(deadline: deadline) ?? true
+        let sentryFinished = sentry?.shutdown(deadline: deadline) ?? true
+        let otlpFinished = collector?.shutdown(deadline: deadline) ?? true
         return Outcome(inbox: inbox, sentry: sentry?.currentReport ?? SentrySink.Report(), otlp: collector?.currentReport,
                        finished: sentryFinished && otlpFinished)
     }

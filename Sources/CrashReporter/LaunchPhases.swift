@@ -13,27 +13,7 @@
 // out at run time whether a sink conforms to one would cost the launch a conformance scan).
 
 import Logging
-
-/// What a sink learns of the run it reports for when ``CrashReporting`` starts.
-public struct ReportingRun: Sendable, Equatable {
-    /// This run's id: the one capture writes into a crash record, and the run marker's name.
-    public let runID: String
-    /// The app's name, as configured.
-    public let appName: String
-    /// The app's version, as configured.
-    public let appVersion: String
-    /// Where capture writes this app's records.
-    public let recordDirectory: String
-}
-
-/// The launch and end-of-run hooks do nothing unless a sink has something to do in them.
-extension CrashRecordSink {
-    public func attach(to run: ReportingRun) {}
-    public func prepareLaunch() -> String? { nil }
-    public func takeRuns(_ runs: [EndedRun]) -> Bool { true }
-    public func finishLaunch() {}
-    public func shutdown(deadline: SuspendingClock.Instant) -> Bool { true }
-}
+import RecordDelivery
 
 /// A configured sink that cannot take records this launch: they stay for it.
 struct UnavailableSink: CrashRecordSink {

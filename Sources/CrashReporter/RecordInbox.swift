@@ -15,113 +15,11 @@
 // sink whose acknowledgment is lost (the process died between its delivery and the file) is
 // offered the record again; each of ours makes that harmless (the analytics store's claim
 // refuses the same events twice, Sentry drops an event id it has).
-public import CrashRecordFormat
+package import CrashRecordFormat
+package import RecordDelivery
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A sink's name in the record directory's acknowledgments: 1–32 lowercase ASCII letters,
-/// digits, `-` or `_`.
-public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
-    /// The name as written in the acknowledgments.
-    public let rawValue: String
-
-    /// `nil` when `rawValue` is not 1–32 of `a-z`, `0-9`, `-`, `_`.
-    public init?(_ rawValue: String) {
-        guard RecordFileName.isSinkName(rawValue) else { return nil }
-        self.rawValue = rawValue
-    }
-
-    /// The Sentry sink.
-    package static let sentry = RecordSinkID("sentry")!
-
-    public var description: String { rawValue }
-}
-
-/// One record as every sink gets it: read and verified once by the inbox.
-public struct InboxRecord: Sendable {
-    /// The file name (`crash-<ms>-<pid>-<tid>.ccrec`, or `.ccrec.partial` for one whose writer died).
-    public let name: String
-    /// The file's path.
-    public let path: String
-    /// The file's bytes as read (empty when it could not be read at all).
-    public let bytes: [UInt8]
-    /// The parsed record, or why the file is not a readable record. An unreadable record still
-    /// says that a crash happened: each of our sinks reports it as such.
-    public let record: Result<CrashRecord, CrashRecordError>
-    /// What the record stands for beyond its own crash: the crashes folded into it when the
-    /// directory was over its bounds, the crash loop it was part of.
-    package internal(set) var tally: RecordTally
-
-    package init(name: String, path: String, bytes: [UInt8], record: Result<CrashRecord, CrashRecordError>, tally: RecordTally = RecordTally()) {
-        self.name = name
-        self.path = path
-        self.bytes = bytes
-        self.record = record
-        self.tally = tally
-    }
-}
-
-/// What a sink did with a record.
-public enum SinkResult: Sendable, Equatable {
-    /// The sink has the record for good: stored, sent, or given up with a reason it reports.
-    case delivered
-    /// The sink took the record and calls its ``SinkReceipt/acknowledge()`` once it has it.
-    case accepted
-    /// Not now (the store is locked, another process sends it…): the next launch offers it again.
-    case later(reason: String)
-}
-
-/// Given to a sink with each record: the sink's acknowledgment, for a sink that delivers later.
-public final class SinkReceipt: Sendable {
-    let inbox: RecordInbox
-    let name: String
-    let sink: RecordSinkID
-
-    init(inbox: RecordInbox, name: String, sink: RecordSinkID) {
-        self.inbox = inbox
-        self.name = name
-        self.sink = sink
-    }
-
-    /// The sink has the record: once every sink has it, the file is deleted.
-    public func acknowledge() { inbox.acknowledge(name, by: sink) }
-
-    /// Whether the sink's acknowledgment is there now (another process of the app delivered the
-    /// record since this pass listed the directory).
-    package var isAcknowledged: Bool { inbox.has(name, sink) }
-}
-
-/// A destination for crash records: the inbox offers it every record it does not have yet,
-/// oldest first, on the reporter's launch thread (return quickly; send on a thread of your own
-/// and return `.accepted` if delivering takes long). A sink also takes part in the reporter's
-/// launch — prepare, the records, the runs that ended, finish — and in the end of the run, where
-/// it has something to do there (``attach(to:)``, ``prepareLaunch()``, ``takeRuns(_:)``,
-/// ``finishLaunch()``, ``shutdown(deadline:)``; each does nothing by default).
-public protocol CrashRecordSink: Sendable {
-    /// Its name in the acknowledgments (unique among the configured sinks).
-    var id: RecordSinkID { get }
-    /// Takes `record`. `.accepted` promises a later `receipt.acknowledge()`.
-    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult
-
-    // The reporter's launch and the end of the run (LaunchPhases.swift); each does nothing by default.
-
-    /// In ``CrashReporting/start(_:)``, on the caller's thread, before capture is installed: what
-    /// the run is. Return at once: no disk, no network.
-    func attach(to run: ReportingRun)
-    /// The launch's first phase, on the launch thread: open what taking records needs. Return
-    /// why the sink cannot take records this launch, or `nil`; records then wait for it.
-    func prepareLaunch() -> String?
-    /// After the records: the earlier runs of the app that ended since the last launch, each with
-    /// how it ended. Return `false` when the sink could not take them now: they are then handed
-    /// out again by a later launch (to every sink: a sink tells a run it has by its ``EndedRun/runID``).
-    func takeRuns(_ runs: [EndedRun]) -> Bool
-    /// The launch's last phase, after every record and run was offered.
-    func finishLaunch()
-    /// The run ends (`CrashReporting.shutdown(timeout:)`): hand on what is pending, by
-    /// `deadline` at the latest. Returns whether everything was.
-    func shutdown(deadline: SuspendingClock.Instant) -> Bool
-}
 
 /// The record directory and the sinks its records go to (see the file comment).
 package final class RecordInbox: Sendable {
@@ -215,7 +113,7 @@ package final class RecordInbox: Sendable {
             }
             var waiting = false
             for sink in missing {
-                switch sink.take(record, receipt: SinkReceipt(inbox: self, name: name, sink: sink.id)) {
+                switch sink.take(record, receipt: receipt(name, sink.id)) {
                 case .delivered:
                     acknowledge(name, by: sink.id)
                 case .accepted:
@@ -234,6 +132,11 @@ package final class RecordInbox: Sendable {
             }
         }
         return report
+    }
+
+    /// The receipt of record `name` for `sink`: its acknowledgment through this inbox.
+    private func receipt(_ name: String, _ sink: RecordSinkID) -> SinkReceipt {
+        SinkReceipt(acknowledge: { self.acknowledge(name, by: sink) }, isAcknowledged: { self.has(name, sink) })
     }
 
     /// `sink` has record `name`: the file is deleted if every sink has it now, else the
@@ -271,7 +174,8 @@ package final class RecordInbox: Sendable {
         return lstat(path(Self.acknowledgment(name, sink)), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// The record's bytes and parse, read once through the record reader's checks, and its tally.
+    /// The record's bytes and parse, read once through the record reader's checks, its tally and
+    /// its run's start.
     private func read(_ name: String) -> InboxRecord {
         let file = path(name)
         var bytes: [UInt8] = []
@@ -284,7 +188,10 @@ package final class RecordInbox: Sendable {
         } catch {
             record = .failure(.unreadable(path: file, reason: "\(error)"))
         }
-        return InboxRecord(name: name, path: file, bytes: bytes, record: record, tally: RecordTally.read(record: name, in: directory))
+        // The run's start, while its marker is there (the runs are told after the records).
+        let runStart = (try? record.get())?.runID.flatMap { RunLedger(recordDirectory: directory).start(of: $0) }
+        return InboxRecord(name: name, path: file, bytes: bytes, record: record, tally: RecordTally.read(record: name, in: directory),
+                           runStart: runStart)
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }

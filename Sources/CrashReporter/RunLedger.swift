@@ -28,83 +28,7 @@
 import Glibc
 #endif
 package import HostFacts
-
-/// How one run started: written by the run itself at its start.
-package struct RunStart: Sendable, Equatable {
-    /// The app's name for this run: 1–64 of `A-Z`, `a-z`, `0-9`, `_`, `-` (it names the marker file).
-    package var runID: String
-    /// The process (pid, boot, start time: pid reuse cannot pass for it).
-    package var process: ProcessIdentity
-    /// When the run started, ms since the epoch.
-    package var startWallMilliseconds: Int64
-    /// When the run started on CLOCK_MONOTONIC, ns.
-    package var startMonotonicNanoseconds: Int64
-    package var appName: String
-    package var appVersion: String
-    /// The run's memory cgroup OOM-kill counter at start (``OOMKillCounter``); nil when none can be read.
-    package var oomKills: OOMKillReading?
-    /// What the run's events and session are filed under, as the run had them (a later launch
-    /// may be another release): its release, environment and the release's build.
-    package var release: String?
-    package var environment: String?
-    package var dist: String?
-
-    package init(runID: String, process: ProcessIdentity, startWallMilliseconds: Int64, startMonotonicNanoseconds: Int64,
-                 appName: String, appVersion: String, oomKills: OOMKillReading?,
-                 release: String? = nil, environment: String? = nil, dist: String? = nil) {
-        self.runID = runID
-        self.process = process
-        self.startWallMilliseconds = startWallMilliseconds
-        self.startMonotonicNanoseconds = startMonotonicNanoseconds
-        self.appName = appName
-        self.appVersion = appVersion
-        self.oomKills = oomKills
-        self.release = release
-        self.environment = environment
-        self.dist = dist
-    }
-
-    /// This process's run, started now, with its memory cgroup's counter read now.
-    package static func now(runID: String, appName: String, appVersion: String) -> RunStart {
-        RunStart(runID: runID, process: .current, startWallMilliseconds: Clock.wallMilliseconds(),
-                 startMonotonicNanoseconds: Clock.monotonicNanoseconds(), appName: appName, appVersion: appVersion,
-                 oomKills: OOMKillCounter.locate().flatMap(OOMKillCounter.read))
-    }
-}
-
-/// How a run of the app ended.
-public enum RunEnd: Sendable, Equatable {
-    /// It exited normally (its end was written at exit): when, and how long it ran on CLOCK_MONOTONIC.
-    case exited(wallMilliseconds: Int64, durationNanoseconds: Int64)
-    /// It crashed: the name of its crash record when known.
-    case crashed(record: String?)
-    /// It vanished without an end and without a crash record: a SIGKILL, a power cut, a reboot.
-    /// `oom` when its memory cgroup counted an OOM kill since the run started.
-    case killed(oom: Bool)
-}
-
-/// One finished run of the app, as a later launch hands it to every sink (``CrashRecordSink/takeRuns(_:)``).
-public struct EndedRun: Sendable, Equatable {
-    package var start: RunStart
-    /// How it ended.
-    public var end: RunEnd
-
-    /// The run's id (the one its crash record, if any, carries).
-    public var runID: String { start.runID }
-    /// When it started, ms since the epoch.
-    public var startWallMilliseconds: Int64 { start.startWallMilliseconds }
-    /// The app's name the run started with.
-    public var appName: String { start.appName }
-    /// The app's version the run started with (a later launch may be another version).
-    public var appVersion: String { start.appVersion }
-    /// Its process id.
-    public var pid: Int32 { start.process.pid }
-
-    package init(start: RunStart, end: RunEnd) {
-        self.start = start
-        self.end = end
-    }
-}
+package import RecordDelivery
 
 /// What a ledger call could not do.
 package enum RunLedgerError: Error, Equatable, CustomStringConvertible {
@@ -166,11 +90,6 @@ package final class RunLedger: Sendable {
         self.claimer = claimer
     }
 
-    /// Whether `id` can be a run id: 1–64 of `A-Z`, `a-z`, `0-9`, `_`, `-`.
-    package static func isValidRunID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy(isRunIDByte)
-    }
-
     // MARK: - Writing
 
     /// Writes the marker of a run that starts: `runs/<run id>.run`, created with the directory
@@ -178,7 +97,7 @@ package final class RunLedger: Sendable {
     /// - Throws: ``RunLedgerError/invalidRunID(_:)``, or ``RunLedgerError/system(call:path:errno:)``
     ///   when the directory or the file cannot be made.
     package func begin(_ start: RunStart) throws {
-        guard Self.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
+        guard RunStart.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
         try makeDirectory()
         try write(Self.render(start, end: nil), runID: start.runID)
     }
@@ -190,7 +109,7 @@ package final class RunLedger: Sendable {
     ///   (ENOENT when there is no such marker: never begun, or already claimed by a later launch);
     ///   ``RunLedgerError/corruptMarker(path:reason:)``.
     package func end(runID: String, _ end: RunEnd) throws {
-        guard Self.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
+        guard RunStart.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
         let path = directory + "/" + runID + ".run"
         switch Self.readMarker(path, runID: runID) {
         case .success(let marker): try write(Self.render(marker.start, end: end), runID: runID)
@@ -202,14 +121,14 @@ package final class RunLedger: Sendable {
     /// The run's own end, written from the start it began with (no read: it runs at exit): the
     /// marker of `start.runID` replaced by `start` and `end`.
     package func end(_ start: RunStart, _ end: RunEnd) throws {
-        guard Self.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
+        guard RunStart.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
         try write(Self.render(start, end: end), runID: start.runID)
     }
 
     /// How the run `runID` started, from its marker or a claim of it; nil when the ledger has
     /// neither (never begun, told and deleted, or unreadable).
     package func start(of runID: String) -> RunStart? {
-        guard Self.isValidRunID(runID) else { return nil }
+        guard RunStart.isValidRunID(runID) else { return nil }
         if case .success(let marker) = Self.readMarker(directory + "/" + runID + ".run", runID: runID) { return marker.start }
         guard case .success(let entries) = list() else { return nil }
         for entry in entries where entry.runID == runID {
@@ -222,7 +141,7 @@ package final class RunLedger: Sendable {
     /// a kill of another process of the cgroup earlier in the run is then not blamed on this
     /// run's death. A marker that has an end, or none, is left as it is.
     package func refresh(runID: String, oomKills: OOMKillReading) throws {
-        guard Self.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
+        guard RunStart.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
         let path = directory + "/" + runID + ".run"
         guard case .success(let marker) = Self.readMarker(path, runID: runID), marker.end == nil else { return }
         var start = marker.start
@@ -402,7 +321,7 @@ package final class RunLedger: Sendable {
     /// has them. A claim already gone is not an error.
     package func finish(_ outcomes: [EndedRun]) {
         let mine = Self.ownerName(claimer)
-        for outcome in outcomes where Self.isValidRunID(outcome.start.runID) {
+        for outcome in outcomes where RunStart.isValidRunID(outcome.start.runID) {
             unlink(path(outcome.start.runID + ".claim." + mine))
         }
     }
@@ -459,7 +378,7 @@ package final class RunLedger: Sendable {
             case "run", "claim", "tmp": kind = .malformed("not a name the ledger makes")
             default: return nil
             }
-            if !RunLedger.isValidRunID(runID) { kind = .malformed("an invalid run id") }
+            if !RunStart.isValidRunID(runID) { kind = .malformed("an invalid run id") }
         }
     }
 
@@ -472,14 +391,11 @@ package final class RunLedger: Sendable {
 
     static func owner(_ parts: ArraySlice<Substring>) -> ProcessIdentity? {
         let parts = Array(parts)
-        guard parts.count == 3, (1...64).contains(parts[0].utf8.count), parts[0].utf8.allSatisfy(isRunIDByte),
+        guard parts.count == 3, (1...64).contains(parts[0].utf8.count), parts[0].utf8.allSatisfy(RunStart.isRunIDByte),
               let pid = Int32(parts[1]), pid > 0, let ticks = Int64(parts[2]), ticks >= 0 else { return nil }
         return ProcessIdentity(pid: pid, bootID: String(parts[0]), startTicks: ticks)
     }
 
-    static func isRunIDByte(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
-    }
 
     // MARK: - The marker's text
 
@@ -557,7 +473,7 @@ package final class RunLedger: Sendable {
         }
         func take(_ key: String) -> String? { fields.removeValue(forKey: key) }
         func integer(_ key: String) -> Int64? { take(key).flatMap { Int64($0) } }
-        guard let runID = take("run"), isValidRunID(runID) else { return fail("no valid run id") }
+        guard let runID = take("run"), RunStart.isValidRunID(runID) else { return fail("no valid run id") }
         guard let pid = integer("pid").flatMap({ Int32(exactly: $0) }), pid > 0, let bootID = take("boot"),
               let ticks = integer("ticks"), let wall = integer("start_wall_ms"), let monotonic = integer("start_mono_ns"),
               let app = take("app"), let version = take("version") else { return fail("a field of the start missing or bad") }

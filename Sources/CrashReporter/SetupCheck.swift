@@ -9,6 +9,8 @@
 // crash-time upload — and reports each sink's answer. A deployment pipeline runs it where the app
 // runs: the same DSN, collector, endpoint, proxy and network.
 import CrashCapture
+import CrashReporterSentry
+import CrashReporterOTLP
 import CrashRecordFormat
 import FoundationEssentials
 #if canImport(Glibc)

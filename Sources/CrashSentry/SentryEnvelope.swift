@@ -48,7 +48,7 @@ package enum SentryEnvelope {
     package static func make(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
-        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation? = nil, publicKey: String? = nil
+        repetition: CrashRepetition = CrashRepetition(), minimised: RecordMinimisation? = nil, publicKey: String? = nil
     ) -> [UInt8] {
         // Without a hook there is nothing to refuse.
         (try? outgoing(record: record, rawRecord: rawRecord, fileName: fileName, eventID: eventID, sentAt: sentAt, frames: frames,
@@ -65,7 +65,7 @@ package enum SentryEnvelope {
     package static func outgoing(
         record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
-        repetition: CrashRepetition = CrashRepetition(), minimised: Minimisation?, publicKey: String? = nil,
+        repetition: CrashRepetition = CrashRepetition(), minimised: RecordMinimisation?, publicKey: String? = nil,
         facts: SentryRunFacts? = nil, session: SentrySession? = nil,
         beforeSend: (@Sendable (String) -> String?)?, minidump: ((CrashRecord) -> [UInt8]?)? = nil
     ) -> Result<[UInt8], Refusal> {
@@ -152,53 +152,6 @@ package enum SentryEnvelope {
         }
     }
 
-    /// What a sink sends of an event and its record (CrashReporter's `CrashDataPolicy`).
-    package struct Minimisation: Sendable, Equatable {
-        /// What the attached record keeps (its breadcrumbs, paths, query and key/values settings
-        /// apply to the event too).
-        package var redaction: RecordRedaction
-        /// The OS's kernel release and distribution in `contexts.os`.
-        package var hostDetails: Bool
-
-        package init(redaction: RecordRedaction, hostDetails: Bool) {
-            self.redaction = redaction
-            self.hostDetails = hostDetails
-        }
-
-        /// The event as this says: breadcrumbs only when kept; the app's user only with identity; paths (images' `code_file`,
-        /// frames' `package`, the exception's value, the fatal and abort messages) sanitised unless
-        /// full paths are kept; the OS's name alone without host details; the request's query
-        /// and key/values only when kept. (A request's path is a URL's, not a file's: never
-        /// sanitised as one.)
-        package func apply(to event: inout SentryEvent) {
-            if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
-            if !redaction.identity { event.user = nil }
-            if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
-            if !redaction.requestQuery { event.request?.queryString = nil }
-            if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
-            guard !redaction.fullPaths else { return }
-            // A path whole (its file name kept), as the attached record's; free text by its paths.
-            let clean = PathSanitizer.sanitize
-            let path: (String) -> String = { String(decoding: PathSanitizer.sanitizePath(Array($0.utf8)), as: UTF8.self) }
-            event.debugMeta.images = event.debugMeta.images.map { var image = $0; image.codeFile = path(image.codeFile); return image }
-            func cleaned(_ stacktrace: SentryEvent.Stacktrace?) -> SentryEvent.Stacktrace? {
-                stacktrace.map { var trace = $0; trace.frames = trace.frames.map { var frame = $0; frame.package = frame.package.map(path); return frame }; return trace }
-            }
-            event.exception.values = event.exception.values.map {
-                var exception = $0
-                exception.value = clean(exception.value)
-                exception.stacktrace = cleaned(exception.stacktrace)
-                return exception
-            }
-            event.threads.values = event.threads.values.map { var thread = $0; thread.stacktrace = cleaned(thread.stacktrace); return thread }
-            event.extra = event.extra.map {
-                $0.mapValues { value in
-                    guard case .text(let text) = value else { return value }
-                    return .text(clean(text))
-                }
-            }
-        }
-    }
 
     /// The envelope's lines: its header, the event item, and the record attached as is (no
     /// attachment item when there are no bytes).
@@ -435,5 +388,41 @@ package enum SentryEnvelope {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         guard abs(milliseconds) < 9e15 else { return "?" }
         return CrashRecordFormat.isoTime(Int64(milliseconds) * 1_000_000)
+    }
+}
+
+extension RecordMinimisation {
+    /// The event as this says: breadcrumbs only when kept; the app's user only with identity; paths (images' `code_file`,
+    /// frames' `package`, the exception's value, the fatal and abort messages) sanitised unless
+    /// full paths are kept; the OS's name alone without host details; the request's query
+    /// and key/values only when kept. (A request's path is a URL's, not a file's: never
+    /// sanitised as one.)
+    package func apply(to event: inout SentryEvent) {
+        if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
+        if !redaction.identity { event.user = nil }
+        if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
+        if !redaction.requestQuery { event.request?.queryString = nil }
+        if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
+        guard !redaction.fullPaths else { return }
+        // A path whole (its file name kept), as the attached record's; free text by its paths.
+        let clean = PathSanitizer.sanitize
+        let path: (String) -> String = { String(decoding: PathSanitizer.sanitizePath(Array($0.utf8)), as: UTF8.self) }
+        event.debugMeta.images = event.debugMeta.images.map { var image = $0; image.codeFile = path(image.codeFile); return image }
+        func cleaned(_ stacktrace: SentryEvent.Stacktrace?) -> SentryEvent.Stacktrace? {
+            stacktrace.map { var trace = $0; trace.frames = trace.frames.map { var frame = $0; frame.package = frame.package.map(path); return frame }; return trace }
+        }
+        event.exception.values = event.exception.values.map {
+            var exception = $0
+            exception.value = clean(exception.value)
+            exception.stacktrace = cleaned(exception.stacktrace)
+            return exception
+        }
+        event.threads.values = event.threads.values.map { var thread = $0; thread.stacktrace = cleaned(thread.stacktrace); return thread }
+        event.extra = event.extra.map {
+            $0.mapValues { value in
+                guard case .text(let text) = value else { return value }
+                return .text(clean(text))
+            }
+        }
     }
 }

@@ -15,9 +15,9 @@ extension SentryEnvelope {
     /// - The crashed request (only when the record names one: a wrong request is worse than
     ///   none): `contexts.trace` with its trace id, span id, parent span id, `op` and `status:
     ///   internal_error` when it carried a trace; the `request` interface (`method`, `url`: the
-    ///   path, relative, which Relay keeps as it is; `query_string`, which ``Minimisation`` drops
+    ///   path, relative, which Relay keeps as it is; `query_string`, which `RecordMinimisation` drops
     ///   unless the policy keeps it) when its method is an HTTP method; the tag `request_id`;
-    ///   its key/values as `extra.request_attributes` (dropped by ``Minimisation`` unless kept).
+    ///   its key/values as `extra.request_attributes` (dropped by `RecordMinimisation` unless kept).
     /// - The others in flight, most recent first, as `extra.requests_in_flight` (at most
     ///   ``requestsInFlightLimit``, each `{id, method, route, trace_id, age}`, texts cut to
     ///   ``requestTextLimit``) and how many were in flight in all, `extra.requests_in_flight_count`.

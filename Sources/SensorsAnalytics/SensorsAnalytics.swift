@@ -161,7 +161,7 @@ public final class SensorsAnalytics: CrashRecordSink {
     public func shutdown(deadline: SuspendingClock.Instant) -> Bool {
         guard let tracker else { return true }
         let left = SuspendingClock.now.duration(to: deadline)
-        let result = tracker.shutdown(timeout: max(left, .zero))
+        let result = tracker.shutdown(fromHostWithin: max(left, .zero))
         state.withLock { $0.shutdown = result }
         return result.stored && (endpoint == nil || result.uploaded)
     }

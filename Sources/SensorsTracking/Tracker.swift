@@ -53,7 +53,8 @@ public final class Tracker: @unchecked Sendable {
         /// for at most this long (at least half a second), so exit is delayed that long at most.
         /// Without it the `$AppEnd` is made at the next launch from the reporter's run marker
         /// (`normal`, as the run exited), or `abnormal` for a tracker without a reporter. `nil`
-        /// turns the exit hook off.
+        /// turns the exit hook off. The analytics sink's tracker has none of its own: the
+        /// reporter's exit hook ends every sink, this one within a second.
         public var shutdownAtExit: Duration? = .seconds(1)
 
         package init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
@@ -172,9 +173,10 @@ public final class Tracker: @unchecked Sendable {
     /// the events tracked meanwhile, held in memory until then). ``track(_:properties:)`` never
     /// waits for it; calls that read or change the identity or super properties,
     /// ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
+    /// The host ends it too: its exit hook (CrashReporting's, one for every sink) calls
+    /// ``shutdown(fromHostWithin:)``, so this tracker registers none of its own.
     package convenience init(hostedLaunch configuration: Configuration, store: TrackingStore) {
         self.init(configuration: configuration, store: store)
-        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
     }
 
     /// The hosted launch's first phase, on the host's launch thread: loads the identity and the
@@ -605,6 +607,13 @@ public final class Tracker: @unchecked Sendable {
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
         await BlockingWait.offload { [self] in shutdown(timeout: timeout) }
+    }
+
+    /// The host's end of the run (its `shutdown` or its exit hook): ``shutdown(timeout:)``, except
+    /// on the writer thread itself (a process exiting from it: it could not wait for itself).
+    package func shutdown(fromHostWithin timeout: Duration) -> ShutdownResult {
+        guard !cond.withLock({ onWriterThread }) else { return ShutdownResult(stored: false, uploaded: false) }
+        return shutdown(timeout: timeout)
     }
 
     /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is

@@ -7,6 +7,7 @@
 // quarantined; any other 4xx quarantines the batch. A batch the server answers with 5xx
 // `maxServerErrorAttempts` times in a row is halved the same way, so one poison event cannot
 // block the queue forever; network errors (no answer at all) retry without limit.
+import SensorsEvents
 import Foundation
 import HostFacts
 import HTTPExchange

@@ -3,7 +3,7 @@
 // the store, and in the `/sa` bodies a TestHTTPServer received.
 import Foundation
 package import ProcessSpawning
-import SensorsTracking
+import SensorsEvents
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,4 +79,18 @@ extension TestHTTPServer {
     package var acceptedEvents: [[String: Any]] {
         allRequests.filter { ($0.answeredStatus ?? 0) / 100 == 2 }.flatMap { $0.events ?? [] }
     }
+}
+
+/// Monotonic times of server answers.
+// @unchecked: `values` is only touched under `lock`.
+package final class TimeLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Double] = []
+    private let start = SuspendingClock.now
+    package init() {}
+    package func mark() {
+        let (seconds, attoseconds) = start.duration(to: .now).components
+        lock.withLock { values.append(Double(seconds) + Double(attoseconds) / 1e18) }
+    }
+    package var marks: [Double] { lock.withLock { values } }
 }

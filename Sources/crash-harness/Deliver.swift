@@ -6,6 +6,8 @@ import ArgumentParser
 import CrashCapture
 import SensorsEvents
 import CrashReporter
+import CrashReporterSentry
+import CrashReporterOTLP
 import SensorsAnalytics
 import CCrashScenarios
 import Foundation

@@ -5,7 +5,6 @@ import CrashInspection
 import CrashMinidump
 import CrashSentry
 import CrashSymbolication
-import SensorsTracking
 import Foundation
 
 @main
@@ -18,7 +17,7 @@ struct CrashInspect: ParsableCommand {
             one-line error and the others are still read. Symbolication matches binaries by GNU build-id \
             and never shows names from a binary whose build-id differs.
             """,
-        subcommands: [List.self, Show.self, Groups.self, Snapshot.self, Store.self, Export.self, Symbols.self]
+        subcommands: [List.self, Show.self, Groups.self, Snapshot.self, Export.self, Symbols.self]
     )
 }
 
@@ -87,12 +86,6 @@ struct RecordOptions: ParsableArguments {
     }
 }
 
-/// A record that could not be read: ArgumentParser prints it as one line and exits 1.
-/// A failure while running (a file or directory that cannot be read or written): reported in
-/// one line without the usage text, which is for mistakes on the command line.
-struct RuntimeFailure: Error, CustomStringConvertible {
-    let description: String
-}
 
 extension CrashInspect {
     struct List: ParsableCommand {
@@ -226,50 +219,6 @@ extension CrashInspect {
                 print("    first \(first), last \(last), versions \(group.appVersions.sorted().joined(separator: ", "))")
             }
             if groups.isEmpty { print("no crash records in \(options.dir)") }
-        }
-    }
-
-    struct Store: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "The tracking store: pending, quarantined and evicted counts, the oldest pending event, the last upload.")
-
-        @Argument(help: "The tracking store file (SQLite). Opened read-only; safe while a program writes to it.")
-        var path: String
-
-        @Option(help: "Quarantined events to show.")
-        var quarantined = 10
-
-        @Flag(help: "Print JSON for scripts instead of text.")
-        var json = false
-
-        func run() throws {
-            let (summary, quarantine): (StoreSummary, [QuarantinedEvent])
-            do { (summary, quarantine) = try TrackingStore.inspect(path: path, quarantineLimit: quarantined) } catch {
-                throw RuntimeFailure(description: "\(path): \(error)")
-            }
-            let last = summary.lastUpload
-            if json {
-                print(Rendering.encode(StoreJSON(summary, quarantine: quarantine)))
-                return
-            }
-            print("Tracking store \(summary.path)")
-            print("  pending      \(summary.pending) events (\(summary.pendingCrash) from crashes)")
-            print("  quarantined  \(summary.quarantined)")
-            let evicted = summary.counters.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            print("  evicted      " + (evicted.isEmpty ? "none" : evicted.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))
-            print("  run markers  \(summary.runMarkers)")
-            if let oldest = summary.oldestPending {
-                print("  oldest       \(oldest.event) at \(isoTime(oldest.time * 1_000_000)) (\(oldest.trackID))")
-            }
-            if let last {
-                let outcome = last.status == 0 ? "network error" : "HTTP \(last.status)"
-                print("  last upload  \(isoTime(last.time * 1_000_000)): \(outcome), \(last.events) events\(last.error.map { " — \($0)" } ?? "")")
-            } else {
-                print("  last upload  never (no endpoint configured, or nothing sent yet)")
-            }
-            for item in quarantine {
-                print("  quarantined  \(item.event.event) \(item.event.trackID): HTTP \(item.status) \(item.reason)")
-            }
         }
     }
 

@@ -2,7 +2,6 @@
 // CrashInspection's), written by the one encoder, `Rendering.encode`.
 import CrashInspection
 import CrashRecordFormat
-import SensorsTracking
 
 /// A row of `list --json`: a record, or a file that could not be read.
 enum ListRow: Encodable {
@@ -41,60 +40,6 @@ enum ListRow: Encodable {
         switch self {
         case .record(let record): try record.encode(to: encoder)
         case .unreadable(let id, let error): try Unreadable(id: id, error: error).encode(to: encoder)
-        }
-    }
-}
-
-/// `store --json`.
-struct StoreJSON: Encodable {
-    var path: String
-    var pending: Int
-    var pendingCrash: Int
-    var quarantined: Int
-    var counters: [String: Int]
-    var runMarkers: Int
-    var anonymousID: Nullable<String>
-    var oldestPending: Nullable<Oldest>
-    var lastUpload: Nullable<Upload>
-    var quarantine: [Quarantined]
-
-    struct Oldest: Encodable {
-        var trackID: String
-        var event: String
-        var time: String
-    }
-
-    struct Upload: Encodable {
-        var time: String
-        /// The HTTP status; 0 for a network error.
-        var status: Int
-        var events: Int
-        var error: Nullable<String>
-    }
-
-    struct Quarantined: Encodable {
-        var trackID: String
-        var event: String
-        var status: Int
-        var reason: String
-        var quarantinedAt: String
-    }
-
-    init(_ summary: StoreSummary, quarantine: [QuarantinedEvent]) {
-        path = summary.path
-        pending = summary.pending
-        pendingCrash = summary.pendingCrash
-        quarantined = summary.quarantined
-        counters = summary.counters
-        runMarkers = summary.runMarkers
-        anonymousID = Nullable(summary.anonymousID)
-        oldestPending = Nullable(summary.oldestPending.map { Oldest(trackID: $0.trackID, event: $0.event, time: isoTime($0.time * 1_000_000)) })
-        lastUpload = Nullable(summary.lastUpload.map {
-            Upload(time: isoTime($0.time * 1_000_000), status: $0.status, events: $0.events, error: Nullable($0.error))
-        })
-        self.quarantine = quarantine.map {
-            Quarantined(trackID: $0.event.trackID, event: $0.event.event, status: $0.status, reason: $0.reason,
-                        quarantinedAt: isoTime($0.quarantinedAt * 1_000_000))
         }
     }
 }

@@ -5,6 +5,8 @@ import ArgumentParser
 import CrashOTLP
 import CrashRecordFormat
 import CrashReporter
+import CrashReporterSentry
+import CrashReporterOTLP
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -635,41 +635,6 @@ final class CrashInspectTests: XCTestCase {
         }
     }
 
-    func testStoreShowsPendingCrashEventsAfterTheNextLaunchIngestedARecord() throws {
-        let directory = try scratch("store")
-        let store = directory + "/app.sqlite"
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        let crashed = try ChildProcess.run(Self.harness, ["emit", "--count", "5", "--store", store, "--crash-after", "2"],
-                                           environment: environment, timeout: 60)
-        XCTAssertEqual(crashed.ending, .signaled(SIGSEGV))
-        let next = try ChildProcess.run(Self.harness, ["emit", "--count", "1", "--store", store], environment: environment, timeout: 60)
-        XCTAssertEqual(next.ending, .exited(0))
-        let output = try inspect(["store", store, "--json"])
-        XCTAssertEqual(output.ending, .exited(0), output.stderr)
-        let summary = try XCTUnwrap(output.json as? [String: Any])
-        // Run 1: $AppStart + events 0...2 (then the crash). Run 2: AppCrashed + the record's $AppEnd,
-        // $AppStart, one event, $AppEnd.
-        XCTAssertEqual(summary["pending"] as? Int, 9)
-        XCTAssertEqual(summary["pendingCrash"] as? Int, 2)
-        XCTAssertEqual(summary["quarantined"] as? Int, 0)
-        XCTAssertEqual((summary["oldestPending"] as? [String: Any])?["event"] as? String, "$AppStart")
-        XCTAssertTrue(summary["lastUpload"] is NSNull)
-        let text = try inspect(["store", store])
-        XCTAssertTrue(text.stdout.contains("pending      9 events (2 from crashes)"), text.stdout)
-    }
-
-    func testStoreOnAMissingOrForeignFileIsAOneLineError() throws {
-        let directory = try scratch("store-bad")
-        let missing = try inspect(["store", directory + "/nope.sqlite"])
-        XCTAssertEqual(missing.ending, .exited(1))
-        XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
-        XCTAssertTrue(FileManager.default.createFile(atPath: directory + "/foreign.sqlite", contents: Data(repeating: 0x41, count: 8192)))
-        let foreign = try inspect(["store", directory + "/foreign.sqlite"])
-        XCTAssertEqual(foreign.ending, .exited(1))
-        XCTAssertEqual(foreign.stderr.split(separator: "\n").count, 1, foreign.stderr)
-    }
-
     func testAnUnreadableDirectoryOrAnUnwritableOutputIsARuntimeErrorWithoutTheUsageText() throws {
         let directory = try scratch("runtime-errors")
         let missing = try inspect(["list", "--dir", directory + "/no-such-directory"])

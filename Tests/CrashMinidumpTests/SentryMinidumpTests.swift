@@ -8,6 +8,7 @@ import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class SentryMinidumpTests: XCTestCase {
     /// One crash of the harness: its record's bytes and file name.

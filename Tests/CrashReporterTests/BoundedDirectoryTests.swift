@@ -11,6 +11,7 @@ import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class BoundedDirectoryTests: XCTestCase {
     let quiet = ["SWIFT_BACKTRACE": "enable=no"]

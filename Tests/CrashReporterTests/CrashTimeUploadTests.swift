@@ -12,6 +12,7 @@ import ProcessSpawning
 import Synchronization
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class CrashTimeUploadTests: XCTestCase {
     /// A loopback Sentry that notes, as each request arrives, the state of the process in

@@ -11,6 +11,8 @@ import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
+@testable import CrashReporterSentry
+@testable import CrashReporterOTLP
 #endif
 
 final class DeliveryRuleTests: XCTestCase {
@@ -65,11 +67,11 @@ final class DeliveryRuleTests: XCTestCase {
             let dsn = try XCTUnwrap(SentryDSN("http://publickey@127.0.0.1:\(server.port)/42"))
             let sentry = SentrySink(dsn: dsn, policy: policy(), envelope: SentrySinkTests.envelope)
             _ = CrashReporting.deliverRecords(in: sentryCase.directory, sinks: [sentry])
-            XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+            XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             let otlpCase = try copyOfTheRecord("rule-otlp-\(status)")
             let otlp = OTLPSink(settings: OTLPSink.Settings(endpoint: server.origin + "/v1/logs"), policy: policy())
             _ = CrashReporting.deliverRecords(in: otlpCase.directory, sinks: [otlp])
-            XCTAssertTrue(otlp.finish(deadline: deadline(30)))
+            XCTAssertTrue(otlp.shutdown(deadline: deadline(30)))
 
             let expected = Self.deletes(status) ? [] : [sentryCase.name]
             XCTAssertEqual(try recordFiles(sentryCase.directory), expected, "Sentry, HTTP \(status)")
@@ -96,7 +98,7 @@ final class DeliveryRuleTests: XCTestCase {
         let first = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://wrongkey@127.0.0.1:\(refusing.port)/42")), policy: policy(),
                                envelope: SentrySinkTests.envelope)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [first])
-        XCTAssertTrue(first.finish(deadline: deadline(30)))
+        XCTAssertTrue(first.shutdown(deadline: deadline(30)))
         XCTAssertEqual(refusing.allRequests.count, 1)
         XCTAssertEqual(Set(first.currentReport.kept.keys), Set(names))
         XCTAssertTrue(first.currentReport.configurationError?.contains("invalid api key") == true)
@@ -106,7 +108,7 @@ final class DeliveryRuleTests: XCTestCase {
         let second = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://rightkey@127.0.0.1:\(taking.port)/42")), policy: policy(),
                                 envelope: SentrySinkTests.envelope)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [second])
-        XCTAssertTrue(second.finish(deadline: deadline(30)))
+        XCTAssertTrue(second.shutdown(deadline: deadline(30)))
         XCTAssertEqual(taking.allRequests.compactMap(SentrySinkTests.sentName), names)
         XCTAssertEqual(try recordFiles(directory), [])
     }

@@ -12,6 +12,7 @@ import SensorsAnalytics
 @testable import SensorsTracking
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class HangRecordSinkTests: XCTestCase {
     /// A hang record of the debug harness with run id `run`, in a directory of its own.
@@ -36,7 +37,7 @@ final class HangRecordSinkTests: XCTestCase {
 
         // The Sentry sink files no session with it: the run goes on.
         let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:9/1"))
-        XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(), recordDirectory: directory).runOf(record).session)
+        XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(), recordDirectory: directory).runOf(record, start: nil).session)
 
         // OTLP: not FATAL.
         let log = CrashLogRecord.logRecord(record: record, fileName: (path as NSString).lastPathComponent, observedNanoseconds: 1)

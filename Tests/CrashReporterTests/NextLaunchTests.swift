@@ -12,6 +12,7 @@ import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
+@testable import CrashReporterSentry
 #endif
 
 final class NextLaunchTests: XCTestCase {

@@ -10,6 +10,7 @@ import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 /// A sink of the test's own: what it was offered, and what it answers.
 final class ListSink: CrashRecordSink, @unchecked Sendable {
@@ -90,7 +91,7 @@ final class RecordInboxTests: XCTestCase {
         let first = try SentrySinkTests.sink(server)
         let launch = SensorsAnalytics.pass(in: directory, store: TrackingStore(deferringOpen: blocked), appName: "t",
                                                    appVersion: "1", sinks: [first])
-        XCTAssertTrue(first.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
+        XCTAssertTrue(first.shutdown(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(first.currentReport.sent, names, "Sentry got it although the store failed")
         XCTAssertEqual(launch.recordsIngested, [])
         XCTAssertEqual(launch.errors.count, 1, "\(launch.errors)")
@@ -100,7 +101,7 @@ final class RecordInboxTests: XCTestCase {
         let store = try TrackingStore(path: directory + "/s.sqlite")
         let second = try SentrySinkTests.sink(server)
         let next = SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1", sinks: [second])
-        XCTAssertTrue(second.finish(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
+        XCTAssertTrue(second.shutdown(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
         XCTAssertEqual(next.recordsIngested, names)
         XCTAssertEqual(next.recordsDelivered, names)
         XCTAssertEqual(second.currentReport.sent, [], "not sent to Sentry twice")

@@ -10,6 +10,7 @@ import Foundation
 import GRDB
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class ReportingLaunchTests: XCTestCase {
     /// A store that already holds a login (an earlier run logged in).

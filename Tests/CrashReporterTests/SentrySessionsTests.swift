@@ -12,6 +12,7 @@ import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
+@testable import CrashReporterSentry
 #endif
 
 final class SentrySessionsTests: XCTestCase {
@@ -161,7 +162,7 @@ final class SentrySessionsTests: XCTestCase {
             run("week-killed", startedDaysAgo: 7, end: .killed(oom: false)),
             run("recent", startedDaysAgo: 1, end: .killed(oom: false)),
         ]))
-        XCTAssertTrue(sink.finish(deadline: .now.advanced(by: .seconds(30))))
+        XCTAssertTrue(sink.shutdown(deadline: .now.advanced(by: .seconds(30))))
         XCTAssertEqual(sink.currentReport.sessionsTooOld, ["ended-long-ago"])
         XCTAssertEqual(Set(sink.currentReport.sessionsSent), ["week-exited", "week-killed", "recent"])
         let (_, received) = try sessions(server)
@@ -207,7 +208,7 @@ extension SentrySessionsTests {
         let server = try TestHTTPServer { request in request.body.contains("not an envelope") ? .status(400) : .status(200) }
         let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
         XCTAssertNil(sink.prepareLaunch())
-        XCTAssertTrue(sink.finish(deadline: .now.advanced(by: .seconds(30))))
+        XCTAssertTrue(sink.shutdown(deadline: .now.advanced(by: .seconds(30))))
         let bodies = server.allRequests.map(\.body)
         XCTAssertFalse(bodies.contains { $0.contains("SECRET-") }, "a link's target left the machine")
         XCTAssertFalse(bodies.contains { $0.contains("AAAA") }, "an oversized file was sent")
@@ -249,7 +250,7 @@ extension SentrySessionsTests {
         XCTAssertTrue(sink.takeRuns([EndedRun(start: RunStart(runID: "killed", process: .current, startWallMilliseconds: now - 1000,
                                                               startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
                                               end: .killed(oom: false))]))
-        XCTAssertFalse(sink.finish(deadline: .now.advanced(by: .seconds(3))), "the session waits out the limit")
+        XCTAssertFalse(sink.shutdown(deadline: .now.advanced(by: .seconds(3))), "the session waits out the limit")
 
         let requests = server.allRequests
         XCTAssertEqual(requests.count, 2, "both crashes went; the lone session did not")
@@ -315,8 +316,8 @@ extension SentrySessionsTests {
 
         // The Sentry sink reads this host's only where the policy lets the host's details leave.
         let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:9/1"))
-        XCTAssertNotNil(SentrySink(dsn: dsn, data: CrashDataPolicy(), recordDirectory: directory).runOf(record).facts.host)
-        XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(hostDetails: false), recordDirectory: directory).runOf(record).facts.host)
+        XCTAssertNotNil(SentrySink(dsn: dsn, data: CrashDataPolicy(), recordDirectory: directory).runOf(record, start: nil).facts.host)
+        XCTAssertNil(SentrySink(dsn: dsn, data: CrashDataPolicy(hostDetails: false), recordDirectory: directory).runOf(record, start: nil).facts.host)
     }
 }
 
@@ -353,13 +354,13 @@ extension SentrySessionsTests {
         let off = SentrySink(dsn: dsn, recordDirectory: directory, sessions: false)
         var withRun = record
         withRun.runID = "a-run"
-        XCTAssertNotNil(on.runOf(withRun).session, "the control: on, the crash carries its session")
-        XCTAssertNil(off.runOf(withRun).session)
+        XCTAssertNotNil(on.runOf(withRun, start: nil).session, "the control: on, the crash carries its session")
+        XCTAssertNil(off.runOf(withRun, start: nil).session)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         XCTAssertTrue(off.takeRuns([EndedRun(start: RunStart(runID: "exited", process: .current, startWallMilliseconds: now - 1000,
                                                              startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
                                              end: .exited(wallMilliseconds: now, durationNanoseconds: 1_000_000_000))]))
-        XCTAssertTrue(off.finish(deadline: .now.advanced(by: .seconds(5))))
+        XCTAssertTrue(off.shutdown(deadline: .now.advanced(by: .seconds(5))))
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/sessions"), "no session written")
         XCTAssertEqual(server.allRequests.count, 0)
     }

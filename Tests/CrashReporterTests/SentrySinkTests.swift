@@ -11,6 +11,7 @@ import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
+@testable import CrashReporterSentry
 
 final class SentrySinkTests: XCTestCase {
     static let dsn = "http://publickey@127.0.0.1:PORT/42"
@@ -98,7 +99,7 @@ final class SentrySinkTests: XCTestCase {
         XCTAssertEqual(try leftovers(directory), (names + names.map { $0 + ".events.ack" }).sorted(),
                        "the events sink's acknowledgments beside the records")
         gate.open()
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         let requests = server.allRequests
         XCTAssertEqual(requests.compactMap(Self.sentName), names)
         for request in requests {
@@ -124,7 +125,7 @@ final class SentrySinkTests: XCTestCase {
         }
         let sentry = try sink(server)
         _ = pass(directory, store: nil, sentry)
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.count, 4)
         XCTAssertEqual(server.allRequests.compactMap(Self.sentName), Array(repeating: names[0], count: 4))
         XCTAssertEqual(sentry.currentReport.sent, names)
@@ -144,7 +145,7 @@ final class SentrySinkTests: XCTestCase {
         policy.maxRetryDelay = .seconds(5) // the cap must not cut the 1 s limit short
         let sentry = try sink(server, policy: policy)
         _ = pass(directory, store: nil, sentry)
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         let marks = times.marks
         XCTAssertEqual(marks.count, 3)
         XCTAssertGreaterThanOrEqual(marks[1] - marks[0], 0.95, "the retry came before the announced second")
@@ -164,7 +165,7 @@ final class SentrySinkTests: XCTestCase {
         }
         let sentry = try sink(server)
         _ = pass(directory, store: store, sentry)
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.compactMap(Self.sentName), names, "each sent once, in order")
         let report = sentry.currentReport
         XCTAssertEqual(report.sent, [names[2]])
@@ -182,7 +183,7 @@ final class SentrySinkTests: XCTestCase {
         let first = try sink(down)
         let launch = pass(directory, store: store, first)
         XCTAssertEqual(launch.recordsIngested, names)
-        XCTAssertFalse(first.finish(deadline: deadline(0.5)))
+        XCTAssertFalse(first.shutdown(deadline: deadline(0.5)))
         XCTAssertEqual(first.currentReport.sent, [])
         XCTAssertNotNil(first.currentReport.lastError)
         XCTAssertEqual(try recordFiles(directory), names)
@@ -195,7 +196,7 @@ final class SentrySinkTests: XCTestCase {
         // Taken by the Sentry sink: awaiting it, or already sent and deleted by its thread before
         // the pass looked again (a loopback Sentry answers within the pass).
         XCTAssertEqual((next.recordsAwaitingSinks + next.recordsDelivered).sorted(), names)
-        XCTAssertTrue(second.finish(deadline: deadline(30)))
+        XCTAssertTrue(second.shutdown(deadline: deadline(30)))
         XCTAssertEqual(second.currentReport.sent, names)
         XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 2, "no event twice")
         XCTAssertEqual(try leftovers(directory), [])
@@ -211,7 +212,7 @@ final class SentrySinkTests: XCTestCase {
         policy.maxServerErrorAttempts = 3
         let sentry = try sink(server, policy: policy)
         _ = pass(directory, store: nil, sentry)
-        XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+        XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.compactMap(Self.sentName), [names[0], names[0], names[0], names[1]])
         XCTAssertEqual(sentry.currentReport.sent, [names[1]])
         XCTAssertTrue(sentry.currentReport.kept[names[0]]?.hasPrefix("3 server errors in a row") == true)
@@ -231,7 +232,7 @@ final class SentrySinkTests: XCTestCase {
             let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
             let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
             _ = pass(directory, store: nil, sentry)
-            XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+            XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             XCTAssertEqual(sentry.currentReport.sent, [name])
             let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
             let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
@@ -265,7 +266,7 @@ final class SentrySinkTests: XCTestCase {
             let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
             let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
             _ = pass(directory, store: nil, sentry)
-            XCTAssertTrue(sentry.finish(deadline: deadline(30)))
+            XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             XCTAssertEqual(sentry.currentReport.sent.count, 1)
             let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
             let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
@@ -356,17 +357,4 @@ final class Gate: @unchecked Sendable {
     private var isOpen = false
     func open() { condition.withLock { isOpen = true; condition.broadcast() } }
     func wait() { condition.withLock { while !isOpen { condition.wait() } } }
-}
-
-/// Monotonic times of server answers.
-// @unchecked: `values` is only touched under `lock`.
-final class TimeLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Double] = []
-    private let start = SuspendingClock.now
-    func mark() {
-        let (seconds, attoseconds) = start.duration(to: .now).components
-        lock.withLock { values.append(Double(seconds) + Double(attoseconds) / 1e18) }
-    }
-    var marks: [Double] { lock.withLock { values } }
 }

@@ -7,6 +7,7 @@
 @testable import CrashReporter
 @testable import SensorsAnalytics
 import CrashRecordFormat
+import SensorsEvents
 @testable import SensorsTracking
 import Foundation
 import ProcessSpawning

@@ -4,7 +4,8 @@
 // their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
 // (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
 // the loader ever opening libsqlite3. Neither needs full Foundation and ICU either (the reporter's
-// modules use FoundationEssentials), where crash-harness does.
+// modules use FoundationEssentials), where crash-harness does. The inspector, which reads records
+// and never the analytics store (that is sensors-store's), holds no GRDB and needs no SQLite either.
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -50,7 +51,8 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
 
     /// No libsqlite3 needed, no GRDB or SQLite symbol; and `module`'s own symbols are there (the
     /// tables were read, and the program is the one meant).
-    func assertNoSQLiteNorGRDB(_ program: String, holding module: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertNoSQLiteNorGRDB(_ program: String, holding module: String, foundationAllowed: Bool = false,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
         let linked = try linked(program)
         XCTAssertTrue(linked.needed.contains { $0.contains("libswiftCore") }, "readelf -d listed no libswiftCore: \(linked.needed)",
                       file: file, line: line)
@@ -59,7 +61,9 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         XCTAssertEqual(linked.sqliteLibraries, [], "\(program) needs SQLite", file: file, line: line)
         XCTAssertEqual(Array(linked.grdbSymbols.prefix(5)), [], "\(program) holds GRDB (\(linked.grdbSymbols.count) symbols)", file: file, line: line)
         XCTAssertEqual(Array(linked.sqliteSymbols.prefix(5)), [], "\(program) holds or wants SQLite's API", file: file, line: line)
-        XCTAssertEqual(linked.foundationLibraries, [], "\(program) needs full Foundation or ICU", file: file, line: line)
+        if !foundationAllowed {
+            XCTAssertEqual(linked.foundationLibraries, [], "\(program) needs full Foundation or ICU", file: file, line: line)
+        }
     }
 
     func testTheSentryOnlyProgramNeedsNoSQLiteAndHoldsNoGRDB() throws {
@@ -68,6 +72,10 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
 
     func testTheCrashUploaderNeedsNoSQLiteAndHoldsNoGRDB() throws {
         try assertNoSQLiteNorGRDB(uploader, holding: "CrashReporter")
+    }
+
+    func testTheInspectorNeedsNoSQLiteAndHoldsNoGRDB() throws {
+        try assertNoSQLiteNorGRDB(BuiltProducts.inspect, holding: "CrashInspection", foundationAllowed: true)
     }
 
     /// The contrary on a program that links the analytics: the same checks find SQLite and GRDB

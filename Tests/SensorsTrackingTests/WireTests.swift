@@ -1,5 +1,6 @@
 // WireTests.swift — the /sa body must match Sensors' servers byte for byte.
 @testable import SensorsTracking
+@testable import SensorsEvents
 import Foundation
 import XCTest
 

@@ -14,19 +14,19 @@
 // launch, nothing more is sent this launch, and one line says what to check: a configuration
 // mistake must not lose crashes. What is not sent by the deadline is sent next launch.
 //
-// A process sends a record only while it holds the record's lease (SinkLease, shared with the
-// Sentry sink of the same process): several processes over one record directory send it once.
-import CrashCapture
+// The queue, the leases and the worker thread are LeasedSender's (the Sentry sink's too): a process
+// sends a record only while it holds the record's lease, so that several processes over one
+// record directory send it once.
 import CrashOTLP
 import CrashRecordFormat
 import FoundationEssentials
 import HostFacts
-import HTTPExchange
+package import HTTPExchange
 import Logging
-import Synchronization
+package import RecordDelivery
 
 /// The OTLP sink (see the file comment).
-// @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` and `origin` are the worker thread's.
+// @unchecked: `origin` is the worker thread's.
 package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     package static let sinkID = RecordSinkID("otlp")!
     package let id = OTLPSink.sinkID
@@ -53,7 +53,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     }
 
     /// What this process's OTLP sink did.
-    package struct Report: Sendable, Equatable {
+    package struct Report: SenderReport, Equatable {
         /// Records the collector acknowledged.
         package var sent: [String] = []
         /// Records the collector acknowledged but rejected (`partial_success`), with its words:
@@ -68,25 +68,16 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
         package var leftToOthers: [String] = []
         /// The last failure (retried, or a record kept), if any.
         package var lastError: String?
+        package init() {}
     }
 
-    let settings: Settings
-    let worker: UploadWorker
+    package let settings: Settings
     let recordDirectory: String?
+    private let sender: LeasedSender<Void, Report>
     private let logger = Logger(label: "CrashReporter.otlp")
-    private let lock = Mutex(())
-    // Guarded by `lock`.
-    private var queue: [Taken] = []
-    private var report = Report()
     // The worker thread only.
-    private var serverErrors = 0
     private var origin: CrashLogRecord.Origin?
-
-    private struct Taken {
-        var record: InboxRecord
-        var receipt: SinkReceipt
-        var lease: SinkLease
-    }
+    private typealias Taken = LeasedSender<Void, Report>.Taken
 
     /// - Parameters:
     ///   - policy: retries and timeouts (one record per request: the batch fields do not apply).
@@ -94,44 +85,23 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     package init(settings: Settings, policy: UploadPolicy = UploadPolicy(), recordDirectory: String? = nil) {
         self.settings = settings
         self.recordDirectory = recordDirectory
-        worker = UploadWorker(name: "CrashReporter.otlp", policy: policy, timer: nil)
+        sender = LeasedSender(name: "CrashReporter.otlp", backend: "OTLP", policy: policy)
+        sender.sends { [unowned self] in step() }
     }
 
-    /// The upload thread, started with the first record taken.
-    private lazy var startWorker: Void = worker.start { [unowned self] in step() }
-
     /// What was sent, rejected and kept so far.
-    package var currentReport: Report { lock.withLock { _ in report } }
+    package var currentReport: Report { sender.currentReport }
 
     /// Queues the record for sending while this process holds its lease.
     package func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
-        guard let lease = SinkLease(path: record.path) else {
-            lock.withLock { _ in report.leftToOthers.append(record.name) }
-            return .later(reason: "another process is sending it")
-        }
-        if receipt.isAcknowledged {
-            lease.release()
-            return .delivered
-        }
-        lock.withLock { _ in
-            queue.append(Taken(record: record, receipt: receipt, lease: lease))
-            _ = startWorker
-        }
-        worker.wake()
-        return .accepted
+        sender.take(record, receipt: receipt) { () }
     }
 
     /// Sends until nothing is queued or `deadline` passes, then stops; what is left is sent next
     /// launch. Returns whether everything queued was sent (or settled).
     @discardableResult
-    package func finish(deadline: SuspendingClock.Instant) -> Bool {
-        worker.finish(deadline: deadline)
-        return lock.withLock { _ in
-            let done = queue.isEmpty
-            queue.forEach { $0.lease.release() }
-            queue.removeAll()
-            return done
-        }
+    package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
+        sender.finish(deadline: deadline)
     }
 
     /// The resource's facts of this machine, read once, on the worker thread.
@@ -151,7 +121,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     /// The request body for `taken`: the crash as a log record; an unreadable record as one that says so.
     private func body(_ taken: Taken) -> [UInt8] {
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
-        let minimised = CrashLogRecord.Minimisation(redaction: settings.data.redaction, hostDetails: settings.data.hostDetails)
+        let minimised = settings.data.minimisation
         let request: OTLPLogsRequest
         switch taken.record.record {
         case .success(let record):
@@ -166,15 +136,15 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     }
 
     private func step() -> UploadWorker.Step {
-        guard let head = lock.withLock({ _ in queue.first }) else { return .idle }
-        if let refused = lock.withLock({ _ in report.configurationError }) {
-            keep(head, reason: refused)
+        guard let head = sender.head else { return .idle }
+        if let refused = sender.configurationError {
+            sender.keep(head, reason: refused)
             return .sent
         }
         guard let url = URL(string: settings.endpoint), url.scheme == "http" || url.scheme == "https" else {
             let why = "not an http(s) URL: \(settings.endpoint.prefix(200))"
-            refuseForThisLaunch(why, advice: "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)")
-            keep(head, reason: why)
+            sender.refuseForThisLaunch(why, advice: "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)")
+            sender.keep(head, reason: why)
             return .sent
         }
         var body = body(head)
@@ -184,8 +154,8 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             headers.append(("Content-Encoding", "gzip"))
         }
         headers += settings.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: Data(body), timeout: worker.policy.requestTimeout)
-        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+        let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: Data(body), timeout: sender.worker.policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: sender.worker.cancellation)
         switch DeliveryRule.verdict(status: answer.status) {
         case .delivered:
             let response = OTLPLogsResponse(protobuf: [UInt8](answer.body)) ?? OTLPLogsResponse()
@@ -193,50 +163,31 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
                 let why = "the collector rejected \(response.rejectedLogRecords) log record(s)"
                     + (response.errorMessage.isEmpty ? "" : ": \(response.errorMessage.prefix(500))")
                 logger.warning("\(head.record.name): \(why) (not sent again)")
-                settle(head) { $0.rejected[head.record.name] = why }
+                sender.settle(head) { $0.rejected[head.record.name] = why }
             } else {
-                settle(head) { $0.sent.append(head.record.name) }
+                sender.settle(head) { $0.sent.append(head.record.name) }
             }
             return .sent
         case .retry where answer.status == 0:
             if answer.failure == .stopped || answer.failure == .cancelled { return .stopped }
-            note(answer.text)
+            sender.note(answer.text)
             return .failed(retryAfter: nil)
         case .retry:
-            note("HTTP \(answer.status) \(Self.words(answer))")
+            sender.note("HTTP \(answer.status) \(Self.words(answer))")
             return .failed(retryAfter: answer.retryAfter)
         case .serverError:
-            let why = "HTTP \(answer.status) \(Self.words(answer))"
-            serverErrors += 1
-            if serverErrors >= worker.policy.maxServerErrorAttempts {
-                let reason = "\(serverErrors) server errors in a row: \(why)"
-                logger.warning("\(head.record.name): \(reason) (kept for the next launch)")
-                keep(head, reason: reason)
-                return .sent
-            }
-            note(why)
-            return .failed(retryAfter: answer.retryAfter)
+            return sender.serverError(head, "HTTP \(answer.status) \(Self.words(answer))", retryAfter: answer.retryAfter)
         case .refused:
             let why = "HTTP \(answer.status): \(Self.words(answer))"
             logger.warning("\(head.record.name): the collector refused it for its content, \(why) (not sent again)")
-            settle(head) { $0.rejected[head.record.name] = why }
+            sender.settle(head) { $0.rejected[head.record.name] = why }
             return .sent
         case .kept:
             let why = "HTTP \(answer.status) from \(settings.endpoint.prefix(200)): \(Self.words(answer))"
-            refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the endpoint and its headers (OTEL_EXPORTER_OTLP_*)"))
-            keep(head, reason: why)
+            sender.refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the endpoint and its headers (OTEL_EXPORTER_OTLP_*)"))
+            sender.keep(head, reason: why)
             return .sent
         }
-    }
-
-    /// The collector answered about the configuration, not a record (DeliveryRule's `kept`):
-    /// nothing more is sent this launch, and one line says so.
-    private func refuseForThisLaunch(_ why: String, advice: String) {
-        let first = lock.withLock { _ in
-            defer { report.configurationError = why }
-            return report.configurationError == nil
-        }
-        if first { logger.error("OTLP: \(why); \(advice). Crash records are kept for a later launch.") }
     }
 
     /// What an answer's body says: an OTLP error's `google.rpc.Status` message when it is one
@@ -246,30 +197,5 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             for case (2, .bytes(let text)) in fields { return String(decoding: text.prefix(500), as: UTF8.self) }
         }
         return answer.text
-    }
-
-    private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
-
-    /// The collector has the record: acknowledged to the inbox, in the report, unleased.
-    private func settle(_ taken: Taken, _ update: (inout Report) -> Void) {
-        serverErrors = 0
-        taken.receipt.acknowledge()
-        taken.lease.release()
-        lock.withLock { _ in
-            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
-            update(&report)
-            report.lastError = nil
-        }
-    }
-
-    /// Not sent, and not again this launch: the record stays (unacknowledged) for the next.
-    private func keep(_ taken: Taken, reason: String) {
-        serverErrors = 0
-        taken.lease.release()
-        lock.withLock { _ in
-            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
-            report.kept[taken.record.name] = reason
-            report.lastError = reason
-        }
     }
 }

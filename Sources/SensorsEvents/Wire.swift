@@ -130,7 +130,7 @@ package enum Gzip {
 
 extension String {
     /// `self` (a JSON object) with `"_flush_time":ms` added as its last member.
-    func addingFlushTime(_ ms: Int64) -> String {
+    package func addingFlushTime(_ ms: Int64) -> String {
         guard let close = lastIndex(of: "}") else { return self }
         return String(self[..<close]) + ",\"_flush_time\":\(ms)}"
     }

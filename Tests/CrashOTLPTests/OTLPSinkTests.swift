@@ -13,6 +13,7 @@ import HostFacts
 import ProcessSpawning
 import TestSupport
 import XCTest
+@testable import CrashReporterOTLP
 
 final class OTLPSinkTests: XCTestCase {
     // MARK: support
@@ -324,7 +325,7 @@ final class OTLPSinkTests: XCTestCase {
         let otlp = sink(server)
         let launch = CrashReporting.deliverRecords(in: directory, sinks: [otlp])
         XCTAssertEqual(launch.recordsAwaitingSinks, [name], "taken, not yet acknowledged")
-        XCTAssertTrue(otlp.finish(deadline: deadline(30)))
+        XCTAssertTrue(otlp.shutdown(deadline: deadline(30)))
         let marks = times.marks
         XCTAssertEqual(marks.count, 3)
         XCTAssertGreaterThanOrEqual(marks[2] - marks[1], 0.95, "the retry came before Retry-After's second")
@@ -350,7 +351,7 @@ final class OTLPSinkTests: XCTestCase {
         let server = try TestHTTPServer { _ in .status(200, headers: ["Content-Type": "application/x-protobuf"], body: response) }
         let otlp = sink(server)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [otlp])
-        XCTAssertTrue(otlp.finish(deadline: deadline(30)))
+        XCTAssertTrue(otlp.shutdown(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.count, 1, "not retried")
         let why = try XCTUnwrap(otlp.currentReport.rejected[name])
         XCTAssertTrue(why.contains("rejected 1 log record"), why)
@@ -368,7 +369,7 @@ final class OTLPSinkTests: XCTestCase {
         let refusing = try TestHTTPServer { _ in .status(401, headers: ["Content-Type": "text/plain"], body: Array("missing api key".utf8)) }
         let first = sink(refusing)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [first])
-        XCTAssertTrue(first.finish(deadline: deadline(30)))
+        XCTAssertTrue(first.shutdown(deadline: deadline(30)))
         XCTAssertEqual(refusing.allRequests.count, 1, "not retried")
         let lastError = try XCTUnwrap(first.currentReport.lastError)
         XCTAssertTrue(lastError.contains("HTTP 401"), lastError)
@@ -380,7 +381,7 @@ final class OTLPSinkTests: XCTestCase {
         let taking = try TestHTTPServer()
         let second = sink(taking)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [second])
-        XCTAssertTrue(second.finish(deadline: deadline(30)))
+        XCTAssertTrue(second.shutdown(deadline: deadline(30)))
         XCTAssertEqual(second.currentReport.sent, [name])
         XCTAssertEqual(try recordFiles(directory), [])
     }

@@ -1,7 +1,6 @@
 // CrashDataPolicy.swift — what a crash's Sentry event and the record attached to it carry beyond
 // what Sentry needs to group and symbolicate the crash (CrashReporter.docc, "What leaves the machine").
 package import CrashRecordFormat
-import CrashSentry
 
 /// What leaves the machine with a crash, beyond its signal, frames, registers, images (build ids,
 /// addresses, file names), the fatal message and the app's name and version. Everything is off
@@ -64,6 +63,9 @@ public struct CrashDataPolicy: Sendable, Equatable {
         RecordRedaction(rawMemory: rawMemory, breadcrumbs: breadcrumbs, identity: identity, fullPaths: fullPaths,
                         requestQuery: requestQuery, requestAttributes: requestAttributes)
     }
+
+    /// What the Sentry event and the OTLP log record keep (raw memory aside: it decides attachments).
+    package var minimisation: RecordMinimisation { RecordMinimisation(redaction: redaction, hostDetails: hostDetails) }
 
     /// The settings by their ``argument`` words.
     private var words: [(String, Bool)] {

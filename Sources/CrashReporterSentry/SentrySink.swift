@@ -16,7 +16,7 @@
 // Several processes of one app over one record directory (a pre-forked service, a pool, several
 // instances on one volume) send each record once: a process sends a record only while it holds
 // an exclusive flock(2) on the record file (RecordLease, shared with the other sinks of the process: SinkLease), from before the request until it is
-// acknowledged; the others leave it. The kernel releases the lock when its holder dies, however
+// acknowledged; the others leave it (the queue, the leases and the worker are LeasedSender's, the OTLP sink's too). The kernel releases the lock when its holder dies, however
 // it dies, so a killed sender blocks nothing: the next process sends the record again, with the
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
@@ -26,8 +26,9 @@ import CrashMinidump
 package import CrashRecordFormat
 package import CrashSentry
 package import FoundationEssentials
-import HTTPExchange
+package import HTTPExchange
 import Logging
+package import RecordDelivery
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -111,8 +112,13 @@ package struct SentryRecordRun: Sendable, Equatable {
     package var session: SentrySession?
 }
 
+extension RecordSinkID {
+    /// The Sentry sink.
+    package static let sentry = RecordSinkID("sentry")!
+}
+
 /// The Sentry sink (see the file comment).
-// @unchecked: `queue` and `report` are guarded by `lock`; `serverErrors` is the worker thread's.
+// @unchecked: `sessionFiles` is guarded by `lock`; `limits`, `discards` and `persistedLoaded` are the worker thread's.
 package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     package let id = RecordSinkID.sentry
 
@@ -126,7 +132,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// leave the machine (`rawMemory`): a minidump is the stack memory, without it none is sent.
     package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?,
                                  minidump: Bool = false) -> SentryEnvelopeMaker {
-        let minimised = SentryEnvelope.Minimisation(redaction: data.redaction, hostDetails: data.hostDetails)
+        let minimised = data.minimisation
         let attachMinidump = minidump && data.rawMemory
         return { record, raw, name, sentAt, repetition, run in
             SentryEnvelope.outgoing(record: record, rawRecord: raw, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: raw),
@@ -137,7 +143,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     }
 
     /// What this process's Sentry sink did.
-    package struct Report: Sendable, Equatable {
+    package struct Report: SenderReport, Equatable {
         /// Records Sentry acknowledged.
         package var sent: [String] = []
         /// Records given up, with why: Sentry refused them for good for their content (400,
@@ -156,14 +162,16 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         package var sessionsSent: [String] = []
         /// Runs too old for a session (Relay keeps 5 days): counted, not sent.
         package var sessionsTooOld: [String] = []
-        /// The last failure that will be retried, if any.
+        /// The last failure (retried, or a record kept), if any.
         package var lastError: String?
+        package init() {}
     }
 
     let dsn: SentryDSN
     let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
-    let worker: UploadWorker
+    private let sender: LeasedSender<SentryRecordRun?, Report>
+    private typealias Taken = LeasedSender<SentryRecordRun?, Report>.Taken
     /// How this run is filed (its release, environment, dist, host); a record of a run the
     /// ledger no longer knows is filed with these, its own app version kept.
     let facts: SentryRunFacts
@@ -176,9 +184,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// The session's `did`.
     private let installation = Mutex<String??>(nil)
     private let lock = Mutex(())
-    private let logger = Logger(label: "CrashReporter.sentry")
     // Guarded by `lock`.
-    private var queue: [Taken] = []
     /// Session envelopes waiting in `<records>/sessions` (files, so a run's session outlives this process).
     private var sessionFiles: [String] = []
     /// Sentry's rate limits per category and the discards not yet reported: the worker thread's,
@@ -187,17 +193,6 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private var limits = SentryRateLimits()
     private var discards = SentryDiscards()
     private var persistedLoaded = false
-    private var report = Report()
-    // The worker thread only: 5xx answers in a row for the record at the head of the queue.
-    private var serverErrors = 0
-
-    /// A record taken from the inbox: sent while its lease is held.
-    private struct Taken {
-        var record: InboxRecord
-        var receipt: SinkReceipt
-        var lease: SinkLease
-        var run: SentryRecordRun?
-    }
 
     /// - Parameters:
     ///   - data: what the events and attachments keep (also of an unreadable record's event).
@@ -212,48 +207,25 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         self.appVersion = appVersion
         self.recordDirectory = recordDirectory
         self.makeEnvelope = envelope ?? Self.envelope(data: data, publicKey: dsn.publicKey, beforeSend: nil)
-        worker = UploadWorker(name: "CrashReporter.sentry", policy: policy, timer: nil)
+        sender = LeasedSender(name: "CrashReporter.sentry", backend: "Sentry", policy: policy)
+        sender.sends { [unowned self] in step() }
     }
 
-    /// The upload thread, started with the first record taken: a launch with nothing to send
-    /// starts none.
-    private lazy var startWorker: Void = worker.start { [unowned self] in step() }
-
     /// What was sent and given up so far.
-    package var currentReport: Report { lock.withLock { _ in report } }
+    package var currentReport: Report { sender.currentReport }
 
     /// Queues the record for sending while this process holds its lease; another process
     /// holding it is sending it (`.later`).
     package func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
-        // The lease: held from here until the record is acknowledged (or given up) and deleted,
-        // across retries. Another process of the app sending it holds it now: leave the record
-        // to that one. A sender that dies lets go with its last fd.
-        guard let lease = SinkLease(path: record.path) else {
-            lock.withLock { _ in report.leftToOthers.append(record.name) }
-            return .later(reason: "another process is sending it")
-        }
-        // Sent by another process between this pass's listing and our lease.
-        if receipt.isAcknowledged {
-            lease.release()
-            return .delivered
-        }
-        // Read now, on the launch thread: the run's marker is there until the runs are told.
-        var run: SentryRecordRun?
-        if case .success(let crash) = record.record { run = runOf(crash) }
-        lock.withLock { _ in
-            queue.append(Taken(record: record, receipt: receipt, lease: lease, run: run))
-            _ = startWorker
-        }
-        worker.wake()
-        return .accepted
+        // How Sentry files its run, made now, on the launch thread.
+        sender.take(record, receipt: receipt) { (try? record.record.get()).map { runOf($0, start: record.runStart) } }
     }
 
     /// How Sentry files the run `record` crashed in: the run's own release, environment and dist
     /// from its marker (they may differ from this run's); and its session, crashed, from the
     /// marker's start (else the record's uptime) to the crash. A record of a run the ledger does
     /// not know is filed with this run's facts, its own release kept when its version differs.
-    func runOf(_ record: CrashRecord) -> SentryRecordRun {
-        let start = record.runID.flatMap { id in recordDirectory.flatMap { RunLedger(recordDirectory: $0).start(of: id) } }
+    func runOf(_ record: CrashRecord, start: RunStart?) -> SentryRecordRun {
         var facts = self.facts
         let ownRelease = record.appName.map { "\($0)@\(record.appVersion ?? "unknown")" }
         if let start {
@@ -343,32 +315,22 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                   SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) else { return false }
             written.append(path)
         }
-        lock.withLock { _ in report.sessionsTooOld += tooOld }
+        sender.update { $0.sessionsTooOld += tooOld }
         if !written.isEmpty { queueSessions(written) }
         return true
     }
 
     private func queueSessions(_ paths: [String]) {
-        lock.withLock { _ in
-            sessionFiles += paths.filter { !sessionFiles.contains($0) }
-            _ = startWorker
-        }
-        worker.wake()
+        lock.withLock { _ in sessionFiles += paths.filter { !sessionFiles.contains($0) } }
+        sender.wake()
     }
 
     /// Sends until nothing is queued or `deadline` passes, then stops: a request in flight at
-    /// the deadline is cancelled and its record sent again next launch. Returns whether
-    /// everything queued was sent (or given up).
+    /// the deadline is cancelled and its record sent again next launch (a session, from its file).
+    /// Returns whether everything queued was sent (or given up).
     @discardableResult
-    package func finish(deadline: SuspendingClock.Instant) -> Bool {
-        worker.finish(deadline: deadline)
-        // What is left keeps its file (and loses its lease with it) for the next launch.
-        return lock.withLock { _ in
-            let done = queue.isEmpty && sessionFiles.isEmpty
-            queue.forEach { $0.lease.release() }
-            queue.removeAll()
-            return done
-        }
+    package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
+        sender.finish(deadline: deadline) { lock.withLock { _ in sessionFiles.isEmpty } }
     }
 
     /// Now, in ms since the epoch (what the rate limits are kept in).
@@ -405,16 +367,16 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         loadPersisted()
         let now = Self.nowMilliseconds()
         // Records first (unless Sentry holds back errors), then the sessions of runs that ended without a crash.
-        guard let head = lock.withLock({ _ in queue.first }) else { return sessionStep() }
-        if let refused = lock.withLock({ _ in report.configurationError }) {
-            keep(head, reason: refused)
+        guard let head = sender.head else { return sessionStep() }
+        if let refused = sender.configurationError {
+            sender.keep(head, reason: refused)
             return .sent
         }
         if let wait = limits.wait(for: .error, now: now) {
             let sessions = lock.withLock { _ in !sessionFiles.isEmpty }
             return sessions && limits.wait(for: .session, now: now) == nil ? sessionStep() : .pause(wait)
         }
-        var run = head.run
+        var run = head.extra
         if run?.session != nil, limits.wait(for: .session, now: now) != nil {
             // Sessions held back and the crash not: the crash goes, its session is counted as discarded.
             run?.session = nil
@@ -434,11 +396,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 saveDiscards()
                 if let session = run?.session, let directory = sessionsDirectory, (try? Directory.create(directory)) != nil {
                     // Named by the run id only when it can name a file (the record is untrusted).
-                    let name = record.runID.flatMap { RunLedger.isValidRunID($0) ? $0 : nil } ?? head.record.name
+                    let name = record.runID.flatMap { RunStart.isValidRunID($0) ? $0 : nil } ?? head.record.name
                     let path = directory + "/" + name + ".envelope"
                     if SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) { queueSessions([path]) }
                 }
-                settle(head) { $0.dropped.append(head.record.name) }
+                sender.settle(head) { $0.dropped.append(head.record.name) }
                 return .sent
             case .failure(let refusal):
                 giveUp(head, reason: refusal.description)
@@ -454,8 +416,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
         guard let url = dsn.envelopeURL else {
             let why = "not a URL: \(dsn.envelopeAddress)"
-            refuseForThisLaunch(why, advice: "check the DSN (SENTRY_DSN)")
-            keep(head, reason: why)
+            sender.refuseForThisLaunch(why, advice: "check the DSN (SENTRY_DSN)", kept: sessionsToo)
+            sender.keep(head, reason: why)
             return .sent
         }
         switch post(body, url: url, category: .error) {
@@ -470,20 +432,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         case .retry(let after):
             return .failed(retryAfter: after)
         case .serverError(let why, let after):
-            serverErrors += 1
-            if serverErrors >= worker.policy.maxServerErrorAttempts {
-                // Availability, not the record (DeliveryRule): kept for a later launch.
-                let reason = "\(serverErrors) server errors in a row: \(why)"
-                logger.warning("Sentry: \(head.record.name): \(reason) (kept for the next launch)")
-                keep(head, reason: reason)
-                return .sent
-            }
-            return .failed(retryAfter: after)
+            return sender.serverError(head, why, retryAfter: after)
         case .refused(let why):
             giveUp(head, reason: why)
             return .sent
         case .kept(let why):
-            keep(head, reason: why)
+            sender.keep(head, reason: why)
             return .sent
         }
     }
@@ -508,8 +462,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let (body, reported) = withClientReport(envelope)
         let request = HTTPExchange.Request(url: url, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
-                                           body: Data(body), timeout: worker.policy.requestTimeout)
-        let answer = HTTPExchange.send(request, cancellation: worker.cancellation)
+                                           body: Data(body), timeout: sender.worker.policy.requestTimeout)
+        let answer = HTTPExchange.send(request, cancellation: sender.worker.cancellation)
         // A 2xx may announce a limit for what follows; a 429 says how long to hold back what.
         noteLimits(answer)
         switch DeliveryRule.verdict(status: answer.status) {
@@ -536,39 +490,30 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             return .refused("HTTP \(answer.status): \(answer.text)")
         case .kept:
             let why = "HTTP \(answer.status) from \(dsn.envelopeAddress): \(answer.text.prefix(300))"
-            refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the DSN (SENTRY_DSN)"))
+            sender.refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the DSN (SENTRY_DSN)"), kept: sessionsToo)
             return .kept(why)
         }
     }
 
-    /// Sentry answered about the configuration, not a record (DeliveryRule's `kept`): nothing
-    /// more is sent this launch, and one line says so.
-    private func refuseForThisLaunch(_ why: String, advice: String) {
-        let first = lock.withLock { _ in
-            defer { report.configurationError = why }
-            return report.configurationError == nil
-        }
-        if first { logger.error("Sentry: \(why); \(advice). Crash records and sessions are kept for a later launch.") }
-    }
+    /// What an answer about the configuration keeps besides the records.
+    private let sessionsToo = "Crash records and sessions are"
 
     /// Sends the first waiting session envelope while holding its file's lease (another process
     /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
     private func sessionStep() -> UploadWorker.Step {
         guard let path = lock.withLock({ _ in sessionFiles.first }) else { return .idle }
         let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
-        if let refused = lock.withLock({ _ in report.configurationError }) {
+        if let refused = sender.configurationError {
             // In its file for a later launch.
-            lock.withLock { _ in
-                sessionFiles.removeAll { $0 == path }
-                report.kept["sessions/" + run] = refused
-            }
+            lock.withLock { _ in sessionFiles.removeAll { $0 == path } }
+            sender.update { $0.kept["sessions/" + run] = refused }
             return .sent
         }
         // Held back by Sentry: waits (in its file, for a later launch if need be).
         if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
         func dequeue(_ update: (inout Report) -> Void = { _ in }) {
-            lock.withLock { _ in
-                sessionFiles.removeAll { $0 == path }
+            lock.withLock { _ in sessionFiles.removeAll { $0 == path } }
+            sender.update { report in
                 update(&report)
                 report.lastError = nil
             }
@@ -605,17 +550,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
     }
 
-    private func note(_ error: String) { lock.withLock { _ in report.lastError = error } }
-
-    /// Not sent, and not again this launch: the record stays (unacknowledged) for a later one.
-    private func keep(_ taken: Taken, reason: String) {
-        serverErrors = 0
-        taken.lease.release()
-        lock.withLock { _ in
-            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
-            report.kept[taken.record.name] = reason
-        }
-    }
+    private func note(_ error: String) { sender.note(error) }
 
     private func giveUp(_ taken: Taken, reason: String) {
         discards.add(.sendError, .error)
@@ -623,25 +558,17 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         settle(taken) { $0.quarantined[taken.record.name] = reason }
     }
 
-    /// Sentry has the record (or never will): acknowledged to the inbox, in the report, unleased.
+    /// Sentry has the record (or never will): settled (LeasedSender). The crashes folded into it
+    /// when the directory was over its bounds had no event of their own: Sentry learns of them as
+    /// discarded (its own event says how many it stands for).
     private func settle(_ taken: Taken, _ update: (inout Report) -> Void) {
-        serverErrors = 0
-        // The crashes folded into this record when the directory was over its bounds had no event
-        // of their own: Sentry learns of them as discarded (its own event says how many it stands for).
         let folded = taken.record.tally.repetition(forSink: id.rawValue).crashes - 1
         if folded > 0 {
             discards.add(.queueOverflow, .error, folded)
             saveDiscards()
         }
-        taken.receipt.acknowledge()
-        taken.lease.release()
-        lock.withLock { _ in
-            if queue.first?.record.name == taken.record.name { queue.removeFirst() }
-            update(&report)
-            report.lastError = nil
-        }
+        sender.settle(taken, update)
     }
-
 }
 
 extension String {
