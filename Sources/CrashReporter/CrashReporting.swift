@@ -199,15 +199,15 @@ public final class CrashReporting: Sendable {
     private let marker = Latch<RunStart?>()
     private let ended = Mutex(false)
     private let sinksEnded = Mutex(false)
-    /// Reads this run's OOM-kill counter again while it runs (when it has one).
-    private let oomWatch = OOMKillWatch()
+    /// Keeps this run's marker current while it runs (last seen, the OOM-kill counter).
+    private let runWatch = RunWatch()
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
 
-    /// A reporter replaced after its shutdown stops reading its run's OOM-kill counter (the
-    /// shutdown stopped it already; this is for one that never ran a launch).
-    deinit { oomWatch.stop() }
+    /// A reporter let go of stops keeping its run's marker current (its shutdown stopped that
+    /// already; this is for one that never shut down).
+    deinit { runWatch.stop() }
 
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
     /// returns at once. The launch takes every sink through its phases (`CrashRecordSink`'s hooks):
@@ -339,7 +339,7 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, oomWatch = self.oomWatch
+        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, runWatch = self.runWatch
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
         RunEndHook.register(self)
         // A hang or snapshot record goes to the sinks while the process lives, from a thread of
@@ -369,7 +369,7 @@ public final class CrashReporting: Sendable {
                                      release: release, environment: environment, dist: dist)
                 try ledger.begin(start)
                 marker.open(start)
-                if let counter { oomWatch.start(counter: counter, ledger: ledger, runID: run.runID) }
+                runWatch.start(start, counter: counter, ledger: ledger)
             } catch {
                 markerError = "this run's marker: \(error)"
                 marker.open(nil)
@@ -417,7 +417,7 @@ public final class CrashReporting: Sendable {
     /// (at most until `deadline`) for the launch thread to have written the marker.
     func endRun(deadline: SuspendingClock.Instant) {
         guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
-        oomWatch.stop()
+        runWatch.stop()
         guard case let start?? = marker.wait(until: deadline) else { return }
         let now = Clock.monotonicNanoseconds()
         try? ledger.end(start, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
@@ -524,22 +524,29 @@ enum RunEndHook {
     }
 }
 
-/// Keeps a running run's OOM-kill reading current: every 2 s its memory cgroup's counter is read
-/// again (a few small reads), and the marker rewritten when the count changed. Otherwise a
-/// neighbour in the cgroup killed by the OOM killer earlier in the run would have this run's own
-/// later SIGKILL taken for an OOM kill. On a dispatch timer: no thread of its own.
-final class OOMKillWatch: Sendable {
+/// Keeps a running run's marker current: every 2 s it says when the run was last seen alive
+/// (what a killed run's duration is, for Sentry's session and the analytics' `$AppEnd`), and its
+/// memory cgroup's OOM-kill counter is read again (a few small reads) so that a neighbour in the
+/// cgroup killed by the OOM killer earlier in the run is not taken for this run's own later
+/// SIGKILL. One small file rewritten every 2 s; on a dispatch timer: no thread of its own. A
+/// program that exits within 2 s never pays for it.
+final class RunWatch: Sendable {
     /// A dispatch source is thread-safe (resume, cancel) though not marked Sendable.
     private struct Source: @unchecked Sendable { let timer: any DispatchSourceTimer }
     private let timer = Mutex<Source?>(nil)
     static let interval = DispatchTimeInterval.seconds(2)
 
-    func start(counter: String, ledger: RunLedger, runID: String) {
+    func start(_ run: RunStart, counter: String?, ledger: RunLedger) {
         let source = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-        let last = Mutex(OOMKillCounter.read(counter)?.kills)
+        let last = Mutex(counter.flatMap(OOMKillCounter.read)?.kills)
         source.setEventHandler {
-            guard let reading = OOMKillCounter.read(counter), last.withLock({ $0 }) != reading.kills else { return }
-            if (try? ledger.refresh(runID: runID, oomKills: reading)) != nil { last.withLock { $0 = reading.kills } }
+            var changed: OOMKillReading?
+            if let counter, let reading = OOMKillCounter.read(counter), last.withLock({ $0 }) != reading.kills { changed = reading }
+            let seen = RunLastSeen(wallMilliseconds: Clock.wallMilliseconds(),
+                                   durationNanoseconds: max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
+            if (try? ledger.refresh(runID: run.runID, oomKills: changed, seen: seen)) != nil, let changed {
+                last.withLock { $0 = changed.kills }
+            }
         }
         source.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(500))
         timer.withLock { $0 = Source(timer: source) }

@@ -99,7 +99,7 @@ package final class RunLedger: Sendable {
     package func begin(_ start: RunStart) throws {
         guard RunStart.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
         try makeDirectory()
-        try write(Self.render(start, end: nil), runID: start.runID)
+        try write(Self.render(start, end: nil, seen: nil), runID: start.runID)
     }
 
     /// Rewrites the marker of `runID` with its end (at exit: `.exited`; the crash-time uploader:
@@ -112,7 +112,7 @@ package final class RunLedger: Sendable {
         guard RunStart.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
         let path = directory + "/" + runID + ".run"
         switch Self.readMarker(path, runID: runID) {
-        case .success(let marker): try write(Self.render(marker.start, end: end), runID: runID)
+        case .success(let marker): try write(Self.render(marker.start, end: end, seen: marker.seen), runID: runID)
         case .failure(.vanished): throw RunLedgerError.system(call: "open", path: path, errno: ENOENT)
         case .failure(let reason): throw RunLedgerError.corruptMarker(path: path, reason: reason.text)
         }
@@ -122,7 +122,7 @@ package final class RunLedger: Sendable {
     /// marker of `start.runID` replaced by `start` and `end`.
     package func end(_ start: RunStart, _ end: RunEnd) throws {
         guard RunStart.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
-        try write(Self.render(start, end: end), runID: start.runID)
+        try write(Self.render(start, end: end, seen: nil), runID: start.runID)
     }
 
     /// How the run `runID` started, from its marker or a claim of it; nil when the ledger has
@@ -137,16 +137,17 @@ package final class RunLedger: Sendable {
         return nil
     }
 
-    /// Rewrites the running `runID`'s OOM-kill reading (its memory cgroup's counter read again):
-    /// a kill of another process of the cgroup earlier in the run is then not blamed on this
-    /// run's death. A marker that has an end, or none, is left as it is.
-    package func refresh(runID: String, oomKills: OOMKillReading) throws {
+    /// Rewrites the running `runID`'s marker with when it was last seen alive (`seen`: what a
+    /// killed run's duration is) and, when given, its OOM-kill reading (its memory cgroup's
+    /// counter read again: a kill of another process of the cgroup earlier in the run is then
+    /// not blamed on this run's death). A marker that has an end, or none, is left as it is.
+    package func refresh(runID: String, oomKills: OOMKillReading? = nil, seen: RunLastSeen? = nil) throws {
         guard RunStart.isValidRunID(runID) else { throw RunLedgerError.invalidRunID(runID) }
         let path = directory + "/" + runID + ".run"
         guard case .success(let marker) = Self.readMarker(path, runID: runID), marker.end == nil else { return }
         var start = marker.start
-        start.oomKills = oomKills
-        try write(Self.render(start, end: nil), runID: runID)
+        if let oomKills { start.oomKills = oomKills }
+        try write(Self.render(start, end: nil, seen: seen ?? marker.seen), runID: runID)
     }
 
     /// The marker's text in a file of its own, renamed over `<run id>.run`. Not fsync'ed: a power
@@ -189,18 +190,6 @@ package final class RunLedger: Sendable {
     }
 
     // MARK: - The next launch
-
-    /// The runs whose marker (or a claim of it) is in the ledger: a launch will tell how each
-    /// ended, if it has not yet. (A sink with run records of its own leaves those to it.)
-    package func heldRunIDs() -> Set<String> {
-        guard case .success(let entries) = list() else { return [] }
-        return Set(entries.compactMap { entry in
-            switch entry.kind {
-            case .marker, .claim: return entry.runID
-            case .temporary, .malformed: return nil
-            }
-        })
-    }
 
     /// The entries of `runs/` that name ledger files, or the listing's errno.
     private func list() -> Result<[Entry], RunLedgerError.Code> {
@@ -328,11 +317,14 @@ package final class RunLedger: Sendable {
 
     /// How a claimed run ended (see ``classify(recordRuns:excluding:)``).
     private func outcome(_ marker: Marker, recordRuns: [String: String]) -> EndedRun {
-        if let end = marker.end { return EndedRun(start: marker.start, end: end) }
-        if let record = recordRuns[marker.start.runID] { return EndedRun(start: marker.start, end: .crashed(record: record)) }
+        if let end = marker.end { return EndedRun(start: marker.start, end: end, lastSeen: marker.seen) }
+        if let record = recordRuns[marker.start.runID] {
+            return EndedRun(start: marker.start, end: .crashed(record: record), lastSeen: marker.seen)
+        }
         let bootID = marker.start.process.bootID
         let sameBoot = !bootID.isEmpty && bootID == ProcessIdentity.current.bootID
-        return EndedRun(start: marker.start, end: .killed(oom: OOMKillCounter.killedByOOM(recorded: marker.start.oomKills, sameBoot: sameBoot)))
+        return EndedRun(start: marker.start, end: .killed(oom: OOMKillCounter.killedByOOM(recorded: marker.start.oomKills, sameBoot: sameBoot)),
+                        lastSeen: marker.seen)
     }
 
     private func path(_ name: String) -> String { directory + "/" + name }
@@ -403,6 +395,8 @@ package final class RunLedger: Sendable {
     struct Marker: Equatable {
         var start: RunStart
         var end: RunEnd?
+        /// When the running run was last seen alive (``refresh(runID:oomKills:seen:)``).
+        var seen: RunLastSeen? = nil
     }
 
     /// Why a marker could not be read.
@@ -420,7 +414,7 @@ package final class RunLedger: Sendable {
     }
 
     /// The marker at `path`, which must name run `runID`: a regular file (no link, no FIFO) of at
-    /// most ``maxMarkerBytes`` in the format ``render(_:end:)`` writes.
+    /// most ``maxMarkerBytes`` in the format ``render(_:end:seen:)`` writes.
     static func readMarker(_ path: String, runID: String) -> Result<Marker, ReadFailure> {
         guard let file = SmallFile.read(path, limit: maxMarkerBytes + 1, followLinks: false) else {
             var info = stat()
@@ -437,7 +431,7 @@ package final class RunLedger: Sendable {
 
     /// The marker's text: a version line, then `key=value` lines (text values escaped: `%`, control
     /// characters and DEL as `%XX`), each ended by a newline.
-    static func render(_ start: RunStart, end: RunEnd?) -> String {
+    static func render(_ start: RunStart, end: RunEnd?, seen: RunLastSeen? = nil) -> String {
         var lines = [formatLine, "run=\(start.runID)", "pid=\(start.process.pid)", "boot=\(escape(start.process.bootID))",
                      "ticks=\(start.process.startTicks)", "start_wall_ms=\(start.startWallMilliseconds)",
                      "start_mono_ns=\(start.startMonotonicNanoseconds)", "app=\(escape(start.appName))",
@@ -448,6 +442,7 @@ package final class RunLedger: Sendable {
         for (key, value) in [("release", start.release), ("environment", start.environment), ("dist", start.dist)] {
             if let value { lines.append("\(key)=\(escape(value))") }
         }
+        if let seen { lines += ["seen_wall_ms=\(seen.wallMilliseconds)", "seen_duration_ns=\(seen.durationNanoseconds)"] }
         switch end {
         case nil: break
         case .exited(let wall, let duration): lines += ["end=exited", "end_wall_ms=\(wall)", "end_duration_ns=\(duration)"]
@@ -457,7 +452,7 @@ package final class RunLedger: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Parses what ``render(_:end:)`` writes, strictly: the version line first, every line ended by
+    /// Parses what ``render(_:end:seen:)`` writes, strictly: the version line first, every line ended by
     /// a newline, known keys only and each once, every field of the start present, the end's
     /// fields exactly those of its kind.
     static func parse(_ bytes: [UInt8]) -> Result<Marker, ReadFailure> {
@@ -484,6 +479,12 @@ package final class RunLedger: Sendable {
         default: return fail("the OOM-kill reading incomplete or bad")
         }
         let release = take("release"), environment = take("environment"), dist = take("dist")
+        var seen: RunLastSeen?
+        switch (integer("seen_wall_ms"), integer("seen_duration_ns")) {
+        case (nil, nil): break
+        case let (wall?, duration?) where duration >= 0: seen = RunLastSeen(wallMilliseconds: wall, durationNanoseconds: duration)
+        default: return fail("the last sighting incomplete or bad")
+        }
         var end: RunEnd?
         switch take("end") {
         case nil: break
@@ -504,7 +505,7 @@ package final class RunLedger: Sendable {
                              startWallMilliseconds: wall, startMonotonicNanoseconds: monotonic,
                              appName: app, appVersion: version, oomKills: oomKills,
                              release: release, environment: environment, dist: dist)
-        return .success(Marker(start: start, end: end))
+        return .success(Marker(start: start, end: end, seen: seen))
     }
 
     static func escape(_ text: String) -> String {

@@ -298,7 +298,13 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
                 status = .exited
                 ended = wall
                 duration = Double(nanoseconds) / 1e9
-            case .killed: status = .abnormal
+            case .killed:
+                // Ended between its last sighting and 2 s later: the sighting is its end and duration.
+                status = .abnormal
+                if let seen = run.lastSeen {
+                    ended = seen.wallMilliseconds
+                    duration = Double(seen.durationNanoseconds) / 1e9
+                }
             }
             guard ended >= oldest else {
                 tooOld.append(run.runID)

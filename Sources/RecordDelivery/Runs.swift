@@ -65,11 +65,28 @@ public enum RunEnd: Sendable, Equatable {
     case killed(oom: Bool)
 }
 
+/// When a running run was last seen alive: its marker's clocks, rewritten every 2 s while it runs.
+/// A run that was killed ended between this and 2 s later.
+package struct RunLastSeen: Sendable, Equatable {
+    /// ms since the epoch.
+    package var wallMilliseconds: Int64
+    /// How long it had run then, on CLOCK_MONOTONIC.
+    package var durationNanoseconds: Int64
+
+    package init(wallMilliseconds: Int64, durationNanoseconds: Int64) {
+        self.wallMilliseconds = wallMilliseconds
+        self.durationNanoseconds = durationNanoseconds
+    }
+}
+
 /// One finished run of the app, as a later launch hands it to every sink (``CrashRecordSink/takeRuns(_:)``).
 public struct EndedRun: Sendable, Equatable {
     package var start: RunStart
     /// How it ended.
     public var end: RunEnd
+    /// When it was last seen alive (nil when it ended within its first 2 s, or before it was
+    /// first seen): what a killed run's duration is.
+    package var lastSeen: RunLastSeen?
 
     /// The run's id (the one its crash record, if any, carries).
     public var runID: String { start.runID }
@@ -82,9 +99,10 @@ public struct EndedRun: Sendable, Equatable {
     /// Its process id.
     public var pid: Int32 { start.process.pid }
 
-    package init(start: RunStart, end: RunEnd) {
+    package init(start: RunStart, end: RunEnd, lastSeen: RunLastSeen? = nil) {
         self.start = start
         self.end = end
+        self.lastSeen = lastSeen
     }
 }
 

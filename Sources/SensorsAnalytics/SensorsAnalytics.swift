@@ -127,7 +127,10 @@ public final class SensorsAnalytics: CrashRecordSink {
         guard let tracker, state.withLock({ $0.events != nil }) else { return false }
         tracker.endRuns(runs.compactMap { run in
             switch run.end {
-            case .killed(let oom): return Tracker.HostedRunEnd(runID: run.runID, reason: oom ? .oom : .abnormal)
+            case .killed(let oom):
+                // Its end and duration: the ledger's last sighting of it (2 s at most before it died).
+                return Tracker.HostedRunEnd(runID: run.runID, reason: oom ? .oom : .abnormal, wallMilliseconds: run.lastSeen?.wallMilliseconds,
+                                            durationSeconds: run.lastSeen.map { Double($0.durationNanoseconds) / 1e9 })
             case .exited(let wall, let duration):
                 return Tracker.HostedRunEnd(runID: run.runID, reason: .normal, wallMilliseconds: wall, durationSeconds: Double(duration) / 1e9)
             case .crashed: return nil
@@ -143,10 +146,9 @@ public final class SensorsAnalytics: CrashRecordSink {
             // The claims of records no longer in the directory can go (after their retention).
             let present = directory.flatMap { try? RecordFileName.names(in: $0) } ?? []
             events.pruneClaims(keeping: Set(present))
-            // Runs the reporter's ledger holds are told by it (this launch or another process's);
-            // a dead run only this store knows (from before the ledger) is ended by the tracker.
-            let held = directory.map { RunLedger(recordDirectory: $0).heldRunIDs() } ?? []
-            tracker.completeLaunch(hostKnows: { held.contains($0) })
+            // Every run's end is the reporter's to tell (takeRuns): the store keeps only which
+            // identity each run had.
+            tracker.completeLaunch()
             report.recordsIngested = events.report.recordsIngested
             report.recordsAlreadyIngested = events.report.recordsAlreadyIngested
             report.recordsUnreadable = events.report.recordsUnreadable

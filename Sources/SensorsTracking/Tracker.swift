@@ -160,7 +160,7 @@ public final class Tracker: @unchecked Sendable {
     package convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
         try loadContext()
-        try completeLaunchSteps(hostKnows: { _ in false })
+        try completeLaunchSteps(endingDeadRuns: true)
         if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         startWriter()
     }
@@ -176,7 +176,7 @@ public final class Tracker: @unchecked Sendable {
     /// The host ends it too: its exit hook (CrashReporting's, one for every sink) calls
     /// ``shutdown(fromHostWithin:)``, so this tracker registers none of its own.
     package convenience init(hostedLaunch configuration: Configuration, store: TrackingStore) {
-        self.init(configuration: configuration, store: store)
+        self.init(configuration: configuration, store: store, hosted: true)
     }
 
     /// The hosted launch's first phase, on the host's launch thread: loads the identity and the
@@ -194,13 +194,15 @@ public final class Tracker: @unchecked Sendable {
         }
     }
 
-    /// The hosted launch's last phase: this run's marker, dead runs, `$AppStart`, the writer.
-    /// Only after ``beginLaunch()`` returned the store. `hostKnows` names the runs whose end the
-    /// host tells (``endRuns(_:)``, by whichever process's launch claims them): their markers here
-    /// are left for that; a dead run it does not know (a marker of an older version) is ended here.
-    package func completeLaunch(hostKnows: (String) -> Bool = { _ in false }) {
+    /// The hosted launch's last phase: this run's row (which identity the run has: what its
+    /// `$AppEnd` carries when the host tells how it ended), `$AppStart`, the writer. Only after
+    /// ``beginLaunch()`` returned the store. Every run's end is the host's to tell (``endRuns(_:)``,
+    /// from its run ledger, the one record of runs): a hosted tracker keeps no clocks of its own
+    /// run and ends no dead run itself — but once per store, the first time a host runs it, when
+    /// the dead rows are an older version's that no host will tell.
+    package func completeLaunch() {
         do {
-            try completeLaunchSteps(hostKnows: hostKnows)
+            try completeLaunchSteps(endingDeadRuns: try store.claimRunsToldByHost())
             startWriter()
         } catch {
             endLaunch(error)
@@ -214,7 +216,12 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// The in-memory part every initialiser shares: no file is touched.
-    private init(configuration: Configuration, store: TrackingStore) {
+    /// Whether a host (CrashReporting, through the analytics sink) runs the launch and tells how
+    /// runs ended: then this tracker neither refreshes its run's row nor ends dead runs.
+    private let hosted: Bool
+
+    private init(configuration: Configuration, store: TrackingStore, hosted: Bool = false) {
+        self.hosted = hosted
         self.configuration = configuration
         self.store = store
         extraPresets = configuration.includeHostInfo ? Self.hostPresets() : [:]
@@ -255,7 +262,7 @@ public final class Tracker: @unchecked Sendable {
 
     /// Registers this run's marker, ends dead runs, starts the uploader and queues `$AppStart`
     /// ahead of anything tracked so far.
-    private func completeLaunchSteps(hostKnows: (String) -> Bool) throws {
+    private func completeLaunchSteps(endingDeadRuns: Bool) throws {
         guard let (state, loaded) = cond.withLock({ self.loaded }) else {
             preconditionFailure("completeLaunch() before beginLaunch() returned the store")
         }
@@ -264,9 +271,9 @@ public final class Tracker: @unchecked Sendable {
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
             appVersion: configuration.appVersion, identity: identity))
-        let ended = cond.withLock { endedByHost } + Self.reportDeadRuns(
-            store: store, excluding: { $0 == configuration.runID || hostKnows($0) }, superProperties: state.superProperties,
-            extraPresets: extraPresets)
+        let ended = cond.withLock { endedByHost } + (endingDeadRuns ? Self.reportDeadRuns(
+            store: store, excluding: { $0 == configuration.runID }, superProperties: state.superProperties,
+            extraPresets: extraPresets) : [])
         uploader?.start()
         configuration.onIdentityChange?(identity)
         finishLaunch(Launch(done: true, isFirstStart: state.isFirstStart, abnormalEnds: ended,
@@ -627,13 +634,18 @@ public final class Tracker: @unchecked Sendable {
 
     private func writerLoop() {
         var carry: [Item] = []
-        var nextRefresh = Clock.monotonicNanoseconds() + Int64(configuration.runMarkerInterval * 1e9)
+        // A hosted run's clocks are its host's run ledger's: its row here is never refreshed.
+        var nextRefresh = hosted ? Int64.max : Clock.monotonicNanoseconds() + Int64(configuration.runMarkerInterval * 1e9)
         var droppedStoreError = 0
         while true {
             cond.lock()
             while queue.isEmpty && carry.isEmpty && !writerStop && Clock.monotonicNanoseconds() < nextRefresh {
                 writerWaiting = true
-                _ = cond.wait(until: Date(timeIntervalSinceNow: max(0.001, Double(nextRefresh - Clock.monotonicNanoseconds()) / 1e9)))
+                if nextRefresh == .max {
+                    cond.wait()   // hosted: nothing to refresh (and NSCondition traps on a date that far)
+                } else {
+                    _ = cond.wait(until: Date(timeIntervalSinceNow: max(0.001, Double(nextRefresh - Clock.monotonicNanoseconds()) / 1e9)))
+                }
                 writerWaiting = false
             }
             if writerStop && queue.isEmpty && carry.isEmpty {

@@ -417,3 +417,44 @@ extension SentrySessionsTests {
         }
     }
 }
+
+extension SentrySessionsTests {
+    /// A run SIGKILLed after about 5 s lasted as long as the run ledger last saw it alive (its
+    /// marker's sighting, every 2 s): its Sentry session (`abnormal`) and its analytics `$AppEnd`
+    /// (`abnormal`) both carry that duration, and the `$AppEnd` that time — from the one record of
+    /// runs, not from a clock the analytics keeps itself.
+    func testAKilledRunLastsUntilTheLedgerLastSawItInItsSessionAndItsAppEnd() throws {
+        let directory = try Scratch.directory("sessions-killed-duration")
+        let records = directory + "/records", store = directory + "/events.sqlite"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        let ready = directory + "/ready"
+        let started = Date()
+        let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--store", store, "--run-id", "killed",
+                                                                  "--end", "hold", "--ready-file", ready] + dsn, environment: environment)
+        XCTAssertTrue(Harness.waitForFile(ready))
+        Thread.sleep(forTimeInterval: 5.2)
+        Glibc.kill(held.pid, SIGKILL)
+        XCTAssertEqual(held.wait(timeout: 30).ending, .signaled(SIGKILL))
+        let lived = Date().timeIntervalSince(started)
+        try deliver(records, dsn + ["--store", store, "--run-id", "next"])
+
+        // Sightings every 2 s (0.5 s leeway): the last one at least 3 s in, never after the kill.
+        let (_, received) = try sessions(server)
+        let abnormal = received.compactMap { $0["payload"] as? [String: Any] }.filter { $0["status"] as? String == "abnormal" }
+        XCTAssertEqual(abnormal.count, 1, "\(received)")
+        let sessionDuration = try XCTUnwrap(abnormal.first?["duration"] as? Double, "the killed run's session has a duration")
+        XCTAssertGreaterThanOrEqual(sessionDuration, 3.0)
+        XCTAssertLessThanOrEqual(sessionDuration, lived)
+
+        let ends = try storedObjects(store).filter { $0["event"] as? String == "$AppEnd" && ($0["properties"] as? [String: Any])?["$run_id"] as? String == "killed" }
+        XCTAssertEqual(ends.count, 1)
+        let properties = try XCTUnwrap(ends.first?["properties"] as? [String: Any])
+        XCTAssertEqual(properties["$app_end_reason"] as? String, "abnormal")
+        let eventDuration = try XCTUnwrap(properties["$event_duration"] as? Double)
+        XCTAssertEqual(eventDuration, sessionDuration, accuracy: 0.002, "one sighting, told to both")
+        // Its time is the sighting's: its start plus its duration.
+        let time = try XCTUnwrap(ends.first?["time"] as? Int)
+        XCTAssertEqual(Double(time) / 1000, started.timeIntervalSince1970 + eventDuration, accuracy: 1.0)
+    }
+}

@@ -6,6 +6,7 @@ import ProcessSpawning
 @testable import SensorsTracking
 import Foundation
 import TestSupport
+import GRDB
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -49,8 +50,10 @@ final class RestartTests: XCTestCase {
         XCTAssertTrue(Harness.waitForFile(ready))
         kill(child.pid, SIGKILL)
         XCTAssertEqual(child.wait().ending, .signaled(SIGKILL))
-        // As an older version left it: the store's marker, no reporter marker.
+        // As an older version left it: the store's marker, no reporter marker, and the store never
+        // run by a host that tells runs (the mark the first hosted launch leaves).
         try FileManager.default.removeItem(atPath: store + ".records/runs")
+        try DatabaseQueue(path: store).write { try $0.execute(sql: "DELETE FROM meta WHERE key = 'runs_told_by_host'") }
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 1)
 
         XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store]).ending, .exited(0))

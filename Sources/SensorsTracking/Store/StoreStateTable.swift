@@ -36,6 +36,18 @@ extension TrackingStore {
         }
     }
 
+    /// Marks the store as one whose runs' ends its host tells (CrashReporting's run ledger);
+    /// `true` the first time only, in one transaction (one process of several wins). That first
+    /// time, the rows of dead runs the store holds are from a version before the ledger, which no
+    /// host will ever tell: the tracker ends them once.
+    package func claimRunsToldByHost() throws -> Bool {
+        try write { db in
+            guard try Self.meta(db, "runs_told_by_host") == nil else { return false }
+            try Self.setMeta(db, "runs_told_by_host", String(Clock.wallMilliseconds()))
+            return true
+        }
+    }
+
     /// Persists the login id (`nil` = logged out).
     func setLoginID(_ id: String?) throws {
         try write { db in try Self.setMeta(db, "login_id", id) }
