@@ -59,7 +59,7 @@ public final class CrashReporting: Sendable {
         /// (getenv, not ProcessInfo: building Foundation's environment dictionary costs the launch
         /// a third of a millisecond.)
         public var sentryDSN: String? = getenv("SENTRY_DSN").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        /// Retries and timeouts of the Sentry sink (one record per request: the batch fields do not apply).
+        /// Retries and timeouts of the Sentry sink (one record per request).
         public var sentryUpload = UploadPolicy()
         /// What a crash's Sentry event and the record attached to it carry beyond what Sentry
         /// needs (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no breadcrumbs,

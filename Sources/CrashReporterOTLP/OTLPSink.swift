@@ -80,7 +80,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     private typealias Taken = LeasedSender<Void, Report>.Taken
 
     /// - Parameters:
-    ///   - policy: retries and timeouts (one record per request: the batch fields do not apply).
+    ///   - policy: retries and timeouts (one record per request).
     ///   - recordDirectory: where the installation id (`service.instance.id`) is kept.
     package init(settings: Settings, policy: UploadPolicy = UploadPolicy(), recordDirectory: String? = nil) {
         self.settings = settings

@@ -8,14 +8,14 @@
 // the next launch). One clock: `SuspendingClock`, which is CLOCK_MONOTONIC on Linux: the clock
 // the handler and `$event_duration` measure on, never the wall clock.
 
-/// How an uploader sends and retries: the events to `/sa`, the records to Sentry.
+/// How an uploader sends and retries: the events to `/sa`, the records to Sentry and OTLP.
 public struct UploadPolicy: Sendable, Equatable {
-    /// Most events per `/sa` request (Sentry gets one record per request).
-    public var batchSize = 50
+    /// Most events per `/sa` request (the record sinks send one record per request).
+    package var batchSize = 50
     /// Send as soon as this many events wait (`/sa`).
-    public var flushThreshold = 100
+    package var flushThreshold = 100
     /// Send at least this often while events wait (`/sa`).
-    public var flushInterval: Duration = .seconds(15)
+    package var flushInterval: Duration = .seconds(15)
     /// Without a byte moving for this long, a request counts as failed.
     public var requestTimeout: Duration = .seconds(30)
     /// The first retry delay; it doubles with each failure in a row.

@@ -26,8 +26,8 @@ public struct RecordSinkID: Hashable, Sendable, CustomStringConvertible {
 public struct InboxRecord: Sendable {
     /// The file name (`crash-<ms>-<pid>-<tid>.ccrec`, or `.ccrec.partial` for one whose writer died).
     public let name: String
-    /// The file's path.
-    public let path: String
+    /// The file's path (the sinks' lease is taken on it).
+    package let path: String
     /// The file's bytes as read (empty when it could not be read at all).
     public let bytes: [UInt8]
     /// The parsed record, or why the file is not a readable record. An unreadable record still

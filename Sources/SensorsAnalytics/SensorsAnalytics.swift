@@ -193,29 +193,3 @@ extension CrashReporting.Configuration {
         sinks.append(SensorsAnalytics(storePath: "\(directory)/events.sqlite", endpoint: endpoint, tracker: tracker))
     }
 }
-
-extension SensorsAnalytics {
-    /// What ``pass(in:store:appName:appVersion:sinks:)`` did: the inbox's report and the events sink's.
-    package struct Pass: Sendable, Equatable {
-        package var recordsDelivered: [String]
-        package var recordsAwaitingSinks: [String]
-        package var recordsInProgress: [String]
-        package var recordsUnreadable: [String]
-        package var recordsIngested: [String]
-        package var recordsAlreadyIngested: [String]
-        package var errors: [String]
-    }
-
-    /// One inbox pass over `directory` with the events sink over `store` first, then `sinks`:
-    /// the records' part of a launch, without a tracker (tests and benchmarks drive it).
-    package static func pass(in directory: String, store: TrackingStore, appName: String, appVersion: String,
-                             sinks: [any CrashRecordSink]) -> Pass {
-        let events = EventsSink(store: store, appName: appName, appVersion: appVersion)
-        let launch = CrashReporting.deliverRecords(in: directory, sinks: [events] + sinks)
-        events.pruneClaims(keeping: Set((try? RecordFileName.names(in: directory)) ?? []))
-        return Pass(recordsDelivered: launch.recordsDelivered, recordsAwaitingSinks: launch.recordsAwaitingSinks,
-                    recordsInProgress: launch.recordsInProgress, recordsUnreadable: launch.recordsUnreadable,
-                    recordsIngested: events.report.recordsIngested, recordsAlreadyIngested: events.report.recordsAlreadyIngested,
-                    errors: launch.errors)
-    }
-}

@@ -47,7 +47,7 @@ public final class Tracker: @unchecked Sendable {
         /// `$AppEnd` carries what the session's other events carry.
         package var onEventContextChange: (@Sendable (EventContext) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
-        public var runID: String = EventDraft.newTrackID()
+        package var runID: String = EventDraft.newTrackID()
         /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
         /// the tracker shuts down by itself: it stores a normal `$AppEnd` and stores and uploads
         /// for at most this long (at least half a second), so exit is delayed that long at most.

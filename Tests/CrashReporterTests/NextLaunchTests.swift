@@ -259,3 +259,29 @@ func storedObjects(_ path: String) throws -> [[String: Any]] {
     defer { store.close() }
     return try store.pendingBatch(limit: 100_000).map { object($0.json) }
 }
+
+extension SensorsAnalytics {
+    /// What ``pass(in:store:appName:appVersion:sinks:)`` did: the inbox's report and the events sink's.
+    struct Pass: Sendable, Equatable {
+        var recordsDelivered: [String]
+        var recordsAwaitingSinks: [String]
+        var recordsInProgress: [String]
+        var recordsUnreadable: [String]
+        var recordsIngested: [String]
+        var recordsAlreadyIngested: [String]
+        var errors: [String]
+    }
+
+    /// One inbox pass over `directory` with the events sink over `store` first, then `sinks`:
+    /// the records' part of a launch, without a tracker.
+    static func pass(in directory: String, store: TrackingStore, appName: String, appVersion: String,
+                             sinks: [any CrashRecordSink]) -> Pass {
+        let events = EventsSink(store: store, appName: appName, appVersion: appVersion)
+        let launch = CrashReporting.deliverRecords(in: directory, sinks: [events] + sinks)
+        events.pruneClaims(keeping: Set((try? RecordFileName.names(in: directory)) ?? []))
+        return Pass(recordsDelivered: launch.recordsDelivered, recordsAwaitingSinks: launch.recordsAwaitingSinks,
+                    recordsInProgress: launch.recordsInProgress, recordsUnreadable: launch.recordsUnreadable,
+                    recordsIngested: events.report.recordsIngested, recordsAlreadyIngested: events.report.recordsAlreadyIngested,
+                    errors: launch.errors)
+    }
+}
