@@ -48,14 +48,6 @@ public final class Tracker: @unchecked Sendable {
         package var onEventContextChange: (@Sendable (EventContext) -> Void)?
         /// Identifies this run (its marker, and the crash record's `$AppEnd` if the integrator passes it on).
         package var runID: String = EventDraft.newTrackID()
-        /// At a normal process exit (`exit`, a return from `main`) without ``Tracker/shutdown(timeout:)``,
-        /// the tracker shuts down by itself: it stores a normal `$AppEnd` and stores and uploads
-        /// for at most this long (at least half a second), so exit is delayed that long at most.
-        /// Without it the `$AppEnd` is made at the next launch from the reporter's run marker
-        /// (`normal`, as the run exited), or `abnormal` for a tracker without a reporter. `nil`
-        /// turns the exit hook off. The analytics sink's tracker has none of its own: the
-        /// reporter's exit hook ends every sink, this one within a second.
-        public var shutdownAtExit: Duration? = .seconds(1)
 
         package init(storePath: String, appName: String, appVersion: String, endpoint: URL? = nil) {
             self.storePath = storePath
@@ -161,7 +153,6 @@ public final class Tracker: @unchecked Sendable {
         self.init(configuration: configuration, store: store)
         try loadContext()
         try completeLaunchSteps(endingDeadRuns: true)
-        if configuration.shutdownAtExit != nil { ExitHook.register(self) }
         startWriter()
     }
 
@@ -173,8 +164,8 @@ public final class Tracker: @unchecked Sendable {
     /// the events tracked meanwhile, held in memory until then). ``track(_:properties:)`` never
     /// waits for it; calls that read or change the identity or super properties,
     /// ``isFirstStart`` and ``abnormalEnds`` wait until it is done.
-    /// The host ends it too: its exit hook (CrashReporting's, one for every sink) calls
-    /// ``shutdown(fromHostWithin:)``, so this tracker registers none of its own.
+    /// The host ends it too: its exit hook (CrashReporting's, the process's one) calls
+    /// ``shutdown(fromHostWithin:)``.
     package convenience init(hostedLaunch configuration: Configuration, store: TrackingStore) {
         self.init(configuration: configuration, store: store, hosted: true)
     }
@@ -623,13 +614,6 @@ public final class Tracker: @unchecked Sendable {
         return shutdown(timeout: timeout)
     }
 
-    /// The exit hook's shutdown: nothing if the owner already shut down, or if the process is
-    /// exiting from the writer thread itself (it could not wait for itself).
-    func shutdownAtExit() {
-        guard let bound = configuration.shutdownAtExit, cond.withLock({ accepting && !onWriterThread }) else { return }
-        shutdown(timeout: max(bound, .milliseconds(500)))
-    }
-
     // MARK: - Writer
 
     private func writerLoop() {
@@ -732,38 +716,6 @@ public final class Tracker: @unchecked Sendable {
                 }
             }
         }
-    }
-}
-
-/// Shuts down, at a normal process exit, every tracker whose owner did not (see
-/// ``Tracker/Configuration/shutdownAtExit``). One `atexit` handler for the process; trackers are
-/// held weakly, so the hook never keeps one alive.
-enum ExitHook {
-    private struct Entry: Sendable {
-        weak var tracker: Tracker?
-    }
-    private struct State: Sendable {
-        var entries: [Entry] = []
-        var installed = false
-    }
-    private static let state = Mutex(State())
-
-    static func register(_ tracker: Tracker) {
-        let install: Bool = state.withLock { state in
-            state.entries.removeAll { $0.tracker == nil }
-            state.entries.append(Entry(tracker: tracker))
-            defer { state.installed = true }
-            return !state.installed
-        }
-        if install { atexit { ExitHook.runAtExit() } }
-    }
-
-    private static func runAtExit() {
-        let trackers = state.withLock { state in
-            defer { state.entries.removeAll() }
-            return state.entries.compactMap(\.tracker)
-        }
-        for tracker in trackers { tracker.shutdownAtExit() }
     }
 }
 

@@ -15,8 +15,7 @@ import XCTest
 final class ReportingLaunchTests: XCTestCase {
     /// A store that already holds a login (an earlier run logged in).
     private func storeWithLogin(_ directory: String, login: String) throws {
-        var configuration = Tracker.Configuration(storePath: directory + "/events.sqlite", appName: "launch", appVersion: "1")
-        configuration.shutdownAtExit = nil
+        let configuration = Tracker.Configuration(storePath: directory + "/events.sqlite", appName: "launch", appVersion: "1")
         let earlier = try Tracker(configuration)
         earlier.login(login)
         earlier.shutdown()
@@ -45,7 +44,7 @@ final class ReportingLaunchTests: XCTestCase {
             }
         }
 
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1") { $0.shutdownAtExit = nil }
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
         configuration.captureCrashes = false   // no signal handlers in the test process
         configuration.sentryDSN = nil
         releaser.start()
@@ -101,7 +100,7 @@ final class ReportingLaunchTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory + "/records", withIntermediateDirectories: true)
         try Data("cut short before its header".utf8).write(to: URL(fileURLWithPath: directory + "/records/" + record))
         let sentry = try TestHTTPServer()
-        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1") { $0.shutdownAtExit = nil }
+        var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
         configuration.captureCrashes = false
         configuration.sentryDSN = "http://key@127.0.0.1:\(sentry.port)/1"
         let reporting = CrashReporting.start(configuration)

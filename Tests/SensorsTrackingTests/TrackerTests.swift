@@ -181,8 +181,7 @@ final class TrackerTests: XCTestCase {
 
     func testAnIdentityCallMadeFromTheLaunchItselfDoesNotWaitForTheLaunch() throws {
         let path = try Scratch.directory("launch-reentrant") + "/s.sqlite"
-        var configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
-        configuration.shutdownAtExit = nil
+        let configuration = Tracker.Configuration(storePath: path, appName: "launch", appVersion: "1")
         let tracker = Tracker(hostedLaunch: configuration, store: TrackingStore(deferringOpen: path))
         tracker.track("Meanwhile")
         // The host's launch thread logs in between the phases (as a sink's hook could).
