@@ -125,7 +125,7 @@ void cc_context_commit(uint64_t handle);
 void cc_context_detach(uint64_t handle);
 /* Replaces the route of a context still attached (a router knows it only after matching). */
 int cc_context_set_route(uint64_t handle, const char *route, size_t length);
-/* Where the runtime keeps the current task and its task-local bindings (see cc_context.c): called
+/* Where the runtime keeps the current task and its task-local bindings (see cc_swift_abi.h): called
  * from inside a task, while the TaskLocal object `key` is bound to `value` in it. Probe offers
  * one more task to the search and returns the layout state (0 none, 1 probing, 2 known, 3
  * failed); check, once known, verifies both places with this task (a mismatch: failed). */

@@ -1,7 +1,7 @@
 // CrashContext.swift — the request a task is serving, as the next crash record names it.
 //
 // The C core keeps a lock-free table of the requests in flight and, at a crash, reads which one
-// the crashed thread was serving from the Swift runtime itself (CShims/cc_context.c says how and
+// the crashed thread was serving from the Swift runtime itself (CShims/cc_swift_abi.h says how and
 // what it checks). This file fills a table entry from Swift values and binds its handle to a
 // TaskLocal for the request's duration, so that a child task or an unstructured `Task` created
 // inside the request is found to serve it too.

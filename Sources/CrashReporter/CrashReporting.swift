@@ -430,29 +430,34 @@ public final class CrashReporting: Sendable {
     /// it ended, after what the sinks stored of the end (a session cut off mid-request would be
     /// sent again by the next launch and counted twice). Returns each sink's answer.
     /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
-    func endSinks(deadline: SuspendingClock.Instant) -> [RecordSinkID: Bool] {
-        guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [:] }
+    func endSinks(deadline: SuspendingClock.Instant) -> [(id: RecordSinkID, finished: Bool)] {
+        guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [] }
         _ = launched.wait(until: deadline)
         let sinks = self.sinks
-        let results = Mutex([RecordSinkID: Bool]())
-        let done = Latch<Bool>()
-        let left = Atomic(sinks.count)
-        for sink in sinks.dropFirst() {
-            OSThread.start(name: "CrashReporter.end") {
-                let finished = sink.shutdown(deadline: deadline)
-                results.withLock { $0[sink.id] = finished }
-                if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
+        var finished: [Bool]
+        if sinks.count <= 1 {
+            // One sink (the common case: Sentry alone): on this thread, no thread started.
+            finished = sinks.map { $0.shutdown(deadline: deadline) }
+        } else {
+            // The others each on a thread of their own; a sink not done a moment after the
+            // deadline counts as not finished, and the run still ends.
+            let results = Mutex([Bool](repeating: false, count: sinks.count))
+            let left = Atomic(sinks.count - 1)
+            let done = Latch<Bool>()
+            for (index, sink) in sinks.enumerated().dropFirst() {
+                OSThread.start(name: "CrashReporter.end") {
+                    let ended = sink.shutdown(deadline: deadline)
+                    results.withLock { $0[index] = ended }
+                    if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
+                }
             }
+            let first = sinks[0].shutdown(deadline: deadline)
+            results.withLock { $0[0] = first }
+            _ = done.wait(until: max(deadline, .now) + .milliseconds(100))
+            finished = results.withLock { $0 }
         }
-        if let first = sinks.first {
-            let finished = first.shutdown(deadline: deadline)
-            results.withLock { $0[first.id] = finished }
-            if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
-        }
-        // A sink past the deadline is not waited for longer than a moment: the run still ends.
-        if !sinks.isEmpty { _ = done.wait(until: max(deadline, .now) + .milliseconds(100)) }
         endRun(deadline: deadline)
-        return results.withLock { $0 }
+        return zip(sinks, finished).map { (id: $0.id, finished: $1) }
     }
 
     /// One inbox pass over `directory`: every record to every sink that lacks it.
@@ -475,8 +480,8 @@ public final class CrashReporting: Sendable {
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
         let results = endSinks(deadline: SuspendingClock.now.advanced(by: timeout ?? .seconds(3)))
-        return ShutdownResult(sentToSentry: results[.sentry] ?? true,
-                              sinksFinished: results.allSatisfy { $0.key == .sentry || $0.value })
+        return ShutdownResult(sentToSentry: results.allSatisfy { $0.id != .sentry || $0.finished },
+                              sinksFinished: results.allSatisfy { $0.id == .sentry || $0.finished })
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor (nor a

@@ -73,11 +73,21 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
 
     package let settings: Settings
     let recordDirectory: String?
-    private let sender: LeasedSender<Void, Report>
+    private typealias Sender = LeasedSender<Void, Report>
+    /// The sender, made with the first record (SenderCell).
+    private let senderCell = SenderCell()
+    private let policy: UploadPolicy
+    private var sender: Sender {
+        unsafeDowncast(senderCell.sender {
+            let made = Sender(name: "CrashReporter.otlp", backend: "OTLP", policy: policy)
+            made.sends { [unowned self] in step() }
+            return made
+        }, to: Sender.self)
+    }
     private let logger = Logger(label: "CrashReporter.otlp")
     // The worker thread only.
     private var origin: CrashLogRecord.Origin?
-    private typealias Taken = LeasedSender<Void, Report>.Taken
+    private typealias Taken = Sender.Taken
 
     /// - Parameters:
     ///   - policy: retries and timeouts (one record per request).
@@ -85,12 +95,11 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     package init(settings: Settings, policy: UploadPolicy = UploadPolicy(), recordDirectory: String? = nil) {
         self.settings = settings
         self.recordDirectory = recordDirectory
-        sender = LeasedSender(name: "CrashReporter.otlp", backend: "OTLP", policy: policy)
-        sender.sends { [unowned self] in step() }
+        self.policy = policy
     }
 
     /// What was sent, rejected and kept so far.
-    package var currentReport: Report { sender.currentReport }
+    package var currentReport: Report { senderCell.isMade ? sender.currentReport : Report() }
 
     /// Queues the record for sending while this process holds its lease.
     package func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
@@ -101,7 +110,8 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     /// launch. Returns whether everything queued was sent (or settled).
     @discardableResult
     package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
-        sender.finish(deadline: deadline)
+        guard senderCell.isMade else { return true }   // nothing was ever queued
+        return sender.finish(deadline: deadline)
     }
 
     /// The resource's facts of this machine, read once, on the worker thread.

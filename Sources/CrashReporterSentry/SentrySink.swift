@@ -170,8 +170,18 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let dsn: SentryDSN
     let data: CrashDataPolicy
     let makeEnvelope: SentryEnvelopeMaker
-    private let sender: LeasedSender<SentryRecordRun?, Report>
-    private typealias Taken = LeasedSender<SentryRecordRun?, Report>.Taken
+    private typealias Sender = LeasedSender<SentryRecordRun?, Report>
+    /// The sender, made with the first record or session (SenderCell).
+    private let senderCell = SenderCell()
+    private let policy: UploadPolicy
+    private var sender: Sender {
+        unsafeDowncast(senderCell.sender {
+            let made = Sender(name: "CrashReporter.sentry", backend: "Sentry", policy: policy)
+            made.sends { [unowned self] in step() }
+            return made
+        }, to: Sender.self)
+    }
+    private typealias Taken = Sender.Taken
     /// How this run is filed (its release, environment, dist, host); a record of a run the
     /// ledger no longer knows is filed with these, its own app version kept.
     let facts: SentryRunFacts
@@ -207,12 +217,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         self.appVersion = appVersion
         self.recordDirectory = recordDirectory
         self.makeEnvelope = envelope ?? Self.envelope(data: data, publicKey: dsn.publicKey, beforeSend: nil)
-        sender = LeasedSender(name: "CrashReporter.sentry", backend: "Sentry", policy: policy)
-        sender.sends { [unowned self] in step() }
+        self.policy = policy
     }
 
     /// What was sent and given up so far.
-    package var currentReport: Report { sender.currentReport }
+    package var currentReport: Report { senderCell.isMade ? sender.currentReport : Report() }
 
     /// Queues the record for sending while this process holds its lease; another process
     /// holding it is sending it (`.later`).
@@ -336,7 +345,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// Returns whether everything queued was sent (or given up).
     @discardableResult
     package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
-        sender.finish(deadline: deadline) { lock.withLock { _ in sessionFiles.isEmpty } }
+        // Nothing was ever queued (no sender made): nothing to wait for, nothing to make now.
+        guard senderCell.isMade else { return lock.withLock { _ in sessionFiles.isEmpty } }
+        return sender.finish(deadline: deadline) { lock.withLock { _ in sessionFiles.isEmpty } }
     }
 
     /// Now, in ms since the epoch (what the rate limits are kept in).

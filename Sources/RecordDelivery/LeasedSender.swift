@@ -182,3 +182,25 @@ package final class LeasedSender<Extra: Sendable, Report: SenderReport>: @unchec
         return left.isEmpty && alsoDone()
     }
 }
+
+/// A sink's sender, made on first use (the first record or session, on the launch thread) rather
+/// than in the sink's initializer: making a generic class's metadata costs the caller of
+/// `CrashReporting.start` tens of µs otherwise. Not generic itself, for the same reason.
+package final class SenderCell: Sendable {
+    private let cell = Mutex<AnyObject?>(nil)
+
+    package init() {}
+
+    /// The sender, made now by `make` if it was not yet.
+    package func sender(_ make: () -> AnyObject) -> AnyObject {
+        cell.withLock { made in
+            if let made { return made }
+            let new = make()
+            made = new
+            return new
+        }
+    }
+
+    /// Whether it was made.
+    package var isMade: Bool { cell.withLock { $0 != nil } }
+}

@@ -270,7 +270,7 @@ _Static_assert(sizeof(cc_sec_async_task_t) == 56, "cc_sec_async_task_t layout");
  * from the Swift runtime, not guessed: the thread's current task (the runtime's thread-local,
  * at an offset from the thread pointer), then that task's task-local bindings (which a child
  * task and an unstructured Task created inside the request inherit), where the context's
- * handle is bound. Both places are found and checked at run time (cc_context.c); when they are
+ * handle is bound. Both places are found and checked at run time (cc_swift_abi.c); when they are
  * not known (status UNKNOWN) no request is named crashed, and a CC_STR_NOTE says why. A
  * context attached to a thread rather than a task (CC_REQUEST_THREAD) names the crashed
  * thread's request when no task's does.

@@ -41,7 +41,9 @@ extension TrackingStore {
     /// time, the rows of dead runs the store holds are from a version before the ledger, which no
     /// host will ever tell: the tracker ends them once.
     package func claimRunsToldByHost() throws -> Bool {
-        try write { db in
+        // A read first: every launch but the store's first finds the mark, and writes nothing.
+        guard try read({ db in try Self.meta(db, "runs_told_by_host") }) == nil else { return false }
+        return try write { db in
             guard try Self.meta(db, "runs_told_by_host") == nil else { return false }
             try Self.setMeta(db, "runs_told_by_host", String(Clock.wallMilliseconds()))
             return true

@@ -1,6 +1,9 @@
 // main.swift — launch-cost: what linking and starting CrashCapture adds to a program's whole run.
 //
 //   launch-cost [ROUNDS]    ROUNDS interleaved rounds (default 40) after 3 warm-up rounds
+//   LAUNCH_COST_BEFORE=DIR  also runs every row of a CrashCapture program with the programs of
+//                           another build (DIR: its LaunchBench bin path), in the same rounds:
+//                           before and after a change, side by side in one run
 //
 // Runs the programs beside it once per round, each round in a rotated order so that no row
 // always follows the same one: plain; capture (also with CRASHCAPTURE_DISABLE=1, and with 63 and
@@ -57,8 +60,10 @@ enum Directory {
 
 /// One row of the table: a program, how it is run, what it is compared with.
 struct Row {
-    let label: String
+    var label: String
     let program: String
+    /// Where the program is (this build's bin path, or LAUNCH_COST_BEFORE's).
+    var programDirectory = binDirectory
     var directory: Directory = .none
     var disable = false
     /// More environment for the program (`LAUNCH_BENCH_SENTRY_ALONE=1`: analytics started with a DSN and no store).
@@ -72,7 +77,7 @@ struct Row {
     var startTarget: Double? // µs
 }
 
-let rows = [
+var rows = [
     Row(label: "plain", program: "plain"),
     Row(label: "capture", program: "capture", directory: .shared(scratch + "/capture"), baseline: 0,
         expect: "installed", wallTarget: 0.6, rssTarget: 1.5, startTarget: 100),
@@ -105,6 +110,24 @@ let rows = [
     Row(label: "analytics linked, Sentry only (before the split)", program: "analytics", directory: .shared(scratch + "/analytics-sentry"),
         environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 0, expect: "installed"),
 ]
+// Before and after in one run: each CrashCapture row again with the other build's program, in a
+// directory of its own, against the same baseline (plain and foundation link no CrashCapture).
+if let before = ProcessInfo.processInfo.environment["LAUNCH_COST_BEFORE"], !before.isEmpty {
+    for row in rows where row.baseline != nil {
+        var twin = row
+        twin.label = row.label + " — before"
+        twin.programDirectory = before
+        twin.wallTarget = nil
+        twin.rssTarget = nil
+        twin.startTarget = nil
+        switch row.directory {
+        case .shared(let path): twin.directory = .shared(path + "-before")
+        case .seeded(let path, let records): twin.directory = .seeded(path + "-before", records: records)
+        case .none, .new: break
+        }
+        rows.append(twin)
+    }
+}
 for row in rows {
     if case .shared(let path) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
     if case .seeded(let path, _) = row.directory { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
@@ -210,7 +233,7 @@ var seedCount = 0
         directoryArguments = [path]
     }
     defer { if let newDirectory { try? FileManager.default.removeItem(atPath: newDirectory) } }
-    var (line, sample) = probeRun(binDirectory + "/" + row.program, directoryArguments, environment: childEnvironment)
+    var (line, sample) = probeRun(row.programDirectory + "/" + row.program, directoryArguments, environment: childEnvironment)
     guard let line, line.hasPrefix(row.program + " ") else { fail("\(row.label): no line from \(row.program)") }
     let values = fields(line)
     if let expect = row.expect {
