@@ -281,7 +281,7 @@ let package = Package(
 
         // Test support shared by every test target: built tool paths, scratch directories, the
         // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
-        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsEvents", "CrashRecordFormat"]),
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsEvents", "CrashRecordFormat", "HostFacts"]),
         .testTarget(name: "CrashRecordFormatTests", dependencies: ["CrashRecordFormat", "CCrashRecordLayout", "TestSupport"]),
         .testTarget(
             name: "CrashCaptureTests",

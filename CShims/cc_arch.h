@@ -99,4 +99,8 @@ void cc__call_on_stack(void (*handler)(int, siginfo_t *, void *), int signo, sig
  * SIGTRAP); returns when the architecture has none for it. */
 void cc__arch_fault_as(int signo);
 
+/* async-signal-safe: the processor's identity into *signature (x86-64: CPUID leaf 1 EAX; aarch64:
+ * MIDR_EL1) and vendor (x86-64: CPUID's 12-character vendor; aarch64: ""); 0 when unknown. */
+int cc__arch_cpu_identity(uint32_t *signature, char *vendor, size_t size);
+
 #endif /* CC_ARCH_H */

@@ -13,6 +13,8 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 const uint8_t cc__arch_record_id = CC_ARCH_AARCH64;
 const uint64_t cc__arch_red_zone = 0;
@@ -137,6 +139,29 @@ __asm__(
 void cc__arch_fault_as(int signo) {
     if (signo == SIGILL) __asm__ volatile("udf #0");
     if (signo == SIGTRAP) __asm__ volatile("brk #0");
+}
+
+/* async-signal-safe: the processor's identity: MIDR_EL1 of CPU 0 (implementer, variant, part,
+ * revision), as the kernel exports it (a user-space mrs of it would trap on older kernels). No
+ * vendor string. */
+int cc__arch_cpu_identity(uint32_t *signature, char *vendor, size_t size) {
+    if (size > 0) vendor[0] = 0;
+    int fd = open("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[32];
+    ssize_t got;
+    do { got = read(fd, text, sizeof text - 1); } while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got <= 2 || text[0] != '0' || text[1] != 'x') return 0;
+    uint64_t value = 0;
+    for (ssize_t i = 2; i < got; i++) {
+        char ch = text[i];
+        int digit = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (digit < 0) break;
+        value = value << 4 | (uint64_t)digit;
+    }
+    *signature = (uint32_t)value;
+    return value != 0;
 }
 
 #endif /* __aarch64__ */

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <elf.h>
+#include <cpuid.h>
 
 const uint8_t cc__arch_record_id = CC_ARCH_X86_64;
 const uint64_t cc__arch_red_zone = 128;
@@ -117,6 +118,19 @@ void cc__arch_fault_as(int signo) {
     if (signo == SIGILL) __asm__ volatile("ud2");
     if (signo == SIGTRAP) __asm__ volatile("int3");
     if (signo == SIGFPE) { volatile int zero = 0; volatile int one = 1; one = one / zero; }
+}
+
+/* async-signal-safe: the processor's identity from CPUID: leaf 0's vendor ("GenuineIntel",
+ * "AuthenticAMD") and leaf 1's EAX (stepping, model, family and their extended bits). */
+int cc__arch_cpu_identity(uint32_t *signature, char *vendor, size_t size) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (size < 13 || !__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    const unsigned words[3] = { b, d, c };
+    for (int i = 0; i < 12; i++) vendor[i] = (char)(words[i / 4] >> (8 * (i % 4)));
+    vendor[12] = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    *signature = a;
+    return 1;
 }
 
 #endif /* __x86_64__ */

@@ -444,6 +444,7 @@ static void cc__record_prepare(cc__crash_t *c) {
     c->wall_ns = cc__clock_ns(CLOCK_REALTIME);
     c->mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     cc__g.handler_pid = c->pid;
+    cc__resources_note_limits();   /* the process's own RLIMIT_NOFILE, before it is raised */
     cc__raise_limits();
     CC__MARK("raise_limits");
     /* The fds reserved at install: one for the /proc files read while stopping threads and
@@ -590,7 +591,7 @@ static void cc__record_last_words(cc__writer_t *w, int signo) {
 }
 
 /* async-signal-safe: writes the strings known since install, the last words, the memory around
- * pc, the stack and the fault address, the breadcrumbs and every image, then flushes them
+ * pc, the stack and the fault address, the resources, the breadcrumbs and every image, then flushes them
  * (checkpoint 5, before the other threads are unwound). */
 static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     /* Strings known since install, then the Swift runtime's fatal-error message. */
@@ -605,6 +606,8 @@ static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
         if (c->crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", c->crash.fault_address, 32, 32);
     }
     CC__MARK("memory");
+    cc__write_resources(w);
+    CC__MARK("resources");
     cc__write_breadcrumbs(w);
     CC__MARK("breadcrumbs");
     cc__write_images(w, 0);

@@ -117,6 +117,8 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  * there on purpose (moving it here would publish each file's private types to every file and,
  * for some, change how the memory is used):
  *   cc_async.c     g_seen, g_seen_count, g_links: (handler) the chain walk's per-thread scratch.
+ *   cc_resources.c g_nofile, g_nofile_known, g_text, g_path: (handler) RLIMIT_NOFILE as the
+ *                  process had it, and the /proc and cgroup texts being read.
  *   cc_images.c    g_cache, g_cache_count: the build-ids read at install (dl_iterate_phdr);
  *                  g_check, g_images, g_image_count, g_paths, g_paths_used, g_open,
  *                  g_maps_buffer, g_line: (handler) the images collected at crash time, which
@@ -399,6 +401,10 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
 /* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
  * note about libunwind, if any. */
 void cc__write_install_strings(cc__writer_t *w);
+/* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it, then CC_SEC_RESOURCES and the
+ * /proc and cgroup texts. Both async-signal-safe. */
+void cc__resources_note_limits(void);
+void cc__write_resources(cc__writer_t *w);
 /* async-signal-safe: CC_SEC_PROCESS for this process and thread `tid` at these times (the thread's
  * name from prctl), also copied to *process. */
 void cc__write_process(cc__writer_t *w, cc_sec_process_t *process, pid_t pid, pid_t tid, int64_t wall_ns, int64_t mono_ns);

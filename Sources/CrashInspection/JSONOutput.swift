@@ -112,6 +112,39 @@ package struct ShowJSON: Encodable, Sendable {
     package var requests: Nullable<Requests>
     /// The app's scope at the crash; null when none was set.
     package var scope: Nullable<Scope>
+    /// What the process had and was allowed at the crash; null in a record of an older writer.
+    package var resources: Nullable<Resources>
+
+    /// `resources`: each figure null when it could not be read; bytes as numbers.
+    package struct Resources: Encodable, Sendable {
+        /// What stands out (``CrashResources/findings``), worst first.
+        package var findings: [String]
+        package var residentBytes: Nullable<UInt64>
+        package var peakResidentBytes: Nullable<UInt64>
+        package var threads: Nullable<Int>
+        package var openDescriptors: Nullable<Int>
+        /// RLIMIT_NOFILE (soft, hard); null: unlimited or unknown.
+        package var descriptorLimit: Nullable<UInt64>
+        package var descriptorHardLimit: Nullable<UInt64>
+        package var cgroup: Nullable<Cgroup>
+        package var cpuCount: Nullable<Int>
+        /// x86-64: "GenuineIntel family 6 model 85 stepping 7"; aarch64: "implementer 0x41 part 0xd0c r0p1".
+        package var cpu: Nullable<String>
+        package var load: Nullable<[Double]>
+        package var machineMemoryBytes: Nullable<UInt64>
+        package var machineMemoryAvailableBytes: Nullable<UInt64>
+    }
+
+    /// The process's memory cgroup.
+    package struct Cgroup: Encodable, Sendable {
+        package var version: Int
+        package var directory: String
+        package var memoryBytes: Nullable<UInt64>
+        /// null: no limit.
+        package var memoryLimitBytes: Nullable<UInt64>
+        /// `memory.events` (v2) or `memory.oom_control` (v1) counters.
+        package var events: [String: UInt64]
+    }
 
     package struct Scope: Encodable, Sendable {
         package var tags: [String: String]

@@ -37,6 +37,8 @@ package enum Rendering {
         } else {
             out.append("  \(Explanation.whatHappened(record))")
         }
+        // What the resources say, first of all (the Resources part below has them all).
+        if let finding = record.resources?.findings.first { out.append("  \(finding)") }
         if let requests = record.requests {
             if let crashed = requests.crashed {
                 out.append("  \(servingLine(crashed))")
@@ -93,6 +95,7 @@ package enum Rendering {
         }
         if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting)) }
         if let scope = record.scope { out.append(contentsOf: scopeText(scope)) }
+        if let resources = record.resources { out.append(contentsOf: resourcesText(resources)) }
         out.append("")
         out.append("Images")
         for image in record.images {
@@ -351,7 +354,64 @@ package enum Rendering {
             scope: Nullable(record.scope.map { scope in
                 ShowJSON.Scope(tags: scope.tags, user: Nullable(scope.user.map { Dictionary($0.fields, uniquingKeysWith: { a, _ in a }) }),
                                contexts: scope.contexts)
-            }))
+            }),
+            resources: Nullable(record.resources.map(resourcesJSON)))
+    }
+
+    /// `show --json`'s `resources`.
+    static func resourcesJSON(_ resources: CrashResources) -> ShowJSON.Resources {
+        let unlimited = { (limit: UInt64?) in limit == .max ? nil : limit }
+        return ShowJSON.Resources(
+            findings: resources.findings, residentBytes: Nullable(resources.residentBytes), peakResidentBytes: Nullable(resources.peakResidentBytes),
+            threads: Nullable(resources.threads), openDescriptors: Nullable(resources.openDescriptors),
+            descriptorLimit: Nullable(unlimited(resources.descriptorSoftLimit)), descriptorHardLimit: Nullable(unlimited(resources.descriptorHardLimit)),
+            cgroup: Nullable(resources.cgroup.map { cgroup in
+                ShowJSON.Cgroup(version: cgroup.version, directory: cgroup.directory, memoryBytes: Nullable(resources.cgroupUsage),
+                                memoryLimitBytes: Nullable(resources.cgroupLimit), events: resources.cgroupEventCounts)
+            }),
+            cpuCount: Nullable(resources.cpuCount), cpu: Nullable(cpuName(resources)), load: Nullable(resources.load),
+            machineMemoryBytes: Nullable(resources.machineMemoryTotal), machineMemoryAvailableBytes: Nullable(resources.machineMemoryAvailable))
+    }
+
+    /// The processor as people name it.
+    static func cpuName(_ resources: CrashResources) -> String? {
+        if let x86 = resources.x86Identity, let vendor = resources.cpuVendor {
+            return "\(vendor) family \(x86.family) model \(x86.model) stepping \(x86.stepping)"
+        }
+        if let arm = resources.armIdentity {
+            return "implementer 0x\(String(arm.implementer, radix: 16)) part 0x\(String(arm.part, radix: 16)) r\(arm.variant)p\(arm.revision)"
+        }
+        return nil
+    }
+
+    /// show's "Resources" part.
+    static func resourcesText(_ resources: CrashResources) -> [String] {
+        var out = ["", "Resources"]
+        resources.findings.forEach { out.append("  ! \($0)") }
+        let bytes = CrashResources.bytes
+        if let resident = resources.residentBytes {
+            out.append("  memory      \(bytes(resident)) resident" + (resources.peakResidentBytes.map { ", \(bytes($0)) at most" } ?? ""))
+        }
+        if let cgroup = resources.cgroup {
+            let usage = resources.cgroupUsage.map(bytes) ?? "?"
+            let limit = resources.cgroupLimit.map { "of \(bytes($0))" } ?? (resources.cgroupUnlimited ? "(no limit)" : "(limit unknown)")
+            let events = resources.cgroupEventCounts.filter { $0.value > 0 && $0.key != "oom_kill_disable" }.sorted { $0.key < $1.key }
+            out.append("  cgroup      v\(cgroup.version) \(cgroup.directory): \(usage) \(limit)"
+                       + (events.isEmpty ? "" : "; " + events.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))
+        }
+        if let open = resources.openDescriptors {
+            let limit = resources.descriptorSoftLimit.map { $0 == .max ? "no limit" : "limit \($0)" } ?? "limit unknown"
+            out.append("  descriptors \(open) open (\(limit))")
+        }
+        if let threads = resources.threads { out.append("  threads     \(threads)") }
+        var machine: [String] = []
+        if let cpus = resources.cpuCount { machine.append("\(cpus) CPU\(cpus == 1 ? "" : "s")" + (cpuName(resources).map { " (\($0))" } ?? "")) }
+        if let load = resources.load { machine.append("load " + load.map { String(format: "%.2f", $0) }.joined(separator: " ")) }
+        if let available = resources.machineMemoryAvailable, let total = resources.machineMemoryTotal {
+            machine.append("\(bytes(available)) of \(bytes(total)) memory available")
+        }
+        if !machine.isEmpty { out.append("  machine     " + machine.joined(separator: ", ")) }
+        return out
     }
 
     /// One request of `show --json`'s `requests`.

@@ -16,10 +16,12 @@
 //                           thread's stack only through this list
 //   Exception (6)           the signal (ExceptionCode), si_code (ExceptionFlags), the fault address
 //                           (or, for a signal without one, the crashed thread's pc), its context
-//   SystemInfo (7)          the CPU architecture, platform 0x8201 (Linux, as Breakpad and Crashpad
-//                           write it), the kernel's release as the OS version
-//   LinuxProcStatus         Name, Pid, PPid, Uid as /proc/<pid>/status would say them (lldb takes the
-//     (0x47670004)          pid from here)
+//   SystemInfo (7)          the CPU architecture, how many CPUs the process could use and which
+//                           processor (CPUID / MIDR_EL1), platform 0x8201 (Linux, as Breakpad and
+//                           Crashpad write it), the kernel's release as the OS version
+//   LinuxProcStatus         the kernel's /proc/<pid>/status at the crash (memory, threads) when the
+//     (0x47670004)          record has it, else Name, Pid, PPid, Uid as it would say them (lldb
+//                           takes the pid from here)
 //   LinuxMaps (0x47670009)  one line per image span, one for the stack window
 //   CrashpadInfo            simple annotations: the Swift runtime's fatal-error message, glibc's abort
 //     (0x43500001)          message, the record's notes, why the record is incomplete
@@ -244,11 +246,16 @@ package struct Minidump: Sendable {
 
         let kernel = Self.kernel(record.kernel)
         let csdVersion = out.utf16String(kernel.description)
+        // The processor as the record's resources name it (CPUID / MIDR, read by the handler), the
+        // way Breakpad's writer fills these: x86 family as the level, model and stepping as the
+        // revision, the vendor and CPUID leaf 1 EAX in the CPU union; on arm64 MIDR_EL1 there.
+        let resources = record.resources
+        let x86 = architecture == .x86_64 ? resources?.x86Identity : nil
         let systemInfo = out.block { out in
             out.u16(architecture == .x86_64 ? Self.architectureAMD64 : Self.architectureARM64)
-            out.u16(0)                                        // processor_level
-            out.u16(0)                                        // processor_revision
-            out.u8(0)                                         // number_of_processors: not recorded
+            out.u16(UInt16(clamping: x86?.family ?? 0))                               // processor_level
+            out.u16(UInt16(clamping: ((x86?.model ?? 0) << 8) | (x86?.stepping ?? 0))) // processor_revision
+            out.u8(UInt8(clamping: resources?.cpuCount ?? 0))                         // number_of_processors
             out.u8(0)                                         // product_type
             out.u32(kernel.version.0)
             out.u32(kernel.version.1)
@@ -257,11 +264,28 @@ package struct Minidump: Sendable {
             out.u32(csdVersion)
             out.u16(0)                                        // suite_mask
             out.u16(0)                                        // reserved2
-            out.zeros(24)                                     // the CPU union: CPUID is not recorded
+            if x86 != nil, let vendor = resources?.cpuVendor, let eax = resources?.cpuSignature {
+                // x86_cpu_info: vendor_id[3] (EBX, EDX, ECX of leaf 0), version_information, feature_information, amd_extended.
+                let vendorBytes = Array(vendor.utf8.prefix(12)) + Array(repeating: 0, count: max(0, 12 - vendor.utf8.count))
+                for word in 0..<3 {
+                    out.u32(UInt32(vendorBytes[word * 4]) | UInt32(vendorBytes[word * 4 + 1]) << 8
+                            | UInt32(vendorBytes[word * 4 + 2]) << 16 | UInt32(vendorBytes[word * 4 + 3]) << 24)
+                }
+                out.u32(eax)
+                out.zeros(8)
+            } else if architecture == .aarch64, let midr = resources?.cpuSignature {
+                out.u32(midr)                                 // arm_cpu_info.cpuid: MIDR_EL1
+                out.zeros(20)
+            } else {
+                out.zeros(24)                                 // the CPU union: no identity in the record
+            }
         }
         directory.append((.systemInfo, systemInfo))
 
-        if let process = record.process {
+        if let status = resources?.processStatus, status.hasPrefix("Name:") {
+            // The kernel's own /proc/<pid>/status at the crash (memory, threads, limits).
+            directory.append((.linuxProcStatus, out.block { $0.append(Array(status.utf8)) }))
+        } else if let process = record.process {
             let name = String((record.appName ?? record.executablePath?.split(separator: "/").last.map(String.init) ?? process.threadName).prefix(15))
             let status = "Name:\t\(name)\nTgid:\t\(process.pid)\nPid:\t\(process.pid)\nPPid:\t\(process.ppid)\nUid:\t\(process.uid)\nThreads:\t\(threads.count)\n"
             directory.append((.linuxProcStatus, out.block { $0.append(Array(status.utf8)) }))

@@ -79,6 +79,9 @@ public struct CrashRecord: Sendable, Equatable {
     package var writeMicroseconds: Int?
     /// A record of a live process (a hang, a snapshot): why it was written. `nil` for a crash.
     package var event: RecordEvent?
+    /// What the process had and was allowed at the crash (its memory, descriptors, threads, its
+    /// cgroup's memory, the machine's load); nil in a record of an older writer.
+    package var resources: CrashResources?
 
     /// Creates a record; every field defaults to "nothing known".
     package init(

@@ -459,6 +459,7 @@ private struct RecordParser {
         case CC_SEC_SCOPE.rawValue: record.scope = CrashScope(section: payload.tail(from: 0), notes: &record.notes)
         case CC_SEC_EVENT.rawValue: try decodeEvent(payload)
         case CC_SEC_REQUEST_TASK.rawValue: try decodeRequestTask(payload)
+        case CC_SEC_RESOURCES.rawValue: try decodeResources(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -526,6 +527,13 @@ private struct RecordParser {
         case CC_STR_KERNEL.rawValue: record.kernel = text
         case CC_STR_RUN_ID.rawValue: record.runID = text
         case CC_STR_NOTE.rawValue: record.notes.append(text)
+        case CC_STR_PROC_STATUS.rawValue: resource { $0.processStatus = text }
+        case CC_STR_PROC_MEMINFO.rawValue: resource { $0.machineMemory = text }
+        case CC_STR_PROC_LOADAVG.rawValue: resource { $0.loadAverage = text }
+        case CC_STR_CGROUP_MEMORY.rawValue: resource { $0.cgroupDirectory = text }
+        case CC_STR_CGROUP_MEMORY_CURRENT.rawValue: resource { $0.cgroupCurrent = text }
+        case CC_STR_CGROUP_MEMORY_MAX.rawValue: resource { $0.cgroupMax = text }
+        case CC_STR_CGROUP_MEMORY_EVENTS.rawValue: resource { $0.cgroupEvents = text }
         default: break  // A key from a newer writer: nothing to put it in.
         }
     }
@@ -679,6 +687,32 @@ private struct RecordParser {
             stoppedMicroseconds: p.u32(Layout.offset(\S.stopped_microseconds)),
             threadsStopped: p.u32(Layout.offset(\S.threads_stopped)),
             name: p.fixedString(Layout.offset(\S.name), Layout.size(\S.name)))
+    }
+
+    /// Sets a resource of the record (made with the first).
+    private mutating func resource(_ set: (inout CrashResources) -> Void) {
+        var resources = record.resources ?? CrashResources()
+        set(&resources)
+        record.resources = resources
+    }
+
+    private mutating func decodeResources(_ p: ByteView) throws {
+        typealias S = cc_sec_resources_t
+        try require(p, holds: S.self, "resources")
+        let flags = p.u32(Layout.offset(\S.flags))
+        resource { resources in
+            if flags & CC_RESOURCES_CPU_COUNT != 0 { resources.cpuCount = Int(p.u32(Layout.offset(\S.cpu_count))) }
+            if flags & CC_RESOURCES_OPEN_FDS != 0 { resources.openDescriptors = Int(p.u32(Layout.offset(\S.open_fds))) }
+            if flags & CC_RESOURCES_NOFILE != 0 {
+                resources.descriptorSoftLimit = p.u64(Layout.offset(\S.nofile_soft))
+                resources.descriptorHardLimit = p.u64(Layout.offset(\S.nofile_hard))
+            }
+            if flags & CC_RESOURCES_CPU_ID != 0 {
+                resources.cpuSignature = p.u32(Layout.offset(\S.cpu_signature))
+                let vendor = p.fixedString(Layout.offset(\S.cpu_vendor), Layout.size(\S.cpu_vendor))
+                resources.cpuVendor = vendor.isEmpty ? nil : vendor
+            }
+        }
     }
 
     private mutating func decodeRequestTask(_ p: ByteView) throws {

@@ -146,7 +146,7 @@ package enum OOMKillCounter {
     /// The counter files to try, best first: the v1 memory hierarchy's `memory.oom_control` when
     /// the memory controller is bound to v1 (then the v2 tree has no memory files), else the v2
     /// cgroup's `memory.events.local`, then `memory.events`.
-    static func candidates(procCgroup: String, mountinfo: String) -> [String] {
+    package static func candidates(procCgroup: String, mountinfo: String) -> [String] {
         let memberships = parseProcCgroup(procCgroup)
         let mounts = parseMountinfo(mountinfo)
         var files: [String] = []

@@ -105,6 +105,22 @@ final class MinidumpExportTests: XCTestCase {
 
         XCTAssertEqual(dump["architecture"] as? String, "AMD64", file: file, line: line)
         XCTAssertEqual(dump["platform"] as? Int, 0x8201, file: file, line: line)
+        // The machine: as many CPUs as nproc says this process may use, and the processor the
+        // kernel names in /proc/cpuinfo (family as the level, model and stepping as the revision).
+        let nproc = try Tools.output("/bin/sh", ["-c", "nproc"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(dump["processors"] as? Int, Int(nproc), file: file, line: line)
+        let cpuinfo = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8).split(separator: "\n")
+        func cpuField(_ name: String) -> Int? {
+            cpuinfo.first { $0.hasPrefix(name + "\t") || $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) }
+        }
+        if let family = cpuField("cpu family"), let model = cpuField("model"), let stepping = cpuField("stepping") {
+            XCTAssertEqual(dump["processorLevel"] as? Int, family, file: file, line: line)
+            XCTAssertEqual(dump["processorRevision"] as? Int, model << 8 | stepping, file: file, line: line)
+        }
+        // The kernel's own /proc/<pid>/status at the crash, with the memory it reported.
+        let status = try XCTUnwrap(dump["procStatus"] as? String, "no LinuxProcStatus stream", file: file, line: line)
+        XCTAssertTrue(status.hasPrefix("Name:"), status, file: file, line: line)
+        XCTAssertTrue(status.contains("\nVmRSS:") && status.contains("\nPid:\t\(record.process?.pid ?? -1)\n"), status, file: file, line: line)
         let threads = try XCTUnwrap(dump["threads"] as? [[String: Any]])
         XCTAssertEqual(threads.compactMap { $0["tid"] as? Int }, record.threads.map { Int($0.tid) }, "one thread per recorded thread", file: file, line: line)
         XCTAssertTrue(threads.allSatisfy { $0["contextSize"] as? Int == 1232 }, "MDRawContextAMD64 for every thread", file: file, line: line)

@@ -38,6 +38,17 @@ def context_registers(data, architecture):
     return {"flags": flags, "pc": pc, "sp": sp}
 
 
+def linux_proc_status(raw):
+    """The LinuxProcStatus stream (0x47670004, Breakpad's) as text, read from the stream directory
+    itself (the header's stream count at 8, the directory's RVA at 12; 12-byte entries)."""
+    count, directory = struct.unpack_from("<II", raw, 8)
+    for index in range(count):
+        kind, size, rva = struct.unpack_from("<III", raw, directory + 12 * index)
+        if kind == 0x47670004:
+            return raw[rva:rva + size].decode("utf-8", "replace")
+    return None
+
+
 def main(path):
     raw = open(path, "rb").read()
     dump = MinidumpFile.parse(path)
@@ -45,6 +56,10 @@ def main(path):
     result = {
         "architecture": arch.name,
         "platform": dump.sysinfo.PlatformId.value,
+        "processors": dump.sysinfo.NumberOfProcessors,
+        "processorLevel": dump.sysinfo.ProcessorLevel,
+        "processorRevision": dump.sysinfo.ProcessorRevision,
+        "procStatus": linux_proc_status(raw),
         "threads": [],
         "modules": [],
         "memory": [],

@@ -91,6 +91,7 @@ enum cc_section_type {
     CC_SEC_SCOPE       = 16, /* the app's scope at the crash: entries of three NUL-terminated texts (below) */
     CC_SEC_EVENT       = 17, /* cc_sec_event_t: a record of a live process (a hang, a snapshot), not of a crash */
     CC_SEC_REQUEST_TASK = 18, /* cc_sec_request_task_t: where a request's task is suspended; its chain follows */
+    CC_SEC_RESOURCES   = 19, /* cc_sec_resources_t: the CPUs and the descriptors at the crash; the /proc and cgroup texts follow as strings */
 };
 
 /* CC_SEC_CRASH flags */
@@ -133,11 +134,42 @@ enum cc_string_key {
     CC_STR_NOTE            = 6,     /* something the writer wants a reader to know */
     CC_STR_RUN_ID          = 7,     /* the run id the tracker gave this run (pairs the record with its run marker) */
     CC_STR_ABORT_MESSAGE   = 8,     /* the C library's last words before abort(): glibc's __abort_msg (assert, malloc's checks, _FORTIFY_SOURCE) */
+    /* Resources at the crash, each a file's text as the kernel gave it (read by the handler,
+     * parsed by the readers; at most CC_RESOURCE_TEXT_MAX bytes each): */
+    CC_STR_PROC_STATUS     = 9,     /* /proc/self/status: VmRSS, VmHWM, Threads, ... */
+    CC_STR_PROC_MEMINFO    = 10,    /* /proc/meminfo: MemTotal, MemAvailable, ... */
+    CC_STR_PROC_LOADAVG    = 11,    /* /proc/loadavg */
+    CC_STR_CGROUP_MEMORY   = 12,    /* the memory cgroup's directory the next three come from ("v2 /sys/fs/cgroup/…" or "v1 …") */
+    CC_STR_CGROUP_MEMORY_CURRENT = 13, /* v2 memory.current, v1 memory.usage_in_bytes */
+    CC_STR_CGROUP_MEMORY_MAX     = 14, /* v2 memory.max ("max": none), v1 memory.limit_in_bytes */
+    CC_STR_CGROUP_MEMORY_EVENTS  = 15, /* v2 memory.events, v1 memory.oom_control */
 };
+
+/* The longest /proc or cgroup text a record keeps (CC_STR_PROC_* and CC_STR_CGROUP_*). */
+#define CC_RESOURCE_TEXT_MAX 4096u
 
 typedef struct {
     uint32_t key;                   /* enum cc_string_key */
 } cc_sec_string_t;
+
+/* CC_SEC_RESOURCES flags: which fields were read */
+#define CC_RESOURCES_CPU_COUNT   0x1u
+#define CC_RESOURCES_OPEN_FDS    0x2u
+#define CC_RESOURCES_NOFILE      0x4u
+#define CC_RESOURCES_CPU_ID      0x8u
+
+/* What the process had and was allowed, read by the handler at the crash (the memory, the
+ * threads, the load and the cgroup's memory follow as CC_STR_PROC_* / CC_STR_CGROUP_* texts). */
+typedef struct {
+    uint32_t flags;                 /* CC_RESOURCES_* */
+    uint32_t cpu_count;             /* CPUs the process may run on (sched_getaffinity) */
+    uint32_t open_fds;              /* descriptors open when the crash began (/proc/self/fd) */
+    uint32_t cpu_signature;         /* x86-64: CPUID leaf 1 EAX (family, model, stepping); aarch64: MIDR_EL1 */
+    uint64_t nofile_soft;           /* RLIMIT_NOFILE as the process had it (the handler raises it after), */
+    uint64_t nofile_hard;           /*   UINT64_MAX: unlimited */
+    char     cpu_vendor[16];        /* x86-64: CPUID leaf 0 ("GenuineIntel"), NUL-padded; aarch64: "" */
+} cc_sec_resources_t;
+_Static_assert(sizeof(cc_sec_resources_t) == 48, "cc_sec_resources_t layout");
 _Static_assert(sizeof(cc_sec_string_t) == 4, "cc_sec_string_t layout");
 
 typedef struct {

@@ -1,0 +1,172 @@
+/* cc_resources.c — what the process had and was allowed when it crashed: its descriptors against
+ * RLIMIT_NOFILE, the CPUs it may run on and which processor they are, and, as the kernel's own
+ * texts, its memory and threads (/proc/self/status), the machine's memory and load
+ * (/proc/meminfo, /proc/loadavg) and its memory cgroup's usage, limit and events.
+ *
+ * Raw texts rather than numbers: the handler only opens, reads and closes (no parsing it could
+ * get wrong on a kernel's other format); the readers parse them (CrashRecordFormat's
+ * CrashResources). Each text is at most CC_RESOURCE_TEXT_MAX bytes. Read when the crash is
+ * recorded, after the record file is open: the fd the handler freed at the start (reserved_fds[0])
+ * is the one these reads use, so they work at the fd limit too.
+ *
+ * The memory cgroup is found from /proc/self/cgroup at the crash: the cgroup v1 line naming the
+ * `memory` controller (under /sys/fs/cgroup/memory) when there is one, else the v2 `0::` line
+ * (under /sys/fs/cgroup). That assumes cgroupfs mounted where systemd and container runtimes
+ * mount it; elsewhere the files are not found and the record has no cgroup texts.
+ */
+#include "cc_boot.h"
+#include "cc_internal.h"
+#include "cc_arch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* (handler) RLIMIT_NOFILE as the process had it, read before cc__raise_limits raises it. */
+static struct rlimit g_nofile;
+static int g_nofile_known;
+/* (handler) one file's text, and the path being built. */
+static char g_text[CC_RESOURCE_TEXT_MAX];
+static char g_path[CC__PATH_MAX];
+
+/* async-signal-safe: keeps RLIMIT_NOFILE as it is now (before the handler raises it). */
+void cc__resources_note_limits(void) {
+    g_nofile_known = syscall(SYS_prlimit64, 0L, (long)RLIMIT_NOFILE, (void *)0, &g_nofile) == 0;
+}
+
+/* async-signal-safe: the file at `path` into g_text (at most its size); the bytes read, 0 when
+ * it cannot be opened or is empty. */
+static size_t cc__read_text(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return 0;
+    size_t got = 0;
+    while (got < sizeof g_text) {
+        ssize_t n = read(fd, g_text + got, sizeof g_text - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got;
+}
+
+/* async-signal-safe: the file at `path` as a CC_SEC_STRING of `key`, when it can be read. */
+static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
+    size_t got = cc__read_text(path);
+    if (got > 0) cc__write_string(w, key, g_text, got);
+}
+
+/* async-signal-safe: the entries of /proc/self/fd (the listing's own fd stands in for the one the
+ * handler freed at the start); -1 when it cannot be listed. */
+static long cc__count_fds(void) {
+    int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    static char dents[4096];
+    long count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
+                (void *)(dents + off);
+            if (d->reclen == 0) break;
+            off += d->reclen;
+            if (d->name[0] >= '0' && d->name[0] <= '9') count++;
+        }
+    }
+    close(fd);
+    return count;
+}
+
+/* async-signal-safe: the CPUs this process may run on (its affinity mask); 0 when unknown. */
+static uint32_t cc__count_cpus(void) {
+    static uint64_t mask[64];   /* 4096 CPUs */
+    long bytes = syscall(SYS_sched_getaffinity, 0L, sizeof mask, mask);
+    if (bytes <= 0) return 0;
+    uint32_t count = 0;
+    for (long i = 0; i < bytes / 8; i++) count += (uint32_t)__builtin_popcountll(mask[i]);
+    return count;
+}
+
+/* async-signal-safe: appends `s` to g_path at *n (bounded). */
+static void cc__path_append(size_t *n, const char *s, size_t length) {
+    for (size_t i = 0; i < length && *n + 1 < sizeof g_path; i++) g_path[(*n)++] = s[i];
+    g_path[*n] = 0;
+}
+
+/* async-signal-safe: the memory cgroup's directory and its usage, limit and events (see the file
+ * comment), when /proc/self/cgroup names one. */
+static void cc__write_cgroup_memory(cc__writer_t *w) {
+    size_t got = cc__read_text("/proc/self/cgroup");
+    if (got == 0 || got >= sizeof g_text) return;
+    /* "<id>:<controllers>:<path>" lines: the v1 memory one wins over the v2 "0::" one. */
+    const char *v1 = 0, *v2 = 0;
+    size_t v1_length = 0, v2_length = 0;
+    for (size_t at = 0; at < got;) {
+        size_t end = at;
+        while (end < got && g_text[end] != '\n') end++;
+        size_t first = at, second = at;
+        while (first < end && g_text[first] != ':') first++;
+        second = first + 1;
+        while (second < end && g_text[second] != ':') second++;
+        if (first < end && second < end) {
+            const char *controllers = g_text + first + 1;
+            size_t length = second - first - 1;
+            int memory = 0;
+            for (size_t i = 0; i + 6 <= length; i++) {
+                if ((i == 0 || controllers[i - 1] == ',') && (i + 6 == length || controllers[i + 6] == ',') &&
+                    controllers[i] == 'm' && controllers[i + 1] == 'e' && controllers[i + 2] == 'm' &&
+                    controllers[i + 3] == 'o' && controllers[i + 4] == 'r' && controllers[i + 5] == 'y') memory = 1;
+            }
+            if (memory) { v1 = g_text + second + 1; v1_length = end - second - 1; }
+            else if (length == 0 && first - at == 1 && g_text[at] == '0') { v2 = g_text + second + 1; v2_length = end - second - 1; }
+        }
+        at = end + 1;
+    }
+    if (!v1 && !v2) return;
+    /* The path into g_path before g_text is reused for the files. */
+    size_t n = 0;
+    cc__path_append(&n, v1 ? "v1 /sys/fs/cgroup/memory" : "v2 /sys/fs/cgroup", v1 ? 24 : 17);
+    const char *path = v1 ? v1 : v2;
+    size_t length = v1 ? v1_length : v2_length;
+    if (length > 1 || (length == 1 && path[0] != '/')) cc__path_append(&n, path, length);
+    cc__write_string(w, CC_STR_CGROUP_MEMORY, g_path, n);
+    /* The files: "<dir>/<leaf>" without the "v1 " / "v2 " prefix. */
+    const char *leaves[3] = { v1 ? "/memory.usage_in_bytes" : "/memory.current", v1 ? "/memory.limit_in_bytes" : "/memory.max",
+                              v1 ? "/memory.oom_control" : "/memory.events" };
+    const uint32_t keys[3] = { CC_STR_CGROUP_MEMORY_CURRENT, CC_STR_CGROUP_MEMORY_MAX, CC_STR_CGROUP_MEMORY_EVENTS };
+    for (int i = 0; i < 3; i++) {
+        size_t at = n;
+        cc__path_append(&at, leaves[i], cc__strnlen(leaves[i], 32));
+        cc__write_text(w, keys[i], g_path + 3);
+        g_path[n] = 0;
+    }
+}
+
+/* async-signal-safe: writes CC_SEC_RESOURCES and the resource texts (see the file comment). */
+void cc__write_resources(cc__writer_t *w) {
+    cc_sec_resources_t resources = {0};
+    uint32_t cpus = cc__count_cpus();
+    if (cpus) { resources.cpu_count = cpus; resources.flags |= CC_RESOURCES_CPU_COUNT; }
+    long fds = cc__count_fds();
+    if (fds >= 0) { resources.open_fds = (uint32_t)fds; resources.flags |= CC_RESOURCES_OPEN_FDS; }
+    if (g_nofile_known) {
+        resources.nofile_soft = g_nofile.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_nofile.rlim_cur;
+        resources.nofile_hard = g_nofile.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_nofile.rlim_max;
+        resources.flags |= CC_RESOURCES_NOFILE;
+    }
+    if (cc__arch_cpu_identity(&resources.cpu_signature, resources.cpu_vendor, sizeof resources.cpu_vendor)) {
+        resources.flags |= CC_RESOURCES_CPU_ID;
+    }
+    cc__section_begin(w, CC_SEC_RESOURCES);
+    cc__section_put(w, &resources, sizeof resources);
+    cc__section_end(w);
+    cc__write_text(w, CC_STR_PROC_STATUS, "/proc/self/status");
+    cc__write_text(w, CC_STR_PROC_MEMINFO, "/proc/meminfo");
+    cc__write_text(w, CC_STR_PROC_LOADAVG, "/proc/loadavg");
+    cc__write_cgroup_memory(w);
+}
