@@ -369,19 +369,8 @@ package enum Rendering {
                 ShowJSON.Cgroup(version: cgroup.version, directory: cgroup.directory, memoryBytes: Nullable(resources.cgroupUsage),
                                 memoryLimitBytes: Nullable(resources.cgroupLimit), events: resources.cgroupEventCounts)
             }),
-            cpuCount: Nullable(resources.cpuCount), cpu: Nullable(cpuName(resources)), load: Nullable(resources.load),
+            cpuCount: Nullable(resources.cpuCount), cpu: Nullable(resources.cpuDescription), load: Nullable(resources.load),
             machineMemoryBytes: Nullable(resources.machineMemoryTotal), machineMemoryAvailableBytes: Nullable(resources.machineMemoryAvailable))
-    }
-
-    /// The processor as people name it.
-    static func cpuName(_ resources: CrashResources) -> String? {
-        if let x86 = resources.x86Identity, let vendor = resources.cpuVendor {
-            return "\(vendor) family \(x86.family) model \(x86.model) stepping \(x86.stepping)"
-        }
-        if let arm = resources.armIdentity {
-            return "implementer 0x\(String(arm.implementer, radix: 16)) part 0x\(String(arm.part, radix: 16)) r\(arm.variant)p\(arm.revision)"
-        }
-        return nil
     }
 
     /// show's "Resources" part.
@@ -405,7 +394,7 @@ package enum Rendering {
         }
         if let threads = resources.threads { out.append("  threads     \(threads)") }
         var machine: [String] = []
-        if let cpus = resources.cpuCount { machine.append("\(cpus) CPU\(cpus == 1 ? "" : "s")" + (cpuName(resources).map { " (\($0))" } ?? "")) }
+        if let cpus = resources.cpuCount { machine.append("\(cpus) CPU\(cpus == 1 ? "" : "s")" + (resources.cpuDescription.map { " (\($0))" } ?? "")) }
         if let load = resources.load { machine.append("load " + load.map { String(format: "%.2f", $0) }.joined(separator: " ")) }
         if let available = resources.machineMemoryAvailable, let total = resources.machineMemoryTotal {
             machine.append("\(bytes(available)) of \(bytes(total)) memory available")

@@ -159,6 +159,25 @@ package enum CrashLogRecord {
         }
         if let process = record.process { add("process.pid", .int(Int64(process.pid))) }
         add("process.executable.path", record.executablePath.map(path))
+        // What the process had and was allowed: the semantic conventions' metric names for the
+        // process's and system's figures, `crash.resources.*` for the rest.
+        if let resources = record.resources {
+            let int = { (value: UInt64?) in value.map { OTLPValue.int(Int64(clamping: $0)) } }
+            add("process.memory.usage", int(resources.residentBytes))
+            add("process.thread.count", resources.threads.map { .int(Int64($0)) })
+            add("process.open_file_descriptor.count", resources.openDescriptors.map { .int(Int64($0)) })
+            add("crash.resources.open_file_descriptor.limit", int(resources.descriptorSoftLimit.flatMap { $0 == .max ? nil : $0 }))
+            add("crash.resources.memory.peak", int(resources.peakResidentBytes))
+            add("crash.resources.cgroup.memory.usage", int(resources.cgroupUsage))
+            add("crash.resources.cgroup.memory.limit", int(resources.cgroupLimit))
+            add("crash.resources.cgroup.oom_kills", int(resources.cgroupEventCounts["oom_kill"]))
+            if minimised.hostDetails {
+                add("system.cpu.logical.count", resources.cpuCount.map { .int(Int64($0)) })
+                add("system.memory.available", int(resources.machineMemoryAvailable))
+                add("system.memory.limit", int(resources.machineMemoryTotal))
+            }
+            if !resources.findings.isEmpty { add("crash.resources.findings", .array(resources.findings.map { .string($0) })) }
+        }
         add("crash.record", fileName)
         add("crash.run_id", record.runID)
         add("crash.complete", .bool(record.isComplete))

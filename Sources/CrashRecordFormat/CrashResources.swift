@@ -91,6 +91,18 @@ package struct CrashResources: Sendable, Equatable {
         return ((midr >> 24) & 0xFF, (midr >> 20) & 0xF, (midr >> 4) & 0xFFF, midr & 0xF)
     }
 
+    /// The processor as people name it: "GenuineIntel family 6 model 85 stepping 7",
+    /// "implementer 0x41 part 0xd0c r0p1".
+    package var cpuDescription: String? {
+        if let x86 = x86Identity, let vendor = cpuVendor {
+            return "\(vendor) family \(x86.family) model \(x86.model) stepping \(x86.stepping)"
+        }
+        if let arm = armIdentity {
+            return "implementer 0x\(String(arm.implementer, radix: 16)) part 0x\(String(arm.part, radix: 16)) r\(arm.variant)p\(arm.revision)"
+        }
+        return nil
+    }
+
     // MARK: - Findings
 
     /// What the resources say about the crash, worst first, each one line: a cgroup near or at its

@@ -271,8 +271,11 @@ package enum SentryEnvelope {
             threads: .init(values: threads),
             debugMeta: .init(images: images),
             contexts: .init(os: osContext(kernel: record.kernel, osRelease: osRelease),
-                            device: .init(arch: architecture(record.architecture)),
-                            app: .init(appName: record.appName ?? "", appVersion: record.appVersion ?? "")),
+                            device: .init(arch: architecture(record.architecture), freeMemory: record.resources?.machineMemoryAvailable,
+                                          processorCount: record.resources?.cpuCount, cpuDescription: record.resources?.cpuDescription),
+                            app: .init(appName: record.appName ?? "", appVersion: record.appVersion ?? "",
+                                       appMemory: record.resources?.residentBytes),
+                            resources: record.resources.map(resourcesContext)),
             tags: tags,
             breadcrumbs: .init(values: record.breadcrumbs.map {
                 SentryEvent.Breadcrumb(timestamp: Double($0.wallNanoseconds) / 1e9, level: level($0.level), message: $0.message)
@@ -324,6 +327,17 @@ package enum SentryEnvelope {
         case .aarch64: return (frame.address - 4) & ~3
         default: return frame.address - 1
         }
+    }
+
+    /// The `resources` context of a record's resources.
+    static func resourcesContext(_ resources: CrashResources) -> SentryEvent.Resources {
+        let findings = resources.findings
+        return SentryEvent.Resources(
+            openDescriptors: resources.openDescriptors,
+            descriptorLimit: resources.descriptorSoftLimit.flatMap { $0 == .max ? nil : $0 }, threads: resources.threads,
+            peakResidentBytes: resources.peakResidentBytes, cgroupMemoryBytes: resources.cgroupUsage,
+            cgroupMemoryLimitBytes: resources.cgroupLimit, cgroupOOMKills: resources.cgroupEventCounts["oom_kill"],
+            load: resources.load, findings: findings.isEmpty ? nil : findings)
     }
 
     /// `contexts.os` as sentry-native fills it on Linux from uname and os-release: `name` the
@@ -400,7 +414,14 @@ extension RecordMinimisation {
     package func apply(to event: inout SentryEvent) {
         if !redaction.breadcrumbs { event.breadcrumbs.values = [] }
         if !redaction.identity { event.user = nil }
-        if !hostDetails { event.contexts.os = SentryEvent.OS(name: event.contexts.os.name) }
+        if !hostDetails {
+            event.contexts.os = SentryEvent.OS(name: event.contexts.os.name)
+            // The machine's processor, memory and load are the host's details too.
+            event.contexts.device.freeMemory = nil
+            event.contexts.device.processorCount = nil
+            event.contexts.device.cpuDescription = nil
+            event.contexts.resources?.load = nil
+        }
         if !redaction.requestQuery { event.request?.queryString = nil }
         if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
         guard !redaction.fullPaths else { return }

@@ -194,12 +194,15 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         /// The container the crash happened in, and its Kubernetes pod (custom contexts).
         package var container: Container?
         package var kubernetes: Kubernetes?
+        /// What the process had and was allowed at the crash (a custom context): its descriptors
+        /// and their limit, threads, peak memory, its cgroup's memory and limit, what stands out.
+        package var resources: Resources?
         /// The app's named contexts (its scope), each under its own name; a name the reporter
         /// fills itself (``reservedNames``) is left out.
         package var appContexts: [String: [String: String]] = [:]
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case os, device, app, trace, runtime, container, kubernetes = "k8s"
+            case os, device, app, trace, runtime, container, kubernetes = "k8s", resources
         }
 
         /// The names of the contexts the reporter fills.
@@ -221,6 +224,7 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
             try fixed.encodeIfPresent(runtime, forKey: .runtime)
             try fixed.encodeIfPresent(container, forKey: .container)
             try fixed.encodeIfPresent(kubernetes, forKey: .kubernetes)
+            try fixed.encodeIfPresent(resources, forKey: .resources)
             var named = encoder.container(keyedBy: Name.self)
             for (name, facts) in appContexts where !Self.reservedNames.contains(name) {
                 try named.encode(facts, forKey: Name(stringValue: name))
@@ -283,9 +287,36 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var arch: String
         /// Total memory, bytes.
         package var memorySize: Int64?
+        /// Memory available for new work at the crash (`MemAvailable`), bytes.
+        package var freeMemory: UInt64?
+        /// The CPUs the process could run on, and the processor.
+        package var processorCount: Int?
+        package var cpuDescription: String?
 
         enum CodingKeys: String, CodingKey {
-            case type, arch, memorySize = "memory_size"
+            case type, arch, memorySize = "memory_size", freeMemory = "free_memory", processorCount = "processor_count"
+            case cpuDescription = "cpu_description"
+        }
+    }
+
+    /// The `resources` context (see ``Contexts/resources``).
+    package struct Resources: Encodable, Sendable, Equatable {
+        package var type = "resources"
+        package var openDescriptors: Int?
+        package var descriptorLimit: UInt64?
+        package var threads: Int?
+        package var peakResidentBytes: UInt64?
+        package var cgroupMemoryBytes: UInt64?
+        package var cgroupMemoryLimitBytes: UInt64?
+        package var cgroupOOMKills: UInt64?
+        package var load: [Double]?
+        /// What stands out, worst first ("at the limit (RLIMIT_NOFILE)", "at 98 % of the cgroup's memory limit").
+        package var findings: [String]?
+
+        enum CodingKeys: String, CodingKey {
+            case type, openDescriptors = "open_descriptors", descriptorLimit = "descriptor_limit", threads
+            case peakResidentBytes = "peak_resident_bytes", cgroupMemoryBytes = "cgroup_memory_bytes"
+            case cgroupMemoryLimitBytes = "cgroup_memory_limit_bytes", cgroupOOMKills = "cgroup_oom_kills", load, findings
         }
     }
 
@@ -293,9 +324,11 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var type = "app"
         package var appName: String
         package var appVersion: String
+        /// The process's resident memory at the crash (`VmRSS`), bytes.
+        package var appMemory: UInt64?
 
         enum CodingKeys: String, CodingKey {
-            case type, appName = "app_name", appVersion = "app_version"
+            case type, appName = "app_name", appVersion = "app_version", appMemory = "app_memory"
         }
     }
 

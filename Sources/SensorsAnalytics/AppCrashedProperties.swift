@@ -57,6 +57,18 @@ extension EventsSink {
             properties["$crash_uptime"] = .double((process.uptimeSeconds * 1000).rounded() / 1000)
             properties["$crash_pid"] = .int(Int(process.pid))
         }
+        if let resources = record.resources {
+            // What the process had and was allowed (bytes as numbers; absent when unknown).
+            let int = { (value: UInt64?) in value.flatMap { Int(exactly: $0) }.map(JSONScalar.int) }
+            properties["$crash_memory_resident"] = int(resources.residentBytes)
+            properties["$crash_memory_peak"] = int(resources.peakResidentBytes)
+            properties["$crash_threads"] = resources.threads.map(JSONScalar.int)
+            properties["$crash_open_descriptors"] = resources.openDescriptors.map(JSONScalar.int)
+            properties["$crash_descriptor_limit"] = int(resources.descriptorSoftLimit.flatMap { $0 == .max ? nil : $0 })
+            properties["$crash_cgroup_memory"] = int(resources.cgroupUsage)
+            properties["$crash_cgroup_memory_limit"] = int(resources.cgroupLimit)
+            if let finding = resources.findings.first { properties["$crash_resource_finding"] = .string(finding) }
+        }
         if let requests = record.requests {
             properties["$crash_requests_in_flight"] = .int(requests.inFlight)
             if let request = requests.crashed {

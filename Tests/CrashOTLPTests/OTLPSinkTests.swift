@@ -147,6 +147,12 @@ final class OTLPSinkTests: XCTestCase {
         if !crashed.name.isEmpty { XCTAssertEqual(attributes["thread.name"] as? String, crashed.name) }
         XCTAssertEqual(attributes["crash.record"] as? String, name)
         XCTAssertEqual(attributes["process.pid"] as? Int, Int(try XCTUnwrap(recorded.process?.pid)))
+        // The process's resources at the crash, under the semantic conventions' metric names.
+        let resources = try XCTUnwrap(recorded.resources)
+        XCTAssertEqual(attributes["process.memory.usage"] as? Int, resources.residentBytes.map { Int($0) })
+        XCTAssertEqual(attributes["process.open_file_descriptor.count"] as? Int, resources.openDescriptors)
+        XCTAssertEqual(attributes["process.thread.count"] as? Int, resources.threads)
+        XCTAssertEqual(attributes["system.cpu.logical.count"] as? Int, resources.cpuCount)
         // The stack: innermost first, the async callers after the physical frames, named.
         let stacktrace = try XCTUnwrap(attributes["exception.stacktrace"] as? String)
         let lines = stacktrace.split(separator: "\n").map(String.init)

@@ -134,6 +134,17 @@ final class SentryEnvelopeTests: XCTestCase {
                 XCTAssertEqual(version, uname)
             }
             XCTAssertEqual((contexts["device"] as? [String: Any])?["arch"] as? String, machine == "aarch64" ? "arm64" : machine)
+            // The process's resources, as Relay keeps them: the device's CPUs and processor, the
+            // app's memory, and the resources context (descriptors and their limit, threads).
+            if let resources = record.resources {
+                let device = try XCTUnwrap(contexts["device"] as? [String: Any])
+                XCTAssertEqual(device["processor_count"] as? Int, resources.cpuCount, scenario)
+                XCTAssertEqual(device["cpu_description"] as? String, resources.cpuDescription, scenario)
+                XCTAssertEqual((contexts["app"] as? [String: Any])?["app_memory"] as? Int, resources.residentBytes.map { Int($0) }, scenario)
+                let kept = try XCTUnwrap(contexts["resources"] as? [String: Any], "\(scenario): no resources context")
+                XCTAssertEqual(kept["open_descriptors"] as? Int, resources.openDescriptors, scenario)
+                XCTAssertEqual(kept["threads"] as? Int, resources.threads, scenario)
+            }
 
             // Debug images: the ids symbolic computes from the same files; the vdso as linux-gate.so.
             let images = try XCTUnwrap((event["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])

@@ -98,6 +98,11 @@ final class EventsSinkUnitTests: XCTestCase {
         XCTAssertEqual(properties["$crash_record"], .string(name))
         XCTAssertEqual(properties["$crash_record_complete"], .bool(true))
         XCTAssertEqual(properties["$crash_pid"], .int(Int(outcome.pid)))
+        // What the process had at the crash: the record's figures, as numbers.
+        let resources = try XCTUnwrap(record.resources)
+        XCTAssertEqual(properties["$crash_open_descriptors"], resources.openDescriptors.map(JSONScalar.int))
+        XCTAssertEqual(properties["$crash_threads"], resources.threads.map(JSONScalar.int))
+        XCTAssertEqual(properties["$crash_memory_resident"], .int(Int(try XCTUnwrap(resources.residentBytes))))
         let thread = try XCTUnwrap(record.crashedThread)
         XCTAssertEqual(properties["$crash_frame_count"], .int(thread.frames.count))
 
