@@ -287,6 +287,64 @@ static void cc__write_stack(cc__writer_t *w, uint64_t sp) {
     }
 }
 
+/* The memory the crash was holding: a window around each value in a general register and in the
+ * top words of the crashed thread's stack that points into readable memory the record does not
+ * keep already (not near null, canonical, outside the stack window and the images), so that a
+ * debugger on the exported minidump can print the heap object the crashing frame used. Each
+ * window is CC__POINTED_BEFORE + CC__POINTED_AFTER bytes, at most CC__POINTED_WINDOWS of them
+ * (12 KiB), labelled "*<register>" or "*sp+<offset>". */
+#define CC__POINTED_WINDOWS     48
+#define CC__POINTED_BEFORE      64
+#define CC__POINTED_AFTER       192
+#define CC__POINTED_STACK_WORDS 32
+
+/* async-signal-safe: whether `value` can be a user-space data pointer worth a window. */
+static int cc__worth_a_window(uint64_t value, uint64_t sp) {
+    if (value < 65536) return 0;                                      /* near null, or a small integer */
+    if (value >= ((uint64_t)1 << 47)) return 0;                       /* not a canonical user address (both ABIs' 47/48 bits) */
+    if (value + 4096 >= sp && value < sp + CC__STACK_WINDOW) return 0; /* the stack window keeps it */
+    return !cc__images_contains(value);                               /* code and globals: the images say them */
+}
+
+/* async-signal-safe: the windows of the memory the registers and the top of the stack point at
+ * (see above), after the pc, stack and fault windows. */
+static void cc__write_pointed_memory(cc__writer_t *w, const ucontext_t *uc) {
+    static unsigned char registers[sizeof(cc_sec_registers_t) + 48 * sizeof(cc_register_t)];
+    static uint64_t kept[CC__POINTED_WINDOWS];
+    static uint64_t words[CC__POINTED_STACK_WORDS];
+    uint32_t count = 0;
+    uint64_t sp = cc__context_sp(uc);
+    size_t length = cc__arch_registers(uc, registers, 0, sizeof registers);
+    size_t stack_words = cc__safe_read(sp, words, sizeof words) / sizeof words[0];
+    size_t registers_count = length > sizeof(cc_sec_registers_t) ? (length - sizeof(cc_sec_registers_t)) / sizeof(cc_register_t) : 0;
+    for (size_t i = 0; i < registers_count + stack_words && count < CC__POINTED_WINDOWS; i++) {
+        char label[8] = "*";
+        uint64_t value;
+        if (i < registers_count) {
+            cc_register_t reg;
+            __builtin_memcpy(&reg, registers + sizeof(cc_sec_registers_t) + i * sizeof reg, sizeof reg);
+            /* The stack and program counters are kept already; flags and fault words are no pointers. */
+            if (cc__streq(reg.name, "rsp") || cc__streq(reg.name, "sp") || cc__streq(reg.name, "rip") || cc__streq(reg.name, "pc") ||
+                cc__streq(reg.name, "cr2") || cc__streq(reg.name, "eflags") || cc__streq(reg.name, "pstate")) continue;
+            cc__strlcpy(label + 1, reg.name, sizeof label - 1);
+            value = reg.value;
+        } else {
+            size_t offset = (i - registers_count) * sizeof words[0];
+            label[1] = 's'; label[2] = 'p'; label[3] = '+';
+            label[4 + cc__fmt_u64(label + 4, (uint64_t)offset)] = 0;
+            value = words[i - registers_count];
+        }
+        if (!cc__worth_a_window(value, sp)) continue;
+        uint64_t start = (value - CC__POINTED_BEFORE) & ~(uint64_t)15;
+        int seen = 0;
+        for (uint32_t k = 0; k < count && !seen; k++) {
+            seen = start < kept[k] + CC__POINTED_BEFORE + CC__POINTED_AFTER && kept[k] < start + CC__POINTED_BEFORE + CC__POINTED_AFTER;
+        }
+        if (seen) continue;
+        if (cc__write_memory(w, label, start + CC__POINTED_BEFORE, CC__POINTED_BEFORE, CC__POINTED_AFTER)) kept[count++] = start;
+    }
+}
+
 /* async-signal-safe: a NUL-terminated text another part of the process left at `address` (a
  * runtime's last words), at most `cap` bytes (and CC__MESSAGE_MAX), read fault-proof, as a
  * CC_SEC_STRING of `key` without its trailing newlines. Nothing when there is no text. */
@@ -604,6 +662,7 @@ static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
          * debugger or a minidump made from the record later. */
         cc__write_stack(w, cc__context_sp(c->uc));
         if (c->crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", c->crash.fault_address, 32, 32);
+        cc__write_pointed_memory(w, c->uc);
     }
     CC__MARK("memory");
     cc__write_resources(w);

@@ -45,6 +45,24 @@ __attribute__((noinline)) void cch_null_dereference(void) {
     cch_sink++;
 }
 
+/* heap-object: the crashing function holds a heap object (its address in its first argument's
+ * register, and on its caller's stack) whose bytes say what it is: the record's windows of the
+ * memory the crash was holding must have it, and a debugger on the minidump must print it. */
+__attribute__((noinline)) void cch_null_dereference_holding(char *object) {
+    volatile int *p = (volatile int *)(uintptr_t)cch_sink; /* cch_sink is 0 */
+    __asm__ volatile("" : : "r"(object) : "memory");
+    *p = object[0];
+    cch_sink++;
+}
+
+char *cch_heap_object(void) {
+    char *object = malloc(256);
+    if (!object) abort();
+    static const char text[] = "CRASHCAPTURE-HEAP-OBJECT: the order the crash was handling";
+    for (size_t i = 0; i < 256; i++) object[i] = i < sizeof text ? text[i] : (char)('a' + i % 26);
+    return object;
+}
+
 __attribute__((noinline)) void cch_write_read_only(void) {
     volatile int *page = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     *page = 1; /* SEGV_ACCERR */

@@ -6,6 +6,29 @@ import Foundation
 package enum Explanation {
     /// E.g. "null pointer dereference at 0x0", "stack overflow (fault at 0x7ffd… just below the
     /// stack pointer)", "abort() called by the process itself".
+    /// For a fault (SIGSEGV, SIGBUS), the crashed thread's registers that hold what no valid
+    /// pointer is: near null (1 to 4095: a field of a nil object, an index used as a pointer) or
+    /// not a canonical address (x86-64: bits 47–63 not all equal; aarch64: above the 48-bit
+    /// user space, the top byte aside); nil when none does. The stack and program counters and
+    /// the flags are left out.
+    package static func suspiciousRegisters(_ record: CrashRecord) -> String? {
+        guard let signal = record.signal, signal.number == SIGSEGV || signal.number == SIGBUS else { return nil }
+        let skipped: Set<String> = ["rsp", "sp", "rip", "pc", "eflags", "pstate", "trapno", "err", "cr2", "lr"]
+        var nearNull: [String] = [], noncanonical: [String] = []
+        for register in record.registers where !skipped.contains(register.name) {
+            let value = register.value
+            if (1..<4096).contains(value) {
+                nearNull.append("\(register.name) = \(hex(value))")
+            } else if record.architecture == .x86_64 ? (value >> 47 != 0 && value >> 47 != 0x1_FFFF) : (value & 0x00FF_FFFF_FFFF_FFFF) >> 48 != 0 && value >> 48 != 0xFFFF {
+                noncanonical.append("\(register.name) = \(hex(value))")
+            }
+        }
+        var parts: [String] = []
+        if !nearNull.isEmpty { parts.append("near null: " + nearNull.joined(separator: ", ")) }
+        if !noncanonical.isEmpty { parts.append("not a canonical address: " + noncanonical.joined(separator: ", ")) }
+        return parts.isEmpty ? nil : "registers " + parts.joined(separator: "; ")
+    }
+
     package static func whatHappened(_ record: CrashRecord) -> String {
         if let event = record.event { return event.summary + "; the process lived on" }
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }

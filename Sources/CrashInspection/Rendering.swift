@@ -37,6 +37,7 @@ package enum Rendering {
         } else {
             out.append("  \(Explanation.whatHappened(record))")
         }
+        if record.event == nil, let registers = Explanation.suspiciousRegisters(record) { out.append("  \(registers)") }
         // What the resources say, first of all (the Resources part below has them all).
         if let finding = record.resources?.findings.first { out.append("  \(finding)") }
         if let requests = record.requests {

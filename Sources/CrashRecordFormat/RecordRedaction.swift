@@ -60,6 +60,8 @@ package struct RecordRedaction: Sendable, Equatable {
     ///   recomputed). Each REQUEST's query and key/value fields are zeroed unless their opt-in
     ///   is on (the section is rewritten to the layout's size, its CRC recomputed): the copy
     ///   reads as the original but for those two fields, empty. REQUESTS is copied as is.
+    /// - RESOURCES and the process's own status (STRING 9) are copied; the machine's memory and
+    ///   load and the cgroup's directory and figures (STRING 10–15, the host's) only with every opt-in.
     /// - SCOPE loses its user entries unless `identity` is on (rewritten from the entries read).
     ///   Section types and STRING keys this reader does not know (a newer writer's: nobody can
     ///   say what they hold) are left out unless every opt-in is on.
@@ -96,7 +98,8 @@ package struct RecordRedaction: Sendable, Equatable {
                 case CC_STR_FATAL_MESSAGE.rawValue where !fullPaths, CC_STR_ABORT_MESSAGE.rawValue where !fullPaths:
                     append(type: section.type, Array(payload.prefix(keySize)), Array(PathSanitizer.sanitize(String(decoding: text, as: UTF8.self)).utf8), to: &copy)
                 case CC_STR_APP_NAME.rawValue, CC_STR_APP_VERSION.rawValue, CC_STR_EXECUTABLE_PATH.rawValue, CC_STR_FATAL_MESSAGE.rawValue,
-                     CC_STR_KERNEL.rawValue, CC_STR_NOTE.rawValue, CC_STR_RUN_ID.rawValue, CC_STR_ABORT_MESSAGE.rawValue:
+                     CC_STR_KERNEL.rawValue, CC_STR_NOTE.rawValue, CC_STR_RUN_ID.rawValue, CC_STR_ABORT_MESSAGE.rawValue,
+                     CC_STR_PROC_STATUS.rawValue:
                     copy.append(contentsOf: whole)
                 default:
                     guard keepsEverything else { continue }
@@ -135,7 +138,7 @@ package struct RecordRedaction: Sendable, Equatable {
             case CC_SEC_CRASH.rawValue, CC_SEC_PROCESS.rawValue, CC_SEC_REGISTERS.rawValue, CC_SEC_THREAD.rawValue,
                  CC_SEC_THREAD_REGISTERS.rawValue, CC_SEC_ASYNC_CHAIN.rawValue, CC_SEC_ASYNC_TASK.rawValue,
                  CC_SEC_MEMORY.rawValue, CC_SEC_BREADCRUMB.rawValue, CC_SEC_APP_END.rawValue, CC_SEC_IMAGE.rawValue,
-                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue, CC_SEC_SCOPE.rawValue:
+                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue, CC_SEC_SCOPE.rawValue, CC_SEC_RESOURCES.rawValue:
                 copy.append(contentsOf: whole)
             default:
                 guard keepsEverything else { continue }

@@ -651,6 +651,14 @@ package enum Scenarios {
                 cch_null_dereference()
             }
         },
+        Scenario("heap-object", "a crash holding a heap object: the record keeps a window of the memory its registers and stack point at",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_holding"] + chain, faultAddress: 0))
+        { _ in
+            throughLevels {
+                cch_null_dereference_holding(cch_heap_object())
+            }
+        },
         Scenario("fsize-limit", "RLIMIT_FSIZE soft limit of 1 KiB: still death by SIGSEGV (not SIGXFSZ) and a complete record",
                  ending: .signal(SIGSEGV),
                  record: nullDereference())

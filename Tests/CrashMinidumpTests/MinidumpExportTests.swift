@@ -183,6 +183,33 @@ final class MinidumpExportTests: XCTestCase {
         XCTAssertTrue((dump["maps"] as? String)?.contains(" r-xp 00000000 00:00 0 \(Harness.path)\n") == true)
     }
 
+    /// The memory the crash was holding: the heap object the crashing function was given is in a
+    /// window of the record (labelled by the register that pointed at it), and lldb-16, on the
+    /// exported minidump, prints its bytes at that address — which no minidump of ours held before
+    /// (the control: an address just past every window is not readable in lldb).
+    func testLLDBPrintsTheHeapObjectTheCrashingFrameHeld() throws {
+        let path = try crash("heap-object")
+        let record = try CrashRecordReader.read(path: path)
+        let marker = Array("CRASHCAPTURE-HEAP-OBJECT".utf8)
+        let window = try XCTUnwrap(record.memory.first { window in
+            window.label.hasPrefix("*") && window.bytes.indices.contains { window.bytes[$0...].starts(with: marker) }
+        }, "no window of pointed-at memory holds the heap object: \(record.memory.map(\.label))")
+        let offset = try XCTUnwrap(window.bytes.indices.first { window.bytes[$0...].starts(with: marker) })
+        let address = window.address + UInt64(offset)
+        let exported = try export(path)
+        XCTAssertEqual(exported.ending, .exited(0), exported.stderr)
+        let output = try lldb(exported.path, executable: Harness.path, ["memory read --force -c 24 -f c 0x\(String(address, radix: 16))"])
+        XCTAssertTrue(output.contains("CRASHCAPTURE-HEAP-OBJECT"), "lldb did not print the object at 0x\(String(address, radix: 16)):\n\(output)")
+        // The control: past the windows, lldb has nothing to print.
+        let beyond = record.memory.map { $0.address + UInt64($0.bytes.count) }.max()! + 0x10_0000
+        do {
+            let none = try lldb(exported.path, executable: Harness.path, ["memory read --force -c 8 0x\(String(beyond, radix: 16))"])
+            XCTFail("lldb read memory the minidump does not hold:\n\(none)")
+        } catch {
+            XCTAssertTrue("\(error)".contains("memory"), "lldb failed otherwise: \(error)")   // "could not parse memory info" / "memory read failed"
+        }
+    }
+
     func testAMultiThreadedCrashListsEveryThreadInLLDB() throws {
         let (record, _, output) = try checkExport("secondary-thread")
         XCTAssertGreaterThanOrEqual(record.threads.count, 2)

@@ -7,6 +7,8 @@ extern "C" {
 #endif
 
 void cch_null_dereference(void);
+void cch_null_dereference_holding(char *object);
+char *cch_heap_object(void);
 /* Sets errno to `value`, then dereferences null: errno must reach a chained handler intact. */
 void cch_null_dereference_with_errno(int value);
 void cch_write_read_only(void);
