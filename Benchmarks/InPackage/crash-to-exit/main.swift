@@ -9,6 +9,8 @@
 // Then a crash at the end of a 50-deep async chain (and a 1-deep one as the control), alone and
 // with 100 threads, the four configurations again: CrashCapture's handler time, record size and
 // the async links it found on the crashed thread (at least 50 or the run fails).
+// CRASH_TO_EXIT_BEFORE=<dir> adds (c') to the first table: CrashCapture as another build's
+// crash-target in <dir> has it, interleaved with the rest: before and after a change in one run.
 import CrashRecordFormat
 import ProcessSpawning
 import Foundation
@@ -24,21 +26,26 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("cra
 try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 
+let crashTarget = target
 struct Configuration {
     let label: String
     let capture: Bool
     let backtracer: Bool
+    var target = crashTarget
 }
-let configurations = [
+var configurations = [
     Configuration(label: "(a) no handler", capture: false, backtracer: false),
     Configuration(label: "(b) Swift backtracer", capture: false, backtracer: true),
     Configuration(label: "(c) CrashCapture", capture: true, backtracer: false),
     Configuration(label: "(d) CrashCapture + backtracer", capture: true, backtracer: true),
 ]
+if let before = ProcessInfo.processInfo.environment["CRASH_TO_EXIT_BEFORE"], !before.isEmpty {
+    configurations.append(Configuration(label: "(c') CrashCapture, before", capture: true, backtracer: false, target: before + "/crash-target"))
+}
 
 var base = ProcessInfo.processInfo.environment
-var recordSizes: [Int] = []
-var writeMicros: [Int] = []
+var recordSizes: [String: [Int]] = [:]
+var writeMicros: [String: [Int]] = [:]
 var startMicros: [Int] = []
 @MainActor func once(_ configuration: Configuration) throws -> Double {
     var environment = base
@@ -46,9 +53,9 @@ var startMicros: [Int] = []
     let directory = scratch + "/" + UUID().uuidString
     let stderrPath = directory + ".stderr"
     if configuration.capture { environment["CRASH_TARGET_TIME_START"] = "1" }
-    let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
+    let child = try ChildProcess.run(configuration.target, configuration.capture ? ["capture", directory] : ["none"],
                                      environment: environment, stderr: stderrPath, timeout: 60)
-    if configuration.capture && !configuration.backtracer,
+    if configuration.capture && !configuration.backtracer && configuration.target == crashTarget,
        let text = try? String(contentsOfFile: stderrPath, encoding: .utf8),
        let range = text.range(of: #"start took (\d+) us"#, options: .regularExpression) {
         startMicros.append(Int(text[range].split(separator: " ")[2]) ?? 0)
@@ -65,8 +72,10 @@ var startMicros: [Int] = []
             exit(1)
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])[.size] as? Int) ?? 0
-        recordSizes.append(size)
-        if let micros = (try? CrashRecordReader.read(path: directory + "/" + files[0]))?.writeMicroseconds { writeMicros.append(micros) }
+        recordSizes[configuration.label, default: []].append(size)
+        if let micros = (try? CrashRecordReader.read(path: directory + "/" + files[0]))?.writeMicroseconds {
+            writeMicros[configuration.label, default: []].append(micros)
+        }
     }
     try? FileManager.default.removeItem(atPath: directory)
     return child.seconds * 1000
@@ -92,14 +101,16 @@ for (index, configuration) in configurations.enumerated() {
 }
 print(String(format: "CrashCapture's cost (c)-(a): %.2f ms; with the backtracer (d)-(b): %.2f ms",
              medians[2] - medians[0], medians[3] - medians[1]))
-print("record size of (c): median \(recordSizes.sorted()[recordSizes.count / 2]) bytes")
+for (label, sizes) in recordSizes.sorted(by: { $0.key < $1.key }) {
+    print("record size of \(label.prefix(4)): median \(sizes.sorted()[sizes.count / 2]) bytes")
+}
 if !startMicros.isEmpty {
     let sorted = startMicros.sorted()
     print("CrashHandler.start in a fresh process (c): median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
 }
-if !writeMicros.isEmpty {
-    let sorted = writeMicros.sorted()
-    print("time inside the handler (c), signal to end of record: median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
+for (label, micros) in writeMicros.sorted(by: { $0.key < $1.key }) {
+    let sorted = micros.sorted()
+    print("time inside the handler \(label.prefix(4)), signal to end of record: median \(sorted[sorted.count / 2]) us, min \(sorted.first!) us, max \(sorted.last!) us")
 }
 
 // MARK: - Threads that block every signal: the thread helper's cost
@@ -203,7 +214,7 @@ var asyncFigures = Array(repeating: AsyncFigures(), count: shapes.count)
     if let depth = shape.asyncDepth { environment["CRASH_TARGET_ASYNC_DEPTH"] = String(depth) }
     if shape.requests > 0 { environment["CRASH_TARGET_REQUESTS"] = String(shape.requests) }
     let directory = scratch + "/" + UUID().uuidString
-    let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
+    let child = try ChildProcess.run(configuration.target, configuration.capture ? ["capture", directory] : ["none"],
                                      environment: environment, stderr: "/dev/null", timeout: 60)
     guard child.ending == .signaled(SIGSEGV) else {
         FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label), \(shape.label), ended \(child.ending)\n".utf8))
