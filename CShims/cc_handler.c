@@ -630,7 +630,7 @@ static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
 
 /* async-signal-safe: writes the Swift runtime's fatal-error message and, for SIGABRT, glibc's
  * abort message, each only when there is one. */
-static void cc__record_last_words(cc__writer_t *w, int signo) {
+static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid) {
     if (cc__g.fatal_message_slot) {
         const char *message = atomic_load(cc__g.fatal_message_slot);
         if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
@@ -638,6 +638,8 @@ static void cc__record_last_words(cc__writer_t *w, int signo) {
     /* glibc's abort message: only for SIGABRT (the variable is never cleared, so after a caught
      * abort it would speak for an unrelated later crash). A pointer, then a bounded read of the
      * buffer it points to (u32 size, then the NUL-terminated text), both fault-proof. */
+    /* An uncaught C++ exception this thread's terminate handler noted before it aborted. */
+    if (signo == SIGABRT) cc__write_cxx_exception(w, tid);
     if (signo == SIGABRT && cc__g.abort_message_slot) {
         uint64_t buffer = 0;
         uint32_t size = 0;
@@ -654,7 +656,7 @@ static void cc__record_last_words(cc__writer_t *w, int signo) {
 static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_app_strings(w);
-    cc__record_last_words(w, c->signo);
+    cc__record_last_words(w, c->signo, c->tid);
     CC__MARK("strings+messages");
     if (c->uc) {
         cc__write_memory(w, "pc", cc__context_pc(c->uc), 64, 64);

@@ -2,6 +2,7 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 #include "cc_swift_abi.h"
+#include "cc_cxx.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -230,6 +231,8 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     /* The Swift runtime's fatal-error message and its concurrency debug exports, checked
      * (cc_swift_abi.h, 1 and 3). */
     cc__swift_abi_prepare();
+    /* The terminate handler that says an uncaught C++ exception's type and what() (cc_terminate.cpp). */
+    cc__cxx_install();
 
     CC__MARK("dlsyms");
     cc__interpose_prepare();
@@ -327,6 +330,7 @@ int cc_uninstall(void) {
         }
     }
     cc__threads_uninstall();
+    cc__cxx_uninstall();
     cc__uploader_disable();
     cc__close_resources();
     atomic_store(&cc__g.install_state, 0);

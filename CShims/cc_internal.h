@@ -28,6 +28,8 @@
 #define CC__PATH_MAX           4096
 #define CC__ALTSTACK_SIZE      (64 * 1024)
 #define CC__MESSAGE_MAX        4096
+#define CC__CXX_TYPE_MAX       256  /* bytes of an uncaught C++ exception's mangled type name kept */
+#define CC__CXX_WHAT_MAX       1024 /* bytes of its what() kept */
 #define CC__STACK_WINDOW       (64 * 1024) /* bytes of the crashed thread's stack kept, from sp up */
 
 #define CC__CONTEXT_SLOTS      256   /* request contexts in flight at once (cc_context.c) */
@@ -159,6 +161,13 @@ typedef struct {
     int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL (cc_swift_abi.h, 1) */
     uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
+    /* An uncaught C++ exception, noted by the terminate handler (cc_terminate.cpp, cc_cxx.c) on
+     * the thread that then aborts: that thread's id last (published), its type and what(). */
+    _Atomic int cxx_noted_tid;
+    int cxx_state;                  /* enum cc_cxx_what_state */
+    uint32_t cxx_type_length, cxx_what_length;
+    char cxx_type[CC__CXX_TYPE_MAX];
+    char cxx_what[CC__CXX_WHAT_MAX];
     uint64_t task_metadata;      /* the Swift runtime's AsyncTask heap metadata (layout version 1), or 0 (cc_swift_abi.h, 3) */
     uint64_t task_size;          /* sizeof(AsyncTask): a child task's parent pointer follows it */
 
@@ -404,6 +413,8 @@ void cc__write_install_strings(cc__writer_t *w);
 /* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it, then CC_SEC_RESOURCES and the
  * /proc and cgroup texts. Both async-signal-safe. */
 void cc__resources_note_limits(void);
+/* cc_cxx.c: an uncaught C++ exception noted by this thread's terminate handler (async-signal-safe). */
+void cc__write_cxx_exception(cc__writer_t *w, pid_t tid);
 void cc__write_resources(cc__writer_t *w);
 /* async-signal-safe: CC_SEC_PROCESS for this process and thread `tid` at these times (the thread's
  * name from prctl), also copied to *process. */

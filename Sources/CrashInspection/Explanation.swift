@@ -34,6 +34,9 @@ package enum Explanation {
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
+        if let cxx = record.cxxException {
+            return cxx.summary + (cxx.what == .noException ? ", then abort()" : "; std::terminate, then abort()")
+        }
         if let sender = signal.sender {
             if let process = record.process, sender.pid == process.pid {
                 if signal.number == SIGABRT {

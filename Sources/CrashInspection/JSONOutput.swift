@@ -114,6 +114,20 @@ package struct ShowJSON: Encodable, Sendable {
     package var scope: Nullable<Scope>
     /// What the process had and was allowed at the crash; null in a record of an older writer.
     package var resources: Nullable<Resources>
+    /// The uncaught C++ exception that ended in std::terminate; null when there was none.
+    package var cxxException: Nullable<CxxExceptionJSON>
+
+    /// `cxxException`.
+    package struct CxxExceptionJSON: Encodable, Sendable {
+        /// As C++ spells it ("std::runtime_error"); null for std::terminate with no exception.
+        package var type: Nullable<String>
+        package var mangledType: Nullable<String>
+        /// what()'s text; null when there is none.
+        package var what: Nullable<String>
+        /// `what`, `whatThrew`, `notStdException` or `noException`.
+        package var whatState: String
+        package var summary: String
+    }
 
     /// `resources`: each figure null when it could not be read; bytes as numbers.
     package struct Resources: Encodable, Sendable {

@@ -356,7 +356,18 @@ package enum Rendering {
                 ShowJSON.Scope(tags: scope.tags, user: Nullable(scope.user.map { Dictionary($0.fields, uniquingKeysWith: { a, _ in a }) }),
                                contexts: scope.contexts)
             }),
-            resources: Nullable(record.resources.map(resourcesJSON)))
+            resources: Nullable(record.resources.map(resourcesJSON)),
+            cxxException: Nullable(record.cxxException.map { cxx in
+                let state: String
+                switch cxx.what {
+                case .text: state = "what"
+                case .threw: state = "whatThrew"
+                case .notStdException: state = "notStdException"
+                case .noException: state = "noException"
+                }
+                return ShowJSON.CxxExceptionJSON(type: Nullable(cxx.type), mangledType: Nullable(cxx.mangledType), what: Nullable(cxx.message),
+                                                 whatState: state, summary: cxx.summary)
+            }))
     }
 
     /// `show --json`'s `resources`.

@@ -143,11 +143,17 @@ package enum CrashLogRecord {
         func add(_ key: String, _ value: OTLPValue?) { if let value { attributes.append(OTLPAttribute(key, value)) } }
         func add(_ key: String, _ value: String?) { if let value, !value.isEmpty { add(key, .string(value)) } }
 
-        add("exception.type", summary.title)
-        // The reason (code, fault address, sender), then the Swift runtime's fatal message or
-        // the C library's abort message, whole: the first line alone may not say enough.
-        let lastWords = [record.fatalMessage, record.abortMessage].lazy.compactMap { $0 }.first { !$0.allSatisfy(\.isWhitespace) }
-        add("exception.message", text(lastWords.map { summary.detail + " — " + trimmed($0) } ?? summary.detail))
+        if let cxx = record.cxxException, let type = cxx.type {
+            // An uncaught C++ exception: its type and what(), as an OpenTelemetry C++ SDK records one.
+            add("exception.type", type)
+            add("exception.message", text(cxx.message ?? cxx.summary))
+        } else {
+            add("exception.type", summary.title)
+            // The reason (code, fault address, sender), then the Swift runtime's fatal message or
+            // the C library's abort message, whole: the first line alone may not say enough.
+            let lastWords = [record.fatalMessage, record.abortMessage].lazy.compactMap { $0 }.first { !$0.allSatisfy(\.isWhitespace) }
+            add("exception.message", text(lastWords.map { summary.detail + " — " + trimmed($0) } ?? summary.detail))
+        }
         if let crashed {
             add("exception.stacktrace", stacktrace(crashed, frames: crashedFrames, record: record, symbols: frames == nil ? local : nil, path: path))
             add("thread.id", .int(Int64(crashed.tid)))

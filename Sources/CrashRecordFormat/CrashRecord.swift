@@ -82,6 +82,8 @@ public struct CrashRecord: Sendable, Equatable {
     /// What the process had and was allowed at the crash (its memory, descriptors, threads, its
     /// cgroup's memory, the machine's load); nil in a record of an older writer.
     package var resources: CrashResources?
+    /// The uncaught C++ exception that ended in std::terminate on the crashed thread (SIGABRT).
+    package var cxxException: CxxException?
 
     /// Creates a record; every field defaults to "nothing known".
     package init(

@@ -534,6 +534,19 @@ private struct RecordParser {
         case CC_STR_CGROUP_MEMORY_CURRENT.rawValue: resource { $0.cgroupCurrent = text }
         case CC_STR_CGROUP_MEMORY_MAX.rawValue: resource { $0.cgroupMax = text }
         case CC_STR_CGROUP_MEMORY_EVENTS.rawValue: resource { $0.cgroupEvents = text }
+        case CC_STR_CXX_WHAT_STATE.rawValue:
+            let what: CxxException.What
+            switch text {
+            case "1": what = .text(record.cxxException?.message ?? "")
+            case "2": what = .threw
+            case "3": what = .noException
+            default: what = .notStdException
+            }
+            record.cxxException = CxxException(mangledType: record.cxxException?.mangledType, what: what)
+        case CC_STR_CXX_TYPE.rawValue:
+            record.cxxException = CxxException(mangledType: text, what: record.cxxException?.what ?? .notStdException)
+        case CC_STR_CXX_WHAT.rawValue:
+            record.cxxException = CxxException(mangledType: record.cxxException?.mangledType, what: .text(text))
         default: break  // A key from a newer writer: nothing to put it in.
         }
     }

@@ -278,6 +278,29 @@ package enum Scenarios {
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain))
         { _ in throughLevels { cch_abort() } },
+        Scenario("cxx-exception", "a C++ std::runtime_error no one catches: SIGABRT after std::terminate, with the exception's type and what()",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_runtime_error"] + chain),
+                 stderrContains: ["what():  the order could not be priced: currency XTS\n"])
+        { _ in throughLevels { cch_cxx_throw_runtime_error() } },
+        Scenario("cxx-what-throws", "a C++ exception whose what() throws: still SIGABRT after std::terminate, the record says what() threw",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_what_throws"] + chain))
+        { _ in throughLevels { cch_cxx_throw_what_throws() } },
+        Scenario("cxx-not-std-exception", "a thrown C++ value that is no std::exception: its type, no what()",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_plain"] + chain))
+        { _ in throughLevels { cch_cxx_throw_plain() } },
+        Scenario("cxx-terminate", "std::terminate called with no exception in flight",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_terminate"] + chain))
+        { _ in throughLevels { cch_cxx_terminate() } },
+        Scenario("cxx-app-terminate-handler", "a terminate handler the app installed before capture still runs after capture's",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_runtime_error"] + chain),
+                 stdoutContains: ["crash-harness: the app's terminate handler ran\n"],
+                 beforeStart: { cch_cxx_install_app_terminate() })
+        { _ in throughLevels { cch_cxx_throw_runtime_error() } },
         Scenario("c-assert", "a failed C assert() aborts and is recorded with glibc's message, as it printed it",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["cch_assert"] + chain,

@@ -239,6 +239,14 @@ package enum SentryEnvelope {
             mechanism.handled = true
         }
         var exception = SentryEvent.Exception(type: summary.title, value: summary.value, mechanism: mechanism)
+        if let cxx = record.cxxException, let type = cxx.type {
+            // An uncaught C++ exception, as Sentry's SDKs report one: its type and what(), mechanism
+            // `cpp_exception`, not synthetic (Sentry groups by the type and the frames, not the text).
+            exception.type = type
+            exception.value = cxx.message ?? cxx.summary
+            exception.mechanism.type = "cpp_exception"
+            exception.mechanism.synthetic = false
+        }
         if let crashed {
             exception.threadID = Int(crashed.tid)
             var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record)

@@ -34,8 +34,8 @@ package struct CrashSummary: Sendable, Equatable {
     /// What the signal says beyond its name: its code (with the code's description), the fault
     /// address, the sender.
     package var detail: String
-    /// The first non-empty line of the process's last words (the Swift fatal message, else the C
-    /// library's abort message), as written.
+    /// The first non-empty line of the process's last words (an uncaught C++ exception, else the
+    /// Swift fatal message, else the C library's abort message), as written.
     package var message: String?
     /// The top frames of the crashed thread, innermost first.
     package var frames: [Frame]
@@ -60,7 +60,8 @@ package struct CrashSummary: Sendable, Equatable {
             title = "unknown signal"
             detail = "not recorded (the record is cut short before it)"
         }
-        message = [record.fatalMessage, record.abortMessage].lazy.compactMap { $0.flatMap(Self.firstLine) }.first
+        // An uncaught C++ exception says most (the abort that followed it is glibc's part).
+        message = record.cxxException?.summary ?? [record.fatalMessage, record.abortMessage].lazy.compactMap { $0.flatMap(Self.firstLine) }.first
         self.frames = frames.prefix(max(0, frameLimit)).map {
             Frame(address: $0.address, kind: $0.kind, taskDepth: $0.taskDepth, taskID: $0.taskID, label: record.offsetLabel(for: $0.address))
         }

@@ -38,6 +38,10 @@ extension EventsSink {
         if let message = record.fatalMessage, !message.isEmpty {
             properties["$crash_fatal_message"] = .string(message)
         }
+        if let cxx = record.cxxException {
+            properties["$crash_cxx_exception_type"] = cxx.type.map(JSONScalar.string)
+            properties["$crash_cxx_exception_message"] = cxx.message.map(JSONScalar.string)
+        }
         if let message = record.abortMessage, !message.isEmpty {
             properties["$crash_abort_message"] = .string(message)
         }

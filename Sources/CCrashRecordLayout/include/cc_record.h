@@ -143,6 +143,10 @@ enum cc_string_key {
     CC_STR_CGROUP_MEMORY_CURRENT = 13, /* v2 memory.current, v1 memory.usage_in_bytes */
     CC_STR_CGROUP_MEMORY_MAX     = 14, /* v2 memory.max ("max": none), v1 memory.limit_in_bytes */
     CC_STR_CGROUP_MEMORY_EVENTS  = 15, /* v2 memory.events, v1 memory.oom_control */
+    /* An uncaught C++ exception (SIGABRT after std::terminate on the crashed thread): */
+    CC_STR_CXX_TYPE        = 16,    /* its type's mangled name, as type_info::name() gives it ("St13runtime_error"), at most 256 bytes */
+    CC_STR_CXX_WHAT        = 17,    /* its what(), at most 1024 bytes (only when it derives from std::exception and what() returned) */
+    CC_STR_CXX_WHAT_STATE  = 18,    /* one digit: 0 not a std::exception, 1 what() gave CXX_WHAT, 2 what() threw, 3 std::terminate with no exception */
 };
 
 /* The longest /proc or cgroup text a record keeps (CC_STR_PROC_* and CC_STR_CGROUP_*). */

@@ -8,6 +8,12 @@ extern "C" {
 
 void cch_null_dereference(void);
 void cch_null_dereference_holding(char *object);
+/* C++ exceptions no one catches (cxx_scenarios.cpp). */
+void cch_cxx_throw_runtime_error(void);
+void cch_cxx_throw_what_throws(void);
+void cch_cxx_throw_plain(void);
+void cch_cxx_terminate(void);
+void cch_cxx_install_app_terminate(void);
 char *cch_heap_object(void);
 /* Sets errno to `value`, then dereferences null: errno must reach a chained handler intact. */
 void cch_null_dereference_with_errno(int value);

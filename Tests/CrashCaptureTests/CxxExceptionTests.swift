@@ -1,0 +1,63 @@
+// CxxExceptionTests.swift — a C++ exception no one catches, thrown from C++ that Swift called:
+// the process dies of SIGABRT exactly as without capture (the runner compares each with the same
+// scenario under CRASHCAPTURE_DISABLE=1, stderr's libstdc++ lines included), and the record names
+// the exception: its type (demangled by the C++ runtime), its what(), a what() that threw, a value
+// that is no std::exception, std::terminate with none in flight; a terminate handler the app
+// installed before capture still runs; crash-inspect says it in "What happened".
+import CrashRecordFormat
+import CrashScenarios
+import Foundation
+import TestSupport
+import XCTest
+
+final class CxxExceptionTests: XCTestCase {
+    func exception(_ scenario: String) throws -> (CxxException, Harness.Run) {
+        let run = try Harness.run(scenario)
+        XCTAssertEqual(run.outcome.ending, .signal(SIGABRT), scenario)
+        let record = try XCTUnwrap(run.record, scenario)
+        return (try XCTUnwrap(record.cxxException, "\(scenario): no C++ exception in the record"), run)
+    }
+
+    func testAnUncaughtRuntimeErrorIsNamedWithItsTypeAndWhat() throws {
+        let (cxx, run) = try exception("cxx-exception")
+        XCTAssertEqual(cxx.mangledType, "St13runtime_error")
+        XCTAssertEqual(cxx.type, "std::runtime_error")
+        XCTAssertEqual(cxx.what, .text("the order could not be priced: currency XTS"))
+        // libstdc++ said the same on stderr, as it does without capture.
+        XCTAssertTrue(run.outcome.stderr.contains("terminate called after throwing an instance of 'std::runtime_error'"), run.outcome.stderr)
+        let shown = try Tools.output(BuiltProducts.inspect, ["show", try XCTUnwrap(run.outcome.ownRecordFiles.first)])
+        XCTAssertTrue(shown.contains("uncaught C++ exception std::runtime_error: the order could not be priced: currency XTS; std::terminate, then abort()"),
+                      shown)
+        let json = try Tools.output(BuiltProducts.inspect, ["show", try XCTUnwrap(run.outcome.ownRecordFiles.first), "--json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let shownException = try XCTUnwrap(object["cxxException"] as? [String: Any])
+        XCTAssertEqual(shownException["type"] as? String, "std::runtime_error")
+        XCTAssertEqual(shownException["whatState"] as? String, "what")
+        XCTAssertTrue((object["summary"] as? String)?.contains("uncaught C++ exception std::runtime_error") == true, "\(object["summary"] ?? "")")
+    }
+
+    func testAWhatThatThrowsANonStdExceptionAndTerminateWithNoneAreEachSaidAsTheyAre() throws {
+        let (throwing, _) = try exception("cxx-what-throws")
+        XCTAssertEqual(throwing.type, "crash_harness::WhatThrows")
+        XCTAssertEqual(throwing.what, .threw)
+        let (plain, _) = try exception("cxx-not-std-exception")
+        XCTAssertEqual(plain.type, "crash_harness::PlainOrder")
+        XCTAssertEqual(plain.what, .notStdException)
+        let (none, _) = try exception("cxx-terminate")
+        XCTAssertNil(none.mangledType)
+        XCTAssertEqual(none.what, .noException)
+        XCTAssertEqual(none.summary, "std::terminate called with no C++ exception in flight")
+    }
+
+    func testATerminateHandlerTheAppInstalledBeforeCaptureStillRuns() throws {
+        // The runner checks stdout for the app's handler's line, and the death against the same
+        // scenario without capture.
+        let (cxx, _) = try exception("cxx-app-terminate-handler")
+        XCTAssertEqual(cxx.type, "std::runtime_error")
+    }
+
+    func testAPlainAbortHasNoCxxException() throws {
+        let record = try XCTUnwrap(try Harness.run("abort").record)
+        XCTAssertNil(record.cxxException)
+    }
+}
