@@ -188,6 +188,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // A C++ library and a Swift program built with C++ interoperability that calls it: an
+        // uncaught C++ exception crossing a Swift frame (CxxExceptionTests).
+        .target(name: "CCxxOrders", path: "Sources/CCxxOrders"),
+        .executableTarget(
+            name: "cxx-interop-crasher",
+            dependencies: ["CCxxOrders", "CrashCapture"],
+            swiftSettings: [.interoperabilityMode(.Cxx)]
+        ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
         // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links no GRDB
@@ -287,7 +295,8 @@ let package = Package(
             name: "CrashCaptureTests",
             dependencies: [
                 "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
-                "TestSupport", "crash-harness", "capture-only", "crash-inspect", "CrashInspection", .product(name: "Logging", package: "swift-log"),
+                "TestSupport", "crash-harness", "capture-only", "cxx-interop-crasher", "crash-inspect", "CrashInspection",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

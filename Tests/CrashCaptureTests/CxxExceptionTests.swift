@@ -3,9 +3,14 @@
 // scenario under CRASHCAPTURE_DISABLE=1, stderr's libstdc++ lines included), and the record names
 // the exception: its type (demangled by the C++ runtime), its what(), a what() that threw, a value
 // that is no std::exception, std::terminate with none in flight; a terminate handler the app
-// installed before capture still runs; crash-inspect says it in "What happened".
+// installed before capture still runs; crash-inspect says it in "What happened". Built with Swift's
+// C++ interoperability, the exception never reaches std::terminate: the Swift runtime's exception
+// personality stops it at the first Swift frame with a fatal error, which the record keeps, with the
+// C++ frames that threw — the same death as without capture.
 import CrashRecordFormat
+import CrashCapture
 import CrashScenarios
+import ProcessSpawning
 import Foundation
 import TestSupport
 import XCTest
@@ -59,5 +64,30 @@ final class CxxExceptionTests: XCTestCase {
     func testAPlainAbortHasNoCxxException() throws {
         let record = try XCTUnwrap(try Harness.run("abort").record)
         XCTAssertNil(record.cxxException)
+    }
+
+    func testWithSwiftsCxxInteropTheSwiftRuntimeStopsTheExceptionAndTheRecordKeepsItsWordsAndTheThrowingFrames() throws {
+        let program = BuiltProducts.directory + "/cxx-interop-crasher"
+        let directory = try Scratch.directory("cxx-interop")
+        func run(_ extra: [String: String]) throws -> (ChildProcess.Ending, String) {
+            var environment = ProcessInfo.processInfo.environment
+            environment["SWIFT_BACKTRACE"] = "enable=no"
+            environment.merge(extra) { $1 }
+            let errors = try Scratch.directory("cxx-interop-stderr") + "/stderr"
+            let child = try ChildProcess.run(program, [directory], environment: environment, stderr: errors, timeout: 60)
+            let text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            return (child.ending, text.split(separator: "\n").filter { !$0.hasPrefix("crashcapture: ") }.joined(separator: "\n"))
+        }
+        let without = try run([CrashHandler.disableEnvironmentVariable: "1"])
+        let with = try run([:])
+        XCTAssertEqual(with.0, .signaled(SIGABRT))
+        XCTAssertEqual(with.0, without.0, "the same death as without capture")
+        XCTAssertEqual(with.1, without.1, "the same stderr as without capture")
+        let name = try XCTUnwrap(try RecordFileName.names(in: directory).first)
+        let record = try CrashRecordReader.read(path: directory + "/" + name)
+        XCTAssertNil(record.cxxException, "std::terminate never ran")
+        XCTAssertTrue(record.fatalMessage?.contains("C++ exception handling detected") == true, record.fatalMessage ?? "no fatal message")
+        let shown = try Tools.output(BuiltProducts.inspect, ["show", directory + "/" + name])
+        XCTAssertTrue(shown.contains("orders::price(int)") && shown.contains("__cxa_throw"), shown)
     }
 }

@@ -486,4 +486,17 @@ final class OTLPSinkTests: XCTestCase {
         XCTAssertEqual(reporting.sinks.map(\.id.rawValue), ["otlp"])
         reporting.shutdown(timeout: .seconds(1))
     }
+
+    /// An uncaught C++ exception in the log record: `exception.type` the C++ type, `exception.message`
+    /// its what(), as an OpenTelemetry C++ SDK records an exception.
+    func testAnUncaughtCxxExceptionIsTheLogRecordsExceptionTypeAndMessage() throws {
+        let directory = try Scratch.directory("otlp-cxx")
+        let name = try crash("cxx-exception", into: directory)
+        let record = try CrashRecordReader.read(path: directory + "/" + name)
+        let log = CrashLogRecord.logRecord(record: record, fileName: name, observedNanoseconds: 1)
+        let attributes = Dictionary(log.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(attributes["exception.type"], .string("std::runtime_error"))
+        XCTAssertEqual(attributes["exception.message"], .string("the order could not be priced: currency XTS"))
+        XCTAssertEqual(attributes["signal.number"], .int(Int64(SIGABRT)))
+    }
 }

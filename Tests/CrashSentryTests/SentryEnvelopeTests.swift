@@ -237,6 +237,29 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertEqual((event["extra"] as? [String: Any])?["abort_message"] as? String, "*** buffer overflow detected ***: terminated")
     }
 
+    /// An uncaught C++ exception, as Sentry's SDKs report one and Relay keeps it: the C++ type as
+    /// the exception's type, what() as its value, mechanism `cpp_exception` (not synthetic, so
+    /// Sentry groups by the type and the frames).
+    func testAnUncaughtCxxExceptionIsItsTypeAndWhatWithMechanismCppException() throws {
+        let directory = try Scratch.directory("sentry-cxx")
+        let path = try crash("cxx-exception", into: directory)
+        let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
+        let record = try CrashRecordReader.read(path: path)
+        let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date())
+        let summary = try check(bytes, in: directory)
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "std::runtime_error")
+        XCTAssertEqual(exception["value"] as? String, "the order could not be priced: currency XTS")
+        let mechanism = try XCTUnwrap(exception["mechanism"] as? [String: Any])
+        XCTAssertEqual(mechanism["type"] as? String, "cpp_exception")
+        XCTAssertEqual(mechanism["synthetic"] as? Bool, false)
+        XCTAssertEqual(mechanism["handled"] as? Bool, false)
+        XCTAssertEqual(((mechanism["meta"] as? [String: Any])?["signal"] as? [String: Any])?["number"] as? Int, Int(SIGABRT))
+    }
+
     // MARK: images without a build-id
 
     /// Builds a shared library with `-Wl,--build-id=none`, loads it into this process and

@@ -87,6 +87,15 @@ final class EventsSinkUnitTests: XCTestCase {
         return (outcome, try CrashRecordReader.read(path: path), (path as NSString).lastPathComponent)
     }
 
+    func testAppCrashedOfAnUncaughtCxxExceptionNamesItsTypeAndWhat() throws {
+        let (_, record, name) = try crash("cxx-exception")
+        let properties = EventsSink.crashProperties(record, name: name)
+        XCTAssertEqual(properties["$crash_cxx_exception_type"], .string("std::runtime_error"))
+        XCTAssertEqual(properties["$crash_cxx_exception_message"], .string("the order could not be priced: currency XTS"))
+        guard case .string(let reason)? = properties["app_crashed_reason"] else { return XCTFail("no reason") }
+        XCTAssertTrue(reason.hasPrefix("SIGABRT: ") && reason.contains("uncaught C++ exception std::runtime_error: the order could not be priced"), reason)
+    }
+
     func testAppCrashedPropertiesOfARealCrashAgreeWithTheRecordAndReadelf() throws {
         let (outcome, record, name) = try crash("null-dereference")
         let properties = EventsSink.crashProperties(record, name: name)
