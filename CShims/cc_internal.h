@@ -268,6 +268,9 @@ size_t cc__strlcpy(char *dst, const char *src, size_t size);
 size_t cc__strnlen(const char *s, size_t max);
 int cc__streq(const char *a, const char *b);
 size_t cc__fmt_u64(char *out, uint64_t value);            /* decimal, no NUL; returns length */
+/* async-signal-safe: each(number, context) for every decimal-named entry of a /proc directory;
+ * how many, or -1 when it cannot be opened (cc_safeio.c). */
+long cc__each_numbered_entry(const char *path, void (*each)(long number, void *context), void *context);
 size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-padded to digits */
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
 #define CC__SAFE_WORDS_MAX 512   /* no more than the kernel's UIO_MAXIOV (1024) */

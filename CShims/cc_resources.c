@@ -61,26 +61,7 @@ static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
 
 /* async-signal-safe: the entries of /proc/self/fd (the listing's own fd stands in for the one the
  * handler freed at the start); -1 when it cannot be listed. */
-static long cc__count_fds(void) {
-    int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    static char dents[4096];
-    long count = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        for (long off = 0; off < n;) {
-            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
-                (void *)(dents + off);
-            if (d->reclen == 0) break;
-            off += d->reclen;
-            if (d->name[0] >= '0' && d->name[0] <= '9') count++;
-        }
-    }
-    close(fd);
-    return count;
-}
+static long cc__count_fds(void) { return cc__each_numbered_entry("/proc/self/fd", 0, 0); }
 
 /* async-signal-safe: the CPUs this process may run on (its affinity mask); 0 when unknown. */
 static uint32_t cc__count_cpus(void) {

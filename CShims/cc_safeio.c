@@ -3,6 +3,7 @@
 #include "cc_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -262,3 +263,32 @@ void cc__trace_dump(const char *title) {
     g_trace.count = 0;
 }
 #endif
+
+/* async-signal-safe: calls each(number, context) for every entry of the directory at `path` whose
+ * name is a decimal number (a /proc listing: /proc/self/task, /proc/self/fd), in the kernel's order;
+ * returns how many there were, or -1 when the directory cannot be opened. One 4 KiB buffer,
+ * getdents64 (no opendir: it allocates). */
+long cc__each_numbered_entry(const char *path, void (*each)(long number, void *context), void *context) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    static char dents[4096];
+    long count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
+                (void *)(dents + off);
+            if (d->reclen == 0) break;
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9') continue;
+            long number = 0;
+            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++) number = number * 10 + (*c - '0');
+            count++;
+            if (each) each(number, context);
+        }
+    }
+    close(fd);
+    return count;
+}

@@ -197,38 +197,28 @@ static int cc__known_tid(pid_t tid) {
  * Threads beyond CC__MAX_THREADS are not recorded: with `stop_signal` (not 0) they are sent it,
  * so that none of them runs on (this is done once the recorded threads have parked, so that
  * they do not take the recorded threads' slots). */
-static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    static char dents[4096];
-    uint32_t added = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        for (long off = 0; off < n;) {
-            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
-                (void *)(dents + off);
-            if (d->reclen == 0) break;
-            off += d->reclen;
-            if (d->name[0] < '0' || d->name[0] > '9') continue;
-            pid_t tid = 0;
-            for (const char *c = d->name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
-            if (tid == self || cc__known_tid(tid) >= 0) continue;
-            if (g_tid_count < CC__MAX_THREADS) {
-                g_not_stopped[g_tid_count] = 0;
-                g_names[g_tid_count][15] = 0;
-                g_tids[g_tid_count++] = tid;
-                added++;
-            }
-            else {
-                g_more_threads = 1;
-                if (stop_signal) syscall(SYS_tgkill, (long)pid, (long)tid, (long)stop_signal);
-            }
-        }
+typedef struct { pid_t self, pid; int stop_signal; uint32_t added; } cc__scan_t;
+
+/* async-signal-safe: one task of the listing (see cc__scan_tasks). */
+static void cc__scan_task(long number, void *context) {
+    cc__scan_t *scan = context;
+    pid_t tid = (pid_t)number;
+    if (tid == scan->self || cc__known_tid(tid) >= 0) return;
+    if (g_tid_count < CC__MAX_THREADS) {
+        g_not_stopped[g_tid_count] = 0;
+        g_names[g_tid_count][15] = 0;
+        g_tids[g_tid_count++] = tid;
+        scan->added++;
+    } else {
+        g_more_threads = 1;
+        if (scan->stop_signal) syscall(SYS_tgkill, (long)scan->pid, (long)tid, (long)scan->stop_signal);
     }
-    close(fd);
-    return added;
+}
+
+static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
+    cc__scan_t scan = { .self = self, .pid = pid, .stop_signal = stop_signal, .added = 0 };
+    cc__each_numbered_entry("/proc/self/task", cc__scan_task, &scan);
+    return scan.added;
 }
 
 /* async-signal-safe: stops every other thread that can be stopped (see the top of this file). */

@@ -222,19 +222,25 @@ final class SentryEnvelopeTests: XCTestCase {
     /// glibc's abort message is in the exception's value (and `extra`), and Relay takes it.
     func testAnAbortWithGlibcsMessageCarriesItInTheException() throws {
         let directory = try Scratch.directory("sentry-abort")
-        let path = try crash("fortify-overflow", into: directory)
+        let (record, event, exception) = try relayedException("fortify-overflow", in: directory)
+        XCTAssertEqual(record.abortMessage, "*** buffer overflow detected ***: terminated")
+        XCTAssertEqual(exception["type"] as? String, "SIGABRT")
+        XCTAssertTrue((exception["value"] as? String ?? "").hasSuffix(" — *** buffer overflow detected ***: terminated"), "\(exception["value"] ?? "")")
+        XCTAssertEqual((event["extra"] as? [String: Any])?["abort_message"] as? String, "*** buffer overflow detected ***: terminated")
+    }
+
+    /// A crash of `scenario`, its envelope through Relay (no errors): the record, the normalized
+    /// event and its first exception.
+    func relayedException(_ scenario: String, in directory: String) throws -> (CrashRecord, [String: Any], [String: Any]) {
+        let path = try crash(scenario, into: directory)
         let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
         let record = try CrashRecordReader.read(path: path)
-        XCTAssertEqual(record.abortMessage, "*** buffer overflow detected ***: terminated")
         let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
                                         eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date())
         let summary = try check(bytes, in: directory)
         XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
         let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
-        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
-        XCTAssertEqual(exception["type"] as? String, "SIGABRT")
-        XCTAssertTrue((exception["value"] as? String ?? "").hasSuffix(" — *** buffer overflow detected ***: terminated"), "\(exception["value"] ?? "")")
-        XCTAssertEqual((event["extra"] as? [String: Any])?["abort_message"] as? String, "*** buffer overflow detected ***: terminated")
+        return (record, event, try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first))
     }
 
     /// An uncaught C++ exception, as Sentry's SDKs report one and Relay keeps it: the C++ type as
@@ -242,15 +248,7 @@ final class SentryEnvelopeTests: XCTestCase {
     /// Sentry groups by the type and the frames).
     func testAnUncaughtCxxExceptionIsItsTypeAndWhatWithMechanismCppException() throws {
         let directory = try Scratch.directory("sentry-cxx")
-        let path = try crash("cxx-exception", into: directory)
-        let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
-        let record = try CrashRecordReader.read(path: path)
-        let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
-                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date())
-        let summary = try check(bytes, in: directory)
-        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
-        let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
-        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        let (_, _, exception) = try relayedException("cxx-exception", in: directory)
         XCTAssertEqual(exception["type"] as? String, "std::runtime_error")
         XCTAssertEqual(exception["value"] as? String, "the order could not be priced: currency XTS")
         let mechanism = try XCTUnwrap(exception["mechanism"] as? [String: Any])
