@@ -132,8 +132,10 @@ static void cc__write_cgroup_memory(cc__writer_t *w) {
 void cc__write_resources(cc__writer_t *w) {
     cc_sec_resources_t resources = {0};
     uint32_t cpus = cc__count_cpus();
+    CC__MARK("r:cpus");
     if (cpus) { resources.cpu_count = cpus; resources.flags |= CC_RESOURCES_CPU_COUNT; }
     long fds = cc__count_fds();
+    CC__MARK("r:fds");
     if (fds >= 0) { resources.open_fds = (uint32_t)fds; resources.flags |= CC_RESOURCES_OPEN_FDS; }
     if (g_nofile_known) {
         resources.nofile_soft = g_nofile.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_nofile.rlim_cur;
@@ -143,11 +145,16 @@ void cc__write_resources(cc__writer_t *w) {
     if (cc__arch_cpu_identity(&resources.cpu_signature, resources.cpu_vendor, sizeof resources.cpu_vendor)) {
         resources.flags |= CC_RESOURCES_CPU_ID;
     }
+    CC__MARK("r:cpu_id");
     cc__section_begin(w, CC_SEC_RESOURCES);
     cc__section_put(w, &resources, sizeof resources);
     cc__section_end(w);
     cc__write_text(w, CC_STR_PROC_STATUS, "/proc/self/status");
+    CC__MARK("r:status");
     cc__write_text(w, CC_STR_PROC_MEMINFO, "/proc/meminfo");
+    CC__MARK("r:meminfo");
     cc__write_text(w, CC_STR_PROC_LOADAVG, "/proc/loadavg");
+    CC__MARK("r:loadavg");
     cc__write_cgroup_memory(w);
+    CC__MARK("r:cgroup");
 }
