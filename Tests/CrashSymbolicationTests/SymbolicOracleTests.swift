@@ -79,7 +79,8 @@ final class SymbolicOracleTests: XCTestCase {
         }
         XCTAssertGreaterThan(ours.count, 200)
 
-        // symbolic, once for every address; its names demangled by the toolchain's swift-demangle.
+        // symbolic, once for every address; its names demangled by the toolchain's swift-demangle
+        // (Swift) and binutils' c++filt (C++).
         let answer = try Oracles.run("symbolic_lookup.py", [harness] + ours.map { "0x" + String($0.lookup, radix: 16) })
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])
         XCTAssertEqual(object["code_id"] as? String, hexString(try ELFFile(path: harness).buildID), "symbolic read the same binary")
@@ -94,6 +95,13 @@ final class SymbolicOracleTests: XCTestCase {
             if parts.count == 2 { demangled[parts[0]] = parts[1] }
         }
         XCTAssertEqual(demangled.count, mangled.count)
+        // C++ names (the harness's C++ scenarios, capture's terminate handler): binutils' c++filt.
+        let mangledCxx = Set(raw.joined().map(\.0).filter { $0.hasPrefix("_Z") }).sorted()
+        if !mangledCxx.isEmpty {
+            let filter = try XCTUnwrap(Tools.find("c++filt"), "binutils' c++filt")
+            let lines = try Tools.output(filter, mangledCxx).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for (name, plain) in zip(mangledCxx, lines) { demangled[name] = plain }
+        }
         var compared = 0, chainsCompared = 0
         for (position, mine) in ours.enumerated() {
             let theirs = raw[position].map { Frame(function: demangled[$0.0] ?? $0.0, line: $0.1 == 0 ? nil : $0.1) }
