@@ -172,7 +172,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             if response.rejectedLogRecords > 0 {
                 let why = "the collector rejected \(response.rejectedLogRecords) log record(s)"
                     + (response.errorMessage.isEmpty ? "" : ": \(response.errorMessage.prefix(500))")
-                logger.warning("\(head.record.name): \(why) (not sent again)")
+                logger.warning("\(head.record.name): \(why) (not sent again)", source: "CrashReporter")
                 sender.settle(head) { $0.rejected[head.record.name] = why }
             } else {
                 sender.settle(head) { $0.sent.append(head.record.name) }
@@ -189,7 +189,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             return sender.serverError(head, "HTTP \(answer.status) \(Self.words(answer))", retryAfter: answer.retryAfter)
         case .refused:
             let why = "HTTP \(answer.status): \(Self.words(answer))"
-            logger.warning("\(head.record.name): the collector refused it for its content, \(why) (not sent again)")
+            logger.warning("\(head.record.name): the collector refused it for its content, \(why) (not sent again)", source: "CrashReporter")
             sender.settle(head) { $0.rejected[head.record.name] = why }
             return .sent
         case .kept:

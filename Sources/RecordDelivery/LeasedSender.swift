@@ -11,7 +11,8 @@
 //   keep   — not sent, and not again this launch (an answer about the configuration, or
 //            `maxServerErrorAttempts` 5xx in a row): the record stays for a later launch.
 // An answer about the configuration is said once on stderr, and every later record is kept
-// without a request. What is queued at the deadline (`finish`) loses its lease and is sent by a
+// without a request. Log lines name their source as the product users know, `CrashReporter`
+// (swift-log would name this module). What is queued at the deadline (`finish`) loses its lease and is sent by a
 // later launch.
 import Logging
 package import HTTPExchange
@@ -153,7 +154,7 @@ package final class LeasedSender<Extra: Sendable, Report: SenderReport>: @unchec
             return .failed(retryAfter: retryAfter)
         }
         let reason = "\(serverErrors) server errors in a row: \(why)"
-        logger.warning("\(backend): \(taken.record.name): \(reason) (kept for the next launch)")
+        logger.warning("\(backend): \(taken.record.name): \(reason) (kept for the next launch)", source: "CrashReporter")
         keep(taken, reason: reason)
         return .sent
     }
@@ -165,7 +166,7 @@ package final class LeasedSender<Extra: Sendable, Report: SenderReport>: @unchec
             defer { report.configurationError = why }
             return report.configurationError == nil
         }
-        if first { logger.error("\(backend): \(why); \(advice). \(kept) kept for a later launch.") }
+        if first { logger.error("\(backend): \(why); \(advice). \(kept) kept for a later launch.", source: "CrashReporter") }
     }
 
     /// Sends until nothing is queued (and `alsoDone` says the sink's own work is done) or
