@@ -13,6 +13,8 @@ enum cc_cxx_what_state {
     CC_CXX_WHAT = 1,              /* what() gave the text (at most CC__CXX_WHAT_MAX bytes kept) */
     CC_CXX_WHAT_THREW = 2,        /* what() itself threw */
     CC_CXX_NO_EXCEPTION = 3,      /* std::terminate was called with no exception in flight */
+    CC_CXX_IN_FLIGHT = 4,         /* no terminate handler ran: found thrown and not caught on the
+                                   * crashed thread's stack (cc_cxx.c); what() was not called */
 };
 
 /* Chains capture's std::terminate handler in front of the one installed now (install), and puts

@@ -15,10 +15,10 @@
  * THE CONTRACT. Everything reachable from cc__handler runs after a fatal signal, possibly on a
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
- *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close,
+ *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close, stat,
  *     renameat, readlink, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep,
  *     alarm; through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex,
- *     getdents64, process_vm_readv);
+ *     getdents64, process_vm_readv, sched_getaffinity);
  *   - C11 atomics (lock-free on every supported target);
  *   - libunwind's local unwinder (unw_init_local2 / unw_step / unw_get_reg: documented
  *     signal-safe; warmed up at install so its one-time initialisation never runs here; its
@@ -306,28 +306,39 @@ static int cc__worth_a_window(uint64_t value, uint64_t sp) {
     return !cc__images_contains(value);                               /* code and globals: the images say them */
 }
 
+/* async-signal-safe (cc_internal.h) */
+size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max) {
+    static unsigned char registers[sizeof(cc_sec_registers_t) + 48 * sizeof(cc_register_t)];
+    size_t length = cc__arch_registers(uc, registers, 0, sizeof registers);
+    size_t all = length > sizeof(cc_sec_registers_t) ? (length - sizeof(cc_sec_registers_t)) / sizeof(cc_register_t) : 0;
+    size_t count = 0;
+    for (size_t i = 0; i < all && count < max; i++) {
+        cc_register_t reg;
+        __builtin_memcpy(&reg, registers + sizeof(cc_sec_registers_t) + i * sizeof reg, sizeof reg);
+        /* The stack and program counters are kept already; flags and fault words are no pointers. */
+        if (cc__streq(reg.name, "rsp") || cc__streq(reg.name, "sp") || cc__streq(reg.name, "rip") || cc__streq(reg.name, "pc") ||
+            cc__streq(reg.name, "cr2") || cc__streq(reg.name, "eflags") || cc__streq(reg.name, "pstate")) continue;
+        out[count++] = reg;
+    }
+    return count;
+}
+
 /* async-signal-safe: the windows of the memory the registers and the top of the stack point at
  * (see above), after the pc, stack and fault windows. */
 static void cc__write_pointed_memory(cc__writer_t *w, const ucontext_t *uc) {
-    static unsigned char registers[sizeof(cc_sec_registers_t) + 48 * sizeof(cc_register_t)];
+    static cc_register_t registers[48];
     static uint64_t kept[CC__POINTED_WINDOWS];
     static uint64_t words[CC__POINTED_STACK_WORDS];
     uint32_t count = 0;
     uint64_t sp = cc__context_sp(uc);
-    size_t length = cc__arch_registers(uc, registers, 0, sizeof registers);
+    size_t registers_count = cc__data_registers(uc, registers, 48);
     size_t stack_words = cc__safe_read(sp, words, sizeof words) / sizeof words[0];
-    size_t registers_count = length > sizeof(cc_sec_registers_t) ? (length - sizeof(cc_sec_registers_t)) / sizeof(cc_register_t) : 0;
     for (size_t i = 0; i < registers_count + stack_words && count < CC__POINTED_WINDOWS; i++) {
         char label[8] = "*";
         uint64_t value;
         if (i < registers_count) {
-            cc_register_t reg;
-            __builtin_memcpy(&reg, registers + sizeof(cc_sec_registers_t) + i * sizeof reg, sizeof reg);
-            /* The stack and program counters are kept already; flags and fault words are no pointers. */
-            if (cc__streq(reg.name, "rsp") || cc__streq(reg.name, "sp") || cc__streq(reg.name, "rip") || cc__streq(reg.name, "pc") ||
-                cc__streq(reg.name, "cr2") || cc__streq(reg.name, "eflags") || cc__streq(reg.name, "pstate")) continue;
-            cc__strlcpy(label + 1, reg.name, sizeof label - 1);
-            value = reg.value;
+            cc__strlcpy(label + 1, registers[i].name, sizeof label - 1);
+            value = registers[i].value;
         } else {
             size_t offset = (i - registers_count) * sizeof words[0];
             label[1] = 's'; label[2] = 'p'; label[3] = '+';
@@ -630,7 +641,7 @@ static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
 
 /* async-signal-safe: writes the Swift runtime's fatal-error message and, for SIGABRT, glibc's
  * abort message, each only when there is one. */
-static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid) {
+static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid, const ucontext_t *uc) {
     if (cc__g.fatal_message_slot) {
         const char *message = atomic_load(cc__g.fatal_message_slot);
         if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
@@ -639,7 +650,7 @@ static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid) {
      * abort it would speak for an unrelated later crash). A pointer, then a bounded read of the
      * buffer it points to (u32 size, then the NUL-terminated text), both fault-proof. */
     /* An uncaught C++ exception this thread's terminate handler noted before it aborted. */
-    if (signo == SIGABRT) cc__write_cxx_exception(w, tid);
+    if (signo == SIGABRT) cc__write_cxx_exception(w, tid, uc);
     if (signo == SIGABRT && cc__g.abort_message_slot) {
         uint64_t buffer = 0;
         uint32_t size = 0;
@@ -656,7 +667,7 @@ static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid) {
 static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_app_strings(w);
-    cc__record_last_words(w, c->signo, c->tid);
+    cc__record_last_words(w, c->signo, c->tid, c->uc);
     CC__MARK("strings+messages");
     if (c->uc) {
         cc__write_memory(w, "pc", cc__context_pc(c->uc), 64, 64);

@@ -408,6 +408,9 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
 
 /* cc_handler.c */
 void cc__handler(int signo, siginfo_t *info, void *context);
+/* async-signal-safe: the crashed thread's general registers that can hold data pointers (not the
+ * stack and program counters, the flags or the fault words), at most `max`; returns how many. */
+size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max);
 /* async-signal-safe: names the record (cc__g.file_name, cc__g.partial_name) for this time and thread. */
 void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
 /* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
@@ -416,8 +419,9 @@ void cc__write_install_strings(cc__writer_t *w);
 /* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it, then CC_SEC_RESOURCES and the
  * /proc and cgroup texts. Both async-signal-safe. */
 void cc__resources_note_limits(void);
-/* cc_cxx.c: an uncaught C++ exception noted by this thread's terminate handler (async-signal-safe). */
-void cc__write_cxx_exception(cc__writer_t *w, pid_t tid);
+/* cc_cxx.c: an uncaught C++ exception noted by this thread's terminate handler, or else one found
+ * in flight on the crashed thread's stack (async-signal-safe; uc may be null). */
+void cc__write_cxx_exception(cc__writer_t *w, pid_t tid, const ucontext_t *uc);
 void cc__write_resources(cc__writer_t *w);
 /* async-signal-safe: CC_SEC_PROCESS for this process and thread `tid` at these times (the thread's
  * name from prctl), also copied to *process. */

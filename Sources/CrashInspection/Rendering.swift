@@ -364,6 +364,7 @@ package enum Rendering {
                 case .threw: state = "whatThrew"
                 case .notStdException: state = "notStdException"
                 case .noException: state = "noException"
+                case .inFlight: state = "inFlight"
                 }
                 return ShowJSON.CxxExceptionJSON(type: Nullable(cxx.type), mangledType: Nullable(cxx.mangledType), what: Nullable(cxx.message),
                                                  whatState: state, summary: cxx.summary)

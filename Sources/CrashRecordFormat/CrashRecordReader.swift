@@ -540,6 +540,7 @@ private struct RecordParser {
             case "1": what = .text(record.cxxException?.message ?? "")
             case "2": what = .threw
             case "3": what = .noException
+            case "4": what = .inFlight
             default: what = .notStdException
             }
             record.cxxException = CxxException(mangledType: record.cxxException?.mangledType, what: what)

@@ -16,6 +16,10 @@ package struct CxxException: Sendable, Equatable {
         case threw
         /// std::terminate was called with no exception in flight.
         case noException
+        /// No terminate handler ran: the exception was found thrown and not caught on the crashed
+        /// thread's stack (Swift's C++ interoperability on Linux stops it at the first Swift frame
+        /// with a fatal error). Its what() is code, never called at a crash: not read.
+        case inFlight
     }
 
     /// The type's mangled name, as `type_info::name()` gives it ("St13runtime_error"); nil with no exception.
@@ -48,6 +52,7 @@ package struct CxxException: Sendable, Equatable {
         case .text(let text): return "uncaught C++ exception \(type ?? "?"): \(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")"
         case .threw: return "uncaught C++ exception \(type ?? "?") (its what() threw)"
         case .notStdException: return "uncaught C++ exception \(type ?? "?") (not a std::exception: no what())"
+        case .inFlight: return "uncaught C++ exception \(type ?? "?") (it never reached std::terminate: what() not read)"
         }
     }
 

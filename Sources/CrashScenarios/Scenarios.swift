@@ -295,6 +295,14 @@ package enum Scenarios {
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_terminate"] + chain))
         { _ in throughLevels { cch_cxx_terminate() } },
+        Scenario("cxx-abort-in-catch", "abort() inside a catch block: a C++ exception was caught, none is uncaught",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_abort_in_catch"] + chain))
+        { _ in throughLevels { cch_cxx_abort_in_catch() } },
+        Scenario("cxx-abort-after-catch", "abort() after a C++ exception was thrown, caught and freed: none is uncaught",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_abort_after_catch"] + chain))
+        { _ in throughLevels { cch_cxx_abort_after_catch() } },
         Scenario("cxx-app-terminate-handler", "a terminate handler the app installed before capture still runs after capture's",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_runtime_error"] + chain),

@@ -6,7 +6,9 @@
 // installed before capture still runs; crash-inspect says it in "What happened". Built with Swift's
 // C++ interoperability, the exception never reaches std::terminate: the Swift runtime's exception
 // personality stops it at the first Swift frame with a fatal error, which the record keeps, with the
-// C++ frames that threw — the same death as without capture.
+// C++ frames that threw — the same death as without capture — and the handler finds the exception
+// in flight on the stack and names its type. An abort() in a catch block, or after an exception
+// was caught and freed, names none.
 import CrashRecordFormat
 import CrashCapture
 import CrashScenarios
@@ -66,7 +68,18 @@ final class CxxExceptionTests: XCTestCase {
         XCTAssertNil(record.cxxException)
     }
 
-    func testWithSwiftsCxxInteropTheSwiftRuntimeStopsTheExceptionAndTheRecordKeepsItsWordsAndTheThrowingFrames() throws {
+    /// The controls for the exception found in flight: a caught exception is no uncaught one, even
+    /// while its catch block aborts, and one thrown, caught and freed earlier leaves no ghost.
+    func testAnAbortInACatchBlockOrAfterACaughtExceptionHasNoCxxException() throws {
+        for scenario in ["cxx-abort-in-catch", "cxx-abort-after-catch"] {
+            let run = try Harness.run(scenario)
+            XCTAssertEqual(run.outcome.ending, .signal(SIGABRT), scenario)
+            let record = try XCTUnwrap(run.record, scenario)
+            XCTAssertNil(record.cxxException, "\(scenario): \(record.cxxException?.summary ?? "")")
+        }
+    }
+
+    func testWithSwiftsCxxInteropTheSwiftRuntimeStopsTheExceptionAndTheRecordFindsItsTypeInFlight() throws {
         let program = BuiltProducts.directory + "/cxx-interop-crasher"
         let directory = try Scratch.directory("cxx-interop")
         func run(_ extra: [String: String]) throws -> (ChildProcess.Ending, String) {
@@ -85,9 +98,15 @@ final class CxxExceptionTests: XCTestCase {
         XCTAssertEqual(with.1, without.1, "the same stderr as without capture")
         let name = try XCTUnwrap(try RecordFileName.names(in: directory).first)
         let record = try CrashRecordReader.read(path: directory + "/" + name)
-        XCTAssertNil(record.cxxException, "std::terminate never ran")
+        // std::terminate never ran: the exception is the one found in flight on the stack, its type
+        // read from libstdc++'s header; what() is not called at a crash.
+        let cxx = try XCTUnwrap(record.cxxException, "the exception in flight was not found")
+        XCTAssertEqual(cxx.type, "std::runtime_error")
+        XCTAssertEqual(cxx.what, .inFlight)
         XCTAssertTrue(record.fatalMessage?.contains("C++ exception handling detected") == true, record.fatalMessage ?? "no fatal message")
         let shown = try Tools.output(BuiltProducts.inspect, ["show", directory + "/" + name])
         XCTAssertTrue(shown.contains("orders::price(int)") && shown.contains("__cxa_throw"), shown)
+        XCTAssertTrue(shown.contains("uncaught C++ exception std::runtime_error (it never reached std::terminate: what() not read); "
+                                     + "the process aborted while it was being thrown"), shown)
     }
 }

@@ -146,7 +146,8 @@ enum cc_string_key {
     /* An uncaught C++ exception (SIGABRT after std::terminate on the crashed thread): */
     CC_STR_CXX_TYPE        = 16,    /* its type's mangled name, as type_info::name() gives it ("St13runtime_error"), at most 256 bytes */
     CC_STR_CXX_WHAT        = 17,    /* its what(), at most 1024 bytes (only when it derives from std::exception and what() returned) */
-    CC_STR_CXX_WHAT_STATE  = 18,    /* one digit: 0 not a std::exception, 1 what() gave CXX_WHAT, 2 what() threw, 3 std::terminate with no exception */
+    CC_STR_CXX_WHAT_STATE  = 18,    /* one digit: 0 not a std::exception, 1 what() gave CXX_WHAT, 2 what() threw, 3 std::terminate with no exception,
+                                          * 4 found thrown and not caught on the stack, no terminate handler ran (no what()) */
 };
 
 /* The longest /proc or cgroup text a record keeps (CC_STR_PROC_* and CC_STR_CGROUP_*). */

@@ -13,6 +13,8 @@ void cch_cxx_throw_runtime_error(void);
 void cch_cxx_throw_what_throws(void);
 void cch_cxx_throw_plain(void);
 void cch_cxx_terminate(void);
+void cch_cxx_abort_in_catch(void);
+void cch_cxx_abort_after_catch(void);
 void cch_cxx_install_app_terminate(void);
 char *cch_heap_object(void);
 /* Sets errno to `value`, then dereferences null: errno must reach a chained handler intact. */
