@@ -24,7 +24,8 @@
 //                           takes the pid from here)
 //   LinuxMaps (0x47670009)  one line per image span, one for the stack window
 //   CrashpadInfo            simple annotations: the Swift runtime's fatal-error message, glibc's abort
-//     (0x43500001)          message, the record's notes, why the record is incomplete
+//     (0x43500001)          message, an uncaught C++ exception (type, what()), the record's notes,
+//                           why the record is incomplete
 //
 // What a minidump cannot say (Swift async callers, parent tasks, breadcrumbs, requests in flight,
 // the other threads' unwound frames) stays in the record and in the JSON event
@@ -77,6 +78,8 @@ package struct Minidump: Sendable {
     package enum AnnotationKey {
         package static let fatalMessage = "swift.fatal_message"
         package static let abortMessage = "glibc.abort_message"
+        /// An uncaught C++ exception: its one-line summary (type, what()).
+        package static let cxxException = "cxx.uncaught_exception"
         package static let notes = "crashcapture.notes"
         package static let incomplete = "crashcapture.incomplete"
     }
@@ -132,6 +135,7 @@ package struct Minidump: Sendable {
         var annotations: [(String, String)] = []
         if let message = record.fatalMessage { annotations.append((AnnotationKey.fatalMessage, message)) }
         if let message = record.abortMessage { annotations.append((AnnotationKey.abortMessage, message)) }
+        if let cxx = record.cxxException { annotations.append((AnnotationKey.cxxException, cxx.summary)) }
         if case .incomplete(let reason) = record.completeness { annotations.append((AnnotationKey.incomplete, reason)) }
         let allNotes = record.notes + notes
         if !allNotes.isEmpty { annotations.append((AnnotationKey.notes, allNotes.joined(separator: "\n"))) }

@@ -3,9 +3,13 @@
  *   arm64-crashes SCENARIO DIRECTORY [capture|nocapture]
  * installs the handlers (unless "nocapture") with records in DIRECTORY, then dies as SCENARIO
  * says (null-dereference, trap, abort, call-null, previous-handler, stopped-thread,
- * blocking-thread, thread-overflow, unwinder-fault, async-chain; and snapshot, a record of the live process), under a fixed call chain main → arm64_level1 → arm64_level2 → the crash, so the
- * recorded frames can be checked by name (thread-overflow: in its own thread). Exit 90: cc_install failed; 91: bad arguments;
- * 92: the crash did not happen. */
+ * blocking-thread, thread-overflow, unwinder-fault, async-chain, heap-object, cxx-exception; and
+ * snapshot, a record of the live process), under a fixed call chain main → arm64_level1 →
+ * arm64_level2 → the crash, so the recorded frames can be checked by name (thread-overflow: in
+ * its own thread). cxx-exception is in arm64_cxx.cpp, linked only into the C++ builds of this
+ * program (with the core's cc_terminate.cpp and libstdc++); the C-only builds have no
+ * arm64_crash_cxx (a weak reference) and exit 96 for it. Exit 90: cc_install failed; 91: bad
+ * arguments; 92: the crash did not happen. */
 #include "crashcapture.h"
 
 #include <pthread.h>
@@ -131,6 +135,32 @@ NOINLINE void arm64_crash_async(void) {
     g_sink++;
 }
 
+/* heap-object: a heap object the crashing function holds when it faults. Its first bytes are
+ * ARM64_HEAP_TAG (scripts/arm64-check.sh looks for them in the record's memory windows); the
+ * pointer is the leaf's argument, still in use after the faulting store (the asm), and the
+ * caller's, kept across the call (it is used after), so a register or a stack word holds it. */
+#define ARM64_HEAP_TAG "CrashCapture arm64 heap object!"   /* 31 bytes and the NUL */
+struct arm64_heap_object { char tag[32]; uint64_t words[28]; };
+NOINLINE void arm64_heap_use(struct arm64_heap_object *object) {
+    volatile int *p = (volatile int *)g_sink;
+    *p = 42;
+    __asm__ volatile("" : : "r"(object) : "memory");
+    g_sink += (intptr_t)object->words[0];
+}
+NOINLINE void arm64_crash_heap_object(void) {
+    struct arm64_heap_object *object = malloc(sizeof *object);
+    if (!object) _exit(93);
+    memcpy(object->tag, ARM64_HEAP_TAG, sizeof object->tag);
+    for (int i = 0; i < 28; i++) object->words[i] = 0xC0FFEE0000000000ull | (uint64_t)i;
+    arm64_heap_use(object);
+    g_sink += (intptr_t)object->words[1];
+    free(object);
+}
+
+/* cxx-exception: std::runtime_error("arm64 exception text") thrown two frames below
+ * arm64_crash_cxx and caught by no one (arm64_cxx.cpp). Weak: absent from the C-only builds. */
+extern void arm64_crash_cxx(void) __attribute__((weak));
+
 /* No tail calls (work after each call), so each level keeps its frame. */
 NOINLINE void arm64_level2(void (*crash)(void)) { crash(); g_sink++; }
 NOINLINE void arm64_level1(void (*crash)(void)) { arm64_level2(crash); g_sink++; }
@@ -199,6 +229,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[1], "unwinder-fault") == 0) {
         crash = arm64_crash_null;   /* with the test hook: a fault inside the unwinder after 4 frames */
         flags |= CC_FLAG_TEST_FAULT_IN_UNWINDER;
+    } else if (strcmp(argv[1], "heap-object") == 0) crash = arm64_crash_heap_object;
+    else if (strcmp(argv[1], "cxx-exception") == 0) {
+        if (!arm64_crash_cxx) return 96;   /* a C-only build: no C++ in this program */
+        crash = arm64_crash_cxx;
     } else if (strcmp(argv[1], "thread-overflow") == 0) crash = arm64_crash_thread_overflow;
     else return 91;
     if (argc < 4 || strcmp(argv[3], "nocapture") != 0) {

@@ -257,6 +257,17 @@ final class MinidumpExportTests: XCTestCase {
         XCTAssertTrue(annotations[Minidump.AnnotationKey.abortMessage]?.contains("buffer overflow detected") == true, "\(annotations)")
     }
 
+    /// Breakpad and Crashpad readers show simple annotations; the exception's type and what()
+    /// would otherwise be nowhere in the minidump.
+    func testAnUncaughtCxxExceptionIsACrashpadAnnotation() throws {
+        let path = try crash("cxx-exception")
+        let exported = try export(path)
+        XCTAssertEqual(exported.ending, .exited(0), exported.stderr)
+        let annotations = try XCTUnwrap(try parsed(exported.path)["annotations"] as? [String: String])
+        XCTAssertEqual(annotations[Minidump.AnnotationKey.cxxException],
+                       "uncaught C++ exception std::runtime_error: the order could not be priced: currency XTS", "\(annotations)")
+    }
+
     /// A record cut anywhere gives a minidump the parser reads, of what the record holds, with a
     /// note that it is incomplete; or, cut inside its file header, a one-line error and no file.
     func testATruncatedRecordGivesAMinidumpOfWhatItHoldsOrAClearError() throws {
