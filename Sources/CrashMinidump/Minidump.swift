@@ -116,6 +116,10 @@ package struct Minidump: Sendable {
             notes.append("\(withoutRegisters) of \(threads.count) threads have no registers in the record (not stopped in time): their contexts are zero")
         }
         if threads.isEmpty { notes.append("the record holds no thread: the minidump has none") }
+        if memory && threads.count > 1 {
+            let others = threads.count == 2 ? "1 other thread has" : "\(threads.count - 1) other threads have"
+            notes.append("\(others) no stack (the record keeps their frames, not their memory): a debugger shows their innermost frame; crash-inspect show, all of them")
+        }
 
         let images = record.images
         if images.contains(where: { $0.buildID.isEmpty }) {

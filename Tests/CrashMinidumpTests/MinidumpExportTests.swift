@@ -268,6 +268,17 @@ final class MinidumpExportTests: XCTestCase {
                        "uncaught C++ exception std::runtime_error: the order could not be priced: currency XTS", "\(annotations)")
     }
 
+    /// The other threads' stacks are not in the record: the export says so on stderr and in the
+    /// notes annotation (Breakpad's stackwalker logs an error for each such thread).
+    func testTheExportSaysTheOtherThreadsHaveNoStack() throws {
+        let path = try crash("secondary-thread")
+        let exported = try export(path)
+        XCTAssertEqual(exported.ending, .exited(0), exported.stderr)
+        XCTAssertTrue(exported.stderr.contains("note: 1 other thread has no stack"), exported.stderr)
+        let annotations = try XCTUnwrap(try parsed(exported.path)["annotations"] as? [String: String])
+        XCTAssertTrue(annotations[Minidump.AnnotationKey.notes]?.contains("1 other thread has no stack") == true, "\(annotations)")
+    }
+
     /// A record cut anywhere gives a minidump the parser reads, of what the record holds, with a
     /// note that it is incomplete; or, cut inside its file header, a one-line error and no file.
     func testATruncatedRecordGivesAMinidumpOfWhatItHoldsOrAClearError() throws {
