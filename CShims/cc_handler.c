@@ -303,7 +303,7 @@ static int cc__worth_a_window(uint64_t value, uint64_t sp) {
     if (value < 65536) return 0;                                      /* near null, or a small integer */
     if (value >= ((uint64_t)1 << 47)) return 0;                       /* not a canonical user address (both ABIs' 47/48 bits) */
     if (value + 4096 >= sp && value < sp + CC__STACK_WINDOW) return 0; /* the stack window keeps it */
-    return !cc__images_contains(value);                               /* code and globals: the images say them */
+    return !cc__images_contains(value);                               /* code and initialised data: the images have them (a .bss after an image's last file mapping is not in it, and gets a window) */
 }
 
 /* async-signal-safe (cc_internal.h) */

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# arm64 under emulation (scripts/test.sh runs it; about 17 s):
+# arm64 under emulation (scripts/test.sh runs it; about 21 s):
 #  1. every C file of the core (CShims, Sources/CCrashRecordLayout) compiles for aarch64 with
-#     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags;
-#  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into two aarch64 programs, one plain
-#     and one with pointer authentication (-mbranch-protection=standard), each run under
-#     qemu-aarch64-static -cpu max (which executes PAC with real keys), once without capture and
-#     once with, per crash: null-dereference, trap (__builtin_trap), abort, call-null (a call
-#     through NULL), previous-handler (the program's own SA_RESETHAND handler without
-#     SA_ONSTACK, chained), stopped-thread (a second thread in read(), stopped and unwound),
-#     blocking-thread (a second thread blocking every signal), thread-overflow (a 256 KiB thread
-#     stack overflowing into its guard page) and unwinder-fault (a test hook faults inside the
-#     unwinder after the fourth frame);
-#  3. the PAC build runs a third time as if libunwind.so.8 were not installed ("pac-frames"):
+#     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags, and so
+#     does its C++ file (CShims/cc_terminate.cpp) with aarch64-linux-gnu-g++;
+#  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into two C-only aarch64 programs (the
+#     C++ side left out: cc_cxx.c's weak stubs stand in for it, and no libstdc++ is linked), one
+#     plain and one with pointer authentication (-mbranch-protection=standard), and, with
+#     cc_terminate.cpp and Tests/Arm64Crashes/arm64_cxx.cpp, into two C++ ones linked with g++
+#     (libstdc++), arm64-crashes-cxx-plain and -pac. Each runs under qemu-aarch64-static -cpu max
+#     (which executes PAC with real keys), once without capture and once with, per crash:
+#     null-dereference, trap (__builtin_trap), abort, call-null (a call through NULL),
+#     previous-handler (the program's own SA_RESETHAND handler without SA_ONSTACK, chained),
+#     stopped-thread (a second thread in read(), stopped and unwound), blocking-thread (a second
+#     thread blocking every signal), thread-overflow (a 256 KiB thread stack overflowing into its
+#     guard page), unwinder-fault (a test hook faults inside the unwinder after the fourth
+#     frame), async-chain (a hand-made Swift async chain), heap-object (a null store in a
+#     function whose argument is a malloc'd object starting with a known text) — all with the
+#     C-only programs — and cxx-exception (std::runtime_error("arm64 exception text") thrown two
+#     frames down and caught by no one), with the C++ programs;
+#  3. the PAC builds run a third time as if libunwind.so.8 were not installed ("pac-frames"):
 #     every thread walked by its frame records alone, each record with its note; a leaf crash
 #     function's caller is then not expected, as CrashReporter.docc, "Deploying", says;
 #  4. each death is judged against the same crash without capture, and the record it left is
@@ -21,7 +28,31 @@
 #     the innermost and the outermost frames, the middle left out), what the record says of the
 #     other threads, and no frame or lr with bits above the 48-bit address space (a signed
 #     return address would have them);
-#  5. each record of the plain build is exported with `crash-inspect export --minidump` and read
+#  5. in every record (a cut-short one stops before its windows and resources: not asked for them):
+#     - the memory windows (cc__write_pointed_memory): each "*" window is labelled "*x<n>",
+#       "*fp", "*lr" or "*sp+<offset>" (8-aligned, within the 32 words read) — never "*sp", "*pc"
+#       or "*pstate", which the code leaves out by name — is at most 256 bytes, lies around the
+#       value its register (or the stack word at sp+<offset>, read from the record's stack
+#       window) holds, and that value is no small number, no non-canonical address, not in the
+#       stack window and not in an image; at most 48 of them. heap-object: a "*x<n>" or
+#       "*sp+<n>" window holds the object's text where its value points;
+#     - the resources: the CPU count is this shell's affinity count (≥ 1), the open descriptors
+#       are more than 0 and fewer than the soft RLIMIT_NOFILE, the soft and hard limits are this
+#       shell's (ulimit -Sn, -Hn: as the process had them, before the handler raised them), and
+#       the CPU identity is what the core can read here: MIDR_EL1 as the kernel exports it in
+#       sysfs. qemu-user emulates the CPU, not /sys: on an x86-64 host that file is absent, so the
+#       record must have no CPU identity (an mrs of MIDR_EL1 under -cpu max would give
+#       0x000f0510: implementer 0, part 0x051 'Q', but the core does not execute one); on an
+#       aarch64 host, the value in its file;
+#     - cxxException: none, except for cxx-exception, where it is the mangled type
+#       St13runtime_error (demangled by the host's __cxa_demangle to std::runtime_error), what()
+#       "arm64 exception text", whatState "what"; that death must be SIGABRT with the status it
+#       has without capture, libstdc++'s lines on stderr ("terminate called after throwing an
+#       instance of 'std::runtime_error'" and its what()) the same in both runs, and the frames
+#       must go abort → the verbose terminate handler → capture's cc_terminate → __cxa_throw →
+#       arm64_cxx_throw → arm64_cxx_middle → arm64_crash_cxx → arm64_level2 → arm64_level1 → main
+#       (lldb on its minidump: capture's cc_terminate);
+#  6. each record of the plain builds is exported with `crash-inspect export --minidump` and read
 #     by PyPI's minidump parser and by lldb-16 with the aarch64 program (check_minidump).
 #
 # qemu-user and SIGSEGV: a program that dies of SIGSEGV without capture ends as a SIGSEGV death
@@ -37,7 +68,8 @@
 # real Linux (docs/decisions/return-to-fault.md).
 #
 # Needs (Debian 12, as root): dpkg --add-architecture arm64 && apt-get update &&
-#   apt-get install -y gcc-aarch64-linux-gnu qemu-user-static libunwind-dev:arm64 libc6-dev:arm64
+#   apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static \
+#     libunwind-dev:arm64 libc6-dev:arm64 libstdc++6:arm64
 #   scripts/arm64-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,16 +77,20 @@ out=.build-arm64
 mkdir -p "$out"
 
 cc=aarch64-linux-gnu-gcc
+cxx=aarch64-linux-gnu-g++
 qemu=qemu-aarch64-static
-# At run time the aarch64 libraries are Debian's multiarch ones (libc6:arm64, libunwind8:arm64 in
-# /lib/aarch64-linux-gnu), not the cross toolchain's copy in /usr/aarch64-linux-gnu: with that
-# one every pthread_create hangs under qemu-aarch64-static 7.2 on this host.
+# At run time the aarch64 libraries are Debian's multiarch ones (libc6:arm64, libunwind8:arm64,
+# libstdc++6:arm64 in /lib/aarch64-linux-gnu), not the cross toolchain's copy in
+# /usr/aarch64-linux-gnu: with that one every pthread_create hangs under qemu-aarch64-static 7.2
+# on this host.
 runroot=/
 missing=()
 command -v "$cc" >/dev/null || missing+=("$cc (gcc-aarch64-linux-gnu)")
+command -v "$cxx" >/dev/null || missing+=("$cxx (g++-aarch64-linux-gnu)")
 command -v "$qemu" >/dev/null || missing+=("$qemu (qemu-user-static)")
 [ -e /usr/include/aarch64-linux-gnu/libunwind.h ] || missing+=("libunwind-dev:arm64")
 [ -e /lib/ld-linux-aarch64.so.1 ] || missing+=("/lib/ld-linux-aarch64.so.1 (libc6:arm64)")
+[ -e /usr/lib/aarch64-linux-gnu/libstdc++.so.6 ] || missing+=("/usr/lib/aarch64-linux-gnu/libstdc++.so.6 (libstdc++6:arm64)")
 if [ ${#missing[@]} -gt 0 ]; then
   echo "arm64-check: missing: ${missing[*]}" >&2
   echo "arm64-check: see the install line at the top of $0" >&2
@@ -63,26 +99,51 @@ fi
 
 includes=(-I CShims -I CShims/include -I Sources/CCrashRecordLayout/include)
 core=(CShims/*.c Sources/CCrashRecordLayout/layout.c)
+core_cxx=(CShims/*.cpp)
 
-echo "== aarch64: -Wall -Wextra -Werror over the core (${#core[@]} files), debug and release flags"
+echo "== aarch64: -Wall -Wextra -Werror over the core (${#core[@]} C files, ${#core_cxx[@]} C++), debug and release flags"
 for file in "${core[@]}"; do
   "$cc" -fsyntax-only -Wall -Wextra -Werror -O0 -DDEBUG=1 "${includes[@]}" "$file"
   "$cc" -fsyntax-only -Wall -Wextra -Werror -O2 "${includes[@]}" "$file"
 done
+for file in "${core_cxx[@]}"; do
+  "$cxx" -fsyntax-only -Wall -Wextra -Werror -O0 -DDEBUG=1 "${includes[@]}" "$file"
+  "$cxx" -fsyntax-only -Wall -Wextra -Werror -O2 "${includes[@]}" "$file"
+done
 echo "   no warnings"
 
-echo "== aarch64: the crash programs (Tests/Arm64Crashes) linked with the core, plain and with PAC"
+echo "== aarch64: the crash programs (Tests/Arm64Crashes) linked with the core, plain and with PAC, C-only and C++"
 # -g and --build-id: crash-inspect symbolicates by build-id; frame pointers and no sibling
 # calls keep the call chain the checks name. The second build signs return addresses with
 # pointer authentication (-mbranch-protection=standard: pac-ret and BTI, as Debian, Ubuntu and
 # Fedora build many arm64 libraries), which qemu's -cpu max executes with real keys.
+# The C files are compiled once per build and linked twice: by gcc alone into the C-only program
+# (cc_cxx.c's weak cc__cxx_install and cc__cxx_uninstall, no libstdc++), and by g++ with the C++
+# objects (cc_terminate.cpp's definitions win over the weak ones; libstdc++ linked) into the C++ one.
 for variant in plain pac; do
-  flags=()
-  [ "$variant" = pac ] && flags=(-mbranch-protection=standard)
-  "$cc" -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror "${flags[@]}" \
-    -Wl,--build-id "${includes[@]}" Tests/Arm64Crashes/arm64_crashes.c "${core[@]}" \
-    -lpthread -ldl -o "$out/arm64-crashes-$variant"
-  echo "   built $out/arm64-crashes-$variant"
+  flags=(-g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror "${includes[@]}")
+  [ "$variant" = pac ] && flags+=(-mbranch-protection=standard)
+  objects="$out/objects-$variant"
+  rm -rf "$objects" && mkdir -p "$objects"
+  c_objects=() cxx_objects=()
+  for file in Tests/Arm64Crashes/arm64_crashes.c "${core[@]}"; do
+    c_objects+=("$objects/$(basename "$file").o")
+    "$cc" "${flags[@]}" -c "$file" -o "${c_objects[-1]}"
+  done
+  for file in Tests/Arm64Crashes/arm64_cxx.cpp "${core_cxx[@]}"; do
+    cxx_objects+=("$objects/$(basename "$file").o")
+    "$cxx" "${flags[@]}" -c "$file" -o "${cxx_objects[-1]}"
+  done
+  "$cc" -Wl,--build-id "${c_objects[@]}" -lpthread -ldl -o "$out/arm64-crashes-$variant"
+  "$cxx" -Wl,--build-id "${c_objects[@]}" "${cxx_objects[@]}" -lpthread -ldl -o "$out/arm64-crashes-cxx-$variant"
+  # The C-only program must need no C++ runtime, the C++ one libstdc++.
+  if aarch64-linux-gnu-readelf -d "$out/arm64-crashes-$variant" | grep -q 'NEEDED.*libstdc++'; then
+    echo "arm64-check: $out/arm64-crashes-$variant (C only) needs libstdc++" >&2; exit 1
+  fi
+  if ! aarch64-linux-gnu-readelf -d "$out/arm64-crashes-cxx-$variant" | grep -q 'NEEDED.*libstdc++\.so\.6'; then
+    echo "arm64-check: $out/arm64-crashes-cxx-$variant does not link libstdc++" >&2; exit 1
+  fi
+  echo "   built $out/arm64-crashes-$variant (C only) and $out/arm64-crashes-cxx-$variant (C++, libstdc++)"
 done
 # The PAC build must really sign: its functions start with paciasp (hint #25).
 aarch64-linux-gnu-objdump -d "$out/arm64-crashes-pac" >"$out/arm64-crashes-pac.dis"
@@ -95,14 +156,29 @@ swift build --product crash-inspect >"$out/crash-inspect-build.log" 2>&1 || {
   cat "$out/crash-inspect-build.log" >&2; echo "arm64-check: crash-inspect did not build" >&2; exit 1; }
 inspect="$(swift build --show-bin-path)/crash-inspect"
 
-# run SCENARIO MODE: runs the program under qemu in a fresh directory; sets status and dir.
+# What the records' resources must say (step 5 of the header): this shell's CPU affinity and
+# descriptor limits, which the program under qemu inherits, and MIDR_EL1 as the program can read
+# it from sysfs (qemu-user passes the host's /sys through: no such file on an x86-64 host).
+expect_cpus=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+expect_nofile_soft=$(ulimit -Sn) expect_nofile_hard=$(ulimit -Hn)
+midr_file=/sys/devices/system/cpu/cpu0/regs/identification/midr_el1
+expect_cpu=""
+if [ -r "$midr_file" ]; then
+  expect_cpu=$(python3 -c 'import sys; m = int(open(sys.argv[1]).read(), 16)
+print(f"implementer 0x{(m >> 24) & 0xff:x} part 0x{(m >> 4) & 0xfff:x} r{(m >> 20) & 0xf}p{m & 0xf}")' "$midr_file")
+fi
+export expect_cpus expect_nofile_soft expect_nofile_hard expect_cpu
+
+# run SCENARIO MODE: runs the program ($program, C-only or C++) under qemu in a fresh directory;
+# sets status and dir.
+program=arm64-crashes
 run() {
   dir="$out/run-$variant-$1-$2"
   rm -rf "$dir" && mkdir -p "$dir/records"
   set +e
   # In a subshell whose own stderr is discarded: bash's "Segmentation fault" job notice, not
   # the program's stderr (which goes to $dir/stderr). 128 + N: died of signal N.
-  local binary=$out/arm64-crashes-${variant%-frames} frames_only=0
+  local binary=$out/$program-${variant%-frames} frames_only=0
   [ "$variant" != "${variant%-frames}" ] && frames_only=1
   ( ARM64_CRASHES_NO_LIBUNWIND=$frames_only timeout 120 "$qemu" -cpu max -L "$runroot" "$binary" "$1" "$dir/records" "$2" \
       >"$dir/stdout" 2>"$dir/stderr"; exit $? ) 2>/dev/null
@@ -112,6 +188,8 @@ run() {
 
 failures=0
 marker=""   # a line both runs must print on stderr (set per check)
+minidump_frame=""   # the frame lldb must name in the minidump, when not the first expected one (set per check)
+same_stderr=""   # an extended regex: the stderr lines it matches must be the same in both runs (set per check)
 fail() { echo "FAIL   $variant $scenario: $*"; failures=$((failures + 1)); }
 
 # scenario signal expected-frames...
@@ -121,6 +199,7 @@ check() {
   local expected_status=$((128 + signal))
 
   run "$scenario" nocapture
+  local plain_dir=$dir
   if [ "$status" -ne "$expected_status" ]; then
     fail "without capture: status $status, expected $expected_status (signal $signal)"; return
   fi
@@ -143,6 +222,14 @@ check() {
   if [ -n "$marker" ] && ! grep -qF "$marker" "$dir/stderr"; then
     fail "with capture: no \"$marker\" on stderr"; return
   fi
+  if [ -n "$same_stderr" ]; then
+    local before after
+    before=$(grep -E "$same_stderr" "$plain_dir/stderr" || true)
+    after=$(grep -E "$same_stderr" "$dir/stderr" || true)
+    if [ -z "$before" ] || [ "$before" != "$after" ]; then
+      fail "stderr's lines /$same_stderr/ differ: without capture [$before], with [$after]"; return
+    fi
+  fi
 
   local records=("$dir"/records/*.ccrec)
   [ -n "$expect_partial" ] && records=("$dir"/records/*.ccrec.partial)
@@ -154,16 +241,18 @@ check() {
   fi
   local verdict
   if ! verdict="$(python3 - "$dir/show.json" "$signal" "$@" <<'PY'
-import json, os, sys
+import json, os, re, sys
 record = json.load(open(sys.argv[1]))
 signal = int(sys.argv[2])
 expected = sys.argv[3:]
-if os.environ.get("variant", "").endswith("-frames") and expected[:1] in (["arm64_crash_null"], ["arm64_crash_trap"]):
+leaf_callers = {"arm64_crash_null": "arm64_level2", "arm64_crash_trap": "arm64_level2", "arm64_heap_use": "arm64_crash_heap_object"}
+if os.environ.get("variant", "").endswith("-frames") and expected[:1] and expected[0] in leaf_callers:
     # A leaf function sets up no frame record: without unwind tables its caller (the return
     # address still in lr) is not found, as the Swift backtracer does not find it either
     # (CrashReporter.docc, "Deploying",). The rest of the chain must be there.
-    expected = [name for name in expected if name != "arm64_level2"]
+    expected = [name for name in expected if name != leaf_callers[expected[0]]]
 problems = []
+said = []   # what the verdict says beyond the frames
 partial = os.environ.get("expect_partial", "")
 if partial:
     # The record stops where the salvage wrote the frames found so far, and says so.
@@ -243,10 +332,98 @@ if unstoppable:
     listed = [t for t in threads if not t.get("crashed") and t.get("stack") == "notStopped"]
     if len(listed) < int(unstoppable):
         problems.append(f"{len(listed)} threads listed as not stopped, expected at least {unstoppable}")
+# The memory windows around what the registers and the top of the stack point at
+# (cc__write_pointed_memory): labelled "*<register>" or "*sp+<offset>"; never the stack or program
+# counter or the flags (left out by name); each around its value, which is no small number, is
+# canonical, and lies neither in the stack window nor in an image.
+registers = record.get("registers") or {}
+memory = record.get("memory") or []
+def window_bytes(window):
+    return bytes.fromhex(window.get("hex", ""))
+sp = int(registers.get("sp", "0x0"), 16)
+stack = next((m for m in memory if m["label"] == "stack"), None)
+images = [(int(i["base"], 16), int(i["base"], 16) + int(i["size"])) for i in record.get("images") or []]
+pointed = [m for m in memory if m["label"].startswith("*")]
+if len(pointed) > 48:
+    problems.append(f"{len(pointed)} pointed-memory windows, at most 48")
+values = {}
+for window in pointed:
+    label, address, size = window["label"], int(window["address"], 16), len(window_bytes(window))
+    name = label[1:]
+    if name in ("sp", "pc", "pstate"):
+        problems.append(f"a window {label}: the stack and program counters and the flags are left out")
+        continue
+    if name.startswith("sp+"):
+        offset = int(name[3:]) if name[3:].isdigit() else -1
+        start = int(stack["address"], 16) if stack else -1
+        if offset < 0 or offset % 8 or offset >= 256 or start != sp:
+            problems.append(f"window {label}: not one of the top 32 stack words in the stack window at sp")
+            continue
+        value = int.from_bytes(window_bytes(stack)[offset:offset + 8], "little")
+    elif name in registers:
+        value = int(registers[name], 16)
+    else:
+        problems.append(f"window {label}: names no register of the record")
+        continue
+    values[label] = value
+    if size == 0 or size > 256 or not address <= value < address + 256:
+        problems.append(f"window {label} ({size} bytes at {window['address']}) is not around its value {value:#x}")
+    if value < 65536 or value >> 47:
+        problems.append(f"window {label}: its value {value:#x} is a small number or not a user address")
+    if stack and sp - 4096 <= value < int(stack["address"], 16) + len(window_bytes(stack)):
+        problems.append(f"window {label}: its value {value:#x} is in the stack window")
+    if any(low <= value < high for low, high in images):
+        problems.append(f"window {label}: its value {value:#x} is in an image")
+heap = os.environ.get("expect_heap", "")
+if heap:
+    # The object's first bytes where a register or a stack word points: "*x<n>" or "*sp+<n>".
+    at = lambda w: values[w["label"]] - int(w["address"], 16)
+    found = [w["label"] for w in pointed if w["label"] in values and at(w) >= 0
+             and re.fullmatch(r"\*(x[0-9]+|sp\+[0-9]+)", w["label"])
+             and window_bytes(w)[at(w):].startswith(heap.encode())]
+    if not found:
+        problems.append(f"no *x<n> or *sp+<n> window holds the heap object's {heap!r}: "
+                        + str([(w["label"], w["address"]) for w in pointed]))
+    else:
+        said.append(f"the heap object in window {', '.join(found)}")
+# The resources (not in a record cut short: they come after the crashed thread's frames).
+resources = record.get("resources")
+if not partial:
+    if not resources:
+        problems.append("no resources")
+    else:
+        cpus, open_fds = resources.get("cpuCount"), resources.get("openDescriptors")
+        soft, hard = resources.get("descriptorLimit"), resources.get("descriptorHardLimit")
+        limit = lambda text: None if text == "unlimited" else int(text)
+        if not cpus or cpus < 1 or cpus != int(os.environ["expect_cpus"]):
+            problems.append(f"resources: {cpus} CPUs, expected the affinity's {os.environ['expect_cpus']}")
+        if soft != limit(os.environ["expect_nofile_soft"]) or hard != limit(os.environ["expect_nofile_hard"]):
+            problems.append(f"resources: RLIMIT_NOFILE {soft}/{hard}, expected {os.environ['expect_nofile_soft']}/{os.environ['expect_nofile_hard']}")
+        if not open_fds or open_fds <= 0 or (soft is not None and open_fds >= soft):
+            problems.append(f"resources: {open_fds} descriptors open, expected more than 0 and fewer than {soft}")
+        cpu = os.environ.get("expect_cpu") or None
+        if resources.get("cpu") != cpu:
+            problems.append(f"resources: CPU {resources.get('cpu')!r}, expected {cpu!r}"
+                            + ("" if cpu else " (no sysfs MIDR_EL1 here: under qemu-user the core cannot read one)"))
+        if os.environ.get("scenario") == "null-dereference":
+            said.append(f"resources {cpus} CPUs, {open_fds} of {soft} descriptors, CPU {resources.get('cpu') or 'none (no sysfs MIDR_EL1 under qemu-user)'}")
+# An uncaught C++ exception: only where one was thrown.
+cxx = record.get("cxxException")
+want_cxx = os.environ.get("expect_cxx", "")
+if want_cxx:
+    mangled, demangled, what = want_cxx.split("|")
+    if not cxx:
+        problems.append("no cxxException")
+    elif (cxx.get("mangledType"), cxx.get("type"), cxx.get("what"), cxx.get("whatState")) != (mangled, demangled, what, "what"):
+        problems.append(f"cxxException {cxx}, expected {mangled} ({demangled}), what() {what!r}")
+    else:
+        said.append(f"cxxException {cxx['summary']}")
+elif cxx:
+    problems.append(f"a cxxException where none was thrown: {cxx}")
 if problems:
     print("; ".join(problems))
     sys.exit(1)
-print(" → ".join(names[:8]))
+print(" → ".join(names[:8]) + "".join("; " + line for line in said))
 PY
 )"; then
     fail "record ${records[0]}: $verdict"; return
@@ -255,20 +432,21 @@ PY
   [ -n "$expect_partial" ] && shape="cut short, with the note"
   local dump=""
   if [ "$variant" = plain ]; then
-    dump="$(check_minidump "${records[0]}" "$dir" "$signal" "$1")" || { fail "minidump: $dump"; return; }
+    dump="$(check_minidump "${records[0]}" "$dir" "$signal" "${minidump_frame:-$1}" "$out/$program-plain")" || { fail "minidump: $dump"; return; }
     dump="; minidump $dump"
   fi
   echo "ok     $variant $scenario: $death; record $shape; frames $verdict$dump"
 }
 
-# check_minidump RECORD DIR SIGNAL FIRST-FRAME: the record exported with `crash-inspect export
-# --minidump` (an aarch64 minidump: Breakpad's ARM64 context, 0x8003), read by PyPI's minidump
-# parser (Tests/Oracles/minidump_check.py: one 796-byte context per recorded thread, the crashed
-# thread's pc and sp as recorded, the signal, the executable's build-id in its CodeView record)
-# and by lldb-16 with the aarch64 program (every thread listed, the signal as the stop reason, the
-# crashed thread's backtrace naming FIRST-FRAME, unless it is an async name lldb does not know).
+# check_minidump RECORD DIR SIGNAL FIRST-FRAME PROGRAM: the record exported with `crash-inspect
+# export --minidump` (an aarch64 minidump: Breakpad's ARM64 context, 0x8003), read by PyPI's
+# minidump parser (Tests/Oracles/minidump_check.py: one 796-byte context per recorded thread, the
+# crashed thread's pc and sp as recorded, the signal, the executable's build-id in its CodeView
+# record) and by lldb-16 with the aarch64 PROGRAM (every thread listed, the signal as the stop
+# reason, the crashed thread's backtrace naming FIRST-FRAME, unless it is an async name lldb does
+# not know).
 check_minidump() {
-  local record=$1 dir=$2 signal=$3 first=$4
+  local record=$1 dir=$2 signal=$3 first=$4 program=$5
   local python=.venv-oracles/bin/python lldb
   lldb="$(command -v lldb-16 || true)"
   [ -x "$python" ] || { echo "no $python: run scripts/setup.sh"; return 1; }
@@ -277,9 +455,9 @@ check_minidump() {
     || { echo "export failed: $(head -c 400 "$dir/export.stderr")"; return 1; }
   "$python" Tests/Oracles/minidump_check.py "$dir/record.dmp" >"$dir/minidump.json" 2>"$dir/minidump.stderr" \
     || { echo "the parser refused it: $(head -c 400 "$dir/minidump.stderr")"; return 1; }
-  "$lldb" --no-lldbinit -b -c "$dir/record.dmp" "$out/arm64-crashes-plain" -o "thread list" -o "bt" \
+  "$lldb" --no-lldbinit -b -c "$dir/record.dmp" "$program" -o "thread list" -o "bt" \
     >"$dir/lldb.out" 2>&1 || { echo "lldb-16 failed: $(tail -c 400 "$dir/lldb.out")"; return 1; }
-  python3 - "$dir/show.json" "$dir/minidump.json" "$dir/lldb.out" "$signal" "$first" "$out/arm64-crashes-plain" <<'PY'
+  python3 - "$dir/show.json" "$dir/minidump.json" "$dir/lldb.out" "$signal" "$first" "$program" <<'PY'
 import json, subprocess, sys
 record, dump = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 lldb, signal, first, program = open(sys.argv[3]).read(), int(sys.argv[4]), sys.argv[5], sys.argv[6]
@@ -300,7 +478,7 @@ exception = dump.get("exception") or {}
 if exception.get("code") != signal or exception.get("thread") != crashed["tid"]:
     problems.append(f"exception {exception}")
 build_id = subprocess.run(["readelf", "-n", program], capture_output=True, text=True).stdout.split("Build ID: ")[1].split()[0]
-if not any(m["name"].endswith("/arm64-crashes-plain") and m["buildID"] == build_id and m["cvSignature"] == 0x4270454C for m in dump["modules"]):
+if not any(m["name"].endswith("/" + program.rsplit("/", 1)[-1]) and m["buildID"] == build_id and m["cvSignature"] == 0x4270454C for m in dump["modules"]):
     problems.append(f"no BpEL CodeView record with the program's build-id {build_id}")
 for tid in tids:
     if f"tid = {tid}," not in lldb:
@@ -322,11 +500,15 @@ echo "== under $qemu -cpu max, each crash without and with capture"
 # pac-frames: the PAC build again, as if libunwind.so.8 were not installed (a slim image): every
 # thread walked by its frame records alone.
 for variant in plain pac pac-frames; do
-  export variant
+  export variant scenario
   # What the record must say beyond the signal and the frames (set per check, then cleared):
   expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable="" expect_partial=""
-  export expect_code expect_fault expect_bottom expect_other expect_unstoppable expect_partial
-  clear_expect() { expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable="" expect_partial=""; }
+  expect_heap="" expect_cxx=""
+  export expect_code expect_fault expect_bottom expect_other expect_unstoppable expect_partial expect_heap expect_cxx
+  clear_expect() {
+    expect_code="" expect_fault="" expect_bottom="" expect_other="" expect_unstoppable="" expect_partial=""
+    expect_heap="" expect_cxx=""
+  }
   segv_null() { clear_expect; expect_code=SEGV_MAPERR expect_fault=zero; }
 
   segv_null
@@ -362,6 +544,20 @@ for variant in plain pac pac-frames; do
   # signed in the PAC build): the async callers follow it, stripped, named by their symbols.
   segv_null
   check async-chain 11 "~arm64crashes.leaf()" "~arm64crashes.middle()" "~arm64crashes.outer()"
+  # A null store in a function whose argument (and its caller's kept value) is a malloc'd object:
+  # the record keeps a window of it, labelled by the register or stack word pointing at it.
+  segv_null; expect_heap="CrashCapture arm64 heap object!"
+  check heap-object 11 arm64_heap_use arm64_crash_heap_object arm64_level2 arm64_level1 main
+  # An uncaught std::runtime_error, with the C++ program: capture's terminate handler (chained in
+  # front of libstdc++'s verbose one) notes its type and what(), the verbose one prints them and
+  # aborts as without capture.
+  clear_expect; expect_cxx="St13runtime_error|std::runtime_error|arm64 exception text"
+  program=arm64-crashes-cxx minidump_frame="(anonymous namespace)::cc_terminate()"
+  marker="terminate called after throwing an instance of 'std::runtime_error'"
+  same_stderr="^(terminate called|  what\(\): )"
+  check cxx-exception 6 abort "__gnu_cxx::__verbose_terminate_handler()" "(anonymous namespace)::cc_terminate()" \
+    __cxa_throw arm64_cxx_throw arm64_cxx_middle arm64_crash_cxx arm64_level2 arm64_level1 main
+  program=arm64-crashes minidump_frame="" marker="" same_stderr=""
 done
 
 # A record of the live process (cc_snapshot, what hang detection writes): the process goes on and
