@@ -52,7 +52,12 @@ public final class CrashReporting: Sendable {
         public var sentryDist: String? = Self.environmentVariable("SENTRY_DIST")
         /// Release health: each run a Sentry session (on by default, as Sentry's SDKs have it).
         /// Off, only crashes are sent: a launch after a run that ended without one sends nothing.
+        /// The sessions of runs that ended without a crash are sent together, by a process that
+        /// has lived 5 s or once the oldest has waited an hour: a command-line tool pays no
+        /// request per launch (the Sentry article, "Release health").
         public var sentrySessions = true
+        /// When those sessions are sent (tests send each at once).
+        package var sentrySessionBatching = SessionBatching()
         /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
         /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
         /// reported in ``CrashReporting/sentryDSNError``.
@@ -275,7 +280,7 @@ public final class CrashReporting: Sendable {
                                                           dist: configuration.sentryDist,
                                                           serverName: configuration.sentryData.hostDetails ? HostName.current() : nil),
                                     appVersion: configuration.appVersion, recordDirectory: configuration.recordDirectory,
-                                    sessions: configuration.sentrySessions)
+                                    sessions: configuration.sentrySessions, sessionBatching: configuration.sentrySessionBatching)
             } else {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }

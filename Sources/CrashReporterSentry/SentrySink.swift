@@ -117,6 +117,29 @@ extension RecordSinkID {
     package static let sentry = RecordSinkID("sentry")!
 }
 
+/// When the sessions of ended runs are sent: together, by a process that can afford the round
+/// trip. A run's session is a file from the launch that learns how the run ended, dated when the
+/// run ended; the files are sent in one envelope (up to ``maxSessions`` runs), and only once this
+/// process has lived ``processAge`` (a server, a long job: in the background, as before) or the
+/// oldest run ended ``batchAge`` ago (a command-line tool that never lives that long: the first
+/// launch after that sends every run since, and its exit waits for that one request). Until then
+/// the files wait and `shutdown` does not wait for them. A crash's event, and the crashed run's
+/// session with it, is never held back.
+package struct SessionBatching: Sendable, Equatable {
+    package var processAge: Duration
+    package var batchAge: Duration
+    package var maxSessions: Int
+
+    package init(processAge: Duration = .seconds(5), batchAge: Duration = .seconds(3600), maxSessions: Int = 100) {
+        self.processAge = processAge
+        self.batchAge = batchAge
+        self.maxSessions = max(1, maxSessions)
+    }
+
+    /// Every session as soon as it is known (each launch sends the last run's: a request per launch).
+    package static let immediate = SessionBatching(processAge: .zero, batchAge: .zero)
+}
+
 /// The Sentry sink (see the file comment).
 // @unchecked: `sessionFiles` is guarded by `lock`; `limits`, `discards` and `persistedLoaded` are the worker thread's.
 package final class SentrySink: CrashRecordSink, @unchecked Sendable {
@@ -191,12 +214,20 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     let recordDirectory: String?
     /// Whether runs become sessions (release health).
     let sessions: Bool
+    /// When their sessions are sent (``SessionBatching``).
+    let sessionBatching: SessionBatching
+    /// When this sink was made (about when the process started): how long it has lived.
+    private let made = ContinuousClock.now
     /// The session's `did`.
     private let installation = Mutex<String??>(nil)
     private let lock = Mutex(())
     // Guarded by `lock`.
     /// Session envelopes waiting in `<records>/sessions` (files, so a run's session outlives this process).
     private var sessionFiles: [String] = []
+    /// When each of them was written, in ms since the epoch.
+    private var sessionWritten: [String: Int64] = [:]
+    /// The last batch was refused whole (400…): send one session at a time until one goes.
+    private var sessionsSingly = false
     /// Sentry's rate limits per category and the discards not yet reported: the worker thread's,
     /// read from beside the records on its first step (the crash-time uploader's too) and written
     /// back when they change.
@@ -209,8 +240,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     ///   - envelope: the envelope builder; nil: ``envelope(data:publicKey:beforeSend:)`` without a hook.
     package init(dsn: SentryDSN, policy: UploadPolicy = UploadPolicy(), data: CrashDataPolicy = CrashDataPolicy(),
                  envelope: SentryEnvelopeMaker? = nil, facts: SentryRunFacts? = nil, appVersion: String? = nil,
-                 recordDirectory: String? = nil, sessions: Bool = true) {
+                 recordDirectory: String? = nil, sessions: Bool = true, sessionBatching: SessionBatching = SessionBatching()) {
         self.sessions = sessions
+        self.sessionBatching = sessionBatching
         self.dsn = dsn
         self.data = data
         self.facts = facts ?? SentryRunFacts(release: nil, environment: nil, dist: nil, serverName: nil)
@@ -281,8 +313,15 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     package func prepareLaunch() -> String? {
         guard let directory = sessionsDirectory, let names = try? RecordFileName.names(in: directory, including: { $0.hasSuffix(".envelope") })
         else { return nil }
-        if !names.isEmpty { queueSessions(names.map { directory + "/" + $0 }) }
+        // Woken at the end of the launch, with this launch's ended runs queued too: one envelope.
+        if !names.isEmpty { queueSessions(names.map { directory + "/" + $0 }, wake: false) }
         return nil
+    }
+
+    /// The launch is over: the sessions queued (left by earlier launches, or of the runs it
+    /// learned had ended) go when they are due.
+    package func finishLaunch() {
+        if lock.withLock({ _ in !sessionFiles.isEmpty }) { sender.wake() }
     }
 
     /// Each run that exited or was killed becomes a session (`exited`, `abnormal`), written to
@@ -328,16 +367,45 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             let path = directory + "/" + run.runID + ".envelope"
             guard (try? Directory.create(directory)) != nil,
                   SmallFile.replace(path, with: SentryEnvelope.sessions([session], sentAt: nil)) else { return false }
+            // Dated when the run ended: its wait for a batch is counted from then (SessionBatching),
+            // so that a tool run every few days sends each run's session at the next launch,
+            // well inside Relay's window.
+            let end = timespec(tv_sec: Int(ended / 1000), tv_nsec: Int(ended % 1000) * 1_000_000)
+            var times = [end, end]
+            _ = utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
             written.append(path)
         }
         sender.update { $0.sessionsTooOld += tooOld }
-        if !written.isEmpty { queueSessions(written) }
+        if !written.isEmpty { queueSessions(written, wake: false) }
         return true
     }
 
-    private func queueSessions(_ paths: [String]) {
-        lock.withLock { _ in sessionFiles += paths.filter { !sessionFiles.contains($0) } }
-        sender.wake()
+    private func queueSessions(_ paths: [String], wake: Bool = true) {
+        var written: [String: Int64] = [:]
+        for path in paths {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            written[path] = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+        }
+        lock.withLock { _ in
+            sessionFiles += paths.filter { !sessionFiles.contains($0) }
+            sessionWritten.merge(written) { old, _ in old }
+        }
+        if wake { sender.wake() }
+    }
+
+    /// How long until the waiting sessions are due (``SessionBatching``): zero when they are,
+    /// nil when none waits.
+    private func sessionsDueIn() -> Duration? {
+        let (waiting, oldest) = lock.withLock { _ in (!sessionFiles.isEmpty, sessionFiles.compactMap { sessionWritten[$0] }.min()) }
+        guard waiting else { return nil }
+        let lived = ContinuousClock.now - made
+        var due = sessionBatching.processAge - lived
+        if let oldest {
+            let age = Duration.milliseconds(Self.nowMilliseconds() - oldest)
+            due = min(due, sessionBatching.batchAge - age)
+        }
+        return max(due, .zero)
     }
 
     /// Sends until nothing is queued or `deadline` passes, then stops: a request in flight at
@@ -346,8 +414,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     @discardableResult
     package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
         // Nothing was ever queued (no sender made): nothing to wait for, nothing to make now.
-        guard senderCell.isMade else { return lock.withLock { _ in sessionFiles.isEmpty } }
-        return sender.finish(deadline: deadline) { lock.withLock { _ in sessionFiles.isEmpty } }
+        // Sessions not yet due are not waited for: they stay in their files (SessionBatching).
+        let done = { self.sessionsDueIn().map { $0 > .zero } ?? true }
+        if !done() { sender.wake() }   // due, and queued by a launch that did not finish (a sink used alone)
+        guard senderCell.isMade else { return true }
+        return sender.finish(deadline: deadline, alsoDone: done)
     }
 
     /// Now, in ms since the epoch (what the rate limits are kept in).
@@ -517,52 +588,76 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// Sends the first waiting session envelope while holding its file's lease (another process
     /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
+    /// The sessions waiting, when they are due: up to ``SessionBatching/maxSessions`` runs in one
+    /// envelope, each file leased while it is sent (another process sending it is left to it) and
+    /// read as untrusted (a link is never followed; a file that is not a session envelope of ours
+    /// is deleted unsent). Not due: a pause until they are, or, while `shutdown` waits, nothing.
     private func sessionStep() -> UploadWorker.Step {
-        guard let path = lock.withLock({ _ in sessionFiles.first }) else { return .idle }
-        let run = String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope")
-        if let refused = sender.configurationError {
-            // In its file for a later launch.
-            lock.withLock { _ in sessionFiles.removeAll { $0 == path } }
-            sender.update { $0.kept["sessions/" + run] = refused }
-            return .sent
-        }
-        // Held back by Sentry: waits (in its file, for a later launch if need be).
-        if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
-        func dequeue(_ update: (inout Report) -> Void = { _ in }) {
-            lock.withLock { _ in sessionFiles.removeAll { $0 == path } }
+        guard let dueIn = sessionsDueIn() else { return .idle }
+        if dueIn > .zero { return sender.worker.isFinishing ? .idle : .pause(dueIn) }
+        let (paths, singly) = lock.withLock { _ in (Array(sessionFiles.prefix(sessionBatching.maxSessions)), sessionsSingly) }
+        func runOf(_ path: String) -> String { String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope") }
+        func dequeue(_ done: [String], _ update: (inout Report) -> Void = { _ in }) {
+            lock.withLock { _ in
+                sessionFiles.removeAll { done.contains($0) }
+                done.forEach { sessionWritten[$0] = nil }
+            }
             sender.update { report in
                 update(&report)
                 report.lastError = nil
             }
         }
-        guard let lease = RecordLease(path: path) else {
-            dequeue()   // gone (sent by another process), or being sent by one
+        if let refused = sender.configurationError {
+            // In their files for a later launch.
+            dequeue(paths) { report in for path in paths { report.kept["sessions/" + runOf(path)] = refused } }
             return .sent
         }
-        defer { lease.release() }
+        // Held back by Sentry: waits (in its file, for a later launch if need be).
+        if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
         // A session envelope is a few hundred bytes: a longer file is not one of ours.
         let maxBytes = 64 * 1024
-        guard let (bytes, _) = SmallFile.read(path, limit: maxBytes + 1, followLinks: false), bytes.count <= maxBytes,
-              let url = dsn.envelopeURL else {
-            unlink(path)
-            dequeue { $0.quarantined["sessions/" + run] = "not a session envelope (unreadable, or over 64 KiB)" }
-            return .sent
+        var batch: [(path: String, lease: RecordLease)] = []
+        var payloads: [[UInt8]] = []
+        for path in paths where !(singly && !batch.isEmpty) {
+            guard let lease = RecordLease(path: path) else {
+                dequeue([path])   // gone (sent by another process), or being sent by one
+                continue
+            }
+            guard let (bytes, _) = SmallFile.read(path, limit: maxBytes + 1, followLinks: false), bytes.count <= maxBytes,
+                  let items = SentryEnvelope.sessionPayloads(of: bytes) else {
+                unlink(path)
+                lease.release()
+                dequeue([path]) { $0.quarantined["sessions/" + runOf(path)] = "not a session envelope (unreadable, over 64 KiB, or with other items)" }
+                continue
+            }
+            batch.append((path, lease))
+            payloads += items
         }
-        switch post(bytes, url: url, category: .session) {
+        defer { batch.forEach { $0.lease.release() } }
+        let sending = batch.map(\.path)
+        guard !sending.isEmpty, let url = dsn.envelopeURL else { return .sent }
+        switch post(SentryEnvelope.sessions(payloads: payloads, sentAt: nil), url: url, category: .session) {
         case .accepted:
-            unlink(path)
-            dequeue { $0.sessionsSent.append(run) }
+            sending.forEach { unlink($0) }
+            lock.withLock { _ in sessionsSingly = false }
+            dequeue(sending) { $0.sessionsSent += sending.map(runOf) }
             return .sent
         case .stopped:
             return .stopped
         case .retry(let after), .serverError(_, let after):
             return .failed(retryAfter: after)
         case .refused(let why):
-            unlink(path)
-            dequeue { $0.quarantined["sessions/" + run] = why }
+            // One bad session must not lose the others: a batch refused whole is sent again one
+            // at a time, and only a session refused alone is given up.
+            if sending.count > 1 {
+                lock.withLock { _ in sessionsSingly = true }
+                return .sent
+            }
+            sending.forEach { unlink($0) }
+            dequeue(sending) { report in for path in sending { report.quarantined["sessions/" + runOf(path)] = why } }
             return .sent
         case .kept(let why):
-            dequeue { $0.kept["sessions/" + run] = why }
+            dequeue(sending) { report in for path in sending { report.kept["sessions/" + runOf(path)] = why } }
             return .sent
         }
     }

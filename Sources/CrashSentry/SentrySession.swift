@@ -146,8 +146,53 @@ extension SentryEnvelope {
 
     /// One `session` item, its header and its line.
     static func sessionItem(_ session: SentrySession) -> [UInt8] {
-        let body = json(session)
-        return json(SentryItemHeader(type: "session", length: body.count, contentType: "application/json")) + [0x0A] + body + [0x0A]
+        sessionItem(payload: json(session))
+    }
+
+    private static func sessionItem(payload: [UInt8]) -> [UInt8] {
+        json(SentryItemHeader(type: "session", length: payload.count, contentType: "application/json")) + [0x0A] + payload + [0x0A]
+    }
+
+    /// An envelope of many runs' sessions (Relay takes up to 100 in one), each payload as it is.
+    package static func sessions(payloads: [[UInt8]], sentAt: Date?) -> [UInt8] {
+        var out = json(SentryEnvelopeHeader(eventID: nil, sentAt: sentAt.map(isoTime), trace: nil)) + [0x0A]
+        for payload in payloads { out += sessionItem(payload: payload) }
+        return out
+    }
+
+    /// The session payloads of an envelope a file holds (one that ``sessions(_:sentAt:)`` wrote),
+    /// checked as untrusted input: every item a `session` of its stated length whose payload is
+    /// a JSON object with a string `sid`; nil when anything else is there (not ours to send).
+    package static func sessionPayloads(of envelope: [UInt8]) -> [[UInt8]]? {
+        struct ItemHeader: Decodable { var type: String; var length: Int? }
+        struct Payload: Decodable { var sid: String }
+        struct Header: Decodable {}   // any JSON object
+        func line(from start: Int) -> (bytes: ArraySlice<UInt8>, next: Int)? {
+            guard start < envelope.count else { return nil }
+            let end = envelope[start...].firstIndex(of: 0x0A) ?? envelope.count
+            return (envelope[start..<end], end + 1)
+        }
+        guard let header = line(from: 0), (try? JSONDecoder().decode(Header.self, from: Data(header.bytes))) != nil else { return nil }
+        var payloads: [[UInt8]] = []
+        var at = header.next
+        while at < envelope.count {
+            guard let itemLine = line(from: at), !itemLine.bytes.isEmpty,
+                  let item = try? JSONDecoder().decode(ItemHeader.self, from: Data(itemLine.bytes)), item.type == "session" else { return nil }
+            let payload: ArraySlice<UInt8>
+            if let length = item.length {
+                guard length >= 0, itemLine.next + length <= envelope.count else { return nil }
+                payload = envelope[itemLine.next..<(itemLine.next + length)]
+                at = itemLine.next + length
+                if at < envelope.count { guard envelope[at] == 0x0A else { return nil }; at += 1 }
+            } else {
+                guard let body = line(from: itemLine.next) else { return nil }
+                payload = body.bytes
+                at = body.next
+            }
+            guard (try? JSONDecoder().decode(Payload.self, from: Data(payload))) != nil else { return nil }
+            payloads.append(Array(payload))
+        }
+        return payloads.isEmpty ? nil : payloads
     }
 }
 

@@ -58,6 +58,9 @@ package final class UploadWorker: @unchecked Sendable {
     private var flushRequested = 0
     private var flushCompleted = 0
     private var resumeAt: SuspendingClock.Instant
+    /// `resumeAt` is a step's `.pause` (waiting for something to be due), not a failure's
+    /// backoff: `finish` ends it, so that the step says at once what must still go.
+    private var pausing = false
     private var nextTimer: SuspendingClock.Instant
     private var stopping = false
     private var stopDeadline = SuspendingClock.Instant.now.advanced(by: .seconds(1e9))
@@ -97,6 +100,9 @@ package final class UploadWorker: @unchecked Sendable {
     /// Whether the stop deadline has passed (a sender checks between requests).
     package var isStopping: Bool { cond.withLock { stopping && clock.now >= stopDeadline } }
 
+    /// Whether `finish` was called: the worker sends what must go before the deadline, then stops.
+    package var isFinishing: Bool { cond.withLock { stopping } }
+
     /// Steps until one says `.idle` or `deadline` passes. Returns whether it got to `.idle`.
     package func flush(deadline: SuspendingClock.Instant) -> Bool {
         cond.lock()
@@ -120,6 +126,7 @@ package final class UploadWorker: @unchecked Sendable {
         cond.withLock {
             stopping = true
             stopDeadline = deadline
+            if pausing { resumeAt = clock.now }
             cond.broadcast()
         }
         let drained = flush(deadline: deadline)
@@ -168,9 +175,16 @@ package final class UploadWorker: @unchecked Sendable {
                     failures += 1
                     let delay = HTTPExchange.backoff(failures: failures, initial: policy.initialRetryDelay,
                                                      maximum: policy.maxRetryDelay, retryAfter: retryAfter)
-                    cond.withLock { resumeAt = clock.now.advanced(by: delay) }
+                    cond.withLock {
+                        resumeAt = clock.now.advanced(by: delay)
+                        pausing = false
+                    }
                 case .pause(let delay):
-                    cond.withLock { resumeAt = clock.now.advanced(by: min(delay, policy.maxRetryDelay)) }
+                    cond.withLock {
+                        resumeAt = clock.now.advanced(by: min(delay, policy.maxRetryDelay))
+                        pausing = true
+                        wakeRequested = true   // the next step follows the pause
+                    }
                 case .idle, .stopped:
                     break
                 }

@@ -81,6 +81,9 @@ extension CrashHarness {
         @Flag(name: .customLong("check-setup"), help: "Instead of a launch: CrashReporting.verifySetup with this configuration; print what each sink answered, exit 0 when every sink has the crash, else 1.")
         var checkSetup = false
 
+        @Option(help: "When the sessions of ended runs are sent: immediate (each launch sends the last run's: what the tests check the sessions with) or batched (the library's default: after 5 s of life, or once the oldest waited an hour).")
+        var sessions = "immediate"
+
         @Option(help: "The scope's user: ID or ID,EMAIL.")
         var user: String?
 
@@ -93,6 +96,7 @@ extension CrashHarness {
                 throw ValidationError("--context \(pair): NAME.KEY=VALUE expected")
             }
             guard ["shutdown", "exit", "hold"].contains(end) else { throw ValidationError("--end must be shutdown, exit or hold") }
+            guard ["immediate", "batched"].contains(sessions) else { throw ValidationError("--sessions must be immediate or batched") }
             if let startFirst, !["capture", "reporter", "both"].contains(startFirst) {
                 throw ValidationError("--start-first must be capture, reporter or both")
             }
@@ -132,6 +136,7 @@ extension CrashHarness {
                                                              appVersion: CrashCaptureLibrary.version, sentryDSN: sentryDSN)
             if let store { configuration.sinks = [SensorsAnalytics(storePath: store, endpoint: endpoint.flatMap(URL.init(string:)))] }
             configuration.crashTimeUploader = crashTimeUploader
+            configuration.sentrySessionBatching = sessions == "batched" ? SessionBatching() : .immediate
             if let sentryData {
                 configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
             }

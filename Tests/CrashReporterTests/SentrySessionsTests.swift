@@ -148,7 +148,8 @@ final class SentrySessionsTests: XCTestCase {
     func testARunThatEndedBeforeTheWindowIsCountedAndAWeekLongRunIsOneSession() throws {
         let directory = try Scratch.directory("sessions-old")
         let server = try TestHTTPServer()
-        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
+        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory,
+                              sessionBatching: .immediate)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let day: Int64 = 86_400_000
         func run(_ id: String, startedDaysAgo days: Int64, end: RunEnd) -> EndedRun {
@@ -189,8 +190,8 @@ final class SentrySessionsTests: XCTestCase {
 extension SentrySessionsTests {
     /// Sessions left by a launch that ended before Sentry had them are sent by the next; the
     /// directory is untrusted like the records': a symbolic link is never followed (what it
-    /// points at never leaves), an oversized file is deleted unsent, and a session Sentry refuses
-    /// (4xx) is given up rather than sent forever.
+    /// points at never leaves), an oversized file and one that is no session envelope of ours
+    /// are deleted unsent.
     func testLeftoverSessionsAreSentAndHostileFilesNeverLeave() throws {
         let directory = try Scratch.directory("sessions-leftover")
         let sessions = directory + "/sessions"
@@ -206,7 +207,8 @@ extension SentrySessionsTests {
         try Data(repeating: 0x41, count: 1 << 20).write(to: URL(fileURLWithPath: sessions + "/huge.envelope"))
         try Data("not an envelope\n".utf8).write(to: URL(fileURLWithPath: sessions + "/garbage.envelope"))
         let server = try TestHTTPServer { request in request.body.contains("not an envelope") ? .status(400) : .status(200) }
-        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory)
+        let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")), recordDirectory: directory,
+                              sessionBatching: .immediate)
         XCTAssertNil(sink.prepareLaunch())
         XCTAssertTrue(sink.shutdown(deadline: .now.advanced(by: .seconds(30))))
         let bodies = server.allRequests.map(\.body)
@@ -217,7 +219,7 @@ extension SentrySessionsTests {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: sessions).sorted(), ["link.envelope"],
                        "sent and refused files deleted; the link left alone")
         XCTAssertEqual(try String(contentsOfFile: secret, encoding: .utf8), "SECRET-\(getpid())", "the link's target untouched")
-        XCTAssertEqual(server.allRequests.count, 2, "the session and the garbage (refused)")
+        XCTAssertEqual(server.allRequests.count, 1, "the session alone: the garbage is no session envelope and never left")
         let (_, received) = try self.sessions(server) { !$0.body.contains("not an envelope") }
         XCTAssertEqual(received.count, 1)
     }
@@ -244,7 +246,7 @@ extension SentrySessionsTests {
         }
         let sink = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1")),
                               facts: SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: nil),
-                              recordDirectory: records)
+                              recordDirectory: records, sessionBatching: .immediate)
         _ = CrashReporting.deliverRecords(in: records, sinks: [sink])
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         XCTAssertTrue(sink.takeRuns([EndedRun(start: RunStart(runID: "killed", process: .current, startWallMilliseconds: now - 1000,

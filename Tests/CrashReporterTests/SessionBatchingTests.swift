@@ -1,0 +1,199 @@
+// SessionBatchingTests.swift — release health without a request per launch: the sessions of runs
+// that ended without a crash wait in their files until a process can afford the round trip (it
+// has lived 5 s, or the oldest has waited an hour), then go together in one envelope; checked on
+// real `crash-harness deliver --sessions batched` processes (the library's default) against a
+// loopback Sentry, with Sentry's own code (sentry_sdk's envelope parser and Session model, Relay's
+// normalizer) on what arrives: each run once, nothing lost, nothing sent twice when several
+// processes launch at once.
+import ProcessSpawning
+@testable import CrashReporter
+import CrashSentry
+import HostFacts
+import Foundation
+import TestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+@testable import CrashReporterSentry
+#endif
+
+final class SessionBatchingTests: XCTestCase {
+    let environment = ["SWIFT_BACKTRACE": "enable=no", "SENTRY_ENVIRONMENT": "staging"]
+
+    func deliver(_ records: String, _ arguments: [String]) throws {
+        let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", records, "--sessions", "batched"] + arguments,
+                                         environment: environment, timeout: 120)
+        XCTAssertEqual(child.ending, .exited(0), arguments.joined(separator: " "))
+    }
+
+    /// The session files waiting in `records/sessions`.
+    func waiting(_ records: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: records + "/sessions")) ?? []).filter { $0.hasSuffix(".envelope") }.sorted()
+    }
+
+    /// Makes the waiting files look written `seconds` ago, as they would be after that long.
+    func age(_ records: String, by seconds: Int) {
+        let then = time(nil) - seconds
+        for name in waiting(records) {
+            var times = [timeval(tv_sec: then, tv_usec: 0), timeval(tv_sec: then, tv_usec: 0)]
+            XCTAssertEqual(utimes(records + "/sessions/" + name, &times), 0)
+        }
+    }
+
+    /// The session payloads of every request, through sentry_sdk's parser and Relay's normalizer.
+    func received(_ server: TestHTTPServer) throws -> [[String: Any]] {
+        let directory = try Scratch.directory("batched-received")
+        var files: [String] = []
+        for (index, request) in server.allRequests.enumerated() {
+            let file = directory + "/\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            files.append(file)
+        }
+        guard !files.isEmpty else { return [] }
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_sessions.py", files).utf8)) as? [String: Any])
+        XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
+        return (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
+    }
+
+    /// A command-line tool's launches: each short, none sends a request; the runs' sessions wait.
+    /// Once the oldest has waited an hour, the next launch sends every one of them in one
+    /// envelope, each once, with its status, and deletes their files.
+    func testShortLaunchesSendNoRequestUntilTheOldestSessionHasWaitedAnHourThenOneForAll() throws {
+        let records = try Scratch.directory("batched-cli") + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "first"])
+        try deliver(records, dsn + ["--run-id", "second", "--end", "exit"])
+        try deliver(records, dsn + ["--run-id", "third"])
+        XCTAssertEqual(server.allRequests.count, 0, "no launch paid a request")
+        XCTAssertEqual(waiting(records), ["first.envelope", "second.envelope"], "the runs told so far wait in their files")
+
+        age(records, by: 3700)
+        try deliver(records, dsn + ["--run-id", "fourth"])
+        XCTAssertEqual(server.allRequests.count, 1, "one request for every run since")
+        let sessions = try received(server)
+        let sids = sessions.compactMap { $0["sid"] as? String }
+        XCTAssertEqual(sids.sorted(), ["first", "second", "third"].map(SentrySession.sessionID).sorted())
+        XCTAssertTrue(sessions.allSatisfy { $0["status"] as? String == "exited" && ($0["attrs"] as? [String: Any])?["environment"] as? String == "staging" })
+        XCTAssertEqual(waiting(records), [], "sent, and their files deleted")
+
+        // The control: the same launches with every session sent at once pay a request each.
+        let eager = try TestHTTPServer()
+        let eagerRecords = try Scratch.directory("batched-cli-control") + "/records"
+        for run in ["a", "b", "c"] {
+            let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", eagerRecords, "--sessions", "immediate",
+                                                                     "--sentry-dsn", "http://key@127.0.0.1:\(eager.port)/1", "--run-id", run],
+                                             environment: environment, timeout: 120)
+            XCTAssertEqual(child.ending, .exited(0))
+        }
+        XCTAssertEqual(eager.allRequests.count, 2, "a request per launch after the first")
+    }
+
+    /// A process that lives on (a server, a long job) sends the sessions waiting once it has lived
+    /// 5 s, in the background, without ending.
+    func testAProcessThatLivesOnSendsTheWaitingSessionsAfterFiveSeconds() throws {
+        let directory = try Scratch.directory("batched-server")
+        let records = directory + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "before"])
+        let ready = directory + "/ready"
+        let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--sessions", "batched", "--run-id", "server",
+                                                                  "--end", "hold", "--ready-file", ready] + dsn, environment: environment)
+        defer { Glibc.kill(held.pid, SIGKILL); _ = held.wait(timeout: 30) }
+        XCTAssertTrue(Harness.waitForFile(ready))
+        XCTAssertEqual(server.allRequests.count, 0, "not yet: the process may be a short one")
+        let deadline = Date().addingTimeInterval(30)
+        while server.allRequests.isEmpty && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(server.allRequests.count, 1, "sent while the process lives on")
+        XCTAssertEqual(try received(server).compactMap { $0["sid"] as? String }, [SentrySession.sessionID("before")])
+        XCTAssertEqual(waiting(records), [])
+    }
+
+    /// Ten processes launch at once over forty waiting sessions (an hour old): each run's session
+    /// reaches Sentry exactly once, however the processes divide them.
+    func testTenProcessesLaunchingAtOnceSendEachWaitingSessionOnce() throws {
+        let records = try Scratch.directory("batched-concurrent") + "/records"
+        let server = try TestHTTPServer()
+        let writer = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://key@127.0.0.1:9/1")), recordDirectory: records)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let runs = (0..<40).map { index in
+            EndedRun(start: RunStart(runID: "waiting-\(index)", process: .current, startWallMilliseconds: now - 60_000, startMonotonicNanoseconds: 0,
+                                     appName: "crash-harness", appVersion: "1", oomKills: nil),
+                     end: .exited(wallMilliseconds: now - 30_000, durationNanoseconds: 30_000_000_000))
+        }
+        XCTAssertTrue(writer.takeRuns(runs))
+        XCTAssertTrue(writer.shutdown(deadline: .now.advanced(by: .seconds(5))), "not due in the writer: nothing to wait for")
+        XCTAssertEqual(waiting(records).count, 40)
+        age(records, by: 3700)
+
+        let children = try (0..<10).map { index in
+            try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--sessions", "batched", "--run-id", "launch-\(index)",
+                                                           "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"], environment: environment)
+        }
+        for child in children { XCTAssertEqual(child.wait(timeout: 120).ending, .exited(0)) }
+        let sids = try received(server).compactMap { $0["sid"] as? String }
+        let counted = Dictionary(sids.map { ($0, 1) }, uniquingKeysWith: +)
+        XCTAssertEqual(counted.filter { $0.value > 1 }, [:], "no session sent twice")
+        for run in runs { XCTAssertEqual(counted[SentrySession.sessionID(run.runID)], 1, run.runID) }
+        XCTAssertEqual(waiting(records).filter { $0.hasPrefix("waiting-") }, [], "every waiting session sent")
+        XCTAssertLessThanOrEqual(server.allRequests.count, 10, "together, not one request per session")
+    }
+
+    /// A session's wait is counted from when its run ended: a tool run once a day sends the last
+    /// run's session at the next launch (well inside Relay's 5 days), and a run that ended a minute
+    /// ago waits.
+    func testARunThatEndedOverAnHourAgoIsSentByTheLaunchThatLearnsItAndARecentOneWaits() throws {
+        let records = try Scratch.directory("batched-daily") + "/records"
+        let server = try TestHTTPServer()
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func ended(_ id: String, minutesAgo: Int64) -> EndedRun {
+            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - minutesAgo * 60_000 - 3000,
+                                     startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
+                     end: .exited(wallMilliseconds: now - minutesAgo * 60_000, durationNanoseconds: 3_000_000_000))
+        }
+        let recent = SentrySink(dsn: dsn, recordDirectory: records)
+        XCTAssertTrue(recent.takeRuns([ended("a-minute-ago", minutesAgo: 1)]))
+        recent.finishLaunch()
+        XCTAssertTrue(recent.shutdown(deadline: .now.advanced(by: .seconds(10))))
+        XCTAssertEqual(server.allRequests.count, 0, "a run that ended a minute ago waits")
+
+        let daily = SentrySink(dsn: dsn, recordDirectory: records)
+        XCTAssertNil(daily.prepareLaunch())
+        XCTAssertTrue(daily.takeRuns([ended("yesterday", minutesAgo: 24 * 60)]))
+        daily.finishLaunch()
+        XCTAssertTrue(daily.shutdown(deadline: .now.advanced(by: .seconds(10))))
+        XCTAssertEqual(server.allRequests.count, 1, "yesterday's run is due: one request, with the waiting one")
+        XCTAssertEqual(Set(daily.currentReport.sessionsSent), ["yesterday", "a-minute-ago"])
+        XCTAssertEqual(waiting(records), [])
+    }
+
+    /// A batch Sentry refuses whole (400) is sent again one session at a time: one bad session
+    /// does not lose the others, and only it is given up.
+    func testABatchRefusedWholeIsSentAgainOneByOneAndOnlyTheBadSessionIsGivenUp() throws {
+        let records = try Scratch.directory("batched-refused") + "/records"
+        let bad = SentrySession.sessionID("bad")
+        let server = try TestHTTPServer { request in request.body.contains(bad) ? .status(400) : .status(200) }
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
+        let writer = SentrySink(dsn: dsn, recordDirectory: records)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        XCTAssertTrue(writer.takeRuns(["good-1", "bad", "good-2"].map { id in
+            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - 2000, startMonotonicNanoseconds: 0,
+                                     appName: "app", appVersion: "1", oomKills: nil),
+                     end: .exited(wallMilliseconds: now - 1000, durationNanoseconds: 1_000_000_000))
+        }))
+        XCTAssertTrue(writer.shutdown(deadline: .now.advanced(by: .seconds(5))))
+        XCTAssertEqual(server.allRequests.count, 0)
+        age(records, by: 3700)
+
+        let sink = SentrySink(dsn: dsn, recordDirectory: records)
+        XCTAssertNil(sink.prepareLaunch())
+        XCTAssertTrue(sink.shutdown(deadline: .now.advanced(by: .seconds(30))))
+        XCTAssertEqual(Set(sink.currentReport.sessionsSent), ["good-1", "good-2"])
+        XCTAssertEqual(Array(sink.currentReport.quarantined.keys), ["sessions/bad"])
+        XCTAssertEqual(server.allRequests.first?.body.contains(bad), true, "the first request carried the whole batch")
+        XCTAssertEqual(server.allRequests.count, 4, "the batch, then each session alone")
+        XCTAssertEqual(waiting(records), [])
+    }
+}
