@@ -40,7 +40,9 @@ if arguments.count > 1 {
     rounds = value
 }
 let warmUpRounds = 3
-LoopbackSentry.start()
+let sentryPort = LoopbackSentry.start()
+// A Sentry as far as a real ingest over the network: every answer 50 ms late.
+let slowSentryPort = LoopbackSentry.start(delayMilliseconds: 50)
 let binDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
 let probe = binDirectory + "/launch-probe"
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("launch-cost-\(getpid())").path
@@ -95,10 +97,17 @@ var rows = [
     // Release health off: with no crash pending, nothing is sent.
     Row(label: "reporter (Sentry only, sessions off), nothing pending", program: "reporter", directory: .shared(scratch + "/reporter"),
         environment: ["LAUNCH_BENCH_SESSIONS": "off"], baseline: 0, expect: "installed", wallTarget: 3, rssTarget: 6, startTarget: 2000),
-    // Release health on (the default): each launch sends the last run's session to a loopback
-    // Sentry (libcurl loaded, one request), and shutdown waits for it.
-    Row(label: "reporter (Sentry only), the last run's session sent", program: "reporter", directory: .shared(scratch + "/reporter-sessions"),
-        environment: ["LAUNCH_BENCH_DSN": "http://launchbench@127.0.0.1:\(LoopbackSentry.port)/1"], baseline: 0, expect: "installed",
+    // Release health on (the default), a Sentry on loopback that answers at once, and one that
+    // answers 50 ms late: each launch learns that the last run ended. Before the sessions were
+    // batched, each launch sent that session (libcurl loaded, one request) and shutdown waited
+    // for it; now the session waits in its file (SessionBatching) and the launch sends nothing.
+    Row(label: "reporter (Sentry only), sessions on, Sentry answering at once", program: "reporter",
+        directory: .shared(scratch + "/reporter-sessions"),
+        environment: ["LAUNCH_BENCH_DSN": "http://launchbench@127.0.0.1:\(sentryPort)/1"], baseline: 0, expect: "installed",
+        wallTarget: 3, rssTarget: 6, startTarget: 2000),
+    Row(label: "reporter (Sentry only), sessions on, Sentry answering 50 ms late", program: "reporter",
+        directory: .shared(scratch + "/reporter-sessions-slow"),
+        environment: ["LAUNCH_BENCH_DSN": "http://launchbench@127.0.0.1:\(slowSentryPort)/1"], baseline: 0, expect: "installed",
         wallTarget: 3, rssTarget: 6, startTarget: 2000),
     // The analytics (a Foundation program's, as its users' are) against foundation.
     Row(label: "analytics, nothing pending", program: "analytics", directory: .shared(scratch + "/analytics"), baseline: 5,
@@ -244,10 +253,12 @@ var seedCount = 0
     sample.initMicroseconds = values["init_us"].flatMap(Double.init)
     sample.objects = values["objects"].flatMap(Int.init)
     if case .shared(let path) = row.directory, row.program == "reporter" || row.program == "analytics" {
-        // Nothing pending for the next run: no record, no session unsent, and no run left without
-        // its end (the run markers: this run's, ended; the next launch tells it and deletes it).
+        // Nothing pending for the next run but sessions: no record, and no run left without its end
+        // (the run markers: this run's, ended; the next launch tells it and deletes it). The runs'
+        // sessions wait in their files (SessionBatching: no run ended an hour ago here), one per
+        // round before, none of them half-written.
         let sessions = (try? FileManager.default.contentsOfDirectory(atPath: path + "/records/sessions")) ?? []
-        guard sessions.isEmpty else { fail("\(row.label): sessions not sent: \(sessions)") }
+        guard sessions.allSatisfy({ $0.hasSuffix(".envelope") }) else { fail("\(row.label): not a session file: \(sessions)") }
         let records = ((try? FileManager.default.contentsOfDirectory(atPath: path + "/records")) ?? [])
             .filter { !["runs", "sessions", "installation-id", "sentry-rate-limits", "sentry-discarded"].contains($0) }
         guard records.isEmpty else { fail("\(row.label): \(path)/records is not empty: \(records)") }
@@ -336,12 +347,11 @@ print("load average (1 min) \(loadBefore) before, \(loadAverage()) after, on \(P
       + "the Sentry-only starts have a DSN whose port (127.0.0.1:9) is closed: with nothing pending nothing is sent.")
 
 
-/// A Sentry on 127.0.0.1 that answers every request 200 (the sessions the reporter sends), on a
-/// thread of its own: one connection at a time, the request read to its end, then closed.
+/// A Sentry on 127.0.0.1 that answers every request 200 (the sessions a reporter sends), on a
+/// thread of its own: one connection at a time, the request read to its end, then (after
+/// `delayMilliseconds`) answered and closed. Returns its port.
 enum LoopbackSentry {
-    nonisolated(unsafe) static var port: UInt16 = 0
-
-    static func start() {
+    static func start(delayMilliseconds: Int = 0) -> UInt16 {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -351,7 +361,7 @@ enum LoopbackSentry {
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
         _ = listen(listener, 64)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
+        let port = UInt16(bigEndian: address.sin_port)
         let thread = Thread {
             while true {
                 let connection = accept(listener, nil, nil)
@@ -370,11 +380,13 @@ enum LoopbackSentry {
                         .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
                     if received.count - text[..<end.upperBound].utf8.count >= length { break }
                 }
+                if delayMilliseconds > 0 { usleep(UInt32(delayMilliseconds) * 1000) }
                 let answer = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".utf8)
                 _ = write(connection, answer, answer.count)
                 close(connection)
             }
         }
         thread.start()
+        return port
     }
 }

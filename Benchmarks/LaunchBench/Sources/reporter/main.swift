@@ -2,7 +2,8 @@
 //   the CrashReporter product pays. No Foundation import of its own (CrashReporter's is what it
 //   loads). The DSN is $LAUNCH_BENCH_DSN (launch-cost's loopback Sentry, which answers 200), else
 //   a closed port; LAUNCH_BENCH_SESSIONS=off turns release health off (then, with no crash
-//   pending, nothing is sent; on, the last run's session is).
+//   pending, nothing is sent; on, the last run's session is written to wait for its batch, and
+//   is sent only by a launch after the oldest waiting run ended an hour ago).
 //   reporter DIR   records in DIR/records (or $LAUNCH_BENCH_DIR/records); prints
 //                  "reporter start_us=T capture=R objects=N", T the wall time of the start call,
 //                  R what starting CrashCapture did
