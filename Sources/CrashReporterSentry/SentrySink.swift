@@ -20,6 +20,10 @@
 // it dies, so a killed sender blocks nothing: the next process sends the record again, with the
 // same event id. A lock rather than a mark on disk: a mark taken before sending would outlive a
 // sender killed mid-send and need a timeout to be taken back.
+//
+// The sessions of runs that ended without a crash (release health) are files in
+// `<records>/sessions`, leased the same way while they are sent, and sent together when a process
+// can afford the round trip (SessionBatching, below): never one request per launch.
 import HostFacts
 import CrashCapture
 import CrashMinidump
@@ -413,10 +417,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// Returns whether everything queued was sent (or given up).
     @discardableResult
     package func shutdown(deadline: SuspendingClock.Instant) -> Bool {
-        // Nothing was ever queued (no sender made): nothing to wait for, nothing to make now.
         // Sessions not yet due are not waited for: they stay in their files (SessionBatching).
         let done = { self.sessionsDueIn().map { $0 > .zero } ?? true }
         if !done() { sender.wake() }   // due, and queued by a launch that did not finish (a sink used alone)
+        // Nothing was ever queued (no sender made): nothing to wait for, nothing to make now.
         guard senderCell.isMade else { return true }
         return sender.finish(deadline: deadline, alsoDone: done)
     }
