@@ -232,6 +232,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     private var sessionWritten: [String: Int64] = [:]
     /// The last batch was refused whole (400…): send one session at a time until one goes.
     private var sessionsSingly = false
+    /// Whether waiting sessions ride with a crash's envelope (until one such is refused whole).
+    private var sessionsMayRide = true
     /// Sentry's rate limits per category and the discards not yet reported: the worker thread's,
     /// read from beside the records on its first step (the crash-time uploader's too) and written
     /// back when they change.
@@ -512,12 +514,28 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             sender.keep(head, reason: why)
             return .sent
         }
+        // The sessions waiting, due or not, ride with the crash (no request of their own): a
+        // crashed session never reaches Sentry ahead of the runs that ended before it, which
+        // would make the crash-free rate dip until their batch went. Not after such an envelope
+        // was refused whole: the crash then goes alone.
+        let mayRide = lock.withLock { _ in sessionsMayRide } && limits.wait(for: .session, now: now) == nil
+        let riding: (batch: [(path: String, lease: RecordLease)], payloads: [[UInt8]]) = mayRide
+            ? leaseWaitingSessions(lock.withLock { _ in Array(sessionFiles.prefix(sessionBatching.maxSessions - 1)) })
+            : ([], [])
+        defer { riding.batch.forEach { $0.lease.release() } }
+        body += SentryEnvelope.sessionItems(payloads: riding.payloads)
         switch post(body, url: url, category: .error) {
         case .accepted:
+            let rode = riding.batch.map(\.path)
+            rode.forEach { unlink($0) }
+            dequeueSessions(rode) { $0.sessionsSent += rode.map(Self.runOf) }
             settle(head) { report in
                 report.sent.append(head.record.name)
                 if let runID = run?.session.flatMap({ _ in (try? head.record.record.get())?.runID }) { report.sessionsSent.append(runID) }
             }
+            return .sent
+        case .refused where !riding.batch.isEmpty:
+            lock.withLock { _ in sessionsMayRide = false }
             return .sent
         case .stopped:
             return .stopped
@@ -592,6 +610,48 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// Sends the first waiting session envelope while holding its file's lease (another process
     /// holding it sends it); deleted once Sentry has it, or refused for good (a 4xx).
+    /// Leases the waiting session files at `paths` (one only when `singly`) and reads their
+    /// sessions, as untrusted files: one leased or gone is another process's (left to it), one
+    /// that is no session envelope of ours (unreadable, over 64 KiB, a link, other items) is
+    /// deleted unsent. The caller releases the leases.
+    private func leaseWaitingSessions(_ paths: [String], singly: Bool = false) -> (batch: [(path: String, lease: RecordLease)], payloads: [[UInt8]]) {
+        let maxBytes = 64 * 1024   // a session envelope is a few hundred bytes
+        var batch: [(path: String, lease: RecordLease)] = []
+        var payloads: [[UInt8]] = []
+        for path in paths where !(singly && !batch.isEmpty) {
+            guard let lease = RecordLease(path: path) else {
+                dequeueSessions([path])
+                continue
+            }
+            guard let (bytes, _) = SmallFile.read(path, limit: maxBytes + 1, followLinks: false), bytes.count <= maxBytes,
+                  let items = SentryEnvelope.sessionPayloads(of: bytes) else {
+                unlink(path)
+                lease.release()
+                dequeueSessions([path]) { $0.quarantined["sessions/" + Self.runOf(path)] = "not a session envelope (unreadable, over 64 KiB, or with other items)" }
+                continue
+            }
+            batch.append((path, lease))
+            payloads += items
+        }
+        return (batch, payloads)
+    }
+
+    /// The run a session file is named for.
+    private static func runOf(_ path: String) -> String { String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope") }
+
+    /// Takes session files off the queue (sent, given up, left to another process), with what
+    /// the report says of them.
+    private func dequeueSessions(_ done: [String], _ update: (inout Report) -> Void = { _ in }) {
+        lock.withLock { _ in
+            sessionFiles.removeAll { done.contains($0) }
+            done.forEach { sessionWritten[$0] = nil }
+        }
+        sender.update { report in
+            update(&report)
+            report.lastError = nil
+        }
+    }
+
     /// The sessions waiting, when they are due: up to ``SessionBatching/maxSessions`` runs in one
     /// envelope, each file leased while it is sent (another process sending it is left to it) and
     /// read as untrusted (a link is never followed; a file that is not a session envelope of ours
@@ -600,17 +660,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         guard let dueIn = sessionsDueIn() else { return .idle }
         if dueIn > .zero { return sender.worker.isFinishing ? .idle : .pause(dueIn) }
         let (paths, singly) = lock.withLock { _ in (Array(sessionFiles.prefix(sessionBatching.maxSessions)), sessionsSingly) }
-        func runOf(_ path: String) -> String { String(path.split(separator: "/").last ?? "").replacingSuffix(".envelope") }
-        func dequeue(_ done: [String], _ update: (inout Report) -> Void = { _ in }) {
-            lock.withLock { _ in
-                sessionFiles.removeAll { done.contains($0) }
-                done.forEach { sessionWritten[$0] = nil }
-            }
-            sender.update { report in
-                update(&report)
-                report.lastError = nil
-            }
-        }
+        let runOf = Self.runOf, dequeue = dequeueSessions
         if let refused = sender.configurationError {
             // In their files for a later launch.
             dequeue(paths) { report in for path in paths { report.kept["sessions/" + runOf(path)] = refused } }
@@ -618,25 +668,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         }
         // Held back by Sentry: waits (in its file, for a later launch if need be).
         if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
-        // A session envelope is a few hundred bytes: a longer file is not one of ours.
-        let maxBytes = 64 * 1024
-        var batch: [(path: String, lease: RecordLease)] = []
-        var payloads: [[UInt8]] = []
-        for path in paths where !(singly && !batch.isEmpty) {
-            guard let lease = RecordLease(path: path) else {
-                dequeue([path])   // gone (sent by another process), or being sent by one
-                continue
-            }
-            guard let (bytes, _) = SmallFile.read(path, limit: maxBytes + 1, followLinks: false), bytes.count <= maxBytes,
-                  let items = SentryEnvelope.sessionPayloads(of: bytes) else {
-                unlink(path)
-                lease.release()
-                dequeue([path]) { $0.quarantined["sessions/" + runOf(path)] = "not a session envelope (unreadable, over 64 KiB, or with other items)" }
-                continue
-            }
-            batch.append((path, lease))
-            payloads += items
-        }
+        let (batch, payloads) = leaseWaitingSessions(paths, singly: singly)
         defer { batch.forEach { $0.lease.release() } }
         let sending = batch.map(\.path)
         guard !sending.isEmpty, let url = dsn.envelopeURL else { return .sent }

@@ -155,9 +155,12 @@ extension SentryEnvelope {
 
     /// An envelope of many runs' sessions (Relay takes up to 100 in one), each payload as it is.
     package static func sessions(payloads: [[UInt8]], sentAt: Date?) -> [UInt8] {
-        var out = json(SentryEnvelopeHeader(eventID: nil, sentAt: sentAt.map(isoTime), trace: nil)) + [0x0A]
-        for payload in payloads { out += sessionItem(payload: payload) }
-        return out
+        json(SentryEnvelopeHeader(eventID: nil, sentAt: sentAt.map(isoTime), trace: nil)) + [0x0A] + sessionItems(payloads: payloads)
+    }
+
+    /// `session` items, each payload as it is: appended to another envelope (a crash's).
+    package static func sessionItems(payloads: [[UInt8]]) -> [UInt8] {
+        payloads.reduce(into: []) { $0 += sessionItem(payload: $1) }
     }
 
     /// The session payloads of an envelope a file holds (one that ``sessions(_:sentAt:)`` wrote),

@@ -75,9 +75,8 @@ final class SentrySessionsTests: XCTestCase {
             if payload["status"] as? String == "crashed" {
                 XCTAssertEqual(session["with_event"] as? Bool, true, "a crashed session goes with its crash")
                 XCTAssertEqual(payload["errors"] as? Int, 1)
-            } else {
-                XCTAssertEqual(session["with_event"] as? Bool, false)
             }
+            // Another run's session may ride in a crash's envelope (SessionBatchingTests).
         }
         let sid = { (run: String) in SentrySession.sessionID(run) }
         XCTAssertEqual(statuses, [sid("shut-down"): ["exited"], sid("exited"): ["exited"], sid("killed"): ["abnormal"],
@@ -248,6 +247,9 @@ extension SentrySessionsTests {
                               facts: SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: nil),
                               recordDirectory: records, sessionBatching: .immediate)
         _ = CrashReporting.deliverRecords(in: records, sinks: [sink])
+        // The killed run is learned once both crashes went: before, its session would ride with a crash.
+        let sent = Date().addingTimeInterval(30)
+        while server.allRequests.count < 2 && Date() < sent { usleep(20_000) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         XCTAssertTrue(sink.takeRuns([EndedRun(start: RunStart(runID: "killed", process: .current, startWallMilliseconds: now - 1000,
                                                               startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),

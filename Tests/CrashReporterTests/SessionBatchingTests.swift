@@ -89,6 +89,29 @@ final class SessionBatchingTests: XCTestCase {
         XCTAssertEqual(eager.allRequests.count, 2, "a request per launch after the first")
     }
 
+    /// A crash is never held back, and the sessions waiting go with it in its envelope: the
+    /// crashed session does not reach Sentry ahead of the runs that ended before it (which would
+    /// dip the crash-free rate until their batch went), and no request of their own is made.
+    func testTheWaitingSessionsRideWithACrashInItsEnvelope() throws {
+        let records = try Scratch.directory("batched-crash") + "/records"
+        let server = try TestHTTPServer()
+        let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
+        try deliver(records, dsn + ["--run-id", "first"])
+        try deliver(records, dsn + ["--run-id", "second"])
+        let crashed = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", records, "--sessions", "batched", "--run-id", "crashed",
+                                                                   "--crash"] + dsn, environment: environment, timeout: 120)
+        XCTAssertEqual(crashed.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(server.allRequests.count, 0, "nothing sent before the crash's record")
+        try deliver(records, dsn + ["--run-id", "after"])
+        XCTAssertEqual(server.allRequests.count, 1, "the crash, with every session waiting, in one request")
+        XCTAssertTrue(server.allRequests.first?.body.contains("\"type\":\"event\"") == true)
+        let statuses = Dictionary(try received(server).map { ($0["sid"] as? String ?? "", $0["status"] as? String ?? "") },
+                                  uniquingKeysWith: { a, b in a + "," + b })
+        XCTAssertEqual(statuses, [SentrySession.sessionID("first"): "exited", SentrySession.sessionID("second"): "exited",
+                                  SentrySession.sessionID("crashed"): "crashed"])
+        XCTAssertEqual(waiting(records), [])
+    }
+
     /// A process that lives on (a server, a long job) sends the sessions waiting once it has lived
     /// 5 s, in the background, without ending.
     func testAProcessThatLivesOnSendsTheWaitingSessionsAfterFiveSeconds() throws {
