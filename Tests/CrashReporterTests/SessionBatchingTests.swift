@@ -112,6 +112,33 @@ final class SessionBatchingTests: XCTestCase {
         XCTAssertEqual(waiting(records), [])
     }
 
+    /// An envelope refused whole with sessions riding is sent again without them: the crash is
+    /// not given up for a session's sake, and the session waits for its own batch.
+    func testACrashEnvelopeRefusedWithSessionsRidingIsSentAgainAlone() throws {
+        let records = try Scratch.directory("batched-ride-refused") + "/records"
+        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+        let names = try SentrySinkTests.records(1, in: records)
+        let bad = SentrySession.sessionID("bad")
+        let server = try TestHTTPServer { request in request.body.contains(bad) ? .status(400) : .status(200) }
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
+        let writer = SentrySink(dsn: dsn, recordDirectory: records)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        XCTAssertTrue(writer.takeRuns([EndedRun(start: RunStart(runID: "bad", process: .current, startWallMilliseconds: now - 2000,
+                                                                startMonotonicNanoseconds: 0, appName: "app", appVersion: "1", oomKills: nil),
+                                                end: .exited(wallMilliseconds: now - 1000, durationNanoseconds: 1_000_000_000))]))
+        XCTAssertTrue(writer.shutdown(deadline: .now.advanced(by: .seconds(5))))
+
+        let sink = SentrySink(dsn: dsn, recordDirectory: records)
+        XCTAssertNil(sink.prepareLaunch())
+        _ = CrashReporting.deliverRecords(in: records, sinks: [sink])
+        XCTAssertTrue(sink.shutdown(deadline: .now.advanced(by: .seconds(30))))
+        XCTAssertEqual(server.allRequests.count, 2, "with the session riding (refused), then alone")
+        XCTAssertEqual(server.allRequests.first?.body.contains(bad), true)
+        XCTAssertEqual(server.allRequests.last?.body.contains(bad), false)
+        XCTAssertEqual(sink.currentReport.sent, names)
+        XCTAssertEqual(waiting(records), ["bad.envelope"], "the session waits for its own batch")
+    }
+
     /// A process that lives on (a server, a long job) sends the sessions waiting once it has lived
     /// 5 s, in the background, without ending.
     func testAProcessThatLivesOnSendsTheWaitingSessionsAfterFiveSeconds() throws {
