@@ -70,7 +70,7 @@ static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
  * when neither works. */
 static long cc__count_fds(void) {
     struct stat st;
-    if (stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return (long)st.st_size + 1;
+    if (!(cc__g.flags & CC_FLAG_TEST_LIST_DESCRIPTORS) && stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return (long)st.st_size + 1;
     return cc__each_numbered_entry("/proc/self/fd", 0, 0);
 }
 

@@ -33,6 +33,7 @@ enum cc_install_result {
 #define CC_FLAG_TEST_NO_LIBUNWIND       0x80u /* test hook: behave as if libunwind.so.8 could not be loaded (frame records only) */
 #define CC_FLAG_NO_CRASH_LINE           0x100u /* no "crashcapture: {...}" line on stderr at a crash */
 #define CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT 0x200u /* test hook: the runtime's task layout is treated as unknown */
+#define CC_FLAG_TEST_LIST_DESCRIPTORS   0x400u /* test hook: count descriptors by listing /proc/self/fd, as before Linux 6.2 */
 
 typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */

@@ -120,6 +120,7 @@ public enum CrashHandler {
                         if configuration._testFaultInsideUnwinder { flags |= UInt32(CC_FLAG_TEST_FAULT_IN_UNWINDER) }
                         if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
                         if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
+                        if configuration._testListDescriptors { flags |= UInt32(CC_FLAG_TEST_LIST_DESCRIPTORS) }
                         if !configuration.crashLine { flags |= UInt32(CC_FLAG_NO_CRASH_LINE) }
                         config.watchdog_seconds = configuration.watchdogWholeSeconds
                         config.flags = flags
@@ -329,6 +330,9 @@ public struct Configuration: Sendable {
     package var _testWithoutLibunwind: Bool
     /// Test hook: treat the Swift runtime's task layout as unknown (no crashed request is named).
     package var _testUnknownTaskLayout: Bool
+    /// Test hook: count the descriptors at a crash by listing /proc/self/fd, as on a kernel before
+    /// 6.2 (where stat gives no count).
+    package var _testListDescriptors: Bool
     /// One line on stderr at every crash, before the record is written (default on):
     /// `crashcapture: {"signal":…,"record":…,"request_id":…,"trace_id":…}`, so that a log
     /// pipeline learns of the crash and its request even when the record is lost with the
@@ -361,6 +365,7 @@ public struct Configuration: Sendable {
         self._testFaultInsideUnwinder = false
         self._testWithoutLibunwind = false
         self._testUnknownTaskLayout = false
+        self._testListDescriptors = false
         self.crashLine = true
         self.hangDetection = nil
     }

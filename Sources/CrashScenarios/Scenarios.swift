@@ -682,6 +682,17 @@ package enum Scenarios {
                 cch_null_dereference()
             }
         },
+        Scenario("fd-limit-listed", "fd-limit with the descriptors counted by listing /proc/self/fd, as on a kernel before 6.2",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 stdoutContains: ["file descriptors exhausted (EMFILE)\n"],
+                 configure: { $0._testListDescriptors = true })
+        { _ in
+            throughLevels {
+                cch_exhaust_file_descriptors()
+                cch_null_dereference()
+            }
+        },
         Scenario("heap-object", "a crash holding a heap object: the record keeps a window of the memory its registers and stack point at",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_holding"] + chain, faultAddress: 0))

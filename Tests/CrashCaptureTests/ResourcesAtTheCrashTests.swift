@@ -12,7 +12,16 @@ import XCTest
 
 final class ResourcesAtTheCrashTests: XCTestCase {
     func testACrashAtTheDescriptorLimitNamesTheLimitAndAPlainCrashDoesNot() throws {
-        let run = try Harness.run("fd-limit")
+        try checkDescriptorLimit("fd-limit")
+    }
+
+    /// The count a kernel before 6.2 gives (the listing, where stat says no size): the same.
+    func testTheListedCountOfAKernelBefore62IsTheSame() throws {
+        try checkDescriptorLimit("fd-limit-listed")
+    }
+
+    func checkDescriptorLimit(_ scenario: String) throws {
+        let run = try Harness.run(scenario)
         let resources = try XCTUnwrap(run.record?.resources, "no resources in the record")
         let limit = try XCTUnwrap(resources.descriptorSoftLimit)
         let open = try XCTUnwrap(resources.openDescriptors)
