@@ -341,6 +341,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let oldest = now - SentrySession.windowMilliseconds
         var written: [String] = []
+        var endedAt: [String: Int64] = [:]   // each file's date, known: queued without a stat
         var tooOld: [String] = []
         for run in runs {
             let status: SentrySession.Status
@@ -380,15 +381,16 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             var times = [end, end]
             _ = utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
             written.append(path)
+            endedAt[path] = ended
         }
         sender.update { $0.sessionsTooOld += tooOld }
-        if !written.isEmpty { queueSessions(written, wake: false) }
+        if !written.isEmpty { queueSessions(written, wake: false, written: endedAt) }
         return true
     }
 
-    private func queueSessions(_ paths: [String], wake: Bool = true) {
-        var written: [String: Int64] = [:]
-        for path in paths {
+    private func queueSessions(_ paths: [String], wake: Bool = true, written known: [String: Int64] = [:]) {
+        var written = known
+        for path in paths where written[path] == nil {
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }
             written[path] = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000

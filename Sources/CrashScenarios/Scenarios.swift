@@ -676,23 +676,13 @@ package enum Scenarios {
                  ending: .signal(SIGSEGV),
                  record: nullDereference(),
                  stdoutContains: ["file descriptors exhausted (EMFILE)\n"])
-        { _ in
-            throughLevels {
-                cch_exhaust_file_descriptors()
-                cch_null_dereference()
-            }
-        },
+        { _ in crashAtTheDescriptorLimit() },
         Scenario("fd-limit-listed", "fd-limit with the descriptors counted by listing /proc/self/fd, as on a kernel before 6.2",
                  ending: .signal(SIGSEGV),
                  record: nullDereference(),
                  stdoutContains: ["file descriptors exhausted (EMFILE)\n"],
                  configure: { $0._testListDescriptors = true })
-        { _ in
-            throughLevels {
-                cch_exhaust_file_descriptors()
-                cch_null_dereference()
-            }
-        },
+        { _ in crashAtTheDescriptorLimit() },
         Scenario("heap-object", "a crash holding a heap object: the record keeps a window of the memory its registers and stack point at",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_holding"] + chain, faultAddress: 0))
@@ -832,4 +822,12 @@ final class UpdateCounter: Sendable {
     private let count = Atomic<Int>(0)
     func increment() { count.add(1, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// Every descriptor slot taken (EMFILE), then a null dereference, through the levels (fd-limit).
+func crashAtTheDescriptorLimit() {
+    throughLevels {
+        cch_exhaust_file_descriptors()
+        cch_null_dereference()
+    }
 }
