@@ -1,40 +1,48 @@
-/* cc_images.c — loaded images from /proc/self/maps with their GNU build-ids, read without dl_iterate_phdr (async-signal-safe). */
+/* cc_images.c — the loaded images with their GNU build-ids, for the handler: from the loader's
+ * link map checked against what install saw, else from /proc/self/maps; never dl_iterate_phdr. */
 #include "cc_boot.h"
 #include "cc_internal.h"
 
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 /*
- * Why /proc/self/maps: dl_iterate_phdr takes the loader's lock, which a thread inside dlopen
- * may hold at the moment of the crash. Reading the maps file needs only open/read/close, and
- * the ELF headers and notes are copied with cc__safe_read, so a mapping that changed or went
- * away underneath us yields "no build-id" instead of a second fault.
+ * Why not dl_iterate_phdr at the crash: it takes the loader's lock, which a thread inside
+ * dlopen may hold at that moment. What the handler reads instead is copied with the safe reads
+ * (cc__safe_read, cc__safe_readv), so memory that changed or went away underneath us yields
+ * "not that image" instead of a second fault.
  *
- * An image is a file whose first mapping has file offset 0 and starts with an ELF header; its
- * later mappings of the same path (with anonymous .bss mappings in between) extend its size.
- */
-
-/*
- * Build-ids of the images loaded at install time are read once then (dl_iterate_phdr is fine
- * outside the handler) and kept by load address, with where the loader mapped the build-id
- * note and the note's bytes. Nothing at install tells whether the same file will still be at
- * that address at crash time (a dlclose, then a dlopen of another file there), and learning
- * each file's inode costs a stat() per image in every process that starts. So the handler
- * checks instead: the images /proc/self/maps shows at a cached address have their cached note
- * read back with ONE process_vm_readv (an iovec per image, cc__safe_readv) and compared byte
- * for byte; an image whose note still says the same is the file that was cached (same
- * build-id, hence the same program headers and load bias), and costs no further reads. One
- * that differs, or cannot be read, is read from memory as an image loaded after install.
+ * At install (ordinary code), dl_iterate_phdr gives every loaded object: where it is loaded,
+ * its program headers, its build-id note, its extent and its name, kept in g_cache. Under the
+ * same lock, the loader's link map (r_debug, found through the executable's DT_DEBUG as
+ * debuggers find it) is walked, and each node is kept with what it said then (g_links).
+ *
+ * At the crash, ONE process_vm_readv (an iovec per node and per note) reads back r_debug's
+ * first node, the head of every kept node and every kept build-id note. When all still say what
+ * they said at install, the images are the ones install saw, at the same addresses: a dlclose
+ * unlinks a node, a dlopen appends one, and another file at the same address has another note.
+ * The table is then install's: a few µs, where reading /proc/self/maps costs about 100 and
+ * grows with every mapping (Benchmarks/README.md, crash to exit). Up to CC__NEW_LINKS objects
+ * appended since install (a program's own dlopen) are read node by node. Anything else (more
+ * of them, a node that changed, a static program without a link map, objects in another
+ * link-map namespace) and the table comes from /proc/self/maps, as it always could.
+ *
+ * An image's path is the name the loader opened it by (the executable's, /proc/self/exe's
+ * target; [vdso] for the kernel's), whichever way the table was made, for every image install
+ * saw or a node names: it may be a symbolic link to the path /proc/self/maps shows (a soname
+ * link; /lib → /usr/lib on a merged /usr). An image only /proc/self/maps shows has the kernel's
+ * path. An image ends at the end of its last file-backed page, as /proc/self/maps has it.
  */
 #define CC__CACHED_IMAGES 512
 #define CC__NOTE_HEAD 16             /* Elf64_Nhdr and "GNU\0" */
 typedef struct {
     uint64_t base;
+    uint64_t end;                /* the end of its last file-backed page */
     uint64_t bias;               /* dlpi_addr */
     const ElfW(Phdr) *phdr;      /* dlpi_phdr */
     uint16_t phnum;
@@ -43,19 +51,83 @@ typedef struct {
     uint64_t note;               /* address of the NT_GNU_BUILD_ID note (0: none) */
     uint8_t note_bytes[CC__NOTE_HEAD + 32]; /* its header, name and first build_id_length bytes */
     uint8_t seen[CC__NOTE_HEAD + 32];       /* (handler) what is there now */
+    uint64_t name;               /* dlpi_name: the loader's string, its link map node's l_name */
+    const char *path;            /* the path recorded: in g_cache_paths, or the executable's */
+    uint32_t path_length;
 } cc__cached_image_t;
 static cc__cached_image_t g_cache[CC__CACHED_IMAGES];
 static uint32_t g_cache_count;
-/* (handler) the one read of cc__check_cached: its ok flags, then its local iovecs and its remote
- * ones side by side in io (count of each), so that a few dozen images need one new page here. */
+static char g_cache_paths[CC__CACHED_IMAGES * 96];
+static uint32_t g_cache_paths_used;
+
+/* The loader's link map as install saw it, in its order: each node's address, its head (struct
+ * link_map's public first words) and its object's g_cache entry (index + 1; 0 for an object that
+ * is no image, e.g. without a mapping at file offset 0). */
+#define CC__LINKS_MAX 480            /* 1 + nodes + notes iovecs stay within UIO_MAXIOV (1024) */
+#define CC__NEW_LINKS 8              /* objects appended since install read node by node */
+typedef struct {
+    uint64_t addr, name, ld, next;   /* l_addr, l_name, l_ld, l_next */
+} cc__link_head_t;
+typedef struct {
+    uint64_t node;
+    cc__link_head_t head;
+    uint32_t cached;
+} cc__link_t;
+static cc__link_t g_links[CC__LINKS_MAX];
+static uint32_t g_link_count;
+static uint64_t g_r_map;             /* the address of r_debug.r_map; 0: the link map is not used */
+static uint64_t g_page_size;
+/* (handler) the one read of cc__images_from_links: r_debug.r_map and each node's head now, then
+ * its ok flags and its local iovecs and remote ones side by side. */
+static uint64_t g_r_map_now;
+static cc__link_head_t g_heads_now[CC__LINKS_MAX];
 static struct {
-    uint8_t ok[CC__CACHED_IMAGES];
-    struct iovec io[2 * CC__CACHED_IMAGES];
+    uint8_t ok[1 + CC__LINKS_MAX + CC__CACHED_IMAGES];
+    struct iovec io[2 * (1 + CC__LINKS_MAX + CC__CACHED_IMAGES)];
 } g_check;
 
+/* The end of the last file-backed page of an object's PT_LOAD segments, loaded at `bias`. */
+static uint64_t cc__segments_end(uint64_t bias, const ElfW(Phdr) *ph, int count) {
+    uint64_t end = 0, page = g_page_size ? g_page_size : 4096;
+    for (int i = 0; i < count; i++) {
+        if (ph[i].p_type != PT_LOAD) continue;
+        uint64_t stop = (bias + ph[i].p_vaddr + ph[i].p_filesz + page - 1) & ~(page - 1);
+        if (stop > end) end = stop;
+    }
+    return end;
+}
+
+/* Install time, inside dl_iterate_phdr (the loader's list cannot change meanwhile): the link map
+ * r_debug leads to, from the executable's DT_DEBUG entry; none for a static program. */
+static void cc__walk_links(struct dl_phdr_info *info) {
+    uint64_t r_debug = 0;
+    for (int i = 0; i < info->dlpi_phnum && !r_debug; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+        const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        for (; dyn->d_tag != DT_NULL; dyn++) {
+            if (dyn->d_tag == DT_DEBUG) { r_debug = (uint64_t)dyn->d_un.d_ptr; break; }
+        }
+    }
+    if (!r_debug) return;
+    const struct r_debug *debug = (const struct r_debug *)(uintptr_t)r_debug;
+    for (const struct link_map *node = debug->r_map; node; node = node->l_next) {
+        if (g_link_count == CC__LINKS_MAX) { g_link_count = 0; return; }
+        cc__link_t *link = &g_links[g_link_count++];
+        link->node = (uint64_t)(uintptr_t)node;
+        link->head.addr = (uint64_t)node->l_addr;
+        link->head.name = (uint64_t)(uintptr_t)node->l_name;
+        link->head.ld = (uint64_t)(uintptr_t)node->l_ld;
+        link->head.next = (uint64_t)(uintptr_t)node->l_next;
+        link->cached = 0;
+    }
+    g_r_map = (uint64_t)(uintptr_t)&debug->r_map;
+}
+
 /* Install time: one entry per object dl_iterate_phdr reports. */
-static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
-    (void)size; (void)unused;
+static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *calls) {
+    (void)size;
+    int first = (*(int *)calls)++ == 0;   /* the executable: the loader's first object */
+    if (first) cc__walk_links(info);
     if (g_cache_count >= CC__CACHED_IMAGES) return 1;
     uint64_t base = 0;
     int found = 0;
@@ -69,11 +141,29 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     if (!found) return 0;
     cc__cached_image_t *entry = &g_cache[g_cache_count];
     entry->base = base;
+    entry->end = cc__segments_end(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
     entry->bias = info->dlpi_addr;
     entry->phdr = info->dlpi_phdr;
     entry->phnum = info->dlpi_phnum;
     entry->build_id_length = 0;
     entry->note = 0;
+    entry->name = (uint64_t)(uintptr_t)info->dlpi_name;
+    /* The path: the executable's (the loader names it ""), the kernel's name for its vDSO (the
+     * loader calls it linux-vdso.so.1), or the loader's. */
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (base == (uint64_t)getauxval(AT_SYSINFO_EHDR)) name = "[vdso]";
+    if (first && !name[0]) {
+        entry->path = cc__g.executable_path;
+        entry->path_length = (uint32_t)cc__strnlen(cc__g.executable_path, sizeof cc__g.executable_path);
+    } else {
+        size_t length = cc__strnlen(name, CC__PATH_MAX);
+        if (g_cache_paths_used + length + 1 > sizeof g_cache_paths) length = 0;
+        entry->path = g_cache_paths + g_cache_paths_used;
+        entry->path_length = (uint32_t)length;
+        for (size_t k = 0; k < length; k++) g_cache_paths[g_cache_paths_used + k] = name[k];
+        g_cache_paths[g_cache_paths_used + length] = 0;
+        g_cache_paths_used += (uint32_t)length + 1;
+    }
     /* Outside the handler the notes can be read in place: the loader mapped them. */
     for (int i = 0; i < info->dlpi_phnum && !entry->build_id_length; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -104,11 +194,27 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *unused) {
     return 0;
 }
 
-/* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the build-id
- * cache the handler later checks and reads. */
+/* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the images the
+ * handler later checks, and the link map nodes it checks them by. The link map is used only
+ * when it and dl_iterate_phdr agree: every node's object is the entry in the same place, and
+ * every entry has its node (objects in another namespace have none here). */
 void cc__images_prepare(void) {
     g_cache_count = 0;
-    dl_iterate_phdr(cc__cache_one, 0);
+    g_cache_paths_used = 0;
+    g_link_count = 0;
+    g_r_map = 0;
+    g_page_size = (uint64_t)getauxval(AT_PAGESZ);
+    int calls = 0;
+    dl_iterate_phdr(cc__cache_one, &calls);
+    uint32_t matched = 0;
+    for (uint32_t i = 0, next = 0; i < g_link_count; i++) {
+        cc__link_t *link = &g_links[i];
+        if (next < g_cache_count && g_cache[next].bias == link->head.addr && g_cache[next].name == link->head.name) {
+            link->cached = ++next;
+            matched++;
+        }
+    }
+    if (g_link_count == 0 || matched != g_cache_count) g_r_map = 0;
 }
 
 /* async-signal-safe: the index + 1 of the install-time entry of the image at base, or 0. Only
@@ -120,8 +226,8 @@ static uint32_t cc__cached(uint64_t base) {
     return 0;
 }
 
-/* The images of this crash, collected once from /proc/self/maps by cc__images_collect: written
- * as CC_SEC_IMAGE sections and served to libunwind as dl_iterate_phdr's answer. */
+/* The images of this crash, collected once by cc__images_collect: written as CC_SEC_IMAGE
+ * sections and served to libunwind as dl_iterate_phdr's answer. */
 typedef struct {
     uint64_t base;
     uint64_t end;
@@ -130,7 +236,7 @@ typedef struct {
     uint16_t phnum;
     uint32_t build_id_length;
     uint8_t build_id[32];
-    uint32_t path_offset;        /* into g_paths, NUL-terminated */
+    const char *path;            /* NUL-terminated: in g_paths or an install-time entry's */
     uint32_t path_length;
     uint32_t cached;             /* index + 1 of its install-time entry, until checked (cc__check_cached) */
 } cc__image_t;
@@ -184,6 +290,7 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32], cc__image_t *i
         }
     }
     image->bias = bias;
+    if (!image->end) image->end = cc__segments_end(bias, ph, eh.e_phnum);
     image->phnum = eh.e_phnum;
     image->phdr = base + eh.e_phoff;
     for (int i = 0; i < eh.e_phnum; i++) if (ph[i].p_type == PT_PHDR) image->phdr = bias + ph[i].p_vaddr;
@@ -268,6 +375,10 @@ static void cc__check_cached(void) {
                 image->bias = entry->bias;
                 image->phdr = (uint64_t)(uintptr_t)entry->phdr;
                 image->phnum = entry->phnum;
+                if (entry->path_length && !(cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) {
+                    image->path = entry->path;
+                    image->path_length = entry->path_length;
+                }
             } else if (!cc__read_image(image)) {
                 continue;                /* not an ELF image (any more): dropped */
             }
@@ -305,7 +416,7 @@ static void cc__image_line(const char *line, size_t len) {
     if (g_open) {
         cc__image_t *image = &g_images[g_image_count];
         int same_path = path_length == image->path_length;
-        for (size_t i = 0; same_path && i < path_length; i++) same_path = path[i] == g_paths[image->path_offset + i];
+        for (size_t i = 0; same_path && i < path_length; i++) same_path = path[i] == image->path[i];
         if (same_path && offset != 0) {
             if (stop > image->end) image->end = stop;
             return;
@@ -318,7 +429,7 @@ static void cc__image_line(const char *line, size_t len) {
     cc__image_t *image = &g_images[g_image_count];
     unsigned char *raw = (unsigned char *)image;
     for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;
-    image->path_offset = g_paths_used;
+    image->path = g_paths + g_paths_used;
     image->path_length = (uint32_t)path_length;
     for (size_t i = 0; i < path_length; i++) g_paths[g_paths_used + i] = path[i];
     g_paths[g_paths_used + path_length] = 0;
@@ -329,7 +440,7 @@ static void cc__image_line(const char *line, size_t len) {
 }
 
 /* async-signal-safe: the loaded ELF images, from /proc/self/maps. */
-void cc__images_collect(void) {
+static void cc__images_from_maps(void) {
     g_image_count = 0;
     g_paths_used = 0;
     g_open = 0;
@@ -359,13 +470,110 @@ void cc__images_collect(void) {
     cc__check_cached();
 }
 
+/* async-signal-safe: an object appended to the link map since install, from its node's head: its
+ * name, and its headers and build-id read where the loader put them. 0 when it cannot be read as
+ * an image loaded at l_addr (the table then comes from /proc/self/maps). */
+static int cc__image_from_link(const cc__link_head_t *head) {
+    if (g_image_count >= CC__MAX_IMAGES) return 0;
+    cc__image_t *image = &g_images[g_image_count];
+    unsigned char *raw = (unsigned char *)image;
+    for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;
+    size_t room = sizeof g_paths - g_paths_used - 1;
+    if (room > 512) room = 512;
+    size_t got = cc__safe_read(head->name, g_paths + g_paths_used, room);
+    size_t length = cc__strnlen(g_paths + g_paths_used, got);
+    if (length == 0 || length == got) return 0;          /* no name, or none that ends here */
+    image->path = g_paths + g_paths_used;
+    image->path_length = (uint32_t)length;
+    g_paths_used += (uint32_t)length + 1;
+    image->base = head->addr;
+    if (!cc__read_image(image) || image->bias != head->addr) return 0;
+    g_image_count++;
+    return 1;
+}
+
+/* async-signal-safe: the images as install saw them, when one read shows the link map and the
+ * build-id notes unchanged (see the top of this file); objects appended since, up to
+ * CC__NEW_LINKS, read from their nodes. 0: the table must come from /proc/self/maps. */
+static int cc__images_from_links(void) {
+    if (!g_r_map || g_link_count == 0 || (cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) return 0;
+    struct iovec *local = g_check.io, *remote = g_check.io + 1 + g_link_count + g_cache_count;
+    uint32_t n = 0;
+    local[n].iov_base = &g_r_map_now;
+    local[n].iov_len = sizeof g_r_map_now;
+    remote[n].iov_base = (void *)(uintptr_t)g_r_map;
+    remote[n++].iov_len = sizeof g_r_map_now;
+    for (uint32_t i = 0; i < g_link_count; i++, n++) {
+        local[n].iov_base = &g_heads_now[i];
+        local[n].iov_len = sizeof g_heads_now[i];
+        remote[n].iov_base = (void *)(uintptr_t)g_links[i].node;
+        remote[n].iov_len = sizeof g_heads_now[i];
+    }
+    for (uint32_t i = 0; i < g_cache_count; i++) {
+        cc__cached_image_t *entry = &g_cache[i];
+        if (!entry->note) continue;
+        local[n].iov_base = entry->seen;
+        local[n].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+        remote[n].iov_base = (void *)(uintptr_t)entry->note;
+        remote[n++].iov_len = CC__NOTE_HEAD + entry->build_id_length;
+    }
+    CC__MARK("links_setup");
+    cc__safe_readv(local, remote, g_check.ok, n);
+    CC__MARK("links_readv");
+    for (uint32_t i = 0; i < n; i++) if (!g_check.ok[i]) return 0;
+    if (g_r_map_now != g_links[0].node) return 0;
+    for (uint32_t i = 0; i < g_link_count; i++) {
+        const cc__link_head_t *was = &g_links[i].head, *now = &g_heads_now[i];
+        if (now->addr != was->addr || now->name != was->name || now->ld != was->ld) return 0;
+        if (i + 1 < g_link_count && now->next != g_links[i + 1].node) return 0;
+    }
+    for (uint32_t i = 0; i < g_cache_count; i++) {
+        const cc__cached_image_t *entry = &g_cache[i];
+        for (uint32_t b = 0; entry->note && b < CC__NOTE_HEAD + entry->build_id_length; b++) {
+            if (entry->seen[b] != entry->note_bytes[b]) return 0;
+        }
+    }
+    g_image_count = 0;
+    g_paths_used = 0;
+    for (uint32_t i = 0; i < g_link_count; i++) {
+        if (!g_links[i].cached) continue;
+        const cc__cached_image_t *entry = &g_cache[g_links[i].cached - 1];
+        cc__image_t *image = &g_images[g_image_count++];
+        image->base = entry->base;
+        image->end = entry->end;
+        image->bias = entry->bias;
+        image->phdr = (uint64_t)(uintptr_t)entry->phdr;
+        image->phnum = entry->phnum;
+        image->build_id_length = entry->build_id_length;
+        for (uint32_t b = 0; b < entry->build_id_length; b++) image->build_id[b] = entry->build_id[b];
+        image->path = entry->path;
+        image->path_length = entry->path_length;
+        image->cached = 0;
+    }
+    /* Objects appended since install: the last node's l_next was 0 then. */
+    uint64_t node = g_heads_now[g_link_count - 1].next;
+    for (uint32_t added = 0; node; added++) {
+        cc__link_head_t head;
+        if (added == CC__NEW_LINKS || cc__safe_read(node, &head, sizeof head) != sizeof head) return 0;
+        if (!cc__image_from_link(&head)) return 0;
+        node = head.next;
+    }
+    return 1;
+}
+
+/* async-signal-safe: the loaded ELF images, from the link map when it is unchanged enough, else
+ * from /proc/self/maps. */
+void cc__images_collect(void) {
+    if (!cc__images_from_links()) cc__images_from_maps();
+}
+
 /* async-signal-safe: one CC_SEC_IMAGE per collected image: the main executable's alone when
  * `main_only` (written right after the crashed thread, so a record cut short by a full disk or
  * RLIMIT_FSIZE can still be symbolicated), otherwise every other image. */
 void cc__write_images(cc__writer_t *w, int main_only) {
     for (uint32_t i = 0; i < g_image_count; i++) {
         const cc__image_t *image = &g_images[i];
-        int is_main = cc__streq(g_paths + image->path_offset, cc__g.executable_path);
+        int is_main = cc__streq(image->path, cc__g.executable_path);
         if (is_main != (main_only != 0)) continue;
         cc_sec_image_t img;
         unsigned char *raw = (unsigned char *)&img;
@@ -377,7 +585,7 @@ void cc__write_images(cc__writer_t *w, int main_only) {
         if (is_main) img.flags |= CC_IMAGE_MAIN_EXECUTABLE;
         cc__section_begin(w, CC_SEC_IMAGE);
         cc__section_put(w, &img, sizeof img);
-        cc__section_put(w, g_paths + image->path_offset, image->path_length);
+        cc__section_put(w, image->path, image->path_length);
         cc__section_end(w);
     }
 }
@@ -393,7 +601,7 @@ int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), v
         unsigned char *raw = (unsigned char *)&info;
         for (size_t k = 0; k < sizeof info; k++) raw[k] = 0;
         info.dlpi_addr = (ElfW(Addr))image->bias;
-        info.dlpi_name = g_paths + image->path_offset;
+        info.dlpi_name = image->path;
         info.dlpi_phdr = (const ElfW(Phdr) *)(uintptr_t)image->phdr;
         info.dlpi_phnum = image->phnum;
         info.dlpi_adds = g_image_count;
@@ -418,9 +626,9 @@ int cc__images_label(uint64_t address, const char **name, size_t *name_length, u
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < g_image_count; i++) {
             const cc__image_t *image = &g_images[i];
-            if (cc__streq(g_paths + image->path_offset, cc__g.executable_path) != (pass == 0)) continue;
+            if (cc__streq(image->path, cc__g.executable_path) != (pass == 0)) continue;
             if (address < image->base || address - image->base >= image->end - image->base) continue;
-            const char *path = g_paths + image->path_offset;
+            const char *path = image->path;
             size_t start = 0;
             for (size_t k = 0; k < image->path_length; k++) if (path[k] == '/') start = k + 1;
             *name = path + start;

@@ -121,9 +121,11 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_async.c     g_seen, g_seen_count, g_links: (handler) the chain walk's per-thread scratch.
  *   cc_resources.c g_nofile, g_nofile_known, g_text, g_path: (handler) RLIMIT_NOFILE as the
  *                  process had it, and the /proc and cgroup texts being read.
- *   cc_images.c    g_cache, g_cache_count: the build-ids read at install (dl_iterate_phdr);
- *                  g_check, g_images, g_image_count, g_paths, g_paths_used, g_open,
- *                  g_maps_buffer, g_line: (handler) the images collected at crash time, which
+ *   cc_images.c    g_cache, g_cache_count, g_cache_paths, g_links, g_link_count, g_r_map,
+ *                  g_page_size: the images and the link map read at install (dl_iterate_phdr);
+ *                  g_check, g_r_map_now, g_heads_now, g_images, g_image_count, g_paths,
+ *                  g_paths_used, g_open, g_maps_buffer, g_line: (handler) the images collected
+ *                  at crash time, which
  *                  the interposed dl_iterate_phdr answers libunwind and the helper from.
  *   cc_threads.c   g_tids, g_names, g_not_stopped, g_tid_count, g_more_threads,
  *                  g_helper_result: (handler) the other threads found, stopped and named.

@@ -121,6 +121,7 @@ public enum CrashHandler {
                         if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
                         if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
                         if configuration._testListDescriptors { flags |= UInt32(CC_FLAG_TEST_LIST_DESCRIPTORS) }
+                        if configuration._testImagesFromMaps { flags |= UInt32(CC_FLAG_TEST_IMAGES_FROM_MAPS) }
                         if !configuration.crashLine { flags |= UInt32(CC_FLAG_NO_CRASH_LINE) }
                         config.watchdog_seconds = configuration.watchdogWholeSeconds
                         config.flags = flags
@@ -333,6 +334,9 @@ public struct Configuration: Sendable {
     /// Test hook: count the descriptors at a crash by listing /proc/self/fd, as on a kernel before
     /// 6.2 (where stat gives no count).
     package var _testListDescriptors: Bool
+    /// Test hook: make the crash's image table from /proc/self/maps alone, with the kernel's
+    /// paths, as when the loader's link map cannot be used (the table to check the other against).
+    package var _testImagesFromMaps: Bool
     /// One line on stderr at every crash, before the record is written (default on):
     /// `crashcapture: {"signal":…,"record":…,"request_id":…,"trace_id":…}`, so that a log
     /// pipeline learns of the crash and its request even when the record is lost with the
@@ -366,6 +370,7 @@ public struct Configuration: Sendable {
         self._testWithoutLibunwind = false
         self._testUnknownTaskLayout = false
         self._testListDescriptors = false
+        self._testImagesFromMaps = false
         self.crashLine = true
         self.hangDetection = nil
     }

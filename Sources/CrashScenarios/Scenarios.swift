@@ -223,6 +223,22 @@ func onSecondaryThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () 
     while true { sleep(60) }
 }
 
+/// A library no scenario program links and every Debian-based system has (dpkg needs it): the
+/// one the image-table scenarios load and unload after start.
+package let laterLibrary = "libbz2.so.1.0"
+
+/// dlopen `name` (the program must be able to: the scenario fails loudly if not) and say so.
+func loadLibrary(_ name: String, quiet: Bool = false) {
+    guard dlopen(name, RTLD_NOW) != nil else { fatalError("cannot load \(name): \(String(cString: dlerror()))") }
+    if !quiet { say("loaded \(name)\n") }
+}
+
+/// `text` on stdout at once (unbuffered: the process is about to crash).
+func say(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
+}
+
 @inline(never) func forceUnwrapNil() { let value: Int? = opaque(nil); levelSink &+= value! }
 @inline(never) func indexOutOfRange() { let array = opaque([1, 2, 3]); levelSink &+= array[opaque(5)] }
 @inline(never) func integerOverflow() { levelSink &+= opaque(Int.max) + opaque(1) }
@@ -683,6 +699,40 @@ package enum Scenarios {
                  stdoutContains: ["file descriptors exhausted (EMFILE)\n"],
                  configure: { $0._testListDescriptors = true })
         { _ in crashAtTheDescriptorLimit() },
+        Scenario("images-from-maps", "a null dereference whose image table comes from /proc/self/maps alone, as the kernel names the files",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 configure: { $0._testImagesFromMaps = true })
+        { _ in throughLevels { cch_null_dereference() } },
+        Scenario("dlopen-after-start", "a library loaded after start (libbz2, one object) is in the image table, read from the link map",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 stdoutContains: ["loaded \(laterLibrary)\n"])
+        { _ in
+            loadLibrary(laterLibrary)
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("dlopen-many-after-start", "libcurl and the thirty-odd libraries it needs, loaded after start, are all in the image table",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 stdoutContains: ["loaded libcurl.so.4\n"])
+        { _ in
+            loadLibrary("libcurl.so.4")
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("dlclose-after-start", "a library loaded before start and unloaded after it is not in the image table",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 stdoutContains: ["unloaded \(laterLibrary)\n"],
+                 beforeStart: { loadLibrary(laterLibrary, quiet: true) })
+        { _ in
+            if let handle = dlopen(laterLibrary, RTLD_NOW | RTLD_NOLOAD) {
+                dlclose(handle)   // the reference just taken
+                dlclose(handle)   // the one beforeStart took: the last
+            }
+            if dlopen(laterLibrary, RTLD_NOW | RTLD_NOLOAD) == nil { say("unloaded \(laterLibrary)\n") }
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("heap-object", "a crash holding a heap object: the record keeps a window of the memory its registers and stack point at",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference_holding"] + chain, faultAddress: 0))
