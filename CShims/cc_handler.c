@@ -388,7 +388,8 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
 /* async-signal-safe: without libunwind (cc_unwind.c), every thread's frames come from frame
  * records: a note says so and why. */
 static void cc__write_unwind_note(cc__writer_t *w) {
-    if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
+    const char *note = cc__unwind_note();
+    if (note[0]) cc__write_string(w, CC_STR_NOTE, note, cc__strnlen(note, sizeof cc__g.unwind_note));
 }
 
 /* async-signal-safe: the crashed thread's CC_SEC_THREAD, its frames in cc__g.frames. */
@@ -521,6 +522,8 @@ static void cc__record_prepare(cc__crash_t *c) {
      * closes only its own copies). */
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
     CC__MARK("close_reserved0");
+    cc__unwind_await();            /* libunwind, if still being prepared: before its thread is stopped */
+    CC__MARK("unwind_await");
     cc__stop_other_threads(c->tid);
     CC__MARK("stop_other_threads");
     cc__images_collect();
@@ -767,6 +770,9 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     /* One thread at a time chains and records (cc_chain.c, ONE THREAD AT A TIME): another
      * crashing thread waits here, and parks for the record when the holder begins one. */
     cc__turn_take(uc, pid, tid);
+    /* A crash just after start: libunwind's preparation finished, and its thread gone, before the
+     * previous handler runs (the Swift backtracer lists and suspends every thread). */
+    cc__unwind_await();
     const struct sigaction *previous = &cc__previous_actions(0)[index];
     int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
                                                          : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;

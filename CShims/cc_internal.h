@@ -134,7 +134,9 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_uploader.c  g_uploader: the uploader's prepared pages, page-aligned and mprotect'ed
  *                  read-only after install (in this struct the protection would cover other
  *                  fields), and its child's stack.
- *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) at install.
+ *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) by the thread install
+ *                  starts; g_unw_state, g_unw_preparer, g_unw_ready_ns: that preparation's
+ *                  progress; g_unw_verdict: (handler) what cc__unwind_await found.
  *   cc_interpose.c g_real_pthread_create, g_real_iterate: the real libc functions, resolved by
  *                  a constructor before main and used whether or not capture is installed.
  *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor
@@ -252,7 +254,7 @@ typedef struct {
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
     cc__walk_t unwind_walk;          /* the crashed thread's unwind */
-    char unwind_note[256];           /* why libunwind is not there (cc__unwind_load), or "" */
+    char unwind_note[256];           /* why libunwind is not there (cc_unwind.c), or "" */
     uint64_t frames[CC__MAX_FRAMES];
     uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
@@ -297,8 +299,9 @@ void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */
 
 /* cc_unwind.c */
-int cc__unwind_load(void);                                               /* install time: 0 without libunwind */
-void cc__unwind_warm_up(void);                                           /* install time */
+void cc__unwind_prepare(void);                                           /* install time: in the background */
+int cc__unwind_await(void);                                              /* async-signal-safe: 1 when ready */
+const char *cc__unwind_note(void);                                       /* async-signal-safe */
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor, cc__walk_t *walk,

@@ -820,7 +820,7 @@ void cch_start_blocking_threads(int count) {
 /* Fake Swift async contexts for the handler's chain walk (cc_async.c): the crash happens with
  * the frame pointer set to a fake frame whose word at fp - 8 is the first context, so every
  * shape of bad chain is met at frame 0 of a real crash. Shapes: 0 a cycle of two contexts;
- * 1 a Parent on an unmapped page; 2 a misaligned Parent; 3 a chain of 2,000 contexts (longer
+ * 1 a Parent on a page that cannot be read; 2 a misaligned Parent; 3 a chain of 2,000 contexts (longer
  * than the handler's link budget); 4 a first ResumeParent that is not code (heap memory). */
 static uint64_t g_fake_contexts[2048][2] __attribute__((aligned(16)));
 static uint64_t g_fake_frame[4] __attribute__((aligned(16)));
@@ -832,8 +832,9 @@ __attribute__((noinline)) void cch_crash_with_fake_async_context(int shape) {
     switch (shape) {
     case 0: c[0][0] = (uint64_t)(uintptr_t)c[1]; c[1][0] = (uint64_t)(uintptr_t)c[0]; break;
     case 1: {
-        void *page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        munmap(page, 4096);
+        /* Kept mapped, without access: an unmapped page could be mapped again meanwhile (by
+         * capture's own preparation of libunwind, just after start). */
+        void *page = mmap(0, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         c[0][0] = (uint64_t)(uintptr_t)page;
         break;
     }

@@ -279,7 +279,7 @@ extension Scenarios {
     static let fakeContextScenarios: [Scenario] = [
         fakeContextScenario("async-context-cycle", shape: 0, "a context chain that loops (A → B → A) is cut where it repeats: two links, a cycle",
                             end: .cycle, links: 2),
-        fakeContextScenario("async-context-unreadable", shape: 1, "a context whose Parent lies on an unmapped page ends the chain there without a second fault",
+        fakeContextScenario("async-context-unreadable", shape: 1, "a context whose Parent lies on a page that cannot be read ends the chain there without a second fault",
                             end: .unreadable, links: 1),
         fakeContextScenario("async-context-misaligned", shape: 2, "a misaligned Parent (AsyncContext is 16-byte aligned) ends the chain",
                             end: .misaligned, links: 1),

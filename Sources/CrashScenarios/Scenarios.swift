@@ -448,6 +448,13 @@ package enum Scenarios {
                                note: "libunwind could not be loaded at start (test hook)"),
                  configure: { $0._testWithoutLibunwind = true })
         { _ in throughLevels { cch_null_dereference() } },
+        Scenario("unwinder-not-ready", "a crash while libunwind is still being prepared in the background waits for it only so long (20 ms), then walks the frame records, and a note says so",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain,
+                               note: "libunwind was still being loaded at the crash"),
+                 maxSeconds: 1.5,
+                 configure: { $0._testSlowUnwindPreparation = true })
+        { _ in throughLevels { cch_null_dereference() } },
         Scenario("max-frames-one", "maxFrames 1 keeps the faulting frame alone and counts the frames left out",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"],
