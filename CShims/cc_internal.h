@@ -122,7 +122,9 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_resources.c g_nofile, g_nofile_known, g_text, g_path: (handler) RLIMIT_NOFILE as the
  *                  process had it, and the /proc and cgroup texts being read.
  *   cc_images.c    g_cache, g_cache_count, g_cache_paths, g_links, g_link_count, g_r_map,
- *                  g_page_size: the images and the link map read at install (dl_iterate_phdr);
+ *                  g_page_size, g_prepared (under g_prepare_lock), g_cache_ready, g_links_ready
+ *                  (what the handler may read): the images and the link map read at install
+ *                  (dl_iterate_phdr), extended once libunwind is loaded;
  *                  g_check, g_r_map_now, g_heads_now, g_images, g_image_count, g_paths,
  *                  g_paths_used, g_open, g_maps_buffer, g_line: (handler) the images collected
  *                  at crash time, which
@@ -322,6 +324,7 @@ void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget);
 /* cc_images.c */
 struct dl_phdr_info;
 void cc__images_prepare(void);                                           /* install time */
+void cc__images_extend(void);                                            /* ordinary code: objects loaded since */
 void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
 int cc__images_contains(uint64_t address);                               /* async-signal-safe */

@@ -142,6 +142,7 @@ static void cc__unwind_warm(void) {
 static void cc__unwind_prepare_here(void) {
     int ready = cc__unwind_load();
     if (ready) cc__unwind_warm();
+    cc__images_extend();   /* libunwind and liblzma in the crash's image table, as install's */
     atomic_store(&g_unw_ready_ns, cc__clock_ns(CLOCK_MONOTONIC));
     atomic_store(&g_unw_state, ready ? 2 : 3);
 }

@@ -54,7 +54,7 @@ var startMicros: [Int] = []
     let stderrPath = directory + ".stderr"
     if configuration.capture { environment["CRASH_TARGET_TIME_START"] = "1" }
     let child = try ChildProcess.run(configuration.target, configuration.capture ? ["capture", directory] : ["none"],
-                                     environment: environment, stderr: stderrPath, timeout: 60)
+                                     environment: environment, stderr: stderrPath, timeout: 60, precise: true)
     if configuration.capture && !configuration.backtracer && configuration.target == crashTarget,
        let text = try? String(contentsOfFile: stderrPath, encoding: .utf8),
        let range = text.range(of: #"start took (\d+) us"#, options: .regularExpression) {
@@ -136,7 +136,7 @@ var helperFrames: [Int: Int] = [:]
     if !configuration.helper { environment["CRASH_TARGET_NO_HELPER"] = "1" }
     let directory = scratch + "/" + UUID().uuidString
     let child = try ChildProcess.run(target, configuration.capture ? ["capture", directory] : ["none"],
-                                     environment: environment, stderr: "/dev/null", timeout: 60)
+                                     environment: environment, stderr: "/dev/null", timeout: 60, precise: true)
     guard child.ending == .signaled(SIGSEGV) else {
         FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label), \(threads) threads, ended \(child.ending)\n".utf8))
         exit(1)
@@ -215,7 +215,7 @@ var asyncFigures = Array(repeating: AsyncFigures(), count: shapes.count)
     if shape.requests > 0 { environment["CRASH_TARGET_REQUESTS"] = String(shape.requests) }
     let directory = scratch + "/" + UUID().uuidString
     let child = try ChildProcess.run(configuration.target, configuration.capture ? ["capture", directory] : ["none"],
-                                     environment: environment, stderr: "/dev/null", timeout: 60)
+                                     environment: environment, stderr: "/dev/null", timeout: 60, precise: true)
     guard child.ending == .signaled(SIGSEGV) else {
         FileHandle.standardError.write(Data("crash-to-exit: \(configuration.label), \(shape.label), ended \(child.ending)\n".utf8))
         exit(1)
