@@ -522,8 +522,6 @@ static void cc__record_prepare(cc__crash_t *c) {
      * closes only its own copies). */
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
     CC__MARK("close_reserved0");
-    cc__unwind_await();            /* libunwind, if still being prepared: before its thread is stopped */
-    CC__MARK("unwind_await");
     cc__stop_other_threads(c->tid);
     CC__MARK("stop_other_threads");
     cc__images_collect();

@@ -537,7 +537,7 @@ static void cc__images_from_maps(void) {
  * name, and its headers and build-id read where the loader put them. 0 when it cannot be read as
  * an image loaded at l_addr (the table then comes from /proc/self/maps). */
 static int cc__image_from_link(const cc__link_head_t *head) {
-    if (g_image_count >= CC__MAX_IMAGES) return 0;
+    if (g_image_count >= CC__MAX_IMAGES || g_paths_used + 2 > sizeof g_paths) return 0;
     cc__image_t *image = &g_images[g_image_count];
     unsigned char *raw = (unsigned char *)image;
     for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;

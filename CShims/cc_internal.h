@@ -138,7 +138,8 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *                  fields), and its child's stack.
  *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) by the thread install
  *                  starts; g_unw_state, g_unw_preparer, g_unw_ready_ns: that preparation's
- *                  progress; g_unw_verdict: (handler) what cc__unwind_await found.
+ *                  progress; g_unw_test_note: the test hook's note; g_unw_verdict:
+ *                  (handler) what cc__unwind_await found.
  *   cc_interpose.c g_real_pthread_create, g_real_iterate: the real libc functions, resolved by
  *                  a constructor before main and used whether or not capture is installed.
  *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /*
- * libunwind is loaded at install (dlopen), not linked. A program that links CrashCapture then
+ * libunwind is loaded for install (dlopen, by a thread install starts: below), not linked. A program that links CrashCapture then
  * needs no runtime library a Swift program does not already need: a static-stdlib binary starts
  * in a slim image without libunwind8 (Sources/CrashReporter/CrashReporter.docc/Deploying.md). Where libunwind.so.8 is there (Debian's
  * libunwind8, Ubuntu's, Fedora's libunwind), it unwinds as before, DWARF CFI first; where it is
@@ -71,16 +71,20 @@ static const char *cc__unwind_open(void) {
 #endif
 }
 
+/* The note of a record whose frames come from frame records because libunwind is not there. */
+static void cc__unwind_why(char *note, size_t cap, const char *why) {
+    size_t n = cc__strlcpy(note, "libunwind could not be loaded at start (", cap);
+    if (n < cap) n += cc__strlcpy(note + n, why, cap - n);
+    if (n < cap) cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
+}
+static char g_unw_test_note[256];   /* (install) CC_FLAG_TEST_NO_LIBUNWIND's */
+
 /* Not async-signal-safe (dlopen): loads libunwind once. 1 when it is there; else 0, with why in
  * cc__g.unwind_note (the note every record then carries). */
 static int cc__unwind_load(void) {
     const char *why = cc__unwind_open();
     if (!why) return 1;
-    char *note = cc__g.unwind_note;
-    size_t cap = sizeof cc__g.unwind_note;
-    size_t n = cc__strlcpy(note, "libunwind could not be loaded at start (", cap);
-    if (n < cap) n += cc__strlcpy(note + n, why, cap - n);
-    if (n < cap) cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
+    cc__unwind_why(cc__g.unwind_note, sizeof cc__g.unwind_note, why);
     return 0;
 }
 
@@ -160,6 +164,7 @@ static void *cc__unwind_preparer(void *unused) {
 
 /* Install time: libunwind prepared once per process, in the background (see above). */
 void cc__unwind_prepare(void) {
+    cc__unwind_why(g_unw_test_note, sizeof g_unw_test_note, "test hook");
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g_unw_state, &expected, 1)) return;   /* prepared, or being */
 #if defined(CC_LINK_LIBUNWIND)
@@ -223,7 +228,7 @@ static int cc__unwind_state(void) {
 
 /* async-signal-safe: why a record has no CFI frames, or "" (written as the record's note). */
 const char *cc__unwind_note(void) {
-    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) return "libunwind could not be loaded at start (test hook): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)";
+    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) return g_unw_test_note;
     int state = cc__unwind_state();
     if (state == 3) return cc__g.unwind_note;
     if (state == 1 || state == 0) return g_unw_pending_note;

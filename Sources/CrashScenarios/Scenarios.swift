@@ -233,6 +233,13 @@ func loadLibrary(_ name: String, quiet: Bool = false) {
     if !quiet { say("loaded \(name)\n") }
 }
 
+/// Waits (at most a second) until capture's own thread has loaded libunwind, and a little more for
+/// it to finish: a library loaded then is the link map's last node.
+func awaitLibunwind() {
+    for _ in 0..<1000 where dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD) == nil { usleep(1000) }
+    usleep(20_000)
+}
+
 /// `text` on stdout at once (unbuffered: the process is about to crash).
 func say(_ text: String) {
     var text = text
@@ -716,6 +723,7 @@ package enum Scenarios {
                  record: nullDereference(),
                  stdoutContains: ["loaded \(laterLibrary)\n"])
         { _ in
+            awaitLibunwind()   // so that libbz2 comes after what capture's own thread loads
             loadLibrary(laterLibrary)
             throughLevels { cch_null_dereference() }
         },
@@ -724,6 +732,7 @@ package enum Scenarios {
                  record: nullDereference(),
                  stdoutContains: ["loaded libcurl.so.4\n"])
         { _ in
+            awaitLibunwind()   // so that they are all appended after install's table: more than 8, the maps
             loadLibrary("libcurl.so.4")
             throughLevels { cch_null_dereference() }
         },
