@@ -388,8 +388,7 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
 /* async-signal-safe: without libunwind (cc_unwind.c), every thread's frames come from frame
  * records: a note says so and why. */
 static void cc__write_unwind_note(cc__writer_t *w) {
-    const char *note = cc__unwind_note();
-    if (note[0]) cc__write_string(w, CC_STR_NOTE, note, cc__strnlen(note, sizeof cc__g.unwind_note));
+    if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
 }
 
 /* async-signal-safe: the crashed thread's CC_SEC_THREAD, its frames in cc__g.frames. */
@@ -768,9 +767,6 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     /* One thread at a time chains and records (cc_chain.c, ONE THREAD AT A TIME): another
      * crashing thread waits here, and parks for the record when the holder begins one. */
     cc__turn_take(uc, pid, tid);
-    /* A crash just after start: libunwind's preparation finished, and its thread gone, before the
-     * previous handler runs (the Swift backtracer lists and suspends every thread). */
-    cc__unwind_await();
     const struct sigaction *previous = &cc__previous_actions(0)[index];
     int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
                                                          : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;

@@ -5,7 +5,6 @@
 
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/uio.h>
 #include <errno.h>
@@ -98,25 +97,9 @@ static uint64_t cc__segments_end(uint64_t bias, const ElfW(Phdr) *ph, int count)
     return end;
 }
 
-/* The tables as they are being built (ordinary code, under g_prepare_lock) and as the handler
- * may read them: an entry or node is published (g_cache_ready, g_links_ready: release) only once
- * it is whole, and never changed after, until the next install. */
-static pthread_mutex_t g_prepare_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint32_t g_cache_ready, g_links_ready;
-static int g_prepared;
-
-/* What one dl_iterate_phdr pass is doing: building the tables (keep 0), or extending them past
- * the first `keep_links` nodes and `keep_cache` entries (cc__images_extend). */
-typedef struct {
-    int calls;
-    uint32_t keep_links, keep_cache;
-    int failed;
-} cc__pass_t;
-
-/* Ordinary code, inside dl_iterate_phdr (the loader's list cannot change meanwhile): the link
- * map r_debug leads to, from the executable's DT_DEBUG entry (none for a static program). The
- * first `keep_links` nodes must be the ones kept; the rest are added. */
-static void cc__walk_links(struct dl_phdr_info *info, cc__pass_t *pass) {
+/* Install time, inside dl_iterate_phdr (the loader's list cannot change meanwhile): the link map
+ * r_debug leads to, from the executable's DT_DEBUG entry; none for a static program. */
+static void cc__walk_links(struct dl_phdr_info *info) {
     uint64_t r_debug = 0;
     for (int i = 0; i < info->dlpi_phnum && !r_debug; i++) {
         if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
@@ -125,16 +108,11 @@ static void cc__walk_links(struct dl_phdr_info *info, cc__pass_t *pass) {
             if (dyn->d_tag == DT_DEBUG) { r_debug = (uint64_t)dyn->d_un.d_ptr; break; }
         }
     }
-    if (!r_debug) { pass->failed = 1; return; }
+    if (!r_debug) return;
     const struct r_debug *debug = (const struct r_debug *)(uintptr_t)r_debug;
-    uint32_t index = 0;
-    for (const struct link_map *node = debug->r_map; node; node = node->l_next, index++) {
-        if (index < pass->keep_links) {
-            if (g_links[index].node != (uint64_t)(uintptr_t)node) { pass->failed = 1; return; }
-            continue;
-        }
-        if (index == CC__LINKS_MAX) { pass->failed = 1; return; }
-        cc__link_t *link = &g_links[index];
+    for (const struct link_map *node = debug->r_map; node; node = node->l_next) {
+        if (g_link_count == CC__LINKS_MAX) { g_link_count = 0; return; }
+        cc__link_t *link = &g_links[g_link_count++];
         link->node = (uint64_t)(uintptr_t)node;
         link->head.addr = (uint64_t)node->l_addr;
         link->head.name = (uint64_t)(uintptr_t)node->l_name;
@@ -142,20 +120,14 @@ static void cc__walk_links(struct dl_phdr_info *info, cc__pass_t *pass) {
         link->head.next = (uint64_t)(uintptr_t)node->l_next;
         link->cached = 0;
     }
-    if (index < pass->keep_links) { pass->failed = 1; return; }
-    g_link_count = index;
     g_r_map = (uint64_t)(uintptr_t)&debug->r_map;
 }
 
-/* Ordinary code: one entry per object dl_iterate_phdr reports (past the kept ones). */
-static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *context) {
+/* Install time: one entry per object dl_iterate_phdr reports. */
+static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *calls) {
     (void)size;
-    cc__pass_t *pass = context;
-    int first = pass->calls++ == 0;   /* the executable: the loader's first object */
-    if (first) cc__walk_links(info, pass);
-    for (uint32_t i = 0; i < pass->keep_cache; i++) {
-        if (g_cache[i].bias == (uint64_t)info->dlpi_addr && g_cache[i].name == (uint64_t)(uintptr_t)info->dlpi_name) return 0;
-    }
+    int first = (*(int *)calls)++ == 0;   /* the executable: the loader's first object */
+    if (first) cc__walk_links(info);
     if (g_cache_count >= CC__CACHED_IMAGES) return 1;
     uint64_t base = 0;
     int found = 0;
@@ -222,68 +194,33 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *context) 
     return 0;
 }
 
-/* Ordinary code, under g_prepare_lock: one pass over the loader's objects and its link map, then
- * each new node matched with the new entry in the same place. 1 when they agree: every new node's
- * object is the next new entry, and every new entry has its node (objects in another namespace
- * have none here). */
-static int cc__images_pass(uint32_t keep_links, uint32_t keep_cache) {
-    cc__pass_t pass = { .calls = 0, .keep_links = keep_links, .keep_cache = keep_cache, .failed = 0 };
-    g_link_count = keep_links;
-    g_cache_count = keep_cache;
-    dl_iterate_phdr(cc__cache_one, &pass);
-    if (pass.failed || g_link_count == 0) return 0;
+/* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the images the
+ * handler later checks, and the link map nodes it checks them by. The link map is used only
+ * when it and dl_iterate_phdr agree: every node's object is the entry in the same place, and
+ * every entry has its node (objects in another namespace have none here). */
+void cc__images_prepare(void) {
+    g_cache_count = 0;
+    g_cache_paths_used = 0;
+    g_link_count = 0;
+    g_r_map = 0;
+    g_page_size = (uint64_t)getauxval(AT_PAGESZ);
+    int calls = 0;
+    dl_iterate_phdr(cc__cache_one, &calls);
     uint32_t matched = 0;
-    for (uint32_t i = keep_links, next = keep_cache; i < g_link_count; i++) {
+    for (uint32_t i = 0, next = 0; i < g_link_count; i++) {
         cc__link_t *link = &g_links[i];
         if (next < g_cache_count && g_cache[next].bias == link->head.addr && g_cache[next].name == link->head.name) {
             link->cached = ++next;
             matched++;
         }
     }
-    return matched == g_cache_count - keep_cache;
-}
-
-/* Install time (not async-signal-safe: dl_iterate_phdr takes the loader lock): the images the
- * handler later checks, and the link map nodes it checks them by (none when the two disagree:
- * the handler then reads /proc/self/maps). */
-void cc__images_prepare(void) {
-    pthread_mutex_lock(&g_prepare_lock);
-    g_cache_paths_used = 0;
-    g_r_map = 0;
-    g_page_size = (uint64_t)getauxval(AT_PAGESZ);
-    int agree = cc__images_pass(0, 0);
-    atomic_store(&g_cache_ready, g_cache_count);
-    atomic_store(&g_links_ready, agree ? g_link_count : 0);
-    g_prepared = 1;
-    pthread_mutex_unlock(&g_prepare_lock);
-}
-
-/* Ordinary code (the thread that loads libunwind, once it has): the objects loaded since install
- * added to the tables, so that a crash need not read them node by node. Nothing is added when
- * install has not built the tables yet (it will see them), when the link map was not usable, or
- * when the map no longer begins with the nodes kept (a dlclose). */
-void cc__images_extend(void) {
-    pthread_mutex_lock(&g_prepare_lock);
-    uint32_t links = atomic_load(&g_links_ready), cached = atomic_load(&g_cache_ready);
-    if (g_prepared && links > 0) {
-        uint32_t paths = g_cache_paths_used;
-        if (cc__images_pass(links, cached)) {
-            atomic_store(&g_cache_ready, g_cache_count);
-            atomic_store(&g_links_ready, g_link_count);
-        } else {
-            g_link_count = links;
-            g_cache_count = cached;
-            g_cache_paths_used = paths;
-        }
-    }
-    pthread_mutex_unlock(&g_prepare_lock);
+    if (g_link_count == 0 || matched != g_cache_count) g_r_map = 0;
 }
 
 /* async-signal-safe: the index + 1 of the install-time entry of the image at base, or 0. Only
  * entries with a build-id note can be checked at crash time; one without is read from memory. */
 static uint32_t cc__cached(uint64_t base) {
-    uint32_t cached = atomic_load(&g_cache_ready);
-    for (uint32_t i = 0; i < cached; i++) {
+    for (uint32_t i = 0; i < g_cache_count; i++) {
         if (g_cache[i].base == base) return g_cache[i].note ? i + 1 : 0;
     }
     return 0;
@@ -559,21 +496,20 @@ static int cc__image_from_link(const cc__link_head_t *head) {
  * build-id notes unchanged (see the top of this file); objects appended since, up to
  * CC__NEW_LINKS, read from their nodes. 0: the table must come from /proc/self/maps. */
 static int cc__images_from_links(void) {
-    uint32_t links = atomic_load(&g_links_ready), cached = atomic_load(&g_cache_ready);
-    if (!g_r_map || links == 0 || (cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) return 0;
-    struct iovec *local = g_check.io, *remote = g_check.io + 1 + links + cached;
+    if (!g_r_map || g_link_count == 0 || (cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) return 0;
+    struct iovec *local = g_check.io, *remote = g_check.io + 1 + g_link_count + g_cache_count;
     uint32_t n = 0;
     local[n].iov_base = &g_r_map_now;
     local[n].iov_len = sizeof g_r_map_now;
     remote[n].iov_base = (void *)(uintptr_t)g_r_map;
     remote[n++].iov_len = sizeof g_r_map_now;
-    for (uint32_t i = 0; i < links; i++, n++) {
+    for (uint32_t i = 0; i < g_link_count; i++, n++) {
         local[n].iov_base = &g_heads_now[i];
         local[n].iov_len = sizeof g_heads_now[i];
         remote[n].iov_base = (void *)(uintptr_t)g_links[i].node;
         remote[n].iov_len = sizeof g_heads_now[i];
     }
-    for (uint32_t i = 0; i < cached; i++) {
+    for (uint32_t i = 0; i < g_cache_count; i++) {
         cc__cached_image_t *entry = &g_cache[i];
         if (!entry->note) continue;
         local[n].iov_base = entry->seen;
@@ -586,12 +522,12 @@ static int cc__images_from_links(void) {
     CC__MARK("links_readv");
     for (uint32_t i = 0; i < n; i++) if (!g_check.ok[i]) return 0;
     if (g_r_map_now != g_links[0].node) return 0;
-    for (uint32_t i = 0; i < links; i++) {
+    for (uint32_t i = 0; i < g_link_count; i++) {
         const cc__link_head_t *was = &g_links[i].head, *now = &g_heads_now[i];
         if (now->addr != was->addr || now->name != was->name || now->ld != was->ld) return 0;
-        if (i + 1 < links && now->next != g_links[i + 1].node) return 0;
+        if (i + 1 < g_link_count && now->next != g_links[i + 1].node) return 0;
     }
-    for (uint32_t i = 0; i < cached; i++) {
+    for (uint32_t i = 0; i < g_cache_count; i++) {
         const cc__cached_image_t *entry = &g_cache[i];
         for (uint32_t b = 0; entry->note && b < CC__NOTE_HEAD + entry->build_id_length; b++) {
             if (entry->seen[b] != entry->note_bytes[b]) return 0;
@@ -599,7 +535,7 @@ static int cc__images_from_links(void) {
     }
     g_image_count = 0;
     g_paths_used = 0;
-    for (uint32_t i = 0; i < links; i++) {
+    for (uint32_t i = 0; i < g_link_count; i++) {
         if (!g_links[i].cached) continue;
         const cc__cached_image_t *entry = &g_cache[g_links[i].cached - 1];
         cc__image_t *image = &g_images[g_image_count++];
@@ -615,7 +551,7 @@ static int cc__images_from_links(void) {
         image->cached = 0;
     }
     /* Objects appended since install: the last node's l_next was 0 then. */
-    uint64_t node = g_heads_now[links - 1].next;
+    uint64_t node = g_heads_now[g_link_count - 1].next;
     for (uint32_t added = 0; node; added++) {
         cc__link_head_t head;
         if (added == CC__NEW_LINKS || cc__safe_read(node, &head, sizeof head) != sizeof head) return 0;

@@ -122,9 +122,7 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_resources.c g_nofile, g_nofile_known, g_text, g_path: (handler) RLIMIT_NOFILE as the
  *                  process had it, and the /proc and cgroup texts being read.
  *   cc_images.c    g_cache, g_cache_count, g_cache_paths, g_links, g_link_count, g_r_map,
- *                  g_page_size, g_prepared (under g_prepare_lock), g_cache_ready, g_links_ready
- *                  (what the handler may read): the images and the link map read at install
- *                  (dl_iterate_phdr), extended once libunwind is loaded;
+ *                  g_page_size: the images and the link map read at install (dl_iterate_phdr);
  *                  g_check, g_r_map_now, g_heads_now, g_images, g_image_count, g_paths,
  *                  g_paths_used, g_open, g_maps_buffer, g_line: (handler) the images collected
  *                  at crash time, which
@@ -136,10 +134,7 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_uploader.c  g_uploader: the uploader's prepared pages, page-aligned and mprotect'ed
  *                  read-only after install (in this struct the protection would cover other
  *                  fields), and its child's stack.
- *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) by the thread install
- *                  starts; g_unw_state, g_unw_preparer, g_unw_ready_ns: that preparation's
- *                  progress; g_unw_test_note: the test hook's note; g_unw_verdict:
- *                  (handler) what cc__unwind_await found.
+ *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) at install.
  *   cc_interpose.c g_real_pthread_create, g_real_iterate: the real libc functions, resolved by
  *                  a constructor before main and used whether or not capture is installed.
  *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor
@@ -257,7 +252,7 @@ typedef struct {
     unw_context_t unwind_context;
     unw_cursor_t unwind_cursor;
     cc__walk_t unwind_walk;          /* the crashed thread's unwind */
-    char unwind_note[256];           /* why libunwind is not there (cc_unwind.c), or "" */
+    char unwind_note[256];           /* why libunwind is not there (cc__unwind_load), or "" */
     uint64_t frames[CC__MAX_FRAMES];
     uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
@@ -302,9 +297,8 @@ void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */
 
 /* cc_unwind.c */
-void cc__unwind_prepare(void);                                           /* install time: in the background */
-int cc__unwind_await(void);                                              /* async-signal-safe: 1 when ready */
-const char *cc__unwind_note(void);                                       /* async-signal-safe */
+int cc__unwind_load(void);                                               /* install time: 0 without libunwind */
+void cc__unwind_warm_up(void);                                           /* install time */
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
  * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
 uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor, cc__walk_t *walk,
@@ -325,7 +319,6 @@ void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget);
 /* cc_images.c */
 struct dl_phdr_info;
 void cc__images_prepare(void);                                           /* install time */
-void cc__images_extend(void);                                            /* ordinary code: objects loaded since */
 void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
 int cc__images_contains(uint64_t address);                               /* async-signal-safe */

@@ -81,7 +81,6 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     atomic_store(&cc__g.snapshot_owner, me);
 
     int64_t wall_ns = cc__clock_ns(CLOCK_REALTIME), mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
-    cc__unwind_await();
     cc__images_collect();
     int helper_result = cc__read_threads_live(tid, mono_ns + CC__SNAPSHOT_HELPER_NS);
     uint32_t stopped = 0;

@@ -3,17 +3,12 @@
 #include "cc_internal.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <ucontext.h>
-#include <unistd.h>
 
 /*
- * libunwind is loaded for install (dlopen, by a thread install starts: below), not linked. A program that links CrashCapture then
+ * libunwind is loaded at install (dlopen), not linked. A program that links CrashCapture then
  * needs no runtime library a Swift program does not already need: a static-stdlib binary starts
  * in a slim image without libunwind8 (Sources/CrashReporter/CrashReporter.docc/Deploying.md). Where libunwind.so.8 is there (Debian's
  * libunwind8, Ubuntu's, Fedora's libunwind), it unwinds as before, DWARF CFI first; where it is
@@ -24,6 +19,7 @@
  * the handler calls them through g_unw, filled once here, never dlopen or dlsym.
  */
 static struct {
+    int loaded;
     int (*init_local)(unw_cursor_t *, unw_context_t *);
     int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
     int (*step)(unw_cursor_t *);
@@ -71,47 +67,23 @@ static const char *cc__unwind_open(void) {
 #endif
 }
 
-/* The note of a record whose frames come from frame records because libunwind is not there. */
-static void cc__unwind_why(char *note, size_t cap, const char *why) {
+/* Install time (not async-signal-safe): loads libunwind once. 1 when it is there; else 0, with
+ * why in cc__g.unwind_note (the note every record then carries). */
+int cc__unwind_load(void) {
+    cc__g.unwind_note[0] = 0;
+    const char *why = 0;
+    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) why = "test hook";
+    else if (!g_unw.loaded && (why = cc__unwind_open()) == 0) g_unw.loaded = 1;
+    if (!why) return 1;
+    char *note = cc__g.unwind_note;
+    size_t cap = sizeof cc__g.unwind_note;
     size_t n = cc__strlcpy(note, "libunwind could not be loaded at start (", cap);
     if (n < cap) n += cc__strlcpy(note + n, why, cap - n);
     if (n < cap) cc__strlcpy(note + n, "): frames come from frame records only (install libunwind8 to unwind by DWARF CFI)", cap - n);
-}
-static char g_unw_test_note[256];   /* (install) CC_FLAG_TEST_NO_LIBUNWIND's */
-
-/* Not async-signal-safe (dlopen): loads libunwind once. 1 when it is there; else 0, with why in
- * cc__g.unwind_note (the note every record then carries). */
-static int cc__unwind_load(void) {
-    const char *why = cc__unwind_open();
-    if (!why) return 1;
-    cc__unwind_why(cc__g.unwind_note, sizeof cc__g.unwind_note, why);
     return 0;
 }
 
-/*
- * Where libunwind is prepared: off the thread that starts capture. Loading it (dlopen of
- * libunwind.so.8 and liblzma, their relocations) and its first initialisation cost ≈ 200 µs,
- * two thirds of `start`, in every process, most of which never crash (docs/decisions/
- * capture-start.md). So install hands that work to a short-lived thread of its own, every signal
- * blocked, and returns; the thread ends once libunwind is ready. Until then a crash (or a hang
- * snapshot) waits for it, at most CC__UNWIND_WAIT_MS and only while that thread still exists in
- * this process (not in a child forked meanwhile), before stopping the other threads, and, when
- * it has just finished, until it is gone, so that no record lists it; past that, or on the
- * preparing thread itself, the frames come from the frame records and the record says why. Where
- * no thread can be made (a seccomp policy, RLIMIT_NPROC), install prepares it itself, as before.
- *
- * g_unw_state: 0 not prepared; 1 being prepared by thread g_unw_preparer; 2 ready; 3 not there
- * (cc__g.unwind_note says why). g_unw and the note are written before 2 or 3 is stored.
- */
-#define CC__UNWIND_WAIT_MS 20
-static _Atomic int g_unw_state;
-static _Atomic pid_t g_unw_preparer;
-static _Atomic int64_t g_unw_ready_ns;   /* CLOCK_MONOTONIC when it became ready */
-static _Atomic int g_unw_verdict = -1;   /* (handler) the state cc__unwind_await found */
-static const char g_unw_pending_note[] =
-    "libunwind was still being loaded at the crash (just after start): frames come from frame records only";
-
-/* Not async-signal-safe. What libunwind (1.6.2) does once, it does here:
+/* Install time (not async-signal-safe). What libunwind (1.6.2) does once, it does here:
  * - tdep_init, under its mutex, on the first unw_set_caching_policy / unw_init_local: the
  *   mempools (each mmapped and filled with twice its reserve), the memory-validation pipe
  *   (pipe2, mincore) and the local address space. About 45 µs of a fresh process.
@@ -126,113 +98,22 @@ static const char g_unw_pending_note[] =
  * first step, in place, without memory of its own. So one step, not three. (Each image's
  * unwind tables are found at crash time through dl_iterate_phdr, see CrashCapture.docc/KnownLimits.md
  * (the unwinder faulting).) */
-static void cc__unwind_warm(void) {
+void cc__unwind_warm_up(void) {
+    if (!cc__unwind_load()) return;
     g_unw.set_caching_policy(*g_unw.local_addr_space, UNW_CACHE_PER_THREAD);
     /* This thread's context from the C library (libunwind's own unw_getcontext is a function on
      * x86-64 and a macro on aarch64): one layout with the signal contexts the handler unwinds. */
-    ucontext_t here;
+    static ucontext_t here;
     unw_context_t context;
     unw_cursor_t cursor;
     if (getcontext(&here) != 0) return;
     cc__arch_copy_to_unwind_context(&here, &context);
     if (g_unw.init_local(&cursor, &context) != 0) return;
+    CC__MARK("  unw_init");
     if (g_unw.step(&cursor) > 0) {
         unw_word_t ip;
         g_unw.get_reg(&cursor, UNW_REG_IP, &ip);
     }
-}
-
-/* Not async-signal-safe: load, warm, publish. */
-static void cc__unwind_prepare_here(void) {
-    int ready = cc__unwind_load();
-    if (ready) cc__unwind_warm();
-    cc__images_extend();   /* libunwind and liblzma in the crash's image table, as install's */
-    atomic_store(&g_unw_ready_ns, cc__clock_ns(CLOCK_MONOTONIC));
-    atomic_store(&g_unw_state, ready ? 2 : 3);
-}
-
-static void *cc__unwind_preparer(void *unused) {
-    (void)unused;
-    atomic_store(&g_unw_preparer, cc__gettid());
-    if (cc__g.flags & CC_FLAG_TEST_SLOW_UNWIND_PREPARE) {
-        struct timespec pause = { 2, 0 };
-        nanosleep(&pause, 0);
-    }
-    cc__unwind_prepare_here();
-    return 0;
-}
-
-/* Install time: libunwind prepared once per process, in the background (see above). */
-void cc__unwind_prepare(void) {
-    cc__unwind_why(g_unw_test_note, sizeof g_unw_test_note, "test hook");
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&g_unw_state, &expected, 1)) return;   /* prepared, or being */
-#if defined(CC_LINK_LIBUNWIND)
-    cc__unwind_prepare_here();   /* nothing to load: its first initialisation alone */
-#else
-    pthread_attr_t attr;
-    sigset_t all, saved;
-    sigfillset(&all);
-    int made = 0;
-    if (pthread_attr_init(&attr) == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);      /* the thread starts with every signal blocked */
-        pthread_t thread;
-        made = pthread_create(&thread, &attr, cc__unwind_preparer, 0) == 0;
-        pthread_sigmask(SIG_SETMASK, &saved, 0);
-        pthread_attr_destroy(&attr);
-    }
-    if (!made) cc__unwind_prepare_here();
-#endif
-}
-
-/* async-signal-safe: whether thread `tid` of this process is still there. */
-static int cc__thread_exists(pid_t tid) {
-    return syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L) == 0;
-}
-
-/* async-signal-safe: waits (see above) while libunwind is being prepared by a thread that is
- * still there and is not this one, and, when it became ready just now, until that thread has
- * gone (so that the record does not list it among the program's threads); 1 when it is ready.
- * What it found is what this crash (or snapshot) uses, however the preparation goes on. */
-int cc__unwind_await(void) {
-    int state = atomic_load(&g_unw_state);
-    pid_t preparer = atomic_load(&g_unw_preparer), self = state == 1 ? cc__gettid() : 0;
-    int64_t now = cc__clock_ns(CLOCK_MONOTONIC), deadline = now + CC__UNWIND_WAIT_MS * 1000000LL;
-    for (;;) {
-        if (state == 1) {
-            /* Not started yet (0); gone: a forked child has no such thread. */
-            if (preparer == self || (preparer != 0 && !cc__thread_exists(preparer))) break;
-        } else if (state == 2 && preparer != 0 && now - atomic_load(&g_unw_ready_ns) < 10 * 1000000LL) {
-            if (!cc__thread_exists(preparer)) break;   /* (later, its tid may be another thread's) */
-        } else {
-            break;
-        }
-        if (now >= deadline) break;
-        struct timespec step = { 0, 50 * 1000 };
-        nanosleep(&step, 0);
-        now = cc__clock_ns(CLOCK_MONOTONIC);
-        state = atomic_load(&g_unw_state);
-        if (!preparer) preparer = atomic_load(&g_unw_preparer);
-    }
-    atomic_store(&g_unw_verdict, state);
-    return state == 2;
-}
-
-/* async-signal-safe: the state this crash goes by: cc__unwind_await's finding, or now. */
-static int cc__unwind_state(void) {
-    int verdict = atomic_load(&g_unw_verdict);
-    return verdict >= 0 ? verdict : atomic_load(&g_unw_state);
-}
-
-/* async-signal-safe: why a record has no CFI frames, or "" (written as the record's note). */
-const char *cc__unwind_note(void) {
-    if (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND) return g_unw_test_note;
-    int state = cc__unwind_state();
-    if (state == 3) return cc__g.unwind_note;
-    if (state == 1 || state == 0) return g_unw_pending_note;
-    return "";
 }
 
 /* async-signal-safe: keeps one frame (its pc, and its frame pointer beside it), in the walk's
@@ -332,7 +213,7 @@ uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cu
     atomic_store(&walk->active, 1);
     cc__arch_copy_to_unwind_context(uc, context);
 
-    if (cc__unwind_state() != 2 || (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND)) {
+    if (!g_unw.loaded || (cc__g.flags & CC_FLAG_TEST_NO_LIBUNWIND)) {
         /* No libunwind: the pc, the caller of a call through NULL (from the call itself), then
          * the frame records. */
         cc__walk_put(walk, cc__context_pc(uc), cc__context_fp(uc));

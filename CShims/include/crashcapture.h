@@ -35,7 +35,6 @@ enum cc_install_result {
 #define CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT 0x200u /* test hook: the runtime's task layout is treated as unknown */
 #define CC_FLAG_TEST_LIST_DESCRIPTORS   0x400u /* test hook: count descriptors by listing /proc/self/fd, as before Linux 6.2 */
 #define CC_FLAG_TEST_IMAGES_FROM_MAPS   0x800u /* test hook: the images from /proc/self/maps alone, named as the kernel names them */
-#define CC_FLAG_TEST_SLOW_UNWIND_PREPARE 0x1000u /* test hook: libunwind's preparation at start waits 2 s first */
 
 typedef struct {
     const char *directory;       /* existing directory for records; opened once at install */

@@ -122,7 +122,6 @@ public enum CrashHandler {
                         if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
                         if configuration._testListDescriptors { flags |= UInt32(CC_FLAG_TEST_LIST_DESCRIPTORS) }
                         if configuration._testImagesFromMaps { flags |= UInt32(CC_FLAG_TEST_IMAGES_FROM_MAPS) }
-                        if configuration._testSlowUnwindPreparation { flags |= UInt32(CC_FLAG_TEST_SLOW_UNWIND_PREPARE) }
                         if !configuration.crashLine { flags |= UInt32(CC_FLAG_NO_CRASH_LINE) }
                         config.watchdog_seconds = configuration.watchdogWholeSeconds
                         config.flags = flags
@@ -338,9 +337,6 @@ public struct Configuration: Sendable {
     /// Test hook: make the crash's image table from /proc/self/maps alone, with the kernel's
     /// paths, as when the loader's link map cannot be used (the table to check the other against).
     package var _testImagesFromMaps: Bool
-    /// Test hook: libunwind's preparation in the background waits 2 s before it starts, so that
-    /// a crash just after start finds it not ready (and waits only its bounded time).
-    package var _testSlowUnwindPreparation: Bool
     /// One line on stderr at every crash, before the record is written (default on):
     /// `crashcapture: {"signal":…,"record":…,"request_id":…,"trace_id":…}`, so that a log
     /// pipeline learns of the crash and its request even when the record is lost with the
@@ -375,7 +371,6 @@ public struct Configuration: Sendable {
         self._testUnknownTaskLayout = false
         self._testListDescriptors = false
         self._testImagesFromMaps = false
-        self._testSlowUnwindPreparation = false
         self.crashLine = true
         self.hangDetection = nil
     }

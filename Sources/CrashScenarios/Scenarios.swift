@@ -233,13 +233,6 @@ func loadLibrary(_ name: String, quiet: Bool = false) {
     if !quiet { say("loaded \(name)\n") }
 }
 
-/// Waits (at most a second) until capture's own thread has loaded libunwind, and a little more for
-/// it to finish: a library loaded then is the link map's last node.
-func awaitLibunwind() {
-    for _ in 0..<1000 where dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD) == nil { usleep(1000) }
-    usleep(20_000)
-}
-
 /// `text` on stdout at once (unbuffered: the process is about to crash).
 func say(_ text: String) {
     var text = text
@@ -454,13 +447,6 @@ package enum Scenarios {
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain,
                                note: "libunwind could not be loaded at start (test hook)"),
                  configure: { $0._testWithoutLibunwind = true })
-        { _ in throughLevels { cch_null_dereference() } },
-        Scenario("unwinder-not-ready", "a crash while libunwind is still being prepared in the background waits for it only so long (20 ms), then walks the frame records, and a note says so",
-                 ending: .signal(SIGSEGV),
-                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain,
-                               note: "libunwind was still being loaded at the crash"),
-                 maxSeconds: 1.5,
-                 configure: { $0._testSlowUnwindPreparation = true })
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("max-frames-one", "maxFrames 1 keeps the faulting frame alone and counts the frames left out",
                  ending: .signal(SIGSEGV),
@@ -723,7 +709,6 @@ package enum Scenarios {
                  record: nullDereference(),
                  stdoutContains: ["loaded \(laterLibrary)\n"])
         { _ in
-            awaitLibunwind()   // so that libbz2 comes after what capture's own thread loads
             loadLibrary(laterLibrary)
             throughLevels { cch_null_dereference() }
         },
@@ -732,7 +717,6 @@ package enum Scenarios {
                  record: nullDereference(),
                  stdoutContains: ["loaded libcurl.so.4\n"])
         { _ in
-            awaitLibunwind()   // so that they are all appended after install's table: more than 8, the maps
             loadLibrary("libcurl.so.4")
             throughLevels { cch_null_dereference() }
         },

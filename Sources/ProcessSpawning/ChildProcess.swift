@@ -60,7 +60,7 @@ package struct ChildProcess: Sendable {
 
     /// A descriptor that becomes readable when `pid` ends (pidfd_open, Linux 5.3, glibc 2.36), or
     /// -1 where there is none: looked up, not linked, so an older C library still runs this.
-    static func pidDescriptor(_ pid: pid_t) -> Int32 {
+    package static func pidDescriptor(_ pid: pid_t) -> Int32 {
         guard let symbol = dlsym(nil, "pidfd_open") else { return -1 }
         typealias Open = @convention(c) (pid_t, UInt32) -> Int32
         return unsafeBitCast(symbol, to: Open.self)(pid, 0)

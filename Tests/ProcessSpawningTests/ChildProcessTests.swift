@@ -59,6 +59,23 @@ final class ChildProcessTests: XCTestCase {
         XCTAssertLessThan(child.seconds, 10)
     }
 
+    /// The precise wait (a pidfd where the kernel has them) ends the same ways as the polled one:
+    /// an exit status, a signal, the deadline.
+    func testThePreciseWaitEndsAsThePolledOne() throws {
+        let descriptor = ChildProcess.pidDescriptor(getpid())
+        XCTAssertGreaterThanOrEqual(descriptor, 0, "pidfd_open on this kernel and C library")
+        if descriptor >= 0 { close(descriptor) }
+        XCTAssertEqual(try ChildProcess.run(sh, ["-c", "exit 7"], timeout: 30, precise: true).ending, .exited(7))
+        XCTAssertEqual(try ChildProcess.run(sh, ["-c", "kill -\(SIGSEGV) $$"], timeout: 30, precise: true).ending, .signaled(SIGSEGV))
+        let slept = try ChildProcess.run(try tool("sleep"), ["0.3"], timeout: 30, precise: true)
+        XCTAssertEqual(slept.ending, .exited(0))
+        XCTAssertGreaterThanOrEqual(slept.seconds, 0.3)
+        let late = try ChildProcess.run(try tool("sleep"), ["30"], timeout: 0.5, precise: true)
+        XCTAssertEqual(late.ending, .timedOut)
+        XCTAssertGreaterThanOrEqual(late.seconds, 0.5)
+        XCTAssertLessThan(late.seconds, 10)
+    }
+
     func testAStartedChildCanBeSignalledBeforeItIsWaitedFor() throws {
         let running = try ChildProcess.start(try tool("sleep"), ["30"])
         XCTAssertEqual(kill(running.pid, 0), 0, "running")
