@@ -26,8 +26,9 @@
  * first node, the head of every kept node and every kept build-id note. When all still say what
  * they said at install, the images are the ones install saw, at the same addresses: a dlclose
  * unlinks a node, a dlopen appends one, and another file at the same address has another note.
- * The table is then install's: a few µs, where reading /proc/self/maps costs about 100 and
- * grows with every mapping (Benchmarks/README.md, crash to exit). Up to CC__NEW_LINKS objects
+ * The table is then install's: ≈ 25 µs (most of it the process's first process_vm_readv, which
+ * the memory windows would pay otherwise), where reading /proc/self/maps costs ≈ 115 and grows
+ * with every mapping (Benchmarks/README.md, "The handler's time"). Up to CC__NEW_LINKS objects
  * appended since install (a program's own dlopen) are read node by node. Anything else (more
  * of them, a node that changed, a static program without a link map, objects in another
  * link-map namespace) and the table comes from /proc/self/maps, as it always could.
@@ -217,6 +218,15 @@ void cc__images_prepare(void) {
     if (g_link_count == 0 || matched != g_cache_count) g_r_map = 0;
 }
 
+/* async-signal-safe: whether an entry's build-id note, as just read back into `seen`, is the one
+ * install read. */
+static int cc__note_unchanged(const cc__cached_image_t *entry) {
+    for (uint32_t b = 0; b < CC__NOTE_HEAD + entry->build_id_length; b++) {
+        if (entry->seen[b] != entry->note_bytes[b]) return 0;
+    }
+    return 1;
+}
+
 /* async-signal-safe: the index + 1 of the install-time entry of the image at base, or 0. Only
  * entries with a build-id note can be checked at crash time; one without is read from memory. */
 static uint32_t cc__cached(uint64_t base) {
@@ -366,8 +376,7 @@ static void cc__check_cached(void) {
         cc__image_t *image = &g_images[i];
         if (image->cached) {
             const cc__cached_image_t *entry = &g_cache[image->cached - 1];
-            int same = g_check.ok[checked++];
-            for (uint32_t b = 0; same && b < CC__NOTE_HEAD + entry->build_id_length; b++) same = entry->seen[b] == entry->note_bytes[b];
+            int same = g_check.ok[checked++] && cc__note_unchanged(entry);
             image->cached = 0;
             if (same) {
                 image->build_id_length = entry->build_id_length;
@@ -528,10 +537,7 @@ static int cc__images_from_links(void) {
         if (i + 1 < g_link_count && now->next != g_links[i + 1].node) return 0;
     }
     for (uint32_t i = 0; i < g_cache_count; i++) {
-        const cc__cached_image_t *entry = &g_cache[i];
-        for (uint32_t b = 0; entry->note && b < CC__NOTE_HEAD + entry->build_id_length; b++) {
-            if (entry->seen[b] != entry->note_bytes[b]) return 0;
-        }
+        if (g_cache[i].note && !cc__note_unchanged(&g_cache[i])) return 0;
     }
     g_image_count = 0;
     g_paths_used = 0;
