@@ -56,6 +56,15 @@ final class SentrySessionsTests: XCTestCase {
         let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--run-id", "killed", "--end", "hold",
                                                                   "--ready-file", ready] + dsn, environment: environment)
         XCTAssertTrue(Harness.waitForFile(ready))
+        // Killed once it has sent what it learned (the `exited` run's session: written before the
+        // ready file, deleted once Sentry has it). A sender killed between Sentry's answer and
+        // the deletion sends that session again at the next launch (at least once, documented).
+        let sent = Date().addingTimeInterval(30)
+        func waiting() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: records + "/sessions")) ?? []).filter { $0.hasSuffix(".envelope") }
+        }
+        while !waiting().isEmpty && Date() < sent { usleep(5000) }
+        XCTAssertEqual(waiting(), [], "the held run sent the sessions it learned")
         Glibc.kill(held.pid, SIGKILL)
         XCTAssertEqual(held.wait(timeout: 30).ending, .signaled(SIGKILL))
         try deliver(records, dsn + ["--run-id", "crashed", "--crash"], expect: .signaled(SIGSEGV))
