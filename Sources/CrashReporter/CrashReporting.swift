@@ -9,7 +9,6 @@ import CrashOTLP
 import RecordDelivery
 import Logging
 import Synchronization
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -196,16 +195,32 @@ public final class CrashReporting: Sendable {
 
     /// The launch's result, set once by the launch thread.
     let launched = Latch<LaunchReport>()
+    /// Open once the end of the run need not wait for the launch any longer: the records and the
+    /// runs that ended were handed to the sinks, and, where a sink of the app's takes part in the
+    /// launch (the analytics' `$AppStart`), its launch is done too. This run's marker (and its
+    /// OOM-kill counter) is not waited for: a run that ends first writes it itself.
+    private let offered = Latch<Bool>()
     /// The run markers beside the records.
     private let ledger: RunLedger
-    /// When this run started (the call to ``start(_:)``), and whether its marker was written
-    /// (set by the launch thread) and its end (once).
+    /// When this run started (the call to ``start(_:)``), its marker (written by the launch
+    /// thread, or with its end by the end of a run that came first) and its end (once).
     private let started: (wall: Int64, monotonic: Int64)
-    private let marker = Latch<RunStart?>()
+    private let marker = MarkerCell()
+    private final class MarkerCell: Sendable {
+        let state = Mutex(MarkerState.none)
+    }
+    private enum MarkerState: Sendable {
+        case none
+        case begun(RunStart)
+        /// Written with its end, or given up (it could not be written).
+        case done
+    }
     private let ended = Mutex(false)
     private let sinksEnded = Mutex(false)
     /// Keeps this run's marker current while it runs (last seen, the OOM-kill counter).
     private let runWatch = RunWatch()
+    /// What this run's marker says of it beside its start.
+    private let markerFacts: (release: String, environment: String, dist: String?)
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
@@ -344,8 +359,11 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let launched = self.launched, marker = self.marker, ledger = self.ledger, started = self.started, runWatch = self.runWatch
+        let launched = self.launched, offered = self.offered, marker = self.marker, ledger = self.ledger, started = self.started
+        let runWatch = self.runWatch, sentrySink = sentry
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
+        markerFacts = (release, environment, dist)
+        let endFollowsLaunch = !configuration.sinks.isEmpty
         RunEndHook.register(self)
         // A hang or snapshot record goes to the sinks while the process lives, from a thread of
         // its own (the Swift pool may be the thing that is stuck), once the launch has offered
@@ -363,26 +381,42 @@ public final class CrashReporting: Sendable {
             }
         }
         OSThread.start(name: "CrashReporter.launch") {
-            // This run's marker first: from here on the next launch can tell how this run ended.
+            // The records' directory (capture made it, unless capture is off).
+            let directoryError = (try? Directory.create(run.recordDirectory)) == nil
+            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
+            if !endFollowsLaunch { offered.open(true) }
+            // Then this run's marker, which the end of the run does not wait for: a run that ends
+            // first writes it itself, with its end; one killed before it is written is not told.
             var markerError: String?
+            var watched: (start: RunStart, counter: String?)?
             do {
-                try Directory.create(run.recordDirectory)
+                if directoryError { try Directory.create(run.recordDirectory) }
                 let counter = OOMKillCounter.locate()
                 let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
                                      startMonotonicNanoseconds: started.monotonic, appName: run.appName,
                                      appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read),
                                      release: release, environment: environment, dist: dist)
-                try ledger.begin(start)
-                marker.open(start)
-                runWatch.start(start, counter: counter, ledger: ledger)
+                // Unless the run ended first: its marker then has its end already (endRun).
+                let begun = try marker.state.withLock { state throws -> Bool in
+                    guard case .none = state else { return false }
+                    try ledger.begin(start)
+                    state = .begun(start)
+                    return true
+                }
+                if begun { watched = (start, counter) }
             } catch {
                 markerError = "this run's marker: \(error)"
-                marker.open(nil)
+                marker.state.withLock { state in if case .none = state { state = .done } }
             }
-            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
             if let markerError { report.errors.append(markerError) }
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
+            offered.open(true)
+            // Then, on this thread, the marker kept current while the run lives.
+            // (Sessions that came due since are sent from here: no thread waits for them.)
+            if let watched {
+                runWatch.watch(watched.start, counter: watched.counter, ledger: ledger) { sentrySink?.sendSessionsIfDue() }
+            }
         }
     }
 
@@ -418,26 +452,42 @@ public final class CrashReporting: Sendable {
         return report
     }
 
-    /// The end of this run, in its marker (once): ``shutdown(timeout:)`` and the exit hook. Waits
-    /// (at most until `deadline`) for the launch thread to have written the marker.
-    func endRun(deadline: SuspendingClock.Instant) {
+    /// The end of this run, in its marker (once): ``shutdown(timeout:)`` and the exit hook. When
+    /// the launch thread has not written the marker yet, it is written here, with its end (the
+    /// launch thread then leaves it), so that a short program never waits for that thread.
+    func endRun() {
         guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
         runWatch.stop()
-        guard case let start?? = marker.wait(until: deadline) else { return }
-        let now = Clock.monotonicNanoseconds()
-        try? ledger.end(start, .exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: now - started.monotonic))
+        let end = RunEnd.exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: Clock.monotonicNanoseconds() - started.monotonic)
+        let (run, ledger, started, facts) = (self.run, self.ledger, self.started, markerFacts)
+        marker.state.withLock { state in
+            switch state {
+            case .begun(let start):
+                try? ledger.end(start, end)
+            case .none:
+                // An exited run's OOM-kill counter is never read: the marker needs none.
+                let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
+                                     startMonotonicNanoseconds: started.monotonic, appName: run.appName, appVersion: run.appVersion,
+                                     oomKills: nil, release: facts.release, environment: facts.environment, dist: facts.dist)
+                if (try? Directory.create(run.recordDirectory)) != nil { try? ledger.end(start, end) }
+            case .done:
+                break
+            }
+            state = .done
+        }
     }
 
     /// The end of the run for every sink, then for the ledger: ``shutdown(timeout:)`` and the exit
-    /// hook. The records reach the sinks in the launch's pass, so the launch is waited for first
-    /// (within the deadline); then every sink hands on what it has, all at once and each by the
-    /// same deadline (one slow backend takes no time from another); then this run's marker says
-    /// it ended, after what the sinks stored of the end (a session cut off mid-request would be
-    /// sent again by the next launch and counted twice). Returns each sink's answer.
+    /// hook. The records and the runs that ended reach the sinks in the launch, so that is waited
+    /// for first (within the deadline; not this run's own marker, see ``offered``); then every
+    /// sink hands on what it has, all at once and each by the same deadline (one slow backend
+    /// takes no time from another); then this run's marker says it ended, after what the sinks
+    /// stored of the end (a session cut off mid-request would be sent again by the next launch
+    /// and counted twice). Returns each sink's answer.
     /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
     func endSinks(deadline: SuspendingClock.Instant) -> [(id: RecordSinkID, finished: Bool)] {
         guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [] }
-        _ = launched.wait(until: deadline)
+        _ = offered.wait(until: deadline)
         let sinks = self.sinks
         var finished: [Bool]
         if sinks.count <= 1 {
@@ -461,7 +511,7 @@ public final class CrashReporting: Sendable {
             _ = done.wait(until: max(deadline, .now) + .milliseconds(100))
             finished = results.withLock { $0 }
         }
-        endRun(deadline: deadline)
+        endRun()
         return zip(sinks, finished).map { (id: $0.id, finished: $1) }
     }
 
@@ -490,11 +540,15 @@ public final class CrashReporting: Sendable {
     }
 
     /// ``shutdown(timeout:)`` for async code: the wait never holds the caller's executor (nor a
-    /// thread of Swift's cooperative pool); it waits on a dispatch worker, not on a thread
-    /// started per call.
+    /// thread of Swift's cooperative pool); it waits on a thread of its own (once per run: not
+    /// on a dispatch worker, which would link the Dispatch overlay into every program).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) async -> ShutdownResult {
-        await BlockingWait.offload { [self] in shutdown(timeout: timeout) }
+        await withCheckedContinuation { continuation in
+            let started = OSThread.start(name: "CrashReporter.end") { [self] in continuation.resume(returning: shutdown(timeout: timeout)) }
+            // No thread to be had: waited for here, as the blocking shutdown does.
+            if !started { continuation.resume(returning: shutdown(timeout: timeout)) }
+        }
     }
 }
 
@@ -538,35 +592,29 @@ enum RunEndHook {
 /// (what a killed run's duration is, for Sentry's session and the analytics' `$AppEnd`), and its
 /// memory cgroup's OOM-kill counter is read again (a few small reads) so that a neighbour in the
 /// cgroup killed by the OOM killer earlier in the run is not taken for this run's own later
-/// SIGKILL. One small file rewritten every 2 s; on a dispatch timer: no thread of its own. A
-/// program that exits within 2 s never pays for it.
+/// SIGKILL. One small file rewritten every 2 s, by the launch thread once its launch is done: no
+/// thread of its own, and no dispatch timer (resuming one starts libdispatch's manager and worker
+/// threads, which every launch would pay). A program that exits within 2 s never rewrites it.
 final class RunWatch: Sendable {
-    /// A dispatch source is thread-safe (resume, cancel) though not marked Sendable.
-    private struct Source: @unchecked Sendable { let timer: any DispatchSourceTimer }
-    private let timer = Mutex<Source?>(nil)
-    static let interval = DispatchTimeInterval.seconds(2)
+    private let stopped = Latch<Bool>()
+    static let interval = Duration.seconds(2)
 
-    func start(_ run: RunStart, counter: String?, ledger: RunLedger) {
-        let source = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-        let last = Mutex(counter.flatMap(OOMKillCounter.read)?.kills)
-        source.setEventHandler {
+    /// Rewrites the marker of `run` every ``interval`` from its start until ``stop()``, on the
+    /// calling thread (returns at once when stopped already), calling `tick` after each.
+    func watch(_ run: RunStart, counter: String?, ledger: RunLedger, tick: () -> Void = {}) {
+        var last = run.oomKills?.kills
+        let began = SuspendingClock.now - Duration.nanoseconds(max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
+        var next = began + Self.interval
+        while stopped.wait(until: max(next, .now)) == nil {
             var changed: OOMKillReading?
-            if let counter, let reading = OOMKillCounter.read(counter), last.withLock({ $0 }) != reading.kills { changed = reading }
+            if let counter, let reading = OOMKillCounter.read(counter), last != reading.kills { changed = reading }
             let seen = RunLastSeen(wallMilliseconds: Clock.wallMilliseconds(),
                                    durationNanoseconds: max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
-            if (try? ledger.refresh(runID: run.runID, oomKills: changed, seen: seen)) != nil, let changed {
-                last.withLock { $0 = changed.kills }
-            }
+            if (try? ledger.refresh(runID: run.runID, oomKills: changed, seen: seen)) != nil, let changed { last = changed.kills }
+            tick()
+            next = max(next + Self.interval, .now)
         }
-        source.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(500))
-        timer.withLock { $0 = Source(timer: source) }
-        source.resume()
     }
 
-    func stop() {
-        timer.withLock { source in
-            source?.timer.cancel()
-            source = nil
-        }
-    }
+    func stop() { stopped.open(true) }
 }

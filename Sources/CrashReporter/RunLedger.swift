@@ -1,9 +1,9 @@
 // RunLedger.swift — how each run of the app ended (exited, crashed, killed, OOM-killed), told at
 // a later launch from one small file per run, with no database: what every sink learns runs from.
 //
-// A run writes `<record directory>/runs/<run id>.run` when it starts (``RunLedger/begin(_:)``) and
-// rewrites it with its end when it exits (``RunLedger/end(runID:_:)``, also used by the crash-time
-// uploader for a crash it sent). A later launch (``RunLedger/classify(recordRuns:excluding:)``)
+// A run writes `<record directory>/runs/<run id>.run` as its launch ends (``RunLedger/begin(_:)``)
+// and rewrites it with its end when it exits (``RunLedger/end(_:_:)``; one that exits first writes
+// it once, with its end; ``RunLedger/end(runID:_:)`` is the crash-time uploader's, for a crash it sent). A later launch (``RunLedger/classify(recordRuns:excluding:)``)
 // reads every marker: one with an end is that outcome; one without, whose process is gone, crashed
 // when a crash record names its run, else was killed (by the OOM killer when its memory cgroup's
 // counter grew since the start, OOMKills.swift). The record directory's other owners (the inbox,
@@ -69,8 +69,11 @@ package final class RunLedger: Sendable {
 
     /// `<record directory>/runs`.
     package let directory: String
-    /// The process claims are made in the name of (this one; a test gives another).
-    let claimer: ProcessIdentity
+    /// The process claims are made in the name of (this one; a test gives another). Read when
+    /// first needed (on the launch thread), not when the ledger is made in `start`: this
+    /// process's identity costs two /proc reads.
+    var claimer: ProcessIdentity { otherClaimer ?? .current }
+    private let otherClaimer: ProcessIdentity?
 
     /// The largest marker read (ours are about 300 bytes).
     static let maxMarkerBytes = 4096
@@ -81,13 +84,13 @@ package final class RunLedger: Sendable {
     /// The ledger of `recordDirectory`; nothing is touched until the first call.
     package init(recordDirectory: String) {
         self.directory = recordDirectory + "/runs"
-        self.claimer = .current
+        self.otherClaimer = nil
     }
 
     /// A ledger that claims in the name of `claimer` (a test stands in for another process).
     init(recordDirectory: String, claimer: ProcessIdentity) {
         self.directory = recordDirectory + "/runs"
-        self.claimer = claimer
+        self.otherClaimer = claimer
     }
 
     // MARK: - Writing
@@ -122,6 +125,7 @@ package final class RunLedger: Sendable {
     /// marker of `start.runID` replaced by `start` and `end`.
     package func end(_ start: RunStart, _ end: RunEnd) throws {
         guard RunStart.isValidRunID(start.runID) else { throw RunLedgerError.invalidRunID(start.runID) }
+        try makeDirectory()   // a run that ends before its launch wrote the marker
         try write(Self.render(start, end: end, seen: nil), runID: start.runID)
     }
 

@@ -3,6 +3,7 @@
 // reported unfinished without holding shutdown past its deadline, and the run's marker says
 // `exited` after the sinks ended — in this process, with sinks of the test's own.
 @testable import CrashReporter
+import HostFacts
 import Foundation
 import Synchronization
 import TestSupport
@@ -72,5 +73,32 @@ final class EndOfRunTests: XCTestCase {
         let again = ContinuousClock.now
         _ = reporting.shutdown(timeout: .seconds(3))
         XCTAssertLessThan(again.duration(to: .now), .milliseconds(200))
+    }
+
+    /// A run that ends at once does not wait for its own marker: whichever comes first, the
+    /// launch thread writing it or the end, the marker says `exited`, with this run's start and
+    /// facts (the launch thread never writes its start over the end).
+    func testARunThatEndsBeforeItsMarkerIsWrittenIsStillOneExitedRun() throws {
+        let directory = try Scratch.directory("end-before-marker")
+        for _ in 0..<20 {
+            var configuration = CrashReporting.Configuration(recordDirectory: directory, appName: "end", appVersion: "1")
+            configuration.captureCrashes = false   // no signal handlers in the test process
+            configuration.sentryDSN = nil
+            configuration.otlpLogsEndpoint = nil
+            configuration.sentryRelease = "end@1+quick"
+            let reporting = CrashReporting.start(configuration)
+            reporting.shutdown(timeout: .seconds(3))
+            let path = "\(directory)/runs/\(reporting.run.runID).run"
+            let ended = try String(contentsOfFile: path, encoding: .utf8)
+            // The launch thread, done since, left the end in place.
+            XCTAssertEqual(reporting.launchReport.errors, [])
+            XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), ended)
+            guard case .success(let marker) = RunLedger.readMarker(path, runID: reporting.run.runID) else { return XCTFail(ended) }
+            guard case .exited(_, let duration) = marker.end else { return XCTFail(ended) }
+            XCTAssertGreaterThan(duration, 0)
+            XCTAssertEqual(marker.start.runID, reporting.run.runID)
+            XCTAssertEqual(marker.start.release, "end@1+quick")
+            XCTAssertEqual(marker.start.process, .current)
+        }
     }
 }

@@ -20,10 +20,15 @@ import Glibc
 final class SessionBatchingTests: XCTestCase {
     let environment = ["SWIFT_BACKTRACE": "enable=no", "SENTRY_ENVIRONMENT": "staging"]
 
-    func deliver(_ records: String, _ arguments: [String]) throws {
+    /// Runs a launch; the threads it had once its launch was done.
+    @discardableResult
+    func deliver(_ records: String, _ arguments: [String]) throws -> [String] {
+        let output = try Scratch.directory("batched-deliver") + "/stdout"
         let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", records, "--sessions", "batched"] + arguments,
-                                         environment: environment, timeout: 120)
+                                         environment: environment, stdout: output, timeout: 120)
         XCTAssertEqual(child.ending, .exited(0), arguments.joined(separator: " "))
+        let last = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").last.map(String.init) ?? "{}"
+        return (try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])?["threads"] as? [String] ?? []
     }
 
     /// The session files waiting in `records/sessions`.
@@ -64,8 +69,11 @@ final class SessionBatchingTests: XCTestCase {
         let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
         try deliver(records, dsn + ["--run-id", "first"])
         try deliver(records, dsn + ["--run-id", "second", "--end", "exit"])
-        try deliver(records, dsn + ["--run-id", "third"])
+        let third = try deliver(records, dsn + ["--run-id", "third"])
         XCTAssertEqual(server.allRequests.count, 0, "no launch paid a request")
+        // Nor a thread for sessions that are not due: the sender's, or libdispatch's.
+        XCTAssertTrue(third.contains("CrashReporter.l"), "\(third)")
+        XCTAssertFalse(third.contains { $0.hasPrefix("CrashReporter.s") || $0.contains("qos") }, "\(third)")
         XCTAssertEqual(waiting(records), ["first.envelope", "second.envelope"], "the runs told so far wait in their files")
 
         age(records, by: 3700)

@@ -400,3 +400,35 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertEqual((stacktrace["frames"] as? [[String: Any]])?.compactMap { address($0["instruction_addr"]) }, [0x2000, 0x1000])
     }
 }
+
+extension SentryEnvelopeTests {
+    /// A session's payload, written by hand (no JSONEncoder on the launch thread), is the JSON the
+    /// envelope's encoder writes: the same object, member for member, for strings that need
+    /// escaping, a missing installation, environment and duration, and every status.
+    func testASessionWrittenByHandIsWhatTheEncoderWrites() throws {
+        let tricky = "rel\"ease\\/1.0\n\t\u{01}é🙂"
+        for (environment, installation, duration) in [(tricky, "did-1" as String?, 12.5 as Double?), (nil, nil, nil), ("prod", "x", 1e-05)] {
+            for status in [SentrySession.Status.exited, .crashed, .abnormal] {
+                let facts = SentryRunFacts(release: tricky, environment: environment, dist: nil, serverName: nil)
+                let session = try XCTUnwrap(SentrySession(runID: "run-\(status)", installation: installation, startedMilliseconds: 1_000,
+                                                          endedMilliseconds: 61_000, durationSeconds: duration, status: status,
+                                                          facts: facts, now: 100_000))
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                let byEncoder = try JSONSerialization.jsonObject(with: try encoder.encode(session)) as? NSDictionary
+                let byHand = try JSONSerialization.jsonObject(with: Data(session.payload)) as? NSDictionary
+                XCTAssertEqual(byHand, byEncoder, String(decoding: session.payload, as: UTF8.self))
+            }
+        }
+        // The envelope: a header line, then per session an item header with the payload's length.
+        let session = try XCTUnwrap(SentrySession(runID: "r", installation: nil, startedMilliseconds: 1_000, endedMilliseconds: 2_000,
+                                                  durationSeconds: 1, status: .exited,
+                                                  facts: SentryRunFacts(release: "a@1", environment: nil, dist: nil, serverName: nil), now: 3_000))
+        let lines = SentryEnvelope.sessions([session, session], sentAt: Date(timeIntervalSince1970: 4)).split(separator: 0x0A).map { Data($0) }
+        XCTAssertEqual(lines.count, 5)
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: lines[0]) as? NSDictionary, ["sent_at": "1970-01-01T00:00:04.000Z"])
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: lines[1]) as? NSDictionary,
+                       ["type": "session", "length": lines[2].count, "content_type": "application/json"])
+        XCTAssertEqual(String(decoding: SentryEnvelope.sessions([session], sentAt: nil).prefix(3), as: UTF8.self), "{}\n")
+    }
+}

@@ -31,5 +31,7 @@ case .success(.disabledInSecureProcess): "disabledInSecureProcess"
 case .failure: "failed"
 case nil: "off"
 }
+let ending = monotonicNanoseconds()
 reporting.shutdown()
-print("reporter start_us=\(microseconds(from: before, to: after)) capture=\(capture) objects=\(loadedSharedObjects())")
+let ended = monotonicNanoseconds()
+print("reporter start_us=\(microseconds(from: before, to: after)) shutdown_us=\(microseconds(from: ending, to: ended)) capture=\(capture) objects=\(loadedSharedObjects())")

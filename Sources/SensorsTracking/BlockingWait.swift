@@ -2,11 +2,11 @@
 import Dispatch
 
 /// Runs blocking waits (a store's commit, an upload's deadline) for async callers.
-package enum BlockingWait {
+enum BlockingWait {
     /// Runs `body` on a dispatch worker and resumes the caller with its result, so that a
     /// cooperative-pool thread is never held by a disk or network wait, and no thread is started
     /// per call (libdispatch keeps its workers).
-    package static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    static func offload<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             waits.async { continuation.resume(returning: body()) }
         }
