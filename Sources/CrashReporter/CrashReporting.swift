@@ -220,7 +220,10 @@ public final class CrashReporting: Sendable {
     /// Keeps this run's marker current while it runs (last seen, the OOM-kill counter).
     private let runWatch = RunWatch()
     /// What this run's marker says of it beside its start.
-    private let markerFacts: (release: String, environment: String, dist: String?)
+    private let markerFacts: MarkerFacts
+    private struct MarkerFacts: Sendable {
+        var release: String, environment: String, dist: String?
+    }
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
@@ -271,7 +274,8 @@ public final class CrashReporting: Sendable {
         started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
         ledger = RunLedger(recordDirectory: configuration.recordDirectory)
         // By hand and cheap (no Foundation URL): parsed on the caller's thread.
-        let dsn = configuration.sentryDSN.map { ($0, SentryDSN($0)) }
+        let dsnText = configuration.sentryDSN
+        let parsedDSN = dsnText.flatMap(SentryDSN.init)
         var uploaderError: String?
         var captureConfiguration = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
                                                               appVersion: configuration.appVersion)
@@ -285,8 +289,8 @@ public final class CrashReporting: Sendable {
         let release = configuration.sentryRelease ?? "\(configuration.appName)@\(configuration.appVersion)"
         var sentry: SentrySink?
         var dsnError: String?
-        if let (text, parsed) = dsn {
-            if let dsn = parsed {
+        if let text = dsnText {
+            if let dsn = parsedDSN {
                 let envelope = configuration.sentryEnvelope
                     ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend,
                                            minidump: configuration.sentryMinidump)
@@ -323,7 +327,7 @@ public final class CrashReporting: Sendable {
         for sink in sinks { sink.attach(to: run) }
         if configuration.captureCrashes {
             var capture = captureConfiguration
-            let sentryDSN = dsn.flatMap { $0.1 != nil ? $0.0 : nil }
+            let sentryDSN = parsedDSN != nil ? dsnText : nil
             if let configured = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
                 if configuration.sentryBeforeSend != nil, sentryDSN != nil {
                     // The hook is the app's code: only the app can run it (the next launch does).
@@ -362,7 +366,7 @@ public final class CrashReporting: Sendable {
         let launched = self.launched, offered = self.offered, marker = self.marker, ledger = self.ledger, started = self.started
         let runWatch = self.runWatch, sentrySink = sentry
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
-        markerFacts = (release, environment, dist)
+        markerFacts = MarkerFacts(release: release, environment: environment, dist: dist)
         let endFollowsLaunch = !configuration.sinks.isEmpty
         RunEndHook.register(self)
         // A hang or snapshot record goes to the sinks while the process lives, from a thread of
@@ -459,7 +463,7 @@ public final class CrashReporting: Sendable {
         guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
         runWatch.stop()
         let end = RunEnd.exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: Clock.monotonicNanoseconds() - started.monotonic)
-        let (run, ledger, started, facts) = (self.run, self.ledger, self.started, markerFacts)
+        let run = self.run, ledger = self.ledger, started = self.started, facts = markerFacts
         marker.state.withLock { state in
             switch state {
             case .begun(let start):
