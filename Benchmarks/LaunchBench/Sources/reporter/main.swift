@@ -5,8 +5,8 @@
 //   pending, nothing is sent; on, the last run's session is written to wait for its batch, and
 //   is sent only by a launch after the oldest waiting run ended an hour ago).
 //   reporter DIR   records in DIR/records (or $LAUNCH_BENCH_DIR/records); prints
-//                  "reporter start_us=T capture=R objects=N", T the wall time of the start call,
-//                  R what starting CrashCapture did
+//                  "reporter start_us=T shutdown_us=S capture=R objects=N", T and S the wall
+//                  times of the start and shutdown calls, R what starting CrashCapture did
 import CrashReporter
 import LaunchSupport
 #if canImport(Glibc)
