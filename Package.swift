@@ -138,7 +138,7 @@ let package = Package(
         // MARK: - Analytics: one sink among others (the only modules that link SQLite)
 
         // The event vocabulary (identity, preset properties, JSON text, the /sa wire format).
-        .target(name: "SensorsEvents", dependencies: ["HostFacts", "CZlib"]),
+        .target(name: "SensorsEvents", dependencies: ["HostFacts", "CrashRecordFormat", "CZlib"]),
         // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
         .target(
             name: "SensorsTracking",

@@ -13,6 +13,7 @@
 // debugger, a suspended machine): when its own sleep ends much later than asked, nothing it
 // measured in that time counts, and every detector waits a whole threshold again.
 import CShims
+import CrashRecordFormat
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -407,23 +408,10 @@ final class HangMonitor: Sendable {
     /// even when the record never leaves the machine.
     static func say(detector: UInt32, name: String, observed: Int64, record: SnapshotRecord?) {
         let file = record.map { String($0.path.split(separator: "/").last ?? "") } ?? ""
-        let line = "crashcapture: {\"hang\":\"\(jsonEscaped(name))\",\"detector\":\(detector),\"observed_ms\":\(observed / 1_000_000),"
-            + "\"record\":\(record == nil ? "null" : "\"\(jsonEscaped(file))\""),\"stopped_us\":\(record.map { $0.stopped.microsecondsRounded } ?? 0)}\n"
+        let line = "crashcapture: {\"hang\":\(JSONText.quote(name)),\"detector\":\(detector),\"observed_ms\":\(observed / 1_000_000),"
+            + "\"record\":\(record == nil ? "null" : JSONText.quote(file)),\"stopped_us\":\(record.map { $0.stopped.microsecondsRounded } ?? 0)}\n"
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
-    }
-
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }
 

@@ -120,32 +120,13 @@ package struct SentrySession: Encodable, Sendable, Equatable {
 
     /// The `session` item's payload: this session as JSON, keys sorted.
     package var payload: [UInt8] {
-        let q = Self.quoted
+        let q = JSONText.quote
         var out = "{\"attrs\":{" + (attrs.environment.map { "\"environment\":" + q($0) + "," } ?? "") + "\"release\":" + q(attrs.release) + "}"
         if let did { out += ",\"did\":" + q(did) }
         if let duration, duration.isFinite { out += ",\"duration\":\(duration)" }
         out += ",\"errors\":\(errors),\"init\":\(initial),\"sid\":" + q(sid) + ",\"started\":" + q(started) + ",\"status\":" + q(status.rawValue)
         out += ",\"timestamp\":" + q(timestamp) + "}"
         return Array(out.utf8)
-    }
-
-    /// `text` as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     /// Sentry takes a UUID: the run id when it is one (the reporter's are), else a UUID made from
@@ -189,7 +170,7 @@ extension SentryEnvelope {
 
     /// The header line of an envelope of sessions alone (no event id, no trace).
     private static func sessionsHeader(sentAt: Date?) -> [UInt8] {
-        Array((sentAt.map { "{\"sent_at\":" + SentrySession.quoted(isoTime($0)) + "}" } ?? "{}").utf8) + [0x0A]
+        Array((sentAt.map { "{\"sent_at\":" + JSONText.quote(isoTime($0)) + "}" } ?? "{}").utf8) + [0x0A]
     }
 
     /// An envelope of many runs' sessions (Relay takes up to 100 in one), each payload as it is.

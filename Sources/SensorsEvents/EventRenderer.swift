@@ -2,6 +2,7 @@
 // renderer of every event this project produces (tracked, $AppStart, $AppEnd for every end
 // reason, AppCrashed, $SignUp, and the $AppEnd template the signal handler completes).
 import HostFacts
+import CrashRecordFormat
 import Foundation
 
 /// How eagerly an event is kept when the store is full: ordinary events are evicted first,

@@ -1,5 +1,6 @@
 // EventsTests.swift — the event vocabulary on its own: JSON text, scalars, identity, presets.
 import HostFacts
+import CrashRecordFormat
 import SensorsEvents
 import Foundation
 import TestSupport

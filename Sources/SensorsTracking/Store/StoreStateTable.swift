@@ -4,6 +4,7 @@ package import SensorsEvents
 import Foundation
 import GRDB
 import HostFacts
+import CrashRecordFormat
 
 /// Persistent state a tracker starts from.
 package struct StoreState: Sendable {
