@@ -21,6 +21,26 @@ final class TrackingStoreTests: XCTestCase {
         XCTAssertEqual(try store.pendingCount(), 70)
     }
 
+    /// A short-lived program never closes its store, so nothing checkpoints its WAL at a close:
+    /// its size is what each open reads, a page at a time, to rebuild the WAL index. However many
+    /// launches append, it stays within SQLite's checkpoint every 64 pages (cut back to 256 KiB):
+    /// at SQLite's default it reached 4 MiB.
+    func testTheWALOfAStoreNeverClosedStaysSmall() throws {
+        let path = try Scratch.directory("wal-bound") + "/s.sqlite"
+        var open: [TrackingStore] = []   // none closed, as a process that exits leaves its store
+        for launch in 0..<300 {
+            let store = try TrackingStore(path: path)
+            try store.append([event("$AppStart-\(launch)"), event(String(repeating: "x", count: 2000))])
+            try store.append([event("$AppEnd-\(launch)")])
+            open.append(store)
+        }
+        var info = stat()
+        XCTAssertEqual(stat(path + "-wal", &info), 0)
+        XCTAssertLessThanOrEqual(Int(info.st_size), 512 << 10, "the WAL kept \(info.st_size) bytes")
+        XCTAssertEqual(try TrackingStore(path: path).pendingCount(), 900, "every event kept")
+        withExtendedLifetime(open) {}
+    }
+
     func testAFullStoreEvictsOrdinaryEventsFirstAndCountsEveryEviction() throws {
         let store = try TrackingStore(path: Scratch.directory("bounds") + "/s.sqlite", limits: StoreLimits(maxEvents: 10))
         try store.append((0..<4).map { event("crash\($0)", .crash) })
