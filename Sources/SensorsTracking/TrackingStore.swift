@@ -175,13 +175,26 @@ package final class TrackingStore: @unchecked Sendable {
             try? database.close()
             throw error
         }
+        // `quick_check` reads every page of the file: ≈ 4 ms a launch for a store holding 10,000
+        // unsent events. Run at the first open and then at most once a day (the last good check is
+        // in `meta`); in between, the first read or write that meets a damaged page moves the file
+        // aside (``read(_:)``, ``write(_:)``), as this check would have.
+        let now = Clock.wallMilliseconds()
+        let lastCheck = try database.read { db in try TrackingStore.meta(db, TrackingStore.quickCheckKey).flatMap { Int64($0) } }
+        if let lastCheck, lastCheck <= now, now - lastCheck < TrackingStore.quickCheckInterval { return database }
         let check = try database.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check(1)") }
         if check != "ok" {
             try? database.close()
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(check ?? "nil")")
         }
+        try database.write { db in try TrackingStore.setMeta(db, TrackingStore.quickCheckKey, String(now)) }
         return database
     }
+
+    /// Where the time of the last `quick_check` that found the file sound is kept (`meta`).
+    static let quickCheckKey = "quick_check_ms"
+    /// How long an open trusts that check: a day, in milliseconds.
+    static let quickCheckInterval: Int64 = 86_400_000
 
     private static func moveAside(_ path: String) -> String {
         let target = "\(path).corrupt-\(Clock.wallMilliseconds())"
@@ -212,8 +225,18 @@ package final class TrackingStore: @unchecked Sendable {
         preconditionFailure("unreachable")
     }
 
+    /// Runs `body` in a read transaction. A corrupt database found on the way is moved aside and
+    /// reopened empty (the read is retried once on the fresh file), as for ``write(_:)``.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try connection().read { db in try body(db) }
+        for attempt in 0..<2 {
+            let current = try connection()
+            do {
+                return try current.read { db in try body(db) }
+            } catch where attempt == 0 && TrackingStore.isCorruption(error) {
+                try recoverFromCorruption(seen: current)
+            }
+        }
+        preconditionFailure("unreachable")
     }
 
     private func recoverFromCorruption(seen: DatabaseQueue) throws {

@@ -92,24 +92,50 @@ final class TrackingStoreTests: XCTestCase {
         XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["after"])
     }
 
-    func testAStoreWithADamagedPageIsMovedAside() throws {
-        let directory = try Scratch.directory("damaged")
-        let path = directory + "/s.sqlite"
+    /// A store with 2,000 events, then `pages` pages from `page` on overwritten (the header stays
+    /// valid; by default early pages, the schema's among them); `checkedDaysAgo`: when its last
+    /// `quick_check` was, as `meta` says.
+    func damagedStore(_ name: String, checkedDaysAgo days: Int64, page: ((Int) -> Int) = { _ in 2 }, pages: Int = 8) throws -> String {
+        let path = try Scratch.directory(name) + "/s.sqlite"
         do {
             let store = try TrackingStore(path: path)
             try store.append((0..<2000).map { event("e\($0)") })
+            try store.write { db in
+                try TrackingStore.setMeta(db, TrackingStore.quickCheckKey, String(Clock.wallMilliseconds() - days * 86_400_000))
+            }
             try store.checkpoint()
             store.close()
         }
-        // Overwrite a few pages in the middle of the file (the header stays valid).
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: path))
-        try handle.seek(toOffset: 8192)
-        handle.write(Data(repeating: 0xA5, count: 4096 * 8))
+        try handle.seek(toOffset: UInt64(page(size / 4096) * 4096))
+        handle.write(Data(repeating: 0xA5, count: 4096 * pages))
         try handle.close()
-        let store = try TrackingStore(path: path)
+        return path
+    }
+
+    /// Checked more than a day ago: the open checks the whole file, and moves it aside.
+    func testAStoreWithADamagedPageIsMovedAsideByTheDailyCheckAtOpen() throws {
+        let store = try TrackingStore(path: try damagedStore("damaged-daily", checkedDaysAgo: 2))
         XCTAssertEqual(store.movedAsideCorruptFiles.count, 1)
         try store.append([event("fresh")])
         XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["fresh"])
+    }
+
+    /// Checked within the day: the open does not read the whole file again (a launch does not pay
+    /// for a full store each time); the first read that meets the damage (in the middle of the
+    /// events) moves it aside, and is answered from the fresh store.
+    func testAStoreWithADamagedPageIsMovedAsideByTheFirstReadThatMeetsIt() throws {
+        let path = try damagedStore("damaged-read", checkedDaysAgo: 0, page: { $0 / 2 }, pages: 2)
+        let store = try TrackingStore(path: path)
+        XCTAssertEqual(store.movedAsideCorruptFiles, [], "checked today: not scanned at open")
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), (0..<10).map { "e\($0)" }, "the sound pages still read")
+        XCTAssertEqual(try store.pendingBatch(limit: 5000).map(\.event), [], "reading them all meets the damage: answered from the fresh store")
+        XCTAssertEqual(store.movedAsideCorruptFiles.count, 1)
+        try store.append([event("fresh")])
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["fresh"])
+        // A check the store has never had (its `meta` row gone) is run at the next open.
+        XCTAssertNotNil(try store.read { db in try TrackingStore.meta(db, TrackingStore.quickCheckKey) }, "the fresh store was checked")
     }
 
     func testTheUploadLeaseGoesToOneLiveProcessAtATime() throws {
