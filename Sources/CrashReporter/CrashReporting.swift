@@ -199,7 +199,7 @@ public final class CrashReporting: Sendable {
     /// runs that ended were handed to the sinks, and, where a sink of the app's takes part in the
     /// launch (the analytics' `$AppStart`), its launch is done too. This run's marker (and its
     /// OOM-kill counter) is not waited for: a run that ends first writes it itself.
-    private let offered = Latch<Bool>()
+    private let handedOver = Latch<Bool>()
     /// The run markers beside the records.
     private let ledger: RunLedger
     /// When this run started (the call to ``start(_:)``), its marker (written by the launch
@@ -363,7 +363,7 @@ public final class CrashReporting: Sendable {
             captureResult = nil
         }
         let uploaderNote = uploaderError
-        let launched = self.launched, offered = self.offered, marker = self.marker, ledger = self.ledger, started = self.started
+        let launched = self.launched, handedOver = self.handedOver, marker = self.marker, ledger = self.ledger, started = self.started
         let runWatch = self.runWatch, sentrySink = sentry
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
         markerFacts = MarkerFacts(release: release, environment: environment, dist: dist)
@@ -388,7 +388,7 @@ public final class CrashReporting: Sendable {
             // The records' directory (capture made it, unless capture is off).
             let directoryError = (try? Directory.create(run.recordDirectory)) == nil
             var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
-            if !endFollowsLaunch { offered.open(true) }
+            if !endFollowsLaunch { handedOver.open(true) }
             // Then this run's marker, which the end of the run does not wait for: a run that ends
             // first writes it itself, with its end; one killed before it is written is not told.
             var markerError: String?
@@ -415,7 +415,7 @@ public final class CrashReporting: Sendable {
             if let markerError { report.errors.append(markerError) }
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
-            offered.open(true)
+            handedOver.open(true)
             // Then, on this thread, the marker kept current while the run lives.
             // (Sessions that came due since are sent from here: no thread waits for them.)
             if let watched {
@@ -483,7 +483,7 @@ public final class CrashReporting: Sendable {
 
     /// The end of the run for every sink, then for the ledger: ``shutdown(timeout:)`` and the exit
     /// hook. The records and the runs that ended reach the sinks in the launch, so that is waited
-    /// for first (within the deadline; not this run's own marker, see ``offered``); then every
+    /// for first (within the deadline; not this run's own marker, see ``handedOver``); then every
     /// sink hands on what it has, all at once and each by the same deadline (one slow backend
     /// takes no time from another); then this run's marker says it ended, after what the sinks
     /// stored of the end (a session cut off mid-request would be sent again by the next launch
@@ -491,7 +491,7 @@ public final class CrashReporting: Sendable {
     /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
     func endSinks(deadline: SuspendingClock.Instant) -> [(id: RecordSinkID, finished: Bool)] {
         guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [] }
-        _ = offered.wait(until: deadline)
+        _ = handedOver.wait(until: deadline)
         let sinks = self.sinks
         var finished: [Bool]
         if sinks.count <= 1 {
