@@ -6,6 +6,7 @@
 // FoundationEssentials, not Foundation (no ICU): the symbolicator runs its children through here
 // and every program that links the reporter links the symbolicator.
 import FoundationEssentials
+import HostFacts
 #if canImport(Glibc)
 package import Glibc
 #endif
@@ -57,14 +58,6 @@ package struct ChildProcess: Sendable {
             .wait(timeout: timeout, leftoverGrace: leftoverGrace, precise: precise)
     }
 
-    /// CLOCK_MONOTONIC in nanoseconds (what DispatchTime's uptime is on Linux, without linking
-    /// the Dispatch overlay into every program that links the reporter).
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
-
     /// A descriptor that becomes readable when `pid` ends (pidfd_open, Linux 5.3, glibc 2.36), or
     /// -1 where there is none: looked up, not linked, so an older C library still runs this.
     package static func pidDescriptor(_ pid: pid_t) -> Int32 {
@@ -97,7 +90,7 @@ package struct ChildProcess: Sendable {
                 let r = waitpid(pid, &status, WNOHANG)
                 if r == pid { break }
                 if r < 0 && errno != EINTR { break }
-                if Double(ChildProcess.monotonicNanoseconds() - started) / 1e9 > timeout {
+                if Double(UInt64(Clock.monotonicNanoseconds()) - started) / 1e9 > timeout {
                     timedOut = true
                     kill(ownProcessGroup ? -pid : pid, SIGKILL)
                     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -110,7 +103,7 @@ package struct ChildProcess: Sendable {
                     usleep(1000)
                 }
             }
-            let seconds = Double(ChildProcess.monotonicNanoseconds() - started) / 1e9
+            let seconds = Double(UInt64(Clock.monotonicNanoseconds()) - started) / 1e9
             let ending: Ending
             if timedOut { ending = .timedOut }
             else if status & 0x7F == 0 { ending = .exited((status >> 8) & 0xFF) }
@@ -146,7 +139,7 @@ package struct ChildProcess: Sendable {
             token = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             environment[runTokenVariable] = token
         }
-        let started = ChildProcess.monotonicNanoseconds()
+        let started = UInt64(Clock.monotonicNanoseconds())
         let pid = try withUnsafePointer(to: &attributes) {
             try spawn(path, arguments, environment: environment, actions: &actions, attributes: $0)
         }
@@ -253,9 +246,9 @@ package struct ChildProcess: Sendable {
     /// Waits up to `grace` seconds for every process of group `group` (and every process whose
     /// environment holds `token`) to end; returns those still running and kills them.
     static func reapGroup(_ group: pid_t, token: String?, grace: Double) -> [Leftover] {
-        let deadline = ChildProcess.monotonicNanoseconds() + UInt64(grace * 1e9)
+        let deadline = UInt64(Clock.monotonicNanoseconds()) + UInt64(grace * 1e9)
         var found = survivors(group: group, token: token)
-        while !found.isEmpty && ChildProcess.monotonicNanoseconds() < deadline {
+        while !found.isEmpty && UInt64(Clock.monotonicNanoseconds()) < deadline {
             usleep(10_000)
             found = survivors(group: group, token: token)
         }
@@ -263,8 +256,8 @@ package struct ChildProcess: Sendable {
             kill(-group, SIGKILL)
             for process in found { kill(process.pid, SIGKILL) }
             // SIGKILL takes effect asynchronously: wait (bounded) until they are gone.
-            let killDeadline = ChildProcess.monotonicNanoseconds() + 1_000_000_000
-            while !survivors(group: group, token: token).isEmpty && ChildProcess.monotonicNanoseconds() < killDeadline {
+            let killDeadline = UInt64(Clock.monotonicNanoseconds()) + 1_000_000_000
+            while !survivors(group: group, token: token).isEmpty && UInt64(Clock.monotonicNanoseconds()) < killDeadline {
                 usleep(5_000)
             }
         }
