@@ -150,7 +150,7 @@ package struct SentrySession: Encodable, Sendable, Equatable {
 extension SentryEnvelope {
     // An envelope of sessions is written by hand, as the envelope's encoder would write it (keys
     // sorted, slashes as they are): Foundation's JSONEncoder costs the launch that learns a run
-    // ended ≈ 0.3 ms the first time (SentrySessionsTests compares the two).
+    // ended ≈ 0.3 ms the first time (SentryEnvelopeTests compares the two).
 
     /// An envelope of sessions alone (one `session` item each).
     package static func sessions(_ sessions: [SentrySession], sentAt: Date?) -> [UInt8] {

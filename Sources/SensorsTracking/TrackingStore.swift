@@ -207,31 +207,30 @@ package final class TrackingStore: @unchecked Sendable {
     /// aside and reopened empty (the batch is retried once on the fresh file).
     @discardableResult
     func write<T>(_ body: (Database) throws -> T) throws -> T {
-        for attempt in 0..<2 {
-            let current = try connection()
-            do {
-                var result: T?
-                try current.writeWithoutTransaction { db in
-                    try db.inTransaction(.immediate) {
-                        result = try body(db)
-                        return .commit
-                    }
+        try recovering { current in
+            var result: T?
+            try current.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
                 }
-                return result!
-            } catch where attempt == 0 && TrackingStore.isCorruption(error) {
-                try recoverFromCorruption(seen: current)
             }
+            return result!
         }
-        preconditionFailure("unreachable")
     }
 
     /// Runs `body` in a read transaction. A corrupt database found on the way is moved aside and
     /// reopened empty (the read is retried once on the fresh file), as for ``write(_:)``.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try recovering { current in try current.read { db in try body(db) } }
+    }
+
+    /// `operation` on the connection; once more on a fresh file when it met a corrupt one.
+    private func recovering<T>(_ operation: (DatabaseQueue) throws -> T) throws -> T {
         for attempt in 0..<2 {
             let current = try connection()
             do {
-                return try current.read { db in try body(db) }
+                return try operation(current)
             } catch where attempt == 0 && TrackingStore.isCorruption(error) {
                 try recoverFromCorruption(seen: current)
             }
