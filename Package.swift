@@ -80,10 +80,8 @@ let package = Package(
         // MARK: - Capture: what runs in the crashing process
 
         // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
-        // It compiles against libunwind's header (libunwind-dev; cc_boot.h names the package when
-        // it is missing) but does not link libunwind: it loads libunwind.so.8 at start when it is
-        // there (cc_unwind.c), so a program needs no runtime library for it. (A system-library
-        // target with a pkg-config name would add pkg-config's -lunwind to every link.)
+        // It needs nothing outside the C library: it unwinds by the images' own call-frame
+        // information (cc_cfi.c), so a program needs no unwinding library, at build or run time.
         .target(name: "CShims", dependencies: ["CCrashRecordLayout"], path: "CShims"),
         .target(
             name: "CrashCapture",

@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <ucontext.h>
-#include <libunwind.h>
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "CrashCapture's C core supports x86-64 and aarch64 (see cc_arch.h to add an architecture)"
@@ -30,8 +29,19 @@ extern const uint8_t cc__arch_record_id;
  * aarch64: none). A handler frame placed on an interrupted stack goes below them. */
 extern const uint64_t cc__arch_red_zone;
 
-/* libunwind's number for the frame-pointer register (rbp / x29). */
-extern const int cc__arch_unw_fp_register;
+/* A frame as the unwinder (cc_cfi.c) steps it: the general registers by their DWARF numbers
+ * (x86-64: rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8..r15, then 16 the return address column;
+ * aarch64: x0..x30, then 31 sp) and the pc. */
+#define CC__CFI_REGS 33
+typedef struct { uint64_t reg[CC__CFI_REGS]; uint64_t pc; } cc__cfi_frame_t;
+typedef struct cc__cfi cc__cfi_t;
+
+/* The DWARF numbers of the stack pointer and the frame pointer (rbp / x29). */
+extern const int cc__arch_cfi_sp;
+extern const int cc__arch_cfi_fp;
+
+/* The signal context as the unwinder's first frame. */
+void cc__arch_cfi_frame(const ucontext_t *uc, cc__cfi_frame_t *frame);
 
 /* The interrupted context's program counter, stack pointer, frame pointer (rbp / x29) and Swift
  * async context register (r14 / x22: where a partial function receives its context; cc_swift_abi.h, 2). */
@@ -45,21 +55,10 @@ uint64_t cc__context_async_register(const ucontext_t *uc);
  * (xpaclri: the CPU's own stripping, a no-op hint on CPUs without PAC). x86-64: unchanged. */
 uint64_t cc__strip_code_address(uint64_t address);
 
-/* Whether, where libunwind stops early, the rest of the stack is walked by its frame records
- * (cc_unwind.c). aarch64: yes (libunwind 1.6.2 stops at the first PAC-signed return address);
- * x86-64: no (libunwind falls back to the rbp chain itself, and has no PAC to stop at). */
-extern const int cc__arch_walks_frame_records;
-
-/* The signal context as libunwind's unw_context_t (their layouts differ by architecture; only
- * what fits is copied). */
-void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context);
-
-/* The program counter held in libunwind's context (after cc__arch_step_out_of_bad_call). */
-uint64_t cc__arch_unwind_context_pc(const unw_context_t *context);
-
-/* After a call through a NULL (or wild) function pointer the pc is in no function: rewrites
- * `context` to the caller (its return address: x86-64 at sp, aarch64 in lr). 0 when it cannot. */
-int cc__arch_step_out_of_bad_call(unw_context_t *context);
+/* After a call through a NULL (or wild) function pointer the pc is in no function: steps
+ * `frame` to the caller (its return address: x86-64 at sp, popped; aarch64 in lr). 0 when it
+ * cannot. */
+int cc__arch_step_out_of_bad_call(cc__cfi_frame_t *frame);
 
 /* The register table of a CC_SEC_REGISTERS payload: writes the cc_sec_registers_t head and the
  * registers through cc__registers_put (cc_registers.c). Returns the new offset. */

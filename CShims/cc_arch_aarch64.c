@@ -18,8 +18,8 @@
 
 const uint8_t cc__arch_record_id = CC_ARCH_AARCH64;
 const uint64_t cc__arch_red_zone = 0;
-const int cc__arch_unw_fp_register = UNW_AARCH64_X29;
-const int cc__arch_walks_frame_records = 1;
+const int cc__arch_cfi_sp = 31;
+const int cc__arch_cfi_fp = 29;
 
 uint64_t cc__context_pc(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.pc; }
 uint64_t cc__context_sp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.sp; }
@@ -36,30 +36,20 @@ uint64_t cc__strip_code_address(uint64_t address) {
     return lr;
 }
 
-/* libunwind 1.6.2's unw_context_t here is a shorter prefix of ucontext_t: the same header and
- * general registers, then only 66 * 8 bytes of the kernel's 4096-byte __reserved area (where
- * the FP/SIMD record comes first). Only what fits is copied, so nothing is written past its
- * end; the asserts hold the layout this relies on. */
-void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
-    _Static_assert(sizeof(unw_context_t) <= sizeof(ucontext_t), "aarch64: unw_context_t is no longer than ucontext_t");
-    _Static_assert(offsetof(unw_context_t, uc_sigmask) == offsetof(ucontext_t, uc_sigmask), "aarch64: same header");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext) == offsetof(ucontext_t, uc_mcontext), "aarch64: mcontext at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.regs) == offsetof(ucontext_t, uc_mcontext.regs), "aarch64: x0..x30 at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.sp) == offsetof(ucontext_t, uc_mcontext.sp), "aarch64: sp at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.pc) == offsetof(ucontext_t, uc_mcontext.pc), "aarch64: pc at the same offset");
-    _Static_assert(offsetof(unw_context_t, uc_mcontext.pstate) == offsetof(ucontext_t, uc_mcontext.pstate), "aarch64: pstate at the same offset");
-    const unsigned char *src = (const unsigned char *)uc;
-    unsigned char *dst = (unsigned char *)context;
-    for (size_t i = 0; i < sizeof(unw_context_t); i++) dst[i] = src[i];
+/* DWARF's aarch64 numbering (AADWARF64): x0..x30 are 0..30, sp 31. */
+void cc__arch_cfi_frame(const ucontext_t *uc, cc__cfi_frame_t *frame) {
+    for (int i = 0; i < CC__CFI_REGS; i++) frame->reg[i] = 0;
+    for (int i = 0; i < 31; i++) frame->reg[i] = (uint64_t)uc->uc_mcontext.regs[i];
+    frame->reg[31] = (uint64_t)uc->uc_mcontext.sp;
+    frame->pc = (uint64_t)uc->uc_mcontext.pc;
 }
 
-uint64_t cc__arch_unwind_context_pc(const unw_context_t *context) { return (uint64_t)context->uc_mcontext.pc; }
-
-/* The call (blr) left the caller's return address in lr; stripped, as it may be signed. */
-int cc__arch_step_out_of_bad_call(unw_context_t *context) {
-    uint64_t lr = cc__strip_code_address(context->uc_mcontext.regs[30]);
+/* The call (blr) left the caller's return address in lr; stripped, as it may be signed. The
+ * caller then goes on from lr as a leaf function would (its CFI, or its frame record). */
+int cc__arch_step_out_of_bad_call(cc__cfi_frame_t *frame) {
+    uint64_t lr = cc__strip_code_address(frame->reg[30]);
     if (lr == 0) return 0;
-    context->uc_mcontext.pc = lr;
+    frame->pc = lr;
     return 1;
 }
 

@@ -16,8 +16,8 @@
 
 const uint8_t cc__arch_record_id = CC_ARCH_X86_64;
 const uint64_t cc__arch_red_zone = 128;
-const int cc__arch_unw_fp_register = UNW_X86_64_RBP;
-const int cc__arch_walks_frame_records = 0;
+const int cc__arch_cfi_sp = 7;
+const int cc__arch_cfi_fp = 6;
 
 uint64_t cc__context_pc(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_RIP]; }
 uint64_t cc__context_sp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.gregs[REG_RSP]; }
@@ -26,24 +26,23 @@ uint64_t cc__context_async_register(const ucontext_t *uc) { return (uint64_t)uc-
 
 uint64_t cc__strip_code_address(uint64_t address) { return address; }
 
-/* libunwind's unw_context_t is ucontext_t itself here: the whole of it is copied. */
-void cc__arch_copy_to_unwind_context(const ucontext_t *uc, unw_context_t *context) {
-    _Static_assert(sizeof(unw_context_t) == sizeof(ucontext_t), "x86-64: unw_context_t is ucontext_t");
-    const unsigned char *src = (const unsigned char *)uc;
-    unsigned char *dst = (unsigned char *)context;
-    for (size_t i = 0; i < sizeof(ucontext_t); i++) dst[i] = src[i];
-}
-
-uint64_t cc__arch_unwind_context_pc(const unw_context_t *context) {
-    return (uint64_t)context->uc_mcontext.gregs[REG_RIP];
+/* DWARF's x86-64 numbering (System V psABI, figure 3.36): 0..16. */
+void cc__arch_cfi_frame(const ucontext_t *uc, cc__cfi_frame_t *frame) {
+    static const int order[16] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
+                                   REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15 };
+    for (int i = 0; i < CC__CFI_REGS; i++) frame->reg[i] = 0;
+    for (int i = 0; i < 16; i++) frame->reg[i] = (uint64_t)uc->uc_mcontext.gregs[order[i]];
+    frame->pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    frame->reg[16] = frame->pc;
 }
 
 /* The call pushed the caller's return address: it is at sp. */
-int cc__arch_step_out_of_bad_call(unw_context_t *context) {
-    uint64_t sp = (uint64_t)context->uc_mcontext.gregs[REG_RSP], ret = 0;
+int cc__arch_step_out_of_bad_call(cc__cfi_frame_t *frame) {
+    uint64_t sp = frame->reg[7], ret = 0;
     if (cc__safe_read(sp, &ret, sizeof ret) != sizeof ret || ret == 0) return 0;
-    context->uc_mcontext.gregs[REG_RIP] = (greg_t)ret;
-    context->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 8);
+    frame->pc = ret;
+    frame->reg[16] = ret;
+    frame->reg[7] = sp + 8;
     return 1;
 }
 

@@ -596,7 +596,7 @@ static void cc__record_unwind(cc__crash_t *c) {
     sigemptyset(&own);
     sigaddset(&own, c->signo);
     sigprocmask(SIG_UNBLOCK, &own, &mask);
-    c->thread.frame_count = cc__unwind_context(c->uc, &cc__g.unwind_context, &cc__g.unwind_cursor, &cc__g.unwind_walk,
+    c->thread.frame_count = cc__unwind_context(c->uc, &cc__g.unwind_frame, &cc__cfi_recording, &cc__g.unwind_walk,
                                                cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
     sigprocmask(SIG_SETMASK, &mask, 0);
     c->thread.omitted_frames = omitted;

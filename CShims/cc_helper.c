@@ -63,8 +63,7 @@ static struct {
     _Atomic pid_t pid;                /* the helper while it may be running, else 0 */
     int64_t first_stop_ns, released_ns; /* when the first thread was asked to stop, the last let go */
     uint32_t stopped;                 /* threads stopped and read */
-    unw_context_t context;            /* the helper's unwinder state */
-    unw_cursor_t cursor;
+    cc__cfi_frame_t frame;            /* the helper's unwinder state (and cc__cfi_helper) */
     cc__walk_t walk;
     cc__helper_thread_t threads[CC__HELPER_MAX];
 } g_helper;
@@ -131,7 +130,7 @@ static int cc__helper_main(void *arg) {
         if (t->error == 0) t->error = cc__helper_registers(t->tid, &uc);
         if (t->error == 0) {
             t->registers_length = (uint32_t)cc__registers_payload(&uc, t->registers, sizeof t->registers);
-            t->frame_count = cc__unwind_context(&uc, &g_helper.context, &g_helper.cursor, &g_helper.walk, t->frames, t->fps,
+            t->frame_count = cc__unwind_context(&uc, &g_helper.frame, &cc__cfi_helper, &g_helper.walk, t->frames, t->fps,
                                                 CC__OTHER_FRAMES, &t->omitted, &t->truncated);
             t->async_register = cc__context_async_register(&uc);
         }
@@ -158,13 +157,6 @@ static int cc__helper_main(void *arg) {
     cc__futex_wake(&g_helper.done);
     for (;;) cc__raw_pause();   /* hold them until we are killed */
     return 0;
-}
-
-/* async-signal-safe: whether the calling process is the thread helper (cc_interpose.c answers
- * its dl_iterate_phdr calls from the crash-time image table, as the recording thread's). */
-int cc__is_helper_process(void) {
-    return g_helper.parent_pid != 0 && cc__raw_syscall(SYS_getppid, 0, 0, 0, 0) == g_helper.parent_pid &&
-           cc__raw_syscall(SYS_getpid, 0, 0, 0, 0) != g_helper.parent_pid;
 }
 
 /* async-signal-safe: starts the helper for `count` threads and waits until it has stopped and

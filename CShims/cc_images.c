@@ -237,7 +237,7 @@ static uint32_t cc__cached(uint64_t base) {
 }
 
 /* The images of this crash, collected once by cc__images_collect: written as CC_SEC_IMAGE
- * sections and served to libunwind as dl_iterate_phdr's answer. */
+ * sections and searched by the unwinder for each frame's call-frame information. */
 typedef struct {
     uint64_t base;
     uint64_t end;
@@ -596,24 +596,20 @@ void cc__write_images(cc__writer_t *w, int main_only) {
     }
 }
 
-/* async-signal-safe: dl_iterate_phdr's contract over the collected images, for libunwind while
- * the record is written (the real one takes the loader lock). */
-int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
-    int result = 0;
-    for (uint32_t i = 0; i < g_image_count && result == 0; i++) {
+/* async-signal-safe: the collected image holding `address`: its range, load bias and program
+ * headers (for the unwinder, cc_cfi.c). 0 when none holds it. */
+int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum) {
+    for (uint32_t i = 0; i < g_image_count; i++) {
         const cc__image_t *image = &g_images[i];
-        if (!image->phdr || image->phnum == 0) continue;
-        struct dl_phdr_info info;
-        unsigned char *raw = (unsigned char *)&info;
-        for (size_t k = 0; k < sizeof info; k++) raw[k] = 0;
-        info.dlpi_addr = (ElfW(Addr))image->bias;
-        info.dlpi_name = image->path;
-        info.dlpi_phdr = (const ElfW(Phdr) *)(uintptr_t)image->phdr;
-        info.dlpi_phnum = image->phnum;
-        info.dlpi_adds = g_image_count;
-        result = callback(&info, sizeof info, data);
+        if (address < image->base || address >= image->end) continue;
+        *base = image->base;
+        *end = image->end;
+        *bias = image->bias;
+        *phdr = image->phdr;
+        *phnum = image->phnum;
+        return 1;
     }
-    return result;
+    return 0;
 }
 
 /* async-signal-safe: whether `address` lies in one of the images cc__images_collect found (a

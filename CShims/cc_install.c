@@ -237,8 +237,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     CC__MARK("dlsyms");
     cc__interpose_prepare();
     CC__MARK("interpose_prepare");
-    cc__unwind_warm_up();
-    CC__MARK("unwind_warm_up");
+    cc__unwind_prepare();
     cc__images_prepare();
     CC__MARK("images_prepare");
     cc_prepare_current_thread();

@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <libunwind.h>
 #include "include/crashcapture.h"
 #include "cc_arch.h"   /* what differs between architectures: cc_arch_x86_64.c, cc_arch_aarch64.c */
 #include "cc_swift_abi.h" /* what is assumed of the Swift runtime's private layouts: cc_swift_abi.c */
@@ -125,8 +124,7 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *                  g_page_size: the images and the link map read at install (dl_iterate_phdr);
  *                  g_check, g_r_map_now, g_heads_now, g_images, g_image_count, g_paths,
  *                  g_paths_used, g_open, g_maps_buffer, g_line: (handler) the images collected
- *                  at crash time, which
- *                  the interposed dl_iterate_phdr answers libunwind and the helper from.
+ *                  at crash time, where the unwinder looks for each frame's image.
  *   cc_threads.c   g_tids, g_names, g_not_stopped, g_tid_count, g_more_threads,
  *                  g_helper_result: (handler) the other threads found, stopped and named.
  *   cc_helper.c    g_helper: the thread helper's own stack and what it publishes; the helper
@@ -134,8 +132,7 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *   cc_uploader.c  g_uploader: the uploader's prepared pages, page-aligned and mprotect'ed
  *                  read-only after install (in this struct the protection would cover other
  *                  fields), and its child's stack.
- *   cc_unwind.c    g_unw: libunwind's entry points, loaded once (dlopen) at install.
- *   cc_interpose.c g_real_pthread_create, g_real_iterate: the real libc functions, resolved by
+ *   cc_interpose.c g_real_pthread_create: the real libc function, resolved by
  *                  a constructor before main and used whether or not capture is installed.
  *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor
  *                  unmaps a thread's alternate stack; it outlives uninstall.
@@ -187,8 +184,7 @@ typedef struct {
      * written by a vfork child (which shares our memory) or inherited across fork. */
     _Atomic uint64_t owner;
     /* (pid << 32) | tid of the thread writing a snapshot (a record of the live process,
-     * cc_snapshot.c), 0 = none; the calls of that thread and of its helper to dl_iterate_phdr
-     * are answered from the images collected for it (cc_interpose.c), as for a crash's. */
+     * cc_snapshot.c), 0 = none. */
     _Atomic uint64_t snapshot_owner;
     int crash_signo;
     /* (handler) whose turn it is to handle a fatal signal, chaining or recording (cc_chain.c):
@@ -249,10 +245,9 @@ typedef struct {
 
     /* (handler) */
     cc__writer_t writer;
-    unw_context_t unwind_context;
-    unw_cursor_t unwind_cursor;
+    cc__cfi_frame_t unwind_frame;
     cc__walk_t unwind_walk;          /* the crashed thread's unwind */
-    char unwind_note[256];           /* why libunwind is not there (cc__unwind_load), or "" */
+    char unwind_note[256];           /* how the frames were found when not by CFI (a test hook), or "" */
     uint64_t frames[CC__MAX_FRAMES];
     uint64_t frame_pointers[CC__MAX_FRAMES];
     char scratch[CC__PATH_MAX + 512];
@@ -297,12 +292,24 @@ void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */
 
 /* cc_unwind.c */
-int cc__unwind_load(void);                                               /* install time: 0 without libunwind */
-void cc__unwind_warm_up(void);                                           /* install time */
+void cc__unwind_prepare(void);                                           /* install time: the note of a test hook */
 /* async-signal-safe: frames[0..count) of the context; a stack deeper than max keeps its
- * innermost count-count/2 and outermost count/2 frames and says how many lie between. */
-uint32_t cc__unwind_context(const ucontext_t *uc, unw_context_t *context, unw_cursor_t *cursor, cc__walk_t *walk,
+ * innermost count-count/2 and outermost count/2 frames and says how many lie between. `frame`,
+ * `cfi` and `walk` are the caller's static scratch (one cfi per thread that unwinds). */
+uint32_t cc__unwind_context(const ucontext_t *uc, cc__cfi_frame_t *frame, cc__cfi_t *cfi, cc__walk_t *walk,
                             uint64_t *frames, uint64_t *fps, uint32_t max, uint32_t *omitted, int *truncated);
+
+/* cc_cfi.c — async-signal-safe: steps `frame` to its caller by the DWARF call-frame information
+ * of the image holding its pc (looked up at pc itself when `exact`: frame 0, or a frame a signal
+ * interrupted; else at pc - 1, inside the call). CC__CFI_STEPPED with *signal_frame set when the
+ * frame stepped out of was a signal trampoline; CC__CFI_OUTERMOST at a frame whose return
+ * address is undefined (a thread's first); CC__CFI_NO_INFO when no FDE covers the pc;
+ * CC__CFI_BAD when the information or the stack it reads cannot be used. */
+enum { CC__CFI_STEPPED = 1, CC__CFI_OUTERMOST = 0, CC__CFI_NO_INFO = -1, CC__CFI_BAD = -2 };
+int cc__cfi_step(cc__cfi_t *cfi, cc__cfi_frame_t *frame, int exact, int *signal_frame);
+/* The scratch of the two that can unwind at once: the recording thread and the thread helper
+ * (cc_helper.c). */
+extern cc__cfi_t cc__cfi_recording, cc__cfi_helper;
 /* async-signal-safe: the frames `walk` holds, in order; what cc__unwind_context returns. */
 uint32_t cc__walk_finish(cc__walk_t *walk, uint32_t *omitted, int *truncated);
 void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid); /* async-signal-safe; tid 0 = crashed */
@@ -326,8 +333,8 @@ int cc__images_contains(uint64_t address);                               /* asyn
  * the file name (after the last '/') of the first image holding `address` in the record's order
  * (the main executable, then the others) and the offset from its base. 0 when none holds it. */
 int cc__images_label(uint64_t address, const char **name, size_t *name_length, uint64_t *offset);
-/* async-signal-safe: dl_iterate_phdr over the images cc__images_collect found. */
-int cc__images_iterate(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+/* async-signal-safe: the collected image holding `address` (cc_cfi.c); 0 when none does. */
+int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum);
 
 /* cc_threads.c */
 int cc__threads_install(int signo);                                      /* install time */
@@ -369,7 +376,6 @@ void cc__helper_abandon(void);
 int cc__helper_index(pid_t tid);
 int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
 void cc__helper_write_note(cc__writer_t *w);
-int cc__is_helper_process(void);
 
 /* cc_uploader.c — the crash-time uploader. */
 int cc__uploader_fits(const cc_config_t *config);                        /* install time */
@@ -387,7 +393,6 @@ size_t cc__registers_put_one(unsigned char *out, size_t at, size_t cap, const ch
 
 /* cc_interpose.c */
 void cc__interpose_prepare(void);                                        /* install time */
-int cc__is_recording_thread(void);                                       /* async-signal-safe */
 
 /* cc_breadcrumbs.c — async-signal-safe. */
 void cc__write_breadcrumbs(cc__writer_t *w);
@@ -416,7 +421,7 @@ size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max);
 /* async-signal-safe: names the record (cc__g.file_name, cc__g.partial_name) for this time and thread. */
 void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
 /* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
- * note about libunwind, if any. */
+ * unwinder's note, if any. */
 void cc__write_install_strings(cc__writer_t *w);
 /* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it, then CC_SEC_RESOURCES and the
  * /proc and cgroup texts. Both async-signal-safe. */

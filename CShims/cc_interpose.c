@@ -1,10 +1,9 @@
-/* cc_interpose.c — the two libc functions CrashCapture stands in front of: pthread_create (alternate stacks for new threads) and dl_iterate_phdr (no loader lock while a crash is recorded). */
+/* cc_interpose.c — the one libc function CrashCapture stands in front of: pthread_create (alternate stacks for new threads). */
 #include "cc_boot.h"
 #include "cc_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <threads.h>
@@ -16,37 +15,27 @@
  * comes first in the lookup order, and the real function is found with dlsym(RTLD_NEXT).
  *
  * Statically linked programs (swiftc -static-executable, cc -static): libc.a defines
- * pthread_create and dl_iterate_phdr as weak aliases of __pthread_create and
- * __dl_iterate_phdr, and an archive member is only linked when something still needs one of
- * its symbols: ours satisfy the public names, so the real code would be left out and every
- * pthread_create would fail. The two anchors below reference public functions (thrd_create,
- * moncontrol) whose members need __pthread_create and __dl_iterate_phdr, which pulls the real
- * code in; the weak references then find it. In a dynamic program the anchors are ordinary
- * references into libc.so and the weak references stay NULL (libc.so does not export them).
+ * pthread_create as a weak alias of __pthread_create, and an archive member is only linked
+ * when something still needs one of its symbols: ours satisfies the public name, so the real
+ * code would be left out and every pthread_create would fail. The anchor below references a
+ * public function (thrd_create) whose member needs __pthread_create, which pulls the real code
+ * in; the weak reference then finds it. In a dynamic program the anchor is an ordinary
+ * reference into libc.so and the weak reference stays NULL (libc.so does not export it).
  */
-extern void moncontrol(int); /* <sys/gmon.h> declares it only for profiling builds */
 extern int __pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) __attribute__((weak));
-extern int __dl_iterate_phdr(int (*)(struct dl_phdr_info *, size_t, void *), void *) __attribute__((weak));
-__attribute__((used)) static void *const g_static_link_anchors[] = { (void *)&thrd_create, (void *)&moncontrol };
+__attribute__((used)) static void *const g_static_link_anchors[] = { (void *)&thrd_create };
 
 typedef int (*cc__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-typedef int (*cc__iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 static _Atomic(cc__pthread_create_fn) g_real_pthread_create;
-static _Atomic(cc__iterate_fn) g_real_iterate;
 
-/* Not async-signal-safe (dlsym): resolves the real functions. Runs when the program is loaded
- * (a constructor, before main and before any thread) and again at install, so neither wrapper
- * calls dlsym later. */
+/* Not async-signal-safe (dlsym): resolves the real function. Runs when the program is loaded
+ * (a constructor, before main and before any thread) and again at install, so the wrapper
+ * does not call dlsym later. */
 __attribute__((constructor)) void cc__interpose_prepare(void) {
     if (!atomic_load(&g_real_pthread_create)) {
         cc__pthread_create_fn f = __pthread_create;
         if (!f) f = (cc__pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
         if (f) atomic_store(&g_real_pthread_create, f);
-    }
-    if (!atomic_load(&g_real_iterate)) {
-        cc__iterate_fn f = __dl_iterate_phdr;
-        if (!f) f = (cc__iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
-        if (f) atomic_store(&g_real_iterate, f);
     }
 }
 
@@ -93,30 +82,4 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
     int rc = real(thread, attr, cc__thread_trampoline, boxed);
     if (rc != 0) free(boxed);
     return rc;
-}
-
-/* async-signal-safe: whether the caller is the thread writing this process's crash record. */
-int cc__is_recording_thread(void) {
-    uint64_t owner = atomic_load(&cc__g.owner);
-    if (owner == 0) owner = atomic_load(&cc__g.snapshot_owner);
-    if (owner == 0) return 0;
-    return (pid_t)(owner >> 32) == getpid() && (pid_t)(uint32_t)owner == cc__gettid();
-}
-
-/* libunwind finds each image's unwind tables through dl_iterate_phdr, which takes the loader
- * lock: with another thread inside dlopen or a dl_iterate_phdr callback, the crash handler
- * would wait forever. While a record (or a snapshot) is written, the calls of the recording thread and of
- * the thread helper (cc_helper.c) are answered from the images collected for the crash
- * (async-signal-safe); every other call goes to the real function. The cost outside a crash is one atomic load. */
-int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
-    if ((atomic_load(&cc__g.owner) != 0 || atomic_load(&cc__g.snapshot_owner) != 0) &&
-        (cc__is_recording_thread() || cc__is_helper_process()))
-        return cc__images_iterate(callback, data);
-    cc__iterate_fn real = atomic_load(&g_real_iterate);
-    if (!real) {
-        cc__interpose_prepare();
-        real = atomic_load(&g_real_iterate);
-        if (!real) return 0;
-    }
-    return real(callback, data);
 }

@@ -306,8 +306,7 @@ int cc__read_threads_live(pid_t self, int64_t deadline_ns) {
  * (recordOtherThreads off: the threads were stopped all the same). */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     (void)crashed_tid;
-    static unw_context_t context;
-    static unw_cursor_t cursor;
+    static cc__cfi_frame_t frame;
     static cc__walk_t walk;
     static uint64_t frames[CC__OTHER_FRAMES];
     static uint64_t fps[CC__OTHER_FRAMES];
@@ -326,7 +325,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
             cc__write_registers(w, cc__g.stopped[slot].context, g_tids[i]);
             int truncated = 0;
             uint32_t omitted = 0;
-            head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &context, &cursor, &walk, frames, fps,
+            head.frame_count = cc__unwind_context(cc__g.stopped[slot].context, &frame, &cc__cfi_recording, &walk, frames, fps,
                                                   CC__OTHER_FRAMES, &omitted, &truncated);
             head.omitted_frames = omitted;
             head.flags = CC_THREAD_FROM_CONTEXT | CC_THREAD_STOPPED | (truncated ? CC_THREAD_TRUNCATED : 0) |

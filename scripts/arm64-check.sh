@@ -18,9 +18,9 @@
 #     function whose argument is a malloc'd object starting with a known text) — all with the
 #     C-only programs — and cxx-exception (std::runtime_error("arm64 exception text") thrown two
 #     frames down and caught by no one), with the C++ programs;
-#  3. the PAC builds run a third time as if libunwind.so.8 were not installed ("pac-frames"):
-#     every thread walked by its frame records alone, each record with its note; a leaf crash
-#     function's caller is then not expected, as CrashReporter.docc, "Deploying", says;
+#  3. the PAC builds run a third time with the unwinder told to use frame records alone
+#     ("pac-frames", a test hook: what code without call-frame information gets), each record
+#     with its note; a leaf crash function's caller is then not expected;
 #  4. each death is judged against the same crash without capture, and the record it left is
 #     read back with the x86-64 crash-inspect (show --json): complete (unwinder-fault: cut short,
 #     with its note), the expected signal, si_code and fault address, crashed-thread frames
@@ -69,7 +69,7 @@
 #
 # Needs (Debian 12, as root): dpkg --add-architecture arm64 && apt-get update &&
 #   apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static \
-#     libunwind-dev:arm64 libc6-dev:arm64 libstdc++6:arm64
+#     libc6-dev:arm64 libstdc++6:arm64
 #   scripts/arm64-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,8 +79,8 @@ mkdir -p "$out"
 cc=aarch64-linux-gnu-gcc
 cxx=aarch64-linux-gnu-g++
 qemu=qemu-aarch64-static
-# At run time the aarch64 libraries are Debian's multiarch ones (libc6:arm64, libunwind8:arm64,
-# libstdc++6:arm64 in /lib/aarch64-linux-gnu), not the cross toolchain's copy in
+# At run time the aarch64 libraries are Debian's multiarch ones (libc6:arm64, libstdc++6:arm64
+# in /lib/aarch64-linux-gnu), not the cross toolchain's copy in
 # /usr/aarch64-linux-gnu: with that one every pthread_create hangs under qemu-aarch64-static 7.2
 # on this host.
 runroot=/
@@ -88,7 +88,6 @@ missing=()
 command -v "$cc" >/dev/null || missing+=("$cc (gcc-aarch64-linux-gnu)")
 command -v "$cxx" >/dev/null || missing+=("$cxx (g++-aarch64-linux-gnu)")
 command -v "$qemu" >/dev/null || missing+=("$qemu (qemu-user-static)")
-[ -e /usr/include/aarch64-linux-gnu/libunwind.h ] || missing+=("libunwind-dev:arm64")
 [ -e /lib/ld-linux-aarch64.so.1 ] || missing+=("/lib/ld-linux-aarch64.so.1 (libc6:arm64)")
 [ -e /usr/lib/aarch64-linux-gnu/libstdc++.so.6 ] || missing+=("/usr/lib/aarch64-linux-gnu/libstdc++.so.6 (libstdc++6:arm64)")
 if [ ${#missing[@]} -gt 0 ]; then
@@ -180,7 +179,7 @@ run() {
   # the program's stderr (which goes to $dir/stderr). 128 + N: died of signal N.
   local binary=$out/$program-${variant%-frames} frames_only=0
   [ "$variant" != "${variant%-frames}" ] && frames_only=1
-  ( ARM64_CRASHES_NO_LIBUNWIND=$frames_only timeout 120 "$qemu" -cpu max -L "$runroot" "$binary" "$1" "$dir/records" "$2" \
+  ( ARM64_CRASHES_FRAME_RECORDS_ONLY=$frames_only timeout 120 "$qemu" -cpu max -L "$runroot" "$binary" "$1" "$dir/records" "$2" \
       >"$dir/stdout" 2>"$dir/stderr"; exit $? ) 2>/dev/null
   status=$?
   set -e
@@ -247,9 +246,9 @@ signal = int(sys.argv[2])
 expected = sys.argv[3:]
 leaf_callers = {"arm64_crash_null": "arm64_level2", "arm64_crash_trap": "arm64_level2", "arm64_heap_use": "arm64_crash_heap_object"}
 if os.environ.get("variant", "").endswith("-frames") and expected[:1] and expected[0] in leaf_callers:
-    # A leaf function sets up no frame record: without unwind tables its caller (the return
-    # address still in lr) is not found, as the Swift backtracer does not find it either
-    # (CrashReporter.docc, "Deploying",). The rest of the chain must be there.
+    # A leaf function sets up no frame record: without its call-frame information its caller
+    # (the return address still in lr) is not found, as the Swift backtracer's frame-pointer
+    # walk does not find it either. The rest of the chain must be there.
     expected = [name for name in expected if name != leaf_callers[expected[0]]]
 problems = []
 said = []   # what the verdict says beyond the frames
@@ -304,13 +303,13 @@ for thread in threads:
 lr = (record.get("registers") or {}).get("lr")
 if lr and int(lr, 16) >> 48:
     problems.append(f"crashed thread: lr {lr} has bits above 48")
-# The pac-frames variant runs as if libunwind were not installed: every record says so.
+# The pac-frames variant walks by frame records alone (a test hook): every record says so.
 frames_only = os.environ.get("variant", "").endswith("-frames")
-missing = [n for n in record.get("notes") or [] if n.startswith("libunwind could not be loaded at start")]
-if frames_only and not missing:
-    problems.append(f"no note that libunwind was not loaded: {record.get('notes')}")
-if not frames_only and missing:
-    problems.append(f"libunwind was not loaded: {missing}")
+said_so = [n for n in record.get("notes") or [] if n.startswith("frames come from frame records only")]
+if frames_only and not said_so:
+    problems.append(f"no note that the frames come from frame records only: {record.get('notes')}")
+if not frames_only and said_so:
+    problems.append(f"frames from frame records only, where call-frame information was to be used: {said_so}")
 bottom = os.environ.get("expect_bottom", "")
 if crashed and bottom:
     # A runaway recursion: the innermost and the outermost frames are both kept.
@@ -497,8 +496,7 @@ PY
 }
 
 echo "== under $qemu -cpu max, each crash without and with capture"
-# pac-frames: the PAC build again, as if libunwind.so.8 were not installed (a slim image): every
-# thread walked by its frame records alone.
+# pac-frames: the PAC build again, every thread walked by its frame records alone (a test hook).
 for variant in plain pac pac-frames; do
   export variant scenario
   # What the record must say beyond the signal and the frames (set per check, then cleared):

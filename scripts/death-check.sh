@@ -22,7 +22,7 @@
 #                                     without capture: the same ending, as many backtracer reports,
 #                                     nothing of the process left running (crash-harness verify
 #                                     --backtracer; Sources/CrashScenarios/BacktracerAlongside.swift)
-# Needs gcc, strace, libunwind-dev, zlib; eu-readelf (elfutils) for the core comparison.
+# Needs gcc, strace, zlib; eu-readelf (elfutils) for the core comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -8,14 +8,14 @@
 # filesystem scripts/slim-image-check.sh runs a static-stdlib program in), lldb-16 (the debugger
 # the minidump tests open crash-inspect's minidumps in), and what the arm64
 # checks cross-compile and emulate with (scripts/arm64-check.sh: the arm64 architecture added to
-# dpkg, gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu, qemu-user-static, libunwind-dev:arm64,
-# libc6-dev:arm64, libstdc++6:arm64); then the Python test
+# dpkg, gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu, qemu-user-static, libc6-dev:arm64,
+# libstdc++6:arm64); then the Python test
 # oracles (Sentry's sentry-sdk envelope parser, sentry-relay's normalizer, symbolic, the minidump parser,
 # sentry-cli for the debug files' ids) into
 # .venv-oracles with pip (Tests/Oracles/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-needed=(libunwind-dev libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace debootstrap lldb-16)
+needed=(libsqlite3-dev zlib1g-dev elfutils binutils debuginfod tini strace debootstrap lldb-16)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -23,12 +23,12 @@ done
 # arm64 (scripts/arm64-check.sh): the core cross-compiled and run under qemu-user, C-only and with
 # its C++ side (g++ for cc_terminate.cpp; libstdc++6:arm64, the C++ program's runtime library
 # under qemu). The :arm64 packages need the architecture in dpkg first.
-arm64_needed=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static libunwind-dev:arm64 libc6-dev:arm64 libstdc++6:arm64)
+arm64_needed=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static libc6-dev:arm64 libstdc++6:arm64)
 for pkg in "${arm64_needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  echo "== adding the arm64 architecture to dpkg (for libunwind-dev:arm64, libc6-dev:arm64, libstdc++6:arm64)"
+  echo "== adding the arm64 architecture to dpkg (for libc6-dev:arm64, libstdc++6:arm64)"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO dpkg --add-architecture arm64

@@ -30,7 +30,7 @@ enum cc_install_result {
 #define CC_FLAG_NO_THREAD_HELPER        0x10u /* no ptrace helper for threads that block the stop signal */
 #define CC_FLAG_TEST_SLOW_HELPER        0x20u /* test hook: the thread helper stalls after stopping its threads */
 #define CC_FLAG_TEST_FAULT_IN_UNWINDER  0x40u /* test hook: fault inside the unwinder after the crashed thread's fourth frame */
-#define CC_FLAG_TEST_NO_LIBUNWIND       0x80u /* test hook: behave as if libunwind.so.8 could not be loaded (frame records only) */
+#define CC_FLAG_TEST_FRAME_RECORDS_ONLY 0x80u /* test hook: every frame by its frame record, none by call-frame information */
 #define CC_FLAG_NO_CRASH_LINE           0x100u /* no "crashcapture: {...}" line on stderr at a crash */
 #define CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT 0x200u /* test hook: the runtime's task layout is treated as unknown */
 #define CC_FLAG_TEST_LIST_DESCRIPTORS   0x400u /* test hook: count descriptors by listing /proc/self/fd, as before Linux 6.2 */

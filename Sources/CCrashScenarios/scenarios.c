@@ -94,6 +94,21 @@ __attribute__((noinline)) void cch_abort(void) {
     abort();
 }
 
+/* A fault inside a signal handler: the unwinder must step out of the handler through the C
+ * library's signal trampoline (its CFI marks it a signal frame) to where SIGUSR2 arrived. */
+__attribute__((noinline)) static void cch_usr2_handler(int signo) {
+    (void)signo;
+    cch_null_dereference();
+}
+
+__attribute__((noinline)) void cch_fault_in_signal_handler(void) {
+    struct sigaction action = { 0 };
+    action.sa_handler = cch_usr2_handler;
+    sigaction(SIGUSR2, &action, 0);
+    raise(SIGUSR2);
+    cch_sink++;
+}
+
 __attribute__((noinline)) void cch_assert(void) {
     assert(cch_sink == 12345 && "crash-harness assertion");
     cch_sink++;

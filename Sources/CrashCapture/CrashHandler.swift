@@ -118,7 +118,7 @@ public enum CrashHandler {
                         if configuration._testHangInsideHandler { flags |= UInt32(CC_FLAG_TEST_HANG_IN_HANDLER) }
                         if configuration._testSlowThreadHelper { flags |= UInt32(CC_FLAG_TEST_SLOW_HELPER) }
                         if configuration._testFaultInsideUnwinder { flags |= UInt32(CC_FLAG_TEST_FAULT_IN_UNWINDER) }
-                        if configuration._testWithoutLibunwind { flags |= UInt32(CC_FLAG_TEST_NO_LIBUNWIND) }
+                        if configuration._testFrameRecordsOnly { flags |= UInt32(CC_FLAG_TEST_FRAME_RECORDS_ONLY) }
                         if configuration._testUnknownTaskLayout { flags |= UInt32(CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) }
                         if configuration._testListDescriptors { flags |= UInt32(CC_FLAG_TEST_LIST_DESCRIPTORS) }
                         if configuration._testImagesFromMaps { flags |= UInt32(CC_FLAG_TEST_IMAGES_FROM_MAPS) }
@@ -324,11 +324,12 @@ public struct Configuration: Sendable {
     /// Test hook: the thread helper stalls after stopping its threads (it must be killed at its
     /// deadline, half the watchdog).
     @_spi(Testing) public var _testSlowThreadHelper: Bool
-    /// Test hook: fault inside the unwinder, after the crashed thread's fourth frame (what
-    /// libunwind does on a stack too damaged for it): the frames found so far must be kept.
+    /// Test hook: fault inside the unwinder, after the crashed thread's fourth frame (as reading
+    /// damaged unwind tables would): the frames found so far must be kept.
     package var _testFaultInsideUnwinder: Bool
-    /// Test hook: behave as if libunwind.so.8 were not installed (frames from frame records only).
-    package var _testWithoutLibunwind: Bool
+    /// Test hook: walk every frame by its frame record, none by call-frame information (what the
+    /// unwinder does for code without it).
+    package var _testFrameRecordsOnly: Bool
     /// Test hook: treat the Swift runtime's task layout as unknown (no crashed request is named).
     package var _testUnknownTaskLayout: Bool
     /// Test hook: count the descriptors at a crash by listing /proc/self/fd, as on a kernel before
@@ -367,7 +368,7 @@ public struct Configuration: Sendable {
         self._testHangInsideHandler = false
         self._testSlowThreadHelper = false
         self._testFaultInsideUnwinder = false
-        self._testWithoutLibunwind = false
+        self._testFrameRecordsOnly = false
         self._testUnknownTaskLayout = false
         self._testListDescriptors = false
         self._testImagesFromMaps = false

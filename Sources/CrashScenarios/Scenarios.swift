@@ -294,6 +294,11 @@ package enum Scenarios {
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain))
         { _ in throughLevels { cch_abort() } },
+        Scenario("fault-in-signal-handler", "a fault inside the program's own signal handler is unwound through the signal trampoline to where the signal arrived, and on to main",
+                 ending: .signal(SIGSEGV),
+                 record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR",
+                               frames: ["cch_null_dereference", "cch_usr2_handler", "raise", "cch_fault_in_signal_handler"] + chain))
+        { _ in throughLevels { cch_fault_in_signal_handler() } },
         Scenario("cxx-exception", "a C++ std::runtime_error no one catches: SIGABRT after std::terminate, with the exception's type and what()",
                  ending: .signal(SIGABRT),
                  record: .init(signal: SIGABRT, frames: ["abort", "cch_cxx_throw_runtime_error"] + chain),
@@ -435,18 +440,18 @@ package enum Scenarios {
                  record: .init(signal: SIGABRT, frames: [], mayBeIncomplete: true),
                  configure: { $0._testCrashInsideHandler = true })
         { _ in throughLevels { cch_abort() } },
-        Scenario("fault-in-unwinder", "a fault inside the unwinder (a stack too damaged for libunwind) keeps the frames found so far, and the process dies of its signal",
+        Scenario("fault-in-unwinder", "a fault inside the unwinder (as damaged unwind tables would cause) keeps the frames found so far, and the process dies of its signal",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"],
                                incompleteAllowed: true,
                                note: "the unwinder faulted on the crashed thread's stack after 4 frames"),
                  configure: { $0._testFaultInsideUnwinder = true })
         { _ in throughLevels { cch_null_dereference() } },
-        Scenario("without-libunwind", "without libunwind.so.8 (a slim image) the crash is recorded, its frames walked by their frame records, and a note says so",
+        Scenario("frame-records-only", "walked by frame records alone (as code without call-frame information is), the crash keeps its frames down to main, and a note says so",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain,
-                               note: "libunwind could not be loaded at start (test hook)"),
-                 configure: { $0._testWithoutLibunwind = true })
+                               note: "frames come from frame records only, not call-frame information (test hook)"),
+                 configure: { $0._testFrameRecordsOnly = true })
         { _ in throughLevels { cch_null_dereference() } },
         Scenario("max-frames-one", "maxFrames 1 keeps the faulting frame alone and counts the frames left out",
                  ending: .signal(SIGSEGV),
@@ -591,11 +596,11 @@ package enum Scenarios {
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
                                firstFrameAddress: 0))
         { _ in throughLevels { cch_call_null_function_pointer() } },
-        Scenario("null-function-pointer-without-libunwind", "without libunwind, a call through NULL still keeps its caller (the return address the call pushed) and the frame records below it",
+        Scenario("null-function-pointer-by-frame-records", "walked by frame records alone, a call through NULL still keeps its caller (the return address the call pushed) and the frame records below it",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_call_null_function_pointer"] + chain, faultAddress: 0,
-                               firstFrameAddress: 0, note: "libunwind could not be loaded at start (test hook)"),
-                 configure: { $0._testWithoutLibunwind = true })
+                               firstFrameAddress: 0, note: "frames come from frame records only, not call-frame information (test hook)"),
+                 configure: { $0._testFrameRecordsOnly = true })
         { _ in throughLevels { cch_call_null_function_pointer() } },
         Scenario("previous-handler-flags", "a previous handler runs as the kernel would run it: SA_RESETHAND, its own full mask, not on the alternate stack",
                  ending: .signal(SIGSEGV),

@@ -200,9 +200,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "snapshot") == 0) return arm64_snapshot(argv[2]);
     void (*crash)(void) = 0;
     uint32_t flags = 0;
-    /* ARM64_CRASHES_NO_LIBUNWIND=1: as if libunwind.so.8 were not installed (frame records only). */
-    const char *no_libunwind = getenv("ARM64_CRASHES_NO_LIBUNWIND");
-    if (no_libunwind && strcmp(no_libunwind, "1") == 0) flags |= CC_FLAG_TEST_NO_LIBUNWIND;
+    /* ARM64_CRASHES_FRAME_RECORDS_ONLY=1: every frame by its frame record, as for code without
+     * call-frame information. */
+    const char *records_only = getenv("ARM64_CRASHES_FRAME_RECORDS_ONLY");
+    if (records_only && strcmp(records_only, "1") == 0) flags |= CC_FLAG_TEST_FRAME_RECORDS_ONLY;
     if (strcmp(argv[1], "null-dereference") == 0) crash = arm64_crash_null;
     else if (strcmp(argv[1], "trap") == 0) crash = arm64_crash_trap;
     else if (strcmp(argv[1], "abort") == 0) crash = arm64_crash_abort;

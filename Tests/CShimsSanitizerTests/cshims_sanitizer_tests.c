@@ -2,7 +2,7 @@
  * real crashes in child processes, each record read back and checked, and the API's other paths. */
 /*
  * Built and run by scripts/c-checks.sh: this file and every CShims source compiled together with
- * -fsanitize=address,undefined -fno-sanitize-recover=all, linked with libunwind and zlib. Each
+ * -fsanitize=address,undefined -fno-sanitize-recover=all, linked with zlib. Each
  * scenario forks a child that installs the handlers and crashes (or, for "api" and the repaired
  * fault, exits 0); the parent expects death by the right signal, then reads the record the child
  * left back with the shared layout (cc_record.h) and checks it: whole sections with good CRCs (zlib's

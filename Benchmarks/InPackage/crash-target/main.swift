@@ -102,8 +102,8 @@ if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: 
     }
     while true { sleep(60) }
 }
-// CRASH_TARGET_DELAY_MS: crash that long after start (a crash that finds libunwind ready, where an
-// immediate one waits for its preparation).
+// CRASH_TARGET_DELAY_MS: crash that long after start (a crash once the program has settled, beside
+// one at once).
 if let delay = getenv("CRASH_TARGET_DELAY_MS").flatMap({ Int(String(cString: $0)) }), delay > 0 { usleep(UInt32(delay) * 1000) }
 if mode == "deep" { nest(60) } else { crash() }
 exit(71)

@@ -23,6 +23,8 @@ void cch_write_read_only(void);
 void cch_wild_pointer(void);
 void cch_stack_overflow(void);
 void cch_abort(void);
+/* Faults (NULL) inside a SIGUSR2 handler it installs, then raises SIGUSR2. */
+void cch_fault_in_signal_handler(void);
 void cch_assert(void);
 /* SIGBUS: touches a page of a mapped file that was truncated; the file is made in `directory`. */
 void cch_sigbus(const char *directory);
