@@ -168,7 +168,7 @@ let package = Package(
             dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
-        .target(name: "ProcessSpawning", dependencies: ["HostFacts"]),
+        .target(name: "ProcessSpawning"),
         // Deliberate crashes for the harness, in C so each dies exactly as its name says.
         .target(name: "CCrashScenarios", path: "Sources/CCrashScenarios"),
         // The one scenario table, the runner and the verifier: used by crash-harness and the tests.

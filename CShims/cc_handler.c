@@ -20,14 +20,13 @@
  *     alarm; through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex,
  *     getdents64, process_vm_readv, sched_getaffinity);
  *   - C11 atomics (lock-free on every supported target);
- *   - libunwind's local unwinder (unw_init_local2 / unw_step / unw_get_reg: documented
- *     signal-safe; warmed up at install so its one-time initialisation never runs here; its
- *     calls to dl_iterate_phdr are answered by cc_interpose.c without the loader lock);
+ *   - capture's own unwinder (cc_cfi.c, cc_unwind.c: the crash's image table, the mapped
+ *     .eh_frame tables, fault-proof reads of the stack; nothing to prepare, no lock);
  *   - the previous handler, which the program installed for this very signal (cc_chain.c);
  *   - fixed buffers and pre-formatted strings in cc__g, prepared by cc_install;
  *   - write(2) to fd 2, only for the summary of a record that is not whole (below).
  * It may NOT use malloc/free, stdio, any lock, dl_iterate_phdr/dladdr/dlsym, symbol-name
- * lookup (unw_get_proc_name), getenv, strerror, localtime, or anything written in Swift.
+ * lookup, getenv, strerror, localtime, or anything written in Swift.
  * Every function it can reach says "async-signal-safe" in its comment.
  *
  * ORDER OF WORK. First the previous action runs (cc_chain.c says how and why first). When the
@@ -164,7 +163,7 @@ static _Noreturn void cc__die_now(int signo) {
 }
 
 /* async-signal-safe: the watchdog. If writing the record hangs (a wedged filesystem, a stack
- * that takes libunwind forever), SIGALRM arrives after watchdog_seconds (10 by default) and
+ * whose walk never ends), SIGALRM arrives after watchdog_seconds (10 by default) and
  * ends the process with the signal the crash began with. Armed with alarm(2) when the record
  * starts and never disarmed: the process is dying. */
 static void cc__watchdog(int signo) {
@@ -385,8 +384,8 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid) {
     cc__strlcpy(cc__g.partial_name + n, CC_RECORD_PARTIAL_EXTENSION, sizeof cc__g.partial_name - n);
 }
 
-/* async-signal-safe: without libunwind (cc_unwind.c), every thread's frames come from frame
- * records: a note says so and why. */
+/* async-signal-safe: when a test hook had every thread's frames come from frame records
+ * (cc_unwind.c), a note says so. */
 static void cc__write_unwind_note(cc__writer_t *w) {
     if (cc__g.unwind_note[0]) cc__write_string(w, CC_STR_NOTE, cc__g.unwind_note, cc__strnlen(cc__g.unwind_note, sizeof cc__g.unwind_note));
 }
@@ -400,7 +399,7 @@ static void cc__write_crashed_thread(cc__writer_t *w, const cc_sec_thread_t *thr
 }
 
 /* async-signal-safe: the recording thread faulted while the unwinder walked the crashed thread
- * (libunwind reading a stack too damaged for it). Before the process ends, the frames found so
+ * (reading unwind tables or a stack too damaged for it). Before the process ends, the frames found so
  * far become the crashed thread, with a note that says where the unwinder faulted, followed by
  * the images that symbolicate them. The record stays a ".partial" one: what comes after the
  * frames (async chains, strings, memory, other threads) is not written. Only the writer's own
@@ -619,7 +618,7 @@ static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
         }
         while (cc__g.flags & CC_FLAG_TEST_HANG_IN_HANDLER) pause(); /* test hook: a hang */
         CC__MARK("registers");
-        cc__writer_flush(w); /* checkpoint: before libunwind walks a possibly damaged stack */
+        cc__writer_flush(w); /* checkpoint: before the unwinder walks a possibly damaged stack */
         CC__MARK("flush2");
         cc__record_unwind(c);
     }

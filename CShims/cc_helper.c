@@ -21,13 +21,13 @@
  * threads' stacks and the crash-time image table directly). After prctl(PR_SET_PTRACER) lets
  * it in under Yama, the helper stops each thread with PTRACE_SEIZE + PTRACE_INTERRUPT (per
  * thread: no signal is sent, so no mask matters), reads its registers with PTRACE_GETREGSET and
- * unwinds it with the same local unwinder the handler uses (cc__unwind_context: libunwind's
- * dl_iterate_phdr calls are answered from the crash-time image table for the helper too). It
+ * unwinds it with the same unwinder the handler uses (cc__unwind_context, over the crash-time
+ * image table, with scratch of its own: cc__cfi_helper). It
  * publishes each thread in g_helper as it goes, all before the record file exists (the
  * recording thread waits for it while stopping threads); the recording thread writes them
  * into the record later. The helper then keeps the threads stopped until the recording thread is gone
  * (PR_SET_PDEATHSIG kills it then; the watchdog bounds that). If it does not finish in time,
- * the recording thread kills it (the two share libunwind's per-thread cache) and writes what
+ * the recording thread kills it (the two share the fault-proof reads' fallback pipe) and writes what
  * it had published.
  *
  * Rules in the helper: it shares our memory and even our thread's TLS (errno included), so it
@@ -161,7 +161,7 @@ static int cc__helper_main(void *arg) {
 
 /* async-signal-safe: starts the helper for `count` threads and waits until it has stopped and
  * read them all, or the deadline. Returns 0, or an errno value when it could not start or did
- * not finish in time (then it is killed: the two share libunwind's per-thread cache; what it
+ * not finish in time (then it is killed: the two share the fault-proof reads' fallback pipe; what it
  * published is kept). Runs while the other threads are being stopped, before the record file
  * exists, so that no thread runs on while the record is written. */
 int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_ns, int release) {

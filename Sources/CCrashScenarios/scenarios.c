@@ -848,7 +848,7 @@ __attribute__((noinline)) void cch_crash_with_fake_async_context(int shape) {
     case 0: c[0][0] = (uint64_t)(uintptr_t)c[1]; c[1][0] = (uint64_t)(uintptr_t)c[0]; break;
     case 1: {
         /* Kept mapped, without access: an unmapped page could be mapped again meanwhile (by
-         * capture's own preparation of libunwind, just after start). */
+         * any allocation after it). */
         void *page = mmap(0, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         c[0][0] = (uint64_t)(uintptr_t)page;
         break;

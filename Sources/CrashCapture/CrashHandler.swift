@@ -1,8 +1,8 @@
 // CrashHandler.swift — the one call a program makes to have its crashes recorded.
 //
 // Capture imports no Foundation and knows no event model: a program that links it loads the C
-// core and swift-log's Logging, nothing else (CaptureFootprintTests checks; libunwind is loaded at
-// start when it is installed, CShims/cc_unwind.c). The
+// core and swift-log's Logging, nothing else (CaptureFootprintTests checks; the C core unwinds
+// by the images' own call-frame information, CShims/cc_cfi.c). The
 // compensating `$AppEnd` a crash writes is rendered by the reporter side (CrashReporter's
 // `CrashAppEndPublisher`) and handed over through `setAppEndTemplate`.
 import CShims

@@ -6,7 +6,6 @@
 // FoundationEssentials, not Foundation (no ICU): the symbolicator runs its children through here
 // and every program that links the reporter links the symbolicator.
 import FoundationEssentials
-import HostFacts
 #if canImport(Glibc)
 package import Glibc
 #endif
@@ -71,7 +70,7 @@ package struct ChildProcess: Sendable {
     package struct Running: Sendable {
         /// The child's pid (also its process group when spawned with `ownProcessGroup`).
         package let pid: pid_t
-        let started: UInt64
+        let started: ContinuousClock.Instant
         let ownProcessGroup: Bool
         let token: String?
 
@@ -90,7 +89,7 @@ package struct ChildProcess: Sendable {
                 let r = waitpid(pid, &status, WNOHANG)
                 if r == pid { break }
                 if r < 0 && errno != EINTR { break }
-                if Double(UInt64(Clock.monotonicNanoseconds()) - started) / 1e9 > timeout {
+                if ChildProcess.seconds(since: started) > timeout {
                     timedOut = true
                     kill(ownProcessGroup ? -pid : pid, SIGKILL)
                     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -103,7 +102,7 @@ package struct ChildProcess: Sendable {
                     usleep(1000)
                 }
             }
-            let seconds = Double(UInt64(Clock.monotonicNanoseconds()) - started) / 1e9
+            let seconds = ChildProcess.seconds(since: started)
             let ending: Ending
             if timedOut { ending = .timedOut }
             else if status & 0x7F == 0 { ending = .exited((status >> 8) & 0xFF) }
@@ -139,7 +138,7 @@ package struct ChildProcess: Sendable {
             token = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             environment[runTokenVariable] = token
         }
-        let started = UInt64(Clock.monotonicNanoseconds())
+        let started = ContinuousClock.now
         let pid = try withUnsafePointer(to: &attributes) {
             try spawn(path, arguments, environment: environment, actions: &actions, attributes: $0)
         }
@@ -243,12 +242,19 @@ package struct ChildProcess: Sendable {
         }
     }
 
+    /// Seconds since `instant` on the monotonic clock (the standard library's: this file is also
+    /// compiled alone into Benchmarks/LaunchBench, without this package's other modules).
+    static func seconds(since instant: ContinuousClock.Instant) -> Double {
+        let elapsed = instant.duration(to: .now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
     /// Waits up to `grace` seconds for every process of group `group` (and every process whose
     /// environment holds `token`) to end; returns those still running and kills them.
     static func reapGroup(_ group: pid_t, token: String?, grace: Double) -> [Leftover] {
-        let deadline = UInt64(Clock.monotonicNanoseconds()) + UInt64(grace * 1e9)
+        let start = ContinuousClock.now
         var found = survivors(group: group, token: token)
-        while !found.isEmpty && UInt64(Clock.monotonicNanoseconds()) < deadline {
+        while !found.isEmpty && seconds(since: start) < grace {
             usleep(10_000)
             found = survivors(group: group, token: token)
         }
@@ -256,8 +262,8 @@ package struct ChildProcess: Sendable {
             kill(-group, SIGKILL)
             for process in found { kill(process.pid, SIGKILL) }
             // SIGKILL takes effect asynchronously: wait (bounded) until they are gone.
-            let killDeadline = UInt64(Clock.monotonicNanoseconds()) + 1_000_000_000
-            while !survivors(group: group, token: token).isEmpty && UInt64(Clock.monotonicNanoseconds()) < killDeadline {
+            let killed = ContinuousClock.now
+            while !survivors(group: group, token: token).isEmpty && seconds(since: killed) < 1 {
                 usleep(5_000)
             }
         }
