@@ -225,7 +225,7 @@ static int cc__parse_cie(const uint8_t *at, cc__cie_t *cie) {
         for (const uint8_t *a = augmentation + 1; *a && !b.bad; a++) {
             if (*a == 'R') cie->fde_encoding = cc__u8(&b);
             else if (*a == 'L') cc__u8(&b);
-            else if (*a == 'P') cc__encoded(&b, cc__u8(&b), 0);
+            else if (*a == 'P') cc__encoded(&b, cc__u8(&b) & 0x0f, 0);   /* the personality: skipped by its size */
             else if (*a == 'S') cie->signal_frame = 1;
             else if (*a == 'B' || *a == 'G') continue;
             else break;                              /* unknown: its data is skipped below */
@@ -436,7 +436,10 @@ static int cc__evaluate(cc__cfi_t *s, const cc__cfi_frame_t *frame, const uint8_
             a = st[n - 1];      /* second */
             switch (op) {
             case 0x1a: a &= c; break;
-            case 0x1b: if (c == 0) return 0; a = (uint64_t)((int64_t)a / (int64_t)c); break;
+            case 0x1b:                          /* div: INT64_MIN / -1 would trap (SIGFPE) */
+                if (c == 0) return 0;
+                a = (int64_t)c == -1 ? -a : (uint64_t)((int64_t)a / (int64_t)c);
+                break;
             case 0x1c: a -= c; break;
             case 0x1d: if (c == 0) return 0; a %= c; break;
             case 0x1e: a *= c; break;
@@ -525,8 +528,8 @@ int cc__cfi_step(cc__cfi_t *s, cc__cfi_frame_t *frame, int exact, int *signal_fr
     }
     uint8_t saved[CC__SAVED_SPAN];
     int have_saved = 0;
-    if (lo <= hi && hi - lo + 8 <= (int64_t)sizeof saved) {
-        size_t span = (size_t)(hi - lo + 8);
+    if (lo <= hi && (uint64_t)hi - (uint64_t)lo <= sizeof saved - 8) {   /* unsigned: no overflow */
+        size_t span = (size_t)((uint64_t)hi - (uint64_t)lo) + 8;
         have_saved = cc__safe_read(cfa + (uint64_t)lo, saved, span) == span;
     }
 
