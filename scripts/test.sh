@@ -4,7 +4,7 @@
 # and every harness scenario with Swift's backtracer on: reports, what is left running),
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
-# release harness and the example servers (Hummingbird 2, Vapor 4) too, compiles the README's and
+# release harness, the example servers (Hummingbird 2, Vapor 4) and the launch benchmark too, compiles the README's and
 # the DocC articles' code blocks, runs every test, counts the public surface (and its doc comments),
 # builds the DocC catalogs without a warning, fuzzes the record parser.
 set -euo pipefail
@@ -30,6 +30,8 @@ export CRASHING_SERVER="$servers_bin/crashing-server"
 export CRASHING_VAPOR_SERVER="$servers_bin/crashing-vapor-server"
 export CRASHING_GRPC_SERVER="$servers_bin/crashing-grpc-server"
 echo "== example servers built in $((SECONDS - servers_started)) s"
+echo "== the launch benchmark builds (Benchmarks/LaunchBench, release: what Benchmarks/README.md's launch table is measured with; scripts/bench.sh runs it)"
+swift build -c release --package-path Benchmarks/LaunchBench
 echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py, built in Examples/CrashingServer's DocSnippets)"
 python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets
 swift build -c release --package-path Examples/CrashingServer --target DocSnippets
