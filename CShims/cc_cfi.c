@@ -76,6 +76,8 @@ struct cc__cfi {
     uint64_t image_base, image_end, hdr;
 };
 
+void cc__cfi_begin(cc__cfi_t *s) { s->image_end = 0; }
+
 cc__cfi_t cc__cfi_recording, cc__cfi_helper;
 
 /* --- reading encoded values -------------------------------------------------------------- */

@@ -307,6 +307,9 @@ uint32_t cc__unwind_context(const ucontext_t *uc, cc__cfi_frame_t *frame, cc__cf
  * CC__CFI_BAD when the information or the stack it reads cannot be used. */
 enum { CC__CFI_STEPPED = 1, CC__CFI_OUTERMOST = 0, CC__CFI_NO_INFO = -1, CC__CFI_BAD = -2 };
 int cc__cfi_step(cc__cfi_t *cfi, cc__cfi_frame_t *frame, int exact, int *signal_frame);
+/* async-signal-safe: forgets the image `cfi` looked up last: called as each walk begins, since a
+ * later walk (a later snapshot of a live process) may find another image at the same address. */
+void cc__cfi_begin(cc__cfi_t *cfi);
 /* The scratch of the two that can unwind at once: the recording thread and the thread helper
  * (cc_helper.c). */
 extern cc__cfi_t cc__cfi_recording, cc__cfi_helper;

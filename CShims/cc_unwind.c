@@ -104,6 +104,7 @@ uint32_t cc__unwind_context(const ucontext_t *uc, cc__cfi_frame_t *frame, cc__cf
     walk->total = 0;
     atomic_store(&walk->active, 1);
     cc__arch_cfi_frame(uc, frame);
+    cc__cfi_begin(cfi);
     int by_records = (cc__g.flags & CC_FLAG_TEST_FRAME_RECORDS_ONLY) != 0;
     cc__walk_put(walk, frame->pc, frame->reg[cc__arch_cfi_fp]);
     int exact = 1;   /* frame 0's pc is where it stopped, not a return address */
