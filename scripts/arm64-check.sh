@@ -10,6 +10,7 @@
 #     (libstdc++), arm64-crashes-cxx-plain and -pac. Each runs under qemu-aarch64-static -cpu max
 #     (which executes PAC with real keys), once without capture and once with, per crash:
 #     null-dereference, trap (__builtin_trap), abort, call-null (a call through NULL),
+#     signal-handler (a null store in the program's own SIGUSR2 handler; not with frame records alone),
 #     previous-handler (the program's own SA_RESETHAND handler without SA_ONSTACK, chained),
 #     stopped-thread (a second thread in read(), stopped and unwound), blocking-thread (a second
 #     thread blocking every signal), thread-overflow (a 256 KiB thread stack overflowing into its
@@ -516,6 +517,13 @@ for variant in plain pac pac-frames; do
   check abort 6 arm64_crash_abort arm64_level2 arm64_level1 main
   segv_null
   check call-null 11 arm64_crash_call_null arm64_level2 arm64_level1 main
+  # A null store inside the program's own SIGUSR2 handler: unwound through the signal
+  # trampoline (its CFI) to raise and on. Frame records alone stop at the trampoline, which is
+  # in no image under qemu-user: not checked in the pac-frames variant.
+  if [ "$variant" != pac-frames ]; then
+    segv_null
+    check signal-handler 11 arm64_crash_null arm64_usr2_handler raise arm64_crash_in_signal_handler arm64_level2 arm64_level1 main
+  fi
   # The program's own SIGSEGV handler (SA_RESETHAND, no SA_ONSTACK) runs in both runs, and the
   # fault it returns to is the one recorded.
   marker="arm64-crashes: previous handler ran"

@@ -37,6 +37,20 @@ NOINLINE void arm64_crash_call_null(void) {
     g_sink++;
 }
 
+/* signal-handler: a null store inside the program's own SIGUSR2 handler, raised from here. */
+NOINLINE static void arm64_usr2_handler(int signo) {
+    arm64_crash_null();
+    g_sink += signo;
+}
+NOINLINE void arm64_crash_in_signal_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = arm64_usr2_handler;
+    sigaction(SIGUSR2, &action, 0);
+    raise(SIGUSR2);
+    g_sink++;
+}
+
 /* previous-handler: the program's own SIGSEGV handler, installed before cc_install with
  * SA_RESETHAND and without SA_ONSTACK (so cc_chain.c switches off the alternate stack to call
  * it). It says so on stderr and returns: the fault runs again under SIG_DFL. */
@@ -208,6 +222,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "trap") == 0) crash = arm64_crash_trap;
     else if (strcmp(argv[1], "abort") == 0) crash = arm64_crash_abort;
     else if (strcmp(argv[1], "call-null") == 0) crash = arm64_crash_call_null;
+    else if (strcmp(argv[1], "signal-handler") == 0) crash = arm64_crash_in_signal_handler;
     else if (strcmp(argv[1], "previous-handler") == 0) {
         crash = arm64_crash_null;
         struct sigaction previous = { 0 };
