@@ -114,16 +114,20 @@ let package = Package(
         ),
         // A crash record as a Sentry envelope (event, debug images with code and debug ids, the
         // record attached): the one builder crash-inspect's export and the Sentry sink share.
-        .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "CrashSentry", dependencies: ["HostFacts", "CrashRecordFormat", "CrashFrames"]),
         // A crash record as one OpenTelemetry log record (OTLP's protobuf, written by hand), and the
         // OTLP exporter's environment variables: what the OTLP sink sends. No HTTP.
-        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "CrashOTLP", dependencies: ["HostFacts", "CrashRecordFormat", "CrashFrames"]),
         // A crash record as a Linux minidump (threads, contexts, modules with build-ids, the
         // exception, memory): what crash-inspect's export writes and the Sentry sink can attach.
         // Reads records only: no Foundation, no handler.
         .target(name: "CrashMinidump", dependencies: ["CrashRecordFormat"]),
-        // Offline symbolication by build-id with the toolchain's llvm-symbolizer.
-        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "ProcessSpawning", "HTTPExchange"]),
+        // A record's frames as Swift's backtracer shows them, named from the images' own ELF symbol
+        // tables; the one-line crash summary. No Foundation: the reporter's sinks link it.
+        .target(name: "CrashFrames", dependencies: ["CrashRecordFormat"]),
+        // Offline symbolication by build-id with the toolchain's llvm-symbolizer, debuginfod and a
+        // symbol store: the inspector's and the tests' (re-exports CrashFrames).
+        .target(name: "CrashSymbolication", dependencies: ["CrashRecordFormat", "CrashFrames", "ProcessSpawning", "HTTPExchange"]),
         // One HTTP request with a bound, cancellation, Retry-After, backoff: the /sa uploader, the
         // Sentry and OTLP sinks and the debuginfod client all talk HTTP through it. No FoundationNetworking.
         .target(name: "HTTPExchange", dependencies: ["CHTTPCurl"]),

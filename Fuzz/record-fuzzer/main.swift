@@ -27,6 +27,9 @@ let testOneInput: FuzzCallback = { data, size in
     // the reader refuses the input outright).
     let redacted = RecordRedaction().apply(to: Array(bytes))
     if !redacted.isEmpty, (try? CrashRecordReader.parse(redacted)) == nil { fatalError("a redacted copy the reader refuses") }
+    // The JSON parser reads untrusted text too (the app's before_send result, session files): any
+    // bytes, never a trap.
+    _ = JSONValue.parse(bytes)
     guard let record = try? CrashRecordReader.parse(bytes) else { return 0 }
     // What the inspector does with an untrusted record, short of running llvm-symbolizer.
     let inspection = Inspection(path: "fuzz.ccrec", record: record, symbolicator: nil)
@@ -39,7 +42,7 @@ let testOneInput: FuzzCallback = { data, size in
     // The Sentry envelope as the uploader builds it, without reading the files the record names.
     let raw = Array(bytes)
     _ = SentryEnvelope.make(record: record, rawRecord: raw, fileName: "fuzz.ccrec", eventID: SentryEnvelope.eventID(rawRecord: raw),
-                            sentAt: Date(timeIntervalSince1970: 0), osRelease: OSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
+                            sentAt: 0, osRelease: OSRelease(parsing: "ID=debian\nVERSION_ID=12\n"),
                             readImageFiles: false)
     // The minidump export: never traps, and every stream it lists lies inside the file.
     if let dump = try? Minidump(record: record) {

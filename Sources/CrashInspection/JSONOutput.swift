@@ -1,7 +1,7 @@
 // JSONOutput.swift — crash-inspect's JSON shapes as types (show's schema, the groups), the one
 // encoder every --json output is written with, and the two helpers they need: an explicit null and
 // any JSON value (the record's $AppEnd, shown as it parses).
-import CrashRecordFormat
+package import CrashRecordFormat
 package import CrashSymbolication
 import Foundation
 
@@ -16,48 +16,6 @@ package struct Nullable<Wrapped: Encodable & Sendable>: Encodable, Sendable, Exp
     package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         if let value { try container.encode(value) } else { try container.encodeNil() }
-    }
-}
-
-/// Any JSON value, read from text: what a record's `$AppEnd` holds, shown as it parses. Integers
-/// stay integers (a millisecond `time` is past what a Double holds exactly).
-package indirect enum JSONValue: Codable, Sendable, Equatable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    /// The value of JSON `text`; nil when it is not JSON.
-    package init?(parsing text: String) {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
-        self = value
-    }
-
-    package init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-
-    package func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
     }
 }
 

@@ -276,7 +276,7 @@ package enum Rendering {
         let signal = record.signal
         let process = record.process
         let appEnd: JSONValue? = record.appEndJSON.map { text in
-            switch JSONValue(parsing: text) {
+            switch JSONValue.parse(text) {
             case .some(.object(let object)): return .object(object)
             case .some(.array(let array)): return .array(array)
             default: return .string(text) // not an object or array: shown as the text it is

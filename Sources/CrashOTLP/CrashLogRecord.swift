@@ -4,7 +4,7 @@
 // request the crash killed (its trace and span, its method, route and path), and the resource
 // the crash happened in. Formatting only: the sink that sends it is CrashReporter's OTLPSink.
 package import CrashRecordFormat
-package import CrashSymbolication
+package import CrashFrames
 package import HostFacts
 
 package enum CrashLogRecord {

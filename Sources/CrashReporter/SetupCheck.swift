@@ -12,7 +12,6 @@ import CrashCapture
 import CrashReporterSentry
 import CrashReporterOTLP
 import CrashRecordFormat
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif

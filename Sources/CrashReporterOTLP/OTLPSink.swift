@@ -19,7 +19,6 @@
 // record directory send it once.
 import CrashOTLP
 import CrashRecordFormat
-import FoundationEssentials
 import HostFacts
 package import HTTPExchange
 import Logging
@@ -130,7 +129,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
 
     /// The request body for `taken`: the crash as a log record; an unreadable record as one that says so.
     private func body(_ taken: Taken) -> [UInt8] {
-        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
+        let now = UInt64(max(0, Clock.wallNanoseconds()))
         let minimised = settings.data.minimisation
         let request: OTLPLogsRequest
         switch taken.record.record {
@@ -151,7 +150,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             sender.keep(head, reason: refused)
             return .sent
         }
-        guard let url = URL(string: settings.endpoint), url.scheme == "http" || url.scheme == "https" else {
+        guard let url = HTTPExchange.Address(settings.endpoint) else {
             let why = "not an http(s) URL: \(settings.endpoint.prefix(200))"
             sender.refuseForThisLaunch(why, advice: "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)")
             sender.keep(head, reason: why)
@@ -164,7 +163,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             headers.append(("Content-Encoding", "gzip"))
         }
         headers += settings.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: Data(body), timeout: sender.worker.policy.requestTimeout)
+        let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: body, timeout: sender.worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: sender.worker.cancellation)
         switch DeliveryRule.verdict(status: answer.status) {
         case .delivered:

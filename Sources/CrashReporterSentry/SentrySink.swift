@@ -29,7 +29,6 @@ import CrashCapture
 import CrashMinidump
 package import CrashRecordFormat
 package import CrashSentry
-package import FoundationEssentials
 package import HTTPExchange
 import Logging
 package import RecordDelivery
@@ -103,8 +102,8 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
         envelopeAddress = address + "api/" + projectID + "/envelope/"
     }
 
-    /// ``envelopeAddress`` as a URL (made when sending, on the sink's thread).
-    package var envelopeURL: URL? { URL(string: envelopeAddress) }
+    /// ``envelopeAddress`` checked as an http(s) URL (when sending, on the sink's thread).
+    package var envelopeURL: HTTPExchange.Address? { HTTPExchange.Address(envelopeAddress) }
 
     /// The `X-Sentry-Auth` header (protocol 7, the public key, this client).
     package var authHeader: String {
@@ -115,10 +114,10 @@ package struct SentryDSN: Sendable, Equatable, CustomStringConvertible {
     package var description: String { envelopeAddress }
 }
 
-/// Builds the envelope of one record: (record, its bytes, its file name, the time of sending,
-/// how many crashes it stands for, its run as Sentry files it), or why none is sent (the app's
-/// hook dropped the event).
-package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Date, CrashRepetition, SentryRecordRun?)
+/// Builds the envelope of one record: (record, its bytes, its file name, the time of sending in
+/// nanoseconds since the epoch, how many crashes it stands for, its run as Sentry files it), or
+/// why none is sent (the app's hook dropped the event).
+package typealias SentryEnvelopeMaker = @Sendable (CrashRecord, [UInt8], String, Int64, CrashRepetition, SentryRecordRun?)
     -> Result<[UInt8], SentryEnvelope.Refusal>
 
 /// The run a record belongs to, as Sentry files it: the run's release, environment, dist and host,
@@ -363,7 +362,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// runs are told again.
     package func takeRuns(_ runs: [EndedRun]) -> Bool {
         guard sessions, let directory = sessionsDirectory else { return true }
-        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let now = Clock.wallMilliseconds()
         let oldest = now - SentrySession.windowMilliseconds
         var written: [String] = []
         var endedAt: [String: Int64] = [:]   // each file's date, known: queued without a stat
@@ -457,7 +456,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     }
 
     /// Now, in ms since the epoch (what the rate limits are kept in).
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func nowMilliseconds() -> Int64 { Clock.wallMilliseconds() }
 
     /// The rate limits and discards kept beside the records, read on the worker's first step.
     private func loadPersisted() {
@@ -509,7 +508,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         var body: [UInt8]
         switch head.record.record {
         case .success(let record):
-            switch makeEnvelope(record, head.record.bytes, head.record.name, Date(), head.record.tally.repetition(forSink: id.rawValue), run) {
+            switch makeEnvelope(record, head.record.bytes, head.record.name, Clock.wallNanoseconds(), head.record.tally.repetition(forSink: id.rawValue), run) {
             case .success(let bytes):
                 body = bytes
             case .failure(.dropped):
@@ -531,11 +530,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             }
         case .failure(let error):
             // A crash whose record cannot be read still happened: an event that says so.
-            let crashTime = RecordFileName(head.record.name).map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000) }
+            let crashTime = RecordFileName(head.record.name).map { $0.milliseconds &* 1_000_000 }
             // Its bytes attached as the policy says: they may hold anything a record holds.
             let attached = data.redaction.keepsEverything ? head.record.bytes : data.redaction.apply(to: head.record.bytes)
             body = SentryEnvelope.unreadableRecord(fileName: head.record.name, rawRecord: attached,
-                                                   reason: "\(error)", crashTime: crashTime, sentAt: Date())
+                                                   reason: "\(error)", crashTime: crashTime, sentAt: Clock.wallNanoseconds())
         }
         guard let url = dsn.envelopeURL else {
             let why = "not a URL: \(dsn.envelopeAddress)"
@@ -597,11 +596,11 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// POSTs one envelope (of `category`'s data) with the client report of what was not sent, and
     /// takes in what the answer says: its rate limits, the report Sentry now has, the last error.
-    private func post(_ envelope: [UInt8], url: URL, category: SentryCategory) -> Posted {
+    private func post(_ envelope: [UInt8], url: HTTPExchange.Address, category: SentryCategory) -> Posted {
         let (body, reported) = withClientReport(envelope)
         let request = HTTPExchange.Request(url: url, method: .post,
                                            headers: [("Content-Type", "application/x-sentry-envelope"), ("X-Sentry-Auth", dsn.authHeader)],
-                                           body: Data(body), timeout: sender.worker.policy.requestTimeout)
+                                           body: body, timeout: sender.worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: sender.worker.cancellation)
         // A 2xx may announce a limit for what follows; a 429 says how long to hold back what.
         noteLimits(answer)

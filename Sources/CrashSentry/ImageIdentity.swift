@@ -1,8 +1,10 @@
 // ImageIdentity.swift — the ids Sentry matches debug files by, for an image without a GNU build-id:
 // the XOR of the first page of `.text`, read from the file on disk, as sentry-native and symbolic do.
 package import CrashRecordFormat
-import CrashSymbolication
-package import FoundationEssentials
+import CrashFrames
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SentryEnvelope {
     /// The ids of one image as Sentry wants them: `code_id` (the build-id as hex) and `debug_id`.
@@ -17,9 +19,10 @@ extension SentryEnvelope {
     /// debug id is the XOR of the first 4,096 bytes of `.text` (sentry-native's and symbolic's
     /// fallback), read from the file at `image.path` — only when that file still looks like the
     /// one that was mapped: an ELF file without a build-id whose `PT_LOAD` span fits the
-    /// record's mapping size and that was not modified after the crash (`crashTime`). Otherwise
+    /// record's mapping size and that was not modified after the crash (`crashTime`, nanoseconds
+    /// since the epoch). Otherwise
     /// nil: no id rather than an invented one. `[vdso]` without a build-id has no file: nil.
-    package static func imageIDs(_ image: CrashImage, crashTime: Date?, readFiles: Bool = true) -> ImageIDs? {
+    package static func imageIDs(_ image: CrashImage, crashTime: Int64?, readFiles: Bool = true) -> ImageIDs? {
         if !image.buildID.isEmpty {
             return ImageIDs(codeID: image.buildIDHex, debugID: debugID(buildID: image.buildID))
         }
@@ -31,10 +34,11 @@ extension SentryEnvelope {
 
     /// The 16-byte XOR of the first page of `.text` of the file at `path`, when it passes the
     /// identity checks described at ``imageIDs(_:crashTime:readFiles:)``.
-    static func textHash(path: String, mappedSize: UInt64, crashTime: Date?) -> [UInt8]? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              attributes[.type] as? FileAttributeType == .typeRegular else { return nil }
-        if let crashTime, let modified = attributes[.modificationDate] as? Date, modified > crashTime { return nil }
+    static func textHash(path: String, mappedSize: UInt64, crashTime: Int64?) -> [UInt8]? {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        let modified = Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec)
+        if let crashTime, modified > crashTime { return nil }
         guard let file = try? ELFFile(path: path), file.buildID.isEmpty, let span = file.loadSpan,
               let text = file.textPrefix(4096) else { return nil }
         // The mapping runs from the first segment's page to at least the end of the last

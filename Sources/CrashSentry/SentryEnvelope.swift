@@ -3,8 +3,7 @@
 // the uploader share.
 package import CrashRecordFormat
 package import HostFacts
-package import CrashSymbolication
-package import FoundationEssentials
+package import CrashFrames
 
 package enum SentryEnvelope {
     /// Sentry's debug id for an ELF image: the first 16 bytes of the GNU build-id read as a
@@ -32,10 +31,10 @@ package enum SentryEnvelope {
     /// attachment item holding `rawRecord` as is, named `fileName`.
     /// - Parameters:
     ///   - eventID: 32 hex digits (dashes are removed), normally ``eventID(rawRecord:)``.
-    ///   - sentAt: when the envelope is sent: the caller sets it at send time. Relay corrects the
-    ///     event's clock by the difference between `sent_at` and when it receives the envelope,
-    ///     so an envelope written now and sent later (`crash-inspect export`) passes nil: no
-    ///     `sent_at`, no correction.
+    ///   - sentAt: when the envelope is sent, in nanoseconds since the epoch: the caller sets it
+    ///     at send time. Relay corrects the event's clock by the difference between `sent_at` and
+    ///     when it receives the envelope, so an envelope written now and sent later
+    ///     (`crash-inspect export`) passes nil: no `sent_at`, no correction.
     ///   - frames: each thread's frames as Swift's backtracer shows them, with names where known
     ///     locally; see ``event(record:eventID:frames:osRelease:readImageFiles:)``.
     ///   - osRelease: the distribution of the machine that crashed, when the caller knows it
@@ -46,7 +45,7 @@ package enum SentryEnvelope {
     ///     context) needs; nil (`crash-inspect export`: no DSN known) writes no `trace` header,
     ///     the event's `contexts.trace` still places the crash in its trace.
     package static func make(
-        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
+        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Int64?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
         repetition: CrashRepetition = CrashRepetition(), minimised: RecordMinimisation? = nil, publicKey: String? = nil
     ) -> [UInt8] {
@@ -63,7 +62,7 @@ package enum SentryEnvelope {
     /// sent (the hook's), as sentry-python makes it after `before_send`: its `trace_id` is always
     /// the event's `contexts.trace.trace_id`.
     package static func outgoing(
-        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Date?,
+        record: CrashRecord, rawRecord: [UInt8], fileName: String, eventID: String, sentAt: Int64?,
         frames: ((CrashThread) -> [ThreadFrame])? = nil, osRelease: OSRelease? = nil, readImageFiles: Bool = true,
         repetition: CrashRepetition = CrashRepetition(), minimised: RecordMinimisation?, publicKey: String? = nil,
         facts: SentryRunFacts? = nil, session: SentrySession? = nil,
@@ -126,36 +125,25 @@ package enum SentryEnvelope {
 
     /// What is read back of an event's JSON after the app's hook had it: its id and what the
     /// envelope header's `trace` takes from it. A field missing or of another type is nil.
-    struct EventFields: Decodable {
+    struct EventFields {
         var eventID: String?
         var traceID: String?
         var release: String?
         var environment: String?
 
-        private enum Key: String, CodingKey {
-            case eventID = "event_id", contexts, trace, traceID = "trace_id", release, environment
-        }
-
         /// nil when `json` is not one JSON object.
         init?(json: [UInt8]) {
-            guard let fields = try? JSONDecoder().decode(Self.self, from: Data(json)) else { return nil }
-            self = fields
-        }
-
-        init(from decoder: any Decoder) throws {
-            let object = try decoder.container(keyedBy: Key.self)
-            eventID = try? object.decode(String.self, forKey: .eventID)
-            release = try? object.decode(String.self, forKey: .release)
-            environment = try? object.decode(String.self, forKey: .environment)
-            traceID = try? object.nestedContainer(keyedBy: Key.self, forKey: .contexts).nestedContainer(keyedBy: Key.self, forKey: .trace)
-                .decode(String.self, forKey: .traceID)
+            guard let object = JSONValue.parse(json), object.isObject else { return nil }
+            eventID = object["event_id"]?.string
+            release = object["release"]?.string
+            environment = object["environment"]?.string
+            traceID = object["contexts"]?["trace"]?["trace_id"]?.string
         }
     }
 
-
     /// The envelope's lines: its header, the event item, and the record attached as is (no
     /// attachment item when there are no bytes).
-    static func envelope(eventID: String, sentAt: Date?, event: [UInt8], attaching bytes: [UInt8], fileName: String,
+    static func envelope(eventID: String, sentAt: Int64?, event: [UInt8], attaching bytes: [UInt8], fileName: String,
                          trace: SentryTraceHeader? = nil) -> [UInt8] {
         var out = json(SentryEnvelopeHeader(eventID: eventID, sentAt: sentAt.map(isoTime), trace: trace)) + [0x0A]
         out += json(SentryItemHeader(type: "event", length: event.count, contentType: "application/json")) + [0x0A]
@@ -221,7 +209,7 @@ package enum SentryEnvelope {
         let signal = record.signal
         // A hang's or snapshot's thread is the one it is about (the crashed thread of a crash).
         let crashed = record.focusThread(frames: framesOf)
-        let crashTime = record.process.map { Date(timeIntervalSince1970: Double($0.crashWallNanoseconds) / 1e9) }
+        let crashTime = record.process.map(\.crashWallNanoseconds)
         var mechanism = SentryEvent.Mechanism()
         if let signal {
             mechanism.meta = .init(signal: .init(number: Int(signal.number), code: Int(signal.code),
@@ -405,12 +393,6 @@ package enum SentryEnvelope {
 
     static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
 
-    /// RFC 3339 UTC with milliseconds, e.g. "2023-11-14T22:13:20.250Z".
-    static func isoTime(_ date: Date) -> String {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        guard abs(milliseconds) < 9e15 else { return "?" }
-        return CrashRecordFormat.isoTime(Int64(milliseconds) * 1_000_000)
-    }
 }
 
 extension RecordMinimisation {

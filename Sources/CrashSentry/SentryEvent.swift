@@ -1,7 +1,7 @@
 // SentryEvent.swift — the JSON shapes of a Sentry envelope as types: the envelope and item headers
 // and the event (Sentry's event protocol, the fields sentry-native's inproc backend fills), with the
 // one encoder they are written by.
-import FoundationEssentials
+import CrashRecordFormat
 
 /// The event item of a crash's envelope. Optional fields that are nil are left out.
 package struct SentryEvent: Encodable, Sendable, Equatable {
@@ -386,9 +386,7 @@ extension SentryEnvelope {
     /// The one encoder every line of an envelope is written with: keys sorted (stable bytes for
     /// the same record), slashes as they are.
     static func json(_ value: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Every value here is a string, number or bool the encoder takes: it cannot fail.
-        return [UInt8]((try? encoder.encode(value)) ?? Data("{}".utf8))
+        // Every value here is a string, a finite number or a bool: it cannot fail.
+        (try? SortedJSONEncoder().encode(value)) ?? Array("{}".utf8)
     }
 }

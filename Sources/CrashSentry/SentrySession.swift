@@ -1,7 +1,6 @@
 // SentrySession.swift — release health: one Sentry session per run of the app, as Sentry's session
 // protocol has it (the `session` envelope item), and the run facts every event and session carry.
 import CrashRecordFormat
-package import FoundationEssentials
 package import HostFacts
 
 /// What Sentry files a run's events and session under: the release, the environment (Sentry's
@@ -103,7 +102,7 @@ package struct SentrySession: Encodable, Sendable, Equatable {
     ///   ``window`` as it is at `now` (the time the session is made).
     package init?(runID: String, installation: String?, startedMilliseconds: Int64, endedMilliseconds: Int64,
                   durationSeconds: Double?, status: Status, facts: SentryRunFacts,
-                  now: Int64 = Int64((Date().timeIntervalSince1970 * 1000).rounded())) {
+                  now: Int64 = Clock.wallMilliseconds()) {
         guard let release = facts.release, !release.isEmpty else { return nil }
         let earliest = now - Self.windowMilliseconds
         guard endedMilliseconds >= earliest else { return nil }
@@ -153,7 +152,7 @@ extension SentryEnvelope {
     // ended ≈ 0.3 ms the first time (SentryEnvelopeTests compares the two).
 
     /// An envelope of sessions alone (one `session` item each).
-    package static func sessions(_ sessions: [SentrySession], sentAt: Date?) -> [UInt8] {
+    package static func sessions(_ sessions: [SentrySession], sentAt: Int64?) -> [UInt8] {
         var out = sessionsHeader(sentAt: sentAt)
         for session in sessions { out += sessionItem(session) }
         return out
@@ -169,12 +168,12 @@ extension SentryEnvelope {
     }
 
     /// The header line of an envelope of sessions alone (no event id, no trace).
-    private static func sessionsHeader(sentAt: Date?) -> [UInt8] {
+    private static func sessionsHeader(sentAt: Int64?) -> [UInt8] {
         Array((sentAt.map { "{\"sent_at\":" + JSONText.quote(isoTime($0)) + "}" } ?? "{}").utf8) + [0x0A]
     }
 
     /// An envelope of many runs' sessions (Relay takes up to 100 in one), each payload as it is.
-    package static func sessions(payloads: [[UInt8]], sentAt: Date?) -> [UInt8] {
+    package static func sessions(payloads: [[UInt8]], sentAt: Int64?) -> [UInt8] {
         sessionsHeader(sentAt: sentAt) + sessionItems(payloads: payloads)
     }
 
@@ -187,22 +186,21 @@ extension SentryEnvelope {
     /// checked as untrusted input: every item a `session` of its stated length whose payload is
     /// a JSON object with a string `sid`; nil when anything else is there (not ours to send).
     package static func sessionPayloads(of envelope: [UInt8]) -> [[UInt8]]? {
-        struct ItemHeader: Decodable { var type: String; var length: Int? }
-        struct Payload: Decodable { var sid: String }
-        struct Header: Decodable {}   // any JSON object
         func line(from start: Int) -> (bytes: ArraySlice<UInt8>, next: Int)? {
             guard start < envelope.count else { return nil }
             let end = envelope[start...].firstIndex(of: 0x0A) ?? envelope.count
             return (envelope[start..<end], end + 1)
         }
-        guard let header = line(from: 0), (try? JSONDecoder().decode(Header.self, from: Data(header.bytes))) != nil else { return nil }
+        guard let header = line(from: 0), JSONValue.parse(header.bytes)?.isObject == true else { return nil }
         var payloads: [[UInt8]] = []
         var at = header.next
         while at < envelope.count {
-            guard let itemLine = line(from: at), !itemLine.bytes.isEmpty,
-                  let item = try? JSONDecoder().decode(ItemHeader.self, from: Data(itemLine.bytes)), item.type == "session" else { return nil }
+            guard let itemLine = line(from: at), !itemLine.bytes.isEmpty, let item = JSONValue.parse(itemLine.bytes),
+                  item["type"]?.string == "session" else { return nil }
+            // A length that is there must be an integer.
+            if let length = item["length"], length != .null, length.int == nil { return nil }
             let payload: ArraySlice<UInt8>
-            if let length = item.length {
+            if let length = item["length"]?.int {
                 guard length >= 0, itemLine.next + length <= envelope.count else { return nil }
                 payload = envelope[itemLine.next..<(itemLine.next + length)]
                 at = itemLine.next + length
@@ -212,7 +210,7 @@ extension SentryEnvelope {
                 payload = body.bytes
                 at = body.next
             }
-            guard (try? JSONDecoder().decode(Payload.self, from: Data(payload))) != nil else { return nil }
+            guard JSONValue.parse(payload)?["sid"]?.string != nil else { return nil }
             payloads.append(Array(payload))
         }
         return payloads.isEmpty ? nil : payloads

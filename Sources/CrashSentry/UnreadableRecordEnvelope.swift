@@ -3,7 +3,7 @@
 // A record the reader rejects (cut short before its header, damaged, not a record at all) still
 // says that a crash happened: Sentry gets a fatal error event saying so, the file attached as
 // is (when there are bytes), and the same event id for the same file (a resend is deduplicated).
-package import FoundationEssentials
+import HostFacts
 
 /// The event of an unreadable record: what is known is that a crash happened, and why its
 /// record says no more.
@@ -22,13 +22,13 @@ struct UnreadableRecordEvent: Encodable {
 
 extension SentryEnvelope {
     /// A fatal event "unreadable crash record <file>: <reason>" at the time the file's name
-    /// says, the bytes attached.
-    package static func unreadableRecord(fileName: String, rawRecord: [UInt8], reason: String, crashTime: Date?, sentAt: Date?) -> [UInt8] {
+    /// says, the bytes attached. Times are nanoseconds since the epoch.
+    package static func unreadableRecord(fileName: String, rawRecord: [UInt8], reason: String, crashTime: Int64?, sentAt: Int64?) -> [UInt8] {
         let id = eventID(rawRecord: Array(fileName.utf8) + [0] + rawRecord)
         var mechanism = SentryEvent.Mechanism()
         mechanism.type = "crashcapture"
         let event = UnreadableRecordEvent(
-            eventID: id, timestamp: (crashTime ?? sentAt ?? Date()).timeIntervalSince1970,
+            eventID: id, timestamp: Double(crashTime ?? sentAt ?? Clock.wallNanoseconds()) / 1e9,
             exception: .init(values: [SentryEvent.Exception(type: "UnreadableCrashRecord",
                                                             value: "unreadable crash record \(fileName): \(reason)",
                                                             mechanism: mechanism)]),

@@ -254,7 +254,7 @@ package struct DebuginfodClient: Sendable, Equatable {
 
     /// One GET, synchronously, with the timeout: the body on HTTP 200, else why not.
     func fetch(_ address: String) -> Result<Data, FetchError> {
-        guard let url = URL(string: address), url.scheme == "http" || url.scheme == "https" else {
+        guard let url = HTTPExchange.Address(address) else {
             return .failure(FetchError(description: "not an http(s) URL"))
         }
         // `timeout` is without progress (elfutils' DEBUGINFOD_TIMEOUT); a debug file may take
@@ -268,7 +268,7 @@ package struct DebuginfodClient: Sendable, Equatable {
             return .failure(FetchError(description: answer.timedOut ? "timed out after \(timeout) s" : answer.text, timedOut: answer.timedOut))
         }
         guard answer.status == 200 else { return .failure(FetchError(description: "HTTP \(answer.status)")) }
-        return .success(answer.body)
+        return .success(Data(answer.body))
     }
 
     struct FetchError: Error, CustomStringConvertible {

@@ -1,48 +1,14 @@
 // Symbolicator.swift — addresses from a crash record to function, file, line and column, offline, by build-id.
 package import CrashRecordFormat
+// The frames and the images' own symbol tables, which the reporter's sinks use without this
+// module's llvm-symbolizer, debuginfod and symbol store (and without their Foundation).
+@_exported import CrashFrames
 import FoundationEssentials
 import ProcessSpawning
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// One source-level frame. An address that hit inlined code yields several, innermost first;
-/// all but the last have `inlined == true`.
-package struct SymbolicatedFrame: Sendable, Equatable {
-    /// The address as recorded.
-    package var address: UInt64
-    /// Path of the image the address falls in, if any.
-    package var image: String?
-    /// The address relative to the image's load bias (what `llvm-symbolizer --obj` takes).
-    package var imageOffset: UInt64?
-    /// Demangled function name, or nil when unknown.
-    package var symbol: String?
-    /// The function's name as the symbolizer gave it (mangled for Swift), or nil when unknown.
-    package var mangledSymbol: String?
-    package var file: String?
-    package var line: Int?
-    package var column: Int?
-    /// True for a frame that was inlined into the one after it.
-    package var inlined: Bool
-    /// Why no symbol is shown, when none is (e.g. "build-id differs").
-    package var problem: String?
-
-    package init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
-                file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil,
-                mangledSymbol: String? = nil) {
-        self.address = address
-        self.image = image
-        self.imageOffset = imageOffset
-        self.symbol = symbol
-        self.mangledSymbol = mangledSymbol
-        self.file = file
-        self.line = line
-        self.column = column
-        self.inlined = inlined
-        self.problem = problem
-    }
-}
 
 /// Turns recorded addresses into names with the toolchain's `llvm-symbolizer`.
 ///
@@ -371,25 +337,29 @@ final class SymbolizerServer {
     }
 }
 
-/// Swift symbol names, demangled in process with the runtime's own demangler.
-///
-/// The toolchain's llvm-symbolizer demangles C++ but leaves Swift names mangled; libswiftCore
-/// exports `swift_demangle`, the same demangler `swift demangle` uses.
-package enum SwiftDemangler {
-    @_silgen_name("swift_demangle")
-    private static func swift_demangle(
-        _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: Int,
-        _ outputBuffer: UnsafeMutablePointer<CChar>?, _ outputBufferSize: UnsafeMutablePointer<Int>?,
-        _ flags: UInt32
-    ) -> UnsafeMutablePointer<CChar>?
-
-    /// The demangled form of a Swift symbol; anything else comes back unchanged.
-    package static func demangle(_ name: String) -> String {
-        guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") else { return name }
-        return name.withCString { pointer -> String in
-            guard let result = swift_demangle(pointer, strlen(pointer), nil, nil, 0) else { return name }
-            defer { free(result) }
-            return String(cString: result)
+extension Symbolicator {
+    /// The thread's frames as Swift's backtracer shows them (``ThreadFrames/resolve(_:isAsyncFunction:)``),
+    /// symbolicated: async functions are told by the names the symbolizer gives.
+    package func threadFrames(of thread: CrashThread, images: [CrashImage]) -> [ThreadFrame] {
+        var known: [UInt64: [SymbolicatedFrame]] = [:]
+        func names(_ lookups: [UInt64]) -> [[SymbolicatedFrame]] {
+            let missing = Array(Set(lookups.filter { known[$0] == nil }))
+            for (address, symbols) in zip(missing, symbolicate(addresses: missing, exact: missing.map { _ in true }, images: images)) {
+                known[address] = symbols
+            }
+            return lookups.map { known[$0] ?? [] }
         }
+        var frames = ThreadFrames.resolve(thread) { lookups in names(lookups).map(Self.isAsync) }
+        let symbols = names(frames.map(\.lookupAddress))
+        for index in frames.indices {
+            // The names were looked up at the lookup address; the frame keeps its own.
+            frames[index].symbols = symbols[index].map { var s = $0; s.address = frames[index].address; return s }
+        }
+        return frames
+    }
+
+    static func isAsync(_ symbols: [SymbolicatedFrame]) -> Bool {
+        guard let outer = symbols.last, let mangled = outer.mangledSymbol else { return false }
+        return SwiftAsyncSymbol.isAsyncFunction(mangledName: mangled)
     }
 }

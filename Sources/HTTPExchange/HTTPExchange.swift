@@ -5,27 +5,52 @@
 // package imports FoundationNetworking, whose libcurl and its ~30 libraries every program linking
 // the reporter would otherwise load at exec, whether or not it ever sends anything. A program
 // that never sends never loads libcurl; one without libcurl.so.4 gets status 0 and an error
-// saying so (the callers keep their data and retry, as for any network error).
+// saying so (the callers keep their data and retry, as for any network error). No Foundation
+// either: the reporter links this module, and FoundationEssentials alone costs a program that
+// does not use it ≈ 2 MiB and a few tenths of a millisecond at every exec.
 import CHTTPCurl
-// FoundationEssentials (URL, Data, Date), not Foundation: no ICU, no libFoundation loaded by
-// every program that links a sender. Always there in the Linux toolchain this package builds with.
-package import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
 
 package enum HTTPExchange {
+    /// An http or https URL, checked: what a request is sent to. Its text goes to libcurl as is.
+    package struct Address: Sendable, Equatable, CustomStringConvertible {
+        /// The URL as given.
+        package let text: String
+        /// "http" or "https", lowercased.
+        package let scheme: String
+
+        /// nil unless `text` is `http://` or `https://` (any case), a host, then an optional port,
+        /// path, query and fragment, with no space, control character, non-ASCII byte or a
+        /// character RFC 3986 leaves out of URLs (`"<>\^`{|}`).
+        package init?(_ text: String) {
+            let bytes = Array(text.utf8)
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 3 <= bytes.count,
+                  bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+            let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+            guard scheme == "http" || scheme == "https" else { return nil }
+            let hostEnd = bytes[(colon + 3)...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            guard (hostEnd ?? bytes.count) > colon + 3, bytes[colon + 3] != UInt8(ascii: ":") else { return nil }
+            let excluded = Set("\"<>\\^`{|}".utf8)
+            guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F || excluded.contains($0) }) else { return nil }
+            self.text = text
+            self.scheme = scheme
+        }
+
+        package var description: String { text }
+    }
+
     /// One request.
     package struct Request: Sendable {
         package enum Method: String, Sendable { case get = "GET", post = "POST" }
 
-        /// http or https.
-        package var url: URL
+        package var url: Address
         package var method: Method
         /// Sent in this order ("Content-Type", "X-Sentry-Auth", "User-Agent"…).
         package var headers: [(name: String, value: String)]
         /// The POST body.
-        package var body: Data
+        package var body: [UInt8]
         /// Time without a byte moving (connecting included) before the request counts as timed
         /// out: what URLSession called the request timeout.
         package var timeout: Duration
@@ -34,7 +59,7 @@ package enum HTTPExchange {
         /// A longer response body fails the request (status 0).
         package var maxBodyBytes: Int = 64 << 20
 
-        package init(url: URL, method: Method = .get, headers: [(name: String, value: String)] = [], body: Data = Data(),
+        package init(url: Address, method: Method = .get, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
                     timeout: Duration, totalTimeout: Duration? = nil) {
             self.url = url
             self.method = method
@@ -67,11 +92,21 @@ package enum HTTPExchange {
         /// The first 200 bytes of the body, or the error.
         package var text: String
         /// The whole body (empty without an answer).
-        package var body: Data = Data()
+        package var body: [UInt8] = []
         /// Why there was no answer (`nil` when there was one).
         package var failure: Failure?
         /// The request timed out (its idle, connect or total timeout).
         package var timedOut: Bool { failure == .timedOut }
+
+        package init(status: Int, retryAfter: Duration? = nil, headers: [String: String] = [:], text: String, body: [UInt8] = [],
+                     failure: Failure? = nil) {
+            self.status = status
+            self.retryAfter = retryAfter
+            self.headers = headers
+            self.text = text
+            self.body = body
+            self.failure = failure
+        }
     }
 
     /// A flag that stops the requests given it: one in flight is aborted within about a second
@@ -106,7 +141,7 @@ package enum HTTPExchange {
         var response = cc_http_response()
         defer { cc_http_response_free(&response) }
         withCStrings(headerLines) { lines in
-            request.url.absoluteString.withCString { url in
+            request.url.text.withCString { url in
                 request.body.withUnsafeBytes { body in
                     var c = cc_http_request()
                     c.url = url
@@ -130,7 +165,7 @@ package enum HTTPExchange {
                 : cancellation?.isCancelled == true ? .cancelled : .network
             return Answer(status: 0, retryAfter: nil, headers: [:], text: error.isEmpty ? "no response" : error, failure: failure)
         }
-        let body = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
+        let body = response.body.map { Array(UnsafeBufferPointer(start: $0, count: response.body_length)) } ?? []
         let headers = response.headers.map { parseHeaders(String(decoding: UnsafeRawBufferPointer(start: $0, count: response.headers_length), as: UTF8.self)) } ?? [:]
         return Answer(status: response.status, retryAfter: headers["retry-after"].flatMap(parseRetryAfter), headers: headers,
                       text: String(decoding: body.prefix(200), as: UTF8.self), body: body)
@@ -168,7 +203,9 @@ package enum HTTPExchange {
         let trimmed = trimmingWhitespace(value)
         if let seconds = Double(trimmed), seconds.isFinite { return .seconds(min(max(0, seconds), 1e9)) }
         guard let date = parseHTTPDate(trimmed) else { return nil }
-        return .seconds(max(0, min(date - Date().timeIntervalSince1970, 1e9)))
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return .seconds(max(0, min(date - (Double(now.tv_sec) + Double(now.tv_nsec) / 1e9), 1e9)))
     }
 
     /// An HTTP date, "Wed, 21 Oct 2015 07:28:00 GMT" (RFC 9110's IMF-fixdate; a day of one

@@ -70,6 +70,13 @@ package enum Clock {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
+    /// Wall clock, ns since the epoch.
+    package static func wallNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// CLOCK_MONOTONIC in ns (the clock `$event_duration` is measured on).
     package static func monotonicNanoseconds() -> Int64 {
         var ts = timespec()

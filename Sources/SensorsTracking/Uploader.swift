@@ -117,9 +117,13 @@ final class Uploader: @unchecked Sendable {
 
     /// POSTs the body.
     private func post(_ body: String) -> HTTPExchange.Answer {
-        let request = HTTPExchange.Request(url: endpoint, method: .post,
+        guard let address = HTTPExchange.Address(endpoint.absoluteString) else {
+            // Not sent, as a network error: the batch stays pending (the endpoint is the app's to fix).
+            return HTTPExchange.Answer(status: 0, text: "not an http(s) URL: \(endpoint.absoluteString.prefix(200))", failure: .network)
+        }
+        let request = HTTPExchange.Request(url: address, method: .post,
                                            headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                           body: Data(body.utf8), timeout: policy.requestTimeout)
+                                           body: Array(body.utf8), timeout: policy.requestTimeout)
         return HTTPExchange.send(request, cancellation: worker.cancellation)
     }
 }

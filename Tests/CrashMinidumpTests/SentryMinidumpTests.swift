@@ -26,7 +26,7 @@ final class SentryMinidumpTests: XCTestCase {
     func envelope(policy: CrashDataPolicy, minidump: Bool, crash: (record: CrashRecord, raw: [UInt8], name: String))
         throws -> (summary: [String: Any], path: String) {
         let maker = SentrySink.envelope(data: policy, publicKey: "0123456789abcdef0123456789abcdef", beforeSend: nil, minidump: minidump)
-        let bytes = try maker(crash.record, crash.raw, crash.name, Date(), CrashRepetition(), nil).get()
+        let bytes = try maker(crash.record, crash.raw, crash.name, Int64(Date().timeIntervalSince1970 * 1e9), CrashRepetition(), nil).get()
         let path = try Scratch.directory("sentry-envelope") + "/envelope"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let json = try Oracles.run("sentry_check.py", [path])

@@ -316,7 +316,7 @@ extension SentrySessionsTests {
         let host = HostContext(memoryBytes: 8 << 30, containerID: String(repeating: "ab", count: 32), kubernetesNamespace: "shop", kubernetesPod: "cart-7d9")
         let facts = SentryRunFacts(release: "app@1", environment: "production", dist: nil, serverName: "cart-7d9", host: host)
         let envelope = try SentryEnvelope.outgoing(record: record, rawRecord: bytes, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: bytes),
-                                                   sentAt: Date(), minimised: nil, facts: facts, beforeSend: nil).get()
+                                                   sentAt: Clock.wallNanoseconds(), minimised: nil, facts: facts, beforeSend: nil).get()
         let file = directory + "/contexts.envelope"
         try Data(envelope).write(to: URL(fileURLWithPath: file))
         let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])

@@ -18,7 +18,7 @@ final class SentrySinkTests: XCTestCase {
 
     /// A stand-in envelope: enough to see which record was sent and when.
     static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _, _ in
-        .success(Array("{\"sent_at\":\"\(sentAt.timeIntervalSince1970)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A])
+        .success(Array("{\"sent_at\":\"\(Double(sentAt) / 1e9)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A])
     }
 
     /// `count` real records (the debug harness crashing `null-dereference` into `directory`).
@@ -302,8 +302,8 @@ final class SentrySinkTests: XCTestCase {
         let dsn = try XCTUnwrap(SentryDSN("https://abc123@o1.ingest.sentry.example:8443/some/path/4505"))
         XCTAssertEqual(dsn.publicKey, "abc123")
         XCTAssertEqual(dsn.projectID, "4505")
-        XCTAssertEqual(dsn.envelopeURL?.absoluteString, "https://o1.ingest.sentry.example:8443/some/path/api/4505/envelope/")
-        XCTAssertEqual(SentryDSN("http://k:secret@127.0.0.1/7")?.envelopeURL?.absoluteString, "http://127.0.0.1/api/7/envelope/")
+        XCTAssertEqual(dsn.envelopeURL?.text, "https://o1.ingest.sentry.example:8443/some/path/api/4505/envelope/")
+        XCTAssertEqual(SentryDSN("http://k:secret@127.0.0.1/7")?.envelopeURL?.text, "http://127.0.0.1/api/7/envelope/")
         XCTAssertEqual(SentryDSN(" HTTP://k@[::1]:9000/7 ")?.envelopeAddress, "http://[::1]:9000/api/7/envelope/")
         XCTAssertEqual(SentryDSN("https://k@sentry.example/42?x=1")?.envelopeAddress, "https://sentry.example/api/42/envelope/")
         for bad in ["", "nonsense", "https://sentry.example/42", "https://key@sentry.example/", "https://key@sentry.example/notanumber",

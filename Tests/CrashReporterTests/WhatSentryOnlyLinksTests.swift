@@ -3,9 +3,11 @@
 // libsqlite3 and hold no GRDB — by their ELF dependencies (readelf -d), their closure (ldd) and
 // their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
 // (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
-// the loader ever opening libsqlite3. Neither needs full Foundation and ICU either (the reporter's
-// modules use FoundationEssentials), where crash-harness does. The inspector, which reads records
-// and never the analytics store (that is sensors-store's), holds no GRDB and needs no SQLite either.
+// the loader ever opening libsqlite3. Neither needs full Foundation and ICU either, where
+// crash-harness does; and sentry-only needs no FoundationEssentials at all (no module the reporter
+// links imports it: it would cost every program ≈ 2 MiB and a few tenths of a millisecond at exec).
+// The inspector, which reads records and never the analytics store (that is sensors-store's),
+// holds no GRDB and needs no SQLite either.
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -30,6 +32,8 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         var foundationLibraries: [String] {
             (needed + closure).filter { $0.contains("libFoundation.so") || $0.contains("FoundationInternationalization") || $0.contains("ICU") }
         }
+        /// Libraries of `needed` and `closure` that are any part of Foundation, FoundationEssentials included.
+        var anyFoundationLibraries: [String] { (needed + closure).filter { $0.contains("libFoundation") || $0.contains("lib_Foundation") } }
         /// Symbols of GRDB's module (Swift mangles module GRDB as `4GRDB` after `$s`).
         var grdbSymbols: [String] { symbols.filter { $0.contains("$s4GRDB") } }
         /// SQLite's C API, defined here or wanted from a library.
@@ -70,6 +74,15 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         try assertNoSQLiteNorGRDB(sentryOnly, holding: "CrashReporter")
     }
 
+    /// A program that links CrashReporter alone needs no part of Foundation: not even
+    /// FoundationEssentials (nor its _FoundationCShims and _FoundationCollections).
+    func testTheSentryOnlyProgramNeedsNoFoundationEssentials() throws {
+        let linked = try linked(sentryOnly)
+        XCTAssertEqual(linked.anyFoundationLibraries, [], "sentry-only needs Foundation")
+        // The same check sees Foundation where it is (crash-harness links it): not a blind spot.
+        XCTAssertFalse(try self.linked(BuiltProducts.harness).anyFoundationLibraries.isEmpty)
+    }
+
     func testTheCrashUploaderNeedsNoSQLiteAndHoldsNoGRDB() throws {
         try assertNoSQLiteNorGRDB(uploader, holding: "CrashReporter")
     }
@@ -105,6 +118,6 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         let opened = loaderLog.split(separator: "\n").filter { $0.contains("file=") }
         XCTAssertTrue(opened.contains { $0.contains("libswiftCore") }, "LD_DEBUG=files showed nothing: \(loaderLog.prefix(500))")
         XCTAssertEqual(opened.filter { $0.contains("libsqlite3") }, [])
-        XCTAssertEqual(opened.filter { $0.contains("libFoundation.so") || $0.contains("ICU") }, [])
+        XCTAssertEqual(opened.filter { $0.contains("libFoundation") || $0.contains("lib_Foundation") || $0.contains("ICU") }, [])
     }
 }

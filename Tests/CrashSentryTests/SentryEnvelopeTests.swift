@@ -53,7 +53,7 @@ final class SentryEnvelopeTests: XCTestCase {
             let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
             let record = try CrashRecordReader.read(path: path)
             let local = try frames(record)
-            let sentAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+            let sentAt = Clock.wallNanoseconds() / 1_000_000 * 1_000_000
             let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
                                             eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: sentAt, frames: { local[$0.tid] ?? [] })
             let summary = try check(bytes, in: directory)
@@ -65,7 +65,7 @@ final class SentryEnvelopeTests: XCTestCase {
             XCTAssertEqual(headers["event_id"] as? String, String(digest.prefix(32)), scenario)
             let sent = ISO8601DateFormatter()
             sent.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            XCTAssertEqual(sent.date(from: headers["sent_at"] as? String ?? "")?.timeIntervalSince1970 ?? 0, sentAt.timeIntervalSince1970, accuracy: 0.0005, scenario)
+            XCTAssertEqual(sent.date(from: headers["sent_at"] as? String ?? "")?.timeIntervalSince1970 ?? 0, Double(sentAt) / 1e9, accuracy: 0.0005, scenario)
 
             // The attachment is the record file, byte for byte.
             let items = try XCTUnwrap(summary["items"] as? [[String: Any]])
@@ -188,7 +188,7 @@ final class SentryEnvelopeTests: XCTestCase {
         let mine = try XCTUnwrap(local[crashed.tid])
         XCTAssertGreaterThanOrEqual(mine.filter { $0.kind == .asyncResumePoint }.count, 4)
         let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
-                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), frames: { local[$0.tid] ?? [] })
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Clock.wallNanoseconds(), frames: { local[$0.tid] ?? [] })
         let summary = try check(bytes, in: directory)
         XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
         let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
@@ -236,7 +236,7 @@ final class SentryEnvelopeTests: XCTestCase {
         let raw = [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path)))
         let record = try CrashRecordReader.read(path: path)
         let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
-                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date())
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Clock.wallNanoseconds())
         let summary = try check(bytes, in: directory)
         XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
         let event = try XCTUnwrap(summary["normalized"] as? [String: Any])
@@ -298,7 +298,7 @@ final class SentryEnvelopeTests: XCTestCase {
         let expected = try XCTUnwrap(truth["debug_id"] as? String)
         XCTAssertNotEqual(expected, "00000000-0000-0000-0000-000000000000")
 
-        let ids = try XCTUnwrap(SentryEnvelope.imageIDs(image, crashTime: Date()))
+        let ids = try XCTUnwrap(SentryEnvelope.imageIDs(image, crashTime: Clock.wallNanoseconds()))
         XCTAssertEqual(ids.debugID, expected)
         XCTAssertNil(ids.codeID)
 
@@ -307,7 +307,7 @@ final class SentryEnvelopeTests: XCTestCase {
         let record = CrashRecord(architecture: .x86_64, signal: SignalInfo(number: SIGSEGV, name: "SIGSEGV"),
                                  kernel: "Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01) x86_64",
                                  threads: [CrashThread(tid: 7, crashed: true, framesFromSignalContext: true, frames: [pc])], images: [image])
-        let summary = try check(SentryEnvelope.make(record: record, rawRecord: [1, 2, 3], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [1, 2, 3]), sentAt: Date()), in: directory)
+        let summary = try check(SentryEnvelope.make(record: record, rawRecord: [1, 2, 3], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [1, 2, 3]), sentAt: Clock.wallNanoseconds()), in: directory)
         let images = try XCTUnwrap(((summary["normalized"] as? [String: Any])?["debug_meta"] as? [String: Any])?["images"] as? [[String: Any]])
         XCTAssertEqual(images.count, 1)
         XCTAssertEqual(images.first?["debug_id"] as? String, expected)
@@ -315,7 +315,7 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertEqual(address(images.first?["image_addr"]), image.base)
 
         // Not the mapped file any more: no id rather than an invented one.
-        XCTAssertNil(SentryEnvelope.imageIDs(image, crashTime: Date(timeIntervalSinceNow: -3600)), "modified after the crash")
+        XCTAssertNil(SentryEnvelope.imageIDs(image, crashTime: Clock.wallNanoseconds() - 3_600_000_000_000), "modified after the crash")
         XCTAssertNil(SentryEnvelope.imageIDs(CrashImage(path: path, base: image.base, size: image.size + (1 << 20)), crashTime: nil), "another size")
         XCTAssertNil(SentryEnvelope.imageIDs(CrashImage(path: directory + "/missing.so", base: image.base, size: image.size), crashTime: nil))
         XCTAssertNil(SentryEnvelope.imageIDs(image, crashTime: nil, readFiles: false))
@@ -325,7 +325,7 @@ final class SentryEnvelopeTests: XCTestCase {
                      "the file on disk has a build-id, the mapped one had none")
         // An image the envelope cannot identify is left out of debug_meta (Relay requires debug_id).
         let gone = CrashRecord(architecture: .x86_64, threads: record.threads, images: [CrashImage(path: directory + "/missing.so", base: image.base, size: image.size)])
-        let goneSummary = try check(SentryEnvelope.make(record: gone, rawRecord: [4], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [4]), sentAt: Date()), in: directory)
+        let goneSummary = try check(SentryEnvelope.make(record: gone, rawRecord: [4], fileName: "r.ccrec", eventID: SentryEnvelope.eventID(rawRecord: [4]), sentAt: Clock.wallNanoseconds()), in: directory)
         let goneImages = ((goneSummary["normalized"] as? [String: Any])?["debug_meta"] as? [String: Any])?["images"] as? [Any]
         XCTAssertEqual(goneImages?.count ?? 0, 0)
     }
@@ -378,7 +378,7 @@ final class SentryEnvelopeTests: XCTestCase {
                                  kernel: "Linux 6.1.0-18-arm64 #1 SMP Debian 6.1.76-1 (2024-02-01) aarch64",
                                  threads: [CrashThread(tid: 1, crashed: true, framesFromSignalContext: false, frames: [0x1000, 0x2000])])
         let bytes = SentryEnvelope.make(record: record, rawRecord: [9], fileName: "r.ccrec", eventID: "0123456789abcdef0123456789abcdef",
-                                        sentAt: Date(timeIntervalSince1970: 1_700_000_000.25),
+                                        sentAt: 1_700_000_000_250_000_000,
                                         osRelease: OSRelease(id: "debian", versionID: "12", prettyName: "Debian GNU/Linux 12 (bookworm)"))
         let summary = try check(bytes, in: directory)
         XCTAssertEqual((summary["headers"] as? [String: Any])?["sent_at"] as? String, "2023-11-14T22:13:20.250Z")
@@ -424,7 +424,7 @@ extension SentryEnvelopeTests {
         let session = try XCTUnwrap(SentrySession(runID: "r", installation: nil, startedMilliseconds: 1_000, endedMilliseconds: 2_000,
                                                   durationSeconds: 1, status: .exited,
                                                   facts: SentryRunFacts(release: "a@1", environment: nil, dist: nil, serverName: nil), now: 3_000))
-        let lines = SentryEnvelope.sessions([session, session], sentAt: Date(timeIntervalSince1970: 4)).split(separator: 0x0A).map { Data($0) }
+        let lines = SentryEnvelope.sessions([session, session], sentAt: 4_000_000_000).split(separator: 0x0A).map { Data($0) }
         XCTAssertEqual(lines.count, 5)
         XCTAssertEqual(try JSONSerialization.jsonObject(with: lines[0]) as? NSDictionary, ["sent_at": "1970-01-01T00:00:04.000Z"])
         XCTAssertEqual(try JSONSerialization.jsonObject(with: lines[1]) as? NSDictionary,

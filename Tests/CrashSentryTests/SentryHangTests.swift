@@ -17,7 +17,7 @@ final class SentryHangTests: XCTestCase {
         let symbolicator = try Symbolicator()
         let local = Dictionary(record.threads.map { ($0.tid, symbolicator.threadFrames(of: $0, images: record.images)) }, uniquingKeysWith: { a, _ in a })
         let bytes = SentryEnvelope.make(record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent,
-                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Date(), frames: { local[$0.tid] ?? [] })
+                                        eventID: SentryEnvelope.eventID(rawRecord: raw), sentAt: Int64(Date().timeIntervalSince1970 * 1e9), frames: { local[$0.tid] ?? [] })
         let summary = try check(bytes, in: directory)
         XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
         let event = try XCTUnwrap(summary["normalized"] as? [String: Any])

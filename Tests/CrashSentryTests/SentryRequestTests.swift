@@ -24,7 +24,7 @@ final class SentryRequestTests: XCTestCase {
         let record = try CrashRecordReader.parse(raw)
         let bytes = try SentryEnvelope.outgoing(
             record: record, rawRecord: raw, fileName: (path as NSString).lastPathComponent, eventID: SentryEnvelope.eventID(rawRecord: raw),
-            sentAt: Date(), minimised: RecordMinimisation(redaction: redaction, hostDetails: true), publicKey: Self.dsnKey,
+            sentAt: Int64(Date().timeIntervalSince1970 * 1e9), minimised: RecordMinimisation(redaction: redaction, hostDetails: true), publicKey: Self.dsnKey,
             beforeSend: beforeSend).get()
         return (record, bytes, directory)
     }

@@ -79,12 +79,12 @@ final class HTTPExchangeTests: XCTestCase {
             request.path == "/moved" ? .status(302, headers: ["Location": "/final", "X-Step": "redirect"])
                 : .status(200, headers: ["X-Step": "final", "Retry-After": "7"])
         }
-        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(server.port)/moved"))
+        let url = try XCTUnwrap(HTTPExchange.Address("http://127.0.0.1:\(server.port)/moved"))
         let answer = HTTPExchange.send(HTTPExchange.Request(url: url, headers: [("User-Agent", "test")], timeout: .seconds(10)))
         XCTAssertEqual(answer.status, 200, answer.text)
         XCTAssertEqual(answer.headers["x-step"], "final", "the redirect's own headers are not kept")
         XCTAssertEqual(answer.retryAfter, .seconds(7))
-        XCTAssertEqual(answer.body, Data("ok".utf8))
+        XCTAssertEqual(answer.body, Array("ok".utf8))
         XCTAssertEqual(server.allRequests.map(\.path), ["/moved", "/final"])
         XCTAssertEqual(server.allRequests.map { $0.headers["user-agent"] }, ["test", "test"])
     }
@@ -93,7 +93,7 @@ final class HTTPExchangeTests: XCTestCase {
         let server = try TestHTTPServer()
         let cancellation = HTTPExchange.Cancellation()
         cancellation.cancel()
-        let answer = HTTPExchange.send(HTTPExchange.Request(url: server.url, method: .post, timeout: .seconds(10)), cancellation: cancellation)
+        let answer = HTTPExchange.send(HTTPExchange.Request(url: try XCTUnwrap(HTTPExchange.Address(server.url.absoluteString)), method: .post, timeout: .seconds(10)), cancellation: cancellation)
         XCTAssertEqual(answer.status, 0)
         XCTAssertEqual(answer.failure, .stopped)
         XCTAssertEqual(server.allRequests.count, 0)

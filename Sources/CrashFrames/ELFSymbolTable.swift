@@ -1,6 +1,5 @@
 // ELFSymbolTable.swift — function symbols of an ELF file by address, and the async-function test over a record's images that needs no symbolizer (what Swift's backtracer reads on Linux).
 package import CrashRecordFormat
-import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -123,6 +122,12 @@ package final class ImageSymbols: @unchecked Sendable {
     /// name the same files (a hit reads nothing).
     private static let shared = Mutex<[String: (table: ELFSymbolTable, firstLoad: UInt64)]>([:])
 
+    /// True when `path` names a regular file (after symbolic links).
+    static func isRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+    }
+
     private func table(_ index: Int) -> (table: ELFSymbolTable, bias: UInt64)? {
         lock.withLock { _ in tableLocked(index) }
     }
@@ -135,7 +140,7 @@ package final class ImageSymbols: @unchecked Sendable {
         // The record is untrusted: only a regular file is opened (a FIFO would block, a device
         // would read forever), and only one whose build-id is the record's.
         if file == nil, !image.buildID.isEmpty,
-           (try? FileManager.default.attributesOfItem(atPath: image.path))?[.type] as? FileAttributeType == .typeRegular,
+           Self.isRegularFile(image.path),
            let elf = try? ELFFile(path: image.path), elf.buildID == image.buildID, let table = try? ELFSymbolTable(path: image.path) {
             file = (table, elf.firstLoadAddress)
             Self.shared.withLock { cache in

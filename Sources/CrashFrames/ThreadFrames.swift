@@ -133,30 +133,3 @@ package enum ThreadFrames {
         return added
     }
 }
-
-extension Symbolicator {
-    /// The thread's frames as Swift's backtracer shows them (``ThreadFrames/resolve(_:isAsyncFunction:)``),
-    /// symbolicated: async functions are told by the names the symbolizer gives.
-    package func threadFrames(of thread: CrashThread, images: [CrashImage]) -> [ThreadFrame] {
-        var known: [UInt64: [SymbolicatedFrame]] = [:]
-        func names(_ lookups: [UInt64]) -> [[SymbolicatedFrame]] {
-            let missing = Array(Set(lookups.filter { known[$0] == nil }))
-            for (address, symbols) in zip(missing, symbolicate(addresses: missing, exact: missing.map { _ in true }, images: images)) {
-                known[address] = symbols
-            }
-            return lookups.map { known[$0] ?? [] }
-        }
-        var frames = ThreadFrames.resolve(thread) { lookups in names(lookups).map(Self.isAsync) }
-        let symbols = names(frames.map(\.lookupAddress))
-        for index in frames.indices {
-            // The names were looked up at the lookup address; the frame keeps its own.
-            frames[index].symbols = symbols[index].map { var s = $0; s.address = frames[index].address; return s }
-        }
-        return frames
-    }
-
-    static func isAsync(_ symbols: [SymbolicatedFrame]) -> Bool {
-        guard let outer = symbols.last, let mangled = outer.mangledSymbol else { return false }
-        return SwiftAsyncSymbol.isAsyncFunction(mangledName: mangled)
-    }
-}
