@@ -1,6 +1,6 @@
 // JSONEncoding.swift — Codable values as compact JSON bytes with sorted keys, without Foundation:
-// what every JSON document the package sends is rendered by (Sentry's events and envelopes, the
-// analytics' events), so that no module a Sentry-only program links needs FoundationEssentials.
+// what the Sentry envelopes' events and headers are written with, so that no module a Sentry-only
+// program links needs FoundationEssentials.
 //
 // Encoding builds a small tree (`JSONNode`) for the value through a full `Encoder`, then writes it
 // once into one reserved byte array; strings are escaped byte by byte as `JSONText.quote` does.
