@@ -99,6 +99,24 @@ final class HTTPExchangeTests: XCTestCase {
         XCTAssertEqual(server.allRequests.count, 0)
     }
 
+    /// An address is taken only when it is an http(s) URL with a host; every one taken is one
+    /// Foundation's URL parser reads the same way (scheme and host), so nothing it sent to is lost.
+    func testAnAddressIsAnHTTPURLWithAHostAsFoundationReadsIt() throws {
+        let taken = ["http://127.0.0.1:9/1", "https://o1.ingest.sentry.io/api/4505/envelope/", "HTTP://Example.com",
+                     "http://[::1]:4318/v1/logs", "https://k@host.example/api/7/envelope/?a=1&b=%20#top", "http://h"]
+        for text in taken {
+            let address = try XCTUnwrap(HTTPExchange.Address(text), text)
+            XCTAssertEqual(address.text, text)
+            let url = try XCTUnwrap(URL(string: text), "Foundation refuses \(text)")
+            XCTAssertEqual(address.scheme, url.scheme?.lowercased(), text)
+            XCTAssertNotNil(url.host, text)
+        }
+        let refused = ["", "ftp://example.com/x", "http:/example.com", "http://", "http:///path", "http://:80/x", "http://?q",
+                       "http://a b/", "http://a/\n", "http://\u{e4}.example/", "http://a/\"x\"", "http://a/{x}", "mailto:x@example.com",
+                       "://example.com", "example.com", "https//example.com", " http://example.com"]
+        for text in refused { XCTAssertNil(HTTPExchange.Address(text), text.debugDescription) }
+    }
+
     func testRetryAfterAcceptsSecondsAndHTTPDates() {
         XCTAssertEqual(HTTPExchange.parseRetryAfter("7"), .seconds(7))
         XCTAssertEqual(HTTPExchange.parseRetryAfter(" 0 "), .zero)
