@@ -169,7 +169,8 @@ let package = Package(
         // Started by a crashing process's handler to send its record to Sentry and/or an OTLP collector (CrashTimeUpload).
         .executableTarget(
             name: "crash-uploader",
-            dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashRecordFormat", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            // No argument parser: it would bring FoundationEssentials into a program that starts at a crash.
+            dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashRecordFormat"]
         ),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),

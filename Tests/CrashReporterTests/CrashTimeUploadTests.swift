@@ -113,6 +113,42 @@ final class CrashTimeUploadTests: XCTestCase {
     /// Sentry alone: the envelope arrives once the crashed process is dead (a zombie or reaped,
     /// never running), the process died of SIGSEGV as without CrashCapture, the uploader ended
     /// by itself, and the record is gone (Sentry was its only sink).
+    /// The built crash-uploader's command line, read by hand: `--help` prints the usage, and each
+    /// argument CrashTimeUpload could get wrong is refused with exit 64 and says why, before anything
+    /// is read or sent. (The crashes above pass it arguments as the handler does.)
+    func testTheUploadersCommandLineIsCheckedBeforeAnythingIsSent() throws {
+        let directory = try Scratch.directory("crash-uploader-usage")
+        let uploader = BuiltProducts.directory + "/" + CrashTimeUpload.executableName
+        func run(_ arguments: [String]) throws -> (ending: ChildProcess.Ending, stdout: String, stderr: String) {
+            let child = try ChildProcess.run(uploader, arguments, environment: ["PATH": "/usr/bin:/bin"],
+                                             stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 30)
+            return (child.ending, try String(contentsOfFile: directory + "/stdout", encoding: .utf8),
+                    try String(contentsOfFile: directory + "/stderr", encoding: .utf8))
+        }
+        let help = try run(["--help"])
+        XCTAssertEqual(help.ending, .exited(0))
+        XCTAssertTrue(help.stdout.hasPrefix("USAGE: crash-uploader --directory <directory> --record <record>"), help.stdout)
+        let record = "crash-1700000000000-42-42.ccrec"
+        let refused: [([String], String)] = [
+            ([], "missing '--directory <directory>'"),
+            (["--directory", directory], "missing '--record <record>'"),
+            (["--directory", directory, "--record", "../etc/passwd"], "--record must be a record's file name"),
+            (["--directory=\(directory)", "--record=\(record)", "--sessions", "maybe"], "--sessions must be on or off"),
+            (["--directory", directory, "--record", record, "--timeout", "0"], "--timeout must be 1...3600 seconds"),
+            (["--directory", directory, "--record", record, "--timeout", "soon"], "--timeout must be a whole number"),
+            (["--directory", directory, "--record", record, "--sinks", "sentry,no such"], "--sinks: no such is not a sink id"),
+            (["--directory", directory, "--record", record, "--sentry-data", "everything"], "--sentry-data: not a list of"),
+            (["--directory", directory, "--record", record, "--colour", "red"], "unknown option '--colour'"),
+            (["--directory", directory, "--record"], "missing value for '--record'"),
+            (["--directory", directory, "--record", record], "nothing to send to"),
+        ]
+        for (arguments, why) in refused {
+            let result = try run(arguments)
+            XCTAssertEqual(result.ending, .exited(64), "\(arguments)")
+            XCTAssertTrue(result.stderr.hasPrefix("Error: ") && result.stderr.contains(why), "\(arguments): \(result.stderr)")
+        }
+    }
+
     func testWithSentryAloneTheRecordIsSentAsTheProcessDiesAndThenDeleted() throws {
         let directory = try Scratch.directory("crash-time-sentry-alone")
         let sentry = try Sentry()

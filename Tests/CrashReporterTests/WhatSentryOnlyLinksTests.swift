@@ -4,8 +4,8 @@
 // their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
 // (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
 // the loader ever opening libsqlite3. Neither needs full Foundation and ICU either, where
-// crash-harness does; and sentry-only needs no FoundationEssentials at all (no module the reporter
-// links imports it: it would cost every program ≈ 2 MiB and a few tenths of a millisecond at exec).
+// crash-harness does; and neither needs FoundationEssentials at all (no module the reporter links
+// imports it: it would cost every program ≈ 2 MiB and about a millisecond at exec).
 // The inspector, which reads records and never the analytics store (that is sensors-store's),
 // holds no GRDB and needs no SQLite either.
 import Foundation
@@ -74,11 +74,11 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         try assertNoSQLiteNorGRDB(sentryOnly, holding: "CrashReporter")
     }
 
-    /// A program that links CrashReporter alone needs no part of Foundation: not even
-    /// FoundationEssentials (nor its _FoundationCShims and _FoundationCollections).
-    func testTheSentryOnlyProgramNeedsNoFoundationEssentials() throws {
-        let linked = try linked(sentryOnly)
-        XCTAssertEqual(linked.anyFoundationLibraries, [], "sentry-only needs Foundation")
+    /// A program that links CrashReporter alone, and the crash-uploader, need no part of
+    /// Foundation: not even FoundationEssentials.
+    func testTheSentryOnlyProgramAndTheUploaderNeedNoFoundationEssentials() throws {
+        XCTAssertEqual(try linked(sentryOnly).anyFoundationLibraries, [], "sentry-only needs Foundation")
+        XCTAssertEqual(try linked(uploader).anyFoundationLibraries, [], "crash-uploader needs Foundation")
         // The same check sees Foundation where it is (crash-harness links it): not a blind spot.
         XCTAssertFalse(try self.linked(BuiltProducts.harness).anyFoundationLibraries.isEmpty)
     }
