@@ -1,6 +1,6 @@
-// SymbolicatedFrame.swift — one source-level frame: what a frame's address became, from the
-// image's own symbol table (ImageSymbols) or from llvm-symbolizer (CrashSymbolication's Symbolicator),
-// and the Swift runtime's demangler both name frames with.
+// SymbolicatedFrame.swift — one source-level frame (what a frame's address became, by the image's
+// own symbol table, ImageSymbols, or by llvm-symbolizer, CrashSymbolication's Symbolicator), and the
+// Swift runtime's demangler that both use.
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -19,9 +19,9 @@ extension SentryEnvelope {
     /// debug id is the XOR of the first 4,096 bytes of `.text` (sentry-native's and symbolic's
     /// fallback), read from the file at `image.path` — only when that file still looks like the
     /// one that was mapped: an ELF file without a build-id whose `PT_LOAD` span fits the
-    /// record's mapping size and that was not modified after the crash (`crashTime`, nanoseconds
-    /// since the epoch). Otherwise
-    /// nil: no id rather than an invented one. `[vdso]` without a build-id has no file: nil.
+    /// record's mapping size and that was not modified after the crash (`crashTime`, in
+    /// nanoseconds since the epoch). Otherwise nil: no id rather than an invented one. `[vdso]`
+    /// without a build-id has no file: nil.
     package static func imageIDs(_ image: CrashImage, crashTime: Int64?, readFiles: Bool = true) -> ImageIDs? {
         if !image.buildID.isEmpty {
             return ImageIDs(codeID: image.buildIDHex, debugID: debugID(buildID: image.buildID))

@@ -392,7 +392,6 @@ package enum SentryEnvelope {
     }
 
     static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
-
 }
 
 extension RecordMinimisation {

@@ -64,11 +64,7 @@ package struct ProcessIdentity: Sendable, Equatable {
 /// Clocks in the units events and run markers use.
 package enum Clock {
     /// Wall clock, ms since the epoch.
-    package static func wallMilliseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    package static func wallMilliseconds() -> Int64 { wallNanoseconds() / 1_000_000 }
 
     /// Wall clock, ns since the epoch.
     package static func wallNanoseconds() -> Int64 {
