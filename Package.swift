@@ -51,7 +51,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Only for the traits' targets (fetched only when one of them is enabled).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // Hummingbird's event loops, which hang detection watches (Hummingbird does not re-export NIO).
@@ -141,11 +140,11 @@ let package = Package(
 
         // The event vocabulary (identity, preset properties, JSON text, the /sa wire format).
         .target(name: "SensorsEvents", dependencies: ["HostFacts", "CrashRecordFormat", "CZlib"]),
-        // The tracking store (SQLite through GRDB) and the uploader. Knows nothing of signals or records.
-        .target(
-            name: "SensorsTracking",
-            dependencies: ["SensorsEvents", "HostFacts", "CZlib", "HTTPExchange", .product(name: "GRDB", package: "GRDB.swift")]
-        ),
+        // The system's SQLite (libsqlite3), for the tracking store alone.
+        .target(name: "CSQLite", path: "Sources/CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // The tracking store (SQLite, through a small layer of its own) and the uploader. Knows
+        // nothing of signals or records.
+        .target(name: "SensorsTracking", dependencies: ["SensorsEvents", "HostFacts", "CZlib", "CSQLite", "HTTPExchange"]),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
         .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
@@ -201,8 +200,8 @@ let package = Package(
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
-        // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links no GRDB
-        // and no SQLite is tested on it.
+        // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links neither
+        // the analytics' store nor SQLite is tested on it.
         .executableTarget(name: "sentry-only", dependencies: ["CrashReporter"]),
 
         // MARK: - Server integrations (traits): empty modules unless their trait is enabled
@@ -308,7 +307,6 @@ let package = Package(
                 "CrashReporter", "RecordDelivery", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection",
                 "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport",
                 "crash-harness", "crash-uploader", "sentry-only", "sensors-store", "crash-inspect",
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The OTLP sink and log record against a real collector endpoint and opentelemetry-proto.
@@ -325,7 +323,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SensorsTrackingTests",
-            dependencies: ["SensorsTracking", "SensorsEvents", "HostFacts", "TestSupport", "crash-harness", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SensorsTracking", "SensorsEvents", "HostFacts", "TestSupport", "crash-harness"],
+            exclude: ["Fixtures"] // read by path: a store file the GRDB-based store wrote
         ),
         .testTarget(name: "SensorsEventsTests", dependencies: ["SensorsEvents", "HostFacts", "TestSupport"]),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "TestSupport"]),

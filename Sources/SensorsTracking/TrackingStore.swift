@@ -1,4 +1,4 @@
-// TrackingStore.swift — the SQLite (GRDB, WAL) store events wait in until a server acknowledged them.
+// TrackingStore.swift — the SQLite (WAL) store events wait in until a server acknowledged them.
 //
 // This file owns the connection: open, the schema check, corruption recovery, and the one
 // `write`/`read` path every table goes through. Each table's statements live in Store/:
@@ -14,7 +14,6 @@
 // Every write is one IMMEDIATE transaction, so two processes sharing the file serialize on
 // SQLite's lock (with a busy timeout) instead of failing.
 import Foundation
-import GRDB
 import HostFacts
 #if canImport(Glibc)
 import Glibc
@@ -111,7 +110,10 @@ package final class TrackingStore: @unchecked Sendable {
     /// Creates the parent directory, opens the file, and moves a corrupt one aside (once).
     private static func open(_ path: String, movedAside moved: inout [String]) throws -> DatabaseQueue {
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        // Usually there already: one mkdir says so (FileManager's first use costs a launch ≈ 0.1 ms).
+        if !directory.isEmpty, mkdir(directory, 0o777) != 0, errno != EEXIST {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
         do {
             return try TrackingStore.openRetryingBusy(path)
         } catch let error as TrackingStoreError {
@@ -153,10 +155,9 @@ package final class TrackingStore: @unchecked Sendable {
     /// and, whenever the WAL file is empty (after every clean close), a schema write to make
     /// it non-empty (so that its read-only connections can open a WAL database), with Foundation's file attributes to check it.
     private static func openChecked(_ path: String) throws -> DatabaseQueue {
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        config.label = "SensorsTracking"
-        config.prepareDatabase { db in
+        var config = DatabaseQueue.Configuration()
+        config.busyTimeoutSeconds = 10
+        config.prepareDatabase = { db in
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else { throw DatabaseError(message: "could not switch \(path) to WAL (journal mode \(mode ?? "none"))") }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -208,14 +209,7 @@ package final class TrackingStore: @unchecked Sendable {
     @discardableResult
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         try recovering { current in
-            var result: T?
-            try current.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-            }
-            return result!
+            try current.write(body)
         }
     }
 

@@ -1,6 +1,6 @@
 // sentry-only — the smallest adopter of CrashReporter with Sentry and nothing else: it imports
 // CrashReporter only, starts it, waits for the launch, prints one line and shuts down.
-// WhatSentryOnlyLinksTests checks what linking it needs (no GRDB, no SQLite) and runs it once.
+// WhatSentryOnlyLinksTests checks what linking it needs (not the analytics' store, no SQLite) and runs it once.
 //
 //   sentry-only DIR [DSN]    records in DIR, sent to Sentry at DSN (default: $SENTRY_DSN; none:
 //                            no Sentry sink); prints "started: <capture> sentry: <on|off|error>

@@ -7,7 +7,6 @@ import SensorsAnalytics
 @testable import SensorsTracking
 import SensorsEvents
 import Foundation
-import GRDB
 import TestSupport
 import XCTest
 @testable import CrashReporterSentry

@@ -1,13 +1,13 @@
 // WhatSentryOnlyLinksTests.swift — the split's promise, checked on the built binaries: a program
 // that links CrashReporter and nothing else (`sentry-only`) and the crash-uploader need no
-// libsqlite3 and hold no GRDB — by their ELF dependencies (readelf -d), their closure (ldd) and
+// libsqlite3 and hold none of the analytics' store (SensorsTracking) — by their ELF dependencies (readelf -d), their closure (ldd) and
 // their symbols (readelf -Ws) — while crash-harness, which links SensorsAnalytics, shows both
 // (so the same checks can fail); and sentry-only starts, reports, shuts down and exits 0 without
 // the loader ever opening libsqlite3. Neither needs full Foundation and ICU either, where
 // crash-harness does; and neither needs FoundationEssentials at all (no module the reporter links
 // imports it: it would cost every program ≈ 2 MiB and about a millisecond at exec).
 // The inspector, which reads records and never the analytics store (that is sensors-store's),
-// holds no GRDB and needs no SQLite either.
+// holds none of the store and needs no SQLite either.
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -34,8 +34,9 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         }
         /// Libraries of `needed` and `closure` that are any part of Foundation, FoundationEssentials included.
         var anyFoundationLibraries: [String] { (needed + closure).filter { $0.contains("libFoundation") || $0.contains("lib_Foundation") } }
-        /// Symbols of GRDB's module (Swift mangles module GRDB as `4GRDB` after `$s`).
-        var grdbSymbols: [String] { symbols.filter { $0.contains("$s4GRDB") } }
+        /// Symbols of the analytics' store module (Swift mangles module SensorsTracking as
+        /// `15SensorsTracking` after `$s`).
+        var storeSymbols: [String] { symbols.filter { $0.contains("$s15SensorsTracking") } }
         /// SQLite's C API, defined here or wanted from a library.
         var sqliteSymbols: [String] { symbols.filter { $0.hasPrefix("sqlite3_") } }
     }
@@ -53,9 +54,9 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         return Linked(needed: needed, closure: closure, symbols: symbols)
     }
 
-    /// No libsqlite3 needed, no GRDB or SQLite symbol; and `module`'s own symbols are there (the
+    /// No libsqlite3 needed, no symbol of SQLite or of the store; and `module`'s own symbols are there (the
     /// tables were read, and the program is the one meant).
-    func assertNoSQLiteNorGRDB(_ program: String, holding module: String, foundationAllowed: Bool = false,
+    func assertNoSQLiteNorStore(_ program: String, holding module: String, foundationAllowed: Bool = false,
                                file: StaticString = #filePath, line: UInt = #line) throws {
         let linked = try linked(program)
         XCTAssertTrue(linked.needed.contains { $0.contains("libswiftCore") }, "readelf -d listed no libswiftCore: \(linked.needed)",
@@ -63,15 +64,16 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         XCTAssertTrue(linked.symbols.contains { $0.hasPrefix("$s\(module.count)\(module)") }, "no symbol of \(module) in \(program)",
                       file: file, line: line)
         XCTAssertEqual(linked.sqliteLibraries, [], "\(program) needs SQLite", file: file, line: line)
-        XCTAssertEqual(Array(linked.grdbSymbols.prefix(5)), [], "\(program) holds GRDB (\(linked.grdbSymbols.count) symbols)", file: file, line: line)
+        XCTAssertEqual(Array(linked.storeSymbols.prefix(5)), [], "\(program) holds the store (\(linked.storeSymbols.count) symbols)",
+                       file: file, line: line)
         XCTAssertEqual(Array(linked.sqliteSymbols.prefix(5)), [], "\(program) holds or wants SQLite's API", file: file, line: line)
         if !foundationAllowed {
             XCTAssertEqual(linked.foundationLibraries, [], "\(program) needs full Foundation or ICU", file: file, line: line)
         }
     }
 
-    func testTheSentryOnlyProgramNeedsNoSQLiteAndHoldsNoGRDB() throws {
-        try assertNoSQLiteNorGRDB(sentryOnly, holding: "CrashReporter")
+    func testTheSentryOnlyProgramNeedsNoSQLiteAndHoldsNoStore() throws {
+        try assertNoSQLiteNorStore(sentryOnly, holding: "CrashReporter")
     }
 
     /// A program that links CrashReporter alone, and the crash-uploader, need no part of
@@ -83,21 +85,21 @@ final class WhatSentryOnlyLinksTests: XCTestCase {
         XCTAssertFalse(try self.linked(BuiltProducts.harness).anyFoundationLibraries.isEmpty)
     }
 
-    func testTheCrashUploaderNeedsNoSQLiteAndHoldsNoGRDB() throws {
-        try assertNoSQLiteNorGRDB(uploader, holding: "CrashReporter")
+    func testTheCrashUploaderNeedsNoSQLiteAndHoldsNoStore() throws {
+        try assertNoSQLiteNorStore(uploader, holding: "CrashReporter")
     }
 
-    func testTheInspectorNeedsNoSQLiteAndHoldsNoGRDB() throws {
-        try assertNoSQLiteNorGRDB(BuiltProducts.inspect, holding: "CrashInspection", foundationAllowed: true)
+    func testTheInspectorNeedsNoSQLiteAndHoldsNoStore() throws {
+        try assertNoSQLiteNorStore(BuiltProducts.inspect, holding: "CrashInspection", foundationAllowed: true)
     }
 
-    /// The contrary on a program that links the analytics: the same checks find SQLite and GRDB
+    /// The contrary on a program that links the analytics: the same checks find SQLite and the store
     /// there, so their silence on the two above is not a blind spot.
-    func testTheHarnessWhichLinksTheAnalyticsNeedsSQLiteAndHoldsGRDB() throws {
+    func testTheHarnessWhichLinksTheAnalyticsNeedsSQLiteAndHoldsTheStore() throws {
         let linked = try linked(BuiltProducts.harness)
         XCTAssertTrue(linked.needed.contains { $0.contains("libsqlite3") }, "readelf -d: \(linked.needed)")
         XCTAssertTrue(linked.closure.contains { $0.contains("libsqlite3") }, "ldd: \(linked.closure)")
-        XCTAssertFalse(linked.grdbSymbols.isEmpty, "no $s4GRDB symbol in crash-harness")
+        XCTAssertFalse(linked.storeSymbols.isEmpty, "no $s15SensorsTracking symbol in crash-harness")
         XCTAssertTrue(linked.sqliteSymbols.contains { $0.hasPrefix("sqlite3_open") }, "no sqlite3_open* symbol in crash-harness")
         XCTAssertFalse(linked.foundationLibraries.isEmpty, "crash-harness (Foundation) shows no libFoundation: \(linked.needed)")
     }

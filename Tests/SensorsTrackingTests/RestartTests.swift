@@ -6,7 +6,6 @@ import ProcessSpawning
 @testable import SensorsTracking
 import Foundation
 import TestSupport
-import GRDB
 import XCTest
 #if canImport(Glibc)
 import Glibc

@@ -3,7 +3,6 @@
 import SensorsEvents
 @testable import SensorsTracking
 import Foundation
-import GRDB
 import TestSupport
 import XCTest
 import HostFacts
@@ -28,15 +27,12 @@ final class StoreSchemaTests: XCTestCase {
         PRAGMA user_version = 1;
         """
 
-    /// Writes a store file the way the pre-migrator code did (WAL pool, one IMMEDIATE transaction), with rows.
+    /// Writes a store file the way the pre-migrator code did (WAL, one IMMEDIATE transaction), with rows.
     func writeLegacyStore(_ path: String) throws {
-        let pool = try DatabasePool(path: path)
-        try pool.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                try db.execute(sql: Self.legacySchemaSQL)
-                return .commit
-            }
-        }
+        var configuration = DatabaseQueue.Configuration()
+        configuration.prepareDatabase = { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+        let pool = try DatabaseQueue(path: path, configuration: configuration)
+        try pool.write { db in try db.execute(sql: Self.legacySchemaSQL) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try pool.write { db in
             try db.execute(sql: """
@@ -127,6 +123,38 @@ final class StoreSchemaTests: XCTestCase {
         again.close()
         XCTAssertEqual(try TrackingStore.inspect(path: path).0.pending, 4)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("corrupt") }, [])
+    }
+
+    /// A store as the store's earlier code wrote it through GRDB (three runs of the `analytics`
+    /// launch program, then checkpointed into one file with 1 KiB pages to keep the fixture small):
+    /// it opens with every row, and nothing is migrated again, since `grdb_migrations` already
+    /// lists every migration.
+    func testAStoreWrittenThroughGRDBOpensWithAllItsRowsAndIsNotMigratedAgain() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/store-written-by-grdb.sqlite").path
+        let directory = try Scratch.directory("grdb-written")
+        let path = directory + "/events.sqlite"
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        let schemaSQL = "SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY name"
+        let schemaBefore = try rawRead(path) { try String.fetchAll($0, sql: schemaSQL) }
+        XCTAssertEqual(schemaBefore.count, 14)
+
+        let store = try TrackingStore(path: path)
+        XCTAssertEqual(store.movedAsideCorruptFiles, [])
+        XCTAssertEqual(try store.pendingBatch(limit: 10).map(\.event), ["$AppStart", "$AppEnd", "$AppStart", "$AppEnd", "$AppStart", "$AppEnd"])
+        let state = try store.loadState()
+        XCTAssertEqual(state.anonymousID, "0ab344f5-6312-4bdc-a6be-bc7481e865e2")
+        XCTAssertFalse(state.isFirstStart)
+        XCTAssertFalse(try store.claimRunsToldByHost(), "the GRDB-based code had marked it")
+        XCTAssertEqual(try store.append([NewEvent(trackID: "n", event: "New", time: 2, priority: .ordinary, json: "{}")]), 7)
+        store.close()
+
+        try rawRead(path) { db in
+            XCTAssertEqual(try String.fetchAll(db, sql: schemaSQL), schemaBefore)
+            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid"), ["v1", "v2"])
+            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA user_version"), 2)
+        }
+        XCTAssertEqual(try TrackingStore.inspect(path: path).0.pending, 7)
     }
 
     func testANewStoreGetsTheSameSchemaAsAPreMigratorStoreMigrated() throws {

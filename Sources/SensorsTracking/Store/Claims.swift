@@ -4,7 +4,6 @@
 // transaction as the events it guards: once taken, the same append is refused and writes nothing.
 // A run claim is the removal of a run marker that must still exist. The store does not know what
 // the keys mean; CrashReporter uses crash record file names, Tracker the runs of dead processes.
-import GRDB
 import HostFacts
 
 extension TrackingStore {

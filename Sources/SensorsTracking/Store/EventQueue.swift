@@ -1,6 +1,5 @@
 // EventQueue.swift — the `events` table: append, pending batches, delivered, eviction.
 package import SensorsEvents
-import GRDB
 import HostFacts
 
 /// An event ready to be stored.

@@ -1,6 +1,5 @@
 // Quarantine.swift — the `quarantine` table: events the server refused, kept for inspection.
 import SensorsEvents
-import GRDB
 import HostFacts
 
 /// A quarantined event and why the server refused it.

@@ -1,7 +1,6 @@
 // RunMarkers.swift — the `runs` table: one marker per live (or unreported) process.
 package import HostFacts
 package import SensorsEvents
-import GRDB
 
 /// One process's run marker: refreshed while it runs, removed when its `$AppEnd` is stored.
 package struct RunMarker: Sendable, Equatable {

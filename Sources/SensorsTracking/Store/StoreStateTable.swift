@@ -2,7 +2,6 @@
 // first start) and the `counters` table (evictions and drops: nothing disappears uncounted).
 package import SensorsEvents
 import Foundation
-import GRDB
 import HostFacts
 import CrashRecordFormat
 

@@ -1,6 +1,5 @@
 // StoreSummary.swift — what the inspector shows about a store, read from every table.
 import Foundation
-import GRDB
 
 /// What the inspector shows about a store.
 package struct StoreSummary: Sendable, Equatable {
@@ -31,9 +30,9 @@ extension TrackingStore {
             throw TrackingStoreError(operation: "inspect \(path)", underlying: "no such file")
         }
         do {
-            var config = Configuration()
+            var config = DatabaseQueue.Configuration()
             config.readonly = true
-            config.busyMode = .timeout(5)
+            config.busyTimeoutSeconds = 5
             let queue = try DatabaseQueue(path: path, configuration: config)
             defer { try? queue.close() }
             return try queue.read { db in

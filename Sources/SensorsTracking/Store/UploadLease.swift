@@ -1,6 +1,5 @@
 // UploadLease.swift — in `meta`: the upload lease (one uploading process per store) and the
 // outcome of the last upload attempt.
-import GRDB
 import HostFacts
 
 /// The outcome of the most recent upload attempt.

@@ -114,7 +114,7 @@ var rows = [
         expect: "installed", wallTarget: 3),
     Row(label: "analytics, new directory", program: "analytics", directory: .new, baseline: 5,
         expect: "installed"),
-    // Before the split, in the same run: the Sentry-only start with the analytics linked (GRDB,
+    // Before the split, in the same run: the Sentry-only start with the analytics linked (its store,
     // libsqlite3), against plain as the reporter row.
     Row(label: "analytics linked, Sentry only (before the split)", program: "analytics", directory: .shared(scratch + "/analytics-sentry"),
         environment: ["LAUNCH_BENCH_SENTRY_ALONE": "1"], baseline: 0, expect: "installed"),
