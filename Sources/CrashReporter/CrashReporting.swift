@@ -394,12 +394,17 @@ public final class CrashReporting: Sendable {
             // end of the run then does not wait for: the file work is not in a short program's
             // way (measured: ≈ 0.9 ms when it was), a run that ends first writes the marker
             // itself, and one killed before it is written is not told.
+            // With the app's sinks the marker is written first without the memory cgroup's
+            // OOM-kill counter: finding it (/proc/self/cgroup, /proc/self/mountinfo, parsed) costs
+            // ≈ 0.3 ms that the end of a short program would wait for. It is found and read after
+            // the launch, and the marker rewritten with it unless the run has ended by then (a run
+            // killed in between has no reading and is told `killed`, not `oom`).
             var markerError: String?
             var watched: (start: RunStart, counter: String?)?
-            func beginMarker() {
+            func beginMarker(locatingCounter: Bool) {
                 do {
                     if directoryError { try Directory.create(run.recordDirectory) }
-                    let counter = OOMKillCounter.locate()
+                    let counter = locatingCounter ? OOMKillCounter.locate() : nil
                     let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
                                          startMonotonicNanoseconds: started.monotonic, appName: run.appName,
                                          appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read),
@@ -417,11 +422,24 @@ public final class CrashReporting: Sendable {
                     marker.state.withLock { state in if case .none = state { state = .done } }
                 }
             }
-            if endFollowsLaunch { beginMarker() }
+            /// The OOM-kill counter of a marker begun without it: found, read, and written into
+            /// the marker while the run has not ended (under the marker's lock: endRun's end is
+            /// never overwritten).
+            func addCounter(to begun: (start: RunStart, counter: String?)) -> (start: RunStart, counter: String?) {
+                guard let counter = OOMKillCounter.locate(), let reading = OOMKillCounter.read(counter) else { return begun }
+                return marker.state.withLock { state in
+                    guard case .begun(var start) = state else { return begun }
+                    start.oomKills = reading
+                    guard (try? ledger.refresh(runID: start.runID, oomKills: reading)) != nil else { return begun }
+                    state = .begun(start)
+                    return (start, counter)
+                }
+            }
+            if endFollowsLaunch { beginMarker(locatingCounter: false) }
             var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
             if !endFollowsLaunch {
                 handedOver.open(true)
-                beginMarker()
+                beginMarker(locatingCounter: true)
             }
             if let markerError { report.errors.append(markerError) }
             if let uploaderNote { report.errors.append(uploaderNote) }
@@ -429,8 +447,17 @@ public final class CrashReporting: Sendable {
             handedOver.open(true)
             // Then, on this thread, the marker kept current while the run lives.
             // (Sessions that came due since are sent from here: no thread waits for them.)
+            if endFollowsLaunch, let begun = watched { watched = addCounter(to: begun) }
             if let watched {
-                runWatch.watch(watched.start, counter: watched.counter, ledger: ledger) { sentrySink?.sendSessionsIfDue() }
+                // Each rewrite under the marker's lock, and only while the run has not ended:
+                // an end written meanwhile (endRun) is never overwritten by a refresh.
+                let refresh = { (reading: OOMKillReading?, seen: RunLastSeen) -> Bool in
+                    marker.state.withLock { state in
+                        guard case .begun = state else { return false }
+                        return (try? ledger.refresh(runID: run.runID, oomKills: reading, seen: seen)) != nil
+                    }
+                }
+                runWatch.watch(watched.start, counter: watched.counter, refresh: refresh) { sentrySink?.sendSessionsIfDue() }
             }
         }
     }
@@ -616,7 +643,8 @@ final class RunWatch: Sendable {
 
     /// Rewrites the marker of `run` every ``interval`` from its start until ``stop()``, on the
     /// calling thread (returns at once when stopped already), calling `tick` after each.
-    func watch(_ run: RunStart, counter: String?, ledger: RunLedger, tick: () -> Void = {}) {
+    /// `refresh` rewrites it (with a changed OOM-kill reading, if any) and says whether it did.
+    func watch(_ run: RunStart, counter: String?, refresh: (OOMKillReading?, RunLastSeen) -> Bool, tick: () -> Void = {}) {
         var last = run.oomKills?.kills
         let began = SuspendingClock.now - Duration.nanoseconds(max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
         var next = began + Self.interval
@@ -625,7 +653,7 @@ final class RunWatch: Sendable {
             if let counter, let reading = OOMKillCounter.read(counter), last != reading.kills { changed = reading }
             let seen = RunLastSeen(wallMilliseconds: Clock.wallMilliseconds(),
                                    durationNanoseconds: max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
-            if (try? ledger.refresh(runID: run.runID, oomKills: changed, seen: seen)) != nil, let changed { last = changed.kills }
+            if refresh(changed, seen), let changed { last = changed.kills }
             tick()
             next = max(next + Self.interval, .now)
         }

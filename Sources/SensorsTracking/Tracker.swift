@@ -140,6 +140,17 @@ public final class Tracker: @unchecked Sendable {
     private var accepting = true
     private var writerStop = false
     private var writerDone = false
+    /// Whether the writer thread was started. A hosted tracker starts it only when something is
+    /// tracked after its launch: a program that tracks nothing commits its `$AppStart` on the
+    /// launch thread and its `$AppEnd` on the thread that ends the run, and starts no thread
+    /// (measured: the thread's start and the two hand-offs to it were ≈ 0.4 ms of a short
+    /// program's end).
+    private var writerStarted = false
+    /// Whether the writer thread was started (for tests).
+    package var writerThreadStarted: Bool { cond.withLock { writerStarted } }
+    /// A batch is being committed on a thread other than the writer (guarded by `cond`): what is
+    /// tracked meanwhile waits for it, so the store keeps the order events were tracked in.
+    private var committingInline = false
 
     /// Opens the store, registers this run's marker, tracks `$AppStart` and starts the writer (and
     /// the uploader when an endpoint is set).
@@ -193,8 +204,10 @@ public final class Tracker: @unchecked Sendable {
     /// the dead rows are an older version's that no host will tell.
     package func completeLaunch() {
         do {
-            try completeLaunchSteps(endingDeadRuns: try store.claimRunsToldByHost())
-            startWriter()
+            let c = try store.claimRunsToldByHost()
+            try completeLaunchSteps(endingDeadRuns: c)
+            // `$AppStart` and what was tracked during the launch, committed here.
+            commitInline()
         } catch {
             endLaunch(error)
         }
@@ -223,8 +236,16 @@ public final class Tracker: @unchecked Sendable {
         spare.reserveCapacity(1024)
     }
 
-    /// Starts the writer thread.
+    /// Starts the writer thread (once).
     private func startWriter() {
+        guard cond.withLock({ () -> Bool in
+            defer { writerStarted = true }
+            return !writerStarted
+        }) else { return }
+        spawnWriter()
+    }
+
+    private func spawnWriter() {
         let writer = Thread { [self] in
             OSThread.name(Self.writerThreadName)
             cond.withLock { writerThread = pthread_self() }
@@ -434,7 +455,10 @@ public final class Tracker: @unchecked Sendable {
         enqueue(name: event, properties: properties, type: "track", originalID: nil, endsRun: false)
     }
 
-    private func enqueue(name: String, properties: [String: JSONScalar], type: String, originalID: String?, endsRun: Bool) {
+    /// Queues an event; `startingWriter: false` leaves a writer that does not run yet unstarted
+    /// (the end of the run commits on its own thread).
+    private func enqueue(name: String, properties: [String: JSONScalar], type: String, originalID: String?, endsRun: Bool,
+                         startingWriter: Bool = true) {
         let time = Clock.wallMilliseconds()
         cond.lock()
         guard accepting else { cond.unlock(); return }
@@ -446,8 +470,10 @@ public final class Tracker: @unchecked Sendable {
         queue.append(.event(name: name, properties: properties, time: time, context: context, type: type,
                             originalID: originalID, endsRun: endsRun))
         enqueued += 1
-        if writerWaiting { cond.signal() }
+        let spawn = startingWriter ? writerWantedLocked() : false
+        if !startingWriter && writerWaiting { cond.signal() }
         cond.unlock()
+        if spawn { spawnWriter() }
     }
 
     private func enqueueControl(_ item: Item, update: ((inout Context) -> Void)? = nil) -> EventIdentity {
@@ -456,8 +482,9 @@ public final class Tracker: @unchecked Sendable {
         let identity = context.identity
         queue.append(item)
         enqueued += 1
-        if writerWaiting { cond.signal() }
+        let spawn = writerWantedLocked()
         cond.unlock()
+        if spawn { spawnWriter() }
         return identity
     }
 
@@ -520,8 +547,9 @@ public final class Tracker: @unchecked Sendable {
         context = Context(identity: context.identity, superProperties: merged, renderer: renderer)
         queue.append(.setSuperProperties(merged))
         enqueued += 1
-        if writerWaiting { cond.signal() }
+        let spawn = writerWantedLocked()
         cond.unlock()
+        if spawn { spawnWriter() }
         publishContext()
     }
 
@@ -566,13 +594,16 @@ public final class Tracker: @unchecked Sendable {
         let deadline = SuspendingClock.now.advanced(by: bound)
         let duration = Double(Clock.monotonicNanoseconds() - startMonotonic) / 1e9
         let end = AppEvents.appEnd(reason: .normal, durationSeconds: duration, runID: configuration.runID, time: 0, identity: identity)
-        enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true)
+        enqueue(name: end.event, properties: end.properties, type: end.type, originalID: nil, endsRun: true, startingWriter: false)
         let alreadyStopped: Bool = cond.withLock {
             let was = !accepting
             accepting = false
             return was
         }
         if alreadyStopped { return lastShutdown ?? ShutdownResult(stored: false, uploaded: false) }
+        // No writer running (a hosted run that tracked nothing after its launch): `$AppEnd` is
+        // committed here, on the caller's thread, which waits for it anyway.
+        commitInline()
         let stored = waitUntilStored(timeout: bound)
         cond.withLock {
             writerStop = true
@@ -616,6 +647,95 @@ public final class Tracker: @unchecked Sendable {
 
     // MARK: - Writer
 
+    /// Renders `items` and commits their events in one transaction (with the run's refreshed
+    /// clocks and the counters), then stores the identity and super-property changes among them.
+    /// Returns the number of events pending after it. On the writer thread, or on a thread that
+    /// commits while no writer runs (``commitInline()``).
+    private func commit(_ items: [Item], loadedContext: Context, refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)?,
+                        addingCounters counters: [String: Int]) throws -> Int {
+        let renderer = self.renderer
+        var endingRun: String?
+        var events: [NewEvent] = []
+        events.reserveCapacity(items.count)
+        var controls: [Item] = []
+        for item in items {
+            switch item {
+            case let .event(name, properties, time, tracked, type, originalID, endsRun):
+                // Only the placeholder has no pre-rendered base, and it is replaced here.
+                let context = tracked === provisional ? loadedContext : tracked
+                let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
+                                       originalID: originalID, properties: properties)
+                events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
+                                       json: renderer.render(draft, base: context.base!)))
+                if endsRun { endingRun = configuration.runID }
+            case .setLogin, .setSuperProperties:
+                controls.append(item)
+            }
+        }
+        let pending = try store.append(events, endingRun: endingRun, refreshingRun: refresh, addingCounters: counters)
+        for control in controls {
+            switch control {
+            case let .setLogin(id, identity):
+                try store.setLoginID(id)
+                try store.updateRunIdentity(configuration.runID, identity: identity)
+            case let .setSuperProperties(properties):
+                try store.setSuperProperties(properties)
+            case .event:
+                break
+            }
+        }
+        return pending
+    }
+
+    /// Commits what is queued on the calling thread while no writer thread runs (a hosted
+    /// tracker's launch: `$AppStart`; its end: `$AppEnd`). What is tracked meanwhile waits for it
+    /// and then starts the writer. When the store cannot be written, the items go back to the
+    /// front of the queue and the writer is started: it retries them as it retries its own.
+    private func commitInline() {
+        cond.lock()
+        guard !writerStarted, launch.done, !committingInline, !queue.isEmpty else {
+            cond.unlock()
+            return
+        }
+        committingInline = true
+        let items = queue
+        queue.removeAll(keepingCapacity: true)
+        let dropped = droppedQueueFull
+        droppedQueueFull = 0
+        let loadedContext = launch.context ?? provisional
+        cond.unlock()
+        var pending: Int?
+        do {
+            pending = try commit(items, loadedContext: loadedContext, refreshingRun: nil, addingCounters: ["dropped_queue_full": dropped])
+        } catch {
+            pending = nil
+        }
+        cond.lock()
+        committingInline = false
+        if pending != nil {
+            processed += items.count
+        } else {
+            queue.insert(contentsOf: items, at: 0)
+            droppedQueueFull += dropped
+        }
+        let spawn = !queue.isEmpty && !writerStarted
+        if spawn { writerStarted = true }
+        cond.broadcast()
+        cond.unlock()
+        if let pending { uploader?.noteCommitted(pending: pending) }
+        if spawn { spawnWriter() }
+    }
+
+    /// With `cond` held, after queueing: wakes the writer, or says that it must be started (the
+    /// first item a hosted tracker queues after its launch); the caller then calls
+    /// ``spawnWriter()`` once it has unlocked.
+    private func writerWantedLocked() -> Bool {
+        if writerWaiting { cond.signal() }
+        guard !writerStarted, launch.done, !committingInline else { return false }
+        writerStarted = true
+        return true
+    }
+
     private func writerLoop() {
         var carry: [Item] = []
         // A hosted run's clocks are its host's run ledger's: its row here is never refreshed.
@@ -644,7 +764,6 @@ public final class Tracker: @unchecked Sendable {
             // The writer runs only after the launch (it performs it first), so this is set.
             let loadedContext = launch.context ?? provisional
             cond.unlock()
-            let renderer = self.renderer
 
             let items = carry + spare
             let now = Clock.monotonicNanoseconds()
@@ -656,37 +775,8 @@ public final class Tracker: @unchecked Sendable {
                 nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
             }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]
-            var endingRun: String?
-            var events: [NewEvent] = []
-            events.reserveCapacity(items.count)
-            var controls: [Item] = []
-            for item in items {
-                switch item {
-                case let .event(name, properties, time, tracked, type, originalID, endsRun):
-                    // Only the placeholder has no pre-rendered base, and it is replaced here.
-                    let context = tracked === provisional ? loadedContext : tracked
-                    let draft = EventDraft(time: time, type: type, event: name, identity: context.identity,
-                                           originalID: originalID, properties: properties)
-                    events.append(NewEvent(trackID: draft.trackID, event: name, time: time, priority: .ordinary,
-                                           json: renderer.render(draft, base: context.base!)))
-                    if endsRun { endingRun = configuration.runID }
-                case .setLogin, .setSuperProperties:
-                    controls.append(item)
-                }
-            }
             do {
-                let pending = try store.append(events, endingRun: endingRun, refreshingRun: refresh, addingCounters: counters)
-                for control in controls {
-                    switch control {
-                    case let .setLogin(id, identity):
-                        try store.setLoginID(id)
-                        try store.updateRunIdentity(configuration.runID, identity: identity)
-                    case let .setSuperProperties(properties):
-                        try store.setSuperProperties(properties)
-                    case .event:
-                        break
-                    }
-                }
+                let pending = try commit(items, loadedContext: loadedContext, refreshingRun: refresh, addingCounters: counters)
                 carry = []
                 droppedStoreError = 0
                 cond.withLock {

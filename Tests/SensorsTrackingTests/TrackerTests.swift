@@ -202,6 +202,54 @@ final class TrackerTests: XCTestCase {
     }
 }
 
+extension TrackerTests {
+    /// A hosted tracker's launch, on a thread of its own as CrashReporting's launch thread runs it.
+    func runHostedLaunch(_ tracker: Tracker) {
+        let launched = DispatchSemaphore(value: 0)
+        let host = Thread {
+            XCTAssertNotNil(tracker.beginLaunch())
+            tracker.completeLaunch()
+            launched.signal()
+        }
+        host.start()
+        XCTAssertEqual(launched.wait(timeout: .now() + 20), .success)
+    }
+
+    /// A hosted tracker that tracks nothing after its launch starts no writer thread: the launch
+    /// commits `$AppStart` (with what was tracked during it) and `shutdown` commits `$AppEnd` on
+    /// its caller's thread. The first event tracked after the launch starts the writer, and the
+    /// store keeps the order the events were tracked in.
+    func testAHostedTrackerStartsItsWriterOnlyForWhatIsTrackedAfterItsLaunch() throws {
+        let quiet = try Scratch.directory("hosted-quiet") + "/s.sqlite"
+        let tracker = Tracker(hostedLaunch: Tracker.Configuration(storePath: quiet, appName: "quiet", appVersion: "1"),
+                              store: TrackingStore(deferringOpen: quiet))
+        tracker.track("During")
+        runHostedLaunch(tracker)
+        // Committed by the launch itself: no wait.
+        XCTAssertEqual(try storedObjects(quiet).map(\.event), ["$AppStart", "During"])
+        XCTAssertFalse(tracker.writerThreadStarted)
+        XCTAssertEqual(tracker.shutdown(), Tracker.ShutdownResult(stored: true, uploaded: false))
+        XCTAssertFalse(tracker.writerThreadStarted)
+        XCTAssertEqual(try storedObjects(quiet).map(\.event), ["$AppStart", "During", "$AppEnd"])
+        let reopened = try TrackingStore(path: quiet)
+        XCTAssertEqual(try reopened.runMarkers(), [], "the run's row left with its $AppEnd")
+        reopened.close()
+
+        let busy = try Scratch.directory("hosted-busy") + "/s.sqlite"
+        let second = Tracker(hostedLaunch: Tracker.Configuration(storePath: busy, appName: "busy", appVersion: "1"),
+                             store: TrackingStore(deferringOpen: busy))
+        runHostedLaunch(second)
+        XCTAssertFalse(second.writerThreadStarted)
+        for index in 0..<50 { second.track("After", properties: ["i": .int(index)]) }
+        XCTAssertTrue(second.writerThreadStarted)
+        XCTAssertTrue(second.waitUntilStored(timeout: .seconds(20)))
+        second.shutdown()
+        let stored = try storedObjects(busy)
+        XCTAssertEqual(stored.map(\.event), ["$AppStart"] + Array(repeating: "After", count: 50) + ["$AppEnd"])
+        XCTAssertEqual(stored.compactMap { $0.properties["i"] as? Int }, Array(0..<50))
+    }
+}
+
 final class TrackerBox: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Tracker?

@@ -1,11 +1,11 @@
 // analytics: plain + CrashReporter + SensorsAnalytics: CrashReporting.start(directory:appName:appVersion:)
 //   (the events store, no endpoint) + shutdown; what a user of the analytics pays. With
 //   LAUNCH_BENCH_SENTRY_ALONE=1, the Sentry-only start instead (as `reporter` does it), the
-//   analytics still linked (GRDB in the binary, libsqlite3 loaded at exec) and no release health:
+//   analytics still linked (the store in the binary, libsqlite3 loaded at exec) and no release health:
 //   what a Sentry-only user paid while CrashReporter held the analytics.
 //   analytics DIR  the store and records under DIR (or $LAUNCH_BENCH_DIR); prints
-//                  "analytics start_us=T capture=R objects=N", T the wall time of the start
-//                  call, R what starting CrashCapture did
+//                  "analytics start_us=T shutdown_us=S capture=R objects=N", T and S the
+//                  wall times of the start and shutdown calls, R what starting CrashCapture did
 import CrashReporter
 import SensorsAnalytics
 import LaunchSupport
@@ -35,5 +35,7 @@ case .success(.disabledInSecureProcess): "disabledInSecureProcess"
 case .failure: "failed"
 case nil: "off"
 }
+let ending = monotonicNanoseconds()
 reporting.shutdown()
-print("analytics start_us=\(microseconds(from: before, to: after)) capture=\(capture) objects=\(loadedSharedObjects())")
+let ended = monotonicNanoseconds()
+print("analytics start_us=\(microseconds(from: before, to: after)) shutdown_us=\(microseconds(from: ending, to: ended)) capture=\(capture) objects=\(loadedSharedObjects())")
