@@ -39,13 +39,27 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
     private let appName: String
     private let appVersion: String
     private let extraPresets: [String: JSONScalar]
-    /// The markers of earlier runs; a record's crashed run is removed as it is matched.
-    private var markers: [RunMarker]
-    /// The crashed run was the last to set them (the store keeps them across runs); its
-    /// identity too, for a record that carries no `$AppEnd` (capture was not given one yet, or
-    /// ran alone) and matches no run marker.
-    private let superProperties: [String: JSONScalar]
-    private let storedIdentity: EventIdentity
+    /// What the store holds of earlier runs, read at the first record (a launch without records
+    /// reads nothing): the markers, of which a record's crashed run is removed as it is matched;
+    /// the super properties, which the crashed run was the last to set (the store keeps them
+    /// across runs); and the identity, for a record that carries no `$AppEnd` (capture was not
+    /// given one yet, or ran alone) and matches no run marker.
+    private struct Stored {
+        var markers: [RunMarker]
+        var superProperties: [String: JSONScalar]
+        var identity: EventIdentity
+    }
+    private lazy var stored: Stored = {
+        let state = try? store.loadState(claimingFirstStart: false)
+        return Stored(markers: (try? store.runMarkers()) ?? [], superProperties: state?.superProperties ?? [:],
+                      identity: state.map { EventIdentity(anonymousID: $0.anonymousID, loginID: $0.loginID) } ?? EventIdentity())
+    }()
+    private var markers: [RunMarker] {
+        get { stored.markers }
+        set { stored.markers = newValue }
+    }
+    private var superProperties: [String: JSONScalar] { stored.superProperties }
+    private var storedIdentity: EventIdentity { stored.identity }
     private(set) var report = Report()
 
     init(store: TrackingStore, appName: String, appVersion: String, extraPresets: [String: JSONScalar] = [:]) {
@@ -53,10 +67,6 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
         self.appName = appName
         self.appVersion = appVersion
         self.extraPresets = extraPresets
-        markers = (try? store.runMarkers()) ?? []
-        let state = try? store.loadState(claimingFirstStart: false)
-        superProperties = state?.superProperties ?? [:]
-        storedIdentity = state.map { EventIdentity(anonymousID: $0.anonymousID, loginID: $0.loginID) } ?? EventIdentity()
     }
 
     func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {

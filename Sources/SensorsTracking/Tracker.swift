@@ -146,6 +146,8 @@ public final class Tracker: @unchecked Sendable {
     /// (measured: the thread's start and the two hand-offs to it were ≈ 0.4 ms of a short
     /// program's end).
     private var writerStarted = false
+    /// A hosted run's row, stored by the next commit, with its `$AppStart` (guarded by `cond`).
+    private var unregisteredRun: RunMarker?
     /// Whether the writer thread was started (for tests).
     package var writerThreadStarted: Bool { cond.withLock { writerStarted } }
     /// A batch is being committed on a thread other than the writer (guarded by `cond`): what is
@@ -279,10 +281,16 @@ public final class Tracker: @unchecked Sendable {
             preconditionFailure("completeLaunch() before beginLaunch() returned the store")
         }
         let identity = loaded.identity
-        try store.registerRun(RunMarker(
+        let row = RunMarker(
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
-            appVersion: configuration.appVersion, identity: identity))
+            appVersion: configuration.appVersion, identity: identity)
+        if hosted {
+            // Stored with `$AppStart`, in its transaction (a run killed before it has neither).
+            cond.withLock { unregisteredRun = row }
+        } else {
+            try store.registerRun(row)
+        }
         let ended = cond.withLock { endedByHost } + (endingDeadRuns ? Self.reportDeadRuns(
             store: store, excluding: { $0 == configuration.runID }, superProperties: state.superProperties,
             extraPresets: extraPresets) : [])
@@ -651,7 +659,8 @@ public final class Tracker: @unchecked Sendable {
     /// clocks and the counters), then stores the identity and super-property changes among them.
     /// Returns the number of events pending after it. On the writer thread, or on a thread that
     /// commits while no writer runs (``commitInline()``).
-    private func commit(_ items: [Item], loadedContext: Context, refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)?,
+    private func commit(_ items: [Item], loadedContext: Context, registeringRun registered: RunMarker?,
+                        refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)?,
                         addingCounters counters: [String: Int]) throws -> Int {
         let renderer = self.renderer
         var endingRun: String?
@@ -672,7 +681,8 @@ public final class Tracker: @unchecked Sendable {
                 controls.append(item)
             }
         }
-        let pending = try store.append(events, endingRun: endingRun, refreshingRun: refresh, addingCounters: counters)
+        let pending = try store.append(events, registeringRun: registered, endingRun: endingRun, refreshingRun: refresh,
+                                       addingCounters: counters)
         for control in controls {
             switch control {
             case let .setLogin(id, identity):
@@ -693,20 +703,23 @@ public final class Tracker: @unchecked Sendable {
     /// front of the queue and the writer is started: it retries them as it retries its own.
     private func commitInline() {
         cond.lock()
-        guard !writerStarted, launch.done, !committingInline, !queue.isEmpty else {
+        guard !writerStarted, launch.done, !committingInline, !queue.isEmpty || unregisteredRun != nil else {
             cond.unlock()
             return
         }
         committingInline = true
         let items = queue
         queue.removeAll(keepingCapacity: true)
+        let registered = unregisteredRun
+        unregisteredRun = nil
         let dropped = droppedQueueFull
         droppedQueueFull = 0
         let loadedContext = launch.context ?? provisional
         cond.unlock()
         var pending: Int?
         do {
-            pending = try commit(items, loadedContext: loadedContext, refreshingRun: nil, addingCounters: ["dropped_queue_full": dropped])
+            pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, refreshingRun: nil,
+                                 addingCounters: ["dropped_queue_full": dropped])
         } catch {
             pending = nil
         }
@@ -716,9 +729,10 @@ public final class Tracker: @unchecked Sendable {
             processed += items.count
         } else {
             queue.insert(contentsOf: items, at: 0)
+            if unregisteredRun == nil { unregisteredRun = registered }
             droppedQueueFull += dropped
         }
-        let spawn = !queue.isEmpty && !writerStarted
+        let spawn = (!queue.isEmpty || unregisteredRun != nil) && !writerStarted
         if spawn { writerStarted = true }
         cond.broadcast()
         cond.unlock()
@@ -743,7 +757,7 @@ public final class Tracker: @unchecked Sendable {
         var droppedStoreError = 0
         while true {
             cond.lock()
-            while queue.isEmpty && carry.isEmpty && !writerStop && Clock.monotonicNanoseconds() < nextRefresh {
+            while queue.isEmpty && carry.isEmpty && unregisteredRun == nil && !writerStop && Clock.monotonicNanoseconds() < nextRefresh {
                 writerWaiting = true
                 if nextRefresh == .max {
                     cond.wait()   // hosted: nothing to refresh (and NSCondition traps on a date that far)
@@ -752,13 +766,15 @@ public final class Tracker: @unchecked Sendable {
                 }
                 writerWaiting = false
             }
-            if writerStop && queue.isEmpty && carry.isEmpty {
+            if writerStop && queue.isEmpty && carry.isEmpty && unregisteredRun == nil {
                 writerDone = true
                 cond.broadcast()
                 cond.unlock()
                 return
             }
             swap(&queue, &spare)
+            let registered = unregisteredRun
+            unregisteredRun = nil
             let dropped = droppedQueueFull
             droppedQueueFull = 0
             // The writer runs only after the launch (it performs it first), so this is set.
@@ -776,7 +792,8 @@ public final class Tracker: @unchecked Sendable {
             }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]
             do {
-                let pending = try commit(items, loadedContext: loadedContext, refreshingRun: refresh, addingCounters: counters)
+                let pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, refreshingRun: refresh,
+                                         addingCounters: counters)
                 carry = []
                 droppedStoreError = 0
                 cond.withLock {
@@ -791,6 +808,7 @@ public final class Tracker: @unchecked Sendable {
                 cond.withLock {
                     spare.removeAll(keepingCapacity: true)
                     droppedQueueFull += dropped
+                    if unregisteredRun == nil { unregisteredRun = registered }
                 }
                 carry = items
                 if carry.count > configuration.maxQueuedEvents {

@@ -225,8 +225,11 @@ extension TrackerTests {
                               store: TrackingStore(deferringOpen: quiet))
         tracker.track("During")
         runHostedLaunch(tracker)
-        // Committed by the launch itself: no wait.
+        // Committed by the launch itself, with the run's row: no wait.
         XCTAssertEqual(try storedObjects(quiet).map(\.event), ["$AppStart", "During"])
+        let during = try TrackingStore(path: quiet)
+        XCTAssertEqual(try during.runMarkers().map(\.runID), [tracker.runID])
+        during.close()
         XCTAssertFalse(tracker.writerThreadStarted)
         XCTAssertEqual(tracker.shutdown(), Tracker.ShutdownResult(stored: true, uploaded: false))
         XCTAssertFalse(tracker.writerThreadStarted)

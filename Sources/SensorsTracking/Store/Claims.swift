@@ -29,8 +29,13 @@ extension TrackingStore {
     /// Forgets claims older than `age` seconds (default 30 days), except `keeping` (claims whose
     /// subject still exists: forgetting them would let it be appended again).
     package func pruneClaims(olderThan age: Double = 30 * 86400, keeping: Set<String> = []) throws {
+        let cutoff = Clock.wallMilliseconds() - Int64(age * 1000)
+        // A read first: nearly every launch finds nothing to forget, and writes nothing.
+        let candidates = try read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM ingested WHERE ingested_ms < ?", arguments: [cutoff])
+        }
+        guard candidates.contains(where: { !keeping.contains($0) }) else { return }
         try write { db in
-            let cutoff = Clock.wallMilliseconds() - Int64(age * 1000)
             let old = try String.fetchAll(db, sql: "SELECT name FROM ingested WHERE ingested_ms < ?", arguments: [cutoff])
             for name in old where !keeping.contains(name) {
                 try db.execute(sql: "DELETE FROM ingested WHERE name = ?", arguments: [name])

@@ -41,18 +41,21 @@ package struct RunMarker: Sendable, Equatable {
 extension TrackingStore {
     /// Stores the marker of a run that has just started.
     func registerRun(_ marker: RunMarker) throws {
-        try write { db in
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO runs(run_id, pid, boot_id, start_ticks, start_wall_ms, start_mono_ns, refresh_wall_ms,
-                    refresh_mono_ns, app_name, app_version, anonymous_id, login_id, oom_counter_path, oom_counter_inode,
-                    oom_kills) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-                """, arguments: [marker.runID, marker.process.pid, marker.process.bootID, marker.process.startTicks,
-                                 marker.startWallMilliseconds, marker.startMonotonicNanoseconds, marker.refreshWallMilliseconds,
-                                 marker.refreshMonotonicNanoseconds, marker.appName, marker.appVersion,
-                                 marker.identity.anonymousID, marker.identity.loginID, marker.oomKills?.path,
-                                 // SQLite integers are signed 64-bit: the inode's bits, kept as they are.
-                                 marker.oomKills.map { Int64(bitPattern: $0.inode) }, marker.oomKills?.kills])
-        }
+        try write { db in try Self.insertRun(db, marker) }
+    }
+
+    /// Stores (or replaces) a run's marker within the caller's transaction.
+    static func insertRun(_ db: Database, _ marker: RunMarker) throws {
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO runs(run_id, pid, boot_id, start_ticks, start_wall_ms, start_mono_ns, refresh_wall_ms,
+                refresh_mono_ns, app_name, app_version, anonymous_id, login_id, oom_counter_path, oom_counter_inode,
+                oom_kills) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            """, arguments: [marker.runID, marker.process.pid, marker.process.bootID, marker.process.startTicks,
+                             marker.startWallMilliseconds, marker.startMonotonicNanoseconds, marker.refreshWallMilliseconds,
+                             marker.refreshMonotonicNanoseconds, marker.appName, marker.appVersion,
+                             marker.identity.anonymousID, marker.identity.loginID, marker.oomKills?.path,
+                             // SQLite integers are signed 64-bit: the inode's bits, kept as they are.
+                             marker.oomKills.map { Int64(bitPattern: $0.inode) }, marker.oomKills?.kills])
     }
 
     /// Updates the identity a run's synthesized `$AppEnd` would carry.

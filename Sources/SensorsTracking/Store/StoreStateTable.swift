@@ -18,7 +18,17 @@ extension TrackingStore {
     /// Loads the anonymous id (creating it on first use), login id, super properties, and
     /// whether this is the store's very first start (claimed atomically by one process).
     package func loadState(claimingFirstStart: Bool = true) throws -> StoreState {
-        try write { db in
+        // A read first: every launch but a store's first (or the first to claim its first start)
+        // finds everything there, and writes nothing.
+        let found = try read { db -> StoreState? in
+            guard let anonymous = try Self.meta(db, "anonymous_id") else { return nil }
+            if claimingFirstStart, try Self.meta(db, "first_start_ms") == nil { return nil }
+            return StoreState(anonymousID: anonymous, loginID: try Self.meta(db, "login_id"),
+                              superProperties: try Self.meta(db, "super_properties").map(SuperPropertiesCoding.decode) ?? [:],
+                              isFirstStart: false)
+        }
+        if let found { return found }
+        return try write { db in
             var anonymous = try Self.meta(db, "anonymous_id")
             if anonymous == nil {
                 anonymous = EventDraft.newTrackID()
