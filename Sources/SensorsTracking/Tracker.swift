@@ -710,11 +710,7 @@ public final class Tracker: @unchecked Sendable {
         committingInline = true
         let items = queue
         queue.removeAll(keepingCapacity: true)
-        let registered = unregisteredRun
-        unregisteredRun = nil
-        let dropped = droppedQueueFull
-        droppedQueueFull = 0
-        let loadedContext = launch.context ?? provisional
+        let (registered, dropped, loadedContext) = takeCommitStateLocked()
         cond.unlock()
         var pending: Int?
         do {
@@ -729,8 +725,7 @@ public final class Tracker: @unchecked Sendable {
             processed += items.count
         } else {
             queue.insert(contentsOf: items, at: 0)
-            if unregisteredRun == nil { unregisteredRun = registered }
-            droppedQueueFull += dropped
+            giveBackCommitStateLocked(registered: registered, dropped: dropped)
         }
         let spawn = (!queue.isEmpty || unregisteredRun != nil) && !writerStarted
         if spawn { writerStarted = true }
@@ -738,6 +733,23 @@ public final class Tracker: @unchecked Sendable {
         cond.unlock()
         if let pending { uploader?.noteCommitted(pending: pending) }
         if spawn { spawnWriter() }
+    }
+
+    /// With `cond` held: what a commit takes besides the queued items, each handed over once: the
+    /// run's row not stored yet, the drops counted since the last commit, and the context the
+    /// launch loaded (for events queued before it).
+    private func takeCommitStateLocked() -> (registered: RunMarker?, dropped: Int, loadedContext: Context) {
+        defer {
+            unregisteredRun = nil
+            droppedQueueFull = 0
+        }
+        return (unregisteredRun, droppedQueueFull, launch.context ?? provisional)
+    }
+
+    /// With `cond` held: a commit that failed gives back what it took, for the next one.
+    private func giveBackCommitStateLocked(registered: RunMarker?, dropped: Int) {
+        droppedQueueFull += dropped
+        if unregisteredRun == nil { unregisteredRun = registered }
     }
 
     /// With `cond` held, after queueing: wakes the writer, or says that it must be started (the
@@ -773,12 +785,8 @@ public final class Tracker: @unchecked Sendable {
                 return
             }
             swap(&queue, &spare)
-            let registered = unregisteredRun
-            unregisteredRun = nil
-            let dropped = droppedQueueFull
-            droppedQueueFull = 0
-            // The writer runs only after the launch (it performs it first), so this is set.
-            let loadedContext = launch.context ?? provisional
+            // The writer runs only after the launch, so its context is set.
+            let (registered, dropped, loadedContext) = takeCommitStateLocked()
             cond.unlock()
 
             let items = carry + spare
@@ -807,8 +815,7 @@ public final class Tracker: @unchecked Sendable {
                 // items (bounded) and retry in a second; they count as processed only once committed.
                 cond.withLock {
                     spare.removeAll(keepingCapacity: true)
-                    droppedQueueFull += dropped
-                    if unregisteredRun == nil { unregisteredRun = registered }
+                    giveBackCommitStateLocked(registered: registered, dropped: dropped)
                 }
                 carry = items
                 if carry.count > configuration.maxQueuedEvents {
