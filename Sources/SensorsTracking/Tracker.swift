@@ -206,8 +206,7 @@ public final class Tracker: @unchecked Sendable {
     /// the dead rows are an older version's that no host will tell.
     package func completeLaunch() {
         do {
-            let c = try store.claimRunsToldByHost()
-            try completeLaunchSteps(endingDeadRuns: c)
+            try completeLaunchSteps(endingDeadRuns: try store.claimRunsToldByHost())
             // `$AppStart` and what was tracked during the launch, committed here.
             commitInline()
         } catch {
