@@ -232,6 +232,9 @@ package final class Database {
                 try run(statement, sql: sql, arguments: taken) { _ in true }
             }
         }
+        guard remaining.isEmpty else {
+            throw DatabaseError(message: "\(remaining.count) arguments more than the statements' parameters", sql: sql)
+        }
     }
 
     /// A statement prepared once and kept while the connection lives.
