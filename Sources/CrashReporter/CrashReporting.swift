@@ -368,7 +368,6 @@ public final class CrashReporting: Sendable {
         let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
         markerFacts = MarkerFacts(release: release, environment: environment, dist: dist)
         let endFollowsLaunch = !configuration.sinks.isEmpty
-        RunEndHook.register(self)
         // A hang or snapshot record goes to the sinks while the process lives, from a thread of
         // its own (the Swift pool may be the thing that is stuck), once the launch has offered
         // the earlier records; the inbox's acknowledgments keep it from being sent twice. A
@@ -384,21 +383,27 @@ public final class CrashReporting: Sendable {
                 }
             }
         }
-        OSThread.start(name: "CrashReporter.launch") {
+        // The launch's phases, run once by whichever thread claims them first: the launch
+        // thread, or the end of the run (shutdown, the exit hook) when it comes before that
+        // thread has begun, as in a short program; `byTheEnd` then says the run is ending.
+        let phases: @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)? = { byTheEnd in
             // The records' directory (capture made it, unless capture is off).
             let directoryError = (try? Directory.create(run.recordDirectory)) == nil
-            // This run's marker: with the app's sinks, before their launch, since one may keep a
-            // run of its own from its launch on (the analytics' row, which its `$AppEnd` comes
-            // from) and is told only the runs the ledger knows; a run killed between the two would
-            // leave that row for good. Without them (Sentry alone), after the launch, which the
-            // end of the run then does not wait for: the file work is not in a short program's
-            // way (measured: ≈ 0.9 ms when it was), a run that ends first writes the marker
-            // itself, and one killed before it is written is not told.
-            // With the app's sinks the marker is written first without the memory cgroup's
-            // OOM-kill counter: finding it (/proc/self/cgroup, /proc/self/mountinfo, parsed) costs
-            // ≈ 0.3 ms that the end of a short program would wait for. It is found and read after
-            // the launch, and the marker rewritten with it unless the run has ended by then (a run
-            // killed in between has no reading and is told `killed`, not `oom`).
+            // This run's marker: with the app's sinks, once they have taken the records and the
+            // runs that ended and before they finish their launch, since one may then keep a run
+            // of its own (the analytics' row, stored with its `$AppStart`, which its `$AppEnd`
+            // comes from) and is told only the runs the ledger knows; a run killed before its
+            // marker would leave that row for good. Written after the runs were handed out, it
+            // is written into the file of a finished claim (RunLedger.finish), not a new one.
+            // Without them (Sentry alone), after the launch, which the end of the run then does
+            // not wait for: the file work is not in a short program's way (measured: ≈ 0.9 ms
+            // when it was), a run that ends first writes the marker itself, and one killed before
+            // it is written is not told.
+            // With the app's sinks the marker is written without the memory cgroup's OOM-kill
+            // counter: finding it (/proc/self/cgroup, /proc/self/mountinfo, parsed) costs ≈ 0.3 ms
+            // that the end of a short program would wait for. It is found and read after the
+            // launch, and appended to the marker unless the run has ended by then (a run killed
+            // in between has no reading and is told `killed`, not `oom`).
             var markerError: String?
             var watched: (start: RunStart, counter: String?)?
             func beginMarker(locatingCounter: Bool) {
@@ -429,43 +434,78 @@ public final class CrashReporting: Sendable {
                 guard let counter = OOMKillCounter.locate(), let reading = OOMKillCounter.read(counter) else { return begun }
                 return marker.state.withLock { state in
                     guard case .begun(var start) = state else { return begun }
+                    guard (try? ledger.appendCounter(start, reading)) != nil else { return begun }
                     start.oomKills = reading
-                    guard (try? ledger.refresh(runID: start.runID, oomKills: reading)) != nil else { return begun }
                     state = .begun(start)
                     return (start, counter)
                 }
             }
-            if endFollowsLaunch { beginMarker(locatingCounter: false) }
-            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits)
+            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits,
+                                     beforeFinishing: endFollowsLaunch ? { beginMarker(locatingCounter: false) } : nil)
             if !endFollowsLaunch {
                 handedOver.open(true)
-                beginMarker(locatingCounter: true)
+                // A run that is ending writes its marker with its end (endRun).
+                if !byTheEnd { beginMarker(locatingCounter: true) }
             }
             if let markerError { report.errors.append(markerError) }
             if let uploaderNote { report.errors.append(uploaderNote) }
             launched.open(report)
             handedOver.open(true)
+            // An exited run's OOM-kill counter is never read: a run that is ending needs none.
+            if byTheEnd { return nil }
+            if endFollowsLaunch, let begun = watched { watched = addCounter(to: begun) }
+            return watched
+        }
+        let launchOnce = LaunchOnce(phases, endMayRun: sinks.allSatisfy { $0 is any BoundedLaunchSink })
+        self.launchOnce = launchOnce
+        RunEndHook.register(self)
+        OSThread.start(name: "CrashReporter.launch") {
+            guard launchOnce.claim(), let watched = phases(false) else { return }
             // Then, on this thread, the marker kept current while the run lives.
             // (Sessions that came due since are sent from here: no thread waits for them.)
-            if endFollowsLaunch, let begun = watched { watched = addCounter(to: begun) }
-            if let watched {
-                // Each rewrite under the marker's lock, and only while the run has not ended:
-                // an end written meanwhile (endRun) is never overwritten by a refresh.
-                let refresh = { (reading: OOMKillReading?, seen: RunLastSeen) -> Bool in
-                    marker.state.withLock { state in
-                        guard case .begun = state else { return false }
-                        return (try? ledger.refresh(runID: run.runID, oomKills: reading, seen: seen)) != nil
-                    }
+            // Each rewrite under the marker's lock, and only while the run has not ended:
+            // an end written meanwhile (endRun) is never overwritten by a refresh.
+            let refresh = { (reading: OOMKillReading?, seen: RunLastSeen) -> Bool in
+                marker.state.withLock { state in
+                    guard case .begun = state else { return false }
+                    return (try? ledger.refresh(runID: run.runID, oomKills: reading, seen: seen)) != nil
                 }
-                runWatch.watch(watched.start, counter: watched.counter, refresh: refresh) { sentrySink?.sendSessionsIfDue() }
             }
+            runWatch.watch(watched.start, counter: watched.counter, refresh: refresh) { sentrySink?.sendSessionsIfDue() }
+        }
+    }
+
+    /// The launch, once (see ``LaunchOnce``).
+    private let launchOnce: LaunchOnce
+    /// The launch's phases and who runs them: the launch thread, started by ``start(_:)``, or,
+    /// when the run ends before that thread has begun (a short program calls `shutdown` right
+    /// after `start`), the thread that ends it, which then runs them itself instead of waiting
+    /// for a thread to start and to wake it (measured: ≈ 0.1 ms for the thread to begin and
+    /// 0.25–0.5 ms for the waiting thread to be woken on this project's virtual machines). Only
+    /// when every sink's launch is bounded (``BoundedLaunchSink``): an app's own sink may block in
+    /// it, and the end of the run then waits for the launch thread no longer than its deadline.
+    private final class LaunchOnce: Sendable {
+        private let claimed = Atomic(false)
+        private let endMayRun: Bool
+        /// The phases; `byTheEnd` when the end of the run runs them. Returns this run's marker
+        /// to keep current (the launch thread's).
+        let phases: @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)?
+        init(_ phases: @escaping @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)?, endMayRun: Bool) {
+            self.phases = phases
+            self.endMayRun = endMayRun
+        }
+        /// `true` for the first caller only: it runs the phases.
+        func claim() -> Bool { claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
+        /// The end of the run runs the phases when they have not begun and it may (see above).
+        func runByTheEnd() {
+            if endMayRun, claim() { _ = phases(true) }
         }
     }
 
     /// The launch's phases over `sinks` (LaunchPhases.swift), on the caller's thread: with a
     /// ledger, the runs that ended (but `excluding`) are classified and handed out after the records.
     package static func launch(in directory: String, sinks: [any CrashRecordSink], ledger: RunLedger? = nil, excluding runID: String = "",
-                               limits: RecordDirectoryLimits = .standard) -> LaunchReport {
+                               limits: RecordDirectoryLimits = .standard, beforeFinishing: (() -> Void)? = nil) -> LaunchReport {
         var unavailable: [RecordSinkID: String] = [:]
         for sink in sinks {
             if let reason = sink.prepareLaunch() { unavailable[sink.id] = reason }
@@ -490,6 +530,7 @@ public final class CrashReporting: Sendable {
                 if taken { ledger.finish(runs.outcomes) }
             }
         }
+        beforeFinishing?()
         for sink in sinks { sink.finishLaunch() }
         return report
     }
@@ -505,7 +546,7 @@ public final class CrashReporting: Sendable {
         marker.state.withLock { state in
             switch state {
             case .begun(let start):
-                try? ledger.end(start, end)
+                try? ledger.appendEnd(start, end)
             case .none:
                 // An exited run's OOM-kill counter is never read: the marker needs none.
                 let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
@@ -529,6 +570,8 @@ public final class CrashReporting: Sendable {
     /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
     func endSinks(deadline: SuspendingClock.Instant) -> [(id: RecordSinkID, finished: Bool)] {
         guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [] }
+        // A launch that has not begun is run here (see ``LaunchOnce``); one under way is waited for.
+        launchOnce.runByTheEnd()
         _ = handedOver.wait(until: deadline)
         let sinks = self.sinks
         var finished: [Bool]

@@ -139,3 +139,11 @@ extension CrashRecordSink {
     public func finishLaunch() {}
     public func shutdown(deadline: SuspendingClock.Instant) -> Bool { true }
 }
+
+/// A sink of this package whose launch hooks (`prepareLaunch`, `take`, `takeRuns`,
+/// `finishLaunch`) only queue work for threads of its own or use local files, each wait bounded
+/// by the sink (the events store's busy timeout): the end of a run that comes before the
+/// reporter's launch thread has begun (a short program) runs the launch itself instead of waiting
+/// for that thread, when every sink is one of these. An app's own sink may do anything in them,
+/// so with one the end of the run waits for the launch thread, within its deadline.
+package protocol BoundedLaunchSink: CrashRecordSink {}

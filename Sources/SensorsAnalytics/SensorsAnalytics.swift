@@ -193,3 +193,6 @@ extension CrashReporting.Configuration {
         sinks.append(SensorsAnalytics(storePath: "\(directory)/events.sqlite", endpoint: endpoint, tracker: tracker))
     }
 }
+
+/// Its launch uses the events store only, each wait bounded by the store's busy timeout.
+extension SensorsAnalytics: BoundedLaunchSink {}

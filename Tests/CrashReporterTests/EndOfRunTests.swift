@@ -101,4 +101,58 @@ final class EndOfRunTests: XCTestCase {
             XCTAssertEqual(marker.start.process, .current)
         }
     }
+
+    /// A sink whose launch notes which thread ran it, and how often; `pause` holds its first phase.
+    class LaunchNoting: CrashRecordSink, @unchecked Sendable {
+        let id = RecordSinkID("noting")!
+        let pause: Duration
+        private let lock = NSLock()
+        private var threads: [String] = []
+        init(pause: Duration = .zero) { self.pause = pause }
+        var launchedOn: [String] { lock.withLock { threads } }
+        func prepareLaunch() -> String? {
+            let thread = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
+                .trimmingCharacters(in: .newlines)
+            lock.withLock { threads.append(thread) }
+            if pause > .zero { Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18) }
+            return nil
+        }
+        func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .delivered }
+    }
+    /// The same, as a sink of this package's, whose launch is bounded.
+    final class BoundedNoting: LaunchNoting, BoundedLaunchSink, @unchecked Sendable {}
+
+    /// A short program's end, when it comes before the launch thread has begun, runs the launch
+    /// itself: once, whichever thread runs it, with the same outcome (the marker `exited`, the
+    /// report complete).
+    func testAShortProgramsLaunchRunsOnceOnWhicheverThreadComesFirst() throws {
+        let directory = try Scratch.directory("end-runs-launch")
+        var threads: [String] = []
+        for _ in 0..<20 {
+            let sink = BoundedNoting()
+            let reporting = reporting(directory, sinks: [sink])
+            reporting.shutdown(timeout: .seconds(3))
+            XCTAssertEqual(reporting.launchReport.errors, [])
+            Thread.sleep(forTimeInterval: 0.02)   // a launch thread that lost has returned by now
+            XCTAssertEqual(sink.launchedOn.count, 1, "the launch ran once: \(sink.launchedOn)")
+            threads += sink.launchedOn
+            let path = "\(directory)/runs/\(reporting.run.runID).run"
+            guard case .success(let marker) = RunLedger.readMarker(path, runID: reporting.run.runID),
+                  case .exited = marker.end else { return XCTFail("no exited marker at \(path)") }
+        }
+        print("launches run by the end of the run: \(threads.filter { $0 != "CrashReporter.l" }.count) of \(threads.count)")
+    }
+
+    /// An app's own sink may block in its launch: the end of the run then never runs the launch
+    /// itself, and waits for the launch thread no longer than its deadline.
+    func testAnAppSinksSlowLaunchHoldsShutdownNoLongerThanItsDeadline() throws {
+        let directory = try Scratch.directory("end-slow-launch")
+        let sink = LaunchNoting(pause: .seconds(2))
+        let reporting = reporting(directory, sinks: [sink])
+        let started = ContinuousClock.now
+        reporting.shutdown(timeout: .milliseconds(300))
+        XCTAssertLessThan(started.duration(to: .now), .milliseconds(1500), "shutdown ran or waited for the app sink's launch")
+        _ = reporting.launchReport
+        XCTAssertEqual(sink.launchedOn, ["CrashReporter.l"], "on the launch thread only")
+    }
 }

@@ -81,8 +81,13 @@ final class RunLedgerTests: XCTestCase {
         XCTAssertEqual(classification.outcomes.first?.start.process, ended.process, "the start as written")
         XCTAssertEqual(launch.classify(recordRuns: [:], excluding: "next-run").outcomes, [], "claimed: not handed out again")
         launch.finish(classification.outcomes)
-        XCTAssertEqual(runFiles(directory), [])
+        // The claim is gone; its file is kept, under a temporary name of this process's, for the
+        // next marker this ledger writes, and the next launch leaves it alone while it lives.
+        let kept = runFiles(directory)
+        XCTAssertEqual(kept.count, 1, "\(kept)")
+        XCTAssertTrue(kept.first?.hasPrefix("exited-1.tmp.\(RunLedger.ownerName(.current)).") ?? false, "\(kept)")
         XCTAssertEqual(RunLedger(recordDirectory: directory).classify(recordRuns: [:], excluding: "next-run"), RunLedger.Classification())
+        XCTAssertEqual(runFiles(directory), kept)
     }
 
     func testTheCurrentRunIsNeverTouched() throws {
@@ -227,7 +232,97 @@ final class RunLedgerTests: XCTestCase {
         let me = ProcessIdentity.current
         XCTAssertEqual(runFiles(directory), ["orphan.claim.\(me.bootID).\(me.pid).\(me.startTicks)"])
         next.finish(taken.outcomes)
+        XCTAssertEqual(runFiles(directory).filter { !$0.hasPrefix("orphan.tmp.\(RunLedger.ownerName(me)).") }, [], "only the kept file")
+    }
+
+    // MARK: - Files made and freed
+
+    /// A finished claim's file becomes the next marker (renamed, rewritten, renamed), whether the
+    /// new text is shorter or longer than the old; a file kept by a process that died is deleted
+    /// by the next launch, as a marker being written by one is.
+    func testTheNextMarkerIsWrittenIntoAFinishedClaimsFile() throws {
+        let directory = try Scratch.directory("runs-spare")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dead = try deadProcess()
+        for (old, new) in [(start("long-old", dead, oom: OOMKillReading(path: "/sys/fs/cgroup/memory.events", inode: 7, kills: 1)),
+                            start("short", .current)),
+                           (start("old", dead), RunStart(runID: "longer-new", process: .current, startWallMilliseconds: 9,
+                                                         startMonotonicNanoseconds: 1, appName: String(repeating: "a", count: 900),
+                                                         appVersion: "3", oomKills: nil, release: "r", environment: "e", dist: "d"))] {
+            try RunLedger(recordDirectory: directory, claimer: dead).end(old, .killed(oom: true))
+            let ledger = RunLedger(recordDirectory: directory)
+            let classification = ledger.classify(recordRuns: [:], excluding: new.runID)
+            XCTAssertEqual(classification.outcomes.map(\.start.runID), [old.runID])
+            let claim = "\(directory)/runs/\(old.runID).claim.\(RunLedger.ownerName(.current))"
+            var info = stat()
+            XCTAssertEqual(lstat(claim, &info), 0)
+            let inode = info.st_ino
+            ledger.finish(classification.outcomes)
+            try ledger.begin(new)
+            XCTAssertEqual(runFiles(directory), ["\(new.runID).run"], "no claim, no temporary, no other file")
+            XCTAssertEqual(lstat("\(directory)/runs/\(new.runID).run", &info), 0)
+            XCTAssertEqual(info.st_ino, inode, "the claim's file, not a new one")
+            XCTAssertEqual(info.st_mode & 0o777, 0o600)
+            XCTAssertEqual(try RunLedger.readMarker("\(directory)/runs/\(new.runID).run", runID: new.runID).get(),
+                           RunLedger.Marker(start: new, end: nil), "exactly the new text: \(old.runID) → \(new.runID)")
+            unlink("\(directory)/runs/\(new.runID).run")
+        }
+        // A kept file whose process died: deleted by the next launch, without an error.
+        let claimer = try deadProcess()
+        try RunLedger(recordDirectory: directory, claimer: dead).end(start("gone", dead), .exited(wallMilliseconds: 5, durationNanoseconds: 1))
+        let ledger = RunLedger(recordDirectory: directory, claimer: claimer)
+        ledger.finish(ledger.classify(recordRuns: [:], excluding: "me").outcomes)
+        XCTAssertEqual(runFiles(directory).count, 1)
+        XCTAssertTrue(runFiles(directory).first?.hasPrefix("gone.tmp.") ?? false, "\(runFiles(directory))")
+        XCTAssertEqual(RunLedger(recordDirectory: directory).classify(recordRuns: [:], excluding: "me"), RunLedger.Classification())
         XCTAssertEqual(runFiles(directory), [])
+    }
+
+    /// The run's own end and its OOM-kill reading are appended to its marker (no file made, none
+    /// freed), and read back as if the marker had been written whole; with no marker to append
+    /// to, or a link in its place, the marker is written whole.
+    func testTheEndAndTheCounterAreAppendedToTheRunsOwnMarker() throws {
+        let directory = try Scratch.directory("runs-append")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let ledger = RunLedger(recordDirectory: directory)
+        let run = RunStart(runID: "appended", process: .current, startWallMilliseconds: 1_000, startMonotonicNanoseconds: 5,
+                           appName: "a%b\u{1}", appVersion: "1", oomKills: nil, release: "a@1", environment: "production", dist: nil)
+        let path = "\(directory)/runs/appended.run"
+        try ledger.begin(run)
+        try ledger.refresh(runID: "appended", seen: RunLastSeen(wallMilliseconds: 1_500, durationNanoseconds: 500))
+        var info = stat()
+        XCTAssertEqual(lstat(path, &info), 0)
+        let inode = info.st_ino
+        let reading = OOMKillReading(path: "/sys/fs/cgroup/a b/memory.events", inode: 42, kills: 3)
+        try ledger.appendCounter(run, reading)
+        var counted = run
+        counted.oomKills = reading
+        XCTAssertEqual(try RunLedger.readMarker(path, runID: "appended").get(),
+                       RunLedger.Marker(start: counted, end: nil, seen: RunLastSeen(wallMilliseconds: 1_500, durationNanoseconds: 500)))
+        let end = RunEnd.exited(wallMilliseconds: 2_000, durationNanoseconds: 1_000_000)
+        try ledger.appendEnd(counted, end)
+        XCTAssertEqual(try RunLedger.readMarker(path, runID: "appended").get(),
+                       RunLedger.Marker(start: counted, end: end, seen: RunLastSeen(wallMilliseconds: 1_500, durationNanoseconds: 500)))
+        XCTAssertEqual(lstat(path, &info), 0)
+        XCTAssertEqual(info.st_ino, inode, "appended, not replaced")
+        XCTAssertEqual(runFiles(directory), ["appended.run"])
+        // The next launch tells it as any exited run.
+        XCTAssertEqual(RunLedger(recordDirectory: directory).classify(recordRuns: [:], excluding: "me").running, 1, "its process lives")
+
+        // No marker to append to: written whole.
+        unlink(path)
+        try ledger.appendEnd(run, end)
+        XCTAssertEqual(try RunLedger.readMarker(path, runID: "appended").get(), RunLedger.Marker(start: run, end: end))
+        // A link in its place: not followed (its target untouched), the marker written whole.
+        unlink(path)
+        let target = "\(directory)/target"
+        try write("not a marker\n", to: target)
+        XCTAssertEqual(symlink(target, path), 0)
+        try ledger.appendEnd(run, end)
+        XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "not a marker\n")
+        XCTAssertEqual(lstat(path, &info), 0)
+        XCTAssertEqual(info.st_mode & S_IFMT, S_IFREG)
+        XCTAssertEqual(try RunLedger.readMarker(path, runID: "appended").get(), RunLedger.Marker(start: run, end: end))
     }
 
     // MARK: - Hostile files
