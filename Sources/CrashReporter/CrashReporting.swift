@@ -456,7 +456,11 @@ public final class CrashReporting: Sendable {
             if endFollowsLaunch, let begun = watched { watched = addCounter(to: begun) }
             return watched
         }
-        let launchOnce = LaunchOnce(phases, endMayRun: sinks.allSatisfy { $0 is any BoundedLaunchSink })
+        // This package's own sinks are known by type; the analytics registers its own.
+        let bounded = [ObjectIdentifier(SentrySink.self), ObjectIdentifier(OTLPSink.self), ObjectIdentifier(MisconfiguredSink.self)]
+        let launchOnce = LaunchOnce(phases, endMayRun: sinks.allSatisfy {
+            bounded.contains(ObjectIdentifier(type(of: $0))) || BoundedLaunchSinks.contains($0)
+        })
         self.launchOnce = launchOnce
         RunEndHook.register(self)
         OSThread.start(name: "CrashReporter.launch") {
@@ -482,7 +486,7 @@ public final class CrashReporting: Sendable {
     /// after `start`), the thread that ends it, which then runs them itself instead of waiting
     /// for a thread to start and to wake it (measured: ≈ 0.1 ms for the thread to begin and
     /// 0.25–0.5 ms for the waiting thread to be woken on this project's virtual machines). Only
-    /// when every sink's launch is bounded (``BoundedLaunchSink``): an app's own sink may block in
+    /// when every sink's launch is bounded (`BoundedLaunchSinks`): an app's own sink may block in
     /// it, and the end of the run then waits for the launch thread no longer than its deadline.
     private final class LaunchOnce: Sendable {
         private let claimed = Atomic(false)

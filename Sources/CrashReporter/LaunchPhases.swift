@@ -27,7 +27,7 @@ struct UnavailableSink: CrashRecordSink {
 /// (DeliveryRule: a configuration mistake never deletes crashes), bounded by the record
 /// directory's bound; every launch says so once, on stderr (swift-log's default handler) or
 /// through the app's logging.
-struct MisconfiguredSink: BoundedLaunchSink {
+struct MisconfiguredSink: CrashRecordSink {
     let id: RecordSinkID
     let reason: String
     func prepareLaunch() -> String? {

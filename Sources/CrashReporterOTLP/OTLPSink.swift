@@ -26,7 +26,7 @@ package import RecordDelivery
 
 /// The OTLP sink (see the file comment).
 // @unchecked: `origin` is the worker thread's.
-package final class OTLPSink: BoundedLaunchSink, @unchecked Sendable {
+package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     package static let sinkID = RecordSinkID("otlp")!
     package let id = OTLPSink.sinkID
 

@@ -157,7 +157,7 @@ package struct SessionBatching: Sendable, Equatable {
 
 /// The Sentry sink (see the file comment).
 // @unchecked: `sessionFiles` is guarded by `lock`; `limits`, `discards` and `persistedLoaded` are the worker thread's.
-package final class SentrySink: BoundedLaunchSink, @unchecked Sendable {
+package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     package let id = RecordSinkID.sentry
 
     /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id

@@ -70,6 +70,8 @@ public final class SensorsAnalytics: CrashRecordSink {
     ///   - endpoint: the Sensors `/sa` URL; `nil` keeps the events in the store.
     ///   - tracker: adjusts the tracker's configuration (limits, upload policy, exit hook) before it starts.
     public init(storePath: String, endpoint: URL? = nil, tracker: (@Sendable (inout Tracker.Configuration) -> Void)? = nil) {
+        // Its launch uses the events store only, each wait bounded by the store's busy timeout.
+        BoundedLaunchSinks.register(SensorsAnalytics.self)
         self.storePath = storePath
         self.endpoint = endpoint
         configure = tracker
@@ -193,6 +195,3 @@ extension CrashReporting.Configuration {
         sinks.append(SensorsAnalytics(storePath: "\(directory)/events.sqlite", endpoint: endpoint, tracker: tracker))
     }
 }
-
-/// Its launch uses the events store only, each wait bounded by the store's busy timeout.
-extension SensorsAnalytics: BoundedLaunchSink {}

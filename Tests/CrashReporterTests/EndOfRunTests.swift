@@ -120,7 +120,12 @@ final class EndOfRunTests: XCTestCase {
         func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .delivered }
     }
     /// The same, as a sink of this package's, whose launch is bounded.
-    final class BoundedNoting: LaunchNoting, BoundedLaunchSink, @unchecked Sendable {}
+    final class BoundedNoting: LaunchNoting, @unchecked Sendable {
+        override init(pause: Duration = .zero) {
+            BoundedLaunchSinks.register(BoundedNoting.self)
+            super.init(pause: pause)
+        }
+    }
 
     /// A short program's end, when it comes before the launch thread has begun, runs the launch
     /// itself: once, whichever thread runs it, with the same outcome (the marker `exited`, the
