@@ -2,9 +2,9 @@
 // a later launch from one small file per run, with no database: what every sink learns runs from.
 //
 // A run writes `<record directory>/runs/<run id>.run` as its launch ends (``RunLedger/begin(_:)``)
-// and rewrites it with its end when it exits (``RunLedger/end(_:_:)``; one that exits first
-// writes it once, with its end; ``RunLedger/end(runID:_:)`` is the crash-time uploader's, for a
-// crash it sent). A later launch (``RunLedger/classify(recordRuns:excluding:)``)
+// and appends its end when it exits (``RunLedger/appendEnd(_:_:)``; one that exits first
+// writes it once, with its end, ``RunLedger/end(_:_:)``; ``RunLedger/end(runID:_:)`` is the
+// crash-time uploader's, for a crash it sent). A later launch (``RunLedger/classify(recordRuns:excluding:)``)
 // reads every marker: one with an end is that outcome; one without, whose process is gone, crashed
 // when a crash record names its run, else was killed (by the OOM killer when its memory cgroup's
 // counter grew since the start, OOMKills.swift). The record directory's other owners (the inbox,
