@@ -67,13 +67,12 @@ package struct OSRelease: Sendable, Equatable {
         if value.count >= 2, let quote = value.first, quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'"), value.last == quote {
             value = value.dropFirst().dropLast()
         }
-        let escaped: Set<UInt8> = [UInt8(ascii: "\\"), UInt8(ascii: "$"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "`")]
         var out: [UInt8] = []
         out.reserveCapacity(value.count)
         var index = value.startIndex
         while index < value.endIndex {
             let next = value.index(after: index)
-            if value[index] == UInt8(ascii: "\\"), next < value.endIndex, escaped.contains(value[next]) {
+            if value[index] == UInt8(ascii: "\\"), next < value.endIndex, Self.isEscapable(value[next]) {
                 out.append(value[next])
                 index = value.index(after: next)
             } else {
@@ -82,6 +81,15 @@ package struct OSRelease: Sendable, Equatable {
             }
         }
         return (String(decoding: line[..<equals], as: UTF8.self), String(decoding: out, as: UTF8.self))
+    }
+
+    /// `\`, `$`, `"`, `'`, `` ` ``: what a backslash escapes. A switch, not a Set: the first
+    /// hashed collection of a process costs ≈ 0.1 ms (measured on the analytics' launch path).
+    static func isEscapable(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "\\"), UInt8(ascii: "$"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "`"): return true
+        default: return false
+        }
     }
 
     static func isKeyByte(_ byte: UInt8) -> Bool {
