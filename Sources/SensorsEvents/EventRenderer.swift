@@ -93,7 +93,7 @@ package struct EventRenderer: Sendable {
     package func base(superProperties: [String: JSONScalar]) -> RenderedBase {
         var merged = presets
         for (key, value) in superProperties { merged[key] = value }
-        let text = Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) + "," }.joined()
+        let text = Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) }.joinedOnTheLaunchPath(separator: ",", terminator: ",")
         return RenderedBase(text: text, keys: Set(merged.keys), merged: merged)
     }
 
@@ -110,7 +110,7 @@ package struct EventRenderer: Sendable {
         if draft.properties.keys.contains(where: { base.keys.contains($0) }) {
             var merged = base.merged
             for (key, value) in draft.properties { merged[key] = value }
-            out += Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) }.joined(separator: ",")
+            out += Self.sortedKeys(merged.keys).map { Self.member($0, Self.clip(merged[$0]!).json) }.joinedOnTheLaunchPath(separator: ",")
         } else {
             out += base.text
             for (key, value) in draft.properties { out += Self.member(key, Self.clip(value).json) + "," }
@@ -142,7 +142,7 @@ package struct EventRenderer: Sendable {
         }
         members.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
         var out = head(draft, trackID: rawTrackID, time: rawTime)
-        out += members.map { Self.member($0.0, $0.1) }.joined(separator: ",")
+        out += members.map { Self.member($0.0, $0.1) }.joinedOnTheLaunchPath(separator: ",")
         return out + "}}"
     }
 
