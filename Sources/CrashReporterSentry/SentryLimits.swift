@@ -82,6 +82,46 @@ package struct SentryRateLimits: Sendable, Equatable {
     }
 }
 
+/// How long the waiting sessions are held back after a send of them failed (the network, a 5xx,
+/// a DSN Sentry does not know): kept beside the records, so that the launches in between (a
+/// command-line tool's, each short) neither list the waiting files nor make a request that will
+/// fail too. Without it, every launch once the sessions were due paid a request (≈ 15 ms with
+/// libcurl loaded, and an error on stderr) for as long as Sentry could not be reached. Only the
+/// batch of waiting sessions is held: a crash and its own session go as ever. A send that
+/// succeeds (the batch, or sessions riding with a crash) lifts it.
+package enum SentrySessionsHold {
+    /// Held this long after a failed send, or as long as the answer asked (up to a day).
+    package static let minimum: Int64 = 15 * 60 * 1000
+
+    /// `<records>/sentry-sessions-held`: the time, ms since the epoch, until which they wait.
+    package static func path(_ recordDirectory: String) -> String { recordDirectory + "/sentry-sessions-held" }
+
+    /// Until when the sessions are held, when that is later than `now` (a file that does not
+    /// parse, or a time more than a day away, holds nothing).
+    package static func until(_ recordDirectory: String, now: Int64) -> Int64? {
+        guard let (bytes, _) = SmallFile.read(path(recordDirectory), limit: 32, followLinks: false),
+              !bytes.isEmpty, bytes.count <= 21 else { return nil }
+        var until: Int64 = 0
+        for byte in bytes where byte != 0x0A {
+            guard (0x30...0x39).contains(byte), until < Int64.max / 10 - 9 else { return nil }
+            until = until * 10 + Int64(byte - 0x30)
+        }
+        return until > now && until <= now + 86_400_000 ? until : nil
+    }
+
+    /// Holds them from `now` for ``minimum``, or `retryAfter` when longer (at most a day).
+    package static func hold(_ recordDirectory: String, now: Int64, retryAfter: Duration?) {
+        let asked = retryAfter.map { Int64($0.components.seconds) * 1000 } ?? 0
+        let until = now + min(max(minimum, asked), 86_400_000)
+        _ = SmallFile.replace(path(recordDirectory), with: Array("\(until)\n".utf8))
+    }
+
+    /// Lifts the hold (a send went through).
+    package static func lift(_ recordDirectory: String) {
+        unlink(path(recordDirectory))
+    }
+}
+
 /// Events this reporter did not send, by reason and category: Sentry's client report, sent with
 /// the next envelope that goes out, and kept beside the records until then.
 package struct SentryDiscards: Sendable, Equatable {

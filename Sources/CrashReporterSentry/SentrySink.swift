@@ -333,6 +333,8 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// Sessions left by an earlier launch (not sent before it ended) are queued again.
     package func prepareLaunch() -> String? {
+        // Held back after a failed send (SentrySessionsHold): they wait in their files, unlisted.
+        if let recordDirectory, SentrySessionsHold.until(recordDirectory, now: Self.nowMilliseconds()) != nil { return nil }
         guard let directory = sessionsDirectory, let names = try? RecordFileName.names(in: directory, including: { $0.hasSuffix(".envelope") })
         else { return nil }
         // Woken at the end of the launch, with this launch's ended runs queued too: one envelope.
@@ -556,6 +558,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         case .accepted:
             let rode = riding.batch.map(\.path)
             rode.forEach { unlink($0) }
+            if !rode.isEmpty, let recordDirectory { SentrySessionsHold.lift(recordDirectory) }
             dequeueSessions(rode) { $0.sessionsSent += rode.map(Self.runOf) }
             settle(head) { report in
                 report.sent.append(head.record.name)
@@ -694,8 +697,10 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             dequeue(paths) { report in for path in paths { report.kept["sessions/" + runOf(path)] = refused } }
             return .sent
         }
-        // Held back by Sentry: waits (in its file, for a later launch if need be).
-        if let wait = limits.wait(for: .session, now: Self.nowMilliseconds()) { return .pause(wait) }
+        // Held back by Sentry, or after a send that failed: waits (in its file, for a later launch if need be).
+        let now = Self.nowMilliseconds()
+        if let wait = limits.wait(for: .session, now: now) { return .pause(wait) }
+        if let recordDirectory, let until = SentrySessionsHold.until(recordDirectory, now: now) { return .pause(.milliseconds(until - now)) }
         let (batch, payloads) = leaseWaitingSessions(paths, singly: singly)
         defer { batch.forEach { $0.lease.release() } }
         let sending = batch.map(\.path)
@@ -705,10 +710,12 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             sending.forEach { unlink($0) }
             lock.withLock { _ in sessionsSingly = false }
             dequeue(sending) { $0.sessionsSent += sending.map(runOf) }
+            if let recordDirectory { SentrySessionsHold.lift(recordDirectory) }
             return .sent
         case .stopped:
             return .stopped
         case .retry(let after), .serverError(_, let after):
+            if let recordDirectory { SentrySessionsHold.hold(recordDirectory, now: Self.nowMilliseconds(), retryAfter: after) }
             return .failed(retryAfter: after)
         case .refused(let why):
             // One bad session must not lose the others: a batch refused whole is sent again one
@@ -721,6 +728,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
             dequeue(sending) { report in for path in sending { report.quarantined["sessions/" + runOf(path)] = why } }
             return .sent
         case .kept(let why):
+            if let recordDirectory { SentrySessionsHold.hold(recordDirectory, now: Self.nowMilliseconds(), retryAfter: nil) }
             dequeue(sending) { report in for path in sending { report.kept["sessions/" + runOf(path)] = why } }
             return .sent
         }

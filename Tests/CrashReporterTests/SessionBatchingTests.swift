@@ -254,4 +254,69 @@ final class SessionBatchingTests: XCTestCase {
         XCTAssertEqual(server.allRequests.count, 4, "the batch, then each session alone")
         XCTAssertEqual(waiting(records), [])
     }
+
+    /// Sentry failing (here a 503; the network, a DSN it does not know alike): the launch that
+    /// finds the sessions due makes one request, and the sessions are held back, in their files:
+    /// the launches after make none (nor list them) until the hold has passed; then one request
+    /// sends them all and lifts it.
+    func testAFailedSendHoldsTheWaitingSessionsBackFromTheLaunchesAfter() throws {
+        final class Failing: @unchecked Sendable {
+            private let lock = NSLock()
+            private var value = true
+            var on: Bool {
+                get { lock.withLock { value } }
+                set { lock.withLock { value = newValue } }
+            }
+        }
+        let records = try Scratch.directory("batched-held") + "/records"
+        let failing = Failing()
+        let server = try TestHTTPServer { _ in failing.on ? .status(503) : .status(200) }
+        let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let writer = SentrySink(dsn: dsn, recordDirectory: records)
+        XCTAssertTrue(writer.takeRuns(["one", "two"].map { id in
+            EndedRun(start: RunStart(runID: id, process: .current, startWallMilliseconds: now - 2000, startMonotonicNanoseconds: 0,
+                                     appName: "app", appVersion: "1", oomKills: nil),
+                     end: .exited(wallMilliseconds: now - 1000, durationNanoseconds: 1_000_000_000))
+        }))
+        XCTAssertTrue(writer.shutdown(deadline: .now.advanced(by: .seconds(5))))
+        age(records, by: 3700)
+        func launch() -> SentrySink {
+            let sink = SentrySink(dsn: dsn, recordDirectory: records)
+            XCTAssertNil(sink.prepareLaunch())
+            sink.finishLaunch()
+            _ = sink.shutdown(deadline: .now.advanced(by: .seconds(10)))
+            return sink
+        }
+
+        _ = launch()
+        XCTAssertEqual(server.allRequests.count, 1, "the launch that found them due tried once")
+        XCTAssertNotNil(SentrySessionsHold.until(records, now: now), "and held them back")
+        XCTAssertEqual(waiting(records), ["one.envelope", "two.envelope"], "kept in their files")
+        for _ in 0..<3 { _ = launch() }
+        XCTAssertEqual(server.allRequests.count, 1, "no launch paid a request while they were held")
+
+        // The hold has passed, and Sentry answers again.
+        XCTAssertTrue(SmallFile.replace(SentrySessionsHold.path(records), with: Array("\(now - 1)\n".utf8)))
+        failing.on = false
+        let back = launch()
+        XCTAssertEqual(server.allRequests.count, 2)
+        XCTAssertEqual(Set(back.currentReport.sessionsSent), ["one", "two"])
+        XCTAssertEqual(waiting(records), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: SentrySessionsHold.path(records)), "the hold lifted")
+    }
+
+    /// A hold file that is not one (garbage, a time more than a day away) holds nothing.
+    func testAHoldThatDoesNotParseHoldsNothing() throws {
+        let records = try Scratch.directory("batched-hold-bad")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for text in ["soon\n", "", "\(now + 3 * 86_400_000)\n", "-5\n", String(repeating: "9", count: 40)] {
+            XCTAssertTrue(SmallFile.replace(SentrySessionsHold.path(records), with: Array(text.utf8)))
+            XCTAssertNil(SentrySessionsHold.until(records, now: now), String(reflecting: text))
+        }
+        SentrySessionsHold.hold(records, now: now, retryAfter: .seconds(7200))
+        XCTAssertEqual(SentrySessionsHold.until(records, now: now), now + 7_200_000, "as long as the answer asked, when longer")
+        SentrySessionsHold.hold(records, now: now, retryAfter: nil)
+        XCTAssertEqual(SentrySessionsHold.until(records, now: now), now + SentrySessionsHold.minimum)
+    }
 }
