@@ -385,19 +385,14 @@ package final class RunLedger: Sendable {
         var keep = spare.withLock { $0 == nil }
         for outcome in outcomes where RunStart.isValidRunID(outcome.start.runID) {
             let claim = path(outcome.start.runID + ".claim." + mine)
-            if keep {
-                let kept = path(outcome.start.runID + ".tmp." + mine + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16))
-                if rename(claim, kept) == 0 {
-                    keep = false
-                    let unused = spare.withLock { spare in
-                        defer { if spare == nil { spare = kept } }
-                        return spare == nil ? nil : kept
-                    }
-                    if let unused { unlink(unused) }
-                    continue
-                }
+            let kept = path(outcome.start.runID + ".tmp." + mine + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16))
+            if keep, rename(claim, kept) == 0 {
+                keep = false
+                // One spare at a time: one kept meanwhile (another call of this) is deleted.
+                if let replaced = spare.withLock({ spare in defer { spare = kept }; return spare }) { unlink(replaced) }
+            } else {
+                unlink(claim)
             }
-            unlink(claim)
         }
     }
 
