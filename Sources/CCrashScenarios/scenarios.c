@@ -546,15 +546,16 @@ __attribute__((noinline)) void cch_vfork_child_crash(void) {
 }
 
 /* fd-limit: no file descriptor can be opened any more. */
-void cch_exhaust_file_descriptors(void) {
+void cch_exhaust_file_descriptors(int hard) {
     struct rlimit limit;
     getrlimit(RLIMIT_NOFILE, &limit);
     int highest = 2;
     int scan = limit.rlim_cur < 65536 ? (int)limit.rlim_cur : 65536;
     for (int fd = 0; fd < scan; fd++) if (fcntl(fd, F_GETFD) >= 0) highest = fd;
     rlim_t soft = (rlim_t)highest + 1 + 8;
-    if (limit.rlim_cur > soft) {
+    if (limit.rlim_cur > soft || (hard && limit.rlim_max > soft)) {
         limit.rlim_cur = soft;
+        if (hard) limit.rlim_max = soft;   /* fd-limit-hard: the handler cannot raise it */
         if (setrlimit(RLIMIT_NOFILE, &limit) != 0) { perror("setrlimit"); exit(70); }
     }
     int opened = 0;

@@ -704,6 +704,11 @@ package enum Scenarios {
                  stdoutContains: ["file descriptors exhausted (EMFILE)\n"],
                  configure: { $0._testListDescriptors = true })
         { _ in crashAtTheDescriptorLimit() },
+        Scenario("fd-limit-hard", "fd-limit with the hard limit lowered too: the handler cannot raise it and has only the descriptor it kept",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 stdoutContains: ["file descriptors exhausted (EMFILE)\n"])
+        { _ in crashAtTheDescriptorLimit(hard: true) },
         Scenario("images-from-maps", "a null dereference whose image table comes from /proc/self/maps alone, as the kernel names the files",
                  ending: .signal(SIGSEGV),
                  record: nullDereference(),
@@ -879,10 +884,11 @@ final class UpdateCounter: Sendable {
     var value: Int { count.load(ordering: .relaxed) }
 }
 
-/// Every descriptor slot taken (EMFILE), then a null dereference, through the levels (fd-limit).
-func crashAtTheDescriptorLimit() {
+/// Every descriptor slot taken (EMFILE), then a null dereference, through the levels (fd-limit;
+/// with `hard`, the hard limit lowered to the soft one).
+func crashAtTheDescriptorLimit(hard: Bool = false) {
     throughLevels {
-        cch_exhaust_file_descriptors()
+        cch_exhaust_file_descriptors(hard ? 1 : 0)
         cch_null_dereference()
     }
 }

@@ -650,6 +650,12 @@ static void child_api(void) {
         API_CHECK(cc_crc32(0, data, length) == expected);
         API_CHECK(cc_crc32(cc_crc32(0, data, length / 3), data + length / 3, length - length / 3) == expected);
     }
+    /* Eight bytes at a time: every start alignment and every tail length, against zlib's. */
+    for (size_t start = 0; start < 8; start++) {
+        for (size_t length = 0; length <= 40; length++) {
+            API_CHECK(cc_crc32(0, data + start, length) == (uint32_t)crc32(0, data + start, (uInt)length));
+        }
+    }
 
     API_CHECK(cc_uninstall() == 0 && cc_uninstall() == -1 && !cc_is_installed());
     struct sigaction after;

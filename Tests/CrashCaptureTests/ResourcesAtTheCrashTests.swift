@@ -20,6 +20,26 @@ final class ResourcesAtTheCrashTests: XCTestCase {
         try checkDescriptorLimit("fd-limit-listed")
     }
 
+    /// At a hard limit the handler cannot raise, it has only the descriptor it kept for itself.
+    /// Every text a plain crash has is still read, one file at a time; the cgroup's files by their
+    /// whole paths when its directory cannot be held open beside them.
+    func testAtAHardDescriptorLimitEveryTextAPlainCrashHasIsStillRead() throws {
+        let run = try Harness.run("fd-limit-hard")
+        let resources = try XCTUnwrap(run.record?.resources, "no resources in the record")
+        let limit = try XCTUnwrap(resources.descriptorSoftLimit)
+        XCTAssertEqual(resources.descriptorHardLimit, limit, "the scenario lowers the hard limit too")
+        XCTAssertEqual(UInt64(try XCTUnwrap(resources.openDescriptors)), limit)
+        let plain = try XCTUnwrap(try Harness.run("null-dereference").record?.resources)
+        // The same machine and cgroup: the same texts, present or absent alike.
+        XCTAssertNotNil(resources.processStatus)
+        XCTAssertNotNil(resources.machineMemory)
+        XCTAssertNotNil(resources.loadAverage)
+        XCTAssertEqual(resources.cgroupDirectory, plain.cgroupDirectory)
+        XCTAssertEqual(resources.cgroupCurrent != nil, plain.cgroupCurrent != nil, "usage")
+        XCTAssertEqual(resources.cgroupMax, plain.cgroupMax, "limit")
+        XCTAssertEqual(resources.cgroupEvents != nil, plain.cgroupEvents != nil, "events")
+    }
+
     func checkDescriptorLimit(_ scenario: String) throws {
         let run = try Harness.run(scenario)
         let resources = try XCTUnwrap(run.record?.resources, "no resources in the record")

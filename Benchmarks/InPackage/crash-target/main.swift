@@ -105,5 +105,12 @@ if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: 
 // CRASH_TARGET_DELAY_MS: crash that long after start (a crash once the program has settled, beside
 // one at once).
 if let delay = getenv("CRASH_TARGET_DELAY_MS").flatMap({ Int(String(cString: $0)) }), delay > 0 { usleep(UInt32(delay) * 1000) }
+// CRASH_TARGET_MARK: the CLOCK_MONOTONIC nanoseconds just before the crash, on stderr ("mark N"),
+// so that a timeline can split the crash's time from the process's end (scripts/crash-timeline.py).
+if getenv("CRASH_TARGET_MARK") != nil {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    writeError("mark \(Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))\n")
+}
 if mode == "deep" { nest(60) } else { crash() }
 exit(71)

@@ -95,7 +95,7 @@ void cch_queue_sigbus_mce_ao(void);
  * then dereferences null itself. */
 void cch_vfork_child_crash(void);
 /* Lowers RLIMIT_NOFILE's soft limit near the fds in use and opens /dev/null until EMFILE. */
-void cch_exhaust_file_descriptors(void);
+void cch_exhaust_file_descriptors(int hard);
 /* A seccomp filter: ptrace(2) fails with EPERM here and in every process started from here. */
 void cch_refuse_ptrace(void);
 /* Starts `count` threads, each in a different blocking call, every other one blocking every signal. */
