@@ -27,6 +27,9 @@ swift build -c release --product symbolication-bench
 bin="$(swift build -c release --show-bin-path)"
 "$bin/crash-to-exit" "$runs"
 
+echo; echo "== crash-timeline: a one-thread crash segment by segment, with CrashCapture and without it (Benchmarks/crash-timeline.py)"
+python3 Benchmarks/crash-timeline.py "$bin/crash-target" "$runs"
+
 echo; echo "== symbolication of a 64-frame record, warm and cold (symbolication-bench, Benchmarks/InPackage)"
 record_dir="$(mktemp -d)"
 SWIFT_BACKTRACE=enable=no "$bin/crash-target" deep "$record_dir" || true
