@@ -66,7 +66,8 @@ public enum CrashHandler {
     /// thread at all when neither does.
     private static func startHangDetection(_ configuration: CrashHandler.Configuration) {
         let detection = HangDetection.effective(configuration.hangDetection)
-        guard detection != nil || HangMonitor.shared.running.load(ordering: .relaxed) else { return }
+        guard detection != nil || (HangMonitor.everStarted.load(ordering: .sequentiallyConsistent) &&
+                                   HangMonitor.shared.running.load(ordering: .relaxed)) else { return }
         HangMonitor.configure(detection, directory: configuration.directory,
                               limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
     }
