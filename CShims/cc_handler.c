@@ -520,7 +520,11 @@ static void cc__record_prepare(cc__crash_t *c) {
      * closes only its own copies). */
     if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
     CC__MARK("close_reserved0");
-    cc__stop_other_threads(c->tid);
+    /* The kernel's status first: its Threads: tells a crash alone in its process, which then
+     * needs no listing of /proc/self/task (cc_threads.c), and the record keeps this text. */
+    uint32_t threads = cc__resources_read_status();
+    CC__MARK("status");
+    cc__stop_other_threads(c->tid, threads);
     CC__MARK("stop_other_threads");
     cc__images_collect();
     CC__MARK("images_collect");
@@ -677,7 +681,7 @@ static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
         cc__write_pointed_memory(w, c->uc);
     }
     CC__MARK("memory");
-    cc__write_resources(w);
+    cc__write_resources(w, 1);
     CC__MARK("resources");
     cc__write_breadcrumbs(w);
     CC__MARK("breadcrumbs");

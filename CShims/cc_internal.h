@@ -342,7 +342,7 @@ int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *b
 /* cc_threads.c */
 int cc__threads_install(int signo);                                      /* install time */
 void cc__threads_uninstall(void);
-void cc__stop_other_threads(pid_t self);                                 /* async-signal-safe */
+void cc__stop_other_threads(pid_t self, uint32_t threads);              /* async-signal-safe */
 void cc__stop_unparked_threads(void);                                    /* async-signal-safe */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed); /* async-signal-safe */
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
@@ -426,13 +426,16 @@ void cc__name_record(int64_t wall_ns, pid_t pid, pid_t tid);
 /* async-signal-safe: the strings known since install (app, version, executable, kernel) and the
  * unwinder's note, if any. */
 void cc__write_install_strings(cc__writer_t *w);
-/* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it, then CC_SEC_RESOURCES and the
- * /proc and cgroup texts. Both async-signal-safe. */
+/* cc_resources.c: RLIMIT_NOFILE kept before the handler raises it; /proc/self/status read by the
+ * handler before the other threads are stopped (returns the threads it names, 0 when it cannot
+ * say); then CC_SEC_RESOURCES and the /proc and cgroup texts (`crash`: the status the handler
+ * read, else read now). All async-signal-safe. */
 void cc__resources_note_limits(void);
+uint32_t cc__resources_read_status(void);
 /* cc_cxx.c: an uncaught C++ exception noted by this thread's terminate handler, or else one found
  * in flight on the crashed thread's stack (async-signal-safe; uc may be null). */
 void cc__write_cxx_exception(cc__writer_t *w, pid_t tid, const ucontext_t *uc);
-void cc__write_resources(cc__writer_t *w);
+void cc__write_resources(cc__writer_t *w, int crash);
 /* async-signal-safe: CC_SEC_PROCESS for this process and thread `tid` at these times (the thread's
  * name from prctl), also copied to *process. */
 void cc__write_process(cc__writer_t *w, cc_sec_process_t *process, pid_t pid, pid_t tid, int64_t wall_ns, int64_t mono_ns);

@@ -6,8 +6,10 @@
  * Raw texts rather than numbers: the handler only opens, reads and closes (no parsing it could
  * get wrong on a kernel's other format); the readers parse them (CrashRecordFormat's
  * CrashResources). Each text is at most CC_RESOURCE_TEXT_MAX bytes. Read when the crash is
- * recorded, after the record file is open: the fd the handler freed at the start (reserved_fds[0])
- * is the one these reads use, so they work at the fd limit too.
+ * recorded, after the record file is open, except /proc/self/status: read before the other
+ * threads are stopped, its Threads: spares a crash alone in its process the listing of its
+ * threads. The fd the handler freed at the start (reserved_fds[0]) is the one these reads use, so
+ * they work at the fd limit too.
  *
  * The memory cgroup is found from /proc/self/cgroup at the crash: the cgroup v1 line naming the
  * `memory` controller (under /sys/fs/cgroup/memory) when there is one, else the v2 `0::` line
@@ -36,6 +38,10 @@ static int g_nofile_known;
 /* (handler) one file's text, and the path being built. */
 static char g_text[CC_RESOURCE_TEXT_MAX];
 static char g_path[CC__PATH_MAX];
+/* (handler) /proc/self/status as the crash found it (cc__resources_read_status): the crash's own,
+ * never touched by a snapshot being written on another thread meanwhile. */
+static char g_crash_status[CC_RESOURCE_TEXT_MAX];
+static size_t g_crash_status_length;
 
 /* async-signal-safe: keeps RLIMIT_NOFILE as it is now (before the handler raises it). */
 void cc__resources_note_limits(void) {
@@ -48,13 +54,13 @@ void cc__resources_note_limits(void) {
  * read that would only say "end of file" is a system call each text need not pay (≈ 1.5 µs on
  * the project's VM). A text longer than a page may come short of the buffer then; such a text
  * is cut at CC_RESOURCE_TEXT_MAX anyway. */
-static size_t cc__read_text(const char *path) {
+static size_t cc__read_text_into(const char *path, char *text, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return 0;
     size_t got = 0;
-    while (got < sizeof g_text) {
-        size_t want = sizeof g_text - got;
-        ssize_t n = read(fd, g_text + got, want);
+    while (got < cap) {
+        size_t want = cap - got;
+        ssize_t n = read(fd, text + got, want);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         got += (size_t)n;
@@ -62,6 +68,31 @@ static size_t cc__read_text(const char *path) {
     }
     close(fd);
     return got;
+}
+
+/* async-signal-safe: cc__read_text_into g_text. */
+static size_t cc__read_text(const char *path) { return cc__read_text_into(path, g_text, sizeof g_text); }
+
+/* async-signal-safe (cc_internal.h): the value of "Threads:" in the status text, 0 when absent. */
+uint32_t cc__resources_read_status(void) {
+    size_t got = cc__read_text_into("/proc/self/status", g_crash_status, sizeof g_crash_status);
+    g_crash_status_length = got;
+    static const char key[] = "\nThreads:";
+    const size_t key_length = sizeof key - 1;
+    for (size_t i = 0; i + key_length <= got; i++) {
+        size_t k = 0;
+        while (k < key_length && g_crash_status[i + k] == key[k]) k++;
+        if (k < key_length) continue;
+        size_t at = i + key_length;
+        while (at < got && (g_crash_status[at] == ' ' || g_crash_status[at] == '\t')) at++;
+        uint64_t threads = 0;
+        size_t digits = 0;
+        for (; at < got && g_crash_status[at] >= '0' && g_crash_status[at] <= '9' && digits < 10; at++, digits++)
+            threads = threads * 10 + (uint64_t)(g_crash_status[at] - '0');
+        /* Only a whole number ends in a newline: anything else says nothing. */
+        return digits > 0 && at < got && g_crash_status[at] == '\n' && threads <= UINT32_MAX ? (uint32_t)threads : 0;
+    }
+    return 0;
 }
 
 /* async-signal-safe: the file at `path` as a CC_SEC_STRING of `key`, when it can be read. */
@@ -147,8 +178,9 @@ static void cc__write_cgroup_memory(cc__writer_t *w) {
     }
 }
 
-/* async-signal-safe: writes CC_SEC_RESOURCES and the resource texts (see the file comment). */
-void cc__write_resources(cc__writer_t *w) {
+/* async-signal-safe: writes CC_SEC_RESOURCES and the resource texts (see the file comment); with
+ * `crash`, the status text cc__resources_read_status kept (written once), else read now. */
+void cc__write_resources(cc__writer_t *w, int crash) {
     cc_sec_resources_t resources = {0};
     uint32_t cpus = cc__count_cpus();
     CC__MARK("r:cpus");
@@ -168,7 +200,12 @@ void cc__write_resources(cc__writer_t *w) {
     cc__section_begin(w, CC_SEC_RESOURCES);
     cc__section_put(w, &resources, sizeof resources);
     cc__section_end(w);
-    cc__write_text(w, CC_STR_PROC_STATUS, "/proc/self/status");
+    if (!crash) {
+        cc__write_text(w, CC_STR_PROC_STATUS, "/proc/self/status");
+    } else if (g_crash_status_length > 0) {
+        cc__write_string(w, CC_STR_PROC_STATUS, g_crash_status, g_crash_status_length);
+        g_crash_status_length = 0;
+    }
     CC__MARK("r:status");
     cc__write_text(w, CC_STR_PROC_MEMINFO, "/proc/meminfo");
     CC__MARK("r:meminfo");

@@ -112,7 +112,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
     (void)helper_result;   /* cc__write_other_threads notes it */
     cc__resources_note_limits();
-    cc__write_resources(w);
+    cc__write_resources(w, 0);
     cc__write_breadcrumbs(w);
     cc__write_images(w, 0);
 

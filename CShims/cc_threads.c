@@ -221,10 +221,14 @@ static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
     return scan.added;
 }
 
-/* async-signal-safe: stops every other thread that can be stopped (see the top of this file). */
-void cc__stop_other_threads(pid_t self) {
+/* async-signal-safe: stops every other thread that can be stopped (see the top of this file).
+ * `threads` is how many the kernel's status named a moment ago (0: unknown): when it is 1 the
+ * crashed thread is alone (none can be starting: only a thread of this process could start one,
+ * and it is this one, in the handler), and there is nothing to list. */
+void cc__stop_other_threads(pid_t self, uint32_t threads) {
     g_tid_count = 0;
     g_more_threads = 0;
+    if (threads == 1) return;
     int stop = cc__g.stop_signal != 0;
     if (stop) {
         struct sigaction current;

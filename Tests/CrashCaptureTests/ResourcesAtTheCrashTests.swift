@@ -58,6 +58,19 @@ final class ResourcesAtTheCrashTests: XCTestCase {
         XCTAssertEqual(plain.findings.filter { $0.contains("RLIMIT_NOFILE") }, [])
     }
 
+    /// The kernel's status is read before the other threads are stopped, and its Threads: decides
+    /// whether they are listed at all: a crash alone records its one thread, a crash among others
+    /// records every one the kernel counted.
+    func testTheKernelsThreadCountDecidesTheListingAndMatchesTheThreadsRecorded() throws {
+        let alone = try XCTUnwrap(try Harness.run("null-dereference").record)
+        XCTAssertEqual(alone.resources?.threads, 1, "the harness's null dereference runs on its only thread")
+        XCTAssertEqual(alone.threads.count, 1)
+        let many = try XCTUnwrap(try Harness.run("concurrent-crashes").record)
+        let counted = try XCTUnwrap(many.resources?.threads)
+        XCTAssertGreaterThanOrEqual(counted, 9)
+        XCTAssertEqual(many.threads.count, counted, "every thread the kernel counted is recorded")
+    }
+
     func testTheMemoryThreadsAndMachineAreTheKernelsFigures() throws {
         let record = try XCTUnwrap(try Harness.run("null-dereference").record)
         let resources = try XCTUnwrap(record.resources)
