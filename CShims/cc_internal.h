@@ -49,9 +49,12 @@ typedef struct {
     char text[CC__BREADCRUMB_TEXT];
 } cc__breadcrumb_slot_t;
 
-/* The record being written: one section assembled at a time in `buffer`, then appended to
- * `out`, which goes to the file with one write(2) at each checkpoint (cc__writer_flush) or
- * when full. */
+/* The record being written: each section is assembled in place at the end of `out` (its header,
+ * payload and CRC), and `out` goes to the file with one write(2) at each checkpoint
+ * (cc__writer_flush), or before a section that might not fit. A section is counted in
+ * out_length only once it is whole, so a flush never writes one in the making. In place rather
+ * than in a buffer of its own and copied: each byte is copied once, and a crash touches (and
+ * faults in) one buffer's pages, not two. */
 #define CC__OUT_BUFFER (128 * 1024)
 /* What failed first, as the stderr summary says it (cc_summary.c). */
 #define CC__STEP_CREATE "creating its file"
@@ -65,10 +68,9 @@ typedef struct {
     const char *failed_step;     /* what failed first: one of CC__STEP_* */
     uint32_t section_count;
     size_t length;               /* payload bytes in the open section */
-    int overflow;                /* the open section was cut at the buffer's end */
+    int overflow;                /* the open section was cut at CC__SECTION_BUFFER */
     uint32_t type;
-    unsigned char buffer[CC__SECTION_BUFFER + 16];
-    size_t out_length;
+    size_t out_length;           /* whole sections in `out`, not yet written */
     unsigned char out[CC__OUT_BUFFER];
 } cc__writer_t;
 

@@ -44,19 +44,29 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     return 0;
 }
 
-/* async-signal-safe: starts assembling a section; the header is filled in by cc__section_end. */
+/* The most a section takes in `out`: its header, CC__SECTION_BUFFER bytes of payload, its CRC. */
+#define CC__SECTION_MOST (sizeof(cc_section_header_t) + CC__SECTION_BUFFER + sizeof(uint32_t))
+_Static_assert(CC__SECTION_MOST <= CC__OUT_BUFFER, "a whole section fits in the output buffer");
+
+/* async-signal-safe: starts assembling a section at the end of `out` (see cc_internal.h), the
+ * whole sections before it written first when a section of the largest size might not fit; the
+ * header is filled in by cc__section_end. */
 void cc__section_begin(cc__writer_t *w, uint32_t type) {
+    if (w->out_length + CC__SECTION_MOST > sizeof w->out) cc__writer_flush(w);
+    /* Still no room (a failed writer keeps what it could not write): assemble from the start,
+     * which only a writer that writes nothing more can come to. */
+    if (w->out_length + CC__SECTION_MOST > sizeof w->out) w->out_length = 0;
     w->type = type;
     w->length = 0;
     w->overflow = 0;
 }
 
-/* async-signal-safe: appends payload bytes; what does not fit in the buffer is dropped. */
+/* async-signal-safe: appends payload bytes; what does not fit in CC__SECTION_BUFFER is dropped. */
 void cc__section_put(cc__writer_t *w, const void *data, size_t len) {
     size_t room = CC__SECTION_BUFFER - w->length;
     if (len > room) { len = room; w->overflow = 1; }
     const unsigned char *p = data;
-    unsigned char *dst = w->buffer + sizeof(cc_section_header_t) + w->length;
+    unsigned char *dst = w->out + w->out_length + sizeof(cc_section_header_t) + w->length;
     for (size_t i = 0; i < len; i++) dst[i] = p[i];
     w->length += len;
 }
@@ -80,21 +90,14 @@ void cc__writer_flush(cc__writer_t *w) {
 void cc__section_end(cc__writer_t *w) {
     if (w->failed || w->fd < 0) return;
     cc_section_header_t h = { .type = w->type, .length = (uint32_t)w->length };
-    unsigned char *start = w->buffer;
+    unsigned char *start = w->out + w->out_length;
     const unsigned char *hp = (const unsigned char *)&h;
     for (size_t i = 0; i < sizeof h; i++) start[i] = hp[i];
     size_t total = sizeof h + w->length;
     uint32_t crc = cc_crc32(0, start, total);
     const unsigned char *cp = (const unsigned char *)&crc;
     for (size_t i = 0; i < sizeof crc; i++) start[total + i] = cp[i];
-    total += sizeof crc;
-    if (w->out_length + total > sizeof w->out) cc__writer_flush(w);
-    if (total > sizeof w->out) {
-        if (cc__write_all(w->fd, start, total) != 0) { cc__writer_fail(w, CC__STEP_WRITE); return; }
-    } else {
-        for (size_t i = 0; i < total; i++) w->out[w->out_length + i] = start[i];
-        w->out_length += total;
-    }
+    w->out_length += total + sizeof crc;
     w->section_count++;
 }
 
