@@ -21,8 +21,8 @@ final class ResourcesAtTheCrashTests: XCTestCase {
     }
 
     /// At a hard limit the handler cannot raise, it has only the descriptor it kept for itself.
-    /// Every text a plain crash has is still read, one file at a time; the cgroup's files by their
-    /// whole paths when its directory cannot be held open beside them.
+    /// Every text a plain crash has is still read, one file at a time (a way of reading that held
+    /// two files open at once, the cgroup's directory and one of its files, lost the cgroup's).
     func testAtAHardDescriptorLimitEveryTextAPlainCrashHasIsStillRead() throws {
         let run = try Harness.run("fd-limit-hard")
         let resources = try XCTUnwrap(run.record?.resources, "no resources in the record")

@@ -106,7 +106,7 @@ if let depth = getenv("CRASH_TARGET_ASYNC_DEPTH").flatMap({ Int(String(cString: 
 // one at once).
 if let delay = getenv("CRASH_TARGET_DELAY_MS").flatMap({ Int(String(cString: $0)) }), delay > 0 { usleep(UInt32(delay) * 1000) }
 // CRASH_TARGET_MARK: the CLOCK_MONOTONIC nanoseconds just before the crash, on stderr ("mark N"),
-// so that a timeline can split the crash's time from the process's end (scripts/crash-timeline.py).
+// so that a timeline can split the crash's time from the process's end (Benchmarks/crash-timeline.py).
 if getenv("CRASH_TARGET_MARK") != nil {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
