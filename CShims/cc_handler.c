@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,9 +17,11 @@
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
  *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close, stat,
- *     renameat, readlink, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep,
- *     alarm; through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex,
- *     getdents64, process_vm_readv, sched_getaffinity);
+ *     renameat, readlink, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep;
+ *     through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex, setitimer,
+ *     getdents64, process_vm_readv, sched_getaffinity), each bound at install so that the
+ *     dynamic loader never looks one up here (cc__bind_handler_imports in cc_install.c: a new
+ *     C library call on this path belongs in its list);
  *   - C11 atomics (lock-free on every supported target);
  *   - capture's own unwinder (cc_cfi.c, cc_unwind.c: the crash's image table, the mapped
  *     .eh_frame tables, fault-proof reads of the stack; nothing to prepare, no lock);
@@ -159,13 +162,14 @@ static _Noreturn void cc__die_now(int signo) {
     syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
     /* Still here: the kernel dropped it, this is the init of a PID namespace. */
     if (getpid() == 1) cc__fault_as_init(signo);
-    _exit(128 + signo); /* not reached: the default action of a fatal signal ends the process */
+    syscall(SYS_exit_group, (long)(128 + signo)); /* not reached: the default action of a fatal signal ends the process */
+    for (;;) {}
 }
 
 /* async-signal-safe: the watchdog. If writing the record hangs (a wedged filesystem, a stack
  * whose walk never ends), SIGALRM arrives after watchdog_seconds (10 by default) and
- * ends the process with the signal the crash began with. Armed with alarm(2) when the record
- * starts and never disarmed: the process is dying. */
+ * ends the process with the signal the crash began with. Armed (setitimer(2), as alarm(2) does)
+ * when the record starts and never disarmed: the process is dying. */
 static void cc__watchdog(int signo) {
     (void)signo;
     cc__die_now(cc__g.crash_signo);
@@ -177,7 +181,11 @@ static void cc__watchdog_arm(void) {
     sigfillset(&action.sa_mask);
     action.sa_flags = SA_ONSTACK;
     sigaction(SIGALRM, &action, 0);
-    alarm(cc__g.watchdog_seconds);
+    /* alarm(2) as setitimer(2) through syscall(2): the same timer, and no C library function
+     * that install could not have bound (cc__bind_handler_imports) without cancelling the
+     * program's own alarm. */
+    struct itimerval timer = { .it_interval = { 0, 0 }, .it_value = { (time_t)cc__g.watchdog_seconds, 0 } };
+    syscall(SYS_setitimer, (long)ITIMER_REAL, &timer, (void *)0);
 }
 
 /* async-signal-safe: a dying process may write its record past the soft limits it had. */

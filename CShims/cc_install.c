@@ -9,8 +9,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h> /* renameat(2) only: no stdio stream is used here */
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -135,6 +140,42 @@ static void cc__close_resources(void) {
 
 /* Whether a configuration can be installed (or applied in place): a directory, and every text
  * within its buffer. */
+/* Install time: every C library function the handler and the processes it starts may call first
+ * at a crash, called now in a form that does nothing, so that each is bound before any signal.
+ * A program linked for lazy binding (the default) otherwise has the dynamic loader look each
+ * one up at its first call: inside the handler, the loader's code on the crash's path (and,
+ * for memset, the resolver glibc picks an implementation with). Each form below fails before it
+ * does anything or only reads; errno is kept. CaptureFootprintTests runs a crash under
+ * LD_DEBUG=bindings and finds no binding after the crash began. */
+static void cc__bind_handler_imports(void) {
+    int saved = errno;                        /* __errno_location */
+    char name[16];
+    volatile size_t length = sizeof name;     /* a real call to memset, as the handler's struct zeroing makes */
+    memset(name, 0, length);
+    struct stat st;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGSEGV);
+    (void)sigismember(&set, SIGSEGV);
+    (void)sigprocmask(SIG_BLOCK, 0, &set);    /* no set: reads the mask only */
+    (void)write(-1, name, 0);
+    (void)read(-1, name, 0);
+    (void)open("", O_RDONLY);
+    (void)openat(-1, "", O_RDONLY);
+    (void)close(-1);
+    (void)stat("", &st);
+    (void)renameat(-1, "", -1, "");
+    (void)faccessat(-1, "", F_OK, 0);
+    (void)getpid();
+    (void)getppid();
+    (void)getuid();
+    (void)prctl(PR_GET_NAME, name, 0, 0, 0);
+    (void)nanosleep(0, 0);                    /* EFAULT */
+    (void)sched_yield();
+    (void)clone(0, 0, 0, 0);                  /* glibc refuses a null function before the system call */
+    errno = saved;
+}
+
 static int cc__config_fits(const cc_config_t *config) {
     if (!config || !config->directory || !config->directory[0]) return 0;
     if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return 0;
@@ -249,6 +290,8 @@ int cc_install(const cc_config_t *config, int *err_errno) {
      * stopped. */
     cc__threads_install(config->thread_dump_signal);
     CC__MARK("threads_install");
+    cc__bind_handler_imports();
+    CC__MARK("bind_imports");
 
     /* The fatal signals. SA_SIGINFO: we need si_code, si_addr and the context to unwind.
      * SA_ONSTACK: a stack overflow leaves no stack to run on but the alternate one.

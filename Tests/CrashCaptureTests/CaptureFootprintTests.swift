@@ -4,6 +4,8 @@
 // images' call-frame information itself) —
 // by its ELF dependencies (readelf -d), their closure (ldd) and what the loader
 // actually opened while it ran and crashed (LD_DEBUG=files) — and its crash is still recorded.
+// And at a crash the dynamic loader binds no function: install bound every one the handler and
+// its helper call (LD_DEBUG=bindings).
 import CrashCapture
 import Foundation
 import ProcessSpawning
@@ -70,5 +72,37 @@ final class CaptureFootprintTests: XCTestCase {
         // No reporter published a $AppEnd (capture knows no event model) and no run id was given.
         XCTAssertNil(record.appEndJSON)
         XCTAssertNil(record.runID)
+    }
+
+    /// A program linked for lazy binding has the loader look up each library function at its
+    /// first call. Install binds every one the handler, the thread helper and the watchdog call,
+    /// so that none is looked up at a crash: no binding is printed after `crash-target` says it
+    /// is about to crash (`CRASH_TARGET_MARK`), alone, or with threads that block every signal
+    /// (the thread helper's process then stops and reads them).
+    func testAtACrashTheLoaderBindsNothing() throws {
+        let target = BuiltProducts.directory + "/crash-target"
+        for threads in ["1", "3"] {
+            let directory = try Scratch.directory("bindings-\(threads)")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var environment = ProcessInfo.processInfo.environment
+            environment["LD_DEBUG"] = "bindings"
+            environment["SWIFT_BACKTRACE"] = "enable=no"
+            environment["CRASH_TARGET_MARK"] = "1"
+            environment["CRASH_TARGET_THREADS"] = threads
+            environment.removeValue(forKey: CrashHandler.disableEnvironmentVariable)
+            let child = try ChildProcess.run(target, ["capture", directory + "/records"], environment: environment,
+                                             stdout: directory + "/stdout", stderr: directory + "/stderr", timeout: 60)
+            XCTAssertEqual(child.ending, .signaled(SIGSEGV), "threads \(threads)")
+            let lines = try String(contentsOfFile: directory + "/stderr", encoding: .utf8).split(separator: "\n")
+            let mark = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("mark ") }, "no mark on stderr (threads \(threads))")
+            XCTAssertTrue(lines[..<mark].contains { $0.contains("binding file") }, "LD_DEBUG=bindings printed nothing")
+            let atTheCrash = lines[mark...].filter { $0.contains("binding file") }.map { $0.split(separator: "`").last.map(String.init) ?? String($0) }
+            XCTAssertEqual(atTheCrash, [], "bound at the crash (threads \(threads))")
+            let names = try RecordFileName.names(in: directory + "/records")
+            XCTAssertEqual(names.count, 1, "\(names)")
+            let record = try CrashRecordReader.read(path: directory + "/records/" + names[0])
+            XCTAssertTrue(record.isComplete)
+            XCTAssertEqual(record.threads.count, Int(threads), "every thread recorded")
+        }
     }
 }
