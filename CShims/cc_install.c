@@ -138,8 +138,6 @@ static void cc__close_resources(void) {
     cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
 }
 
-/* Whether a configuration can be installed (or applied in place): a directory, and every text
- * within its buffer. */
 /* Install time: every C library function the handler and the processes it starts may call first
  * at a crash, called now in a form that does nothing, so that each is bound before any signal.
  * A program linked for lazy binding (the default) otherwise has the dynamic loader look each
@@ -176,6 +174,8 @@ static void cc__bind_handler_imports(void) {
     errno = saved;
 }
 
+/* Whether a configuration can be installed (or applied in place): a directory, and every text
+ * within its buffer. */
 static int cc__config_fits(const cc_config_t *config) {
     if (!config || !config->directory || !config->directory[0]) return 0;
     if (cc__strnlen(config->directory, CC__PATH_MAX) >= CC__PATH_MAX) return 0;
