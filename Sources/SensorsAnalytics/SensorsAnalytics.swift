@@ -145,9 +145,12 @@ public final class SensorsAnalytics: CrashRecordSink {
         let (tracker, events, directory) = state.withLock { ($0.tracker, $0.events, $0.recordDirectory) }
         var report = LaunchReport()
         if let tracker, let events {
-            // The claims of records no longer in the directory can go (after their retention).
-            let present = directory.flatMap { try? RecordFileName.names(in: $0) } ?? []
-            events.pruneClaims(keeping: Set(present))
+            // The claims of records no longer in the directory can go (after their retention),
+            // at a launch that opened the store (a quiet one leaves it closed: LaunchJournal.swift).
+            if tracker.store.isOpen {
+                let present = directory.flatMap { try? RecordFileName.names(in: $0) } ?? []
+                events.pruneClaims(keeping: Set(present))
+            }
             // Every run's end is the reporter's to tell (takeRuns): the store keeps only which
             // identity each run had.
             tracker.completeLaunch()

@@ -206,9 +206,14 @@ public final class Tracker: @unchecked Sendable {
     /// the dead rows are an older version's that no host will tell.
     package func completeLaunch() {
         do {
-            try completeLaunchSteps(endingDeadRuns: try store.claimRunsToldByHost())
+            // A launch from the state copy: the store was opened by a host before (the copy is
+            // written after such a launch), which claimed its runs then.
+            let quiet = cond.withLock { quietLaunch }
+            try completeLaunchSteps(endingDeadRuns: quiet ? false : try store.claimRunsToldByHost())
             // `$AppStart` and what was tracked during the launch, committed here.
             commitInline()
+            // A launch that opened the store leaves the copy the next launch can start from.
+            if store.isOpen { store.refreshStateCopy() }
         } catch {
             endLaunch(error)
         }
@@ -261,13 +266,27 @@ public final class Tracker: @unchecked Sendable {
     /// What ``loadContext()`` loaded (guarded by `cond`): the context as the store had it, which
     /// `$AppStart` and the events tracked before the launch carry, whatever changes it later.
     private var loaded: (state: StoreState, context: Context)?
+    /// Whether this hosted launch started from the store's state copy without opening the store
+    /// (guarded by `cond`): its launch and end are then appended to the journal while the store
+    /// stays closed (LaunchJournal.swift). Only without an endpoint (uploading needs the store)
+    /// and while the journal is small (past it, this launch opens the store, which folds it).
+    private var quietLaunch = false
     private func loadContext() throws {
-        let state = try store.loadState()
+        var quiet = false
+        let state: StoreState
+        if hosted, uploader == nil, !store.isOpen, store.journalBytes <= TrackingStore.journalFoldBytes,
+           let copy = store.stateFromCopy() {
+            state = copy
+            quiet = true
+        } else {
+            state = try store.loadState()
+        }
         let identity = EventIdentity(anonymousID: state.anonymousID, loginID: state.loginID)
         let context = Context(identity: identity, superProperties: state.superProperties, renderer: renderer)
         cond.withLock {
             self.context = context
             loaded = (state, context)
+            quietLaunch = quiet
             launchThread = pthread_self()
         }
         publishContext()
@@ -425,9 +444,17 @@ public final class Tracker: @unchecked Sendable {
     @discardableResult
     package func endRuns(_ ends: [HostedRunEnd]) -> [String] {
         guard let state = cond.withLock({ loaded?.state }) else { return [] }
+        var ends = ends.filter { $0.runID != configuration.runID }
+        // A run that exited and whose `$AppEnd` the journal holds has nothing left to end: its
+        // marker goes when the journal is folded. Known without opening the store.
+        if !store.isOpen, ends.contains(where: { $0.reason == .normal }) {
+            let endedInJournal = TrackingStore.journalEnds(store.path, runs: Set(ends.filter { $0.reason == .normal }.map(\.runID)))
+            ends.removeAll { $0.reason == .normal && endedInJournal.contains($0.runID) }
+        }
+        guard !ends.isEmpty else { return [] }
         let markers = Dictionary(((try? store.runMarkers()) ?? []).map { ($0.runID, $0) }, uniquingKeysWith: { first, _ in first })
         var ended: [String] = []
-        for end in ends where end.runID != configuration.runID {
+        for end in ends {
             guard let marker = markers[end.runID] else { continue }
             let event = Self.abnormalAppEnd(marker, superProperties: state.superProperties, extraPresets: extraPresets, told: end)
             if (try? store.claimRun(end.runID, appending: [event])) == true { ended.append(end.runID) }
@@ -660,7 +687,7 @@ public final class Tracker: @unchecked Sendable {
     /// commits while no writer runs (``commitInline()``).
     private func commit(_ items: [Item], loadedContext: Context, registeringRun registered: RunMarker?,
                         refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)?,
-                        addingCounters counters: [String: Int]) throws -> Int {
+                        addingCounters counters: [String: Int], journaling: Bool = false) throws -> Int {
         let renderer = self.renderer
         var endingRun: String?
         var events: [NewEvent] = []
@@ -679,6 +706,14 @@ public final class Tracker: @unchecked Sendable {
             case .setLogin, .setSuperProperties:
                 controls.append(item)
             }
+        }
+        // A quiet launch's `$AppStart`, and a hosted run's end: to the journal, the launch while
+        // this process has not opened the store (a journal that cannot be written: to the store,
+        // as always). Every hosted run's end is in the journal, so that the next quiet launch
+        // knows its predecessor ended without opening the store (``endRuns(_:)``).
+        if journaling, controls.isEmpty, refresh == nil, counters.values.allSatisfy({ $0 == 0 }), !store.isOpen || endingRun != nil,
+           (try? store.appendToJournal(JournalEntry(events: events, registered: registered, endingRun: endingRun))) != nil {
+            return 0
         }
         let pending = try store.append(events, registeringRun: registered, endingRun: endingRun, refreshingRun: refresh,
                                        addingCounters: counters)
@@ -710,11 +745,15 @@ public final class Tracker: @unchecked Sendable {
         let items = queue
         queue.removeAll(keepingCapacity: true)
         let (registered, dropped, loadedContext) = takeCommitStateLocked()
+        // The run's end, committed here when no writer runs (``shutdown(timeout:)``).
+        let endsRun = items.contains { if case .event(_, _, _, _, _, _, true) = $0 { return true } else { return false } }
+        // Never with an uploader: what it is to send must be in the store, which it sends from.
+        let journaling = uploader == nil && (quietLaunch || (hosted && endsRun))
         cond.unlock()
         var pending: Int?
         do {
             pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, refreshingRun: nil,
-                                 addingCounters: ["dropped_queue_full": dropped])
+                                 addingCounters: ["dropped_queue_full": dropped], journaling: journaling)
         } catch {
             pending = nil
         }

@@ -70,6 +70,8 @@ package final class TrackingStore: @unchecked Sendable {
     private var _movedAsideCorruptFiles: [String] = []
 
     private let lock = NSLock()
+    /// Keeps this process's rewrites of the state copy in order (StateCopy.swift).
+    let copyLock = NSLock()
     /// The connection; nil until first used when opening was deferred (``init(deferringOpen:limits:)``).
     private var database: DatabaseQueue?
     private var closed = false
@@ -82,7 +84,7 @@ package final class TrackingStore: @unchecked Sendable {
         self.path = path
         self.limits = limits
         var moved: [String] = []
-        database = try TrackingStore.open(path, movedAside: &moved)
+        database = try TrackingStore.open(path, limits: limits, movedAside: &moved)
         _movedAsideCorruptFiles = moved
     }
 
@@ -101,14 +103,25 @@ package final class TrackingStore: @unchecked Sendable {
         try lock.withLock {
             if let database { return database }
             guard !closed else { throw TrackingStoreError(operation: "open \(path)", underlying: "the store was closed") }
-            let opened = try TrackingStore.open(path, movedAside: &_movedAsideCorruptFiles)
+            let opened = try TrackingStore.open(path, limits: limits, movedAside: &_movedAsideCorruptFiles)
             database = opened
             return opened
         }
     }
 
-    /// Creates the parent directory, opens the file, and moves a corrupt one aside (once).
-    private static func open(_ path: String, movedAside moved: inout [String]) throws -> DatabaseQueue {
+    /// Whether this process has opened the file (a deferred store is not open until its first
+    /// read or write). While it is not, a hosted tracker's launch and end go to the journal.
+    package var isOpen: Bool { lock.withLock { database != nil } }
+
+    /// Creates the parent directory, opens the file, moves a corrupt one aside (once), and folds
+    /// in the journal of quiet runs (LaunchJournal.swift), so every reader sees their events.
+    private static func open(_ path: String, limits: StoreLimits, movedAside moved: inout [String]) throws -> DatabaseQueue {
+        let database = try openMovingCorruptAside(path, movedAside: &moved)
+        foldJournal(path, into: database, limits: limits)
+        return database
+    }
+
+    private static func openMovingCorruptAside(_ path: String, movedAside moved: inout [String]) throws -> DatabaseQueue {
         let directory = (path as NSString).deletingLastPathComponent
         // Usually there already: one mkdir says so (FileManager's first use costs a launch ≈ 0.1 ms).
         if !directory.isEmpty, mkdir(directory, 0o777) != 0, errno != EEXIST {
@@ -237,7 +250,9 @@ package final class TrackingStore: @unchecked Sendable {
             guard database === seen else { return } // another thread already did it
             try? seen.close()
             _movedAsideCorruptFiles.append(TrackingStore.moveAside(path))
-            database = try TrackingStore.openRetryingBusy(path)
+            let reopened = try TrackingStore.openRetryingBusy(path)
+            TrackingStore.foldJournal(path, into: reopened, limits: limits)
+            database = reopened
         }
     }
 
@@ -246,11 +261,21 @@ package final class TrackingStore: @unchecked Sendable {
         try connection().writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
-    /// Closes the database (further calls fail with an error, never a trap).
+    /// Closes the database (further calls fail with an error, never a trap). The last connection
+    /// to close checkpoints the WAL into the file, which changes it: a state copy that named the
+    /// file before is made to name it after (its state is the same).
     package func close() {
-        lock.withLock {
+        let copied = lock.withLock { () -> Bool in
             closed = true
-            try? database?.close()
+            guard let database else { return false }
+            let copied = copyNamesFile()
+            try? database.close()
+            self.database = nil
+            return copied
         }
+        // Outside `lock`: a rewrite of the copy takes `copyLock` first, then `lock`.
+        if copied { restampStateCopy() }
     }
+
+    deinit { close() }
 }

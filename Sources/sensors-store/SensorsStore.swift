@@ -31,7 +31,8 @@ struct SensorsStore: ParsableCommand {
             return
         }
         print("Tracking store \(summary.path)")
-        print("  pending      \(summary.pending) events (\(summary.pendingCrash) from crashes)")
+        let journal = summary.journalEvents > 0 ? "; \(summary.journalEvents) in the journal of quiet runs" : ""
+        print("  pending      \(summary.pending) events (\(summary.pendingCrash) from crashes\(journal))")
         print("  quarantined  \(summary.quarantined)")
         let evicted = summary.counters.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         print("  evicted      " + (evicted.isEmpty ? "none" : evicted.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))
@@ -56,6 +57,8 @@ struct StoreJSON: Encodable {
     var path: String
     var pending: Int
     var pendingCrash: Int
+    /// Of `pending`, the events quiet runs appended to the journal beside the store (folded in at its next open).
+    var journalEvents: Int
     var quarantined: Int
     var counters: [String: Int]
     var runMarkers: Int
@@ -90,6 +93,7 @@ struct StoreJSON: Encodable {
         path = summary.path
         pending = summary.pending
         pendingCrash = summary.pendingCrash
+        journalEvents = summary.journalEvents
         quarantined = summary.quarantined
         counters = summary.counters
         runMarkers = summary.runMarkers

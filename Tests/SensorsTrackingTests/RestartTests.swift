@@ -53,6 +53,8 @@ final class RestartTests: XCTestCase {
         // run by a host that tells runs (the mark the first hosted launch leaves).
         try FileManager.default.removeItem(atPath: store + ".records/runs")
         try DatabaseQueue(path: store).write { try $0.execute(sql: "DELETE FROM meta WHERE key = 'runs_told_by_host'") }
+        // Nor the copy of the store's state a quiet launch starts from (newer than the mark).
+        try FileManager.default.removeItem(atPath: TrackingStore.stateCopyPath(store))
         XCTAssertEqual(try TrackingStore.inspect(path: store).0.runMarkers, 1)
 
         XCTAssertEqual(try Harness.emit(["--count", "0", "--store", store]).ending, .exited(0))

@@ -3,7 +3,7 @@ package import SensorsEvents
 import HostFacts
 
 /// An event ready to be stored.
-package struct NewEvent: Sendable {
+package struct NewEvent: Sendable, Equatable {
     package var trackID: String
     package var event: String
     package var time: Int64
@@ -55,6 +55,11 @@ extension TrackingStore {
     /// Inserts `events` within the caller's transaction: oversize ones dropped and counted,
     /// `counters` added, the oldest beyond the limit evicted. Returns the pending count after.
     func insert(_ db: Database, _ events: [NewEvent], counters: [String: Int] = [:]) throws -> Int {
+        try Self.insert(db, events, limits: limits, counters: counters)
+    }
+
+    /// ``insert(_:_:counters:)`` with the store's limits given (a journal folded while the store opens).
+    static func insert(_ db: Database, _ events: [NewEvent], limits: StoreLimits, counters: [String: Int] = [:]) throws -> Int {
         var oversize = 0
         let insert = try db.cachedStatement(sql: "INSERT INTO events(track_id, event, time_ms, priority, json) VALUES(?, ?, ?, ?, ?)")
         for event in events {
@@ -63,10 +68,10 @@ extension TrackingStore {
         }
         try Self.addCounter(db, "dropped_oversize", oversize)
         for (name, delta) in counters { try Self.addCounter(db, name, delta) }
-        return try evictBeyondLimit(db)
+        return try evictBeyondLimit(db, limits: limits)
     }
 
-    private func evictBeyondLimit(_ db: Database) throws -> Int {
+    private static func evictBeyondLimit(_ db: Database, limits: StoreLimits) throws -> Int {
         var count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events") ?? 0
         guard count > limits.maxEvents else { return count }
         for priority in [EventPriority.ordinary, .crash] where count > limits.maxEvents {

@@ -60,14 +60,21 @@ extension TrackingStore {
         }
     }
 
-    /// Persists the login id (`nil` = logged out).
+    /// Persists the login id (`nil` = logged out), and in the state copy when there is one.
     func setLoginID(_ id: String?) throws {
         try write { db in try Self.setMeta(db, "login_id", id) }
+        refreshStateCopyIfPresent()
     }
 
-    /// Persists the super properties.
+    /// Persists the super properties, and in the state copy when there is one.
     func setSuperProperties(_ properties: [String: JSONScalar]) throws {
         try write { db in try Self.setMeta(db, "super_properties", SuperPropertiesCoding.encode(properties)) }
+        refreshStateCopyIfPresent()
+    }
+
+    /// The copy follows every change of the state it holds (a store no hosted launch used has none).
+    private func refreshStateCopyIfPresent() {
+        if access(Self.stateCopyPath(path), F_OK) == 0 { refreshStateCopy() }
     }
 
     /// Adds `delta` to a named counter, in its own transaction.

@@ -1,5 +1,6 @@
 // StoreSummary.swift — what the inspector shows about a store, read from every table.
 import Foundation
+import SensorsEvents
 
 /// What the inspector shows about a store.
 package struct StoreSummary: Sendable, Equatable {
@@ -14,6 +15,9 @@ package struct StoreSummary: Sendable, Equatable {
     package var lastUpload: UploadOutcome?
     package var runMarkers: Int
     package var anonymousID: String?
+    /// Of `pending`, the events quiet runs left in the journal (LaunchJournal.swift), which the
+    /// next open of the store folds in.
+    package var journalEvents = 0
 }
 
 extension TrackingStore {
@@ -35,10 +39,32 @@ extension TrackingStore {
             config.busyTimeoutSeconds = 5
             let queue = try DatabaseQueue(path: path, configuration: config)
             defer { try? queue.close() }
-            return try queue.read { db in
+            let read: (StoreSummary, [QuarantinedEvent], [String]) = try queue.read { db in
                 try StoreSchema.refuseNewer(db, operation: "inspect \(path)")
-                return (try summary(db, path: path), try quarantined(db, limit: quarantineLimit))
+                return (try Self.summary(db, path: path), try Self.quarantined(db, limit: quarantineLimit),
+                        try String.fetchAll(db, sql: "SELECT run_id FROM runs"))
             }
+            var summary = read.0
+            let quarantine = read.1
+            var runIDs = Set(read.2)
+            // What quiet runs appended to the journal is the store's too (it is folded in at the next open).
+            let journal = readJournal(path)
+            for entry in journal.entries {
+                summary.pending += entry.events.count
+                summary.pendingCrash += entry.events.filter { $0.priority == .crash }.count
+                if summary.oldestPending == nil, let first = entry.events.first {
+                    summary.oldestPending = StoredEvent(id: 0, trackID: first.trackID, event: first.event, time: first.time,
+                                                        priority: first.priority, json: first.json)
+                }
+                if let marker = entry.registered { runIDs.insert(marker.runID) }
+                if let ended = entry.endingRun { runIDs.remove(ended) }
+            }
+            summary.runMarkers = runIDs.count
+            summary.journalEvents = journal.entries.reduce(0) { $0 + $1.events.count }
+            if journal.unreadableLines > 0 {
+                summary.counters["dropped_journal_unreadable", default: 0] += journal.unreadableLines
+            }
+            return (summary, quarantine)
         } catch let error as TrackingStoreError {
             throw error
         } catch {

@@ -1,0 +1,136 @@
+// StateCopy.swift — the store's identity and super properties, copied to `<store>-state`, so that
+// a quiet launch (LaunchJournal.swift) starts with them without opening SQLite.
+//
+// The store (`meta`) stays their owner: the copy is rewritten from it after every launch that
+// opened the store and after every change of the login or the super properties, and it names
+// the store file it was copied from (device, inode, size, modification time). A copy of another
+// file (the store was deleted, or moved aside as corrupt), of a file written since (a WAL
+// checkpoint, another process), or one that does not read whole, is not used: the launch
+// opens the store, as it did before there was a copy. Two processes changing the identity at the
+// same moment may leave either one's copy; the next launch that opens the store writes it again.
+//
+//     sensors-store-state 1
+//     store=<device>:<inode>:<size>:<modified, s.ns>
+//     anonymous_id=<id>
+//     login_id=<id>                 (absent when logged out)
+//     super_properties=<JSON object>
+// Values escape `\` and newline as `\\` and `\n`.
+import Foundation
+import HostFacts
+import SensorsEvents
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TrackingStore {
+    /// The copy of the store at `path`.
+    package static func stateCopyPath(_ path: String) -> String { path + "-state" }
+
+    /// The store file as the copy names it: device, inode, size and the time it was last
+    /// modified, to the nanosecond (`nil` when there is no file). A file made again at the path
+    /// (a freed inode is soon given out again) or written to by a checkpoint since the copy was
+    /// made does not match: the launch then opens the store and makes the copy again.
+    private var fileIdentity: String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+    }
+
+    /// The state as the copy has it (never a first start), when the copy is whole and was made
+    /// from the store file that is there now.
+    package func stateFromCopy() -> StoreState? {
+        guard let identity = fileIdentity,
+              let text = SmallFile.text(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.text,
+              let fields = Self.parseCopy(text), fields["store"] == identity,
+              let anonymous = fields["anonymous_id"], !anonymous.isEmpty, let superText = fields["super_properties"]
+        else { return nil }
+        return StoreState(anonymousID: anonymous, loginID: fields["login_id"],
+                          superProperties: superText == "{}" ? [:] : SuperPropertiesCoding.decode(superText), isFirstStart: false)
+    }
+
+    /// Writes the copy from the store's state as it is now (a read), unless it already says that.
+    /// Best effort: a copy that cannot be written only means the next launch opens the store.
+    package func refreshStateCopy() {
+        copyLock.withLock {
+            guard let identity = fileIdentity,
+                  let state = try? read({ db -> (String, String?, String)? in
+                      guard let anonymous = try Self.meta(db, "anonymous_id") else { return nil }
+                      return (anonymous, try Self.meta(db, "login_id"), try Self.meta(db, "super_properties") ?? "{}")
+                  }) ?? nil
+            else { return }
+            var text = "sensors-store-state 1\nstore=\(identity)\nanonymous_id=\(Self.escape(state.0))\n"
+            if let login = state.1 { text += "login_id=\(Self.escape(login))\n" }
+            text += "super_properties=\(Self.escape(state.2))\n"
+            let target = Self.stateCopyPath(path)
+            if SmallFile.text(target, limit: 1 << 20, followLinks: false)?.text == text { return }
+            _ = SmallFile.replace(target, with: Array(text.utf8))
+        }
+    }
+
+    /// Whether the copy is whole and names the store file as it is now.
+    func copyNamesFile() -> Bool {
+        guard let identity = fileIdentity, let text = SmallFile.text(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.text,
+              let fields = Self.parseCopy(text) else { return false }
+        return fields["store"] == identity
+    }
+
+    /// Makes the copy name the store file as it is now, its state unchanged (after a close
+    /// checkpointed the file that the copy named before).
+    func restampStateCopy() {
+        copyLock.withLock {
+            let target = Self.stateCopyPath(path)
+            guard let identity = fileIdentity, let text = SmallFile.text(target, limit: 1 << 20, followLinks: false)?.text,
+                  Self.parseCopy(text) != nil else { return }
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasPrefix("store=") ? "store=\(identity)" : String($0) }
+            _ = SmallFile.replace(target, with: Array(lines.joined(separator: "\n").utf8))
+        }
+    }
+
+    /// The copy's fields; `nil` when it is not a whole copy of this format.
+    static func parseCopy(_ text: String) -> [String: String]? {
+        guard text.hasSuffix("\n") else { return nil }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        guard lines.first == "sensors-store-state 1" else { return nil }
+        lines = lines.dropFirst()
+        var fields: [String: String] = [:]
+        for line in lines {
+            guard let equals = line.firstIndex(of: "=") else { return nil }
+            guard let value = unescape(line[line.index(after: equals)...]) else { return nil }
+            fields[String(line[..<equals])] = value
+        }
+        return fields
+    }
+
+    static func escape(_ value: String) -> String {
+        var out = ""
+        out.reserveCapacity(value.utf8.count)
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(character)
+            }
+        }
+        return out
+    }
+
+    static func unescape(_ value: Substring) -> String? {
+        var out = ""
+        var escaped = false
+        for character in value.unicodeScalars {
+            if escaped {
+                switch character {
+                case "\\": out += "\\"
+                case "n": out += "\n"
+                default: return nil
+                }
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else {
+                out.unicodeScalars.append(character)
+            }
+        }
+        return escaped ? nil : out
+    }
+}
