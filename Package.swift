@@ -140,8 +140,9 @@ let package = Package(
 
         // The event vocabulary (identity, preset properties, JSON text, the /sa wire format).
         .target(name: "SensorsEvents", dependencies: ["HostFacts", "CrashRecordFormat", "CZlib"]),
-        // The system's SQLite (libsqlite3), for the tracking store alone.
-        .target(name: "CSQLite", path: "Sources/CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // The system's SQLite (libsqlite3), for the tracking store alone: loaded when a store is first
+        // opened (dlopen), not linked, so a quiet run of a program with the analytics never maps it.
+        .target(name: "CSQLite", path: "Sources/CSQLite"),
         // The tracking store (SQLite, through a small layer of its own) and the uploader. Knows
         // nothing of signals or records.
         .target(name: "SensorsTracking", dependencies: ["SensorsEvents", "HostFacts", "CZlib", "CSQLite", "HTTPExchange"]),

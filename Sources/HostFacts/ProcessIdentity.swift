@@ -29,26 +29,43 @@ package struct ProcessIdentity: Sendable, Equatable {
 
     /// Field 22 (starttime) of `/proc/<pid>/stat`, or `nil` if there is no such process.
     package static func startTicks(of pid: Int32) -> Int64? {
-        guard let text = stat(of: pid) else { return nil }
-        // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // fields[0] is field 3 (state), so field 22 is fields[19].
-        guard fields.count > 19, let ticks = Int64(fields[19]) else { return nil }
+        // fields[0] after the command name is field 3 (state), so field 22 is field 19 there.
+        guard let field = statField(19, of: pid), !field.isEmpty else { return nil }
+        var ticks: Int64 = 0
+        for byte in field {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, overflow) = ticks.multipliedReportingOverflow(by: 10)
+            guard !overflow else { return nil }
+            ticks = times + Int64(byte - UInt8(ascii: "0"))
+        }
         return ticks
     }
 
     /// Whether `pid` is a zombie (or dead, `X`): exited and not yet reaped.
     package static func isZombie(_ pid: Int32) -> Bool {
-        guard let text = stat(of: pid),
-              let close = text.lastIndex(of: ")") else { return false }
-        let state = text[text.index(after: close)...].split(separator: " ").first
-        return state == "Z" || state == "X"
+        guard let state = statField(0, of: pid) else { return false }
+        return state.elementsEqual([UInt8(ascii: "Z")]) || state.elementsEqual([UInt8(ascii: "X")])
     }
 
-    /// `/proc/<pid>/stat` (one line, well under 4 KiB), or `nil` if there is no such process.
-    private static func stat(of pid: Int32) -> String? {
-        SmallFile.text("/proc/\(pid)/stat", limit: 4096)?.text
+    /// Field `index` after the command name of `/proc/<pid>/stat` (0: field 3, the state), or
+    /// `nil` when there is no such process or field. Parsed as bytes, after the last `)`: the
+    /// command name (field 2) is in parentheses and may hold spaces. (This runs at every launch;
+    /// splitting the text into `Substring`s cost it more than the read.)
+    private static func statField(_ index: Int, of pid: Int32) -> ArraySlice<UInt8>? {
+        guard let bytes = SmallFile.read("/proc/\(pid)/stat", limit: 4096)?.bytes,
+              let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        var field = -1
+        var start = close + 1
+        for position in (close + 1)...bytes.count {
+            let end = position == bytes.count || bytes[position] == UInt8(ascii: " ") || bytes[position] == 0x0A
+            guard end else { continue }
+            if position > start {
+                field += 1
+                if field == index { return bytes[start..<position] }
+            }
+            start = position + 1
+        }
+        return nil
     }
 
     /// Whether this process is still running (same boot, same pid, same start time).

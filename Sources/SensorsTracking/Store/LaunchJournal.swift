@@ -207,16 +207,37 @@ extension TrackingStore {
     package static func journalEnds(_ path: String, runs: Set<String>) -> Set<String> {
         let needles = runs.map { (runID: $0, bytes: Array(",\"ending\":\(JSONText.quote($0))}".utf8)) }
         var found = Set<String>()
-        for file in [foldingPath(path), journalPath(path)] {
-            guard let bytes = try? readWhole(file) else { continue }
-            for index in bytes.indices where bytes[index] == 0x0A {
+        func search(_ bytes: [UInt8]) {
+            // From the end: the run asked about is nearly always the last to have ended.
+            for index in bytes.indices.reversed() where bytes[index] == 0x0A && found.count < needles.count {
                 for needle in needles where index >= needle.bytes.count
                     && bytes[(index - needle.bytes.count)..<index].elementsEqual(needle.bytes) {
                     found.insert(needle.runID)
                 }
             }
         }
+        // The journal's last few entries first; the whole of both files only when they do not tell.
+        if let tail = try? readTail(journalPath(path), bytes: 8 * 1024) { search(tail) }
+        if found.count < needles.count {
+            for file in [foldingPath(path), journalPath(path)] {
+                if let bytes = try? readWhole(file) { search(bytes) }
+            }
+        }
         return found
+    }
+
+    /// The last `count` bytes of a file (all of it when shorter).
+    private static func readTail(_ file: String, bytes count: Int) throws -> [UInt8] {
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw TrackingStoreError(operation: "read \(file)", underlying: String(cString: strerror(errno))) }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw TrackingStoreError(operation: "read \(file)", underlying: String(cString: strerror(errno))) }
+        let start = max(0, Int(info.st_size) - count)
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) - start)
+        let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(start)) }
+        guard got >= 0 else { throw TrackingStoreError(operation: "read \(file)", underlying: String(cString: strerror(errno))) }
+        return Array(bytes.prefix(got))
     }
 
     /// Folds the journal into the freshly opened `database` (see the file's comment). A journal

@@ -5,7 +5,8 @@
 // set-up, statement authorizer, dispatch queue and generic decoding) was most of what the
 // analytics cost a short-lived program at launch (Benchmarks/README.md). The names follow GRDB's
 // where the store already spoke them (`DatabaseQueue`, `Database`, `Row`, `DatabaseError`), so
-// the store's statements read as before. Nothing here is public.
+// the store's statements read as before. Nothing here is public. SQLite itself is reached through
+// CSQLite, which loads it when the first store is opened (csqlite.h).
 import CSQLite
 import Foundation
 
@@ -42,7 +43,7 @@ package struct DatabaseError: Error, CustomStringConvertible {
     init(code: Int32, handle: OpaquePointer?, sql: String?) {
         resultCode = ResultCode(code & 0xff)
         extendedResultCode = code
-        message = handle.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
+        message = handle.flatMap { csqlite_errmsg($0) }.map { String(cString: $0) } ?? String(cString: csqlite_errstr(code))
         self.sql = sql
     }
 
@@ -97,7 +98,7 @@ extension String: DatabaseValueConvertible, DatabaseValueDecodable {
 }
 
 extension Int64: DatabaseValueConvertible, DatabaseValueDecodable {
-    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { sqlite3_bind_int64(statement, index, self) }
+    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { csqlite_bind_int64(statement, index, self) }
     package init?(_ value: DatabaseValue) {
         switch value {
         case .integer(let number): self = number
@@ -110,7 +111,7 @@ extension Int64: DatabaseValueConvertible, DatabaseValueDecodable {
 }
 
 extension Int: DatabaseValueConvertible, DatabaseValueDecodable {
-    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { sqlite3_bind_int64(statement, index, Int64(self)) }
+    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { csqlite_bind_int64(statement, index, Int64(self)) }
     package init?(_ value: DatabaseValue) {
         guard let number = Int64(value) else { return nil }
         self = Int(number)
@@ -119,7 +120,7 @@ extension Int: DatabaseValueConvertible, DatabaseValueDecodable {
 }
 
 extension Int32: DatabaseValueConvertible, DatabaseValueDecodable {
-    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { sqlite3_bind_int64(statement, index, Int64(self)) }
+    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { csqlite_bind_int64(statement, index, Int64(self)) }
     package init?(_ value: DatabaseValue) {
         guard let number = Int64(value), let narrow = Int32(exactly: number) else { return nil }
         self = narrow
@@ -128,14 +129,14 @@ extension Int32: DatabaseValueConvertible, DatabaseValueDecodable {
 }
 
 extension Double: DatabaseValueConvertible {
-    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { sqlite3_bind_double(statement, index, self) }
+    package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 { csqlite_bind_double(statement, index, self) }
 }
 
 extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
     package func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
         switch self {
         case .some(let value): value.bind(to: statement, at: index)
-        case .none: sqlite3_bind_null(statement, index)
+        case .none: csqlite_bind_null(statement, index)
         }
     }
 }
@@ -210,7 +211,7 @@ package final class Database {
     fileprivate init(handle: OpaquePointer) { self.handle = handle }
 
     /// The rows changed by the last INSERT, UPDATE or DELETE.
-    package var changesCount: Int { Int(sqlite3_changes(handle)) }
+    package var changesCount: Int { Int(csqlite_changes(handle)) }
 
     /// Runs `sql`: one statement with `arguments`, or several separated by `;` (each takes as many
     /// arguments as it has parameters, in order).
@@ -221,12 +222,12 @@ package final class Database {
             while let current = next, current.pointee != 0 {
                 var statement: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
-                let code = sqlite3_prepare_v2(handle, current, -1, &statement, &tail)
+                let code = csqlite_prepare_v2(handle, current, -1, &statement, &tail)
                 guard code == SQLITE_OK else { throw DatabaseError(code: code, handle: handle, sql: sql) }
                 next = tail
                 guard let statement else { continue } // whitespace or a comment
-                defer { sqlite3_finalize(statement) }
-                let count = Int(sqlite3_bind_parameter_count(statement))
+                defer { csqlite_finalize(statement) }
+                let count = Int(csqlite_bind_parameter_count(statement))
                 let taken = StatementArguments(Array(remaining.prefix(count)))
                 remaining = remaining.dropFirst(count)
                 try run(statement, sql: sql, arguments: taken) { _ in true }
@@ -241,7 +242,7 @@ package final class Database {
     package func cachedStatement(sql: String) throws -> Statement {
         if let statement = cache[sql] { return statement }
         var handle: OpaquePointer?
-        let code = sqlite3_prepare_v3(self.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        let code = csqlite_prepare_v3(self.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
         guard code == SQLITE_OK, let handle else { throw DatabaseError(code: code, handle: self.handle, sql: sql) }
         let statement = Statement(handle: handle, sql: sql, database: self)
         cache[sql] = statement
@@ -253,11 +254,11 @@ package final class Database {
         let statement = try cachedStatement(sql: sql)
         var rows: [Row] = []
         try run(statement.handle, sql: sql, arguments: arguments) { handle in
-            let count = sqlite3_column_count(handle)
+            let count = csqlite_column_count(handle)
             var columns: [(name: String, value: DatabaseValue)] = []
             columns.reserveCapacity(Int(count))
             for index in 0..<count {
-                let name = sqlite3_column_name(handle, index).map { String(cString: $0) } ?? ""
+                let name = csqlite_column_name(handle, index).map { String(cString: $0) } ?? ""
                 columns.append((name, Self.value(handle, index)))
             }
             rows.append(Row(columns: columns))
@@ -267,16 +268,16 @@ package final class Database {
     }
 
     private static func value(_ statement: OpaquePointer, _ index: Int32) -> DatabaseValue {
-        switch sqlite3_column_type(statement, index) {
-        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
-        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
+        switch csqlite_column_type(statement, index) {
+        case SQLITE_INTEGER: return .integer(csqlite_column_int64(statement, index))
+        case SQLITE_FLOAT: return .real(csqlite_column_double(statement, index))
         case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(statement, index))
-            guard let bytes = sqlite3_column_text(statement, index) else { return .text("") }
+            let count = Int(csqlite_column_bytes(statement, index))
+            guard let bytes = csqlite_column_text(statement, index) else { return .text("") }
             return .text(String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self))
         case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(statement, index))
-            guard let bytes = sqlite3_column_blob(statement, index) else { return .blob([]) }
+            let count = Int(csqlite_column_bytes(statement, index))
+            guard let bytes = csqlite_column_blob(statement, index) else { return .blob([]) }
             return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: count)))
         default: return .null
         }
@@ -285,34 +286,34 @@ package final class Database {
     /// Binds `arguments` to `statement` and steps it; `row` sees each row and says whether to go on.
     fileprivate func run(_ statement: OpaquePointer, sql: String, arguments: StatementArguments,
                          row: (OpaquePointer) -> Bool) throws {
-        sqlite3_reset(statement)
-        sqlite3_clear_bindings(statement)
-        defer { sqlite3_reset(statement) }
-        guard arguments.values.count == Int(sqlite3_bind_parameter_count(statement)) else {
-            throw DatabaseError(message: "\(arguments.values.count) arguments for \(sqlite3_bind_parameter_count(statement)) parameters", sql: sql)
+        csqlite_reset(statement)
+        csqlite_clear_bindings(statement)
+        defer { csqlite_reset(statement) }
+        guard arguments.values.count == Int(csqlite_bind_parameter_count(statement)) else {
+            throw DatabaseError(message: "\(arguments.values.count) arguments for \(csqlite_bind_parameter_count(statement)) parameters", sql: sql)
         }
         for (offset, value) in arguments.values.enumerated() {
             let index = Int32(offset + 1)
-            let code = value?.bind(to: statement, at: index) ?? sqlite3_bind_null(statement, index)
+            let code = value?.bind(to: statement, at: index) ?? csqlite_bind_null(statement, index)
             guard code == SQLITE_OK else { throw DatabaseError(code: code, handle: handle, sql: sql) }
         }
         while true {
-            let code = sqlite3_step(statement)
+            let code = csqlite_step(statement)
             switch code {
             case SQLITE_ROW:
                 if !row(statement) { return }
             case SQLITE_DONE:
                 return
             default:
-                throw DatabaseError(code: sqlite3_extended_errcode(handle), handle: handle, sql: sql)
+                throw DatabaseError(code: csqlite_extended_errcode(handle), handle: handle, sql: sql)
             }
         }
     }
 
     fileprivate func close() {
-        for statement in cache.values { sqlite3_finalize(statement.handle) }
+        for statement in cache.values { csqlite_finalize(statement.handle) }
         cache = [:]
-        sqlite3_close_v2(handle)
+        csqlite_close_v2(handle)
     }
 }
 
@@ -338,14 +339,15 @@ package final class DatabaseQueue: @unchecked Sendable {
     package init(path: String, configuration: Configuration = Configuration()) throws {
         var handle: OpaquePointer?
         let flags = (configuration.readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let code = csqlite_open_v2(path, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let error = DatabaseError(code: code, handle: handle, sql: nil)
-            sqlite3_close_v2(handle)
+            // No handle when SQLite could not be loaded at all (the error says why).
+            if handle != nil { csqlite_close_v2(handle) }
             throw error
         }
-        sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, Int32(configuration.busyTimeoutSeconds * 1000))
+        csqlite_extended_result_codes(handle, 1)
+        csqlite_busy_timeout(handle, Int32(configuration.busyTimeoutSeconds * 1000))
         let database = Database(handle: handle)
         do {
             // Reading the schema is what finds a file that is not a database.
@@ -387,7 +389,7 @@ package final class DatabaseQueue: @unchecked Sendable {
                 try db.cachedStatement(sql: "COMMIT").execute()
                 return result
             } catch {
-                if sqlite3_get_autocommit(db.handle) == 0 { try? db.execute(sql: "ROLLBACK") }
+                if csqlite_get_autocommit(db.handle) == 0 { try? db.execute(sql: "ROLLBACK") }
                 throw error
             }
         }

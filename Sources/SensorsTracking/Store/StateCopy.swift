@@ -40,11 +40,11 @@ extension TrackingStore {
     /// from the store file that is there now.
     package func stateFromCopy() -> StoreState? {
         guard let identity = fileIdentity,
-              let text = SmallFile.text(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.text,
-              let fields = Self.parseCopy(text), fields["store"] == identity,
-              let anonymous = fields["anonymous_id"], !anonymous.isEmpty, let superText = fields["super_properties"]
+              let bytes = SmallFile.read(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.bytes,
+              let copy = Self.parseCopy(bytes), copy.store == identity,
+              let anonymous = copy.anonymousID, !anonymous.isEmpty, let superText = copy.superProperties
         else { return nil }
-        return StoreState(anonymousID: anonymous, loginID: fields["login_id"],
+        return StoreState(anonymousID: anonymous, loginID: copy.loginID,
                           superProperties: superText == "{}" ? [:] : SuperPropertiesCoding.decode(superText), isFirstStart: false)
     }
 
@@ -69,9 +69,9 @@ extension TrackingStore {
 
     /// Whether the copy is whole and names the store file as it is now.
     func copyNamesFile() -> Bool {
-        guard let identity = fileIdentity, let text = SmallFile.text(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.text,
-              let fields = Self.parseCopy(text) else { return false }
-        return fields["store"] == identity
+        guard let identity = fileIdentity, let bytes = SmallFile.read(Self.stateCopyPath(path), limit: 1 << 20, followLinks: false)?.bytes,
+              let copy = Self.parseCopy(bytes) else { return false }
+        return copy.store == identity
     }
 
     /// Makes the copy name the store file as it is now, its state unchanged (after a close
@@ -80,25 +80,49 @@ extension TrackingStore {
         copyLock.withLock {
             let target = Self.stateCopyPath(path)
             guard let identity = fileIdentity, let text = SmallFile.text(target, limit: 1 << 20, followLinks: false)?.text,
-                  Self.parseCopy(text) != nil else { return }
+                  Self.parseCopy(Array(text.utf8)) != nil else { return }
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasPrefix("store=") ? "store=\(identity)" : String($0) }
             _ = SmallFile.replace(target, with: Array(lines.joined(separator: "\n").utf8))
         }
     }
 
-    /// The copy's fields; `nil` when it is not a whole copy of this format.
-    static func parseCopy(_ text: String) -> [String: String]? {
-        guard text.hasSuffix("\n") else { return nil }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        guard lines.first == "sensors-store-state 1" else { return nil }
-        lines = lines.dropFirst()
-        var fields: [String: String] = [:]
-        for line in lines {
-            guard let equals = line.firstIndex(of: "=") else { return nil }
-            guard let value = unescape(line[line.index(after: equals)...]) else { return nil }
-            fields[String(line[..<equals])] = value
+    /// A copy's fields.
+    struct CopyFields: Equatable {
+        var store: String?
+        var anonymousID: String?
+        var loginID: String?
+        var superProperties: String?
+    }
+
+    /// The copy's fields; `nil` when it is not a whole copy of this format. Parsed as bytes: a
+    /// quiet launch reads it, and a first `Dictionary` of a new type or `String` splitting cost
+    /// more there than the file's read.
+    static func parseCopy(_ bytes: [UInt8]) -> CopyFields? {
+        guard bytes.last == 0x0A else { return nil }
+        var fields = CopyFields()
+        var start = 0
+        var header = true
+        for index in bytes.indices where bytes[index] == 0x0A {
+            let line = bytes[start..<index]
+            start = index + 1
+            if header {
+                guard line.elementsEqual("sensors-store-state 1".utf8) else { return nil }
+                header = false
+                continue
+            }
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")), let value = unescape(line[(equals + 1)...]) else { return nil }
+            let key = line[..<equals]
+            if key.elementsEqual("store".utf8) {
+                fields.store = value
+            } else if key.elementsEqual("anonymous_id".utf8) {
+                fields.anonymousID = value
+            } else if key.elementsEqual("login_id".utf8) {
+                fields.loginID = value
+            } else if key.elementsEqual("super_properties".utf8) {
+                fields.superProperties = value
+            }
         }
-        return fields
+        return header ? nil : fields
     }
 
     static func escape(_ value: String) -> String {
@@ -114,23 +138,24 @@ extension TrackingStore {
         return out
     }
 
-    static func unescape(_ value: Substring) -> String? {
-        var out = ""
+    static func unescape(_ value: ArraySlice<UInt8>) -> String? {
+        var out: [UInt8] = []
+        out.reserveCapacity(value.count)
         var escaped = false
-        for character in value.unicodeScalars {
+        for byte in value {
             if escaped {
-                switch character {
-                case "\\": out += "\\"
-                case "n": out += "\n"
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(byte)
+                case UInt8(ascii: "n"): out.append(0x0A)
                 default: return nil
                 }
                 escaped = false
-            } else if character == "\\" {
+            } else if byte == UInt8(ascii: "\\") {
                 escaped = true
             } else {
-                out.unicodeScalars.append(character)
+                out.append(byte)
             }
         }
-        return escaped ? nil : out
+        return escaped ? nil : String(decoding: out, as: UTF8.self)
     }
 }
