@@ -161,6 +161,36 @@ final class LaunchJournalTests: XCTestCase {
         }
     }
 
+    /// What quiet runs never write at the journal's paths — a symbolic link (to a file elsewhere),
+    /// a FIFO, a directory, a file far too large — is neither followed, nor blocked on, nor read
+    /// into memory: an append fails at once (the tracker then writes to the store), and the next
+    /// open moves it aside (`.refused-<ms>`, kept) and goes on folding.
+    func testWhatQuietRunsNeverWriteAtTheJournalsPathsIsRefusedAndKept() throws {
+        let directory = try Scratch.directory("journal-hostile")
+        let path = directory + "/s.sqlite"
+        let elsewhere = directory + "/elsewhere"
+        try "keep me\n".write(toFile: elsewhere, atomically: true, encoding: .utf8)
+        let closed = TrackingStore(deferringOpen: path)
+        for make in [{ symlink(elsewhere, TrackingStore.journalPath(path)) }, { mkfifo(TrackingStore.journalPath(path), 0o600) },
+                     { mkdir(TrackingStore.journalPath(path), 0o700) }] {
+            XCTAssertEqual(make(), 0)
+            XCTAssertThrowsError(try closed.appendToJournal(JournalEntry(events: [event("x")])))
+            XCTAssertEqual(try names(path), [], "nothing folded from it")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: TrackingStore.journalPath(path)), "moved aside")
+        }
+        XCTAssertEqual(try String(contentsOfFile: elsewhere, encoding: .utf8), "keep me\n", "the link's target untouched")
+        // A file far larger than quiet runs write, at the folding path: moved aside unread, and the
+        // journal beside it folded.
+        XCTAssertTrue(FileManager.default.createFile(atPath: path + "-pending.folding", contents: nil))
+        let huge = try XCTUnwrap(FileHandle(forWritingAtPath: path + "-pending.folding"))
+        huge.truncateFile(atOffset: UInt64(TrackingStore.journalReadLimit) + 1)
+        huge.closeFile()
+        try closed.appendToJournal(JournalEntry(events: [event("after")]))
+        XCTAssertEqual(try names(path), ["after"])
+        let refused = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".refused-") }
+        XCTAssertEqual(refused.count, 4, "\(refused)")
+    }
+
     func testTheStateCopyServesOnlyTheStoreFileItWasMadeFromAndFollowsItsChanges() throws {
         let path = try Scratch.directory("state-copy") + "/s.sqlite"
         let store = try TrackingStore(path: path)

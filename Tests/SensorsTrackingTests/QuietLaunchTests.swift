@@ -101,6 +101,18 @@ final class QuietLaunchTests: XCTestCase {
         XCTAssertEqual(last["distinct_id"] as? String, "user-7")
     }
 
+    /// A journal that cannot be written (here a directory in its place): the run's launch and end
+    /// go to the store itself, as before there was a journal; nothing is lost.
+    func testARunWhoseJournalCannotBeWrittenStoresInTheStore() throws {
+        let path = try Scratch.directory("quiet-unwritable") + "/s.sqlite"
+        run(path, runID: "r1")
+        XCTAssertEqual(try stored(path), ["$AppStart r1", "$AppEnd r1"], "r1's end folded in")
+        XCTAssertEqual(mkdir(TrackingStore.journalPath(path), 0o700), 0)
+        let second = run(path, runID: "r2")
+        XCTAssertTrue(second.store.isOpen, "the launch went to the store")
+        XCTAssertEqual(try stored(path), ["$AppStart r1", "$AppEnd r1", "$AppStart r2", "$AppEnd r2"])
+    }
+
     /// With an endpoint the store is what the uploader sends from: no run goes to the journal.
     func testATrackerWithAnEndpointNeverUsesTheJournal() throws {
         let path = try Scratch.directory("quiet-endpoint") + "/s.sqlite"

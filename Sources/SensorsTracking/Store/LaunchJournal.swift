@@ -165,7 +165,7 @@ extension TrackingStore {
         let journal = Self.journalPath(path)
         let bytes = Array(entry.line.utf8)
         for _ in 0..<8 {
-            let fd = open(journal, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            let fd = Self.openRegular(journal, O_RDWR | O_APPEND | O_CREAT)
             guard fd >= 0 else { throw TrackingStoreError(operation: "append to \(journal)", underlying: String(cString: strerror(errno))) }
             defer { Glibc.close(fd) }
             afterOpening?()
@@ -228,7 +228,7 @@ extension TrackingStore {
 
     /// The last `count` bytes of a file (all of it when shorter).
     private static func readTail(_ file: String, bytes count: Int) throws -> [UInt8] {
-        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = openRegular(file, O_RDONLY)
         guard fd >= 0 else { throw TrackingStoreError(operation: "read \(file)", underlying: String(cString: strerror(errno))) }
         defer { Glibc.close(fd) }
         var info = stat()
@@ -240,10 +240,42 @@ extension TrackingStore {
         return Array(bytes.prefix(got))
     }
 
+    /// A journal larger than this was not written by quiet runs (they keep it near
+    /// ``journalFoldBytes``): it is moved aside, not read into memory.
+    static let journalReadLimit = 16 << 20
+
+    /// Opens `file` (never through a symbolic link, never blocking on a FIFO) only if it is a
+    /// regular file; -1 with `errno` set otherwise (EINVAL: not a regular file).
+    static func openRegular(_ file: String, _ flags: Int32) -> Int32 {
+        let fd = open(file, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(fd)
+            errno = EINVAL
+            return -1
+        }
+        return fd
+    }
+
+    /// Moves something at a journal's path that quiet runs did not write (not a regular file, or
+    /// far too large) aside, to `<file>.refused-<ms>-<random>`, where it is kept, not read.
+    private static func refuse(_ file: String) {
+        rename(file, "\(file).refused-\(Clock.wallMilliseconds())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))")
+    }
+
+    /// Whether `file` exists and is not a regular file of a size quiet runs write.
+    private static func foreign(_ file: String) -> Bool {
+        var info = stat()
+        guard lstat(file, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT != S_IFREG || Int(info.st_size) > journalReadLimit
+    }
+
     /// Folds the journal into the freshly opened `database` (see the file's comment). A journal
     /// that cannot be folded now stays for the next open; opening the store never fails for it.
     static func foldJournal(_ path: String, into database: DatabaseQueue, limits: StoreLimits) {
         let folding = foldingPath(path)
+        for file in [folding, journalPath(path)] where foreign(file) { refuse(file) }
         // A fold left behind by a process that died in it first (it holds no lock any more).
         if access(folding, F_OK) == 0 { foldFile(folding, into: database, limits: limits, waiting: false) }
         guard access(journalPath(path), F_OK) == 0 else { return }
@@ -263,8 +295,11 @@ extension TrackingStore {
     /// Folds one claimed journal file and deletes it. `waiting`: wait for appends still in
     /// progress (a file this process just renamed); else skip a file another process holds.
     private static func foldFile(_ file: String, into database: DatabaseQueue, limits: StoreLimits, waiting: Bool) {
-        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return }
+        let fd = openRegular(file, O_RDONLY)
+        guard fd >= 0 else {
+            if errno == EINVAL || errno == ELOOP { refuse(file) }
+            return
+        }
         defer { Glibc.close(fd) }
         guard flock(fd, waiting ? LOCK_EX : LOCK_EX | LOCK_NB) == 0 else { return }
         guard let bytes = try? readAll(fd) else { return }
@@ -290,7 +325,7 @@ extension TrackingStore {
     }
 
     private static func readWhole(_ file: String) throws -> [UInt8] {
-        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = openRegular(file, O_RDONLY)
         guard fd >= 0 else { throw TrackingStoreError(operation: "read \(file)", underlying: String(cString: strerror(errno))) }
         defer { Glibc.close(fd) }
         return try readAll(fd)
@@ -307,6 +342,9 @@ extension TrackingStore {
             }
             if count == 0 { return bytes }
             bytes += chunk[0..<count]
+            guard bytes.count <= journalReadLimit else {
+                throw TrackingStoreError(operation: "read the journal", underlying: "larger than \(journalReadLimit) bytes")
+            }
         }
     }
 }
