@@ -17,7 +17,13 @@ package enum SmallFile {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, let bytes = read(descriptor: fd, limit: limit) else { return nil }
+        return (bytes, UInt64(status.st_ino))
+    }
+
+    /// The first `limit` bytes read from `fd`, from where it stands to its end (`nil` on a read
+    /// error): for a caller that opened (and locked) the file itself.
+    package static func read(descriptor fd: Int32, limit: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: min(limit, 4096))
         var count = 0
         while count < limit {
@@ -31,7 +37,7 @@ package enum SmallFile {
             count += got
         }
         bytes.removeSubrange(count...)
-        return (bytes, UInt64(status.st_ino))
+        return bytes
     }
 
     /// ``read(_:limit:followLinks:)`` as UTF-8 text (invalid bytes repaired).

@@ -331,20 +331,14 @@ extension TrackingStore {
         return try readAll(fd)
     }
 
+    /// The whole file at `fd`, refused past ``journalReadLimit``.
     private static func readAll(_ fd: Int32) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw TrackingStoreError(operation: "read the journal", underlying: String(cString: strerror(errno)))
-            }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-            guard bytes.count <= journalReadLimit else {
-                throw TrackingStoreError(operation: "read the journal", underlying: "larger than \(journalReadLimit) bytes")
-            }
+        guard let bytes = SmallFile.read(descriptor: fd, limit: journalReadLimit + 1) else {
+            throw TrackingStoreError(operation: "read the journal", underlying: String(cString: strerror(errno)))
         }
+        guard bytes.count <= journalReadLimit else {
+            throw TrackingStoreError(operation: "read the journal", underlying: "larger than \(journalReadLimit) bytes")
+        }
+        return bytes
     }
 }
