@@ -109,6 +109,13 @@ package final class TrackingStore: @unchecked Sendable {
         }
     }
 
+    /// Folds in what the journal holds now (the store's open did it once; readers of the runs do
+    /// it again). Opens the store if it is not.
+    func foldJournal() throws {
+        let database = try connection()
+        TrackingStore.foldJournal(path, into: database, limits: limits)
+    }
+
     /// Whether this process has opened the file (a deferred store is not open until its first
     /// read or write). While it is not, a hosted tracker's launch and end go to the journal.
     package var isOpen: Bool { lock.withLock { database != nil } }

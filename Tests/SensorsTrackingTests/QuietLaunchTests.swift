@@ -4,6 +4,7 @@
 import SensorsEvents
 import Foundation
 import TestSupport
+import ProcessSpawning
 import XCTest
 
 final class QuietLaunchTests: XCTestCase {
@@ -111,6 +112,32 @@ final class QuietLaunchTests: XCTestCase {
         let second = run(path, runID: "r2")
         XCTAssertTrue(second.store.isOpen, "the launch went to the store")
         XCTAssertEqual(try stored(path), ["$AppStart r1", "$AppEnd r1", "$AppStart r2", "$AppEnd r2"])
+    }
+
+    /// Processes at once on one store, as copies of a tool started together: quiet runs appending
+    /// to the journal while runs that log in open the store (and fold the journal) — every run's
+    /// `$AppStart` and `$AppEnd` stored exactly once, and no run left with a row.
+    func testManyProcessesAtOnceStoreEveryRunOnce() throws {
+        let path = try Scratch.directory("quiet-processes") + "/s.sqlite"
+        XCTAssertEqual(try Harness.emit(["--count", "0", "--store", path, "--run-id", "first"]).ending, .exited(0))
+        var children: [(String, ChildProcess.Running)] = []
+        for index in 0..<24 {
+            let runID = "p\(index)"
+            // One in four logs in: its writer opens the store, which folds the journal meanwhile.
+            let extra = index % 4 == 0 ? ["--login", "user-\(index)"] : []
+            children.append((runID, try Harness.spawnEmit(["--count", "0", "--store", path, "--run-id", runID] + extra)))
+        }
+        for (runID, child) in children { XCTAssertEqual(child.wait().ending, .exited(0), runID) }
+        let objects = try storedObjects(path)
+        for runID in ["first"] + children.map(\.0) {
+            let mine = objects.filter { $0.properties["$run_id"] as? String == runID }
+            XCTAssertEqual(mine.map { $0.event ?? "?" }, ["$AppStart", "$AppEnd"],
+                           "\(runID): \(mine.map { "\($0.event ?? "?") \($0.properties["$app_end_reason"] as? String ?? "")" })")
+        }
+        let store = try TrackingStore(path: path)
+        XCTAssertEqual(try store.runMarkers().map(\.runID), [])
+        XCTAssertNil(try store.summary().counters["dropped_journal_unreadable"])
+        store.close()
     }
 
     /// With an endpoint the store is what the uploader sends from: no run goes to the journal.

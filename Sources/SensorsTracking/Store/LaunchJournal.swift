@@ -276,32 +276,37 @@ extension TrackingStore {
     static func foldJournal(_ path: String, into database: DatabaseQueue, limits: StoreLimits) {
         let folding = foldingPath(path)
         for file in [folding, journalPath(path)] where foreign(file) { refuse(file) }
-        // A fold left behind by a process that died in it first (it holds no lock any more).
-        if access(folding, F_OK) == 0 { foldFile(folding, into: database, limits: limits, waiting: false) }
-        guard access(journalPath(path), F_OK) == 0 else { return }
+        // A fold in progress in another process is waited for, and one left by a process that
+        // died in it is done here: when this returns, every entry appended before it was called
+        // is in the store. (A process whose own launch is in the journal and whose writer then
+        // opens the store must not commit its end before its launch.)
+        foldFile(folding, into: database, limits: limits)
         // Taken under the folding name, never over another process's fold: a hard link fails when
-        // that name exists (EEXIST: another process is folding; ENOENT: it took the journal first).
+        // that name exists (EEXIST: another process is folding; ENOENT: it took the journal first,
+        // or there is none).
         if link(journalPath(path), folding) == 0 {
             unlink(journalPath(path))
         } else if errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP {
             // A file system without hard links.
-            guard access(folding, F_OK) != 0, rename(journalPath(path), folding) == 0 else { return }
-        } else {
-            return
+            if access(folding, F_OK) != 0 { rename(journalPath(path), folding) }
         }
-        foldFile(folding, into: database, limits: limits, waiting: true)
+        // This process's fold, or the one that took the journal first (even between the first
+        // wait and the link): waited for, or done.
+        foldFile(folding, into: database, limits: limits)
     }
 
-    /// Folds one claimed journal file and deletes it. `waiting`: wait for appends still in
-    /// progress (a file this process just renamed); else skip a file another process holds.
-    private static func foldFile(_ file: String, into database: DatabaseQueue, limits: StoreLimits, waiting: Bool) {
+    /// Folds one taken journal file and deletes it, once it holds the file's exclusive lock: appends
+    /// still in progress finish first, and so does another process folding the same file, after
+    /// which the file is gone (no link left) and there is nothing to do.
+    private static func foldFile(_ file: String, into database: DatabaseQueue, limits: StoreLimits) {
         let fd = openRegular(file, O_RDONLY)
         guard fd >= 0 else {
             if errno == EINVAL || errno == ELOOP { refuse(file) }
             return
         }
         defer { Glibc.close(fd) }
-        guard flock(fd, waiting ? LOCK_EX : LOCK_EX | LOCK_NB) == 0 else { return }
+        var info = stat()
+        guard flock(fd, LOCK_EX) == 0, fstat(fd, &info) == 0, info.st_nlink > 0 else { return }
         guard let bytes = try? readAll(fd) else { return }
         let contents = JournalContents(bytes: bytes)
         do {

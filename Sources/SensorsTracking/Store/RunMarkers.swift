@@ -66,9 +66,11 @@ extension TrackingStore {
         }
     }
 
-    /// Every run marker in the store.
+    /// Every run marker in the store, once the journal is folded in: a run that ended since this
+    /// process opened the store may have its end there, and must not be taken for one that did not.
     package func runMarkers() throws -> [RunMarker] {
-        try read { db in
+        try foldJournal()
+        return try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY start_wall_ms").map { row in
                 RunMarker(runID: row["run_id"],
                           process: ProcessIdentity(pid: row["pid"], bootID: row["boot_id"], startTicks: row["start_ticks"]),
