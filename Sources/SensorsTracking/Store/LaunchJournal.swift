@@ -15,12 +15,14 @@
 // that does not parse whole (a process killed in the middle of its write, a full disk) is skipped
 // and counted (`dropped_journal_unreadable`): every entry before and after it is kept.
 //
-// Folding: the journal is renamed to `<store>-pending.folding` (never over another one), then
-// locked exclusively, which waits for an append in progress; an appender that finds, once it holds
-// its shared lock, that the path no longer names the file it opened starts again on the new
-// journal. The entries go into the store in one transaction that also takes the claim
-// `journal:<first entry id>` (Claims.swift), so a fold interrupted after its commit and done again
-// adds nothing twice; the file is deleted after the commit.
+// Folding, one process at a time (an exclusive `flock` on `<store>-pending.lock`, which an open
+// waits for): a fold left by a process that died in it is done first; then the journal is renamed
+// to `<store>-pending.folding` and locked exclusively, which waits for an append in progress; an
+// appender that finds, once it holds its shared lock, that the journal's name no longer names the
+// file it opened starts again on the new journal. The entries go into the store in one
+// transaction that also takes the claim `journal:<first entry id>` (Claims.swift), so a fold
+// interrupted after its commit and done again adds nothing twice; the file is deleted after the
+// commit. An open returns only once every entry appended before it is in the store.
 import Foundation
 import SensorsEvents
 import HostFacts
@@ -273,31 +275,28 @@ extension TrackingStore {
 
     /// Folds the journal into the freshly opened `database` (see the file's comment). A journal
     /// that cannot be folded now stays for the next open; opening the store never fails for it.
+    /// When this returns, every entry appended before it was called is in the store (folded here
+    /// or by another process, which is waited for): a process whose own launch is in the journal
+    /// and whose writer then opens the store never commits its end before its launch.
     static func foldJournal(_ path: String, into database: DatabaseQueue, limits: StoreLimits) {
-        let folding = foldingPath(path)
-        for file in [folding, journalPath(path)] where foreign(file) { refuse(file) }
-        // A fold in progress in another process is waited for, and one left by a process that
-        // died in it is done here: when this returns, every entry appended before it was called
-        // is in the store. (A process whose own launch is in the journal and whose writer then
-        // opens the store must not commit its end before its launch.)
-        foldFile(folding, into: database, limits: limits)
-        // Taken under the folding name, never over another process's fold: a hard link fails when
-        // that name exists (EEXIST: another process is folding; ENOENT: it took the journal first,
-        // or there is none).
-        if link(journalPath(path), folding) == 0 {
-            unlink(journalPath(path))
-        } else if errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP {
-            // A file system without hard links.
-            if access(folding, F_OK) != 0 { rename(journalPath(path), folding) }
-        }
-        // This process's fold, or the one that took the journal first (even between the first
-        // wait and the link): waited for, or done.
+        let journal = journalPath(path), folding = foldingPath(path), lockPath = path + "-pending.lock"
+        for file in [folding, journal, lockPath] where foreign(file) { refuse(file) }
+        // Nothing appended and nothing being folded: the common open.
+        guard access(journal, F_OK) == 0 || access(folding, F_OK) == 0 else { return }
+        // One folder at a time, across processes: the journal is only ever renamed to a folding
+        // name that no one else holds, and an open waits here for a fold in progress.
+        let lock = openRegular(lockPath, O_RDWR | O_CREAT)
+        guard lock >= 0 else { return }
+        defer { Glibc.close(lock) }
+        guard flock(lock, LOCK_EX) == 0 else { return }
+        // A fold left by a process that died in it, first (its entries are the older).
+        if access(folding, F_OK) == 0 { foldFile(folding, into: database, limits: limits) }
+        guard access(folding, F_OK) != 0, rename(journal, folding) == 0 else { return }
         foldFile(folding, into: database, limits: limits)
     }
 
-    /// Folds one taken journal file and deletes it, once it holds the file's exclusive lock: appends
-    /// still in progress finish first, and so does another process folding the same file, after
-    /// which the file is gone (no link left) and there is nothing to do.
+    /// Folds one taken journal file and deletes it, once it holds the file's exclusive lock
+    /// (an append that began before the rename finishes first).
     private static func foldFile(_ file: String, into database: DatabaseQueue, limits: StoreLimits) {
         let fd = openRegular(file, O_RDONLY)
         guard fd >= 0 else {
@@ -305,8 +304,7 @@ extension TrackingStore {
             return
         }
         defer { Glibc.close(fd) }
-        var info = stat()
-        guard flock(fd, LOCK_EX) == 0, fstat(fd, &info) == 0, info.st_nlink > 0 else { return }
+        guard flock(fd, LOCK_EX) == 0 else { return }
         guard let bytes = try? readAll(fd) else { return }
         let contents = JournalContents(bytes: bytes)
         do {
