@@ -707,10 +707,11 @@ public final class Tracker: @unchecked Sendable {
                 controls.append(item)
             }
         }
-        // A quiet launch's `$AppStart`, and a hosted run's end: to the journal, the launch while
-        // this process has not opened the store (a journal that cannot be written: to the store,
-        // as always). Every hosted run's end is in the journal, so that the next quiet launch
-        // knows its predecessor ended without opening the store (``endRuns(_:)``).
+        // A quiet launch's `$AppStart`, and the end of a hosted run with no writer: to the
+        // journal, the launch only while this process has not opened the store (a journal that
+        // cannot be written: to the store, as always). Such a run's end is in the journal even
+        // when the run opened the store, so that the next quiet launch knows its predecessor
+        // ended without opening the store (``endRuns(_:)``).
         if journaling, controls.isEmpty, refresh == nil, counters.values.allSatisfy({ $0 == 0 }), !store.isOpen || endingRun != nil,
            (try? store.appendToJournal(JournalEntry(events: events, registered: registered, endingRun: endingRun))) != nil {
             return 0
