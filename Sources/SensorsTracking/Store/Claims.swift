@@ -13,8 +13,7 @@ extension TrackingStore {
     @discardableResult
     package func appendOnce(_ events: [NewEvent], claim key: String, endingRun runID: String? = nil) throws -> Bool {
         try write { db in
-            if try Self.isClaimed(db, key) { return false }
-            try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [key, Clock.wallMilliseconds()])
+            guard try Self.takeClaim(db, key) else { return false }
             if let runID { try Self.deleteRun(db, runID) }
             _ = try insert(db, events)
             return true
@@ -54,6 +53,14 @@ extension TrackingStore {
             _ = try insert(db, events)
             return true
         }
+    }
+
+    /// Takes the claim `key` within the caller's transaction; `false` when it was already taken
+    /// (the caller then writes nothing).
+    static func takeClaim(_ db: Database, _ key: String) throws -> Bool {
+        if try isClaimed(db, key) { return false }
+        try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [key, Clock.wallMilliseconds()])
+        return true
     }
 
     static func isClaimed(_ db: Database, _ key: String) throws -> Bool {

@@ -137,9 +137,6 @@ package struct JournalContents: Sendable, Equatable {
     }
 
     init() {}
-
-    /// The runs whose end an entry holds.
-    package var endedRuns: Set<String> { Set(entries.compactMap(\.endingRun)) }
 }
 
 extension TrackingStore {
@@ -309,11 +306,7 @@ extension TrackingStore {
         let contents = JournalContents(bytes: bytes)
         do {
             try database.write { db in
-                if let first = contents.entries.first {
-                    let claim = "journal:\(first.id)"
-                    if try TrackingStore.isClaimed(db, claim) { return }
-                    try db.execute(sql: "INSERT INTO ingested(name, ingested_ms) VALUES(?, ?)", arguments: [claim, Clock.wallMilliseconds()])
-                }
+                if let first = contents.entries.first, try !TrackingStore.takeClaim(db, "journal:\(first.id)") { return }
                 for entry in contents.entries {
                     if let marker = entry.registered { try TrackingStore.insertRun(db, marker) }
                     if let runID = entry.endingRun { try TrackingStore.deleteRun(db, runID) }
