@@ -50,8 +50,12 @@ extension TrackingStore {
 
     /// Writes the copy from the store's state as it is now (a read), unless it already says that.
     /// Best effort: a copy that cannot be written only means the next launch opens the store.
-    package func refreshStateCopy() {
+    /// `onlyIfPresent`: only when there is a copy already (a change of the state), decided under
+    /// the same lock as the rewrite: a launch's first copy, made from a read taken before a
+    /// change, is then always followed by that change's rewrite.
+    package func refreshStateCopy(onlyIfPresent: Bool = false) {
         copyLock.withLock {
+            if onlyIfPresent, access(Self.stateCopyPath(path), F_OK) != 0 { return }
             guard let identity = fileIdentity,
                   let state = try? read({ db -> (String, String?, String)? in
                       guard let anonymous = try Self.meta(db, "anonymous_id") else { return nil }

@@ -74,7 +74,7 @@ extension TrackingStore {
 
     /// The copy follows every change of the state it holds (a store no hosted launch used has none).
     private func refreshStateCopyIfPresent() {
-        if access(Self.stateCopyPath(path), F_OK) == 0 { refreshStateCopy() }
+        refreshStateCopy(onlyIfPresent: true)
     }
 
     /// Adds `delta` to a named counter, in its own transaction.
