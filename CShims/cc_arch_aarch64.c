@@ -136,12 +136,12 @@ void cc__arch_fault_as(int signo) {
  * vendor string. */
 int cc__arch_cpu_identity(uint32_t *signature, char *vendor, size_t size) {
     if (size > 0) vendor[0] = 0;
-    int fd = open("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", O_RDONLY | O_CLOEXEC);
+    int fd = cc__sys_open("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     char text[32];
     ssize_t got;
-    do { got = read(fd, text, sizeof text - 1); } while (got < 0 && errno == EINTR);
-    close(fd);
+    do { got = cc__sys_read(fd, text, sizeof text - 1); } while (got < 0 && errno == EINTR);
+    cc__sys_close(fd);
     if (got <= 2 || text[0] != '0' || text[1] != 'x') return 0;
     uint64_t value = 0;
     for (ssize_t i = 2; i < got; i++) {

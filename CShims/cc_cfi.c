@@ -14,8 +14,8 @@
  * is the image table collected for the crash (cc_images.c) and the memory the images already
  * map, and its only state is the caller's static storage. What it reads:
  *
- * - the image holding the pc, and in that image's program headers its PT_GNU_EH_FRAME
- *   segment: .eh_frame_hdr, whose sorted table (initial location → FDE) is searched by
+ * - the image holding the pc, and its PT_GNU_EH_FRAME segment (found in its program headers
+ *   when the image table was made, install's or the crash's): .eh_frame_hdr, whose sorted table (initial location → FDE) is searched by
  *   halves (every linker writes it as datarel sdata4; an image without it is stepped by its
  *   frame record instead);
  * - the FDE and its CIE in .eh_frame (augmentations z, R, P, L, S, B, G as GCC, Clang and the
@@ -67,18 +67,21 @@ typedef struct {
 } cc__cie_t;
 
 /* The scratch of one step: static, never on a stack (the handler runs on a small one). One per
- * unwinding thread: the handler's (crashed thread and parked threads) and the helper's. */
+ * unwinding thread: the handler's (crashed thread and parked threads) and the helper's. What
+ * every step uses comes first and, page-aligned, fits one page (≈ 2.3 KiB on x86-64): the crash
+ * faults in one page for it, not three; the remembered rows and the expression stack, which few
+ * steps need, come after. */
 struct cc__cfi {
-    cc__row_t row, initial;
-    cc__row_t saved[CC__CFI_STATES];
-    uint64_t stack[CC__EXPR_STACK];
     /* The last image looked up: its range and its .eh_frame_hdr (0: none). */
     uint64_t image_base, image_end, hdr;
+    cc__row_t row, initial;
+    uint64_t stack[CC__EXPR_STACK];
+    cc__row_t saved[CC__CFI_STATES];
 };
 
 void cc__cfi_begin(cc__cfi_t *s) { s->image_end = 0; }
 
-cc__cfi_t cc__cfi_recording, cc__cfi_helper;
+cc__cfi_t cc__cfi_recording __attribute__((aligned(4096))), cc__cfi_helper __attribute__((aligned(4096)));
 
 /* --- reading encoded values -------------------------------------------------------------- */
 
@@ -159,12 +162,14 @@ static uint64_t cc__encoded(cc__bytes_t *b, uint8_t encoding, uint64_t data_base
 /* The .eh_frame_hdr of the image holding `pc` (0: no image, or one without it). */
 static uint64_t cc__eh_frame_hdr(cc__cfi_t *s, uint64_t pc) {
     if (s->image_end && pc >= s->image_base && pc < s->image_end) return s->hdr;
-    uint64_t base, end, bias, phdr;
+    uint64_t base, end, bias, phdr, known;
     uint16_t phnum;
-    if (!cc__images_find(pc, &base, &end, &bias, &phdr, &phnum)) return 0;
+    if (!cc__images_find(pc, &base, &end, &bias, &phdr, &phnum, &known)) return 0;
     s->image_base = base;
     s->image_end = end;
     s->hdr = 0;
+    /* Found when the image was collected (from the headers install or the collection read). */
+    if (known) return s->hdr = known == CC__NO_EH_FRAME_HDR ? 0 : known;
     ElfW(Phdr) headers[32];
     if (phnum > 32) phnum = 32;
     size_t want = (size_t)phnum * sizeof headers[0];

@@ -89,7 +89,7 @@ static int cc__waiter_add(uint64_t me) {
 
 /* async-signal-safe */
 int cc__turn_waiting(pid_t tid) {
-    uint64_t id = cc__turn_id(getpid(), tid);
+    uint64_t id = cc__turn_id(cc__sys_getpid(), tid);
     uint32_t slots = atomic_load(&cc__g.turn_waiter_slots);
     if (slots > CC__MAX_THREADS) slots = CC__MAX_THREADS;
     for (uint32_t i = 0; i < slots; i++) if (atomic_load(&cc__g.turn_waiters[i]) == id) return 1;
@@ -129,7 +129,7 @@ void cc__turn_take(const ucontext_t *uc, pid_t pid, pid_t tid) {
                 atomic_compare_exchange_strong(&cc__g.turn, &holder, me)) break;
         }
         struct timespec poll = { 0, CC__TURN_POLL_NS };
-        nanosleep(&poll, 0);
+        cc__sys_nanosleep(&poll);
     }
     atomic_store(&cc__g.turn_returned_ns, 0);
     if (slot >= 0) atomic_store(&cc__g.turn_waiters[slot], 0);
@@ -175,7 +175,7 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
 
     sigset_t mask;
     if (uc) mask = uc->uc_sigmask;
-    else sigprocmask(SIG_SETMASK, 0, &mask);
+    else cc__sys_sigprocmask(SIG_SETMASK, 0, &mask);
     for (int s = 1; s < NSIG; s++) if (sigismember(&previous.sa_mask, s) == 1) sigaddset(&mask, s);
     if (!(previous.sa_flags & SA_NODEFER)) sigaddset(&mask, signo);
     /* The marker that says this thread is inside the previous handler (ONE THREAD AT A TIME
@@ -207,12 +207,12 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
         sigaction(signo, &reset, 0);
     }
     sigset_t ours;
-    sigprocmask(SIG_SETMASK, &mask, &ours);
+    cc__sys_sigprocmask(SIG_SETMASK, &mask, &ours);
     errno = saved_errno;
     if (stack_top) cc__call_on_stack(handler, signo, info, uc, stack_top);
     else handler(signo, info, uc);
     *errno_after = errno;
-    sigprocmask(SIG_SETMASK, &ours, 0);
+    cc__sys_sigprocmask(SIG_SETMASK, &ours, 0);
     return 1;
 }
 
@@ -222,7 +222,7 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
  * what a vfork child's chained handler did (the Swift runtime resets every fatal signal before
  * it returns) must never become its parent's, whose next crash would then not reach it. */
 struct sigaction *cc__previous_actions(int for_write) {
-    pid_t pid = getpid();
+    pid_t pid = cc__sys_getpid();
     if (pid == cc__g.install_pid) return cc__g.previous;
     if (atomic_load(&cc__g.child_previous_pid) == pid) return cc__g.child_previous;
     if (!for_write) return cc__g.previous;

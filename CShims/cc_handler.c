@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h> /* renameat(2) only: no stdio stream is used here */
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -16,12 +15,13 @@
  * THE CONTRACT. Everything reachable from cc__handler runs after a fatal signal, possibly on a
  * small alternate stack, possibly while another thread holds the malloc lock, the loader lock
  * or a stdio lock. So it may use only:
- *   - raw syscalls and POSIX async-signal-safe functions (open/openat, read, write, close, stat,
- *     renameat, readlink, clock_gettime, sigaction, sigprocmask, sigaltstack, getpid, nanosleep;
- *     through syscall(2): gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex, setitimer,
- *     getdents64, process_vm_readv, sched_getaffinity), each bound at install so that the
- *     dynamic loader never looks one up here (cc__bind_handler_imports in cc_install.c: a new
- *     C library call on this path belongs in its list);
+ *   - system calls through syscall(2), the C library's one entry for them all: the cc__sys_*
+ *     of cc_internal.h (openat, read, write, close, fstatat, renameat, getpid, rt_sigprocmask,
+ *     prctl, nanosleep...) and, directly, gettid, tgkill, rt_tgsigqueueinfo, prlimit64, futex,
+ *     setitimer, getdents64, process_vm_readv, sched_getaffinity; besides it, only the C
+ *     library functions bound at install so that the dynamic loader never looks one up here
+ *     (sigaction, clock_gettime, sigemptyset and friends, memset, clone:
+ *     cc__bind_handler_imports in cc_install.c; a new one belongs in its list);
  *   - C11 atomics (lock-free on every supported target);
  *   - capture's own unwinder (cc_cfi.c, cc_unwind.c: the crash's image table, the mapped
  *     .eh_frame tables, fault-proof reads of the stack; nothing to prepare, no lock);
@@ -93,7 +93,7 @@ static void cc__restore_default(int signo, int unblock) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, signo);
-    sigprocmask(SIG_UNBLOCK, &set, 0);
+    cc__sys_sigprocmask(SIG_UNBLOCK, &set, 0);
 }
 
 /* async-signal-safe (rt_sigtimedwait, a raw syscall): takes every instance of `signo` sent
@@ -117,7 +117,7 @@ static void cc__drain_pending(int signo) {
 static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
     cc__restore_default(signo, 0);
     cc__drain_pending(signo);
-    pid_t pid = getpid(), tid = cc__gettid();
+    pid_t pid = cc__sys_getpid(), tid = cc__gettid();
     siginfo_t queued;
     unsigned char *raw = (unsigned char *)&queued;
     for (size_t i = 0; i < sizeof queued; i++) raw[i] = info ? ((const unsigned char *)info)[i] : 0;
@@ -125,7 +125,7 @@ static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) 
         queued.si_signo = signo;
         queued.si_code = SI_TKILL;
         queued.si_pid = pid;
-        queued.si_uid = getuid();
+        queued.si_uid = cc__sys_getuid();
     }
     if (syscall(SYS_rt_tgsigqueueinfo, (long)pid, (long)tid, (long)signo, &queued) != 0) {
         syscall(SYS_tgkill, (long)pid, (long)tid, (long)signo);
@@ -137,7 +137,7 @@ static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) 
         sigset_t only;
         sigemptyset(&only);
         sigaddset(&only, signo);
-        sigprocmask(SIG_UNBLOCK, &only, 0);
+        cc__sys_sigprocmask(SIG_UNBLOCK, &only, 0);
     }
 }
 
@@ -159,9 +159,9 @@ static void cc__fault_as_init(int signo) {
  * watchdog): the core dump then shows the handler, which is where the trouble was. */
 static _Noreturn void cc__die_now(int signo) {
     cc__restore_default(signo, 1);
-    syscall(SYS_tgkill, (long)getpid(), (long)cc__gettid(), (long)signo);
+    syscall(SYS_tgkill, (long)cc__sys_getpid(), (long)cc__gettid(), (long)signo);
     /* Still here: the kernel dropped it, this is the init of a PID namespace. */
-    if (getpid() == 1) cc__fault_as_init(signo);
+    if (cc__sys_getpid() == 1) cc__fault_as_init(signo);
     syscall(SYS_exit_group, (long)(128 + signo)); /* not reached: the default action of a fatal signal ends the process */
     for (;;) {}
 }
@@ -264,9 +264,13 @@ static void cc__write_app_end(cc__writer_t *w, int64_t crash_wall_ns, int64_t cr
     cc__section_end(w);
 }
 
+/* The most bytes a window other than the stack's keeps: pc's 128, the fault address's 64, a
+ * pointed-at object's 256. */
+#define CC__WINDOW_MOST 256
+
 /* async-signal-safe: a CC_SEC_MEMORY window, if any of it is readable; returns whether one was written. */
 static int cc__write_memory(cc__writer_t *w, const char *label, uint64_t address, size_t before, size_t after) {
-    static unsigned char bytes[CC__STACK_WINDOW];
+    unsigned char bytes[CC__WINDOW_MOST];   /* on the stack: no page of its own to fault in */
     if (address < before) return 0;
     uint64_t start = address - before;
     size_t want = before + after;
@@ -282,16 +286,39 @@ static int cc__write_memory(cc__writer_t *w, const char *label, uint64_t address
     return 1;
 }
 
-/* async-signal-safe: the crashed thread's stack from sp up, as far as it is mapped (at most
- * CC__STACK_WINDOW bytes). A stack overflow leaves sp in the guard page below the stack: then the
- * window starts at the first readable 4 KiB boundary above sp (the smallest page size of both
- * architectures), within the same CC__STACK_WINDOW bytes from sp, so a debugger or a minidump
- * made from the record still has the frames that overflowed. */
-static void cc__write_stack(cc__writer_t *w, uint64_t sp) {
-    if (cc__write_memory(w, "stack", sp, 0, CC__STACK_WINDOW)) return;
-    for (uint64_t next = (sp | 4095u) + 1; next > sp && next - sp < CC__STACK_WINDOW; next += 4096) {
-        if (cc__write_memory(w, "stack", next, 0, CC__STACK_WINDOW - (size_t)(next - sp))) return;
+/* The crashed thread's stack as cc__read_stack_window read it, for cc__write_stack. */
+typedef struct {
+    const unsigned char *bytes;
+    uint64_t start;
+    size_t length;
+} cc__stack_window_t;
+
+/* async-signal-safe: reads the crashed thread's stack from sp up, as far as it is mapped (at most
+ * CC__STACK_WINDOW bytes), once, into the window every later fault-proof read of it is served
+ * from (cc__safe_window_read): the unwinder's, the pointed-memory windows', the stack's section.
+ * A stack overflow leaves sp in the guard page below the stack: then the window starts at the
+ * first readable 4 KiB boundary above sp (the smallest page size of both architectures), within
+ * the same CC__STACK_WINDOW bytes from sp, so a debugger or a minidump made from the record still
+ * has the frames that overflowed. */
+static void cc__read_stack_window(cc__stack_window_t *window, uint64_t sp) {
+    window->length = 0;
+    window->bytes = cc__safe_window_read(sp, CC__STACK_WINDOW, &window->length);
+    window->start = sp;
+    for (uint64_t next = (sp | 4095u) + 1; !window->length && next > sp && next - sp < CC__STACK_WINDOW; next += 4096) {
+        window->bytes = cc__safe_window_read(next, CC__STACK_WINDOW - (size_t)(next - sp), &window->length);
+        window->start = next;
     }
+}
+
+/* async-signal-safe: the stack window cc__read_stack_window read, as the "stack" CC_SEC_MEMORY. */
+static void cc__write_stack(cc__writer_t *w, const cc__stack_window_t *window) {
+    if (!window->length) return;
+    cc_sec_memory_t head = { .address = window->start };
+    cc__strlcpy(head.label, "stack", sizeof head.label);
+    cc__section_begin(w, CC_SEC_MEMORY);
+    cc__section_put(w, &head, sizeof head);
+    cc__section_put(w, window->bytes, window->length);
+    cc__section_end(w);
 }
 
 /* The memory the crash was holding: a window around each value in a general register and in the
@@ -304,6 +331,7 @@ static void cc__write_stack(cc__writer_t *w, uint64_t sp) {
 #define CC__POINTED_BEFORE      64
 #define CC__POINTED_AFTER       192
 #define CC__POINTED_STACK_WORDS 32
+_Static_assert(CC__POINTED_BEFORE + CC__POINTED_AFTER <= CC__WINDOW_MOST, "a pointed-at window fits cc__write_memory's buffer");
 
 /* async-signal-safe: whether `value` can be a user-space data pointer worth a window. */
 static int cc__worth_a_window(uint64_t value, uint64_t sp) {
@@ -315,7 +343,7 @@ static int cc__worth_a_window(uint64_t value, uint64_t sp) {
 
 /* async-signal-safe (cc_internal.h) */
 size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max) {
-    static unsigned char registers[sizeof(cc_sec_registers_t) + 48 * sizeof(cc_register_t)];
+    unsigned char registers[sizeof(cc_sec_registers_t) + 48 * sizeof(cc_register_t)];   /* on the stack: no page to fault in */
     size_t length = cc__arch_registers(uc, registers, 0, sizeof registers);
     size_t all = length > sizeof(cc_sec_registers_t) ? (length - sizeof(cc_sec_registers_t)) / sizeof(cc_register_t) : 0;
     size_t count = 0;
@@ -333,9 +361,10 @@ size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max) 
 /* async-signal-safe: the windows of the memory the registers and the top of the stack point at
  * (see above), after the pc, stack and fault windows. */
 static void cc__write_pointed_memory(cc__writer_t *w, const ucontext_t *uc) {
-    static cc_register_t registers[48];
-    static uint64_t kept[CC__POINTED_WINDOWS];
-    static uint64_t words[CC__POINTED_STACK_WORDS];
+    /* On the stack (≈ 1.4 KiB), whose pages are in use already: statics would each fault one in. */
+    cc_register_t registers[48];
+    uint64_t kept[CC__POINTED_WINDOWS];
+    uint64_t words[CC__POINTED_STACK_WORDS];
     uint32_t count = 0;
     uint64_t sp = cc__context_sp(uc);
     size_t registers_count = cc__data_registers(uc, registers, 48);
@@ -421,7 +450,7 @@ static void cc__salvage_crashed_thread(pid_t tid) {
     /* Not CC_THREAD_TRUNCATED (the step limit, or frames left out in the middle): the note says
      * why the frames end where they do. */
     cc_sec_thread_t thread = { .tid = tid, .flags = CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT };
-    prctl(PR_GET_NAME, (unsigned long)thread.name, 0, 0, 0);
+    cc__sys_prctl(PR_GET_NAME, (unsigned long)thread.name);
     thread.name[15] = 0;
     thread.frame_count = cc__walk_finish(walk, &omitted, &truncated);
     thread.omitted_frames = omitted;
@@ -457,11 +486,11 @@ void cc__write_install_strings(cc__writer_t *w) {
 /* async-signal-safe (cc_internal.h) */
 void cc__write_process(cc__writer_t *w, cc_sec_process_t *process, pid_t pid, pid_t tid, int64_t wall_ns, int64_t mono_ns) {
     cc_sec_process_t p = {
-        .pid = pid, .tid = tid, .ppid = getppid(), .uid = getuid(),
+        .pid = pid, .tid = tid, .ppid = cc__sys_getppid(), .uid = cc__sys_getuid(),
         .start_wall_ns = cc__g.start_wall_ns, .crash_wall_ns = wall_ns,
         .start_mono_ns = cc__g.start_mono_ns, .crash_mono_ns = mono_ns,
     };
-    prctl(PR_GET_NAME, (unsigned long)p.thread_name, 0, 0, 0);
+    cc__sys_prctl(PR_GET_NAME, (unsigned long)p.thread_name);
     p.thread_name[15] = 0;
     cc__section_begin(w, CC_SEC_PROCESS);
     cc__section_put(w, &p, sizeof p);
@@ -491,9 +520,9 @@ uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns) {
     cc__section_end(w);
     cc__writer_flush(w);
     /* close(2) reports what a filesystem learns only then (NFS, a quota); EINTR still closed it. */
-    if (w->fd >= 0 && close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
+    if (w->fd >= 0 && cc__sys_close(w->fd) != 0 && errno != EINTR) cc__writer_fail(w, CC__STEP_CLOSE);
     w->fd = -1;
-    if (!w->failed && renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
+    if (!w->failed && cc__sys_renameat(cc__g.dir_fd, cc__g.partial_name, cc__g.dir_fd, cc__g.file_name) != 0) {
         cc__writer_fail(w, CC__STEP_RENAME);
     }
     return end.write_microseconds;
@@ -511,6 +540,7 @@ typedef struct {
     cc_sec_crash_t crash;        /* the CC_SEC_CRASH written (cc__record_crash) */
     cc_sec_process_t process;    /* the CC_SEC_PROCESS written (its thread name) */
     cc_sec_thread_t thread;      /* the crashed thread (its frames in cc__g.frames) */
+    cc__stack_window_t stack;    /* its stack from sp up (cc__read_stack_window) */
 } cc__crash_t;
 
 /* async-signal-safe: writes nothing; stops the other threads, collects the images and opens the
@@ -526,7 +556,7 @@ static void cc__record_prepare(cc__crash_t *c) {
     /* The fds reserved at install: one for the /proc files read while stopping threads and
      * collecting images, one for the record. The numbers are never cleared (a vfork child
      * closes only its own copies). */
-    if (cc__g.reserved_fds[0] >= 0) close(cc__g.reserved_fds[0]);
+    if (cc__g.reserved_fds[0] >= 0) cc__sys_close(cc__g.reserved_fds[0]);
     CC__MARK("close_reserved0");
     /* The kernel's status first: its Threads: tells a crash alone in its process, which then
      * needs no listing of /proc/self/task (cc_threads.c), and the record keeps this text. */
@@ -538,7 +568,7 @@ static void cc__record_prepare(cc__crash_t *c) {
     CC__MARK("images_collect");
     cc__stop_unparked_threads();   /* every thread is stopped before the record file exists */
     CC__MARK("stop_unparked");
-    if (cc__g.reserved_fds[1] >= 0) close(cc__g.reserved_fds[1]);
+    if (cc__g.reserved_fds[1] >= 0) cc__sys_close(cc__g.reserved_fds[1]);
     cc__name_record(c->wall_ns, c->pid, c->tid);
     CC__MARK("close_reserved1+name");
     /* A file that cannot be created (or take its header) does not end the record: the writer
@@ -606,10 +636,10 @@ static void cc__record_unwind(cc__crash_t *c) {
     sigset_t own, mask;
     sigemptyset(&own);
     sigaddset(&own, c->signo);
-    sigprocmask(SIG_UNBLOCK, &own, &mask);
+    cc__sys_sigprocmask(SIG_UNBLOCK, &own, &mask);
     c->thread.frame_count = cc__unwind_context(c->uc, &cc__g.unwind_frame, &cc__cfi_recording, &cc__g.unwind_walk,
                                                cc__g.frames, cc__g.frame_pointers, cc__g.max_frames, &omitted, &truncated);
-    sigprocmask(SIG_SETMASK, &mask, 0);
+    cc__sys_sigprocmask(SIG_SETMASK, &mask, 0);
     c->thread.omitted_frames = omitted;
     c->thread.flags |= CC_THREAD_FROM_CONTEXT | (truncated ? CC_THREAD_TRUNCATED : 0);
 }
@@ -632,6 +662,8 @@ static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
         CC__MARK("registers");
         cc__writer_flush(w); /* checkpoint: before the unwinder walks a possibly damaged stack */
         CC__MARK("flush2");
+        cc__read_stack_window(&c->stack, cc__context_sp(c->uc));
+        CC__MARK("stack_window");
         cc__record_unwind(c);
     }
     CC__MARK("unwind");
@@ -684,7 +716,7 @@ static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
         cc__write_memory(w, "pc", cc__context_pc(c->uc), 64, 64);
         /* The crashed thread's stack from sp up, as far as it is mapped: enough for a
          * debugger or a minidump made from the record later. */
-        cc__write_stack(w, cc__context_sp(c->uc));
+        cc__write_stack(w, &c->stack);
         if (c->crash.flags & CC_CRASH_FAULT_ADDRESS) cc__write_memory(w, "fault", c->crash.fault_address, 32, 32);
         cc__write_pointed_memory(w, c->uc);
     }
@@ -755,7 +787,7 @@ static void cc__crash(int signo, int death_signo, siginfo_t *info, ucontext_t *u
 void cc__handler(int signo, siginfo_t *info, void *context) {
     int saved_errno = errno;
     ucontext_t *uc = (ucontext_t *)context;
-    pid_t pid = getpid(), tid = cc__gettid();
+    pid_t pid = cc__sys_getpid(), tid = cc__gettid();
     uint64_t owner = atomic_load(&cc__g.owner);
     if (owner != 0 && (pid_t)(owner >> 32) == pid) {
         /* The recording thread itself. A signal another thread or process sent meanwhile

@@ -170,7 +170,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
     g_helper.first_stop_ns = g_helper.released_ns = 0;
     if (count == 0) return 0;
     if (count > CC__HELPER_MAX) count = CC__HELPER_MAX;
-    g_helper.parent_pid = getpid();
+    g_helper.parent_pid = cc__sys_getpid();
     g_helper.count = count;
     g_helper.release = release;
     atomic_store(&g_helper.go, 0);
@@ -188,7 +188,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
     if (helper < 0) return ECHILD;
     atomic_store(&g_helper.pid, helper);
     /* Yama (ptrace_scope 1) lets a process trace only its descendants unless named. */
-    prctl(PR_SET_PTRACER, (unsigned long)helper, 0, 0, 0);
+    cc__sys_prctl(PR_SET_PTRACER, (unsigned long)helper);
     atomic_store(&g_helper.go, 1);
     cc__futex_wake(&g_helper.go);
 
@@ -209,7 +209,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
     }
     if (release) {
         atomic_store(&g_helper.pid, 0);
-        prctl(PR_SET_PTRACER, 0, 0, 0, 0);   /* the helper's pid may be reused */
+        cc__sys_prctl(PR_SET_PTRACER, 0);   /* the helper's pid may be reused */
     }
     return result;
 }

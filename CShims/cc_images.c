@@ -47,6 +47,7 @@ typedef struct {
     uint64_t bias;               /* dlpi_addr */
     const ElfW(Phdr) *phdr;      /* dlpi_phdr */
     uint16_t phnum;
+    uint64_t eh_frame_hdr;       /* its .eh_frame_hdr (CC__NO_EH_FRAME_HDR: none) */
     uint32_t build_id_length;
     uint8_t build_id[32];
     uint64_t note;               /* address of the NT_GNU_BUILD_ID note (0: none) */
@@ -73,19 +74,33 @@ typedef struct {
     uint64_t node;
     cc__link_head_t head;
     uint32_t cached;
+    cc__link_head_t now;             /* (handler) the head as the crash reads it back */
 } cc__link_t;
 static cc__link_t g_links[CC__LINKS_MAX];
 static uint32_t g_link_count;
 static uint64_t g_r_map;             /* the address of r_debug.r_map; 0: the link map is not used */
 static uint64_t g_page_size;
-/* (handler) the one read of cc__images_from_links: r_debug.r_map and each node's head now, then
- * its ok flags and its local iovecs and remote ones side by side. */
-static uint64_t g_r_map_now;
-static cc__link_head_t g_heads_now[CC__LINKS_MAX];
+/* (handler) What the crash collects the image table with, on one page: each page the handler
+ * touches first costs a page fault (≈ 1.5–2 µs on the project's VM), and small statics spread
+ * between large arrays each took one. The one read of cc__images_from_links (r_debug.r_map now;
+ * each node's head now goes beside it in g_links), its ok flags, and its local iovecs and remote
+ * ones side by side; the table's counts. */
 static struct {
+    uint64_t r_map_now;
+    uint32_t image_count;        /* g_images in use */
+    uint32_t paths_used;         /* g_paths in use */
+    int open;                    /* g_images[image_count] is being extended */
     uint8_t ok[1 + CC__LINKS_MAX + CC__CACHED_IMAGES];
     struct iovec io[2 * (1 + CC__LINKS_MAX + CC__CACHED_IMAGES)];
-} g_check;
+} g_check __attribute__((aligned(4096)));
+
+/* async-signal-safe: where an object loaded at `bias` has its .eh_frame_hdr (PT_GNU_EH_FRAME), by
+ * its program headers; CC__NO_EH_FRAME_HDR when it has none. Kept with each image, so that the
+ * unwinder finds its tables without reading the headers again at the crash. */
+static uint64_t cc__eh_frame_hdr_of(uint64_t bias, const ElfW(Phdr) *ph, int count) {
+    for (int i = 0; i < count; i++) if (ph[i].p_type == PT_GNU_EH_FRAME) return bias + ph[i].p_vaddr;
+    return CC__NO_EH_FRAME_HDR;
+}
 
 /* The end of the last file-backed page of an object's PT_LOAD segments, loaded at `bias`. */
 static uint64_t cc__segments_end(uint64_t bias, const ElfW(Phdr) *ph, int count) {
@@ -146,6 +161,7 @@ static int cc__cache_one(struct dl_phdr_info *info, size_t size, void *calls) {
     entry->bias = info->dlpi_addr;
     entry->phdr = info->dlpi_phdr;
     entry->phnum = info->dlpi_phnum;
+    entry->eh_frame_hdr = cc__eh_frame_hdr_of(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
     entry->build_id_length = 0;
     entry->note = 0;
     entry->name = (uint64_t)(uintptr_t)info->dlpi_name;
@@ -244,6 +260,7 @@ typedef struct {
     uint64_t bias;
     uint64_t phdr;               /* address of the program headers in memory, 0 if unknown */
     uint16_t phnum;
+    uint64_t eh_frame_hdr;       /* its .eh_frame_hdr, CC__NO_EH_FRAME_HDR when it has none, 0 if unknown */
     uint32_t build_id_length;
     uint8_t build_id[32];
     const char *path;            /* NUL-terminated: in g_paths or an install-time entry's */
@@ -251,11 +268,8 @@ typedef struct {
     uint32_t cached;             /* index + 1 of its install-time entry, until checked (cc__check_cached) */
 } cc__image_t;
 
-static cc__image_t g_images[CC__MAX_IMAGES];
-static uint32_t g_image_count;
-static char g_paths[CC__MAX_IMAGES * 96];
-static uint32_t g_paths_used;
-static int g_open;               /* g_images[g_image_count] is being extended */
+static cc__image_t g_images[CC__MAX_IMAGES];   /* g_check.image_count of them */
+static char g_paths[CC__MAX_IMAGES * 96];      /* g_check.paths_used bytes */
 static char g_maps_buffer[4096];
 static char g_line[CC__PATH_MAX + 256];
 /* async-signal-safe: parses hex digits at *p, advancing it. */
@@ -304,6 +318,7 @@ static uint32_t cc__read_build_id(uint64_t base, uint8_t out[32], cc__image_t *i
     image->phnum = eh.e_phnum;
     image->phdr = base + eh.e_phoff;
     for (int i = 0; i < eh.e_phnum; i++) if (ph[i].p_type == PT_PHDR) image->phdr = bias + ph[i].p_vaddr;
+    image->eh_frame_hdr = cc__eh_frame_hdr_of(bias, ph, eh.e_phnum);
     static unsigned char notes[2048];
     for (int i = 0; i < eh.e_phnum; i++) {
         if (ph[i].p_type != PT_NOTE) continue;
@@ -345,12 +360,12 @@ static int cc__read_image(cc__image_t *image) {
  * address the install-time cache knows is kept as is, to be checked with the others in one read
  * once the maps are parsed (cc__check_cached). */
 static void cc__close_image(void) {
-    if (!g_open) return;
-    g_open = 0;
-    cc__image_t *image = &g_images[g_image_count];
+    if (!g_check.open) return;
+    g_check.open = 0;
+    cc__image_t *image = &g_images[g_check.image_count];
     image->cached = cc__cached(image->base);
     if (!image->cached && !cc__read_image(image)) return;
-    g_image_count++;
+    g_check.image_count++;
 }
 
 /* async-signal-safe: the images found at a cached address get their cached build-id note read
@@ -358,10 +373,10 @@ static void cc__close_image(void) {
  * program headers are theirs. Any other is read from memory, and dropped if it is not ELF. */
 static void cc__check_cached(void) {
     uint32_t count = 0;
-    for (uint32_t i = 0; i < g_image_count; i++) count += g_images[i].cached != 0;
+    for (uint32_t i = 0; i < g_check.image_count; i++) count += g_images[i].cached != 0;
     if (count == 0) return;
     struct iovec *local = g_check.io, *remote = g_check.io + count;
-    for (uint32_t i = 0, k = 0; i < g_image_count; i++) {
+    for (uint32_t i = 0, k = 0; i < g_check.image_count; i++) {
         if (!g_images[i].cached) continue;
         cc__cached_image_t *entry = &g_cache[g_images[i].cached - 1];
         local[k].iov_base = entry->seen;
@@ -372,7 +387,7 @@ static void cc__check_cached(void) {
     }
     cc__safe_readv(local, remote, g_check.ok, count);
     uint32_t kept = 0, checked = 0;
-    for (uint32_t i = 0; i < g_image_count; i++) {
+    for (uint32_t i = 0; i < g_check.image_count; i++) {
         cc__image_t *image = &g_images[i];
         if (image->cached) {
             const cc__cached_image_t *entry = &g_cache[image->cached - 1];
@@ -384,6 +399,7 @@ static void cc__check_cached(void) {
                 image->bias = entry->bias;
                 image->phdr = (uint64_t)(uintptr_t)entry->phdr;
                 image->phnum = entry->phnum;
+                image->eh_frame_hdr = entry->eh_frame_hdr;
                 if (entry->path_length && !(cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) {
                     image->path = entry->path;
                     image->path_length = entry->path_length;
@@ -399,7 +415,7 @@ static void cc__check_cached(void) {
         }
         kept++;
     }
-    g_image_count = kept;
+    g_check.image_count = kept;
 }
 
 /* async-signal-safe: one maps line "start-end perms offset dev inode   path". */
@@ -422,8 +438,8 @@ static void cc__image_line(const char *line, size_t len) {
     if (path_length == 0 || (path[0] != '/' && !vdso)) {
         return; /* anonymous, [heap], [stack], [vvar]: not an image; [vdso] is kept */
     }
-    if (g_open) {
-        cc__image_t *image = &g_images[g_image_count];
+    if (g_check.open) {
+        cc__image_t *image = &g_images[g_check.image_count];
         int same_path = path_length == image->path_length;
         for (size_t i = 0; same_path && i < path_length; i++) same_path = path[i] == image->path[i];
         if (same_path && offset != 0) {
@@ -433,32 +449,32 @@ static void cc__image_line(const char *line, size_t len) {
     }
     if (offset != 0) return;                  /* a later piece of some other file */
     cc__close_image();
-    if (g_image_count >= CC__MAX_IMAGES) return;
-    if (g_paths_used + path_length + 1 > sizeof g_paths) path_length = 0;
-    cc__image_t *image = &g_images[g_image_count];
+    if (g_check.image_count >= CC__MAX_IMAGES) return;
+    if (g_check.paths_used + path_length + 1 > sizeof g_paths) path_length = 0;
+    cc__image_t *image = &g_images[g_check.image_count];
     unsigned char *raw = (unsigned char *)image;
     for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;
-    image->path = g_paths + g_paths_used;
+    image->path = g_paths + g_check.paths_used;
     image->path_length = (uint32_t)path_length;
-    for (size_t i = 0; i < path_length; i++) g_paths[g_paths_used + i] = path[i];
-    g_paths[g_paths_used + path_length] = 0;
-    g_paths_used += (uint32_t)path_length + 1;
+    for (size_t i = 0; i < path_length; i++) g_paths[g_check.paths_used + i] = path[i];
+    g_paths[g_check.paths_used + path_length] = 0;
+    g_check.paths_used += (uint32_t)path_length + 1;
     image->base = start;
     image->end = stop;
-    g_open = 1;
+    g_check.open = 1;
 }
 
 /* async-signal-safe: the loaded ELF images, from /proc/self/maps. */
 static void cc__images_from_maps(void) {
-    g_image_count = 0;
-    g_paths_used = 0;
-    g_open = 0;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    g_check.image_count = 0;
+    g_check.paths_used = 0;
+    g_check.open = 0;
+    int fd = cc__sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     size_t line_length = 0;
     int overlong = 0;
     for (;;) {
-        ssize_t n = read(fd, g_maps_buffer, sizeof g_maps_buffer);
+        ssize_t n = cc__sys_read(fd, g_maps_buffer, sizeof g_maps_buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         for (ssize_t i = 0; i < n; i++) {
@@ -474,7 +490,7 @@ static void cc__images_from_maps(void) {
             }
         }
     }
-    close(fd);
+    cc__sys_close(fd);
     cc__close_image();
     cc__check_cached();
 }
@@ -483,21 +499,21 @@ static void cc__images_from_maps(void) {
  * name, and its headers and build-id read where the loader put them. 0 when it cannot be read as
  * an image loaded at l_addr (the table then comes from /proc/self/maps). */
 static int cc__image_from_link(const cc__link_head_t *head) {
-    if (g_image_count >= CC__MAX_IMAGES || g_paths_used + 2 > sizeof g_paths) return 0;
-    cc__image_t *image = &g_images[g_image_count];
+    if (g_check.image_count >= CC__MAX_IMAGES || g_check.paths_used + 2 > sizeof g_paths) return 0;
+    cc__image_t *image = &g_images[g_check.image_count];
     unsigned char *raw = (unsigned char *)image;
     for (size_t i = 0; i < sizeof *image; i++) raw[i] = 0;
-    size_t room = sizeof g_paths - g_paths_used - 1;
+    size_t room = sizeof g_paths - g_check.paths_used - 1;
     if (room > 512) room = 512;
-    size_t got = cc__safe_read(head->name, g_paths + g_paths_used, room);
-    size_t length = cc__strnlen(g_paths + g_paths_used, got);
+    size_t got = cc__safe_read(head->name, g_paths + g_check.paths_used, room);
+    size_t length = cc__strnlen(g_paths + g_check.paths_used, got);
     if (length == 0 || length == got) return 0;          /* no name, or none that ends here */
-    image->path = g_paths + g_paths_used;
+    image->path = g_paths + g_check.paths_used;
     image->path_length = (uint32_t)length;
-    g_paths_used += (uint32_t)length + 1;
+    g_check.paths_used += (uint32_t)length + 1;
     image->base = head->addr;
     if (!cc__read_image(image) || image->bias != head->addr) return 0;
-    g_image_count++;
+    g_check.image_count++;
     return 1;
 }
 
@@ -508,15 +524,15 @@ static int cc__images_from_links(void) {
     if (!g_r_map || g_link_count == 0 || (cc__g.flags & CC_FLAG_TEST_IMAGES_FROM_MAPS)) return 0;
     struct iovec *local = g_check.io, *remote = g_check.io + 1 + g_link_count + g_cache_count;
     uint32_t n = 0;
-    local[n].iov_base = &g_r_map_now;
-    local[n].iov_len = sizeof g_r_map_now;
+    local[n].iov_base = &g_check.r_map_now;
+    local[n].iov_len = sizeof g_check.r_map_now;
     remote[n].iov_base = (void *)(uintptr_t)g_r_map;
-    remote[n++].iov_len = sizeof g_r_map_now;
+    remote[n++].iov_len = sizeof g_check.r_map_now;
     for (uint32_t i = 0; i < g_link_count; i++, n++) {
-        local[n].iov_base = &g_heads_now[i];
-        local[n].iov_len = sizeof g_heads_now[i];
+        local[n].iov_base = &g_links[i].now;
+        local[n].iov_len = sizeof g_links[i].now;
         remote[n].iov_base = (void *)(uintptr_t)g_links[i].node;
-        remote[n].iov_len = sizeof g_heads_now[i];
+        remote[n].iov_len = sizeof g_links[i].now;
     }
     for (uint32_t i = 0; i < g_cache_count; i++) {
         cc__cached_image_t *entry = &g_cache[i];
@@ -530,26 +546,27 @@ static int cc__images_from_links(void) {
     cc__safe_readv(local, remote, g_check.ok, n);
     CC__MARK("links_readv");
     for (uint32_t i = 0; i < n; i++) if (!g_check.ok[i]) return 0;
-    if (g_r_map_now != g_links[0].node) return 0;
+    if (g_check.r_map_now != g_links[0].node) return 0;
     for (uint32_t i = 0; i < g_link_count; i++) {
-        const cc__link_head_t *was = &g_links[i].head, *now = &g_heads_now[i];
+        const cc__link_head_t *was = &g_links[i].head, *now = &g_links[i].now;
         if (now->addr != was->addr || now->name != was->name || now->ld != was->ld) return 0;
         if (i + 1 < g_link_count && now->next != g_links[i + 1].node) return 0;
     }
     for (uint32_t i = 0; i < g_cache_count; i++) {
         if (g_cache[i].note && !cc__note_unchanged(&g_cache[i])) return 0;
     }
-    g_image_count = 0;
-    g_paths_used = 0;
+    g_check.image_count = 0;
+    g_check.paths_used = 0;
     for (uint32_t i = 0; i < g_link_count; i++) {
         if (!g_links[i].cached) continue;
         const cc__cached_image_t *entry = &g_cache[g_links[i].cached - 1];
-        cc__image_t *image = &g_images[g_image_count++];
+        cc__image_t *image = &g_images[g_check.image_count++];
         image->base = entry->base;
         image->end = entry->end;
         image->bias = entry->bias;
         image->phdr = (uint64_t)(uintptr_t)entry->phdr;
         image->phnum = entry->phnum;
+        image->eh_frame_hdr = entry->eh_frame_hdr;
         image->build_id_length = entry->build_id_length;
         for (uint32_t b = 0; b < entry->build_id_length; b++) image->build_id[b] = entry->build_id[b];
         image->path = entry->path;
@@ -557,7 +574,7 @@ static int cc__images_from_links(void) {
         image->cached = 0;
     }
     /* Objects appended since install: the last node's l_next was 0 then. */
-    uint64_t node = g_heads_now[g_link_count - 1].next;
+    uint64_t node = g_links[g_link_count - 1].now.next;
     for (uint32_t added = 0; node; added++) {
         cc__link_head_t head;
         if (added == CC__NEW_LINKS || cc__safe_read(node, &head, sizeof head) != sizeof head) return 0;
@@ -577,7 +594,7 @@ void cc__images_collect(void) {
  * `main_only` (written right after the crashed thread, so a record cut short by a full disk or
  * RLIMIT_FSIZE can still be symbolicated), otherwise every other image. */
 void cc__write_images(cc__writer_t *w, int main_only) {
-    for (uint32_t i = 0; i < g_image_count; i++) {
+    for (uint32_t i = 0; i < g_check.image_count; i++) {
         const cc__image_t *image = &g_images[i];
         int is_main = cc__streq(image->path, cc__g.executable_path);
         if (is_main != (main_only != 0)) continue;
@@ -598,8 +615,9 @@ void cc__write_images(cc__writer_t *w, int main_only) {
 
 /* async-signal-safe: the collected image holding `address`: its range, load bias and program
  * headers (for the unwinder, cc_cfi.c). 0 when none holds it. */
-int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum) {
-    for (uint32_t i = 0; i < g_image_count; i++) {
+int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum,
+                    uint64_t *eh_frame_hdr) {
+    for (uint32_t i = 0; i < g_check.image_count; i++) {
         const cc__image_t *image = &g_images[i];
         if (address < image->base || address >= image->end) continue;
         *base = image->base;
@@ -607,6 +625,7 @@ int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *b
         *bias = image->bias;
         *phdr = image->phdr;
         *phnum = image->phnum;
+        *eh_frame_hdr = image->eh_frame_hdr;
         return 1;
     }
     return 0;
@@ -615,7 +634,7 @@ int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *b
 /* async-signal-safe: whether `address` lies in one of the images cc__images_collect found (a
  * plausibility check for code pointers read from memory, e.g. an async context's resume point). */
 int cc__images_contains(uint64_t address) {
-    for (uint32_t i = 0; i < g_image_count; i++) {
+    for (uint32_t i = 0; i < g_check.image_count; i++) {
         if (address >= g_images[i].base && address < g_images[i].end) return 1;
     }
     return 0;
@@ -626,7 +645,7 @@ int cc__images_contains(uint64_t address) {
  * then the others in table order: the order cc__write_images writes them in. */
 int cc__images_label(uint64_t address, const char **name, size_t *name_length, uint64_t *offset) {
     for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t i = 0; i < g_image_count; i++) {
+        for (uint32_t i = 0; i < g_check.image_count; i++) {
             const cc__image_t *image = &g_images[i];
             if (cc__streq(image->path, cc__g.executable_path) != (pass == 0)) continue;
             if (address < image->base || address - image->base >= image->end - image->base) continue;

@@ -120,15 +120,14 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  * there on purpose (moving it here would publish each file's private types to every file and,
  * for some, change how the memory is used):
  *   cc_async.c     g_seen, g_seen_count, g_links: (handler) the chain walk's per-thread scratch.
- *   cc_resources.c g_nofile, g_nofile_known, g_text, g_path: (handler) RLIMIT_NOFILE as the
- *                  process had it, and the /proc and cgroup texts being read.
+ *   cc_resources.c g_texts: (handler) RLIMIT_NOFILE as the process had it, and the /proc and
+ *                  cgroup texts being read.
  *   cc_images.c    g_cache, g_cache_count, g_cache_paths, g_links, g_link_count, g_r_map,
  *                  g_page_size: the images and the link map read at install (dl_iterate_phdr);
- *                  g_check, g_r_map_now, g_heads_now, g_images, g_image_count, g_paths,
- *                  g_paths_used, g_open, g_maps_buffer, g_line: (handler) the images collected
- *                  at crash time, where the unwinder looks for each frame's image.
- *   cc_threads.c   g_tids, g_names, g_not_stopped, g_tid_count, g_more_threads,
- *                  g_helper_result: (handler) the other threads found, stopped and named.
+ *                  g_check, g_images, g_paths, g_maps_buffer, g_line: (handler) the images
+ *                  collected at crash time, where the unwinder looks for each frame's image.
+ *   cc_threads.c   g_tids, g_names, g_not_stopped, g_stop: (handler) the other threads found,
+ *                  stopped and named.
  *   cc_helper.c    g_helper: the thread helper's own stack and what it publishes; the helper
  *                  shares our memory and writes nothing else (cc_helper.c, "Rules in the helper").
  *   cc_uploader.c  g_uploader: the uploader's prepared pages, page-aligned and mprotect'ed
@@ -138,12 +137,17 @@ size_t cc__published_copy(cc__published_t *p, const char *buffers, size_t size, 
  *                  a constructor before main and used whether or not capture is installed.
  *   cc_install.c   g_altstack_key, g_altstack_key_once: the pthread key whose destructor
  *                  unmaps a thread's alternate stack; it outlives uninstall.
- *   cc_safeio.c    g_trace: only in a -DCC_TRACE_STEPS build.
+ *   cc_safeio.c    g_window: (handler) the crashed thread's stack, read once, which fault-proof
+ *                  reads inside it are served from; g_trace: only in a -DCC_TRACE_STEPS build.
  * Constant tables (cc_names.c g_codes, cc_safeio.c g_crc_table, cc_interpose.c
- * g_static_link_anchors) are not state. Function-level `static` buffers (cc__write_memory's
- * stack window, the unwinders' contexts, ...) are the scratch of one function, static so that
- * they are not on the small alternate stack; the crash path's are used only by the thread that
- * holds the turn (cc_chain.c), the probe's under context_probe_busy, the helper's by the helper. */
+ * g_static_link_anchors) are not state. Function-level `static` buffers (the async chains'
+ * candidates, the unwinders' contexts, ...) are the scratch of one function, static so that
+ * they are not on the alternate stack (64 KiB); the crash path's are used only by the thread that
+ * holds the turn (cc_chain.c), the probe's under context_probe_busy, the helper's by the helper.
+ * Scratch of up to ≈ 2 KiB is a local instead: the stack's pages are in use already, and each
+ * page of statics the crash touches first costs it a page fault (≈ 1.5–2 µs on the project's VM).
+ * For the same reason the crash's small statics in a file sit together (g_check, g_stop,
+ * g_texts), and what the unwinder uses at every step is on one page (cc_cfi.c). */
 typedef struct {
     _Atomic int install_state;   /* 0 off, 1 busy (installing / uninstalling), 2 installed */
     int signals[CC__SIGNAL_COUNT];
@@ -259,6 +263,47 @@ typedef struct {
 
 extern cc__state_t cc__g;
 
+/* The system calls of the crash path, made through syscall(2) rather than through each C
+ * library wrapper. The results and errno are the wrappers' own. A wrapper is bound by the
+ * dynamic loader the first time it is called (lazy binding, the default): called first at a
+ * crash, the loader ran inside the handler; calling each one at install instead cost every
+ * start a system call each (≈ 14 µs). syscall(2) is one function, bound at install by the
+ * install's own system calls (cc__bind_handler_imports makes sure). New system calls on the
+ * crash path go here. All async-signal-safe. */
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+struct stat;
+static inline int cc__sys_openat(int dir, const char *path, int flags, int mode) {
+    return (int)syscall(SYS_openat, (long)dir, path, (long)flags, (long)mode);
+}
+static inline int cc__sys_open(const char *path, int flags) { return cc__sys_openat(AT_FDCWD, path, flags, 0); }
+static inline ssize_t cc__sys_read(int fd, void *buffer, size_t count) { return (ssize_t)syscall(SYS_read, (long)fd, buffer, count); }
+static inline ssize_t cc__sys_write(int fd, const void *data, size_t count) { return (ssize_t)syscall(SYS_write, (long)fd, data, count); }
+static inline int cc__sys_close(int fd) { return (int)syscall(SYS_close, (long)fd); }
+/* fstatat(2); the kernel's struct stat is the C library's on x86-64 and aarch64. */
+static inline int cc__sys_fstatat(int dir, const char *path, struct stat *st, int flags) {
+    return (int)syscall(SYS_newfstatat, (long)dir, path, st, (long)flags);
+}
+static inline int cc__sys_renameat(int from_dir, const char *from, int to_dir, const char *to) {
+#ifdef SYS_renameat
+    return (int)syscall(SYS_renameat, (long)from_dir, from, (long)to_dir, to);
+#else
+    return (int)syscall(SYS_renameat2, (long)from_dir, from, (long)to_dir, to, 0L);   /* aarch64 has only this one */
+#endif
+}
+static inline pid_t cc__sys_getpid(void) { return (pid_t)syscall(SYS_getpid); }
+static inline pid_t cc__sys_getppid(void) { return (pid_t)syscall(SYS_getppid); }
+static inline uid_t cc__sys_getuid(void) { return (uid_t)syscall(SYS_getuid); }
+static inline int cc__sys_prctl(int option, unsigned long argument) { return (int)syscall(SYS_prctl, (long)option, argument, 0L, 0L, 0L); }
+static inline int cc__sys_nanosleep(const struct timespec *duration) { return (int)syscall(SYS_nanosleep, duration, (void *)0); }
+static inline int cc__sys_sched_yield(void) { return (int)syscall(SYS_sched_yield); }
+/* rt_sigprocmask(2) with the kernel's 8-byte set: the first word of a sigset_t. */
+static inline int cc__sys_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    return (int)syscall(SYS_rt_sigprocmask, (long)how, set, old, 8L);
+}
+
 /* cc_safeio.c — all async-signal-safe. */
 pid_t cc__gettid(void);
 int64_t cc__clock_ns(clockid_t clock);
@@ -272,6 +317,10 @@ size_t cc__fmt_u64(char *out, uint64_t value);            /* decimal, no NUL; re
 long cc__each_numbered_entry(const char *path, void (*each)(long number, void *context), void *context);
 size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-padded to digits */
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
+/* async-signal-safe: reads [start, start + want) (at most CC__STACK_WINDOW bytes) fault-proof and
+ * makes it the window cc__safe_read serves reads inside of from then on: the crashed thread's
+ * stack, once per crash (cc_safeio.c). Returns the bytes, *got of them. */
+const unsigned char *cc__safe_window_read(uint64_t start, size_t want, size_t *got);
 #define CC__SAFE_WORDS_MAX 512   /* no more than the kernel's UIO_MAXIOV (1024) */
 void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count);
 struct iovec;
@@ -339,7 +388,9 @@ int cc__images_contains(uint64_t address);                               /* asyn
  * (the main executable, then the others) and the offset from its base. 0 when none holds it. */
 int cc__images_label(uint64_t address, const char **name, size_t *name_length, uint64_t *offset);
 /* async-signal-safe: the collected image holding `address` (cc_cfi.c); 0 when none does. */
-int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum);
+#define CC__NO_EH_FRAME_HDR 1   /* an image without .eh_frame_hdr (no address is 1) */
+int cc__images_find(uint64_t address, uint64_t *base, uint64_t *end, uint64_t *bias, uint64_t *phdr, uint16_t *phnum,
+                    uint64_t *eh_frame_hdr);
 
 /* cc_threads.c */
 int cc__threads_install(int signo);                                      /* install time */

@@ -32,65 +32,67 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* (handler) RLIMIT_NOFILE as the process had it, read before cc__raise_limits raises it. */
-static struct rlimit g_nofile;
-static int g_nofile_known;
-/* (handler) one file's text, and the path being built. */
-static char g_text[CC_RESOURCE_TEXT_MAX];
-static char g_path[CC__PATH_MAX];
-/* (handler) /proc/self/status as the crash found it (cc__resources_read_status): the crash's own,
- * never touched by a snapshot being written on another thread meanwhile. */
-static char g_crash_status[CC_RESOURCE_TEXT_MAX];
-static size_t g_crash_status_length;
+/* (handler) RLIMIT_NOFILE as the process had it; /proc/self/status as the crash found it
+ * (cc__resources_read_status): the crash's own, never touched by a snapshot being written on
+ * another thread meanwhile; then one file's text, and the path being built. Together, so that the
+ * crash faults in as few pages as it can (cc_images.c, g_check). */
+static struct {
+    struct rlimit nofile;        /* RLIMIT_NOFILE as the process had it, before cc__raise_limits */
+    int nofile_known;
+    size_t crash_status_length;
+    char crash_status[CC_RESOURCE_TEXT_MAX];
+    char text[CC_RESOURCE_TEXT_MAX];
+    char path[CC__PATH_MAX];
+} g_texts __attribute__((aligned(4096)));
 
 /* async-signal-safe: keeps RLIMIT_NOFILE as it is now (before the handler raises it). */
 void cc__resources_note_limits(void) {
-    g_nofile_known = syscall(SYS_prlimit64, 0L, (long)RLIMIT_NOFILE, (void *)0, &g_nofile) == 0;
+    g_texts.nofile_known = syscall(SYS_prlimit64, 0L, (long)RLIMIT_NOFILE, (void *)0, &g_texts.nofile) == 0;
 }
 
-/* async-signal-safe: the file at `path` into g_text (at most its size); the bytes read, 0 when
+/* async-signal-safe: the file at `path` into g_texts.text (at most its size); the bytes read, 0 when
  * it cannot be opened or is empty. A read that returns less than it asked for ends it: the kernel
  * makes these texts (procfs, cgroupfs) whole at the first read when they fit the buffer, so the
  * read that would only say "end of file" is a system call each text need not pay (≈ 1.5 µs on
  * the project's VM). A text longer than a page may come short of the buffer then; such a text
  * is cut at CC_RESOURCE_TEXT_MAX anyway. */
 static size_t cc__read_text_into(const char *path, char *text, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = cc__sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return 0;
     size_t got = 0;
     while (got < cap) {
         size_t want = cap - got;
-        ssize_t n = read(fd, text + got, want);
+        ssize_t n = cc__sys_read(fd, text + got, want);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         got += (size_t)n;
         if ((size_t)n < want) break;
     }
-    close(fd);
+    cc__sys_close(fd);
     return got;
 }
 
-/* async-signal-safe: cc__read_text_into g_text. */
-static size_t cc__read_text(const char *path) { return cc__read_text_into(path, g_text, sizeof g_text); }
+/* async-signal-safe: cc__read_text_into g_texts.text. */
+static size_t cc__read_text(const char *path) { return cc__read_text_into(path, g_texts.text, sizeof g_texts.text); }
 
 /* async-signal-safe (cc_internal.h): the value of "Threads:" in the status text, 0 when absent. */
 uint32_t cc__resources_read_status(void) {
-    size_t got = cc__read_text_into("/proc/self/status", g_crash_status, sizeof g_crash_status);
-    g_crash_status_length = got;
+    size_t got = cc__read_text_into("/proc/self/status", g_texts.crash_status, sizeof g_texts.crash_status);
+    g_texts.crash_status_length = got;
     static const char key[] = "\nThreads:";
     const size_t key_length = sizeof key - 1;
     for (size_t i = 0; i + key_length <= got; i++) {
         size_t k = 0;
-        while (k < key_length && g_crash_status[i + k] == key[k]) k++;
+        while (k < key_length && g_texts.crash_status[i + k] == key[k]) k++;
         if (k < key_length) continue;
         size_t at = i + key_length;
-        while (at < got && (g_crash_status[at] == ' ' || g_crash_status[at] == '\t')) at++;
+        while (at < got && (g_texts.crash_status[at] == ' ' || g_texts.crash_status[at] == '\t')) at++;
         uint64_t threads = 0;
         size_t digits = 0;
-        for (; at < got && g_crash_status[at] >= '0' && g_crash_status[at] <= '9' && digits < 10; at++, digits++)
-            threads = threads * 10 + (uint64_t)(g_crash_status[at] - '0');
+        for (; at < got && g_texts.crash_status[at] >= '0' && g_texts.crash_status[at] <= '9' && digits < 10; at++, digits++)
+            threads = threads * 10 + (uint64_t)(g_texts.crash_status[at] - '0');
         /* Only a whole number ends in a newline: anything else says nothing. */
-        return digits > 0 && at < got && g_crash_status[at] == '\n' && threads <= UINT32_MAX ? (uint32_t)threads : 0;
+        return digits > 0 && at < got && g_texts.crash_status[at] == '\n' && threads <= UINT32_MAX ? (uint32_t)threads : 0;
     }
     return 0;
 }
@@ -98,7 +100,7 @@ uint32_t cc__resources_read_status(void) {
 /* async-signal-safe: the file at `path` as a CC_SEC_STRING of `key`, when it can be read. */
 static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
     size_t got = cc__read_text(path);
-    if (got > 0) cc__write_string(w, key, g_text, got);
+    if (got > 0) cc__write_string(w, key, g_texts.text, got);
 }
 
 /* async-signal-safe: the descriptors open as the crash found them. The handler has closed its two
@@ -107,7 +109,7 @@ static void cc__write_text(cc__writer_t *w, uint32_t key, const char *path) {
  * when neither works. */
 static long cc__count_fds(void) {
     struct stat st;
-    if (!(cc__g.flags & CC_FLAG_TEST_LIST_DESCRIPTORS) && stat("/proc/self/fd", &st) == 0 && st.st_size > 0) return (long)st.st_size + 1;
+    if (!(cc__g.flags & CC_FLAG_TEST_LIST_DESCRIPTORS) && cc__sys_fstatat(AT_FDCWD, "/proc/self/fd", &st, 0) == 0 && st.st_size > 0) return (long)st.st_size + 1;
     return cc__each_numbered_entry("/proc/self/fd", 0, 0);
 }
 
@@ -121,29 +123,29 @@ static uint32_t cc__count_cpus(void) {
     return count;
 }
 
-/* async-signal-safe: appends `s` to g_path at *n (bounded). */
+/* async-signal-safe: appends `s` to g_texts.path at *n (bounded). */
 static void cc__path_append(size_t *n, const char *s, size_t length) {
-    for (size_t i = 0; i < length && *n + 1 < sizeof g_path; i++) g_path[(*n)++] = s[i];
-    g_path[*n] = 0;
+    for (size_t i = 0; i < length && *n + 1 < sizeof g_texts.path; i++) g_texts.path[(*n)++] = s[i];
+    g_texts.path[*n] = 0;
 }
 
 /* async-signal-safe: the memory cgroup's directory and its usage, limit and events (see the file
  * comment), when /proc/self/cgroup names one. */
 static void cc__write_cgroup_memory(cc__writer_t *w) {
     size_t got = cc__read_text("/proc/self/cgroup");
-    if (got == 0 || got >= sizeof g_text) return;
+    if (got == 0 || got >= sizeof g_texts.text) return;
     /* "<id>:<controllers>:<path>" lines: the v1 memory one wins over the v2 "0::" one. */
     const char *v1 = 0, *v2 = 0;
     size_t v1_length = 0, v2_length = 0;
     for (size_t at = 0; at < got;) {
         size_t end = at;
-        while (end < got && g_text[end] != '\n') end++;
+        while (end < got && g_texts.text[end] != '\n') end++;
         size_t first = at, second = at;
-        while (first < end && g_text[first] != ':') first++;
+        while (first < end && g_texts.text[first] != ':') first++;
         second = first + 1;
-        while (second < end && g_text[second] != ':') second++;
+        while (second < end && g_texts.text[second] != ':') second++;
         if (first < end && second < end) {
-            const char *controllers = g_text + first + 1;
+            const char *controllers = g_texts.text + first + 1;
             size_t length = second - first - 1;
             int memory = 0;
             for (size_t i = 0; i + 6 <= length; i++) {
@@ -151,19 +153,19 @@ static void cc__write_cgroup_memory(cc__writer_t *w) {
                     controllers[i] == 'm' && controllers[i + 1] == 'e' && controllers[i + 2] == 'm' &&
                     controllers[i + 3] == 'o' && controllers[i + 4] == 'r' && controllers[i + 5] == 'y') memory = 1;
             }
-            if (memory) { v1 = g_text + second + 1; v1_length = end - second - 1; }
-            else if (length == 0 && first - at == 1 && g_text[at] == '0') { v2 = g_text + second + 1; v2_length = end - second - 1; }
+            if (memory) { v1 = g_texts.text + second + 1; v1_length = end - second - 1; }
+            else if (length == 0 && first - at == 1 && g_texts.text[at] == '0') { v2 = g_texts.text + second + 1; v2_length = end - second - 1; }
         }
         at = end + 1;
     }
     if (!v1 && !v2) return;
-    /* The path into g_path before g_text is reused for the files. */
+    /* The path into g_texts.path before g_texts.text is reused for the files. */
     size_t n = 0;
     cc__path_append(&n, v1 ? "v1 /sys/fs/cgroup/memory" : "v2 /sys/fs/cgroup", v1 ? 24 : 17);
     const char *path = v1 ? v1 : v2;
     size_t length = v1 ? v1_length : v2_length;
     if (length > 1 || (length == 1 && path[0] != '/')) cc__path_append(&n, path, length);
-    cc__write_string(w, CC_STR_CGROUP_MEMORY, g_path, n);
+    cc__write_string(w, CC_STR_CGROUP_MEMORY, g_texts.path, n);
     /* The files: "<dir>/<leaf>" without the "v1 " / "v2 " prefix. (Opening the directory once and
      * the files from it saved ≈ 3 µs of a v1 path's three walks on the project's VM: not worth
      * the second descriptor it needs at the limit.) */
@@ -173,8 +175,8 @@ static void cc__write_cgroup_memory(cc__writer_t *w) {
     for (int i = 0; i < 3; i++) {
         size_t at = n;
         cc__path_append(&at, leaves[i], cc__strnlen(leaves[i], 32));
-        cc__write_text(w, keys[i], g_path + 3);
-        g_path[n] = 0;
+        cc__write_text(w, keys[i], g_texts.path + 3);
+        g_texts.path[n] = 0;
     }
 }
 
@@ -188,9 +190,9 @@ void cc__write_resources(cc__writer_t *w, int crash) {
     long fds = cc__count_fds();
     CC__MARK("r:fds");
     if (fds >= 0) { resources.open_fds = (uint32_t)fds; resources.flags |= CC_RESOURCES_OPEN_FDS; }
-    if (g_nofile_known) {
-        resources.nofile_soft = g_nofile.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_nofile.rlim_cur;
-        resources.nofile_hard = g_nofile.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_nofile.rlim_max;
+    if (g_texts.nofile_known) {
+        resources.nofile_soft = g_texts.nofile.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_texts.nofile.rlim_cur;
+        resources.nofile_hard = g_texts.nofile.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)g_texts.nofile.rlim_max;
         resources.flags |= CC_RESOURCES_NOFILE;
     }
     if (cc__arch_cpu_identity(&resources.cpu_signature, resources.cpu_vendor, sizeof resources.cpu_vendor)) {
@@ -202,9 +204,9 @@ void cc__write_resources(cc__writer_t *w, int crash) {
     cc__section_end(w);
     if (!crash) {
         cc__write_text(w, CC_STR_PROC_STATUS, "/proc/self/status");
-    } else if (g_crash_status_length > 0) {
-        cc__write_string(w, CC_STR_PROC_STATUS, g_crash_status, g_crash_status_length);
-        g_crash_status_length = 0;
+    } else if (g_texts.crash_status_length > 0) {
+        cc__write_string(w, CC_STR_PROC_STATUS, g_texts.crash_status, g_texts.crash_status_length);
+        g_texts.crash_status_length = 0;
     }
     CC__MARK("r:status");
     cc__write_text(w, CC_STR_PROC_MEMINFO, "/proc/meminfo");

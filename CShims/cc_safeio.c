@@ -52,7 +52,7 @@ int64_t cc__clock_ns(clockid_t clock) {
 int cc__write_all(int fd, const void *data, size_t len) {
     const char *p = data;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = cc__sys_write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -105,14 +105,51 @@ size_t cc__fmt_hex(char *out, uint64_t value, int digits) {
     return (size_t)digits;
 }
 
-/* async-signal-safe: copies memory that may be unmapped without faulting. process_vm_readv on
- * our own pid reports EFAULT instead of raising SIGSEGV; where a sandbox refuses it, write(2)
- * into a pipe does the same check in the kernel. Returns the bytes copied from the start. */
+/* The crashed thread's stack, read once (cc__safe_window_read) before anything else reads it:
+ * the unwinder's saved registers and frame records, the words the pointed-memory windows start
+ * from, the C++ exception's search and the stack's own CC_SEC_MEMORY all lie in it, and each read
+ * of them was a process_vm_readv of its own (≈ 2–3 µs each in a crash, where the kernel's paths
+ * are cold). While the record is written that memory does not change: the thread is in the
+ * handler (on the alternate stack, or below sp) and every other thread is stopped. `length` is
+ * published last, so a reader on another thread (the thread helper) sees no half-made window. */
+static struct {
+    uint64_t start;
+    _Atomic size_t length;
+    unsigned char bytes[CC__STACK_WINDOW];
+} g_window;
+
+/* async-signal-safe (cc_internal.h) */
+const unsigned char *cc__safe_window_read(uint64_t start, size_t want, size_t *got) {
+    atomic_store(&g_window.length, 0);
+    if (want > sizeof g_window.bytes) want = sizeof g_window.bytes;
+    size_t n = cc__safe_read(start, g_window.bytes, want);
+    g_window.start = start;
+    atomic_store(&g_window.length, n);
+    *got = n;
+    return g_window.bytes;
+}
+
+/* async-signal-safe: copies memory that may be unmapped without faulting. What lies whole in the
+ * crashed thread's stack window comes from it; the rest, by process_vm_readv on our own pid,
+ * which reports EFAULT instead of raising SIGSEGV; where a sandbox refuses it, write(2) into a
+ * pipe does the same check in the kernel. Returns the bytes copied from the start. */
+/* async-signal-safe: [address, address + len) copied from the window when it lies whole in it. */
+static int cc__from_window(uint64_t address, void *out, size_t len) {
+    size_t window = atomic_load(&g_window.length);
+    if (!window || address < g_window.start || address - g_window.start > window ||
+        len > window - (address - g_window.start)) return 0;
+    const unsigned char *from = g_window.bytes + (address - g_window.start);
+    unsigned char *to = out;
+    for (size_t i = 0; i < len; i++) to[i] = from[i];
+    return 1;
+}
+
 size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     if (len == 0 || address == 0) return 0;
+    if (cc__from_window(address, out, len)) return len;
     struct iovec local = { .iov_base = out, .iov_len = len };
     struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = len };
-    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
+    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : cc__sys_getpid();
     ssize_t n = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, &remote, 1UL, 0UL);
     if (n >= 0) return (size_t)n;
     if (errno != ENOSYS && errno != EPERM) return 0; /* EFAULT and friends: not readable */
@@ -120,9 +157,9 @@ size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     size_t done = 0;
     while (done < len) {
         size_t chunk = len - done > 4096 ? 4096 : len - done;
-        ssize_t w = write(cc__g.safe_read_pipe[1], (const char *)(uintptr_t)address + done, chunk);
+        ssize_t w = cc__sys_write(cc__g.safe_read_pipe[1], (const char *)(uintptr_t)address + done, chunk);
         if (w <= 0) break;
-        ssize_t r = read(cc__g.safe_read_pipe[0], (char *)out + done, (size_t)w);
+        ssize_t r = cc__sys_read(cc__g.safe_read_pipe[0], (char *)out + done, (size_t)w);
         if (r != w) break;
         done += (size_t)w;
     }
@@ -135,28 +172,40 @@ size_t cc__safe_read(uint64_t address, void *out, size_t len) {
  * cannot be read; that one is marked unreadable and the rest are read on from there. ok[i] says
  * whether address i was read whole. */
 void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, uint8_t *ok, uint32_t count) {
-    static struct iovec local[CC__SAFE_WORDS_MAX], remote[CC__SAFE_WORDS_MAX];
+    /* The local iovecs, then the remote ones right after them: the few a crash uses lie on one
+     * page, to fault in once (cc_images.c, g_check). `from` maps each iovec to its address. */
+    static struct iovec io[2 * CC__SAFE_WORDS_MAX];
+    static uint32_t from[CC__SAFE_WORDS_MAX];
     if (count > CC__SAFE_WORDS_MAX) count = CC__SAFE_WORDS_MAX;
     if (size != 8 && size != 16) size = 8;
     size_t words = size / 8;
-    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
+    /* What lies in the stack window (a frame's words, most often) is copied from it; the rest is
+     * read with as few system calls as the memory allows. */
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        ok[i] = (uint8_t)cc__from_window(addresses[i], &out[i * words], size);
+        if (!ok[i]) from[left++] = i;
+    }
+    struct iovec *local = io, *remote = io + left;
+    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : cc__sys_getpid();
     uint32_t next = 0;
-    while (next < count) {
-        uint32_t n = count - next;
+    while (next < left) {
+        uint32_t n = left - next;
         for (uint32_t i = 0; i < n; i++) {
-            ok[next + i] = 0;
-            local[i].iov_base = &out[(next + i) * words];
+            uint32_t at = from[next + i];
+            local[i].iov_base = &out[at * words];
             local[i].iov_len = size;
-            remote[i].iov_base = (void *)(uintptr_t)addresses[next + i];
+            remote[i].iov_base = (void *)(uintptr_t)addresses[at];
             remote[i].iov_len = size;
         }
         ssize_t got = syscall(SYS_process_vm_readv, (long)pid, local, (unsigned long)n, remote, (unsigned long)n, 0UL);
         if (got < 0 && (errno == ENOSYS || errno == EPERM)) {   /* refused: one at a time, through the pipe */
-            for (uint32_t i = next; i < count; i++) ok[i] = cc__safe_read(addresses[i], &out[i * words], size) == size;
+            for (uint32_t i = next; i < left; i++)
+                ok[from[i]] = cc__safe_read(addresses[from[i]], &out[from[i] * words], size) == size;
             return;
         }
         uint32_t whole = got > 0 ? (uint32_t)((size_t)got / size) : 0;
-        for (uint32_t i = 0; i < whole; i++) ok[next + i] = 1;
+        for (uint32_t i = 0; i < whole; i++) ok[from[next + i]] = 1;
         next += whole + 1;   /* the one it stopped at is unreadable (or torn): skip it */
     }
 }
@@ -167,7 +216,7 @@ void cc__safe_read_many(const uint64_t *addresses, size_t size, uint64_t *out, u
  * the rest are read on from there. Where process_vm_readv is refused, one at a time through
  * cc__safe_read. ok[i] says whether span i was read whole. */
 void cc__safe_readv(struct iovec *local, struct iovec *remote, uint8_t *ok, uint32_t count) {
-    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : getpid();
+    pid_t pid = cc__g.handler_pid ? cc__g.handler_pid : cc__sys_getpid();
     uint32_t next = 0;
     while (next < count) {
         uint32_t n = count - next;
@@ -212,8 +261,12 @@ void cc__random_bytes(void *out, size_t len) {
 static struct { int64_t ns[64]; long flt[64]; const char *label[64]; int count; } g_trace;
 void cc__trace_mark(const char *label) {
     if (g_trace.count < 64) {
+#ifdef CC_TRACE_FAULTS   /* a getrusage each: ≈ 2.5 µs a mark on the project's VM */
         struct rusage ru; syscall(SYS_getrusage, RUSAGE_THREAD, &ru);
         g_trace.flt[g_trace.count] = ru.ru_minflt + ru.ru_majflt;
+#else
+        g_trace.flt[g_trace.count] = 0;
+#endif
         g_trace.label[g_trace.count] = label; g_trace.ns[g_trace.count++] = cc__clock_ns(CLOCK_MONOTONIC);
     }
 }
@@ -241,7 +294,7 @@ void cc__trace_dump(const char *title) {
  * returns how many there were, or -1 when the directory cannot be opened. One 4 KiB buffer,
  * getdents64 (no opendir: it allocates). */
 long cc__each_numbered_entry(const char *path, void (*each)(long number, void *context), void *context) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = cc__sys_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return -1;
     static char dents[4096];
     long count = 0;
@@ -261,6 +314,6 @@ long cc__each_numbered_entry(const char *path, void (*each)(long number, void *c
             if (each) each(number, context);
         }
     }
-    close(fd);
+    cc__sys_close(fd);
     return count;
 }

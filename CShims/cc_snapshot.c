@@ -56,7 +56,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
         result->stopped_microseconds = result->threads_stopped = result->write_microseconds = 0;
     }
     if (!request || atomic_load(&cc__g.install_state) != 2) return CC_ERR_NOT_INSTALLED;
-    pid_t pid = getpid(), tid = cc__gettid();
+    pid_t pid = cc__sys_getpid(), tid = cc__gettid();
     uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
 
     /* Every signal blocked but the faults: the stop signal is the turn's marker, and nothing of

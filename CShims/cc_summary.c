@@ -209,7 +209,7 @@ void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, con
                           const char *record_name, const cc_sec_request_t *request) {
     if (cc__g.flags & CC_FLAG_NO_CRASH_LINE) return;
     /* Room for every field escaped at its longest: nothing is ever cut. */
-    static char line[2048];
+    char line[2048];   /* on the stack, whose pages are in use already: a static's would fault in */
     cc__text_t t = { line, 0, sizeof line - 2 };
     cc__text_puts(&t, "crashcapture: {\"signal\":");
     cc__text_json_string(&t, crash->signal_name, sizeof crash->signal_name);

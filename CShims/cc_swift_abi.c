@@ -130,7 +130,7 @@ int cc_context_probe(uint64_t task, uint64_t key, uint64_t value) {
         int idle = 0;
         if (atomic_compare_exchange_strong(&cc__g.context_probe_busy, &idle, 1)) break;
         if (spins == 100000) return state;
-        sched_yield();
+        cc__sys_sched_yield();
     }
     uint64_t tp = cc__arch_thread_pointer();
     if (cc__g.flags & CC_FLAG_TEST_UNKNOWN_TASK_LAYOUT) {

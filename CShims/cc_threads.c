@@ -33,10 +33,13 @@
 
 static pid_t g_tids[CC__MAX_THREADS];
 static char g_names[CC__MAX_THREADS][16];   /* [15] == 1: read from the thread's status */
-static int g_helper_result;                  /* 0, or why the thread helper did not finish */
 static uint8_t g_not_stopped[CC__MAX_THREADS];
-static uint32_t g_tid_count;
-static int g_more_threads;
+/* The crash's counts, side by side: one page to fault in, not one each (cc_images.c, g_check). */
+static struct {
+    uint32_t tid_count;
+    int more_threads;
+    int helper_result;                       /* 0, or why the thread helper did not finish */
+} g_stop;
 
 /* async-signal-safe: parks the calling thread for good, publishing its context first. */
 _Noreturn void cc__park(const ucontext_t *uc, int crashed) {
@@ -53,7 +56,7 @@ _Noreturn void cc__park(const ucontext_t *uc, int crashed) {
 static void cc__stop_handler(int signo, siginfo_t *info, void *context) {
     (void)signo; (void)info;
     uint64_t owner = atomic_load(&cc__g.owner);
-    if (owner != 0 && (pid_t)(owner >> 32) == getpid() && (pid_t)(uint32_t)owner != cc__gettid()) {
+    if (owner != 0 && (pid_t)(owner >> 32) == cc__sys_getpid() && (pid_t)(uint32_t)owner != cc__gettid()) {
         cc__park((const ucontext_t *)context, 0);
     }
 }
@@ -99,11 +102,11 @@ static ssize_t cc__read_task_file(pid_t tid, const char *leaf, char *out, size_t
     path[n++] = '/';
     for (int i = 0; leaf[i] && n + 1 < sizeof path; i++) path[n++] = leaf[i];
     path[n] = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = cc__sys_open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t got;
-    do { got = read(fd, out, cap - 1); } while (got < 0 && errno == EINTR);
-    close(fd);
+    do { got = cc__sys_read(fd, out, cap - 1); } while (got < 0 && errno == EINTR);
+    cc__sys_close(fd);
     out[got > 0 ? got : 0] = 0;
     return got;
 }
@@ -189,7 +192,7 @@ static int cc__stopped_slot(pid_t tid) {
 
 /* async-signal-safe: index of tid in g_tids, or -1. */
 static int cc__known_tid(pid_t tid) {
-    for (uint32_t i = 0; i < g_tid_count; i++) if (g_tids[i] == tid) return (int)i;
+    for (uint32_t i = 0; i < g_stop.tid_count; i++) if (g_tids[i] == tid) return (int)i;
     return -1;
 }
 
@@ -204,13 +207,13 @@ static void cc__scan_task(long number, void *context) {
     cc__scan_t *scan = context;
     pid_t tid = (pid_t)number;
     if (tid == scan->self || cc__known_tid(tid) >= 0) return;
-    if (g_tid_count < CC__MAX_THREADS) {
-        g_not_stopped[g_tid_count] = 0;
-        g_names[g_tid_count][15] = 0;
-        g_tids[g_tid_count++] = tid;
+    if (g_stop.tid_count < CC__MAX_THREADS) {
+        g_not_stopped[g_stop.tid_count] = 0;
+        g_names[g_stop.tid_count][15] = 0;
+        g_tids[g_stop.tid_count++] = tid;
         scan->added++;
     } else {
-        g_more_threads = 1;
+        g_stop.more_threads = 1;
         if (scan->stop_signal) syscall(SYS_tgkill, (long)scan->pid, (long)tid, (long)scan->stop_signal);
     }
 }
@@ -226,8 +229,8 @@ static uint32_t cc__scan_tasks(pid_t self, pid_t pid, int stop_signal) {
  * crashed thread is alone (none can be starting: only a thread of this process could start one,
  * and it is this one, in the handler), and there is nothing to list. */
 void cc__stop_other_threads(pid_t self, uint32_t threads) {
-    g_tid_count = 0;
-    g_more_threads = 0;
+    g_stop.tid_count = 0;
+    g_stop.more_threads = 0;
     if (threads == 1) return;
     int stop = cc__g.stop_signal != 0;
     if (stop) {
@@ -235,12 +238,12 @@ void cc__stop_other_threads(pid_t self, uint32_t threads) {
         stop = sigaction(cc__g.stop_signal, 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
                current.sa_sigaction == cc__stop_handler;
     }
-    pid_t pid = getpid();
+    pid_t pid = cc__sys_getpid();
     int64_t deadline = cc__clock_ns(CLOCK_MONOTONIC) + 500 * 1000000LL;
     for (int round = 0; round < 4; round++) {
-        uint32_t first = g_tid_count;
+        uint32_t first = g_stop.tid_count;
         if (cc__scan_tasks(self, pid, 0) == 0) break;
-        for (uint32_t i = first; i < g_tid_count; i++) {
+        for (uint32_t i = first; i < g_stop.tid_count; i++) {
             if (cc__stopped_slot(g_tids[i]) >= 0) continue;        /* parked itself (crashed too) */
             /* Crashed too and waiting for its turn (cc_chain.c): it parks itself with its own
              * context as soon as it sees this record begin; it blocks the stop signal (it is
@@ -255,15 +258,15 @@ void cc__stop_other_threads(pid_t self, uint32_t threads) {
          * parked, so each check resumes where the last one found a thread still running. */
         uint32_t settled = first;
         for (;;) {
-            while (settled < g_tid_count && (g_not_stopped[settled] || cc__stopped_slot(g_tids[settled]) >= 0)) settled++;
-            if (settled == g_tid_count || cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
+            while (settled < g_stop.tid_count && (g_not_stopped[settled] || cc__stopped_slot(g_tids[settled]) >= 0)) settled++;
+            if (settled == g_stop.tid_count || cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
             struct timespec ts = { 0, 50000 };
-            nanosleep(&ts, 0);
+            cc__sys_nanosleep(&ts);
         }
         if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline) break;
     }
     /* The threads beyond what is recorded: stopped too, not waited for. */
-    if (g_more_threads && stop) cc__scan_tasks(self, pid, cc__g.stop_signal);
+    if (g_stop.more_threads && stop) cc__scan_tasks(self, pid, cc__g.stop_signal);
 }
 
 /* async-signal-safe: after cc__stop_other_threads and cc__images_collect (the helper unwinds
@@ -273,17 +276,17 @@ void cc__stop_other_threads(pid_t self, uint32_t threads) {
 void cc__stop_unparked_threads(void) {
     static pid_t unparked[CC__MAX_THREADS];
     uint32_t count = 0;
-    for (uint32_t i = 0; i < g_tid_count; i++) {
+    for (uint32_t i = 0; i < g_stop.tid_count; i++) {
         if (cc__stopped_slot(g_tids[i]) < 0) unparked[count++] = g_tids[i];
     }
-    g_helper_result = 0;
+    g_stop.helper_result = 0;
     if (count == 0 || (cc__g.flags & CC_FLAG_NO_THREAD_HELPER)) {
         cc__helper_stop_threads(unparked, 0, 0, 0);
         return;
     }
     int64_t budget_ms = cc__g.watchdog_seconds * 1000LL / 2;
     if (budget_ms > 5000) budget_ms = 5000;
-    g_helper_result = cc__helper_stop_threads(unparked, count, cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL, 0);
+    g_stop.helper_result = cc__helper_stop_threads(unparked, count, cc__clock_ns(CLOCK_MONOTONIC) + budget_ms * 1000000LL, 0);
 }
 
 /* Not for a signal handler: a live process's snapshot (cc_snapshot.c). Lists every other thread
@@ -291,17 +294,17 @@ void cc__stop_unparked_threads(void) {
  * handler running on a thread would end the system call it was in with EINTR). Returns the
  * helper's result (0, or why it did not finish); cc__write_other_threads then writes them. */
 int cc__read_threads_live(pid_t self, int64_t deadline_ns) {
-    g_tid_count = 0;
-    g_more_threads = 0;
-    cc__scan_tasks(self, getpid(), 0);
-    g_helper_result = 0;
+    g_stop.tid_count = 0;
+    g_stop.more_threads = 0;
+    cc__scan_tasks(self, cc__sys_getpid(), 0);
+    g_stop.helper_result = 0;
     if (cc__g.flags & CC_FLAG_NO_THREAD_HELPER) {
-        for (uint32_t i = 0; i < g_tid_count; i++) g_not_stopped[i] = 1;
+        for (uint32_t i = 0; i < g_stop.tid_count; i++) g_not_stopped[i] = 1;
         cc__helper_stop_threads(g_tids, 0, 0, 1);
         return 0;
     }
-    g_helper_result = cc__helper_stop_threads(g_tids, g_tid_count, deadline_ns, 1);
-    return g_helper_result;
+    g_stop.helper_result = cc__helper_stop_threads(g_tids, g_stop.tid_count, deadline_ns, 1);
+    return g_stop.helper_result;
 }
 
 /* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads:
@@ -315,7 +318,7 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     static uint64_t frames[CC__OTHER_FRAMES];
     static uint64_t fps[CC__OTHER_FRAMES];
     if (!listed) return;
-    for (uint32_t i = 0; i < g_tid_count; i++) {
+    for (uint32_t i = 0; i < g_stop.tid_count; i++) {
         /* A context the thread published itself comes first: it is where the thread was when
          * it was stopped or crashed. A thread that parked only after it was handed to the
          * helper (it entered our handler just as the threads were being stopped) was read by
@@ -347,14 +350,14 @@ void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
         }
     }
     cc__helper_write_note(w);
-    if (g_helper_result) {
+    if (g_stop.helper_result) {
         char note[160];
         size_t n = cc__strlcpy(note, "the thread helper did not finish (", sizeof note);
-        n += cc__strlcpy(note + n, cc__errno_name(g_helper_result), sizeof note - n);
+        n += cc__strlcpy(note + n, cc__errno_name(g_stop.helper_result), sizeof note - n);
         n += cc__strlcpy(note + n, "): threads it had not read have no frames", sizeof note - n);
         cc__write_string(w, CC_STR_NOTE, note, n);
     }
-    if (g_more_threads) {
+    if (g_stop.more_threads) {
         const char *note = "more threads than CrashCapture records (1024): the rest were stopped but left out";
         cc__write_string(w, CC_STR_NOTE, note, cc__strnlen(note, 128));
     }

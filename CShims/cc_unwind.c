@@ -131,7 +131,7 @@ uint32_t cc__unwind_context(const ucontext_t *uc, cc__cfi_frame_t *frame, cc__cf
 /* async-signal-safe: the interrupted context's registers: CC_SEC_REGISTERS for the crashed
  * thread (tid 0), CC_SEC_THREAD_REGISTERS for another thread. */
 void cc__write_registers(cc__writer_t *w, const ucontext_t *uc, pid_t tid) {
-    static unsigned char payload[64 * 16 + 64];
+    unsigned char payload[64 * 16 + 64];   /* on the stack: its pages are in use already (a static's would fault in) */
     size_t length = cc__registers_payload(uc, payload, sizeof payload);
     cc__section_begin(w, tid ? CC_SEC_THREAD_REGISTERS : CC_SEC_REGISTERS);
     if (tid) {

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -221,7 +222,8 @@ static void cc__uploader_note(const char *why, int error) {
  * whose deadline is `deadline_ns` on the monotonic clock) and reaps it. */
 void cc__uploader_start(int64_t deadline_ns) {
     if (!g_uploader.enabled || cc__g.dir_fd < 0) return;
-    if (faccessat(cc__g.dir_fd, cc__g.file_name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) return;
+    struct stat st;   /* the record is there (fstatat: faccessat(2) itself has no flags) */
+    if (cc__sys_fstatat(cc__g.dir_fd, cc__g.file_name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
     g_uploader.exec_result = 0;
     pid_t child = clone(cc__uploader_child, g_uploader.stack + sizeof g_uploader.stack, CLONE_VM | CLONE_VFORK | SIGCHLD, 0);
     if (child < 0) {
@@ -234,13 +236,13 @@ void cc__uploader_start(int64_t deadline_ns) {
         cc__raw_syscall(SYS_wait4, child, (long)&status, 0, 0);
         return;
     }
-    if (getpid() != 1 && getppid() > 1) return;
+    if (cc__sys_getpid() != 1 && cc__sys_getppid() > 1) return;
     for (;;) {
         long got = cc__raw_syscall(SYS_wait4, child, (long)&status, WNOHANG, 0);
         if (got == child || (got < 0 && got != -EINTR)) return;
         if (cc__clock_ns(CLOCK_MONOTONIC) >= deadline_ns) break;
         struct timespec pause = { 0, 5 * 1000000L };
-        nanosleep(&pause, 0);
+        cc__sys_nanosleep(&pause);
     }
     cc__raw_syscall(SYS_kill, child, SIGKILL, 0, 0);
     cc__raw_syscall(SYS_wait4, child, (long)&status, 0, 0);

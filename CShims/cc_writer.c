@@ -26,7 +26,7 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     w->failed_step = 0;
     w->length = 0;
     w->out_length = 0;
-    w->fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    w->fd = cc__sys_openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (w->fd < 0) { cc__writer_fail(w, CC__STEP_CREATE); return -1; }
     cc_file_header_t h;
     /* No memset/memcpy from libc needed, but both are async-signal-safe in practice; keep
