@@ -17,11 +17,8 @@ void cc__writer_fail(cc__writer_t *w, const char *step) {
     w->failed_step = step;
 }
 
-/* async-signal-safe: creates the file (0600, O_EXCL, O_NOFOLLOW) and puts the file header first
- * in `out`: it reaches the file with the first checkpoint's sections, in one write(2) (a write
- * of its own cost a crash ≈ 3 µs on the project's VM). A file cut short before that checkpoint is
- * empty, which readers take for what a header alone was: a record with no section. Returns 0,
- * or -1 with w->failed set. */
+/* async-signal-safe: creates the file (0600, O_EXCL, O_NOFOLLOW) and writes the file header.
+ * Returns 0, or -1 with w->failed set (w->fd stays open when only the header's write failed). */
 int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     w->section_count = 0;
     w->failed = 0;
@@ -43,8 +40,7 @@ int cc__writer_open(cc__writer_t *w, int dir_fd, const char *name) {
     h.byte_order = 1;
     h.pointer_size = (uint8_t)sizeof(void *);
     h.header_crc = cc_crc32(0, &h, offsetof(cc_file_header_t, header_crc));
-    for (size_t i = 0; i < sizeof h; i++) w->out[i] = raw[i];
-    w->out_length = sizeof h;
+    if (cc__write_all(w->fd, &h, sizeof h) != 0) { cc__writer_fail(w, CC__STEP_WRITE); return -1; }
     return 0;
 }
 
