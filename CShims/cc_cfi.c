@@ -15,8 +15,8 @@
  * map, and its only state is the caller's static storage. What it reads:
  *
  * - the image holding the pc, and its PT_GNU_EH_FRAME segment (found in its program headers
- *   when the image table was made, install's or the crash's): .eh_frame_hdr, whose sorted table (initial location → FDE) is searched by
- *   halves (every linker writes it as datarel sdata4; an image without it is stepped by its
+ *   when the image table was made, install's or the crash's): .eh_frame_hdr, whose sorted
+ *   table (initial location → FDE) is searched by halves (every linker writes it as datarel sdata4; an image without it is stepped by its
  *   frame record instead);
  * - the FDE and its CIE in .eh_frame (augmentations z, R, P, L, S, B, G as GCC, Clang and the
  *   kernel's vDSO write them);

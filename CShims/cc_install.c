@@ -144,8 +144,8 @@ static void cc__close_resources(void) {
  * one up at its first call: inside the handler, the loader's code on the crash's path (and,
  * for memset, the resolver glibc picks an implementation with). The crash path's system calls
  * all go through syscall(2) (cc__sys_* in cc_internal.h), so that one function stands for them
- * all here: each wrapper bound by a call of its own was a system call at every start (22 of
- * them, ≈ 14 µs). None of the calls below enters the kernel but syscall's; errno is kept.
+ * all here: binding each wrapper by a call of its own had cost every start 22 calls, 15 of them
+ * system calls (≈ 14 µs). None of the calls below enters the kernel but syscall's; errno is kept.
  * sigaction is bound by install's own calls. CaptureFootprintTests runs a crash under
  * LD_DEBUG=bindings and finds no binding after the crash began. */
 static void cc__bind_handler_imports(void) {
