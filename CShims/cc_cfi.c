@@ -16,8 +16,8 @@
  *
  * - the image holding the pc, and its PT_GNU_EH_FRAME segment (found in its program headers
  *   when the image table was made, install's or the crash's): .eh_frame_hdr, whose sorted
- *   table (initial location → FDE) is searched by halves (every linker writes it as datarel sdata4; an image without it is stepped by its
- *   frame record instead);
+ *   table (initial location → FDE) is searched by halves (every linker writes it as datarel
+ *   sdata4; an image without it is stepped by its frame record instead);
  * - the FDE and its CIE in .eh_frame (augmentations z, R, P, L, S, B, G as GCC, Clang and the
  *   kernel's vDSO write them);
  * - the CFA program: the CIE's initial instructions, then the FDE's up to the pc, every
