@@ -170,7 +170,7 @@ __attribute__((no_sanitize("function")))
 int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *uc, int saved_errno,
                             int *errno_after) {
     /* A copy: another thread may adopt a new disposition meanwhile. */
-    struct sigaction previous = cc__previous_actions(0)[index];
+    struct sigaction previous = cc__previous_actions(cc__sys_getpid(), 0)[index];
     void (*handler)(int, siginfo_t *, void *) = previous.sa_sigaction;
 
     sigset_t mask;
@@ -220,9 +220,9 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
  * keeps them in cc__g.previous. A child process (fork, or vfork, whose child shares this memory
  * with its suspended parent) that adopts a disposition (`for_write`) keeps its own copy first:
  * what a vfork child's chained handler did (the Swift runtime resets every fatal signal before
- * it returns) must never become its parent's, whose next crash would then not reach it. */
-struct sigaction *cc__previous_actions(int for_write) {
-    pid_t pid = cc__sys_getpid();
+ * it returns) must never become its parent's, whose next crash would then not reach it. `pid` is
+ * this process's (the handler knows it already). */
+struct sigaction *cc__previous_actions(pid_t pid, int for_write) {
     if (pid == cc__g.install_pid) return cc__g.previous;
     if (atomic_load(&cc__g.child_previous_pid) == pid) return cc__g.child_previous;
     if (!for_write) return cc__g.previous;
@@ -242,7 +242,7 @@ void cc__adopt_dispositions(void) {
         struct sigaction current;
         if (sigaction(cc__g.signals[i], 0, &current) != 0) continue;
         if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == cc__handler) continue;
-        if (!previous) previous = cc__previous_actions(1);
+        if (!previous) previous = cc__previous_actions(cc__sys_getpid(), 1);
         previous[i] = current;
         sigaction(cc__g.signals[i], &cc__g.ours, 0);
     }

@@ -113,11 +113,10 @@ static void cc__drain_pending(int signo) {
 }
 
 /* async-signal-safe: arranges for the process to die of `signo` as soon as the handler
- * returns (see DEATH above). `info` may be NULL. */
-static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc) {
+ * returns (see DEATH above). `info` may be NULL; `pid` and `tid` are this thread's. */
+static void cc__die_on_return(int signo, const siginfo_t *info, ucontext_t *uc, pid_t pid, pid_t tid) {
     cc__restore_default(signo, 0);
     cc__drain_pending(signo);
-    pid_t pid = cc__sys_getpid(), tid = cc__gettid();
     siginfo_t queued;
     unsigned char *raw = (unsigned char *)&queued;
     for (size_t i = 0; i < sizeof queued; i++) raw[i] = info ? ((const unsigned char *)info)[i] : 0;
@@ -188,12 +187,14 @@ static void cc__watchdog_arm(void) {
     syscall(SYS_setitimer, (long)ITIMER_REAL, &timer, (void *)0);
 }
 
-/* async-signal-safe: a dying process may write its record past the soft limits it had. */
-static void cc__raise_limits(void) {
+/* async-signal-safe: a dying process may write its record past the soft limits it had.
+ * `nofile` is RLIMIT_NOFILE as cc__resources_note_limits read it (0: read it here). */
+static void cc__raise_limits(const struct rlimit *nofile) {
     int resources[] = { RLIMIT_FSIZE, RLIMIT_NOFILE };
     for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
         struct rlimit limit;
-        if (syscall(SYS_prlimit64, 0L, (long)resources[i], (void *)0, &limit) != 0) continue;
+        if (resources[i] == RLIMIT_NOFILE && nofile) limit = *nofile;
+        else if (syscall(SYS_prlimit64, 0L, (long)resources[i], (void *)0, &limit) != 0) continue;
         if (limit.rlim_cur == limit.rlim_max) continue;
         limit.rlim_cur = limit.rlim_max;
         syscall(SYS_prlimit64, 0L, (long)resources[i], &limit, (void *)0);
@@ -550,8 +551,8 @@ static void cc__record_prepare(cc__crash_t *c) {
     c->wall_ns = cc__clock_ns(CLOCK_REALTIME);
     c->mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     cc__g.handler_pid = c->pid;
-    cc__resources_note_limits();   /* the process's own RLIMIT_NOFILE, before it is raised */
-    cc__raise_limits();
+    /* The process's own RLIMIT_NOFILE, kept for the record before it is raised. */
+    cc__raise_limits(cc__resources_note_limits());
     CC__MARK("raise_limits");
     /* The fds reserved at install: one for the /proc files read while stopping threads and
      * collecting images, one for the record. The numbers are never cleared (a vfork child
@@ -780,7 +781,7 @@ static void cc__crash(int signo, int death_signo, siginfo_t *info, ucontext_t *u
     cc__watchdog_arm();
     CC__MARK("watchdog");
     cc__record(signo, info, uc, pid, tid, saved_errno);
-    cc__die_on_return(death_signo, death_signo == signo ? info : 0, uc);
+    cc__die_on_return(death_signo, death_signo == signo ? info : 0, uc, pid, tid);
 }
 
 /* async-signal-safe: the handler installed for every fatal signal. */
@@ -810,7 +811,7 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     /* One thread at a time chains and records (cc_chain.c, ONE THREAD AT A TIME): another
      * crashing thread waits here, and parks for the record when the holder begins one. */
     cc__turn_take(uc, pid, tid);
-    const struct sigaction *previous = &cc__previous_actions(0)[index];
+    const struct sigaction *previous = &cc__previous_actions(pid, 0)[index];
     int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
                                                          : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;
     if (has_handler) {

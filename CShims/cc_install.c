@@ -30,7 +30,6 @@ __attribute__((constructor)) static void cc__state_defaults(void) {
     static const int signals[CC__SIGNAL_COUNT] = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
     for (int i = 0; i < CC__SIGNAL_COUNT; i++) cc__g.signals[i] = signals[i];
     cc__g.dir_fd = -1;
-    cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
     for (int i = 0; i < CC__RESERVED_FDS; i++) cc__g.reserved_fds[i] = -1;
     atomic_store(&cc__g.app_end.index, -1);
     atomic_store(&cc__g.scope.index, -1);
@@ -132,10 +131,8 @@ static void cc__close_resources(void) {
         cc__g.reserved_fds[i] = -1;
     }
     if (cc__g.dir_fd >= 0) close(cc__g.dir_fd);
-    if (cc__g.safe_read_pipe[0] >= 0) close(cc__g.safe_read_pipe[0]);
-    if (cc__g.safe_read_pipe[1] >= 0) close(cc__g.safe_read_pipe[1]);
     cc__g.dir_fd = -1;
-    cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
+    cc__safe_read_pipe_close();
 }
 
 /* Install time: every C library function the handler and the processes it starts may call first
@@ -248,8 +245,6 @@ int cc_install(const cc_config_t *config, int *err_errno) {
         }
     }
     CC__MARK("random+readlink+uname");
-    if (pipe2(cc__g.safe_read_pipe, O_CLOEXEC | O_NONBLOCK) != 0) cc__g.safe_read_pipe[0] = cc__g.safe_read_pipe[1] = -1;
-    CC__MARK("pipe2");
 
     /* glibc keeps the message it printed before abort() (assert, malloc's heap checks,
      * _FORTIFY_SOURCE, every __libc_message) behind __abort_msg, for post-mortem tools (apport,
@@ -356,7 +351,7 @@ int cc_uninstall(void) {
         /* Only put back what we replaced: a handler installed after us stays. */
         if (sigaction(cc__g.signals[i], 0, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
             current.sa_sigaction == cc__handler) {
-            sigaction(cc__g.signals[i], &cc__previous_actions(0)[i], 0);
+            sigaction(cc__g.signals[i], &cc__previous_actions(getpid(), 0)[i], 0);
         }
     }
     cc__threads_uninstall();

@@ -163,7 +163,10 @@ typedef struct {
     int64_t start_wall_ns;
     int64_t start_mono_ns;
     uint64_t random_seed;
-    int safe_read_pipe[2];       /* fallback for memory reads when process_vm_readv is refused */
+    /* The fallback for memory reads when process_vm_readv is refused (cc_safeio.c): a pipe made
+     * by the first read that needs it, its two fds packed as (read + 1) << 32 | (write + 1);
+     * 0 while there is none. */
+    _Atomic uint64_t safe_read_pipe;
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL (cc_swift_abi.h, 1) */
     uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
     /* An uncaught C++ exception, noted by the terminate handler (cc_terminate.cpp, cc_cxx.c) on
@@ -317,6 +320,7 @@ size_t cc__fmt_u64(char *out, uint64_t value);            /* decimal, no NUL; re
 long cc__each_numbered_entry(const char *path, void (*each)(long number, void *context), void *context);
 size_t cc__fmt_hex(char *out, uint64_t value, int digits); /* lowercase, zero-padded to digits */
 size_t cc__safe_read(uint64_t address, void *out, size_t len); /* bytes copied; 0 if unmapped */
+void cc__safe_read_pipe_close(void);                                   /* ordinary code (uninstall) */
 /* async-signal-safe: reads [start, start + want) (at most CC__STACK_WINDOW bytes) fault-proof and
  * makes it the window cc__safe_read serves reads inside of from then on: the crashed thread's
  * stack, once per crash (cc_safeio.c). Returns the bytes, *got of them. */
@@ -414,7 +418,7 @@ int cc__deliver_to_previous(int index, int signo, siginfo_t *info, ucontext_t *u
 /* After a previous handler returned: adopt the dispositions it left, and put ours back. */
 void cc__adopt_dispositions(void);
 /* The previous actions as this process sees them (its own copy in a child, `for_write`). */
-struct sigaction *cc__previous_actions(int for_write);
+struct sigaction *cc__previous_actions(pid_t pid, int for_write);
 /* Returns once the calling thread holds the turn to handle a fatal signal; parks it for good,
  * recorded as crashed with `uc`, when another thread of the process begins a record meanwhile. */
 void cc__turn_take(const ucontext_t *uc, pid_t pid, pid_t tid);
@@ -483,7 +487,7 @@ void cc__write_install_strings(cc__writer_t *w);
  * handler before the other threads are stopped (returns the threads it names, 0 when it cannot
  * say); then CC_SEC_RESOURCES and the /proc and cgroup texts (`crash`: the status the handler
  * read, else read now). All async-signal-safe. */
-void cc__resources_note_limits(void);
+const struct rlimit *cc__resources_note_limits(void);
 uint32_t cc__resources_read_status(void);
 /* cc_cxx.c: an uncaught C++ exception noted by this thread's terminate handler, or else one found
  * in flight on the crashed thread's stack (async-signal-safe; uc may be null). */

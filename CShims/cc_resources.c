@@ -45,9 +45,11 @@ static struct {
     char path[CC__PATH_MAX];
 } g_texts __attribute__((aligned(4096)));
 
-/* async-signal-safe: keeps RLIMIT_NOFILE as it is now (before the handler raises it). */
-void cc__resources_note_limits(void) {
+/* async-signal-safe: keeps RLIMIT_NOFILE as it is now (before the handler raises it); returns
+ * it, or 0 when it could not be read. */
+const struct rlimit *cc__resources_note_limits(void) {
     g_texts.nofile_known = syscall(SYS_prlimit64, 0L, (long)RLIMIT_NOFILE, (void *)0, &g_texts.nofile) == 0;
+    return g_texts.nofile_known ? &g_texts.nofile : 0;
 }
 
 /* async-signal-safe: the file at `path` into g_texts.text (at most its size); the bytes read, 0 when

@@ -129,10 +129,6 @@ const unsigned char *cc__safe_window_read(uint64_t start, size_t want, size_t *g
     return g_window.bytes;
 }
 
-/* async-signal-safe: copies memory that may be unmapped without faulting. What lies whole in the
- * crashed thread's stack window comes from it; the rest, by process_vm_readv on our own pid,
- * which reports EFAULT instead of raising SIGSEGV; where a sandbox refuses it, write(2) into a
- * pipe does the same check in the kernel. Returns the bytes copied from the start. */
 /* async-signal-safe: [address, address + len) copied from the window when it lies whole in it. */
 static int cc__from_window(uint64_t address, void *out, size_t len) {
     size_t window = atomic_load(&g_window.length);
@@ -144,6 +140,46 @@ static int cc__from_window(uint64_t address, void *out, size_t len) {
     return 1;
 }
 
+/* async-signal-safe: the pipe the fallback reads through, made by the first read that needs it
+ * (a sandbox that refuses process_vm_readv is rare, and pipe2 cost every start ≈ 8 µs). Kept
+ * only by the process that installed capture; another (a fork or vfork child) gets one for this
+ * read alone (*temporary): a vfork child shares this memory but not its parent's fd table, and
+ * the parent would then write its memory into whatever its own fds of those numbers are. Two
+ * threads that make one at once keep the first published. 0 when there is none (the fd limit). */
+static int cc__safe_read_pipe(int *read_fd, int *write_fd, int *temporary) {
+    uint64_t packed = atomic_load(&cc__g.safe_read_pipe);
+    *temporary = 0;
+    if (packed == 0 || cc__sys_getpid() != cc__g.install_pid) {
+        int fds[2];
+        if (syscall(SYS_pipe2, fds, (long)(O_CLOEXEC | O_NONBLOCK)) != 0) return 0;
+        uint64_t made = ((uint64_t)(uint32_t)(fds[0] + 1) << 32) | (uint32_t)(fds[1] + 1);
+        if (cc__sys_getpid() != cc__g.install_pid) {
+            *temporary = 1;
+            packed = made;
+        } else if (atomic_compare_exchange_strong(&cc__g.safe_read_pipe, &packed, made)) {
+            packed = made;
+        } else {
+            cc__sys_close(fds[0]);
+            cc__sys_close(fds[1]);
+        }
+    }
+    *read_fd = (int)(uint32_t)(packed >> 32) - 1;
+    *write_fd = (int)(uint32_t)packed - 1;
+    return 1;
+}
+
+/* Ordinary code (uninstall): closes the fallback's pipe, when one was made. */
+void cc__safe_read_pipe_close(void) {
+    uint64_t packed = atomic_exchange(&cc__g.safe_read_pipe, 0);
+    if (packed == 0) return;
+    close((int)(uint32_t)(packed >> 32) - 1);
+    close((int)(uint32_t)packed - 1);
+}
+
+/* async-signal-safe: copies memory that may be unmapped without faulting. What lies whole in the
+ * crashed thread's stack window comes from it; the rest, by process_vm_readv on our own pid,
+ * which reports EFAULT instead of raising SIGSEGV; where a sandbox refuses it, write(2) into a
+ * pipe does the same check in the kernel. Returns the bytes copied from the start. */
 size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     if (len == 0 || address == 0) return 0;
     if (cc__from_window(address, out, len)) return len;
@@ -153,15 +189,20 @@ size_t cc__safe_read(uint64_t address, void *out, size_t len) {
     ssize_t n = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, &remote, 1UL, 0UL);
     if (n >= 0) return (size_t)n;
     if (errno != ENOSYS && errno != EPERM) return 0; /* EFAULT and friends: not readable */
-    if (cc__g.safe_read_pipe[0] < 0) return 0;
+    int read_fd, write_fd, temporary;
+    if (!cc__safe_read_pipe(&read_fd, &write_fd, &temporary)) return 0;
     size_t done = 0;
     while (done < len) {
         size_t chunk = len - done > 4096 ? 4096 : len - done;
-        ssize_t w = cc__sys_write(cc__g.safe_read_pipe[1], (const char *)(uintptr_t)address + done, chunk);
+        ssize_t w = cc__sys_write(write_fd, (const char *)(uintptr_t)address + done, chunk);
         if (w <= 0) break;
-        ssize_t r = cc__sys_read(cc__g.safe_read_pipe[0], (char *)out + done, (size_t)w);
+        ssize_t r = cc__sys_read(read_fd, (char *)out + done, (size_t)w);
         if (r != w) break;
         done += (size_t)w;
+    }
+    if (temporary) {
+        cc__sys_close(read_fd);
+        cc__sys_close(write_fd);
     }
     return done;
 }

@@ -814,6 +814,13 @@ package enum Scenarios {
             cch_start_thread_blocking_all_signals()
             throughLevels { cch_null_dereference() }
         },
+        Scenario("memory-reads-refused", "a seccomp filter refuses process_vm_readv: the handler reads memory through a pipe instead, and the record is as complete as without the filter",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference(),
+                 beforeStart: { cch_refuse_memory_reads() })
+        { _ in
+            throughLevels { cch_null_dereference() }
+        },
         Scenario("thread-blocking-signals-no-helper", "with threadHelper off, the thread that blocks every signal is listed as not stopped, without frames",
                  ending: .signal(SIGSEGV),
                  record: nullDereference { $0.otherThreadsStopped = true; $0.threadNotStopped = true },

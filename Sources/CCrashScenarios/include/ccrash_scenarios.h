@@ -98,6 +98,7 @@ void cch_vfork_child_crash(void);
 void cch_exhaust_file_descriptors(int hard);
 /* A seccomp filter: ptrace(2) fails with EPERM here and in every process started from here. */
 void cch_refuse_ptrace(void);
+void cch_refuse_memory_reads(void);
 /* Starts `count` threads, each in a different blocking call, every other one blocking every signal. */
 void cch_start_blocking_threads(int count);
 /* Starts `count` threads that exit(0) as soon as a file is created in `directory`; with
