@@ -125,6 +125,12 @@ const char *cc_record_directory(void) { return cc__g.directory; }
 
 int cc_is_installed(void) { return atomic_load(&cc__g.install_state) == 2; }
 
+int cc_installed_directory_usage(uint64_t *records, uint64_t *bytes) {
+    int fd = cc__g.dir_fd;
+    if (atomic_load(&cc__g.install_state) != 2 || fd < 0) return -1;
+    return cc_record_directory_usage_fd(fd, records, bytes);
+}
+
 static void cc__close_resources(void) {
     for (int i = 0; i < CC__RESERVED_FDS; i++) {
         if (cc__g.reserved_fds[i] >= 0) close(cc__g.reserved_fds[i]);

@@ -113,6 +113,11 @@ int cc_prepare_current_thread(void);
 /* Where records are written: the directory given at install ("" before). */
 const char *cc_record_directory(void);
 
+/* What that directory holds (cc_record.h, cc_record_directory_usage), counted through the fd
+ * install opened: a start needs no second walk of the path. Ordinary code; -1 when capture is
+ * not installed or the directory cannot be read. */
+int cc_installed_directory_usage(uint64_t *records, uint64_t *bytes);
+
 /* Request contexts (cc_context.c; CrashContext in Swift). Lock-free, any thread, never block.
  * cc_context_attach copies `context` into the table of requests in flight (its key: the task it
  * is attached in, or with CC_REQUEST_THREAD the calling thread, filled in here; its start times

@@ -24,16 +24,32 @@ static int layout_has_suffix(const char *name, size_t length, const char *suffix
     return length >= n && memcmp(name + length - n, suffix, n) == 0;
 }
 
+static int layout_usage(int fd, uint64_t *records, uint64_t *bytes);
+
 int cc_record_directory_usage(const char *directory, uint64_t *records, uint64_t *bytes) {
     *records = 0;
     *bytes = 0;
     int fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return -1;
+    int result = layout_usage(fd, records, bytes);
+    close(fd);
+    return result;
+}
+
+int cc_record_directory_usage_fd(int fd, uint64_t *records, uint64_t *bytes) {
+    *records = 0;
+    *bytes = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0) return -1;
+    return layout_usage(fd, records, bytes);
+}
+
+/* The listing of both: `fd` read from where its offset is. */
+static int layout_usage(int fd, uint64_t *records, uint64_t *bytes) {
     const size_t prefix = strlen(CC_RECORD_PREFIX);
     char buffer[8192] __attribute__((aligned(8)));
     for (;;) {
         long got = syscall(SYS_getdents64, fd, buffer, sizeof buffer);
-        if (got < 0) { close(fd); return -1; }
+        if (got < 0) return -1;
         if (got == 0) break;
         for (long at = 0; at < got;) {
             const struct layout_dirent64 *entry = (const struct layout_dirent64 *)(buffer + at);
@@ -49,6 +65,5 @@ int cc_record_directory_usage(const char *directory, uint64_t *records, uint64_t
             if (fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode)) *bytes += (uint64_t)info.st_size;
         }
     }
-    close(fd);
     return 0;
 }

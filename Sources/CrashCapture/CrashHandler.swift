@@ -50,14 +50,24 @@ public enum CrashHandler {
         // dictionary costs a third of a millisecond; String.lowercased loads Unicode tables).
         if isDisabledByEnvironment() { return .disabledByEnvironment }
         if cc_is_installed() != 0 { return .alreadyInstalled }
-        try Directory.create(configuration.directory)
-        // Room for this run's crash: a crash loop adds a record per start, so a start keeps the
-        // directory under its bounds (RecordDirectoryBound; cheap when it is: a listing).
-        RecordDirectoryBound.enforce(directory: configuration.directory,
-                                     limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         // Held across install so that a template published meanwhile is not lost: it is either
-        // passed to cc_install or republished after it.
-        let result = try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_install) }
+        // passed to cc_install or republished after it. The directory is made only when install
+        // finds none there (ENOENT; ENOTDIR: mkdir then says which part is not a directory): an
+        // existing one costs no `mkdir`.
+        var (code, errnoValue) = appEndTemplate.withLock { template in call(configuration, template: template, cc_install) }
+        if code == CC_ERR_DIRECTORY.rawValue && (errnoValue == ENOENT || errnoValue == ENOTDIR) {
+            try Directory.create(configuration.directory)
+            (code, errnoValue) = appEndTemplate.withLock { template in call(configuration, template: template, cc_install) }
+        }
+        let result = try startResult(code, errno: errnoValue, configuration)
+        // Room for the next crash: a crash loop adds a record per start, so a start keeps the
+        // directory under its bounds (RecordDirectoryBound; cheap when it is: a listing, here
+        // through the directory fd install opened).
+        var records: UInt64 = 0, bytes: UInt64 = 0
+        let counted = result == .installed && cc_installed_directory_usage(&records, &bytes) == 0
+        RecordDirectoryBound.enforce(directory: configuration.directory,
+                                     limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes),
+                                     counted: counted ? (Int(clamping: records), Int(clamping: bytes)) : nil)
         if result == .installed { startHangDetection(configuration) }
         return result
     }
@@ -98,7 +108,15 @@ public enum CrashHandler {
     }
 
     private static func install(_ configuration: CrashHandler.Configuration, template: String,
-                                call: (UnsafePointer<cc_config_t>, UnsafeMutablePointer<Int32>) -> Int32) throws -> StartResult {
+                                call install: (UnsafePointer<cc_config_t>, UnsafeMutablePointer<Int32>) -> Int32) throws -> StartResult {
+        let (code, errnoValue) = call(configuration, template: template, install)
+        return try startResult(code, errno: errnoValue, configuration)
+    }
+
+    /// `install` (cc_install or cc_reconfigure) called with `configuration` as C sees it: its
+    /// result code and errno.
+    private static func call(_ configuration: CrashHandler.Configuration, template: String,
+                             _ call: (UnsafePointer<cc_config_t>, UnsafeMutablePointer<Int32>) -> Int32) -> (Int32, Int32) {
         var errnoValue: Int32 = 0
         let result: Int32 = configuration.directory.withCString { dir in
             configuration.appName.withCString { name in
@@ -145,6 +163,12 @@ public enum CrashHandler {
                 }
             }
         }
+        return (result, errnoValue)
+    }
+
+    /// The result of `call` as ``start(_:)`` returns it, or the error it throws.
+    private static func startResult(_ result: Int32, errno errnoValue: Int32,
+                                    _ configuration: CrashHandler.Configuration) throws -> StartResult {
         switch result {
         case Int32(CC_INSTALLED.rawValue):
             return .installed

@@ -5,8 +5,8 @@
 // network is down) adds a record per crash: 13–70 KB each, a disk a day. So the directory is kept
 // under a number of records and a number of bytes (64 and 32 MiB by default), counting complete
 // and `.partial` records (and what lies beside them). Enforced where it is safe: by
-// `CrashHandler.start` (before the handlers are installed) and by the reporter's inbox before each
-// pass; never in the signal handler. A start adds at most one record (its own crash) before the
+// `CrashHandler.start` (once the handlers are installed, through their directory fd) and by the
+// reporter's inbox before each pass; never in the signal handler. A start adds at most one record (its own crash) before the
 // next start, so pruning at a start to below the limit keeps a crash loop under it.
 //
 // Nothing is silently lost. When the directory is over its bounds, records are brought down to
@@ -74,13 +74,16 @@ package enum RecordDirectoryBound {
     }
 
     /// Brings `directory` under `limits` with room for one more record (see the file comment).
-    /// Cheap when it is under them: one listing and an `lstat` per file. Never throws.
+    /// Cheap when it is under them: one listing and an `lstat` per file. `counted`: that
+    /// listing's records and bytes when the caller has it already (capture's start counts through
+    /// its own directory fd, `cc_installed_directory_usage`). Never throws.
     @discardableResult
-    package static func enforce(directory: String, limits: RecordDirectoryLimits = .standard) -> Outcome {
+    package static func enforce(directory: String, limits: RecordDirectoryLimits = .standard,
+                                counted: (records: Int, bytes: Int)? = nil) -> Outcome {
         var outcome = Outcome()
         // The common case, on every start: under the bound, told from the raw directory entries
         // (no String, no sort: in a fresh process those cost more than the listing itself).
-        if let (records, bytes) = quickCount(directory), records < limits.maxRecords, bytes + limits.reserveBytes <= limits.maxBytes {
+        if let (records, bytes) = counted ?? quickCount(directory), records < limits.maxRecords, bytes + limits.reserveBytes <= limits.maxBytes {
             outcome.recordsBefore = records
             outcome.recordsAfter = records
             outcome.bytesBefore = bytes

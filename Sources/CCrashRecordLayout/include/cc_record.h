@@ -473,4 +473,8 @@ _Static_assert(sizeof(cc_sec_end_t) == 8, "cc_sec_end_t layout");
  * cannot be opened or read. */
 int cc_record_directory_usage(const char *directory, uint64_t *records, uint64_t *bytes);
 
+/* The same, of the directory open at `directory_fd`, listed from its start (the fd's offset is
+ * moved: for an fd whose offset nothing else uses, as capture's own directory fd). */
+int cc_record_directory_usage_fd(int directory_fd, uint64_t *records, uint64_t *bytes);
+
 #endif /* CC_RECORD_H */
