@@ -12,7 +12,9 @@ crash-target (Benchmarks/InPackage) writes the CLOCK_MONOTONIC time just before 
 ("mark N" on stderr, CRASH_TARGET_MARK); the record has when capture started, when the handler
 began and how long it took to the end section; this script has when it spawned the child and,
 through a pidfd, when the child was gone. CLOCK_MONOTONIC is the machine's, so the segments
-line up. Medians over `runs` rounds of (no handler, CrashCapture), after three warm-up rounds.
+line up. Medians over `runs` rounds of (no handler, CrashCapture), the order rotating each round,
+after three warm-up rounds; the
+last line is the whole process's difference as the median of the per-round differences.
 """
 import glob, os, select, statistics, struct, sys, time
 
@@ -69,10 +71,12 @@ def run(mode, target=target):
 
 
 rows = {"none": [], "capture": [], "before": []}
+# The order rotates each round: a configuration that always ran right after one that left a
+# record (deleted before the next run) would always create its own file in a directory that
+# just lost one, and always pay for it.
+modes = ("none", "capture", "before") if before else ("none", "capture")
 for round in range(runs + 3):
-    for mode in ("none", "capture", "before"):
-        if mode == "before" and not before:
-            continue
+    for mode in modes[round % len(modes):] + modes[:round % len(modes)]:
         result = run("capture", before) if mode == "before" else run(mode)
         if round >= 3:
             rows[mode].append(result)
@@ -89,3 +93,10 @@ for key in rows["capture"][0]:
         c = median(mode, key)
         cells.append("%12.0f %8s" % (c, "%+.0f" % (c - a) if a is not None else ""))
     print("%-42s %10s %s" % (key, "%.0f" % a if a is not None else "", " ".join(cells)))
+# The whole process's difference as the median of the per-round differences (each round runs the
+# configurations back to back, so a slow moment of the machine weighs on both): steadier than the
+# difference of the medians above.
+def paired(mode):
+    d = sorted((c["whole"] - n["whole"]) / 1000 for c, n in zip(rows[mode], rows["none"]))
+    return "%+.0f (p25…p75 %+.0f…%+.0f)" % (statistics.median(d), d[len(d) // 4], d[3 * len(d) // 4])
+print("whole, added: median of per-round differences  %s%s" % (paired("capture"), "   before %s" % paired("before") if before else ""))
