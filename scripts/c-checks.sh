@@ -43,7 +43,7 @@ clang -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
   -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-address-use-after-return=never \
   -shared-libasan -fuse-ld=lld -Wl,-rpath,"$runtime_dir" -Wl,--build-id -rdynamic \
   -Wall -Wextra -Werror -I CShims -I CShims/include -I Sources/CCrashRecordLayout/include \
-  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c CShims/*.c -lz -lpthread \
+  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c CShims/*.c Sources/CCrashRecordLayout/layout.c -lz -lpthread \
   -o "$out/cshims-sanitizer-tests"
 echo "   built in $((SECONDS - start)) s"
 start=$SECONDS

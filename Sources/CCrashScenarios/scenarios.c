@@ -768,13 +768,12 @@ void cch_start_threads_that_exit_on_new_file(int count, const char *directory, i
     usleep(20000); /* most of them are inside read() by now (the rest park wherever they are) */
 }
 
-/* thread-blocking-signals-ptrace-refused: a seccomp filter that makes ptrace(2) fail with
- * EPERM in this process and every process it starts (the filter is inherited across exec), as
- * a sandboxed service's might. */
-void cch_refuse_ptrace(void) {
+/* A seccomp filter that makes the system call `nr` fail with EPERM in this process and every
+ * process it starts (the filter is inherited across exec), as a sandboxed service's might. */
+static void cch_refuse_system_call(long nr) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -785,21 +784,12 @@ void cch_refuse_ptrace(void) {
     }
 }
 
-/* memory-reads-refused: a seccomp filter that makes process_vm_readv(2) fail with EPERM, as a
- * sandbox's might: the handler's fault-proof reads then go through a pipe (cc_safeio.c). */
-void cch_refuse_memory_reads(void) {
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog program = { .len = sizeof filter / sizeof filter[0], .filter = filter };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
-        perror("seccomp");
-        exit(70);
-    }
-}
+/* thread-blocking-signals-ptrace-refused: ptrace(2) refused. */
+void cch_refuse_ptrace(void) { cch_refuse_system_call(__NR_ptrace); }
+
+/* memory-reads-refused: process_vm_readv(2) refused; the handler's fault-proof reads then go
+ * through a pipe (cc_safeio.c). */
+void cch_refuse_memory_reads(void) { cch_refuse_system_call(__NR_process_vm_readv); }
 
 /* hundred-threads-blocking-calls: `count` threads, each parked in one of a dozen blocking
  * calls, every other one with every signal blocked (as libdispatch and the Swift concurrency
