@@ -45,7 +45,8 @@
  * under a small RLIMIT_FSIZE what is lost is the least valuable part. cc__record runs these
  * steps as phases, one function each, in this order: cc__record_prepare (nothing written yet),
  * cc__record_header (checkpoint 1, then the line on stderr), cc__record_crashed_thread
- * (checkpoints 2 to 4), cc__record_context (checkpoint 5), the other threads, cc__record_finish.
+ * (checkpoints 2 to 4), cc__record_context (checkpoint 5, when there are other threads), the
+ * other threads, cc__record_finish.
  *
  * A RECORD NOT WHOLE. When the file cannot be created (EROFS, ENOENT, EACCES, ENOSPC...), a
  * write fails (ENOSPC, EFBIG, EIO), or closing or the final rename fails, the writer stops
@@ -706,8 +707,9 @@ static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid, const u
 }
 
 /* async-signal-safe: writes the strings known since install, the last words, the memory around
- * pc, the stack and the fault address, the resources, the breadcrumbs and every image, then flushes them
- * (checkpoint 5, before the other threads are unwound). */
+ * pc, the stack and the fault address, the resources, the breadcrumbs and every image, then flushes
+ * them (checkpoint 5) when other threads are to be unwound next. A crash alone in its process
+ * has none: its end section then goes out with these sections in one write. */
 static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_app_strings(w);
@@ -728,7 +730,9 @@ static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     CC__MARK("breadcrumbs");
     cc__write_images(w, 0);
     CC__MARK("images");
-    cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
+    if (cc__other_threads_to_write(!(cc__g.flags & CC_FLAG_NO_THREAD_STACKS))) {
+        cc__writer_flush(w); /* checkpoint: before unwinding the other threads */
+    }
     CC__MARK("flush5");
 }
 
@@ -756,7 +760,7 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__record_prepare(&c);
     cc__record_header(w, &c);          /* checkpoint 1 */
     cc__record_crashed_thread(w, &c);  /* checkpoints 2, 3, 4 */
-    cc__record_context(w, &c);         /* checkpoint 5 */
+    cc__record_context(w, &c);         /* checkpoint 5, when other threads follow */
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
     CC__MARK("other_threads");
     cc__record_finish(w, &c);

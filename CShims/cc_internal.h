@@ -68,7 +68,6 @@ typedef struct {
     const char *failed_step;     /* what failed first: one of CC__STEP_* */
     uint32_t section_count;
     size_t length;               /* payload bytes in the open section */
-    int overflow;                /* the open section was cut at CC__SECTION_BUFFER */
     uint32_t type;
     size_t out_length;           /* whole sections in `out`, not yet written */
     unsigned char out[CC__OUT_BUFFER];
@@ -402,6 +401,8 @@ void cc__threads_uninstall(void);
 void cc__stop_other_threads(pid_t self, uint32_t threads);              /* async-signal-safe */
 void cc__stop_unparked_threads(void);                                    /* async-signal-safe */
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed); /* async-signal-safe */
+/* async-signal-safe: whether cc__write_other_threads, called with `listed`, will write a thread. */
+int cc__other_threads_to_write(int listed);
 void cc__thread_name(pid_t tid, char out[16]);                           /* async-signal-safe */
 int cc__read_threads_live(pid_t self, int64_t deadline_ns);              /* a snapshot's (cc_snapshot.c) */
 /* async-signal-safe, reentrant: 1 when thread `tid` blocks `signo`, 0 when not, -1 when it is

@@ -58,13 +58,12 @@ void cc__section_begin(cc__writer_t *w, uint32_t type) {
     if (w->out_length + CC__SECTION_MOST > sizeof w->out) w->out_length = 0;
     w->type = type;
     w->length = 0;
-    w->overflow = 0;
 }
 
 /* async-signal-safe: appends payload bytes; what does not fit in CC__SECTION_BUFFER is dropped. */
 void cc__section_put(cc__writer_t *w, const void *data, size_t len) {
     size_t room = CC__SECTION_BUFFER - w->length;
-    if (len > room) { len = room; w->overflow = 1; }
+    if (len > room) len = room;
     const unsigned char *p = data;
     unsigned char *dst = w->out + w->out_length + sizeof(cc_section_header_t) + w->length;
     for (size_t i = 0; i < len; i++) dst[i] = p[i];
