@@ -88,7 +88,9 @@ final class StaticLinkTests: XCTestCase {
             throw XCTSkip("the static toolchain lacks \(missing.joined(separator: ", ")) (libc6-dev)")
         }
         let shims = Self.packageRoot.appendingPathComponent("CShims").path
+        // The core and the record layout's C it depends on (CCrashRecordLayout), as SwiftPM links them.
         let sources = try FileManager.default.contentsOfDirectory(atPath: shims).filter { $0.hasSuffix(".c") }.sorted().map { shims + "/" + $0 }
+            + [Self.packageRoot.appendingPathComponent("Sources/CCrashRecordLayout/layout.c").path]
         XCTAssertFalse(sources.isEmpty)
         try Self.program.write(toFile: work + "/static-threads.c", atomically: true, encoding: .utf8)
         let binary = work + "/static-threads"
