@@ -148,12 +148,13 @@ static int cc__from_window(uint64_t address, void *out, size_t len) {
  * threads that make one at once keep the first published. 0 when there is none (the fd limit). */
 static int cc__safe_read_pipe(int *read_fd, int *write_fd, int *temporary) {
     uint64_t packed = atomic_load(&cc__g.safe_read_pipe);
+    int installer = cc__sys_getpid() == cc__g.install_pid;
     *temporary = 0;
-    if (packed == 0 || cc__sys_getpid() != cc__g.install_pid) {
+    if (packed == 0 || !installer) {
         int fds[2];
         if (syscall(SYS_pipe2, fds, (long)(O_CLOEXEC | O_NONBLOCK)) != 0) return 0;
         uint64_t made = ((uint64_t)(uint32_t)(fds[0] + 1) << 32) | (uint32_t)(fds[1] + 1);
-        if (cc__sys_getpid() != cc__g.install_pid) {
+        if (!installer) {
             *temporary = 1;
             packed = made;
         } else if (atomic_compare_exchange_strong(&cc__g.safe_read_pipe, &packed, made)) {

@@ -307,12 +307,13 @@ int cc__read_threads_live(pid_t self, int64_t deadline_ns) {
     return g_stop.helper_result;
 }
 
+/* async-signal-safe (cc_internal.h) */
+int cc__other_threads_to_write(int listed) { return listed && g_stop.tid_count > 0; }
+
 /* async-signal-safe: one CC_SEC_THREAD per other thread found by cc__stop_other_threads:
  * parked threads unwound here from the context they published (with their registers), the
  * others as the thread helper read them, or listed without frames. Nothing when not `listed`
  * (recordOtherThreads off: the threads were stopped all the same). */
-int cc__other_threads_to_write(int listed) { return listed && g_stop.tid_count > 0; }
-
 void cc__write_other_threads(cc__writer_t *w, pid_t crashed_tid, int listed) {
     (void)crashed_tid;
     static cc__cfi_frame_t frame;

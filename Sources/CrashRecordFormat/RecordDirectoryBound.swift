@@ -6,8 +6,9 @@
 // under a number of records and a number of bytes (64 and 32 MiB by default), counting complete
 // and `.partial` records (and what lies beside them). Enforced where it is safe: by
 // `CrashHandler.start` (once the handlers are installed, through their directory fd) and by the
-// reporter's inbox before each pass; never in the signal handler. A start adds at most one record (its own crash) before the
-// next start, so pruning at a start to below the limit keeps a crash loop under it.
+// reporter's inbox before each pass; never in the signal handler. A start adds at most one
+// record (its own crash) before the next start, so pruning at a start to below the limit keeps a
+// crash loop under it.
 //
 // Nothing is silently lost. When the directory is over its bounds, records are brought down to
 // three quarters of them (so the work, which reads every record, is not done at every start),
