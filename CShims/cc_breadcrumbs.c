@@ -18,6 +18,7 @@ void cc_breadcrumb(uint32_t level, const char *message, size_t length) {
     slot->level = level;
     slot->wall_ns = cc__clock_ns(CLOCK_REALTIME);
     atomic_store_explicit(&slot->seq, index * 2 + 2, memory_order_release);
+    cc__swift_reports_look();   /* cc_swift_abi.h, 1b */
 }
 
 /* async-signal-safe: one CC_SEC_BREADCRUMB per whole slot, oldest first. */

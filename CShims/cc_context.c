@@ -78,6 +78,7 @@ uint64_t cc_context_begin(uint64_t key, uint32_t flags, cc_sec_request_t **body)
             atomic_store_explicit(&cc__g.contexts_attached, 1, memory_order_relaxed);
         }
         *body = &slot->body;
+        cc__swift_reports_look();   /* cc_swift_abi.h, 1b: a server looks once per request */
         return cc__handle(index, generation);
     }
     atomic_fetch_add_explicit(&cc__g.contexts_dropped, 1, memory_order_relaxed);

@@ -39,7 +39,7 @@
  * the sections most valuable first, flushing them to the file at checkpoints before each step
  * that could fault or stall: the signal, the process, the compensating $AppEnd, the requests in
  * flight (then one line on stderr naming the crash and its request); the
- * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message, abort message),
+ * registers, the crashing thread's frames, its Swift async context chains and the main executable's image; the strings (app, executable, fatal message, runtime warnings, abort message),
  * memory windows, breadcrumbs, images; the other threads; the end marker. A fault at any step
  * leaves the sections before it readable in the ".partial" file; on a nearly full disk or
  * under a small RLIMIT_FSIZE what is lost is the least valuable part. cc__record runs these
@@ -684,12 +684,53 @@ static void cc__record_crashed_thread(cc__writer_t *w, cc__crash_t *c) {
     CC__MARK("main_image+flush4");
 }
 
-/* async-signal-safe: writes the Swift runtime's fatal-error message and, for SIGABRT, glibc's
- * abort message, each only when there is one. */
-static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid, const ucontext_t *uc) {
-    if (cc__g.fatal_message_slot) {
-        const char *message = atomic_load(cc__g.fatal_message_slot);
-        if (message) cc__write_message(w, CC_STR_FATAL_MESSAGE, (uint64_t)(uintptr_t)message, CC__MESSAGE_MAX);
+/* async-signal-safe: CC_STR_RUNTIME_WARNINGS, the runtime's reports in [text, text + end) that
+ * are not a crash's message: the last CC__MESSAGE_MAX bytes, from the start of a line, and a note
+ * saying how much was left out before them. */
+void cc__write_runtime_warnings(cc__writer_t *w, uint64_t text, uint64_t end) {
+    if (!text || end == 0) return;
+    uint64_t start = end > CC__MESSAGE_MAX ? end - CC__MESSAGE_MAX : 0;
+    size_t got = cc__safe_read(text + start, cc__g.scratch, (size_t)(end - start));
+    size_t from = 0, length = cc__strnlen(cc__g.scratch, got);
+    if (start > 0) {
+        while (from < length && cc__g.scratch[from] != '\n') from++;
+        from = from < length ? from + 1 : 0;   /* one line longer than the window: kept cut */
+    }
+    while (length > from && cc__g.scratch[length - 1] == '\n') length--;
+    if (length <= from) return;
+    cc__write_string(w, CC_STR_RUNTIME_WARNINGS, cc__g.scratch + from, length - from);
+    if (start + from > 0) {
+        char note[96];
+        size_t n = cc__strlcpy(note, "runtime warnings: the first ", sizeof note);
+        n += cc__fmt_u64(note + n, start + from);
+        n += cc__strlcpy(note + n, " bytes were left out", sizeof note - n);
+        cc__write_string(w, CC_STR_NOTE, note, n);
+    }
+}
+
+/* async-signal-safe: where the runtime's text ends, when no look told: at most
+ * CC__MESSAGE_MAX bytes past what a look saw are looked for. */
+uint64_t cc__runtime_text_end(const cc__swift_reports_t *reports) {
+    size_t got = cc__safe_read(reports->text + reports->earlier, cc__g.scratch, CC__MESSAGE_MAX);
+    return reports->earlier + cc__strnlen(cc__g.scratch, got);
+}
+
+/* async-signal-safe: writes the Swift runtime's fatal-error message when the runtime's text ends
+ * in one for this crash, and the runtime's other reports as its warnings (cc_swift_abi.h, 1a and
+ * 1b); for SIGABRT, glibc's abort message, when there is one. */
+static void cc__record_last_words(cc__writer_t *w, cc__crash_t *c) {
+    int signo = c->signo;
+    pid_t tid = c->tid;
+    const ucontext_t *uc = c->uc;
+    cc__swift_reports_t reports;
+    if (cc__swift_reports_read(cc__g.turn_entry_ns, &reports)) {
+        uint64_t pc = uc ? cc__context_pc(uc) : 0;
+        if (cc__swift_fatal_path(signo, c->info, c->pid, pc, cc__g.frames, c->thread.frame_count)) {
+            cc__write_message(w, CC_STR_FATAL_MESSAGE, reports.text + reports.earlier, CC__MESSAGE_MAX);
+            cc__write_runtime_warnings(w, reports.text, reports.earlier);
+        } else {
+            cc__write_runtime_warnings(w, reports.text, cc__runtime_text_end(&reports));
+        }
     }
     /* glibc's abort message: only for SIGABRT (the variable is never cleared, so after a caught
      * abort it would speak for an unrelated later crash). A pointer, then a bounded read of the
@@ -713,7 +754,7 @@ static void cc__record_last_words(cc__writer_t *w, int signo, pid_t tid, const u
 static void cc__record_context(cc__writer_t *w, cc__crash_t *c) {
     /* Strings known since install, then the Swift runtime's fatal-error message. */
     cc__write_app_strings(w);
-    cc__record_last_words(w, c->signo, c->tid, c->uc);
+    cc__record_last_words(w, c);
     CC__MARK("strings+messages");
     if (c->uc) {
         cc__write_memory(w, "pc", cc__context_pc(c->uc), 64, 64);
@@ -815,6 +856,7 @@ void cc__handler(int signo, siginfo_t *info, void *context) {
     /* One thread at a time chains and records (cc_chain.c, ONE THREAD AT A TIME): another
      * crashing thread waits here, and parks for the record when the holder begins one. */
     cc__turn_take(uc, pid, tid);
+    cc__g.turn_entry_ns = cc__clock_ns(CLOCK_MONOTONIC);   /* before chaining: what the runtime said before it (cc_swift_abi.h, 1b) */
     const struct sigaction *previous = &cc__previous_actions(pid, 0)[index];
     int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != 0
                                                          : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;

@@ -167,6 +167,8 @@ typedef struct {
      * 0 while there is none. */
     _Atomic uint64_t safe_read_pipe;
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL (cc_swift_abi.h, 1) */
+    uint64_t runtime_anchor;     /* swift_reportError: in the image of the runtime's fatal paths, or 0 (cc_swift_abi.h, 1a) */
+    uint64_t libc_anchor;        /* abort: in the C library's image, or 0 (cc_swift_abi.h, 1a) */
     uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
     /* An uncaught C++ exception, noted by the terminate handler (cc_terminate.cpp, cc_cxx.c) on
      * the thread that then aborts: that thread's id last (published), its type and what(). */
@@ -195,6 +197,7 @@ typedef struct {
      * cc_snapshot.c), 0 = none. */
     _Atomic uint64_t snapshot_owner;
     int crash_signo;
+    int64_t turn_entry_ns;       /* (handler) CLOCK_MONOTONIC when the turn's holder entered the handler, before chaining */
     /* (handler) whose turn it is to handle a fatal signal, chaining or recording (cc_chain.c):
      * (pid << 32) | tid, 0 = nobody's; a different pid is stale, as for owner. When the holder's
      * previous handler returned for a fault it re-executes, the time it did (monotonic ns);
@@ -379,6 +382,11 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
 /* async-signal-safe: CC_SEC_REQUEST_TASK for a request attached in task `key`, and the chain of
  * its ResumeContext (CC_ASYNC_REQUEST_TASK), at most `*budget` links. */
 void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget);
+
+/* cc_handler.c — async-signal-safe: the runtime's reports that are not a crash's message
+ * (CC_STR_RUNTIME_WARNINGS), in [text, text + end); and where the text a crash found ends. */
+void cc__write_runtime_warnings(cc__writer_t *w, uint64_t text, uint64_t end);
+uint64_t cc__runtime_text_end(const cc__swift_reports_t *reports);
 
 /* cc_images.c */
 struct dl_phdr_info;

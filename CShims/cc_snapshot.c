@@ -107,6 +107,10 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     int none = 0;
     cc__write_requests(w, tid, &unused, &none, 1);
     cc__write_install_strings(w);
+    /* The process lives on: everything the Swift runtime reported so far is a warning. */
+    cc__swift_reports_look();
+    cc__swift_reports_t reports;
+    if (cc__swift_reports_read(INT64_MAX, &reports)) cc__write_runtime_warnings(w, reports.text, cc__runtime_text_end(&reports));
     cc__write_images(w, 1);
     cc__writer_flush(w);
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));

@@ -14,6 +14,10 @@ void cc__swift_abi_prepare(void) {
     typedef const char *_Atomic *(*cc__fatal_buffer_fn)(void);
     cc__fatal_buffer_fn fatal_buffer = (cc__fatal_buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
     cc__g.fatal_message_slot = fatal_buffer ? fatal_buffer() : 0;
+    /* 1a. The images the runtime's fatal paths report from and the C library's abort is in. */
+    cc__g.runtime_anchor = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "swift_reportError");
+    cc__g.libc_anchor = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "abort");
+    cc__swift_reports_look();   /* 1b. what the buffer holds before capture began */
     /* 3. Swift concurrency's debug exports (what lldb reads): the task metadata and the layout
      * version of its internal structures. Only version 1 is understood. */
     const void *const *task_metadata = (const void *const *)dlsym(RTLD_DEFAULT, "_swift_concurrency_debug_asyncTaskMetadata");
@@ -241,3 +245,102 @@ int cc_context_check(uint64_t task, uint64_t key, uint64_t value) {
 }
 
 int cc_context_layout(void) { return atomic_load_explicit(&cc__g.context_layout, memory_order_acquire); }
+
+/* 1b. The looks kept: three slots, the newest at g_looks.seq % 3 and the one before it behind
+ * it; a look fills the slot after the newest, then publishes it by bumping seq, so the two a
+ * crash reads are never the one being filled. One look at a time (busy); another skips. */
+typedef struct {
+    uint64_t text;                     /* the buffer's pointer then */
+    uint64_t length;                   /* its text's length */
+    int64_t seen_ns;                   /* CLOCK_MONOTONIC when first seen */
+    uint32_t tail_length;
+    char tail[CC__SWIFT_REPORTS_TAIL]; /* its last bytes */
+} cc__swift_look_t;
+static struct {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t last_text;        /* the pointer the newest look saw */
+    atomic_flag busy;
+    cc__swift_look_t slots[3];
+} g_looks = { .busy = ATOMIC_FLAG_INIT };
+
+/* Ordinary code and async-signal-safe, lock-free (cc_swift_abi.h, 1b). The text is the
+ * runtime's own, published whole before its pointer and never freed: read as the runtime's
+ * next report reads it. */
+void cc__swift_reports_look(void) {
+    const char *_Atomic *slot = cc__g.fatal_message_slot;
+    if (!slot) return;
+    const char *text = atomic_load_explicit(slot, memory_order_acquire);
+    if ((uint64_t)(uintptr_t)text == atomic_load_explicit(&g_looks.last_text, memory_order_relaxed)) return;
+    if (atomic_flag_test_and_set_explicit(&g_looks.busy, memory_order_acquire)) return;
+    text = atomic_load_explicit(slot, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&g_looks.seq, memory_order_relaxed);
+    cc__swift_look_t *look = &g_looks.slots[(seq + 1) % 3];
+    uint64_t length = 0;
+    if (text) while (text[length]) length++;
+    look->text = (uint64_t)(uintptr_t)text;
+    look->length = length;
+    look->seen_ns = cc__clock_ns(CLOCK_MONOTONIC);
+    look->tail_length = (uint32_t)(length < CC__SWIFT_REPORTS_TAIL ? length : CC__SWIFT_REPORTS_TAIL);
+    for (uint32_t i = 0; i < look->tail_length; i++) look->tail[i] = text[length - look->tail_length + i];
+    atomic_store_explicit(&g_looks.seq, seq + 1, memory_order_release);
+    atomic_store_explicit(&g_looks.last_text, (uint64_t)(uintptr_t)text, memory_order_relaxed);
+    atomic_flag_clear_explicit(&g_looks.busy, memory_order_release);
+}
+
+void cc_note_runtime_reports(void) { cc__swift_reports_look(); }
+
+/* async-signal-safe: whether `look` describes the start of the current `text`: the same last
+ * bytes at the same length. */
+static int cc__swift_look_holds(const cc__swift_look_t *look, uint64_t text) {
+    static char tail[CC__SWIFT_REPORTS_TAIL];
+    if (look->length == 0) return 1;
+    if (look->text == text) return 1;
+    uint64_t from = text + look->length - look->tail_length;
+    if (cc__safe_read(from, tail, look->tail_length) != look->tail_length) return 0;
+    for (uint32_t i = 0; i < look->tail_length; i++) if (tail[i] != look->tail[i]) return 0;
+    return 1;
+}
+
+/* async-signal-safe (cc_swift_abi.h, 1b). The other threads are stopped by now; a look still
+ * running in one of them has not published, and the two slots read are not the one it fills. */
+int cc__swift_reports_read(int64_t entry_ns, cc__swift_reports_t *out) {
+    static cc__swift_look_t looks[2];
+    out->text = 0;
+    out->earlier = 0;
+    if (!cc__g.fatal_message_slot) return 0;
+    out->text = (uint64_t)(uintptr_t)atomic_load(cc__g.fatal_message_slot);
+    if (!out->text) return 0;
+    uint64_t seq = atomic_load_explicit(&g_looks.seq, memory_order_acquire);
+    looks[0] = g_looks.slots[seq % 3];
+    looks[1] = g_looks.slots[(seq + 2) % 3];
+    for (int i = 0; i < 2; i++) {
+        if (looks[i].text == 0) continue;                   /* no look yet, or it saw no text */
+        if (entry_ns - looks[i].seen_ns < CC__SWIFT_REPORTS_SETTLE_NS) continue;
+        if (cc__swift_look_holds(&looks[i], out->text)) out->earlier = looks[i].length;
+        return 1;
+    }
+    return 1;
+}
+
+/* async-signal-safe: whether `address` lies in the collected image that holds `anchor`. */
+static int cc__same_image(uint64_t address, uint64_t anchor) {
+    uint64_t base, end, bias, phdr, eh_frame_hdr;
+    uint16_t phnum;
+    return anchor && cc__images_find(anchor, &base, &end, &bias, &phdr, &phnum, &eh_frame_hdr) && address >= base &&
+           address < end;
+}
+
+/* async-signal-safe (cc_swift_abi.h, 1a). */
+int cc__swift_fatal_path(int signo, const siginfo_t *info, pid_t pid, uint64_t pc, const uint64_t *frames,
+                         uint32_t count) {
+    if (!info || !cc__g.runtime_anchor) return 0;
+    if (signo == SIGILL || signo == SIGTRAP) return info->si_code > 0 && cc__same_image(pc, cc__g.runtime_anchor);
+    if (signo != SIGABRT || info->si_code > 0 || info->si_pid != pid) return 0;
+    if (cc__same_image(cc__g.runtime_anchor, cc__g.libc_anchor)) return 1;   /* one image: (b) decides */
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t at = frames[i] - (i > 0);   /* a return address: its call is the byte before */
+        if (cc__same_image(at, cc__g.libc_anchor)) continue;
+        return cc__same_image(at, cc__g.runtime_anchor);
+    }
+    return 0;
+}

@@ -13,7 +13,40 @@
  *    Checked at install (cc__swift_abi_prepare): the symbol must be found with dlsym; it is
  *    called then, never in the handler, which only loads the pointer (a one-word atomic load) and
  *    reads the text fault-proof. Failing (not exported by an older runtime, not a Swift program):
- *    no CC_STR_FATAL_MESSAGE in records.
+ *    no CC_STR_FATAL_MESSAGE and no CC_STR_RUNTIME_WARNINGS in records.
+ *    The buffer is not the fatal error's alone. swift_reportError() (Errors.cpp, reportOnCrash)
+ *    appends every report to it: the fatal paths' and the non-fatal ones' (the concurrency
+ *    runtime's "SWIFT TASK CONTINUATION MISUSE: ... leaked its continuation" among them), each
+ *    time as a new allocation holding the old text and then the new (the old one is never freed).
+ *    So at a crash the text is the run's earlier reports, then perhaps this crash's message.
+ *    Whose text it is, is told by two facts, neither guessed from the text:
+ *    a. WHERE THE DEATH CAME FROM (cc__swift_fatal_path). The runtime's fatal paths end in one of
+ *       two ways: the stdlib's (fatalError, a failed precondition or force-unwrap, a double
+ *       resume) report, then trap inside libswiftCore (_assertionFailure, _fatalErrorMessage:
+ *       never inlined), so the kernel's SIGILL (x86-64 ud2) or SIGTRAP (aarch64 brk) has its pc
+ *       in the runtime's image; the C++ runtime's (a failed cast, a retain overflow) report,
+ *       then call abort() from the runtime's image, so the SIGABRT is sent by the process to
+ *       itself and the first frame outside the C library lies in the runtime's image. The two
+ *       images are those holding swift_reportError and abort (dlsym at install). Any other death
+ *       (SIGSEGV, SIGBUS, SIGFPE, a trap in the app's own code, which is how -O code traps on a
+ *       force-unwrap, an overflow or a failed precondition without writing anything, an abort
+ *       from a C library) leaves the whole text to the earlier reports. With the runtime linked
+ *       into the executable (-static-stdlib) the runtime's image is the executable: (a) then
+ *       only rules out what lies outside it, and (b) decides the rest.
+ *    b. WHAT THE BUFFER HELD BEFORE (cc__swift_reports_look, cc__swift_reports_read). Ordinary
+ *       code looks at the buffer now and then: at install, at each breadcrumb and each request
+ *       context attached, at each hang watcher and run watch tick, at each snapshot
+ *       (cc_note_runtime_reports). A look costs one load and a compare while the text is the
+ *       same; when it changed, the look keeps the pointer, the text's length, its last
+ *       CC__SWIFT_REPORTS_TAIL bytes and when it was first seen. At a crash, the text up to the
+ *       newest look made at least CC__SWIFT_REPORTS_SETTLE_NS before the handler was entered is
+ *       earlier reports (a look that fell between a fatal report and its trap is too recent to
+ *       count); what follows it can be this crash's. The look is checked, not trusted: the
+ *       current text must hold the same last bytes at the same length (the runtime appends), or
+ *       no look counts and the whole text is (a)'s to judge. What the record cannot tell: a
+ *       report made after the last look and before an unrelated death that (a) lets through
+ *       (an abort from the runtime's image, or any trap or abort in a -static-stdlib program)
+ *       is kept as that crash's message too.
  *
  * 2. ASYNC CONTEXTS. An AsyncContext (include/swift/ABI/Task.h) starts with two words: Parent
  *    (the caller's context) at +0 and ResumeParent (where the caller resumes) at +8, and is
@@ -78,7 +111,9 @@
 #ifndef CC_SWIFT_ABI_H
 #define CC_SWIFT_ABI_H
 
+#include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* 2. An AsyncContext's first two words. */
 typedef struct {
@@ -119,8 +154,25 @@ typedef struct { uint32_t flags, id; uint64_t resume, context, parent; } cc__swi
 #define CC__SWIFT_ITEM_LINK_BITS 7ull /* the low bits of an item's next word (items are 16-byte aligned) */
 
 /* Install time (dlsym; not async-signal-safe): checks 1 and 3 and keeps what they found in
- * cc__g (fatal_message_slot; task_metadata and task_size, 0 when not understood). */
+ * cc__g (fatal_message_slot, runtime_anchor, libc_anchor; task_metadata and task_size, 0 when
+ * not understood). */
 void cc__swift_abi_prepare(void);
+
+/* 1b. Looks kept of the runtime's message buffer, and how a crash reads it. */
+#define CC__SWIFT_REPORTS_TAIL      64          /* last bytes of the text a look keeps, to check it at a crash */
+#define CC__SWIFT_REPORTS_SETTLE_NS 100000000LL /* a look this recent before the crash does not count */
+/* What the buffer holds at a crash: its text (0: none) and how many of its first bytes were
+ * seen by a look that counts (0: none counts). */
+typedef struct { uint64_t text; uint64_t earlier; } cc__swift_reports_t;
+/* Ordinary code and async-signal-safe, any thread, lock-free: looks at the buffer (1b). */
+void cc__swift_reports_look(void);
+/* async-signal-safe: the buffer as a crash whose handler was entered at `entry_ns` (monotonic)
+ * finds it (1b); 0 when there is no text. */
+int cc__swift_reports_read(int64_t entry_ns, cc__swift_reports_t *out);
+/* async-signal-safe: whether this death is one the runtime's fatal paths end in (1a): `pc` the
+ * crashed thread's, `frames` its unwound frames (the first is pc). Needs the images collected. */
+int cc__swift_fatal_path(int signo, const siginfo_t *info, pid_t pid, uint64_t pc, const uint64_t *frames,
+                         uint32_t count);
 
 /* async-signal-safe: the task whose first context is `first_context` (3), or 0. */
 uint64_t cc__swift_task_of_context(uint64_t first_context);

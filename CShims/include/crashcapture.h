@@ -105,6 +105,12 @@ int cc_set_scope(const void *scope, size_t length);
  * Async-signal-safe and thread-safe; messages longer than the slot are cut. */
 void cc_breadcrumb(uint32_t level, const char *message, size_t length);
 
+/* Looks at the Swift runtime's message buffer, so that a crash later tells the reports made
+ * before this call (the runtime's warnings) from its own fatal-error message. One load and a
+ * compare while nothing new was reported. Async-signal-safe, lock-free, any thread. Breadcrumbs,
+ * request contexts, snapshots and the watchers call it; a program may call it too. */
+void cc_note_runtime_reports(void);
+
 /* Gives the calling thread an alternate signal stack (keeping an existing one that is large
  * enough) so a stack overflow on it can still be recorded. Called for the installing thread
  * and, through the pthread_create wrapper, for every thread created after install. */

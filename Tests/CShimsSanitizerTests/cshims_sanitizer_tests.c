@@ -185,10 +185,60 @@ static void child_bus(void) {
 static void child_assert(void) { install(0, 0); sanitized_level1(sanitized_crash_assert); }
 static void child_stack_overflow(void) { install(0, 0); sanitized_level1(sanitized_crash_stack_overflow); }
 
-/* The Swift runtime's fatal-error message, as cc_install finds it (dlsym of this exported name). */
+/* The Swift runtime's fatal-error message, as cc_install finds it (dlsym of this exported name),
+ * and its report function, which appends as the runtime's does: each report a new allocation
+ * holding the old text and then the new, the old never freed. Defined here, this program is the
+ * runtime's image too: a trap in it is a trap on the runtime's fatal path (cc_swift_abi.h, 1a). */
 static const char *_Atomic g_fatal_message;
 const char *_Atomic *swift_getFatalErrorMessageBuffer(void);
 const char *_Atomic *swift_getFatalErrorMessageBuffer(void) { return &g_fatal_message; }
+void swift_reportError(uint32_t flags, const char *message);
+void swift_reportError(uint32_t flags, const char *message) {
+    (void)flags;
+    const char *previous = atomic_load(&g_fatal_message);
+    size_t old = previous ? strlen(previous) : 0, added = strlen(message);
+    char *text = malloc(old + added + 1);
+    if (previous) memcpy(text, previous, old);
+    memcpy(text + old, message, added + 1);
+    atomic_store(&g_fatal_message, text);
+}
+/* The reports a scenario made, kept reachable for LeakSanitizer (the runtime never frees them). */
+static const char *g_reports_kept[8];
+static void report(const char *message) {
+    swift_reportError(0, message);
+    for (size_t i = 0; i < sizeof g_reports_kept / sizeof g_reports_kept[0]; i++) {
+        if (!g_reports_kept[i]) { g_reports_kept[i] = atomic_load(&g_fatal_message); break; }
+    }
+}
+
+/* Two warnings, a look that counts (older than the settling time), a fatal report, a look that
+ * came too late to count (between the report and its trap), then the trap: the message is the
+ * fatal report alone, the warnings the two before it. */
+static void child_runtime_warnings_then_trap(void) {
+    install(0, 0);
+    report("SWIFT TASK CONTINUATION MISUSE: one() leaked its continuation without resuming it.\n");
+    report("SWIFT TASK CONTINUATION MISUSE: two() leaked its continuation without resuming it.\n");
+    cc_note_runtime_reports();
+    usleep(2 * CC__SWIFT_REPORTS_SETTLE_NS / 1000);
+    report("sanitized.c:1: Fatal error: the crash's own\n");
+    cc_note_runtime_reports();
+    sanitized_level1(sanitized_crash_illegal);
+}
+/* A warning, then a fault the runtime never ends in: no message, the warning as a warning. */
+static void child_runtime_warning_then_fault(void) {
+    install(0, 0);
+    report("SWIFT TASK CONTINUATION MISUSE: three() leaked its continuation without resuming it.\n");
+    sanitized_level1(sanitized_crash_null);
+}
+/* A warning seen by a look, then abort() called from the runtime's image after its report. */
+static void child_runtime_warning_then_abort(void) {
+    install(0, 0);
+    report("SWIFT TASK CONTINUATION MISUSE: four() leaked its continuation without resuming it.\n");
+    cc_breadcrumb(0, "a look", 6);
+    usleep(2 * CC__SWIFT_REPORTS_SETTLE_NS / 1000);
+    report("Could not cast value of type 'A' to 'B'.\n");
+    sanitized_level1(sanitized_crash_abort);
+}
 
 #define LONG_MESSAGE 6000
 #define LONG_TEMPLATE (CC_TEMPLATE_MAX - 1)
@@ -203,7 +253,7 @@ static void child_long_texts(void) {
     for (size_t i = 0; i < LONG_MESSAGE; i++) message[i] = filler(i);
     message[LONG_MESSAGE] = 0;
     install(0, 0);
-    atomic_store(&g_fatal_message, message);
+    atomic_store(&g_fatal_message, message);   /* the runtime's fatal report, made just before its trap */
     static char template[LONG_TEMPLATE + 2];
     static const char head[] = "{\"id\":" CC_TEMPLATE_TRACK_ID ",\"pad\":\"";
     size_t n = strlen(head);
@@ -216,7 +266,7 @@ static void child_long_texts(void) {
     template[n++] = ' ';   /* one byte more than there is room for: refused, the old one stays */
     template[n] = 0;
     if (cc_set_app_end_template(template) != -1) _exit(93);
-    sanitized_level1(sanitized_crash_null);
+    sanitized_level1(sanitized_crash_illegal);
 }
 
 /* 150 breadcrumbs through the 64-slot ring, some longer than a slot, then a crash. */
@@ -1108,7 +1158,7 @@ static int check_stack_overflow(const record_t *r, const outcome_t *o) {
 }
 
 static int check_long_texts(const record_t *r, const outcome_t *o) {
-    expect_t e = { SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null", 1, 0 };
+    expect_t e = { SIGILL, "ILL_ILLOPN", "sanitized_crash_illegal", 1, 0 };
     if (!check_common(r, o, &e)) return 0;
     /* The longest template: its 2-byte placeholder became a quoted UUID (38 bytes), the rest is
      * the template's own bytes, 36 further on. */
@@ -1130,6 +1180,32 @@ static int check_long_texts(const record_t *r, const outcome_t *o) {
     free(text);
     CHECK(ok, "fatal message of %d bytes (expected the first %d of %d)", n, CC__MESSAGE_MAX, LONG_MESSAGE);
     return 1;
+}
+
+/* The runtime's text split into this crash's message and the warnings before it. */
+static int runtime_texts(const record_t *r, const char *message, const char *warnings) {
+    char text[1024];
+    int n = string_of(r, CC_STR_FATAL_MESSAGE, text, sizeof text);
+    if (message) CHECK(n > 0 && strcmp(text, message) == 0, "fatal message %d: \"%s\"", n, text);
+    else CHECK(n < 0, "a fatal message where the runtime wrote none for this crash: \"%s\"", text);
+    n = string_of(r, CC_STR_RUNTIME_WARNINGS, text, sizeof text);
+    CHECK(n > 0 && strcmp(text, warnings) == 0, "runtime warnings %d: \"%s\"", n, text);
+    return 1;
+}
+static int check_runtime_warnings_then_trap(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGILL, "ILL_ILLOPN", "sanitized_crash_illegal")) return 0;
+    return runtime_texts(r, "sanitized.c:1: Fatal error: the crash's own",
+                         "SWIFT TASK CONTINUATION MISUSE: one() leaked its continuation without resuming it.\n"
+                         "SWIFT TASK CONTINUATION MISUSE: two() leaked its continuation without resuming it.");
+}
+static int check_runtime_warning_then_fault(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    return runtime_texts(r, 0, "SWIFT TASK CONTINUATION MISUSE: three() leaked its continuation without resuming it.");
+}
+static int check_runtime_warning_then_abort(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGABRT, "SI_TKILL", 0)) return 0;
+    return runtime_texts(r, "Could not cast value of type 'A' to 'B'.",
+                         "SWIFT TASK CONTINUATION MISUSE: four() leaked its continuation without resuming it.");
 }
 
 static int check_breadcrumbs(const record_t *r, const outcome_t *o) {
@@ -1340,7 +1416,10 @@ static const scenario_t g_scenarios[] = {
     { "bus-error", child_bus, SIGBUS, COMPLETE, check_bus },
     { "assert", child_assert, SIGABRT, COMPLETE, check_assert },
     { "stack-overflow", child_stack_overflow, SIGSEGV, COMPLETE, check_stack_overflow },
-    { "long-texts", child_long_texts, SIGSEGV, COMPLETE, check_long_texts },
+    { "long-texts", child_long_texts, SIGILL, COMPLETE, check_long_texts },
+    { "runtime-warnings-then-trap", child_runtime_warnings_then_trap, SIGILL, COMPLETE, check_runtime_warnings_then_trap },
+    { "runtime-warning-then-fault", child_runtime_warning_then_fault, SIGSEGV, COMPLETE, check_runtime_warning_then_fault },
+    { "runtime-warning-then-abort", child_runtime_warning_then_abort, SIGABRT, COMPLETE, check_runtime_warning_then_abort },
     { "breadcrumb-ring", child_breadcrumbs, SIGSEGV, COMPLETE, check_breadcrumbs },
     { "threads", child_threads, SIGSEGV, COMPLETE, check_threads },
     { "chained-gives-up", child_chained_gives_up_own_stack, SIGSEGV, COMPLETE, check_chained_gives_up },

@@ -148,6 +148,13 @@ enum cc_string_key {
     CC_STR_CXX_WHAT        = 17,    /* its what(), at most 1024 bytes (only when it derives from std::exception and what() returned) */
     CC_STR_CXX_WHAT_STATE  = 18,    /* one digit: 0 not a std::exception, 1 what() gave CXX_WHAT, 2 what() threw, 3 std::terminate with no exception,
                                           * 4 found thrown and not caught on the stack, no terminate handler ran (no what()) */
+    /* What the Swift runtime reported during the run that is not the crash's own message: its
+     * warnings (a leaked CheckedContinuation's "SWIFT TASK CONTINUATION MISUSE: ..."), each report
+     * ending in a newline, oldest first; at most the last 4096 bytes, from a line's start. A crash
+     * record has it beside CC_STR_FATAL_MESSAGE, a hang or snapshot record alone (its process
+     * lives on: everything the runtime reported is a warning). An older reader skips the key
+     * (see Versioning). */
+    CC_STR_RUNTIME_WARNINGS = 19,
 };
 
 /* The longest /proc or cgroup text a record keeps (CC_STR_PROC_* and CC_STR_CGROUP_*). */
