@@ -48,6 +48,9 @@ package struct ShowJSON: Encodable, Sendable {
     package var explanation: String
     package var message: Nullable<String>
     package var abortMessage: Nullable<String>
+    /// What the Swift runtime reported before the crash that is not its message (a leaked
+    /// continuation's warning), each once: never part of `message` or `summary`.
+    package var runtimeWarnings: [RuntimeWarningJSON]
     package var app: App
     package var notes: [String]
     package var signal: Nullable<Int>
@@ -256,4 +259,10 @@ package struct ShowJSON: Encodable, Sendable {
         package var size: Int
         package var mainExecutable: Bool
     }
+}
+
+/// One of `show --json`'s `runtimeWarnings`: the runtime's text, and how many times the record holds it.
+package struct RuntimeWarningJSON: Encodable, Sendable {
+    package var text: String
+    package var count: Int
 }

@@ -55,6 +55,7 @@ package enum Rendering {
             out.append("  C library abort message:")
             message.split(separator: "\n", omittingEmptySubsequences: false).prefix(20).forEach { out.append("    \($0)") }
         }
+        out.append(contentsOf: runtimeWarningLines(record))
         var headedOthers = false
         for thread in inspection.threads {
             out.append("")
@@ -114,6 +115,20 @@ package enum Rendering {
             record.notes.forEach { out.append("  \($0)") }
         }
         return out.joined(separator: "\n")
+    }
+
+    /// The runtime's warnings, after the crash's own facts: each once, with how many times,
+    /// the first 10 (the rest counted). Never the crash's message.
+    static func runtimeWarningLines(_ record: CrashRecord) -> [String] {
+        let warnings = record.runtimeWarnings
+        guard !warnings.isEmpty else { return [] }
+        var lines = [record.event == nil ? "  The Swift runtime warned earlier in this run (not this crash's message):"
+                                         : "  The Swift runtime warned during this run:"]
+        for warning in warnings.prefix(10) {
+            lines.append("    \(warning.line)")
+        }
+        if warnings.count > 10 { lines.append("    … and \(warnings.count - 10) other warnings (show --json lists them all)") }
+        return lines
     }
 
     /// `while serving GET /orders/{id} — request req-37, trace 4bf9…` (the whole trace id:
@@ -299,6 +314,7 @@ package enum Rendering {
             explanation: Explanation.whatHappened(record),
             message: Nullable(record.fatalMessage),
             abortMessage: Nullable(record.abortMessage),
+            runtimeWarnings: record.runtimeWarnings.map { RuntimeWarningJSON(text: $0.text, count: $0.count) },
             app: .init(name: Nullable(record.appName), version: Nullable(record.appVersion)),
             notes: record.notes,
             signal: Nullable(signal.map { Int($0.number) }),

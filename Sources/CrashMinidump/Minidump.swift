@@ -78,6 +78,7 @@ package struct Minidump: Sendable {
     package enum AnnotationKey {
         package static let fatalMessage = "swift.fatal_message"
         package static let abortMessage = "glibc.abort_message"
+        package static let runtimeWarnings = "swift.runtime_warnings"
         /// An uncaught C++ exception: its one-line summary (type, what()).
         package static let cxxException = "cxx.uncaught_exception"
         package static let notes = "crashcapture.notes"
@@ -139,6 +140,7 @@ package struct Minidump: Sendable {
         var annotations: [(String, String)] = []
         if let message = record.fatalMessage { annotations.append((AnnotationKey.fatalMessage, message)) }
         if let message = record.abortMessage { annotations.append((AnnotationKey.abortMessage, message)) }
+        if let warnings = record.runtimeWarningLines { annotations.append((AnnotationKey.runtimeWarnings, warnings)) }
         if let cxx = record.cxxException { annotations.append((AnnotationKey.cxxException, cxx.summary)) }
         if case .incomplete(let reason) = record.completeness { annotations.append((AnnotationKey.incomplete, reason)) }
         let allNotes = record.notes + notes

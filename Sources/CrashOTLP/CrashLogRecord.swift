@@ -154,6 +154,11 @@ package enum CrashLogRecord {
             let lastWords = [record.fatalMessage, record.abortMessage].lazy.compactMap { $0 }.first { !$0.allSatisfy(\.isWhitespace) }
             add("exception.message", text(lastWords.map { summary.detail + " — " + trimmed($0) } ?? summary.detail))
         }
+        // What the runtime warned of earlier in the run: never part of exception.message.
+        let warnings = record.runtimeWarnings
+        if !warnings.isEmpty {
+            add("swift.runtime_warnings", .array(warnings.map { .string(text($0.line)) }))
+        }
         if let crashed {
             add("exception.stacktrace", stacktrace(crashed, frames: crashedFrames, record: record, symbols: frames == nil ? local : nil, path: path))
             add("thread.id", .int(Int64(crashed.tid)))

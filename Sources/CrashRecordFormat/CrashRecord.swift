@@ -37,6 +37,20 @@ public struct CrashRecord: Sendable, Equatable {
     /// The Swift runtime's fatal-error message, when the crash was a `fatalError` or a trap
     /// with a message.
     public var fatalMessage: String?
+    /// What the Swift runtime reported before this crash that is not the crash's message
+    /// (`CC_STR_RUNTIME_WARNINGS`): its warnings, such as a leaked `CheckedContinuation`'s
+    /// "SWIFT TASK CONTINUATION MISUSE: …", one a line, oldest first, as the record keeps them (at
+    /// most the last 4 KiB). In a hang or snapshot record, everything the runtime reported so far.
+    package var runtimeWarningText: String?
+    /// The runtime's warnings before this crash, each once, in the order first given.
+    public var runtimeWarnings: [RuntimeWarning] { RuntimeWarning.list(runtimeWarningText) }
+    /// The runtime's warnings as the sinks send them: each once, a line each, with "(×N)" when
+    /// given more than once; nil when there are none.
+    package var runtimeWarningLines: String? {
+        let warnings = runtimeWarnings
+        guard !warnings.isEmpty else { return nil }
+        return warnings.map(\.line).joined(separator: "\n")
+    }
     /// The C library's message before it aborted (`CC_STR_ABORT_MESSAGE`: glibc's
     /// `__abort_msg`, e.g. "free(): double free detected in tcache 2" or an assert's
     /// "prog: file.c:12: f: Assertion `x' failed."), for a SIGABRT; trailing newlines removed.
@@ -689,5 +703,37 @@ public enum BreadcrumbLevel: Sendable, Hashable {
         case .critical: return "critical"
         case .unknown(let value): return "level \(value)"
         }
+    }
+}
+
+/// A report the Swift runtime made during the run that did not end it — most often a leaked
+/// `CheckedContinuation` ("SWIFT TASK CONTINUATION MISUSE: f() leaked its continuation without
+/// resuming it…"), which leaves the task that awaits it suspended forever. Never a crash's message.
+public struct RuntimeWarning: Sendable, Equatable {
+    /// The report's text, one line.
+    public var text: String
+    /// How many times the record holds it.
+    public var count: Int
+
+    package init(text: String, count: Int) {
+        self.text = text
+        self.count = count
+    }
+
+    /// The text, and "(×N)" when given more than once.
+    package var line: String { count > 1 ? "\(text) (×\(count))" : text }
+
+    /// The warnings in `text` (one a line), each once with its count, in the order first given.
+    package static func list(_ text: String?) -> [RuntimeWarning] {
+        guard let text else { return [] }
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for line in text.split(whereSeparator: \.isNewline) {
+            let line = String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            guard !line.isEmpty else { continue }
+            if counts[line] == nil { order.append(line) }
+            counts[line, default: 0] += 1
+        }
+        return order.map { RuntimeWarning(text: $0, count: counts[$0] ?? 1) }
     }
 }

@@ -524,6 +524,7 @@ private struct RecordParser {
         case CC_STR_EXECUTABLE_PATH.rawValue: record.executablePath = text
         case CC_STR_FATAL_MESSAGE.rawValue: record.fatalMessage = text
         case CC_STR_ABORT_MESSAGE.rawValue: record.abortMessage = text
+        case CC_STR_RUNTIME_WARNINGS.rawValue: record.runtimeWarningText = text
         case CC_STR_KERNEL.rawValue: record.kernel = text
         case CC_STR_RUN_ID.rawValue: record.runID = text
         case CC_STR_NOTE.rawValue: record.notes.append(text)

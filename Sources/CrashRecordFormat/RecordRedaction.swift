@@ -96,11 +96,12 @@ package struct RecordRedaction: Sendable, Equatable {
                 case CC_STR_EXECUTABLE_PATH.rawValue where !fullPaths:
                     append(type: section.type, Array(payload.prefix(keySize)), PathSanitizer.sanitizePath(text), to: &copy)
                 case CC_STR_FATAL_MESSAGE.rawValue where !fullPaths, CC_STR_ABORT_MESSAGE.rawValue where !fullPaths,
-                     CC_STR_CXX_WHAT.rawValue where !fullPaths:
+                     CC_STR_CXX_WHAT.rawValue where !fullPaths, CC_STR_RUNTIME_WARNINGS.rawValue where !fullPaths:
                     append(type: section.type, Array(payload.prefix(keySize)), Array(PathSanitizer.sanitize(String(decoding: text, as: UTF8.self)).utf8), to: &copy)
                 case CC_STR_APP_NAME.rawValue, CC_STR_APP_VERSION.rawValue, CC_STR_EXECUTABLE_PATH.rawValue, CC_STR_FATAL_MESSAGE.rawValue,
                      CC_STR_KERNEL.rawValue, CC_STR_NOTE.rawValue, CC_STR_RUN_ID.rawValue, CC_STR_ABORT_MESSAGE.rawValue,
-                     CC_STR_PROC_STATUS.rawValue, CC_STR_CXX_TYPE.rawValue, CC_STR_CXX_WHAT.rawValue, CC_STR_CXX_WHAT_STATE.rawValue:
+                     CC_STR_PROC_STATUS.rawValue, CC_STR_CXX_TYPE.rawValue, CC_STR_CXX_WHAT.rawValue, CC_STR_CXX_WHAT_STATE.rawValue,
+                     CC_STR_RUNTIME_WARNINGS.rawValue:
                     copy.append(contentsOf: whole)
                 default:
                     guard keepsEverything else { continue }

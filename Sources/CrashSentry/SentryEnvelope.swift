@@ -259,6 +259,8 @@ package enum SentryEnvelope {
         var extra: [String: SentryEvent.Extra] = [:]
         if let message = record.fatalMessage { extra["fatal_message"] = .text(message) }
         if let message = record.abortMessage { extra["abort_message"] = .text(message) }
+        // What the runtime warned of earlier: context, never the title, the exception or the grouping.
+        if let warnings = record.runtimeWarningLines { extra["runtime_warnings"] = .text(warnings) }
         var event = SentryEvent(
             eventID: eventID,
             timestamp: record.process.map { Double($0.crashWallNanoseconds) / 1e9 },

@@ -467,6 +467,71 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(signatures.count, 1, "\(signatures)")
     }
 
+    /// The event of an exported Sentry envelope (`export --sentry`).
+    func sentryEvent(_ path: String, directory: String) throws -> [String: Any] {
+        let out = directory + "/" + UUID().uuidString + ".envelope"
+        XCTAssertEqual(try inspect(["export", path, "--sentry", "-o", out]).ending, .exited(0))
+        let lines = try XCTUnwrap(FileManager.default.contents(atPath: out)).split(separator: 0x0A)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+    }
+
+    /// A leaked continuation makes the runtime print a warning it also keeps in the buffer that
+    /// holds fatal errors. A later crash of another cause has no message from it, a later Swift
+    /// trap keeps its own message alone, and the warning is shown apart, after the crash's facts:
+    /// in show, show --json, the Sentry event's extra data; never in the message, the summary, the
+    /// exception, the title or the group.
+    func testARuntimeWarningIsNeverALaterCrashsMessageTitleOrGroup() throws {
+        let directory = try scratch("runtime-warnings")
+        let leak = "leaked its continuation without resuming it"
+        #if arch(x86_64)
+        let trap = "SIGILL"
+        #else
+        let trap = "SIGTRAP"
+        #endif
+        let cases: [(scenario: String, message: String?, type: String)] = [
+            ("leaked-continuation-then-segv", nil, "SIGSEGV"),
+            ("leaked-continuation-then-fatal-error", "crash-harness fatalError after a leak", trap),
+            ("leaked-continuation-then-abort", nil, "SIGABRT"),
+        ]
+        for (scenario, message, type) in cases {
+            let path = try crash(scenario, into: directory)
+            let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any], scenario)
+            if let message {
+                let text = try XCTUnwrap(object["message"] as? String, scenario)
+                XCTAssertTrue(text.hasSuffix("Fatal error: " + message), "\(scenario): \(text)")
+                XCTAssertFalse(text.contains("CONTINUATION MISUSE"), "\(scenario): \(text)")
+            } else {
+                XCTAssertTrue(object["message"] is NSNull, "\(scenario): \(object["message"] ?? "")")
+            }
+            for key in ["summary", "explanation"] {
+                XCTAssertFalse((object[key] as? String ?? "").contains("CONTINUATION MISUSE"), "\(scenario) \(key): \(object[key] ?? "")")
+            }
+            let warnings = try XCTUnwrap(object["runtimeWarnings"] as? [[String: Any]], scenario)
+            XCTAssertEqual(warnings.count, 1, "\(scenario): \(warnings)")
+            XCTAssertTrue((warnings.first?["text"] as? String)?.contains(leak) == true, "\(scenario): \(warnings)")
+            XCTAssertEqual(warnings.first?["count"] as? Int, 1)
+
+            let text = try inspect(["show", path]).stdout
+            let warned = try XCTUnwrap(text.range(of: "The Swift runtime warned earlier in this run"), "\(scenario): \(text)")
+            XCTAssertTrue(text[warned.upperBound...].contains(leak), text)
+            if let message { XCTAssertLessThan(try XCTUnwrap(text.range(of: message)).lowerBound, warned.lowerBound, text) }
+            XCTAssertFalse(text[..<warned.lowerBound].contains("CONTINUATION MISUSE"), "\(scenario): the warning before the crash's own facts\n\(text)")
+
+            let event = try sentryEvent(path, directory: directory)
+            let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+            XCTAssertEqual(exception["type"] as? String, type, scenario)
+            XCTAssertFalse((exception["value"] as? String ?? "").contains("CONTINUATION MISUSE"), "\(scenario): \(exception)")
+            if let message { XCTAssertTrue((exception["value"] as? String ?? "").contains(message), "\(scenario): \(exception)") }
+            let extra = try XCTUnwrap(event["extra"] as? [String: Any], scenario)
+            XCTAssertTrue((extra["runtime_warnings"] as? String)?.contains(leak) == true, "\(scenario): \(extra)")
+            XCTAssertFalse((extra["fatal_message"] as? String ?? "").contains("CONTINUATION MISUSE"), "\(scenario): \(extra)")
+            XCTAssertFalse("\(event["fingerprint"] ?? "")".contains("CONTINUATION"), "\(scenario)")
+        }
+        let groups = try XCTUnwrap(try inspect(["groups", "--dir", directory, "--json"]).json as? [[String: Any]])
+        XCTAssertEqual(groups.count, 3, "three causes, three groups: \(groups.map { $0["signature"] ?? "" })")
+        for group in groups { XCTAssertFalse("\(group["signature"] ?? "")".contains("CONTINUATION"), "\(group)") }
+    }
+
     func testASentryEnvelopeCarriesTheEventDebugImagesAndTheRawRecord() throws {
         let directory = try scratch("sentry")
         let path = try crash("null-dereference", into: directory)

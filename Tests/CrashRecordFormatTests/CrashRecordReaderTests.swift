@@ -638,6 +638,23 @@ final class CrashRecordReaderTests: XCTestCase {
         XCTAssertEqual(record.lastWords, "Fatal error: boom")
     }
 
+    func testRuntimeWarningsAreReadApartFromTheMessageEachOnceWithItsCount() throws {
+        var builder = RecordBuilder()
+        let leak = "SWIFT TASK CONTINUATION MISUSE: accept() leaked its continuation without resuming it. This may cause tasks waiting on it to remain suspended forever."
+        builder.string(CC_STR_RUNTIME_WARNINGS, leak + "\n" + leak + "\n  \nSWIFT TASK CONTINUATION MISUSE: other() leaked its continuation\n" + leak)
+        var record = try CrashRecordReader.parse(builder.build())
+        XCTAssertNil(record.fatalMessage)
+        XCTAssertNil(record.lastWords, "a warning is no crash's last words")
+        XCTAssertEqual(record.runtimeWarnings, [.init(text: leak, count: 3),
+                                                .init(text: "SWIFT TASK CONTINUATION MISUSE: other() leaked its continuation", count: 1)])
+        XCTAssertEqual(record.runtimeWarningLines, leak + " (×3)\nSWIFT TASK CONTINUATION MISUSE: other() leaked its continuation")
+        builder.string(CC_STR_FATAL_MESSAGE, "main.swift:3: Fatal error: boom")
+        record = try CrashRecordReader.parse(builder.build())
+        XCTAssertEqual(record.fatalMessage, "main.swift:3: Fatal error: boom")
+        XCTAssertEqual(record.runtimeWarnings.count, 2)
+        XCTAssertEqual(try CrashRecordReader.parse(RecordBuilder().build()).runtimeWarnings, [])
+    }
+
     func testAsyncChainsAttachToTheirThreadWithLinksEndsAndSources() throws {
         var builder = RecordBuilder()
         builder.thread(tid: 7, name: "pool", flags: CC_THREAD_CRASHED | CC_THREAD_FROM_CONTEXT, frames: [0x1000, 0x2000, 0x3000])
