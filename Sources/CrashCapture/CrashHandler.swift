@@ -214,6 +214,11 @@ public enum CrashHandler {
         return directory.isEmpty ? nil : directory
     }
 
+    /// Looks at the Swift runtime's message buffer, so that a crash later tells the runtime's
+    /// earlier warnings from its own fatal-error message (`cc_note_runtime_reports`): the
+    /// watchers call it each tick. One load and a compare while nothing new was reported.
+    package static func noteRuntimeReports() { cc_note_runtime_reports() }
+
     /// Leaves a breadcrumb: a short message the next crash record will carry (the last 64 are
     /// kept; longer messages are cut at 232 bytes). Lock-free, safe from any thread, never fails.
     public static func leaveBreadcrumb(_ message: String, level: Logger.Level = .info) {

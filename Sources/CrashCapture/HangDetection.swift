@@ -296,6 +296,7 @@ final class HangMonitor: Sendable {
             if target < now { target = now + tick }
             sleepUntil(target)
             now = monotonicNow()
+            cc_note_runtime_reports()   // what the runtime reported so far is no later crash's message
             // The watcher itself ran late: this process (or machine) was stopped, not stuck.
             if now - target > max(tick, 250_000_000) {
                 stalls.append((end: now, length: now - target))

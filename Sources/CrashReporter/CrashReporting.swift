@@ -701,6 +701,7 @@ final class RunWatch: Sendable {
             let seen = RunLastSeen(wallMilliseconds: Clock.wallMilliseconds(),
                                    durationNanoseconds: max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
             if refresh(changed, seen), let changed { last = changed.kills }
+            CrashHandler.noteRuntimeReports()   // what the runtime reported so far is no later crash's message
             tick()
             next = max(next + Self.interval, .now)
         }
