@@ -4,6 +4,7 @@
 #include "ccrash_scenarios.h"
 
 #include <assert.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -895,4 +896,15 @@ __attribute__((noinline)) void cch_fortify_overflow(void) {
     volatile size_t length = sizeof source;
     __builtin___memcpy_chk(destination, source, length, __builtin_object_size(destination, 1));
     cch_sink += destination[0];
+}
+
+/* The Swift runtime's report buffer (swift_getFatalErrorMessageBuffer: the address of an atomic
+ * pointer to its text, which it replaces whole with each report), looked at as a program would. */
+long cch_swift_reports_length(void) {
+    typedef const char *_Atomic *(*buffer_fn)(void);
+    buffer_fn buffer = (buffer_fn)dlsym(RTLD_DEFAULT, "swift_getFatalErrorMessageBuffer");
+    if (!buffer) return 0;
+    const char *_Atomic *slot = buffer();
+    const char *text = slot ? atomic_load_explicit(slot, memory_order_acquire) : 0;
+    return text ? (long)strlen(text) : 0;
 }

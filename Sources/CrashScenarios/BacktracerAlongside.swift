@@ -6,6 +6,7 @@
 // helper, a crash-time uploader past its deadline: none, since each run leads its own process
 // group and anything of the group alive after it ended counts), and the backtracer must report
 // exactly as often as it does alone: a second report means that a second thread entered it.
+import CrashRecordFormat
 import Foundation
 import ProcessSpawning
 
@@ -71,9 +72,27 @@ package enum BacktracerAlongside {
             runs.append(("without capture", reference))
             alone = reference
         }
+        failures += checkRuntimeReports(scenario, captured: captured, alone: alone)
         for (label, run) in runs where !run.leftRunning.isEmpty {
             failures.append("\(label), left \(run.leftRunning.count) process(es) running: \(run.leftRunning.map(\.command).joined(separator: ", "))")
         }
         return Comparison(scenario: scenario.name, captured: captured, alone: alone, failures: failures)
+    }
+
+    /// For a scenario that expects the Swift runtime's earlier reports as warnings: with the
+    /// backtracer on too, the record's fatal message is still this crash's alone (the backtracer
+    /// writes its report to stderr, not to the runtime's buffer) and the warnings are still
+    /// what the runtime printed without capture.
+    static func checkRuntimeReports(_ scenario: Scenario, captured: ProcessOutcome, alone: ProcessOutcome?) -> [String] {
+        guard let expected = scenario.record, expected.runtimeWarning != nil || expected.noFatalMessage else { return [] }
+        let own = ScenarioRunner.recordFiles(in: captured.directory).filter { ScenarioRunner.recordPid($0) == captured.pid }
+        guard own.count == 1, let record = try? CrashRecordReader.read(path: own[0]) else {
+            return ["with capture, expected one readable record of the process, found \(own.count)"]
+        }
+        var failures = ScenarioRunner.checkRuntimeReports(record, expected: expected, referenceStderr: alone?.stderr)
+        if let message = expected.message, !expected.messageOnlyInDebug, !(record.fatalMessage ?? "").contains(message) {
+            failures.append("fatal message \((record.fatalMessage ?? "none").debugDescription) lacks \(message.debugDescription)")
+        }
+        return failures.map { "with the backtracer on, \($0)" }
     }
 }

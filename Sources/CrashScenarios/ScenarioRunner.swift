@@ -320,6 +320,7 @@ package enum ScenarioRunner {
                 failures.append("fatal message \((record.fatalMessage ?? "none").debugDescription) lacks \(message.debugDescription)")
             }
         }
+        failures += checkRuntimeReports(record, expected: expected, referenceStderr: outcome.reference?.stderr)
         if let expectedAbort = expected.abortMessage {
             if let message = record.abortMessage {
                 if !message.contains(expectedAbort) {
@@ -417,6 +418,34 @@ package enum ScenarioRunner {
                                                              backtracerDirectory: run.directory)
         }
         return (failures, frameNames)
+    }
+
+    /// The Swift runtime's reports in a record: its fatal message when the scenario says there is
+    /// none, the warning the scenario expects, and every warning against the truth (what the
+    /// runtime printed on stderr in the reference run) and apart from the fatal message.
+    static func checkRuntimeReports(_ record: CrashRecord, expected: Scenario.RecordExpectation, referenceStderr: String?) -> [String] {
+        var failures: [String] = []
+        let warnings = record.runtimeWarnings.map(\.text)
+        if expected.noFatalMessage, let message = record.fatalMessage {
+            failures.append("a fatal message where the runtime's fatal path was not taken: \(message.debugDescription)")
+        }
+        if let expectedWarning = expected.runtimeWarning {
+            if !warnings.contains(where: { $0.contains(expectedWarning) }) {
+                failures.append("no runtime warning contains \(expectedWarning.debugDescription); warnings: \(warnings)")
+            }
+            if let message = record.fatalMessage, message.contains(expectedWarning) {
+                failures.append("the fatal message holds the runtime warning \(expectedWarning.debugDescription): \(message.debugDescription)")
+            }
+        }
+        for warning in warnings {
+            if let message = record.fatalMessage, message.contains(warning) {
+                failures.append("the runtime warning \(warning.debugDescription) is in the fatal message too: \(message.debugDescription)")
+            }
+            if let referenceStderr, !referenceStderr.contains(warning) {
+                failures.append("runtime warning \(warning.debugDescription) is not what the runtime printed in the reference run: \(referenceStderr.suffix(300).debugDescription)")
+            }
+        }
+        return failures
     }
 
     /// The first and last frames of a long list, for a failure message.

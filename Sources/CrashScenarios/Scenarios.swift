@@ -91,6 +91,11 @@ package struct Scenario: Sendable {
         /// Text glibc's abort message must contain; the record's message must also be, line for
         /// line, what glibc printed on stderr in the reference run.
         package var abortMessage: String?
+        /// Text one of the record's runtime warnings (the Swift runtime's earlier, non-fatal
+        /// reports) must contain; the fatal message, if any, must not contain it.
+        package var runtimeWarning: String?
+        /// The record must have no fatal message (the death was not on the runtime's fatal path).
+        package var noFatalMessage: Bool = false
     }
 
     /// How the child's stdout and stderr are compared with those of the reference run (the
@@ -260,6 +265,25 @@ package enum Scenarios {
         reason: "the runtime's fatal-error stack trace lists absolute addresses (ASLR)", RuntimeOutput.normaliseAddresses)
     static let phdrMarker = "crash-harness: previous handler ran while the loader lock was held\n"
 
+    /// What the Swift runtime reports (on stderr, and appended to its fatal-error message buffer)
+    /// when a CheckedContinuation is dropped without being resumed, after the function's name.
+    static let leakReport = "leaked its continuation without resuming it"
+    static let leakReported = "the runtime reported the leaked continuation\n"
+
+    /// A detached task leaks a CheckedContinuation (drops it without resuming it: the task stays
+    /// suspended forever and the runtime reports "SWIFT TASK CONTINUATION MISUSE"); waits, at most
+    /// 5 s, until the runtime's report text has grown, says so, and leaves a breadcrumb, as a
+    /// program goes on after a warning it does not see.
+    static func leakContinuation() {
+        let before = cch_swift_reports_length()
+        Task.detached {
+            let _: Int = await withCheckedContinuation { continuation in _ = continuation }
+        }
+        for _ in 0..<500 where cch_swift_reports_length() == before { usleep(10_000) }
+        if cch_swift_reports_length() != before { say(leakReported) }
+        CrashHandler.leaveBreadcrumb("after the leak", level: .info)
+    }
+
     /// Every scenario, in the order `list` prints them.
     /// Every scenario: the synchronous ones, then the async ones (AsyncScenarios.swift).
     package static let all: [Scenario] = basicScenarios + asyncScenarios + fakeContextScenarios + requestScenarios
@@ -377,6 +401,34 @@ package enum Scenarios {
                  record: .init(signal: swiftTrapSignal, frames: chain),
                  output: swiftRuntimeOutput)
         { _ in throughLevels { integerOverflow() } },
+        Scenario("leaked-continuation-then-segv", "a CheckedContinuation leaked before a null dereference: the runtime's report is a warning of the record, not its message",
+                 ending: .signal(SIGSEGV),
+                 record: nullDereference { $0.runtimeWarning = leakReport; $0.noFatalMessage = true },
+                 stdoutContains: [leakReported])
+        { _ in
+            leakContinuation()
+            throughLevels { cch_null_dereference() }
+        },
+        Scenario("leaked-continuation-then-fatal-error", "a CheckedContinuation leaked before a fatalError: the message is the fatalError's text alone, the leak a warning",
+                 ending: .signal(swiftTrapSignal),
+                 record: .init(signal: swiftTrapSignal, frames: chain, message: "crash-harness fatalError after a leak", runtimeWarning: leakReport),
+                 stdoutContains: [leakReported],
+                 output: swiftRuntimeOutput)
+        { _ in
+            leakContinuation()
+            usleep(200_000)   // a look counts once it is 100 ms old
+            throughLevels { fatalError("crash-harness fatalError after a leak") }
+        },
+        Scenario("leaked-continuation-then-abort", "a CheckedContinuation leaked before the app's abort(): no message (the runtime did not abort), the leak a warning",
+                 ending: .signal(SIGABRT),
+                 record: .init(signal: SIGABRT, codeName: "SI_TKILL", frames: ["abort", "cch_abort"] + chain,
+                               runtimeWarning: leakReport, noFatalMessage: true),
+                 stdoutContains: [leakReported])
+        { _ in
+            leakContinuation()
+            usleep(200_000)   // as in leaked-continuation-then-fatal-error: the look before counts
+            throughLevels { cch_abort() }
+        },
         Scenario("secondary-thread", "a crash on a secondary thread is recorded from that thread",
                  ending: .signal(SIGSEGV),
                  record: .init(signal: SIGSEGV, codeName: "SEGV_MAPERR", frames: ["cch_null_dereference"] + chain, crashedOffMainThread: true))

@@ -141,6 +141,29 @@ final class CrashScenarioTests: XCTestCase {
         XCTAssertTrue(record.fatalMessage?.contains("crash-harness fatalError text") == true)
     }
 
+    /// A leaked CheckedContinuation's report ("SWIFT TASK CONTINUATION MISUSE: …") is a runtime
+    /// warning of the record, never a crash's message: not a null dereference's, not the app's
+    /// abort's, and a later fatalError's message is its own text alone. In both builds of the
+    /// harness (the release one when the test command built it).
+    func testALeakedContinuationIsARuntimeWarningNeverTheCrashsMessage() throws {
+        for binary in [Harness.debug] + (Harness.release.map { [$0] } ?? []) {
+            for name in ["leaked-continuation-then-segv", "leaked-continuation-then-fatal-error", "leaked-continuation-then-abort"] {
+                let record = try XCTUnwrap(try Harness.run(name, binary: binary).record, name)
+                let warnings = record.runtimeWarnings
+                XCTAssertEqual(warnings.count, 1, "\(name): \(warnings)")
+                XCTAssertTrue(warnings.first?.text.hasPrefix("SWIFT TASK CONTINUATION MISUSE: ") == true, "\(name): \(warnings)")
+                XCTAssertEqual(warnings.first?.count, 1, name)
+                XCTAssertFalse(record.fatalMessage?.contains("CONTINUATION MISUSE") == true, "\(name): \(record.fatalMessage ?? "")")
+                XCTAssertTrue(record.breadcrumbs.contains { $0.message == "after the leak" }, name)
+                if name.hasSuffix("fatal-error") {
+                    XCTAssertTrue(record.fatalMessage?.contains("crash-harness fatalError after a leak") == true, record.fatalMessage ?? "no message")
+                } else {
+                    XCTAssertNil(record.fatalMessage, name)
+                }
+            }
+        }
+    }
+
     func testAStackOverflowOnTheMainThreadIsRecordedFromTheAlternateStack() throws {
         let record = try XCTUnwrap(try Harness.run("stack-overflow-main").record)
         let thread = try XCTUnwrap(record.crashedThread)

@@ -100,6 +100,10 @@ final class ScenarioTableTests: XCTestCase {
             let levels = record.frames.filter { levelChain.contains($0) }
             if !levels.isEmpty { XCTAssertEqual(levels, levelChain, name) }
             if let first = record.firstFrameAddress, first == 0 { XCTAssertEqual(record.faultAddress, 0, name) }
+            XCTAssertFalse(record.noFatalMessage && record.message != nil, "\(name): a message and none")
+            if let warning = record.runtimeWarning, let message = record.message {
+                XCTAssertFalse(message.contains(warning), "\(name): the message must not hold the runtime warning")
+            }
         }
     }
 

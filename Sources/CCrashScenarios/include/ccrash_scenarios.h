@@ -129,6 +129,11 @@ void cch_crash_with_fake_async_context(int shape);
 void cch_double_free(void);
 void cch_fortify_overflow(void);
 
+/* The length of the text the Swift runtime has reported so far (the buffer behind
+ * swift_getFatalErrorMessageBuffer, to which it appends every report, warnings included), or 0
+ * when it has reported nothing or the runtime exports no such buffer. */
+long cch_swift_reports_length(void);
+
 #ifdef __cplusplus
 }
 #endif
