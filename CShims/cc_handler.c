@@ -543,6 +543,7 @@ typedef struct {
     cc_sec_process_t process;    /* the CC_SEC_PROCESS written (its thread name) */
     cc_sec_thread_t thread;      /* the crashed thread (its frames in cc__g.frames) */
     cc__stack_window_t stack;    /* its stack from sp up (cc__read_stack_window) */
+    const cc_sec_request_t *request; /* the request it was serving, when known (cc__record_header) */
 } cc__crash_t;
 
 /* async-signal-safe: writes nothing; stops the other threads, collects the images and opens the
@@ -623,7 +624,8 @@ static void cc__record_header(cc__writer_t *w, cc__crash_t *c) {
     cc__writer_flush(w); /* checkpoint: the signal, the process, the $AppEnd, the run id, the scope and the requests are on disk */
     CC__MARK("flush1");
     /* One line on stderr that names the crash, its record and its request (cc_summary.c). */
-    cc__crash_line_write(&c->crash, c->pid, c->tid, c->process.thread_name, cc__g.file_name, has_request ? &request : 0);
+    c->request = has_request ? &request : 0;
+    cc__crash_line_write(&c->crash, c->pid, c->tid, c->process.thread_name, cc__g.file_name, c->request);
     CC__MARK("crash_line");
 }
 
@@ -801,6 +803,9 @@ static void cc__record(int signo, siginfo_t *info, ucontext_t *uc, pid_t pid, pi
     cc__record_prepare(&c);
     cc__record_header(w, &c);          /* checkpoint 1 */
     cc__record_crashed_thread(w, &c);  /* checkpoints 2, 3, 4 */
+    /* The container's termination message, where there is a file for it (cc_summary.c). */
+    cc__termination_crash(&c.crash, tid, c.process.thread_name, c.request, cc__g.frames, c.thread.frame_count);
+    CC__MARK("termination");
     cc__record_context(w, &c);         /* checkpoint 5, when other threads follow */
     cc__write_other_threads(w, tid, !(cc__g.flags & CC_FLAG_NO_THREAD_STACKS));
     CC__MARK("other_threads");

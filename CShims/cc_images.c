@@ -640,6 +640,15 @@ int cc__images_contains(uint64_t address) {
     return 0;
 }
 
+/* async-signal-safe: whether `address` lies in the main executable's image. */
+int cc__images_in_main(uint64_t address) {
+    for (uint32_t i = 0; i < g_check.image_count; i++) {
+        const cc__image_t *image = &g_images[i];
+        if (cc__streq(image->path, cc__g.executable_path) && address >= image->base && address < image->end) return 1;
+    }
+    return 0;
+}
+
 /* async-signal-safe: the crashed thread's frames named as the record's readers name them, for
  * the stderr summary (cc_summary.c); see cc_internal.h. The main executable is looked at first,
  * then the others in table order: the order cc__write_images writes them in. */

@@ -273,6 +273,7 @@ int cc_install(const cc_config_t *config, int *err_errno) {
     cc_prepare_current_thread();
     CC__MARK("altstack");
     cc__uploader_prepare(config);
+    cc__termination_prepare();   /* the container's termination message file, where there is one (cc_summary.c) */
     /* The stop signal for other threads (see cc_threads.c): installed even when their stacks
      * are not recorded, since stopping them is what keeps a crash a crash. Nothing is lost if
      * the program already handles every candidate signal: threads are then listed as not
@@ -363,6 +364,7 @@ int cc_uninstall(void) {
     cc__threads_uninstall();
     cc__cxx_uninstall();
     cc__uploader_disable();
+    cc__termination_close();
     cc__close_resources();
     atomic_store(&cc__g.install_state, 0);
     return 0;

@@ -169,6 +169,9 @@ typedef struct {
     const char *_Atomic *fatal_message_slot;   /* from swift_getFatalErrorMessageBuffer(), or NULL (cc_swift_abi.h, 1) */
     uint64_t runtime_anchor;     /* swift_reportError: in the image of the runtime's fatal paths, or 0 (cc_swift_abi.h, 1a) */
     uint64_t libc_anchor;        /* abort: in the C library's image, or 0 (cc_swift_abi.h, 1a) */
+    int termination_fd;          /* the container's termination message file's fd + 1, 0: none (cc_summary.c) */
+    pid_t termination_pid;       /* the process that opened it: only it writes there */
+    uint64_t termination_length; /* the length of what it wrote there last, 0: nothing */
     uint64_t abort_message_slot; /* &__abort_msg (glibc: struct abort_msg_s { u32 size; char msg[]; } *), or 0 */
     /* An uncaught C++ exception, noted by the terminate handler (cc_terminate.cpp, cc_cxx.c) on
      * the thread that then aborts: that thread's id last (published), its type and what(). */
@@ -394,6 +397,7 @@ void cc__images_prepare(void);                                           /* inst
 void cc__images_collect(void);                                           /* async-signal-safe */
 void cc__write_images(cc__writer_t *w, int main_only);                   /* async-signal-safe */
 int cc__images_contains(uint64_t address);                               /* async-signal-safe */
+int cc__images_in_main(uint64_t address);                                /* async-signal-safe */
 /* async-signal-safe: `name+0xoffset` as CrashRecord.offsetLabel(for:) makes it from the record:
  * the file name (after the last '/') of the first image holding `address` in the record's order
  * (the main executable, then the others) and the offset from its base. 0 when none holds it. */
@@ -476,6 +480,14 @@ void cc__write_requests(cc__writer_t *w, pid_t tid, cc_sec_request_t *crashed, i
 /* cc_summary.c — async-signal-safe: the one line on stderr at every crash (cc_summary.c). */
 void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const char *thread_name,
                           const char *record_name, const cc_sec_request_t *request);
+
+/* cc_summary.c — the container's termination message (see cc_summary.c): opened at install
+ * (not async-signal-safe), closed at uninstall; the crash's written by the handler once the crashed
+ * thread is unwound (async-signal-safe). */
+void cc__termination_prepare(void);
+void cc__termination_close(void);
+void cc__termination_crash(const cc_sec_crash_t *crash, pid_t tid, const char *thread_name, const cc_sec_request_t *request,
+                           const uint64_t *frames, uint32_t count);
 
 /* cc_summary.c — async-signal-safe: the few lines on stderr about a crash whose record could
  * not be written whole (see cc_summary.c). `crash` as recorded; `frames` the crashed thread's. */

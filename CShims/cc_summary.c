@@ -2,6 +2,10 @@
 #include "cc_boot.h"
 #include "cc_internal.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /*
@@ -235,4 +239,137 @@ void cc__crash_line_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, con
     line[t.used++] = '}';
     line[t.used++] = '\n';
     cc__write_all(2, line, t.used);
+}
+
+/*
+ * THE TERMINATION MESSAGE. Kubernetes keeps up to 4096 bytes of a file in the container
+ * (terminationMessagePath, /dev/termination-log by default) when the container ends, and shows
+ * it beside the exit code or OOMKilled in `kubectl describe pod`, the pod's status and its
+ * events: with no backend, where a person looks first. When that file (CRASHCAPTURE_TERMINATION_LOG,
+ * else /dev/termination-log; "" for none) exists and is a regular file we may write at install,
+ * capture keeps it open and writes one message there — replacing what it held, never creating
+ * the file — at a crash (here, from the handler) and at a hang record (cc_termination_message,
+ * from the watcher), so that a later SIGKILL or OOM kill leaves the latest in the pod's status; a
+ * normal exit takes a message of ours away again (a hang that recovered did not end the pod):
+ *
+ *   crashed: SIGSEGV (SEGV_MAPERR) at 0x0 in orders+0x1a2b3, thread 4250 "NIO-ELT-0-#1", while serving
+ *   GET /orders/{id} (request 8f3a…, trace 4bf9…); record /var/lib/orders/crashes/crash-1764…-4242-4250.ccrec
+ *
+ * The frame is the first of the crashed thread in the main executable (the app's own code; no
+ * symbol at a crash: `crash-inspect show` names it). As the crash line: the request's method,
+ * route template and ids, never its path, query or key/values. Only the process that opened the
+ * file writes it (a forked child that crashes does not).
+ */
+#define CC__TERMINATION_MAX 4096
+#define CC__TERMINATION_DEFAULT "/dev/termination-log"
+
+/* At a normal exit (exit(), main returning): a hang that was written there and recovered is no
+ * reason the container ended. Only a message of ours, still as we left it, is taken away. */
+static void cc__termination_at_exit(void) {
+    struct stat st;
+    int fd = cc__g.termination_fd - 1;
+    if (cc__g.termination_fd <= 0 || cc__g.termination_length == 0 || getpid() != cc__g.termination_pid) return;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == cc__g.termination_length && ftruncate(fd, 0) == 0) cc__g.termination_length = 0;
+}
+
+/* Install time (getenv, open, atexit: not async-signal-safe). */
+void cc__termination_prepare(void) {
+    if (cc__g.termination_fd > 0) return;   /* kept from an earlier install */
+    const char *path = getenv("CRASHCAPTURE_TERMINATION_LOG");
+    if (!path) path = CC__TERMINATION_DEFAULT;
+    if (!path[0]) return;
+    /* No O_CREAT: never made. O_NONBLOCK: a FIFO there must not stall start (it is refused below). */
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); return; }
+    cc__g.termination_pid = cc__sys_getpid();
+    cc__g.termination_fd = fd + 1;
+    static int registered;
+    if (!registered) registered = atexit(cc__termination_at_exit) == 0;
+}
+
+void cc__termination_close(void) {
+    if (cc__g.termination_fd > 0) close(cc__g.termination_fd - 1);
+    cc__g.termination_fd = 0;
+}
+
+/* async-signal-safe: the file holds `text` alone. */
+static int cc__termination_put(const char *text, size_t length) {
+    if (cc__g.termination_fd <= 0 || cc__sys_getpid() != cc__g.termination_pid) return -1;
+    int fd = cc__g.termination_fd - 1;
+    if (length > CC__TERMINATION_MAX) length = CC__TERMINATION_MAX;
+    if ((ssize_t)syscall(SYS_pwrite64, (long)fd, text, length, 0L) != (ssize_t)length) return -1;
+    if ((int)syscall(SYS_ftruncate, (long)fd, (long)length) != 0) return -1;
+    cc__g.termination_length = length;
+    return 0;
+}
+
+int cc_termination_message(const char *text, size_t length) { return text ? cc__termination_put(text, length) : -1; }
+
+/* async-signal-safe: the crash's message (see above), once the crashed thread is unwound. */
+void cc__termination_crash(const cc_sec_crash_t *crash, pid_t tid, const char *thread_name, const cc_sec_request_t *request,
+                           const uint64_t *frames, uint32_t count) {
+    if (cc__g.termination_fd <= 0) return;
+    char text[CC__TERMINATION_MAX];   /* on the stack, as the crash line's */
+    cc__text_t t = { text, 0, sizeof text };
+    cc__text_puts(&t, "crashed: ");
+    const char *name = cc_signal_name(crash->signo);
+    if (name) cc__text_puts(&t, name);
+    else { cc__text_puts(&t, "signal "); cc__text_u64(&t, (uint64_t)(uint32_t)crash->signo); }
+    if (crash->code_name[0]) {
+        cc__text_puts(&t, " (");
+        cc__text_put(&t, crash->code_name, cc__strnlen(crash->code_name, sizeof crash->code_name));
+        cc__text_puts(&t, ")");
+    }
+    if (crash->flags & CC_CRASH_FAULT_ADDRESS) { cc__text_puts(&t, " at "); cc__text_hex(&t, crash->fault_address); }
+    if (crash->flags & CC_CRASH_FROM_PROCESS) { cc__text_puts(&t, " sent by pid "); cc__text_u64(&t, (uint64_t)(uint32_t)crash->sender_pid); }
+    /* The first frame in the main executable, else the innermost. */
+    uint32_t at = count;
+    for (uint32_t i = 0; i < count && at == count; i++) if (cc__images_in_main(frames[i] - (i > 0))) at = i;
+    if (count > 0) {
+        const char *image = 0;
+        size_t image_length = 0;
+        uint64_t offset = 0;
+        uint64_t pc = frames[at == count ? 0 : at];
+        cc__text_puts(&t, " in ");
+        if (cc__images_label(pc, &image, &image_length, &offset)) {
+            cc__text_put(&t, image, image_length);
+            cc__text_puts(&t, "+");
+            cc__text_hex(&t, offset);
+        } else {
+            cc__text_hex(&t, pc);
+        }
+    }
+    cc__text_puts(&t, ", thread ");
+    cc__text_u64(&t, (uint64_t)(uint32_t)tid);
+    if (thread_name[0]) { cc__text_puts(&t, " "); cc__text_json_string(&t, thread_name, 16); }
+    if (request) {
+        cc__text_puts(&t, ", while serving");
+        if (request->method[0]) { cc__text_puts(&t, " "); cc__text_put(&t, request->method, cc__strnlen(request->method, sizeof request->method)); }
+        if (request->route[0]) { cc__text_puts(&t, " "); cc__text_put(&t, request->route, cc__strnlen(request->route, sizeof request->route)); }
+        if (!request->method[0] && !request->route[0]) cc__text_puts(&t, " a request");
+        if (request->request_id[0] || (request->flags & CC_REQUEST_HAS_TRACE)) {
+            cc__text_puts(&t, " (");
+            if (request->request_id[0]) {
+                cc__text_puts(&t, "request ");
+                cc__text_put(&t, request->request_id, cc__strnlen(request->request_id, sizeof request->request_id));
+            }
+            if (request->flags & CC_REQUEST_HAS_TRACE) {
+                if (request->request_id[0]) cc__text_puts(&t, ", ");
+                cc__text_puts(&t, "trace ");
+                for (size_t i = 0; i < sizeof request->trace_id; i++) {
+                    char digits[2];
+                    cc__text_put(&t, digits, cc__fmt_hex(digits, request->trace_id[i], 2));
+                }
+            }
+            cc__text_puts(&t, ")");
+        }
+    }
+    cc__text_puts(&t, "; record ");
+    cc__text_directory(&t);
+    cc__text_puts(&t, "/");
+    cc__text_puts(&t, cc__g.file_name);
+    cc__text_puts(&t, "\n");
+    cc__termination_put(text, t.used);
 }

@@ -179,6 +179,13 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
  * and age (either pointer may be NULL). Lock-free, any thread. */
 uint32_t cc_requests_older_than(int64_t age_ns, uint64_t *oldest_key, int64_t *oldest_age_ns);
 
+/* Replaces the container's termination message (Kubernetes' terminationMessagePath: the file
+ * CRASHCAPTURE_TERMINATION_LOG names, else /dev/termination-log, when it existed as a regular
+ * file at install; capture never creates it) with `length` bytes of `text` (at most 4096 kept).
+ * The handler writes one at a crash; the hang watcher at a hang. 0, or -1 when there is no such
+ * file or writing failed. Async-signal-safe. */
+int cc_termination_message(const char *text, size_t length);
+
 /* The thread id of the calling thread (gettid). */
 int32_t cc_current_tid(void);
 /* Names the calling thread (prctl PR_SET_NAME: at most 15 bytes kept). */

@@ -278,7 +278,9 @@ final class HangMonitor: Sendable {
     /// The watching thread's loop (see the top of this file).
     private func watch(generation: Int) {
         "crashcapture-hang".withCString { cc_name_current_thread($0) }
+        let advertised = SnapshotRequest.advertise(settings.withLock { $0 })
         defer {
+            if advertised >= 0 { close(advertised) }
             if self.generation.load(ordering: .sequentiallyConsistent) == generation { running.store(false, ordering: .sequentiallyConsistent) }
         }
         var poolSent: Int64 = 0          // when the pending pool heartbeat was enqueued (or the watcher last ran late); 0: none pending
@@ -320,6 +322,7 @@ final class HangMonitor: Sendable {
                 let written = try? HangMonitor.write(kind: UInt32(CC_KIND_HANG.rawValue), detector: detector, name: name,
                                                      threshold: threshold, observed: observed, requestKey: requestKey, thread: thread)
                 HangMonitor.say(detector: detector, name: name, observed: observed, record: written)
+                HangMonitor.leaveTerminationMessage(name: name, threshold: threshold, observed: observed, record: written)
             }
 
             // The cooperative pool: one heartbeat job pending at a time.
@@ -410,6 +413,21 @@ final class HangMonitor: Sendable {
         return written
     }
 
+    /// The container's termination message (`cc_termination_message`; where there is no such
+    /// file, nothing): a pod killed later, by its liveness probe or for memory, shows the hang
+    /// in `kubectl describe pod` — `hang: cooperative pool stalled for 5.2 s (threshold 2.0 s); record …`.
+    static func leaveTerminationMessage(name: String, threshold: Int64, observed: Int64, record: SnapshotRecord?) {
+        func seconds(_ nanoseconds: Int64) -> String {
+            let tenths = (nanoseconds + 50_000_000) / 100_000_000
+            return "\(tenths / 10).\(tenths % 10) s"
+        }
+        var line = "hang: \(name) stalled for \(seconds(observed)) (threshold \(seconds(threshold)))"
+        if let record { line += "; record \(record.path)" }
+        line += "\n"
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { _ = cc_termination_message($0.baseAddress, $0.count) }
+    }
+
     /// One line on stderr per hang record, as a crash has its own: a log pipeline learns of it
     /// even when the record never leaves the machine.
     static func say(detector: UInt32, name: String, observed: Int64, record: SnapshotRecord?) {
@@ -425,6 +443,21 @@ final class HangMonitor: Sendable {
 /// directory, answered by the watcher with `snapshot-answer-<pid>` (the record's file name, or
 /// `error: …`), written whole (a rename) before the request is removed.
 enum SnapshotRequest {
+    /// While it watches, the watcher holds a shared `flock` on its record directory: the sign
+    /// `crash-inspect snapshot <pid>` finds in /proc/locks (that pid, a directory's inode) to know
+    /// where to leave its request without `--dir`. Nothing else locks the directory itself, and a
+    /// shared lock keeps no one out; it goes with the process. The descriptor, or -1.
+    static func advertise(_ settings: HangMonitor.Settings?) -> Int32 {
+        guard let settings, settings.detection.answersSnapshotRequests else { return -1 }
+        let fd = open(settings.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        if flock(fd, LOCK_SH | LOCK_NB) != 0 {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
     static func answer(directory: String) {
         let pid = getpid()
         let request = directory + "/" + RecordFileName.snapshotRequest(pid: pid)

@@ -152,8 +152,10 @@ extension CrashInspect {
             abstract: "Asks a running process for a snapshot record, waits for it and shows it.",
             discussion: """
                 The process must run capture with hang detection on (CRASHCAPTURE_HANG_SECONDS, or \
-                HangDetection in its configuration) and write its records to --dir; this command leaves a \
-                request file there, which the process's watcher answers within a tick (at most a second). \
+                HangDetection in its configuration). Its record directory is found from /proc (its watcher \
+                holds a shared lock on it; reading its descriptors needs its user or root); --dir names it \
+                where that cannot be read. This command leaves a request file there, which the process's \
+                watcher answers within a tick (at most a second). \
                 No signal is sent: a process that does not watch is not disturbed. Its threads stand \
                 still only while they are read (the record says how long).
                 """)
@@ -168,12 +170,15 @@ extension CrashInspect {
 
         func run() throws {
             guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { throw ValidationError("no process \(pid)") }
-            let request = options.dir + "/" + RecordFileName.snapshotRequest(pid: pid)
-            let answer = options.dir + "/" + RecordFileName.snapshotAnswer(pid: pid)
+            // Where the process watches, as it says; else --dir (or CRASHCAPTURE_DIR, or here).
+            let watched = WatchedDirectory.of(pid: pid)
+            let directory = watched.count == 1 ? watched[0] : options.dir
+            let request = directory + "/" + RecordFileName.snapshotRequest(pid: pid)
+            let answer = directory + "/" + RecordFileName.snapshotAnswer(pid: pid)
             unlink(answer)   // a stale answer of an earlier request
             let fd = open(request, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                throw RuntimeFailure(description: "cannot leave a request in \(options.dir): \(String(cString: strerror(errno)))")
+                throw RuntimeFailure(description: "cannot leave a request in \(directory): \(String(cString: strerror(errno)))")
             }
             close(fd)
             let deadline = Date().addingTimeInterval(timeout)
@@ -189,10 +194,10 @@ extension CrashInspect {
             guard let text else {
                 unlink(request)
                 throw RuntimeFailure(description: "process \(pid) did not answer within \(timeout) s: it answers only with hang detection on "
-                                     + "(CRASHCAPTURE_HANG_SECONDS, or HangDetection in its configuration) and records in \(options.dir)")
+                                     + "(CRASHCAPTURE_HANG_SECONDS, or HangDetection in its configuration) and records in \(directory)")
             }
             if text.hasPrefix("error:") { throw RuntimeFailure(description: "process \(pid): \(text)") }
-            let (inspection, _) = try options.inspection(options.dir + "/" + text)
+            let (inspection, _) = try options.inspection(directory + "/" + text)
             print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
         }
     }

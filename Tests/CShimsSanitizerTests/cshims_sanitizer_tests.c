@@ -357,6 +357,35 @@ static void child_request_contexts(void) {
     sanitized_level1(sanitized_crash_null);
 }
 
+/* The container's termination message: a file there before install (as the kubelet makes it),
+ * holding more than the message will; a request attached to this thread; a crash. */
+static void termination_path(const char *dir, char *out, size_t cap) { snprintf(out, cap, "%s-termination-log", dir); }
+static void child_termination_message(void) {
+    char path[4096];
+    termination_path(g_dir, path, sizeof path);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 5000; i++) fputc('x', f);
+    fclose(f);
+    setenv("CRASHCAPTURE_TERMINATION_LOG", path, 1);
+    install(0, 0);
+    cc_sec_request_t mine = { .flags = CC_REQUEST_THREAD | CC_REQUEST_HAS_TRACE };
+    snprintf(mine.request_id, sizeof mine.request_id, "req-7");
+    snprintf(mine.method, sizeof mine.method, "GET");
+    snprintf(mine.route, sizeof mine.route, "/orders/{id}");
+    snprintf(mine.path, sizeof mine.path, "/orders/secret-42");
+    for (int b = 0; b < 16; b++) mine.trace_id[b] = (uint8_t)b;
+    cc_context_attach(&mine);
+    sanitized_level1(sanitized_crash_null);
+}
+/* No such file: none is made. */
+static void child_termination_absent(void) {
+    char path[4096];
+    termination_path(g_dir, path, sizeof path);
+    setenv("CRASHCAPTURE_TERMINATION_LOG", path, 1);
+    install(0, 0);
+    sanitized_level1(sanitized_crash_null);
+}
+
 /* Three threads: this one waits in pthread_join, one blocks every signal (the thread helper
  * stops it with ptrace), one crashes. */
 static atomic_int g_blocker_ready;
@@ -1208,6 +1237,31 @@ static int check_runtime_warning_then_abort(const record_t *r, const outcome_t *
                          "SWIFT TASK CONTINUATION MISUSE: four() leaked its continuation without resuming it.");
 }
 
+static int check_termination_message(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    char path[4096], text[8192] = { 0 };
+    termination_path(o->dir, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    CHECK(f, "the termination message file is gone");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    CHECK(strncmp(text, "crashed: SIGSEGV (SEGV_MAPERR) at 0x0 in cshims-sanitizer-tests+0x", 66) == 0, "message: %s", text);
+    CHECK(strstr(text, ", while serving GET /orders/{id} (request req-7, trace 000102030405060708090a0b0c0d0e0f); record "),
+          "message: %s", text);
+    CHECK(!strstr(text, "secret"), "the request's path left in the message: %s", text);
+    CHECK(strstr(text, o->dir) && strstr(text, "/crash-") && n > 7 && strcmp(text + n - 7, ".ccrec\n") == 0, "record: %s", text);
+    CHECK(n < 1024 && !strstr(text, "xxxx"), "%zu bytes: the old text was not cut away", n);
+    return 1;
+}
+static int check_termination_absent(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    char path[4096];
+    termination_path(o->dir, path, sizeof path);
+    CHECK(access(path, F_OK) != 0, "a termination message file was made: %s", path);
+    return 1;
+}
+
 static int check_breadcrumbs(const record_t *r, const outcome_t *o) {
     if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
     CHECK(count_of(r, CC_SEC_BREADCRUMB) == CC__BREADCRUMB_SLOTS, "%u breadcrumbs", count_of(r, CC_SEC_BREADCRUMB));
@@ -1436,6 +1490,8 @@ static const scenario_t g_scenarios[] = {
     { "api", child_api, 0, NO_RECORD, 0 },
     { "crash-time-uploader", child_uploader, SIGSEGV, COMPLETE, check_uploader },
     { "request-contexts", child_request_contexts, SIGSEGV, COMPLETE, check_request_contexts },
+    { "termination-message", child_termination_message, SIGSEGV, COMPLETE, check_termination_message },
+    { "termination-message-absent", child_termination_absent, SIGSEGV, COMPLETE, check_termination_absent },
     { "scope", child_scope, SIGSEGV, COMPLETE, check_scope },
     { "snapshot", child_snapshot, 0, COMPLETE, check_snapshot },
 };

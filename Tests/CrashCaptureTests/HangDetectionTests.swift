@@ -69,7 +69,6 @@ final class HangDetectionTests: XCTestCase {
     /// the process recovers and exits 0, as it does with capture off.
     func testStarvedPoolWritesOneHangRecordThatNamesTheBlockingFramesAndTheProcessRecovers() throws {
         let run = try hang("pool", ["--threshold", "1", "--block", "3"])
-        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
         XCTAssertEqual(try run.json()["recovered"] as? Bool, true)
         let records = try run.records()
         XCTAssertEqual(records.count, 1, "one hang record per cause: \(run.recordFiles)")
@@ -98,12 +97,57 @@ final class HangDetectionTests: XCTestCase {
         XCTAssertTrue(text.contains("Blocked thread"), text)
     }
 
+    /// The container's termination message file, as the kubelet makes it: a hang record leaves
+    /// its line there, replacing what the file held, for `kubectl describe pod` should the pod be
+    /// killed while hung (SIGKILL: the line stays); a process that recovers and exits normally
+    /// takes its line away again.
+    func testAHangLeavesTheTerminationMessageUntilANormalExit() throws {
+        for killed in [true, false] {
+            let directory = try Scratch.directory("hang-termination-\(killed)")
+            let termination = directory + ".termination-log"
+            XCTAssertTrue(FileManager.default.createFile(atPath: termination, contents: Data(String(repeating: "x", count: 5000).utf8)))
+            var env = ProcessInfo.processInfo.environment
+            env[HangDetection.environmentVariable] = nil
+            env["CRASHCAPTURE_TERMINATION_LOG"] = termination
+            let child = try ChildProcess.start(Harness.debug, ["hang", "--dir", directory, "--mode", "pool", "--threshold", "1", "--block", "4"],
+                                               environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr", ownProcessGroup: true)
+            var message = ""
+            for _ in 0..<100 where !message.hasPrefix("hang: ") {
+                Thread.sleep(forTimeInterval: 0.1)
+                message = (try? String(contentsOfFile: termination, encoding: .utf8)) ?? ""
+            }
+            let record = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).first { $0.hasSuffix(".ccrec") }
+            XCTAssertTrue(message.hasPrefix("hang: cooperative pool stalled for "), message)
+            XCTAssertTrue(message.hasSuffix("(threshold 1.0 s); record \(directory)/\(record ?? "?")\n"), message)
+            XCTAssertFalse(message.contains("xxx"), "what the file held before is replaced: \(message)")
+            if killed { kill(child.pid, SIGKILL) }
+            let ended = child.wait(timeout: 60)
+            let after = try String(contentsOfFile: termination, encoding: .utf8)
+            if killed {
+                XCTAssertEqual(ended.ending, .signaled(SIGKILL))
+                XCTAssertEqual(after, message, "killed while hung: the line stays for the pod's status")
+            } else {
+                XCTAssertEqual(ended.ending, .exited(0))
+                XCTAssertEqual(after, "", "recovered and exited normally: the line is taken away")
+            }
+        }
+    }
+
     /// The same with capture off: the process recovers the same way and writes nothing.
     func testStarvedPoolWithCaptureOffRecoversTheSameWay() throws {
-        let run = try hang("pool", ["--threshold", "1", "--block", "2"], environment: [CrashHandler.disableEnvironmentVariable: "1"])
+        let termination = try Scratch.directory("hang-pool-off-termination") + "/termination-log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: termination, contents: Data("the app's own\n".utf8)))
+        let missing = termination + "-missing"
+        let run = try hang("pool", ["--threshold", "1", "--block", "2"], environment: [CrashHandler.disableEnvironmentVariable: "1",
+                                                                                       "CRASHCAPTURE_TERMINATION_LOG": termination])
         XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
         XCTAssertEqual(try run.json()["recovered"] as? Bool, true)
         XCTAssertEqual(run.recordFiles, [])
+        XCTAssertEqual(try String(contentsOfFile: termination, encoding: .utf8), "the app's own\n", "capture off writes no termination message")
+        // Capture on, no such file: none is made.
+        let on = try hang("pool", ["--threshold", "1", "--block", "2"], environment: ["CRASHCAPTURE_TERMINATION_LOG": missing])
+        XCTAssertEqual(on.child.ending, .exited(0), on.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing))
     }
 
     /// A snapshot while three threads sleep (glibc's sleep: one nanosleep, which any signal
@@ -205,8 +249,10 @@ final class HangDetectionTests: XCTestCase {
     }
 
     /// `crash-inspect snapshot <pid>` of a running process with hang detection on (by the
-    /// environment variable alone): the process answers, the record shows the waiting requests,
-    /// and the process goes on to exit 0.
+    /// environment variable alone), typed as one types `jcmd <pid> Thread.print`: no --dir, from
+    /// another directory. The record directory is found from /proc (the watcher's shared lock on
+    /// it), the process answers, the record shows the waiting requests, and the process goes on to
+    /// exit 0.
     func testCrashInspectSnapshotAsksARunningProcess() throws {
         let directory = try Scratch.directory("hang-inspect")
         let child = try startHarness(directory, ["--mode", "serve", "--threshold", "0",
@@ -214,8 +260,15 @@ final class HangDetectionTests: XCTestCase {
         Thread.sleep(forTimeInterval: 1.5)
         let inspect = BuiltProducts.inspect
         let out = directory + ".snapshot"
-        let asked = try ChildProcess.run(inspect, ["snapshot", String(child.pid), "--dir", directory, "--json"], stdout: out, timeout: 30)
+        XCTAssertEqual(WatchedDirectory.of(pid: child.pid).map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path },
+                       [URL(fileURLWithPath: directory).resolvingSymlinksInPath().path])
+        var environment = ProcessInfo.processInfo.environment
+        environment["CRASHCAPTURE_DIR"] = nil
+        let elsewhere = try Scratch.directory("hang-inspect-elsewhere")
+        let asked = try ChildProcess.run("/bin/sh", ["-c", "cd \"$1\" && exec \"$2\" snapshot \"$3\" --json", "sh", elsewhere, inspect, String(child.pid)],
+                                         environment: environment, stdout: out, timeout: 30)
         XCTAssertEqual(asked.ending, .exited(0))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: elsewhere), [], "nothing left where it was run")
         let data = try XCTUnwrap(FileManager.default.contents(atPath: out))
         let shown = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         XCTAssertEqual(shown["kind"] as? String, "snapshot")

@@ -3,6 +3,7 @@
 // offline) on the harness binary, on its stripped copy and on its separate debug file
 // (objcopy --only-keep-debug) must print the `debug_id` and `code_id` of the event's
 // `debug_meta.images` entry for that binary, so that a change to how we compute them fails here.
+import CrashInspection
 import CrashRecordFormat
 import Foundation
 import ProcessSpawning
@@ -53,5 +54,23 @@ final class DebugFileIdentityTests: XCTestCase {
             XCTAssertEqual(ids.debugID, eventDebugID, (file as NSString).lastPathComponent)
             XCTAssertEqual(ids.codeID, eventCodeID, (file as NSString).lastPathComponent)
         }
+    }
+}
+
+/// The lines of /proc/locks that say where a process's hang watcher answers snapshot requests.
+final class WatchedDirectoryTests: XCTestCase {
+    func testOnlyThatProcesssSharedFlocksAreTaken() {
+        let locks = """
+            1: FLOCK  ADVISORY  WRITE 26600 fe:00:16220439 0 EOF
+            2: FLOCK  ADVISORY  READ  4242 fe:01:131074 0 EOF
+            3: POSIX  ADVISORY  READ  4242 fe:01:99 0 EOF
+            4: FLOCK  ADVISORY  READ  42420 fe:01:7 0 EOF
+            5: FLOCK  ADVISORY  READ  4242 103:0a:1 0 EOF
+            6: FLOCK  ADVISORY  READ  4242 nonsense 0 EOF
+            """
+        XCTAssertEqual(WatchedDirectory.locked(by: 4242, in: locks),
+                       [.init(major: 0xfe, minor: 1, inode: 131074), .init(major: 0x103, minor: 0xa, inode: 1)])
+        XCTAssertEqual(WatchedDirectory.locked(by: 1, in: locks), [])
+        XCTAssertEqual(WatchedDirectory.of(pid: 4242, locks: ""), [])
     }
 }
