@@ -216,6 +216,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
+                // Hummingbird's own: the server's graceful shutdown, heard inside each request.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Hummingbird"])),
             ]
         ),
         .target(

@@ -6,6 +6,7 @@ import Logging
 public import Hummingbird
 public import NIOCore
 public import NIOPosix
+import ServiceLifecycle
 import Synchronization
 
 /// Attaches a ``CrashContext`` to each request it sees: a crash while the request is served names
@@ -51,9 +52,17 @@ public struct CrashContextMiddleware<Context: RequestContext>: RouterMiddleware 
     }
 
     /// Attaches the request's context for as long as `next` runs, then passes its response on unchanged.
+    /// A graceful shutdown of the server (SIGTERM through ServiceLifecycle) that begins while the
+    /// request is in flight starts hang detection's shutdown clock (``HangDetector/shutdownBegan()``):
+    /// a shutdown that waits for this request longer than the shutdown threshold is recorded before
+    /// the SIGKILL that ends it, wherever the reporter's service stands in the group.
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await CrashContext.withValue(crashContext(request, context: context)) {
-            try await next(request, context)
+        try await withGracefulShutdownHandler {
+            try await CrashContext.withValue(crashContext(request, context: context)) {
+                try await next(request, context)
+            }
+        } onGracefulShutdown: {
+            HangDetector.shutdownBegan()
         }
     }
 

@@ -7,12 +7,15 @@ public import ServiceLifecycle
 ///
 /// ```swift
 /// let capture = try CrashCaptureService(.init(directory: "/var/lib/orders/crashes", appName: "orders", appVersion: "1.4.2"))
-/// let group = ServiceGroup(configuration: .init(services: [capture, server], logger: logger))
+/// let group = ServiceGroup(configuration: .init(services: [server, capture], logger: logger))
 /// try await group.run()
 /// ```
 ///
 /// Capture starts when the service is made, before the group runs any service, so a crash while
-/// the others start is recorded too. Graceful shutdown leaves it installed: capture has nothing to
+/// the others start is recorded too. A group shuts its services down in reverse order: after the
+/// server, this service hears of the graceful shutdown first and starts hang detection's shutdown
+/// clock at once. (Hummingbird's and Vapor's `CrashContextMiddleware` start it from the requests in
+/// flight, so there the order does not matter.) Graceful shutdown leaves it installed: capture has nothing to
 /// flush, and a crash during the rest of the shutdown is still recorded.
 public struct CrashCaptureService: Service {
     /// What ``CrashHandler/start(_:)`` did (`.disabledByEnvironment` with `CRASHCAPTURE_DISABLE=1`).
@@ -52,6 +55,9 @@ public import CrashReporter
 /// deadline, the Sentry sink sends what it can, and the run is told as exited at the next launch
 /// (Sentry's release health counts it as a clean session, not a crash or an abnormal end).
 /// Capture stays installed: a crash during the rest of the shutdown is still recorded, and told.
+/// Before the server, the run ends once the server has finished; a shutdown that hangs is then
+/// timed by the server's `CrashContextMiddleware` (Hummingbird, Vapor), which starts hang
+/// detection's shutdown clock from the requests in flight.
 public struct CrashReportingService: Service {
     /// The reporter this service started.
     public let reporting: CrashReporting

@@ -37,6 +37,7 @@ public struct CrashContextMiddleware: AsyncMiddleware {
 
     public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
         Self.watchEventLoops(of: request.application)
+        Self.watchStop(of: request.application)
         return try await CrashContext.withValue(crashContext(request)) {
             try await next.respond(to: request)
         }
@@ -53,6 +54,19 @@ public struct CrashContextMiddleware: AsyncMiddleware {
     }
 
     private static let watching = Atomic<Bool>(false)
+
+    /// Vapor's serve command (`app.execute()`) stops the application on SIGTERM and SIGINT by
+    /// completing `application.running`'s `onStop`; the server then waits for the requests in
+    /// flight. From the first request served once it runs, that moment starts hang detection's
+    /// shutdown clock (``HangDetector/shutdownBegan()``): a shutdown that waits for a request
+    /// longer than the shutdown threshold is recorded before the SIGKILL that ends it.
+    static func watchStop(of application: Application) {
+        guard !stopWatched.load(ordering: .relaxed), let running = application.running,
+              stopWatched.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        running.onStop.whenComplete { _ in HangDetector.shutdownBegan() }
+    }
+
+    private static let stopWatched = Atomic<Bool>(false)
 
     /// What a crash record says of `request`.
     func crashContext(_ request: Request) -> CrashContext {

@@ -163,9 +163,24 @@ final class ServerHangTests: XCTestCase {
 
     /// SIGTERM while a request awaits forever: the graceful shutdown waits for it and never ends;
     /// 2 s later (`--shutdown-threshold 2`) a hang record of the shutdown lists that request,
-    /// written before the SIGKILL that ends the process.
+    /// written before the SIGKILL that ends the process. The server is set up as the README shows
+    /// (capture among the application's services, which ServiceLifecycle shuts down only after the
+    /// server): the middleware starts the shutdown clock from inside the waiting request.
     func testShutdownThatNeverEndsIsRecordedBeforeSIGKILL() throws {
-        let server = try ExampleServer(try executable(), name: "hang-shutdown", arguments: ["--shutdown-threshold", "2"])
+        try checkShutdownThatNeverEnds(try executable(), name: "hang-shutdown")
+    }
+
+    /// The same in the Vapor example, SIGTERM taken as Vapor's serve command takes it
+    /// (`application.running` stopped, then the server's shutdown waits for the request).
+    func testVaporShutdownThatNeverEndsIsRecordedBeforeSIGKILL() throws {
+        guard let executable = ProcessInfo.processInfo.environment["CRASHING_VAPOR_SERVER"], !executable.isEmpty else {
+            throw XCTSkip("set CRASHING_VAPOR_SERVER to a build of the Vapor example server (scripts/test.sh does)")
+        }
+        try checkShutdownThatNeverEnds(executable, name: "hang-shutdown-vapor")
+    }
+
+    func checkShutdownThatNeverEnds(_ executable: String, name: String) throws {
+        let server = try ExampleServer(executable, name: name, arguments: ["--shutdown-threshold", "2"])
         let waiting = try HTTPConnection(port: server.port, path: "/wait-forever")
         XCTAssertEqual(server.waitForStderr("wait-forever request started", count: 1, timeout: 20), 1, server.stderr)
         kill(server.pid, SIGTERM)

@@ -113,8 +113,16 @@ let port = argument("--port").flatMap { Int($0) } ?? 0
 // Capture starts here, before the application's services run; it stays installed through a
 // graceful shutdown.
 let capture: any Service
+// `--shutdown-threshold S`: hang detection on, and a graceful shutdown may take S seconds.
+let shutdownThreshold = argument("--shutdown-threshold").flatMap(Double.init).map { seconds in
+    var detection = HangDetection()
+    detection.shutdownThreshold = .milliseconds(Int64(seconds * 1000))
+    return detection
+}
 if CommandLine.arguments.contains("--report") {
-    let reporting = CrashReportingService(.init(recordDirectory: directory, appName: "crashing-server", appVersion: "1.0"))
+    var configuration = CrashReporting.Configuration(recordDirectory: directory, appName: "crashing-server", appVersion: "1.0")
+    if let shutdownThreshold { configuration.hangDetection = shutdownThreshold }
+    let reporting = CrashReportingService(configuration)
     let started = switch reporting.reporting.captureResult {
     case .success(let result)?: "\(result)"
     case .failure(let error)?: "\(error)"
@@ -124,11 +132,7 @@ if CommandLine.arguments.contains("--report") {
     capture = reporting
 } else {
     var configuration = CrashHandler.Configuration(directory: directory, appName: "crashing-server", appVersion: "1.0")
-    // `--shutdown-threshold S`: hang detection on, and a graceful shutdown may take S seconds.
-    if let seconds = argument("--shutdown-threshold").flatMap(Double.init) {
-        configuration.hangDetection = HangDetection()
-        configuration.hangDetection?.shutdownThreshold = .milliseconds(Int64(seconds * 1000))
-    }
+    if let shutdownThreshold { configuration.hangDetection = shutdownThreshold }
     let service = try CrashCaptureService(configuration)
     FileHandle.standardError.write(Data("crash capture: \(service.started)\n".utf8))
     capture = service
@@ -151,23 +155,16 @@ router.get("block-loop", use: blockLoopRoute)
 router.get("wait-forever", use: waitForeverRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
-// With hang detection's shutdown clock (`--shutdown-threshold`) the capture service runs after the
-// application in a group of its own: ServiceLifecycle shuts services down in reverse order, so
-// the one after the server hears of SIGTERM at once (inside `Application(services:)` it would hear
-// only once the server had finished: never, for a shutdown that hangs).
-let captureLast = argument("--shutdown-threshold") != nil
+// The README's shape: capture (or the reporter) among the application's services, the middleware
+// before the routes. A graceful shutdown that waits for a request starts the shutdown clock from
+// inside that request (CrashContextMiddleware), wherever the service stands.
 let app = Application(
     router: router,
     configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "crashing-server"),
-    services: captureLast ? [] : [capture],
+    services: [capture],
     onServerRunning: { channel in
         // One write(2), unbuffered: the test waits for this line.
         FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(channel.localAddress?.port ?? port)\n".utf8))
     }
 )
-if captureLast {
-    let group = ServiceGroup(configuration: .init(services: [app, capture], gracefulShutdownSignals: [.sigterm], logger: app.logger))
-    try await group.run()
-} else {
-    try await app.runService()
-}
+try await app.runService()

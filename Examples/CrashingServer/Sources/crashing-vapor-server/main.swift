@@ -4,11 +4,16 @@
 // `GET /crash/:id` dies of SIGSEGV inside its route handler (which Vapor runs in a Task of its
 // own, created inside the middleware's call), after two async helpers that each suspend once.
 //
-//   crashing-vapor-server [--dir DIR] [--port PORT] [--tracer] [--report]   (DIR also from CRASH_DIR; PORT 0 by default)
+// `GET /wait-forever` awaits a continuation never resumed (a graceful shutdown then waits for it).
+//
+//   crashing-vapor-server [--dir DIR] [--port PORT] [--tracer] [--report] [--shutdown-threshold S]
+//   (DIR also from CRASH_DIR; PORT 0 by default)
 //
 // `--report` starts the whole reporter (Sentry from SENTRY_DSN, the runs) instead of capture alone,
 // with CrashReportingLifecycle ending the run at the application's shutdown, which SIGTERM starts
-// here as Vapor's serve command does (the server stopped, `asyncShutdown()`, exit 0).
+// here as Vapor's serve command does (`application.running` stopped, the server shut down, waiting
+// for the requests in flight, `asyncShutdown()`, exit 0). `--shutdown-threshold S`: hang detection
+// on, and that shutdown may take S seconds before a hang record says where it waits.
 // Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once the server accepts connections.
 // CRASHCAPTURE_DISABLE=1 leaves capture off (CrashHandler.start itself honours it). `--tracer`
 // bootstraps a stand-in tracer and Vapor's TracingMiddleware (ExampleCrashes' StandInTracer).
@@ -18,6 +23,7 @@ import CrashReporter
 import ExampleCrashes
 import Foundation
 import Instrumentation
+import Synchronization
 import Vapor
 #if canImport(Glibc)
 import Glibc
@@ -41,6 +47,17 @@ import Glibc
     return "slow\n"
 }
 
+/// The `/wait-forever` route handler: awaits a continuation nobody resumes (kept, so the runtime
+/// does not report it leaked). Says on stderr when it has started.
+@Sendable @inline(never) func waitForeverRoute(_ request: Request) async throws -> String {
+    FileHandle.standardError.write(Data("wait-forever request started\n".utf8))
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        forgotten.withLock { $0.append(continuation) }
+    }
+    return "not reached\n"
+}
+let forgotten = Mutex<[CheckedContinuation<Void, Never>]>([])
+
 // MARK: Main
 
 guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["CRASH_DIR"] else {
@@ -49,9 +66,16 @@ guard let directory = argument("--dir") ?? ProcessInfo.processInfo.environment["
 }
 let port = argument("--port").flatMap { Int($0) } ?? 0
 
+let shutdownThreshold = argument("--shutdown-threshold").flatMap(Double.init).map { seconds in
+    var detection = HangDetection()
+    detection.shutdownThreshold = .milliseconds(Int64(seconds * 1000))
+    return detection
+}
 let reporting: CrashReporting?
 if CommandLine.arguments.contains("--report") {
-    let started = CrashReporting.start(.init(recordDirectory: directory, appName: "crashing-vapor-server", appVersion: "1.0"))
+    var configuration = CrashReporting.Configuration(recordDirectory: directory, appName: "crashing-vapor-server", appVersion: "1.0")
+    if let shutdownThreshold { configuration.hangDetection = shutdownThreshold }
+    let started = CrashReporting.start(configuration)
     let result = switch started.captureResult {
     case .success(let result)?: "\(result)"
     case .failure(let error)?: "\(error)"
@@ -60,7 +84,9 @@ if CommandLine.arguments.contains("--report") {
     FileHandle.standardError.write(Data("crash capture: \(result)\n".utf8))
     reporting = started
 } else {
-    let started = try CrashHandler.start(.init(directory: directory, appName: "crashing-vapor-server", appVersion: "1.0"))
+    var configuration = CrashHandler.Configuration(directory: directory, appName: "crashing-vapor-server", appVersion: "1.0")
+    if let shutdownThreshold { configuration.hangDetection = shutdownThreshold }
+    let started = try CrashHandler.start(configuration)
     FileHandle.standardError.write(Data("crash capture: \(started)\n".utf8))
     reporting = nil
 }
@@ -77,6 +103,7 @@ app.middleware.use(CrashContextMiddleware())
 app.get("ok") { _ in "ok\n" }
 app.get("slow", use: slowRoute)
 app.get("crash", ":id", use: crashRoute)
+app.get("wait-forever", use: waitForeverRoute)
 // A synchronous handler runs on the request's event loop: `/block-loop?seconds=N` blocks that loop
 // (hang detection's event-loop test). Says on stderr when it has started.
 app.get("block-loop") { request -> String in
@@ -94,22 +121,28 @@ func start(_ app: Application, port: Int) async throws -> Int {
     return app.http.server.shared.localAddress?.port ?? port
 }
 
-// SIGTERM as Vapor's serve command takes it: the server stopped, the application shut down (its
-// lifecycle handlers: the reporter's run ends), status 0. `_exit`, not `exit`: the reporter's exit
-// hook would end the run too, and the tests check that the lifecycle handler does.
+/// The server shut down (waiting for the requests in flight), then the application (a function,
+/// as `start`: top-level code would pick the synchronous `shutdown()`).
+func stop(_ app: Application) async {
+    await app.server.shutdown()
+    try? await app.asyncShutdown()
+}
+
+// SIGTERM as Vapor's serve command takes it: `application.running` stopped (what the middleware's
+// shutdown clock listens for), the server shut down (it waits for the requests in flight), the
+// application shut down (its lifecycle handlers: the reporter's run ends), status 0. `_exit`, not
+// `exit`: the reporter's exit hook would end the run too, and the tests check that the lifecycle
+// handler does.
+app.running = .start(using: app.eventLoopGroup.next().makePromise(of: Void.self))
 signal(SIGTERM, SIG_IGN)
 let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
-terminate.setEventHandler {
-    Task {
-        await app.server.shutdown()
-        try? await app.asyncShutdown()
-        _exit(0)
-    }
-}
+terminate.setEventHandler { app.running?.stop() }
 terminate.resume()
 
 let listening = try await start(app, port: port)
 // One write(2), unbuffered: the test waits for this line.
 FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(listening)\n".utf8))
-// Served until the process dies (the tests crash it or kill it).
-while true { try await Task.sleep(for: .seconds(3600)) }
+// Served until SIGTERM (or until the tests crash or kill it).
+try await app.running?.onStop.get()
+await stop(app)
+_exit(0)
