@@ -64,6 +64,45 @@ static void cc__text_hex(cc__text_t *t, uint64_t value) {
     cc__text_put(t, digits, cc__fmt_hex(digits, value, count));
 }
 
+/* async-signal-safe: "SIGSEGV (SEGV_MAPERR) at 0x0", "SIGTERM (SI_USER) sent by pid 42". */
+static void cc__text_crash(cc__text_t *t, const cc_sec_crash_t *crash) {
+    const char *name = cc_signal_name(crash->signo);
+    if (name) {
+        cc__text_puts(t, name);
+    } else {
+        cc__text_puts(t, "signal ");
+        cc__text_u64(t, (uint64_t)(uint32_t)crash->signo);
+    }
+    if (crash->code_name[0]) {
+        cc__text_puts(t, " (");
+        cc__text_put(t, crash->code_name, cc__strnlen(crash->code_name, sizeof crash->code_name));
+        cc__text_puts(t, ")");
+    }
+    if (crash->flags & CC_CRASH_FAULT_ADDRESS) {
+        cc__text_puts(t, " at ");
+        cc__text_hex(t, crash->fault_address);
+    }
+    if (crash->flags & CC_CRASH_FROM_PROCESS) {
+        cc__text_puts(t, " sent by pid ");
+        cc__text_u64(t, (uint64_t)(uint32_t)crash->sender_pid);
+    }
+}
+
+/* async-signal-safe: `image+0xoffset`, as the record's readers name an address without a symbol
+ * (cc__images_label), or the bare address outside every image. */
+static void cc__text_frame(cc__text_t *t, uint64_t address) {
+    const char *image = 0;
+    size_t image_length = 0;
+    uint64_t offset = 0;
+    if (cc__images_label(address, &image, &image_length, &offset)) {
+        cc__text_put(t, image, image_length);
+        cc__text_puts(t, "+");
+        cc__text_hex(t, offset);
+    } else {
+        cc__text_hex(t, address);
+    }
+}
+
 /* async-signal-safe: the record directory as a full path, without trailing '/': as configured
  * when that is absolute, else where its fd points (/proc/self/fd; " (deleted)" when it is gone). */
 static void cc__text_directory(cc__text_t *t) {
@@ -96,26 +135,7 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
     cc__text_puts(&t, " tid ");
     cc__text_u64(&t, (uint64_t)(uint32_t)tid);
     cc__text_puts(&t, " crashed: ");
-    const char *name = cc_signal_name(crash->signo);
-    if (name) {
-        cc__text_puts(&t, name);
-    } else {
-        cc__text_puts(&t, "signal ");
-        cc__text_u64(&t, (uint64_t)(uint32_t)crash->signo);
-    }
-    if (crash->code_name[0]) {
-        cc__text_puts(&t, " (");
-        cc__text_put(&t, crash->code_name, cc__strnlen(crash->code_name, sizeof crash->code_name));
-        cc__text_puts(&t, ")");
-    }
-    if (crash->flags & CC_CRASH_FAULT_ADDRESS) {
-        cc__text_puts(&t, " at ");
-        cc__text_hex(&t, crash->fault_address);
-    }
-    if (crash->flags & CC_CRASH_FROM_PROCESS) {
-        cc__text_puts(&t, " sent by pid ");
-        cc__text_u64(&t, (uint64_t)(uint32_t)crash->sender_pid);
-    }
+    cc__text_crash(&t, crash);
     cc__text_puts(&t, "\n");
 
     cc__text_puts(&t, prefix);
@@ -144,16 +164,7 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
         cc__text_puts(&t, "#");
         cc__text_u64(&t, i);
         cc__text_puts(&t, " ");
-        const char *image = 0;
-        size_t image_length = 0;
-        uint64_t offset = 0;
-        if (cc__images_label(frames[i], &image, &image_length, &offset)) {
-            cc__text_put(&t, image, image_length);
-            cc__text_puts(&t, "+");
-            cc__text_hex(&t, offset);
-        } else {
-            cc__text_hex(&t, frames[i]);
-        }
+        cc__text_frame(&t, frames[i]);
         cc__text_puts(&t, "\n");
     }
     if (t.used == t.cap) t.out[t.cap - 1] = '\n';   /* cut short: still ends its last line */
@@ -314,32 +325,13 @@ void cc__termination_crash(const cc_sec_crash_t *crash, pid_t tid, const char *t
     char text[CC__TERMINATION_MAX];   /* on the stack, as the crash line's */
     cc__text_t t = { text, 0, sizeof text };
     cc__text_puts(&t, "crashed: ");
-    const char *name = cc_signal_name(crash->signo);
-    if (name) cc__text_puts(&t, name);
-    else { cc__text_puts(&t, "signal "); cc__text_u64(&t, (uint64_t)(uint32_t)crash->signo); }
-    if (crash->code_name[0]) {
-        cc__text_puts(&t, " (");
-        cc__text_put(&t, crash->code_name, cc__strnlen(crash->code_name, sizeof crash->code_name));
-        cc__text_puts(&t, ")");
-    }
-    if (crash->flags & CC_CRASH_FAULT_ADDRESS) { cc__text_puts(&t, " at "); cc__text_hex(&t, crash->fault_address); }
-    if (crash->flags & CC_CRASH_FROM_PROCESS) { cc__text_puts(&t, " sent by pid "); cc__text_u64(&t, (uint64_t)(uint32_t)crash->sender_pid); }
+    cc__text_crash(&t, crash);
     /* The first frame in the main executable, else the innermost. */
     uint32_t at = count;
     for (uint32_t i = 0; i < count && at == count; i++) if (cc__images_in_main(frames[i] - (i > 0))) at = i;
     if (count > 0) {
-        const char *image = 0;
-        size_t image_length = 0;
-        uint64_t offset = 0;
-        uint64_t pc = frames[at == count ? 0 : at];
         cc__text_puts(&t, " in ");
-        if (cc__images_label(pc, &image, &image_length, &offset)) {
-            cc__text_put(&t, image, image_length);
-            cc__text_puts(&t, "+");
-            cc__text_hex(&t, offset);
-        } else {
-            cc__text_hex(&t, pc);
-        }
+        cc__text_frame(&t, frames[at == count ? 0 : at]);
     }
     cc__text_puts(&t, ", thread ");
     cc__text_u64(&t, (uint64_t)(uint32_t)tid);
