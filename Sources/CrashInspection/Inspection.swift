@@ -44,7 +44,14 @@ package struct Inspection: Sendable {
                 ?? points.map { [SymbolicatedFrame(address: $0, inlined: false)] }
             return symbols.flatMap { $0 }
         } ?? []
+        let warnings = record.runtimeWarnings
+        self.leakedContinuations = waiting.map { frames in warnings.leakedContinuation(awaitedIn: frames.compactMap(\.symbol)) }
     }
+
+    /// For each of `record.requests.others`, the runtime's leaked-continuation warning for the
+    /// function its task waits in, when there is one: the request waits forever, since nothing
+    /// can resume it (`nil`: none, or its frames have no names here).
+    package var leakedContinuations: [RuntimeWarning?]
 
     /// The thread the record is about: the crashed one, or the one a hang names (``CrashRecord/focusThread(frames:)``).
     package var focusTID: Int32?

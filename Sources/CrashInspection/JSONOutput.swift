@@ -166,6 +166,9 @@ package struct ShowJSON: Encodable, Sendable {
         /// its callers (empty when not known; `waitingNote` says why).
         package var waiting: [WaitingFrame]
         package var waitingNote: Nullable<String>
+        /// The runtime's leaked-continuation warning for the function it waits in: nothing can
+        /// resume it (null: none).
+        package var leakedContinuation: Nullable<String>
     }
 
     package struct WaitingFrame: Encodable, Sendable {

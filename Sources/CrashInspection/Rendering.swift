@@ -95,7 +95,9 @@ package enum Rendering {
             out.append("Breadcrumbs (oldest first)")
             record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
-        if let requests = record.requests { out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting)) }
+        if let requests = record.requests {
+            out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting, leaked: inspection.leakedContinuations))
+        }
         if let scope = record.scope { out.append(contentsOf: scopeText(scope)) }
         if let resources = record.resources { out.append(contentsOf: resourcesText(resources)) }
         out.append("")
@@ -161,7 +163,8 @@ package enum Rendering {
 
     /// The "Requests in flight" part of `show`: how many, the others one per line (id, label,
     /// trace id, age at the crash), and the status when the crashed one could not be told.
-    static func requestsText(_ requests: RequestsInFlight, record: CrashRecord, waiting: [[SymbolicatedFrame]] = []) -> [String] {
+    static func requestsText(_ requests: RequestsInFlight, record: CrashRecord, waiting: [[SymbolicatedFrame]] = [],
+                             leaked: [RuntimeWarning?] = []) -> [String] {
         var out = ["", "Requests in flight"]
         let live = record.event != nil
         var count = "  \(requests.inFlight) \(live ? "when recorded" : "at the crash")"
@@ -185,6 +188,9 @@ package enum Rendering {
             out.append("  \(request.requestID.padding(toLength: max(idWidth, request.requestID.count), withPad: " ", startingAt: 0))  "
                        + "\(request.label.padding(toLength: max(labelWidth, request.label.count), withPad: " ", startingAt: 0))  \(trace)  \(age)")
             if let state = request.waiting.map(waitingState) { out.append("      \(state)") }
+            if index < leaked.count, let warning = leaked[index], let function = warning.leakedContinuationFunction {
+                out.append("      stuck for good: \(function) leaked the continuation it awaits (the runtime warned; nothing can resume it)")
+            }
             let frames = index < waiting.count ? waiting[index] : []
             for frame in frames {
                 let location = frame.file.map { "  \(($0 as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")" } ?? ""
@@ -365,7 +371,8 @@ package enum Rendering {
                 return ShowJSON.Requests(status: requests.status.name, currentTask: Nullable(task), inFlight: requests.inFlight,
                                          dropped: requests.dropped, crashed: Nullable(requests.crashed.map { requestJSON($0, record: record) }),
                                          others: requests.others.enumerated().map { index, request in
-                                             requestJSON(request, record: record, waiting: index < inspection.waiting.count ? inspection.waiting[index] : [])
+                                             requestJSON(request, record: record, waiting: index < inspection.waiting.count ? inspection.waiting[index] : [],
+                                                         leaked: index < inspection.leakedContinuations.count ? inspection.leakedContinuations[index] : nil)
                                          })
             }),
             scope: Nullable(record.scope.map { scope in
@@ -433,7 +440,8 @@ package enum Rendering {
     }
 
     /// One request of `show --json`'s `requests`.
-    static func requestJSON(_ request: CrashRequest, record: CrashRecord, waiting: [SymbolicatedFrame] = []) -> ShowJSON.Request {
+    static func requestJSON(_ request: CrashRequest, record: CrashRecord, waiting: [SymbolicatedFrame] = [],
+                            leaked: RuntimeWarning? = nil) -> ShowJSON.Request {
         ShowJSON.Request(requestID: request.requestID, method: request.method, route: request.route, path: request.path,
                          query: request.query, label: request.label, traceID: Nullable(request.traceID), spanID: Nullable(request.spanID),
                          parentSpanID: Nullable(request.parentSpanID), sampled: request.sampled,
@@ -442,7 +450,8 @@ package enum Rendering {
                          ageSeconds: Nullable(record.age(of: request)),
                          waiting: waiting.map { ShowJSON.WaitingFrame(address: Explanation.hex($0.address), symbol: Nullable($0.symbol),
                                                                       file: Nullable($0.file), line: Nullable($0.line)) },
-                         waitingNote: Nullable(request.waiting.flatMap { $0.status == .read ? nil : waitingState($0) }))
+                         waitingNote: Nullable(request.waiting.flatMap { $0.status == .read ? nil : waitingState($0) }),
+                         leakedContinuation: Nullable(leaked?.text))
     }
 
     /// Registers by name, as hex strings (the first of a name wins).

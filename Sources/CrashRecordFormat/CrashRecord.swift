@@ -723,6 +723,44 @@ public struct RuntimeWarning: Sendable, Equatable {
     /// The text, and "(×N)" when given more than once.
     package var line: String { count > 1 ? "\(text) (×\(count))" : text }
 
+    /// The function a leaked-continuation warning names, as the concurrency runtime words it
+    /// (`SWIFT TASK CONTINUATION MISUSE: <#function> leaked its continuation without resuming it.
+    /// …`): the function that awaited the continuation, where the task waits forever since.
+    package var leakedContinuationFunction: String? {
+        let prefix = "SWIFT TASK CONTINUATION MISUSE: ", marker = " leaked its continuation"
+        guard text.hasPrefix(prefix) else { return nil }
+        let rest = text.dropFirst(prefix.count)
+        guard let end = Self.find(marker[...], in: rest) else { return nil }
+        let function = rest[..<end.lowerBound]
+        return function.isEmpty ? nil : String(function)
+    }
+
+    /// Where `needle` first stands in `text` (no Foundation here).
+    static func find(_ needle: Substring, in text: Substring) -> Range<String.Index>? {
+        var start = text.startIndex
+        while start < text.endIndex {
+            if text[start...].hasPrefix(needle) { return start ..< text.index(start, offsetBy: needle.count) }
+            start = text.index(after: start)
+        }
+        return nil
+    }
+
+    /// Whether a frame named `symbol` (demangled, as the symbolicator names it) is in the function
+    /// this leaked-continuation warning names: its base name followed by `(`, as a whole name
+    /// (`Orders.awaitPayment(for:) async -> …`, `… partial function for Orders.awaitPayment(for:)`).
+    package func names(frame symbol: String) -> Bool {
+        guard let function = leakedContinuationFunction else { return false }
+        let base = function.prefix { $0 != "(" }
+        guard !base.isEmpty else { return false }
+        var rest = symbol[...]
+        while let found = Self.find((base + "(")[...], in: rest) {
+            let before = found.lowerBound == symbol.startIndex ? nil : symbol[symbol.index(before: found.lowerBound)]
+            if before == nil || before == "." || before == " " { return true }
+            rest = symbol[found.upperBound...]
+        }
+        return false
+    }
+
     /// The warnings in `text` (one a line), each once with its count, in the order first given.
     package static func list(_ text: String?) -> [RuntimeWarning] {
         guard let text else { return [] }
@@ -735,5 +773,13 @@ public struct RuntimeWarning: Sendable, Equatable {
             counts[line, default: 0] += 1
         }
         return order.map { RuntimeWarning(text: $0, count: counts[$0] ?? 1) }
+    }
+}
+
+extension [RuntimeWarning] {
+    /// The leaked-continuation warning whose function a task waits in: `frames`, where it waits
+    /// first (the innermost two are looked at: the resume point and its function's caller).
+    package func leakedContinuation(awaitedIn frames: [String]) -> RuntimeWarning? {
+        first { warning in frames.prefix(2).contains { warning.names(frame: $0) } }
     }
 }

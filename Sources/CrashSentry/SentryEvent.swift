@@ -74,9 +74,12 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         /// In a hang or snapshot: where its task waits, the function it resumes in first, then its
         /// callers (names as found on this machine, else `image+0xoffset`).
         package var waitsIn: [String]?
+        /// The runtime's leaked-continuation warning for the function it waits in: nothing can
+        /// resume it.
+        package var leakedContinuation: String?
 
         enum CodingKeys: String, CodingKey {
-            case id, method, route, traceID = "trace_id", age, waitsIn = "waits_in"
+            case id, method, route, traceID = "trace_id", age, waitsIn = "waits_in", leakedContinuation = "leaked_continuation"
         }
     }
 

@@ -54,16 +54,18 @@ extension SentryEnvelope {
                 extra["request_attributes"] = .pairs(Dictionary(crashed.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }))
             }
         }
+        let warnings = record.runtimeWarnings
         let others = requests.others.prefix(requestsInFlightLimit).map { request in
-            SentryEvent.InFlightRequest(
+            let waitsIn: [String]? = request.waiting.flatMap { waiting in
+                let points = waiting.resumePoints.prefix(waitingFramesLimit)
+                return points.isEmpty ? nil : points.map { names($0) ?? record.offsetLabel(for: $0) ?? "0x" + String($0, radix: 16) }
+            }
+            return SentryEvent.InFlightRequest(
                 id: String(request.requestID.prefix(requestTextLimit)), method: String(request.method.prefix(requestTextLimit)),
                 route: String(request.target.prefix(requestTextLimit)),
                 traceID: request.traceID.flatMap { isHexID($0, digits: 32) ? $0 : nil },
                 age: record.age(of: request).map { ($0 * 1000).rounded() / 1000 },
-                waitsIn: request.waiting.flatMap { waiting in
-                    let points = waiting.resumePoints.prefix(waitingFramesLimit)
-                    return points.isEmpty ? nil : points.map { names($0) ?? record.offsetLabel(for: $0) ?? "0x" + String($0, radix: 16) }
-                })
+                waitsIn: waitsIn, leakedContinuation: warnings.leakedContinuation(awaitedIn: waitsIn ?? [])?.text)
         }
         if !others.isEmpty { extra["requests_in_flight"] = .requests(Array(others)) }
         if requests.inFlight > 0 { extra["requests_in_flight_count"] = .text(String(requests.inFlight)) }

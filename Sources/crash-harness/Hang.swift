@@ -37,6 +37,9 @@ extension CrashHarness {
         @Option(help: "Requests that await a continuation never resumed.")
         var waiting: Int = 3
 
+        @Option(help: "Requests that await a continuation dropped without being resumed (leaked: the runtime warns, the request waits forever).")
+        var leaking: Int = 0
+
         @Option(help: "serve: seconds to run.")
         var seconds: Double = 10
 
@@ -62,6 +65,7 @@ extension CrashHarness {
             if requestThreshold > 0 { configuration.hangDetection?.requestThreshold = .milliseconds(Int64(requestThreshold * 1000)) }
             try CrashHandler.start(configuration)
             for index in 0 ..< waiting { startWaitingRequest(index) }
+            for index in 0 ..< leaking { startLeakingRequest(index) }
             Thread.sleep(forTimeInterval: 0.2)   // the waiting requests are attached and suspended
             switch mode {
             case "pool": try blockPool(pause: false)
@@ -186,6 +190,20 @@ func startWaitingRequest(_ index: Int) {
         let context = CrashContext(requestID: "waiting-\(index)", method: "GET", route: "/wait-forever", path: "/wait-forever/\(index)")
         await CrashContext.withValue(context) { await awaitForever() }
     }
+}
+
+/// A request whose continuation is dropped without being resumed: the runtime reports "SWIFT TASK
+/// CONTINUATION MISUSE: awaitLeakedContinuation() leaked its continuation…" and the request waits
+/// forever.
+func startLeakingRequest(_ index: Int) {
+    Task.detached {
+        let context = CrashContext(requestID: "leaking-\(index)", method: "GET", route: "/leak", path: "/leak/\(index)")
+        await CrashContext.withValue(context) { await awaitLeakedContinuation() }
+    }
+}
+
+@inline(never) func awaitLeakedContinuation() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in _ = continuation }
 }
 
 @inline(never) func awaitForever() async {

@@ -179,6 +179,41 @@ final class HangDetectionTests: XCTestCase {
         XCTAssertGreaterThan(json["stopped_us"] as? Int ?? 0, 0)
     }
 
+    /// Two requests whose continuation was dropped without being resumed (the runtime warns that
+    /// the function leaked it) and one whose continuation is kept: the snapshot keeps the
+    /// runtime's warning, once with its count, and ties it to the two requests whose task waits in
+    /// that function — in `show`, `show --json` and the Sentry event — and not to the third.
+    func testARequestStuckBehindALeakedContinuationIsExplained() throws {
+        let run = try hang("snapshot", ["--threshold", "0", "--waiting", "1", "--leaking", "2"])
+        XCTAssertEqual(run.child.ending, .exited(0), run.stderr)
+        let path = try XCTUnwrap(try run.json()["record"] as? String)
+        let inspection = try inspect(path)
+        let leak = "SWIFT TASK CONTINUATION MISUSE: awaitLeakedContinuation() leaked its continuation without resuming it."
+        XCTAssertEqual(inspection.record.runtimeWarnings.map(\.count), [2])
+        XCTAssertTrue(inspection.record.runtimeWarnings.first?.text.hasPrefix(leak) == true, "\(inspection.record.runtimeWarnings)")
+        let others = try XCTUnwrap(inspection.record.requests?.others)
+        let leaked = Dictionary(uniqueKeysWithValues: zip(others.map(\.requestID), inspection.leakedContinuations.map { $0?.text }))
+        XCTAssertEqual(Set(leaked.keys), ["waiting-0", "leaking-0", "leaking-1"])
+        XCTAssertNil(leaked["waiting-0"] ?? nil, "a kept continuation is no leak")
+        XCTAssertTrue(leaked["leaking-0"]??.hasPrefix(leak) == true, "\(leaked)")
+        XCTAssertTrue(leaked["leaking-1"]??.hasPrefix(leak) == true, "\(leaked)")
+        let text = Rendering.text(inspection)
+        XCTAssertEqual(text.components(separatedBy: "stuck for good: awaitLeakedContinuation() leaked the continuation it awaits").count - 1, 2, text)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(Rendering.jsonText(inspection).utf8)) as? [String: Any])
+        let requests = try XCTUnwrap((json["requests"] as? [String: Any])?["others"] as? [[String: Any]])
+        XCTAssertEqual(requests.filter { ($0["leakedContinuation"] as? String)?.hasPrefix(leak) == true }.count, 2, "\(requests)")
+        // The Sentry event (crash-inspect export --sentry): each stuck request says so.
+        let envelope = path + ".envelope"
+        XCTAssertEqual(try ChildProcess.run(BuiltProducts.inspect, ["export", path, "--sentry", "-o", envelope], timeout: 60).ending, .exited(0))
+        let lines = try XCTUnwrap(FileManager.default.contents(atPath: envelope)).split(separator: 0x0A)
+        let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
+        let inFlight = try XCTUnwrap((event["extra"] as? [String: Any])?["requests_in_flight"] as? [[String: Any]])
+        XCTAssertEqual(inFlight.filter { ($0["leaked_continuation"] as? String)?.hasPrefix(leak) == true }.map { $0["id"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") },
+                       ["leaking-0", "leaking-1"])
+        XCTAssertTrue(((event["extra"] as? [String: Any])?["runtime_warnings"] as? String)?.hasPrefix(leak) == true)
+        try? FileManager.default.removeItem(atPath: envelope)
+    }
+
     /// Deliberate blocking work between HangDetector.pause() and resume(): no record.
     func testBlockingWorkBetweenPauseAndResumeWritesNoRecord() throws {
         let run = try hang("pause", ["--threshold", "1", "--block", "3"])
