@@ -61,6 +61,21 @@ struct RecordOptions: ParsableArguments {
         return (good, bad)
     }
 
+    /// These options with `directory` (a plain argument) as --dir, when given.
+    func `in`(_ directory: String?) -> RecordOptions {
+        var options = self
+        if let directory { options.dir = directory }
+        return options
+    }
+
+    /// The path of the directory's newest record (by the time in its name), or nil.
+    func newestRecord() throws -> String? {
+        let names: [String]
+        do { names = try RecordFileName.names(in: dir) } catch { throw RuntimeFailure(description: "\(error)") }
+        let newest = names.max { (RecordFileName($0)?.milliseconds ?? 0, $0) < (RecordFileName($1)?.milliseconds ?? 0, $1) }
+        return newest.map { (dir as NSString).appendingPathComponent($0) }
+    }
+
     /// What a record of the directory stands for beyond its own crash (its tally beside it).
     func tally(of inspection: Inspection) -> RecordTally {
         let name = String(inspection.path.split(separator: "/").last ?? "")
@@ -92,7 +107,11 @@ extension CrashInspect {
         static let configuration = CommandConfiguration(
             abstract: "One line per record: id, time, app and version, signal, fatal message, top frame of our code, the request it was serving.")
 
-        @OptionGroup var options: RecordOptions
+        @Argument(help: ArgumentHelp("The directory of crash records, as --dir names it.", valueName: "dir"))
+        var directory: String?
+
+        @OptionGroup var given: RecordOptions
+        var options: RecordOptions { given.in(directory) }
 
         func run() throws {
             let (good, bad) = try options.inspections()
@@ -136,12 +155,20 @@ extension CrashInspect {
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "The whole story of one crash.")
 
-        @Argument(help: "A record file, or a record id in --dir.")
+        @Argument(help: "A record file, a record id in --dir, or a directory of records (its newest record).")
         var record: String
 
         @OptionGroup var options: RecordOptions
 
         func run() throws {
+            var options = options
+            var record = record
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue {
+                options.dir = record
+                guard let newest = try options.newestRecord() else { throw RuntimeFailure(description: "no crash records in \(record)") }
+                record = newest
+            }
             let (inspection, _) = try options.inspection(record)
             print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
         }
@@ -206,7 +233,11 @@ extension CrashInspect {
         static let configuration = CommandConfiguration(
             abstract: "Records grouped by a signature that survives ASLR and rebuilds: signal + first frames of our code by symbol.")
 
-        @OptionGroup var options: RecordOptions
+        @Argument(help: ArgumentHelp("The directory of crash records, as --dir names it.", valueName: "dir"))
+        var directory: String?
+
+        @OptionGroup var given: RecordOptions
+        var options: RecordOptions { given.in(directory) }
 
         func run() throws {
             let inspections = try options.inspections()

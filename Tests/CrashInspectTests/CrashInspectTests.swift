@@ -467,6 +467,28 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertEqual(signatures.count, 1, "\(signatures)")
     }
 
+    /// The directory as people type it: `list DIR`, `groups DIR` as with `--dir DIR`, and `show DIR`
+    /// the newest record there.
+    func testTheDirectoryIsAcceptedAsAPlainArgument() throws {
+        let directory = try scratch("plain-directory")
+        try crash("null-dereference", into: directory)
+        Thread.sleep(forTimeInterval: 0.01)   // a later millisecond in the newer record's name
+        let newest = try crash("abort", into: directory)
+        for command in ["list", "groups"] {
+            let plain = try inspect([command, directory, "--json"])
+            XCTAssertEqual(plain.ending, .exited(0), plain.stderr)
+            XCTAssertEqual(plain.stdout, try inspect([command, "--dir", directory, "--json"]).stdout, command)
+            XCTAssertEqual((plain.json as? [Any])?.count, 2, "\(command): \(plain.stdout)")
+        }
+        let shown = try XCTUnwrap(try inspect(["show", directory, "--json"]).json as? [String: Any])
+        XCTAssertEqual(shown["file"] as? String, newest)
+        XCTAssertEqual(shown["signalName"] as? String, "SIGABRT")
+        let empty = try scratch("plain-directory-empty")
+        let none = try inspect(["show", empty])
+        XCTAssertNotEqual(none.ending, .exited(0))
+        XCTAssertTrue(none.stderr.contains("no crash records in \(empty)"), none.stderr)
+    }
+
     /// The event of an exported Sentry envelope (`export --sentry`).
     func sentryEvent(_ path: String, directory: String) throws -> [String: Any] {
         let out = directory + "/" + UUID().uuidString + ".envelope"
