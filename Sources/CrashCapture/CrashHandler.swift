@@ -68,9 +68,20 @@ public enum CrashHandler {
         RecordDirectoryBound.enforce(directory: configuration.directory,
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes),
                                      counted: counted ? (Int(clamping: records), Int(clamping: bytes)) : nil)
-        if result == .installed { startHangDetection(configuration) }
+        if result == .installed {
+            running.withLock { $0 = configuration }
+            startHangDetection(configuration)
+        }
         return result
     }
+
+    /// The configuration capture runs with (the last ``start(_:)`` that installed it, or
+    /// ``adopt(_:)``), `nil` while it does not run: what the reporter builds on when it takes
+    /// capture over, so that every setting it does not set stays as the app set it.
+    package static var runningConfiguration: Configuration? {
+        cc_is_installed() != 0 ? running.withLock { $0 } : nil
+    }
+    private static let running = Mutex<Configuration?>(nil)
 
     /// Hang detection as the configuration and the environment ask (HangDetection.swift): no
     /// thread at all when neither does.
@@ -84,9 +95,10 @@ public enum CrashHandler {
 
     /// Applies `configuration` to the capture that is already running (started by an earlier
     /// ``start(_:)``), in place: its record directory, app name and version, run id, frames,
-    /// flags, watchdog and crash-time uploader; the signal actions stay as they are. What
-    /// `CrashReporting.start` does when the app started capture itself first: the reporter's
-    /// configuration wins, so its runs and crash-time upload work.
+    /// flags, watchdog, crash-time uploader and hang detection; the signal actions stay as they
+    /// are. What `CrashReporting.start` does when the app started capture itself first: it builds
+    /// `configuration` on ``runningConfiguration`` with its own settings on top, so its runs and
+    /// crash-time upload work and every setting it does not set stays the app's.
     /// - Returns: `.installed`; `.disabledByEnvironment` with `CRASHCAPTURE_DISABLE=1`.
     /// - Throws: ``CrashCaptureError`` when nothing is running, or the directory cannot be made.
     @discardableResult
@@ -96,6 +108,7 @@ public enum CrashHandler {
         RecordDirectoryBound.enforce(directory: configuration.directory,
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         let result = try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_reconfigure) }
+        running.withLock { $0 = configuration }
         startHangDetection(configuration)
         return result
     }
@@ -195,6 +208,7 @@ public enum CrashHandler {
     @discardableResult
     public static func stop() -> Bool {
         HangMonitor.configure(nil, directory: "", limits: .standard)
+        running.withLock { $0 = nil }
         return cc_uninstall() == 0
     }
 

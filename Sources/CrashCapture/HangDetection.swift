@@ -122,9 +122,14 @@ public enum HangDetector {
         HangMonitor.shared.pauses.subtract(1, ordering: .sequentiallyConsistent)
     }
 
+    /// Whether a watcher runs now.
+    package static var isWatching: Bool { HangMonitor.shared.running.load(ordering: .sequentiallyConsistent) }
+
     /// A graceful shutdown began (SIGTERM): when the process still lives
     /// ``HangDetection/shutdownThreshold`` later, a hang record says where it is stuck, before
-    /// the SIGKILL that follows. `CrashCaptureService` calls it for ServiceLifecycle.
+    /// the SIGKILL that follows. `CrashCaptureService`, `CrashReportingService` and the
+    /// `CrashContextMiddleware`s of Hummingbird and Vapor call it when the server's graceful
+    /// shutdown begins.
     public static func shutdownBegan() {
         _ = HangMonitor.shared.shutdownAt.compareExchange(expected: 0, desired: monotonicNow(), ordering: .sequentiallyConsistent)
     }

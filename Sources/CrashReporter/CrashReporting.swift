@@ -277,8 +277,15 @@ public final class CrashReporting: Sendable {
         let dsnText = configuration.sentryDSN
         let parsedDSN = dsnText.flatMap(SentryDSN.init)
         var uploaderError: String?
-        var captureConfiguration = CrashHandler.Configuration(directory: configuration.recordDirectory, appName: configuration.appName,
-                                                              appVersion: configuration.appVersion)
+        // Capture the app started itself is taken over (CrashHandler.adopt): what this
+        // configuration sets replaces the app's — the record directory, app name and version, the
+        // run id, hang detection when set, crash-time upload when configured, and whatever the
+        // `capture` closure sets — and every other setting stays as the app set it.
+        var captureConfiguration = CrashHandler.runningConfiguration ?? CrashHandler.Configuration(directory: "", appName: "", appVersion: "")
+        captureConfiguration.directory = configuration.recordDirectory
+        captureConfiguration.appName = configuration.appName
+        captureConfiguration.appVersion = configuration.appVersion
+        captureConfiguration.runID = ""   // the reporter's run, never the app's
         if let hangDetection = configuration.hangDetection { captureConfiguration.hangDetection = hangDetection }
         configuration.capture?(&captureConfiguration)
         if captureConfiguration.runID.isEmpty { captureConfiguration.runID = randomUUIDText() }

@@ -170,14 +170,25 @@ extension CrashHarness {
                 Glibc.exit(check.passed ? 0 : 1)
             }
             if startFirst == "capture" || startFirst == "both" {
-                // As the capture-only guides have it, before the reporter: another directory, name and version.
-                try CrashHandler.start(.init(directory: records + "-capture", appName: "capture-first", appVersion: "0"))
+                // As the capture-only guides have it, before the reporter: another directory, name and
+                // version, hang detection on and no other threads' stacks (settings the reporter's
+                // configuration does not set, which its takeover keeps).
+                var own = CrashHandler.Configuration(directory: records + "-capture", appName: "capture-first", appVersion: "0")
+                own.hangDetection = HangDetection(stallThreshold: .seconds(30))
+                own.recordOtherThreads = false
+                try CrashHandler.start(own)
             }
             if startFirst == "reporter" || startFirst == "both" {
                 // The same reporter started twice (a service and a manual start, say).
                 _ = CrashReporting.start(configuration)
             }
             let reporting = CrashReporting.start(configuration)
+            if let taken = CrashHandler.runningConfiguration {
+                // What capture runs with after the reporter started (took it over, or started it).
+                FileHandle.standardError.write(Data(("capture after start: directory \(taken.directory), app \(taken.appName), "
+                    + "hang detection \(taken.hangDetection.map { "\($0.stallThreshold)" } ?? "off") (watching \(HangDetector.isWatching)), "
+                    + "other threads \(taken.recordOtherThreads)\n").utf8))
+            }
             let report = reporting.launchReport
             // The tracker's writer names itself once it runs: it has when `$AppStart` is stored.
             reporting.tracker?.waitUntilStored(timeout: .seconds(10))

@@ -51,6 +51,10 @@ final class OneStartTests: XCTestCase {
             XCTAssertFalse(all.contains { $0.contains("\"status\":\"abnormal\"") }, "\(first): no run counted as killed")
             XCTAssertEqual(try RecordFileName.names(in: records).filter { RecordFileName($0) != nil }, [], "\(first)")
             if first == "capture" || first == "both" {
+                // Taken over: what the reporter sets (the directory, the app) is its own; what it
+                // does not set (hang detection, no other threads' stacks) stays as the app set it.
+                XCTAssertTrue(stderr.contains("capture after start: directory \(records), app crash-harness, hang detection 30.0 seconds (watching true), other threads false"),
+                              "\(first): \(stderr)")
                 let appsOwn = (try? RecordFileName.names(in: records + "-capture")) ?? []
                 XCTAssertEqual(appsOwn.filter { RecordFileName($0) != nil }, [], "\(first): the adopted capture writes where the reporter reads")
             }
