@@ -710,11 +710,19 @@ void cc__write_runtime_warnings(cc__writer_t *w, uint64_t text, uint64_t end) {
     }
 }
 
-/* async-signal-safe: where the runtime's text ends, when no look told: at most
- * CC__MESSAGE_MAX bytes past what a look saw are looked for. */
+/* async-signal-safe: where the runtime's text ends: as a look saw it, else looked for from what a
+ * look saw, at most CC__RUNTIME_TEXT_SCAN bytes further. */
+#define CC__RUNTIME_TEXT_SCAN (64 * CC__MESSAGE_MAX)
 uint64_t cc__runtime_text_end(const cc__swift_reports_t *reports) {
-    size_t got = cc__safe_read(reports->text + reports->earlier, cc__g.scratch, CC__MESSAGE_MAX);
-    return reports->earlier + cc__strnlen(cc__g.scratch, got);
+    if (reports->length) return reports->length;
+    uint64_t end = reports->earlier;
+    while (end - reports->earlier < CC__RUNTIME_TEXT_SCAN) {
+        size_t got = cc__safe_read(reports->text + end, cc__g.scratch, CC__MESSAGE_MAX);
+        size_t length = cc__strnlen(cc__g.scratch, got);
+        end += length;
+        if (length < CC__MESSAGE_MAX) break;   /* its end, or unreadable from here */
+    }
+    return end;
 }
 
 /* async-signal-safe: writes the Swift runtime's fatal-error message when the runtime's text ends

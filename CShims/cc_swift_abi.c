@@ -307,12 +307,14 @@ int cc__swift_reports_read(int64_t entry_ns, cc__swift_reports_t *out) {
     static cc__swift_look_t looks[2];
     out->text = 0;
     out->earlier = 0;
+    out->length = 0;
     if (!cc__g.fatal_message_slot) return 0;
     out->text = (uint64_t)(uintptr_t)atomic_load(cc__g.fatal_message_slot);
     if (!out->text) return 0;
     uint64_t seq = atomic_load_explicit(&g_looks.seq, memory_order_acquire);
     looks[0] = g_looks.slots[seq % 3];
     looks[1] = g_looks.slots[(seq + 2) % 3];
+    for (int i = 0; i < 2 && !out->length; i++) if (looks[i].text == out->text) out->length = looks[i].length;
     for (int i = 0; i < 2; i++) {
         if (looks[i].text == 0) continue;                   /* no look yet, or it saw no text */
         if (entry_ns - looks[i].seen_ns < CC__SWIFT_REPORTS_SETTLE_NS) continue;

@@ -161,9 +161,10 @@ void cc__swift_abi_prepare(void);
 /* 1b. Looks kept of the runtime's message buffer, and how a crash reads it. */
 #define CC__SWIFT_REPORTS_TAIL      64          /* last bytes of the text a look keeps, to check it at a crash */
 #define CC__SWIFT_REPORTS_SETTLE_NS 100000000LL /* a look this recent before the crash does not count */
-/* What the buffer holds at a crash: its text (0: none) and how many of its first bytes were
- * seen by a look that counts (0: none counts). */
-typedef struct { uint64_t text; uint64_t earlier; } cc__swift_reports_t;
+/* What the buffer holds at a crash: its text (0: none), how many of its first bytes were seen by
+ * a look that counts (0: none counts), and its whole length when a look saw this very text (its
+ * pointer unchanged since: settled or not, the length is exact), else 0. */
+typedef struct { uint64_t text; uint64_t earlier; uint64_t length; } cc__swift_reports_t;
 /* Ordinary code and async-signal-safe, any thread, lock-free: looks at the buffer (1b). */
 void cc__swift_reports_look(void);
 /* async-signal-safe: the buffer as a crash whose handler was entered at `entry_ns` (monotonic)

@@ -230,6 +230,24 @@ static void child_runtime_warning_then_fault(void) {
     report("SWIFT TASK CONTINUATION MISUSE: three() leaked its continuation without resuming it.\n");
     sanitized_level1(sanitized_crash_null);
 }
+/* More warnings than a record keeps (200 numbered lines of 65 bytes), looked at, then a fault: the
+ * last 4096 bytes from a line's start, and a note of how many bytes before them were left out. */
+#define MANY_WARNINGS 200
+static void many_warnings(int look) {
+    install(0, 0);
+    for (int i = 0; i < MANY_WARNINGS; i++) {
+        char line[80];
+        snprintf(line, sizeof line, "SWIFT TASK CONTINUATION MISUSE: f%03d() leaked its continuation.\n", i);
+        swift_reportError(0, line);   /* each a new allocation, kept reachable by the next: only the last is kept here */
+    }
+    g_reports_kept[0] = atomic_load(&g_fatal_message);
+    if (look) cc_note_runtime_reports();
+    sanitized_level1(sanitized_crash_null);
+}
+static void child_runtime_warnings_many(void) { many_warnings(1); }
+/* The same with no look since install: the handler finds the text's end itself. */
+static void child_runtime_warnings_many_unseen(void) { many_warnings(0); }
+
 /* A warning seen by a look, then abort() called from the runtime's image after its report. */
 static void child_runtime_warning_then_abort(void) {
     install(0, 0);
@@ -1231,6 +1249,32 @@ static int check_runtime_warning_then_fault(const record_t *r, const outcome_t *
     if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
     return runtime_texts(r, 0, "SWIFT TASK CONTINUATION MISUSE: three() leaked its continuation without resuming it.");
 }
+static int check_runtime_warnings_many(const record_t *r, const outcome_t *o) {
+    if (!check_crash(r, o, SIGSEGV, "SEGV_MAPERR", "sanitized_crash_null")) return 0;
+    char text[8192], note[256];
+    int n = string_of(r, CC_STR_RUNTIME_WARNINGS, text, sizeof text);
+    CHECK(n > 0 && n <= CC__MESSAGE_MAX, "%d bytes of warnings", n);
+    CHECK(strncmp(text, "SWIFT TASK CONTINUATION MISUSE: f", 33) == 0, "not from a line's start: %.80s", text);
+    static const char last[] = "f199() leaked its continuation.";
+    CHECK(n > (int)sizeof last && strcmp(text + n - (sizeof last - 1), last) == 0, "the last warning is not last: %s", text + n - 80);
+    int first = atoi(text + 33);
+    size_t line = strlen("SWIFT TASK CONTINUATION MISUSE: f000() leaked its continuation.\n");
+    CHECK((size_t)n == (MANY_WARNINGS - (size_t)first) * line - 1, "%d bytes from warning %d", n, first);
+    int found = 0;
+    for (uint32_t i = 0; i < r->count && !found; i++) {
+        const section_t *s = &r->sections[i];
+        if (s->type != CC_SEC_STRING || le32(s->payload) != CC_STR_NOTE) continue;
+        size_t len = s->length - 4 < sizeof note - 1 ? s->length - 4 : sizeof note - 1;
+        memcpy(note, s->payload + 4, len);
+        note[len] = 0;
+        char expected[128];
+        snprintf(expected, sizeof expected, "runtime warnings: the first %zu bytes were left out", (size_t)first * line);
+        found = strcmp(note, expected) == 0;
+    }
+    CHECK(found, "no note of the %zu bytes left out", (size_t)first * line);
+    return no_fatal_message(r);
+}
+
 static int check_runtime_warning_then_abort(const record_t *r, const outcome_t *o) {
     if (!check_crash(r, o, SIGABRT, "SI_TKILL", 0)) return 0;
     return runtime_texts(r, "Could not cast value of type 'A' to 'B'.",
@@ -1474,6 +1518,8 @@ static const scenario_t g_scenarios[] = {
     { "runtime-warnings-then-trap", child_runtime_warnings_then_trap, SIGILL, COMPLETE, check_runtime_warnings_then_trap },
     { "runtime-warning-then-fault", child_runtime_warning_then_fault, SIGSEGV, COMPLETE, check_runtime_warning_then_fault },
     { "runtime-warning-then-abort", child_runtime_warning_then_abort, SIGABRT, COMPLETE, check_runtime_warning_then_abort },
+    { "runtime-warnings-many", child_runtime_warnings_many, SIGSEGV, COMPLETE, check_runtime_warnings_many },
+    { "runtime-warnings-many-unseen", child_runtime_warnings_many_unseen, SIGSEGV, COMPLETE, check_runtime_warnings_many },
     { "breadcrumb-ring", child_breadcrumbs, SIGSEGV, COMPLETE, check_breadcrumbs },
     { "threads", child_threads, SIGSEGV, COMPLETE, check_threads },
     { "chained-gives-up", child_chained_gives_up_own_stack, SIGSEGV, COMPLETE, check_chained_gives_up },
