@@ -43,7 +43,7 @@ public struct CrashRecord: Sendable, Equatable {
     /// most the last 4 KiB). In a hang or snapshot record, everything the runtime reported so far.
     package var runtimeWarningText: String?
     /// The runtime's warnings before this crash, each once, in the order first given.
-    public var runtimeWarnings: [RuntimeWarning] { RuntimeWarning.list(runtimeWarningText) }
+    package var runtimeWarnings: [RuntimeWarning] { RuntimeWarning.list(runtimeWarningText) }
     /// The runtime's warnings as the sinks send them: each once, a line each, with "(×N)" when
     /// given more than once; nil when there are none.
     package var runtimeWarningLines: String? {
@@ -709,11 +709,11 @@ public enum BreadcrumbLevel: Sendable, Hashable {
 /// A report the Swift runtime made during the run that did not end it — most often a leaked
 /// `CheckedContinuation` ("SWIFT TASK CONTINUATION MISUSE: f() leaked its continuation without
 /// resuming it…"), which leaves the task that awaits it suspended forever. Never a crash's message.
-public struct RuntimeWarning: Sendable, Equatable {
+package struct RuntimeWarning: Sendable, Equatable {
     /// The report's text, one line.
-    public var text: String
+    package var text: String
     /// How many times the record holds it.
-    public var count: Int
+    package var count: Int
 
     package init(text: String, count: Int) {
         self.text = text
