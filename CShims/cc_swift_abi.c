@@ -301,8 +301,8 @@ static int cc__swift_look_holds(const cc__swift_look_t *look, uint64_t text) {
     return 1;
 }
 
-/* async-signal-safe (cc_swift_abi.h, 1b). The other threads are stopped by now; a look still
- * running in one of them has not published, and the two slots read are not the one it fills. */
+/* async-signal-safe (cc_swift_abi.h, 1b). At a crash the other threads are stopped by now; a look
+ * still running in one of them has not published, and the two slots read are not the one it fills. */
 int cc__swift_reports_read(int64_t entry_ns, cc__swift_reports_t *out) {
     static cc__swift_look_t looks[2];
     out->text = 0;
@@ -311,9 +311,15 @@ int cc__swift_reports_read(int64_t entry_ns, cc__swift_reports_t *out) {
     if (!cc__g.fatal_message_slot) return 0;
     out->text = (uint64_t)(uintptr_t)atomic_load(cc__g.fatal_message_slot);
     if (!out->text) return 0;
-    uint64_t seq = atomic_load_explicit(&g_looks.seq, memory_order_acquire);
-    looks[0] = g_looks.slots[seq % 3];
-    looks[1] = g_looks.slots[(seq + 2) % 3];
+    /* A snapshot's process runs on: a look published twice meanwhile could refill a slot being
+     * copied, so the copy is taken again then (at most a few times). */
+    for (int tries = 0; tries < 4; tries++) {
+        uint64_t seq = atomic_load_explicit(&g_looks.seq, memory_order_acquire);
+        looks[0] = g_looks.slots[seq % 3];
+        looks[1] = g_looks.slots[(seq + 2) % 3];
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&g_looks.seq, memory_order_relaxed) == seq) break;
+    }
     for (int i = 0; i < 2 && !out->length; i++) if (looks[i].text == out->text) out->length = looks[i].length;
     for (int i = 0; i < 2; i++) {
         if (looks[i].text == 0) continue;                   /* no look yet, or it saw no text */
