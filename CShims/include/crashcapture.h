@@ -45,7 +45,7 @@ typedef struct {
      * names: it copies the template and fills the placeholders. NULL or "": no $AppEnd in the
      * record (the next launch makes one from the record). At most CC_TEMPLATE_MAX - 1 bytes. */
     const char *app_end_template;
-    /* This run's id (the tracker's run marker), written to the record as CC_STR_RUN_ID so the
+    /* This run's id (the reporter's run marker), written to the record as CC_STR_RUN_ID so the
      * next launch pairs the record with its run. Copied; at most 63 bytes; NULL or "": none. */
     const char *run_id;
     uint32_t max_frames;         /* crashing-thread frames to record; 0 = default (256) */

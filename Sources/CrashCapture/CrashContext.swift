@@ -26,7 +26,8 @@ import Synchronization
 ///
 /// Each text is cut (at a character boundary) to its field in the record: `requestID` 63
 /// bytes, `method` 15, `route` 127, `path` 255, `query` 255, `attributes` 255 in all. Setting
-/// and clearing one costs well under a microsecond and allocates nothing that lives on; at most
+/// and clearing one costs about a microsecond (≈ 2 µs with a `traceparent` header parsed first)
+/// and allocates nothing that lives on; at most
 /// 256 can be attached at once (more are served as usual, only not named in a record).
 public struct CrashContext: Sendable, Equatable {
     /// The request's id: the framework's own, or a header's (`X-Request-Id`).

@@ -344,7 +344,7 @@ public struct Configuration: Sendable {
     /// free real-time signal below it). Only used if no handler is installed for it at start.
     package var threadDumpSignal: Int32?
     /// This run's id, written into the record so that the next launch pairs the record with the
-    /// run's marker: a tracker's `runID` when one runs (`CrashReporting` passes it). Empty (the
+    /// run's marker: the reporter's run id (`CrashReporting` passes it). Empty (the
     /// default) writes none. At most 63 bytes.
     package var runID: String
     /// How long the handler may take before its watchdog ends the process with the original

@@ -40,8 +40,8 @@ public struct CrashContextMiddleware<Context: RequestContext>: RouterMiddleware 
     /// A middleware that records each request's context; the query only with `includeQuery`.
     /// - Parameter eventLoopGroup: the application's loops, which hang detection watches (once per
     ///   process): Hummingbird's default, `MultiThreadedEventLoopGroup.singleton`, unless the
-    ///   application was given another; `nil` watches none. Nothing is submitted to them while hang
-    ///   detection is off.
+    ///   application was given another; `nil` watches none. While hang detection is off, each loop
+    ///   gets one beat when the middleware is made (to learn its thread) and nothing more.
     public init(includeQuery: Bool = false, eventLoopGroup: (any EventLoopGroup)? = MultiThreadedEventLoopGroup.singleton) {
         self.includeQuery = includeQuery
         if let eventLoopGroup, watchingEventLoops.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {

@@ -44,8 +44,9 @@ public struct CrashContextMiddleware: AsyncMiddleware {
     }
 
     /// The application's event loops, watched by hang detection from the first request on (a loop
-    /// blocked for the stall threshold writes a hang record naming its thread; nothing is
-    /// submitted to them while hang detection is off). Once per process.
+    /// blocked for the stall threshold writes a hang record naming its thread; while hang detection
+    /// is off, each loop gets one beat at the first request, to learn its thread, and nothing
+    /// more). Once per process.
     static func watchEventLoops(of application: Application) {
         guard watching.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         HangDetector.watch(application.eventLoopGroup.makeIterator().enumerated().map { index, loop in

@@ -60,7 +60,7 @@ public struct CrashRecord: Sendable, Equatable {
     package var lastWords: String? { fatalMessage ?? abortMessage }
     /// The kernel the process ran on (`uname`: sysname release version machine).
     package var kernel: String?
-    /// The run id the tracker gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
+    /// The run id the reporter gave the crashed run (`CC_STR_RUN_ID`), which pairs the record
     /// with that run's marker; `nil` when CrashCapture was started without one.
     package var runID: String?
     /// Notes, in order: every note the writer left (`CC_STR_NOTE`), followed by any the
