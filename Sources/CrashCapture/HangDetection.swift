@@ -140,6 +140,13 @@ public enum HangDetector {
     package static func onRecord(_ handler: @escaping @Sendable (String, Bool) -> Void) {
         HangMonitor.shared.recordHandler.withLock { $0 = handler }
     }
+
+    /// Called on the watcher's thread when every hang it recorded has ended: the pool ran its
+    /// heartbeat, each late loop beat again, no request is older than its threshold. A graceful
+    /// shutdown that hung never ends this way (the process exits, or is killed).
+    package static func onResolved(_ handler: @escaping @Sendable () -> Void) {
+        HangMonitor.shared.resolvedHandler.withLock { $0 = handler }
+    }
 }
 
 /// A loop that runs work submitted to it, for ``HangDetector/watch(_:)``.
@@ -226,6 +233,7 @@ final class HangMonitor: Sendable {
     let settings = Mutex<Settings?>(nil)
     let heartbeats = Mutex<[HangHeartbeat]>([])
     let recordHandler = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
+    let resolvedHandler = Mutex<(@Sendable () -> Void)?>(nil)
     let pauses = Atomic<Int>(0)
     let resumedAt = Atomic<Int64>(0)
     let shutdownAt = Atomic<Int64>(0)
@@ -292,6 +300,7 @@ final class HangMonitor: Sendable {
         var poolNumber = poolBeat.load(ordering: .sequentiallyConsistent)   // the pending heartbeat's number (going on from an earlier watcher's)
         var quietUntil = monotonicNow()  // no detector fires before this
         var lastFired: [String: Int64] = [:]
+        var open: Set<String> = []      // the causes recorded whose hang has not ended
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
         var target = monotonicNow()
         while self.generation.load(ordering: .sequentiallyConsistent) == generation {
@@ -323,6 +332,7 @@ final class HangMonitor: Sendable {
                 let cause = "\(detector)/\(name)"
                 if let last = lastFired[cause], now - last < current.detection.minimumInterval.nanoseconds { return }
                 lastFired[cause] = now
+                open.insert(cause)
                 _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
                 let written = try? HangMonitor.write(kind: UInt32(CC_KIND_HANG.rawValue), detector: detector, name: name,
                                                      threshold: threshold, observed: observed, requestKey: requestKey, thread: thread)
@@ -330,10 +340,12 @@ final class HangMonitor: Sendable {
                 HangMonitor.leaveTerminationMessage(name: name, threshold: threshold, observed: observed, record: written)
             }
 
+            let wasOpen = !open.isEmpty
             // The cooperative pool: one heartbeat job pending at a time.
             if poolSent != 0 {
                 if poolBeat.load(ordering: .sequentiallyConsistent) >= poolNumber {
                     poolSent = 0
+                    open.remove("\(CC_DETECTOR_POOL.rawValue)/cooperative pool")
                 } else if !quiet, now - poolSent > threshold {
                     fire(UInt32(CC_DETECTOR_POOL.rawValue), name: "cooperative pool", threshold: threshold, observed: now - poolSent)
                 }
@@ -354,16 +366,19 @@ final class HangMonitor: Sendable {
                     }
                 }
                 let late = now - heartbeat.lastBeat.load(ordering: .relaxed)
+                if late <= threshold { open.remove("\(heartbeat.detector)/\(heartbeat.name)") }
                 if !quiet, late > threshold {
                     fire(heartbeat.detector, name: heartbeat.name, threshold: threshold, observed: late,
                          thread: heartbeat.thread.load(ordering: .relaxed))
                 }
             }
             // Requests: the oldest one's age, less the time the process stood stopped meanwhile.
-            if let requestThreshold = current.detection.requestThreshold?.nanoseconds, !quiet {
+            if let requestThreshold = current.detection.requestThreshold?.nanoseconds {
                 var key: UInt64 = 0
                 var age: Int64 = 0
-                if cc_requests_older_than(requestThreshold, &key, &age) > 0 {
+                let stuck = cc_requests_older_than(requestThreshold, &key, &age) > 0
+                if !stuck { open.remove("\(CC_DETECTOR_REQUEST.rawValue)/request") }
+                if stuck, !quiet {
                     let stopped = stalls.reduce(Int64(0)) { $0 + ($1.end > now - age ? $1.length : 0) }
                     if age - stopped > requestThreshold {
                         fire(UInt32(CC_DETECTOR_REQUEST.rawValue), name: "request", threshold: requestThreshold, observed: age - stopped,
@@ -377,6 +392,8 @@ final class HangMonitor: Sendable {
                 fire(UInt32(CC_DETECTOR_SHUTDOWN.rawValue), name: "graceful shutdown",
                      threshold: current.detection.shutdownThreshold.nanoseconds, observed: now - shutdown)
             }
+            // Every recorded hang ended: the run is no longer hung (its record need not be kept).
+            if wasOpen, open.isEmpty, let resolved = resolvedHandler.withLock({ $0 }) { resolved() }
             // crash-inspect snapshot <pid>.
             if current.detection.answersSnapshotRequests {
                 SnapshotRequest.answer(directory: current.directory)

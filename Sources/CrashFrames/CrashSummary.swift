@@ -48,7 +48,7 @@ package struct CrashSummary: Sendable, Equatable {
         if let event = record.event {
             // A record of a live process: Sentry's exception type says which kind, its value what fired.
             title = event.kind == .hang ? "Hang" : "Snapshot"
-            detail = event.summary
+            detail = event.fate.map { "\(event.summary); \($0.summary)" } ?? event.summary
         } else if let signal = record.signal {
             title = signal.name.isEmpty ? "signal \(signal.number)" : signal.name
             var detail = signal.codeName.isEmpty ? "si_code \(signal.code)" : signal.codeName

@@ -102,7 +102,7 @@ package struct Inspection: Sendable {
         // in one helper, double free against heap corruption in free()).
         let abort = record.abortMessage.map { [Explanation.abortSignature($0)] } ?? []
         // A hang groups apart from every crash, by what fired and the frames it stood in.
-        let head = record.event.map { "\($0.kind.rawValue) \($0.detector.name)" } ?? record.signal?.name ?? "no-signal"
+        let head = record.event.map { "\($0.kind.rawValue) \($0.detector.name)" + ($0.fate != nil ? " killed" : "") } ?? record.signal?.name ?? "no-signal"
         return ([head] + abort + chosen).joined(separator: " | ")
     }
 }

@@ -190,6 +190,18 @@ package struct ShowJSON: Encodable, Sendable {
         package var blockedThread: Nullable<Int>
         package var stoppedMicroseconds: UInt32
         package var threadsStopped: UInt32
+        /// A hang the process was killed in (a later launch said so): null while nothing is known.
+        package var fate: Nullable<Fate>
+    }
+
+    /// What became of a hang's process (`CC_SEC_FATE`).
+    package struct Fate: Encodable, Sendable {
+        /// `killed`, or `killed_oom` (its memory cgroup's OOM killer).
+        package var state: String
+        /// When the run was last seen alive (Unix ms): it died within 2 s after.
+        package var lastSeenWallMilliseconds: Nullable<Int64>
+        /// From the record to that sighting: how long, at least, the hang went on.
+        package var lastSeenAfterMilliseconds: Nullable<Int64>
     }
 
     package struct App: Encodable, Sendable {

@@ -26,6 +26,9 @@ package enum Rendering {
         // what it means.
         out.append("  \(inspection.summary.headline)")
         if let event = record.event {
+            if let fate = event.fate {
+                out.append("  then the process was \(fate.summary) (told by the next launch: no detector saw the hang end)")
+            }
             out.append("  the process lived on: it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
                        + " (\(event.threadsStopped) read; the thread that wrote the record is not listed)")
             if let thread = inspection.crashed?.thread {
@@ -312,7 +315,12 @@ package enum Rendering {
                                observedMilliseconds: event.observedMilliseconds,
                                requestID: Nullable(event.requestKey.flatMap { key in record.requests?.others.first { $0.key == key }?.requestID }),
                                blockedThread: Nullable(inspection.focusTID.map(Int.init)), stoppedMicroseconds: event.stoppedMicroseconds,
-                               threadsStopped: event.threadsStopped)
+                               threadsStopped: event.threadsStopped,
+                               fate: Nullable(event.fate.map { fate in
+                                   ShowJSON.Fate(state: fate.oom ? "killed_oom" : "killed",
+                                                 lastSeenWallMilliseconds: Nullable(fate.lastSeenWallMilliseconds),
+                                                 lastSeenAfterMilliseconds: Nullable(fate.lastSeenAfterMilliseconds))
+                               }))
             }),
             complete: record.isComplete,
             incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),

@@ -133,10 +133,10 @@ package enum CrashLogRecord {
                                 observedTimeUnixNano: observedNanoseconds)
         log.eventName = eventName
         if let live = record.event {
-            // Not a crash: not FATAL.
+            // Not a crash: not FATAL — unless the process was killed while hung.
             log.eventName = live.kind == .hang ? hangEventName : snapshotEventName
-            log.severityNumber = live.kind == .hang ? 13 : 9
-            log.severityText = live.kind == .hang ? "WARN" : "INFO"
+            log.severityNumber = live.kind == .hang ? (live.fate != nil ? 21 : 13) : 9
+            log.severityText = live.kind == .hang ? (live.fate != nil ? "FATAL" : "WARN") : "INFO"
         }
         log.body = .string(text(summary.headline))
         var attributes: [OTLPAttribute] = []
@@ -197,6 +197,8 @@ package enum CrashLogRecord {
             add("hang.threshold_ms", .int(Int64(clamping: live.thresholdMilliseconds)))
             add("hang.observed_ms", .int(Int64(clamping: live.observedMilliseconds)))
             add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
+            if live.kind == .hang { add("hang.state", live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed") }
+            if let after = live.fate?.lastSeenAfterMilliseconds { add("hang.killed_after_ms", .int(after)) }
         }
         // The images, for a backend to symbolicate the addresses in the stack trace by.
         let images = record.images.prefix(maxImages).map { image -> OTLPValue in

@@ -460,6 +460,7 @@ private struct RecordParser {
         case CC_SEC_EVENT.rawValue: try decodeEvent(payload)
         case CC_SEC_REQUEST_TASK.rawValue: try decodeRequestTask(payload)
         case CC_SEC_RESOURCES.rawValue: try decodeResources(payload)
+        case CC_SEC_FATE.rawValue: try decodeFate(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -840,6 +841,19 @@ private struct RecordParser {
         ))
     }
 
+    /// A later launch's word on a hang record's process (``RecordFate``): only on a hang record.
+    private mutating func decodeFate(_ p: ByteView) throws {
+        typealias S = cc_sec_fate_t
+        try require(p, holds: S.self, "fate")
+        guard p.u32(Layout.offset(\S.fate)) == CC_FATE_KILLED.rawValue else { throw SectionDamage(reason: "an unknown fate") }
+        guard record.event?.kind == .hang, record.event?.fate == nil else {
+            throw SectionDamage(reason: "a fate on a record that is not one hang")
+        }
+        let wall = p.i64(Layout.offset(\S.last_seen_wall_ms)), after = p.i64(Layout.offset(\S.last_seen_after_ms))
+        record.event?.fate = RecordFate(oom: p.u32(Layout.offset(\S.flags)) & CC_FATE_OOM != 0,
+                                        lastSeenWallMilliseconds: wall > 0 ? wall : nil, lastSeenAfterMilliseconds: after >= 0 ? after : nil)
+    }
+
     private mutating func decodeEnd(_ p: ByteView) throws {
         typealias S = cc_sec_end_t
         try require(p, holds: S.self, "end")
@@ -850,5 +864,49 @@ private struct RecordParser {
             record.notes.append(
                 "the end section counts \(declared) sections before it, but \(record.sectionCount) were read")
         }
+    }
+}
+
+// MARK: - A hang record's fate
+
+extension RecordFate {
+    /// Why a fate could not be added to a record.
+    package struct Refusal: Error, Equatable, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// `bytes` (a whole hang record, read as untrusted) with this fate added: a `CC_SEC_FATE`
+    /// section just before its `CC_SEC_END`, which is written again with the new count. Refused
+    /// for anything but a complete hang record that has no fate yet; what was before END is kept
+    /// byte for byte (a torn tail after END is dropped).
+    package func added(to bytes: [UInt8]) throws -> [UInt8] {
+        let (record, layout) = try CrashRecordReader.parseWithLayout(bytes)
+        guard record.isComplete, let end = layout.sections.last, end.type == CC_SEC_END.rawValue else {
+            throw Refusal(description: "not a complete record")
+        }
+        guard let event = record.event, event.kind == .hang else { throw Refusal(description: "not a hang record") }
+        guard event.fate == nil else { throw Refusal(description: "its fate is told already") }
+        var fate = cc_sec_fate_t()
+        fate.fate = CC_FATE_KILLED.rawValue
+        fate.flags = oom ? UInt32(CC_FATE_OOM) : 0
+        fate.last_seen_wall_ms = lastSeenWallMilliseconds ?? 0
+        fate.last_seen_after_ms = lastSeenAfterMilliseconds ?? -1
+        var endPayload = Array(bytes[(end.start + Layout.sectionHeaderSize)..<(end.start + Layout.sectionHeaderSize + end.payloadLength)])
+        let count = UInt32(record.sectionCount)   // END's new count: every section before it, the fate included
+        withUnsafeBytes(of: count.littleEndian) { endPayload.replaceSubrange(0..<4, with: $0) }
+        var out = Array(bytes[..<end.start])
+        out += Self.section(type: CC_SEC_FATE.rawValue, payload: withUnsafeBytes(of: fate) { Array($0) })
+        out += Self.section(type: CC_SEC_END.rawValue, payload: endPayload)
+        return out
+    }
+
+    /// A section as the writer makes one: header, payload, CRC-32 of both.
+    private static func section(type: UInt32, payload: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        withUnsafeBytes(of: type.littleEndian) { out += $0 }
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { out += $0 }
+        out += payload
+        withUnsafeBytes(of: CRC32.checksum(out).littleEndian) { out += $0 }
+        return out
     }
 }

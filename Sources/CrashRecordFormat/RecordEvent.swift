@@ -2,6 +2,31 @@
 // (`CC_SEC_EVENT`), and where each request's task waits (`CC_SEC_REQUEST_TASK`).
 import CCrashRecordLayout
 
+/// What became of a hang record's process while the hang was open (`CC_SEC_FATE`): it was
+/// killed (a liveness probe's SIGKILL, the end of a grace period, the OOM killer).
+package struct RecordFate: Sendable, Equatable {
+    /// Its memory cgroup's OOM killer counted a kill since the run began.
+    package var oom: Bool
+    /// When the run was last seen alive (Unix ms): it died within 2 s after. nil: not known.
+    package var lastSeenWallMilliseconds: Int64?
+    /// From the record's time to that sighting: how long, at least, the hang went on before the
+    /// kill. nil: not known.
+    package var lastSeenAfterMilliseconds: Int64?
+
+    package init(oom: Bool, lastSeenWallMilliseconds: Int64?, lastSeenAfterMilliseconds: Int64?) {
+        self.oom = oom
+        self.lastSeenWallMilliseconds = lastSeenWallMilliseconds
+        self.lastSeenAfterMilliseconds = lastSeenAfterMilliseconds
+    }
+
+    /// "killed while hung, at least 41.2 s after this record" (or "… by the OOM killer …").
+    package var summary: String {
+        var text = oom ? "killed by the OOM killer while hung" : "killed while hung"
+        if let after = lastSeenAfterMilliseconds { text += ", at least \(RecordEvent.seconds(UInt64(max(0, after)))) after this record" }
+        return text
+    }
+}
+
 /// What a record is of.
 public enum RecordKind: String, Sendable, Equatable, CaseIterable {
     /// The process died of a signal (a record without an event section).
@@ -57,6 +82,9 @@ package struct RecordEvent: Sendable, Equatable {
     package var threadsStopped: UInt32
     /// What fired, or why it was asked for.
     package var name: String
+    /// What became of the process while this hang was still open (`CC_SEC_FATE`, added by a later
+    /// launch): nil while nothing is known of it (it lived on, or recovered).
+    package var fate: RecordFate?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,

@@ -192,45 +192,17 @@ public final class CrashReporting: Sendable {
     /// Every sink, in the order the records reach them: Sentry's first, then the OTLP sink, then
     /// the configured ones.
     public let sinks: [any CrashRecordSink]
-
+    /// The run's life: its marker, the launch, the watch, the end (CurrentRun.swift).
+    let current: CurrentRun
     /// The launch's result, set once by the launch thread.
-    let launched = Latch<LaunchReport>()
-    /// Open once the end of the run need not wait for the launch any longer: the records and the
-    /// runs that ended were handed to the sinks, and, where a sink of the app's takes part in the
-    /// launch (the analytics' `$AppStart`), its launch is done too. This run's marker (and its
-    /// OOM-kill counter) is not waited for: a run that ends first writes it itself.
-    private let handedOver = Latch<Bool>()
-    /// The run markers beside the records.
-    private let ledger: RunLedger
-    /// When this run started (the call to ``start(_:)``), its marker (written by the launch
-    /// thread, or with its end by the end of a run that came first) and its end (once).
-    private let started: (wall: Int64, monotonic: Int64)
-    private let marker = MarkerCell()
-    private final class MarkerCell: Sendable {
-        let state = Mutex(MarkerState.none)
-    }
-    private enum MarkerState: Sendable {
-        case none
-        case begun(RunStart)
-        /// Written with its end, or given up (it could not be written).
-        case done
-    }
-    private let ended = Mutex(false)
-    private let sinksEnded = Mutex(false)
-    /// Keeps this run's marker current while it runs (last seen, the OOM-kill counter).
-    private let runWatch = RunWatch()
-    /// What this run's marker says of it beside its start.
-    private let markerFacts: MarkerFacts
-    private struct MarkerFacts: Sendable {
-        var release: String, environment: String, dist: String?
-    }
+    var launched: Latch<LaunchReport> { current.launched }
 
     /// What the launch did with earlier records. Waits until the launch is done.
     public var launchReport: LaunchReport { launched.wait() }
 
     /// A reporter let go of stops keeping its run's marker current (its shutdown stopped that
     /// already; this is for one that never shut down).
-    deinit { runWatch.stop() }
+    deinit { current.stopWatch() }
 
     /// Starts CrashCapture on the caller's thread, then the launch on a thread of its own, and
     /// returns at once. The launch takes every sink through its phases (`CrashRecordSink`'s hooks):
@@ -239,6 +211,7 @@ public final class CrashReporting: Sendable {
     public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
         start(Configuration(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion, sentryDSN: sentryDSN))
     }
+
 
     /// See ``start(recordDirectory:appName:appVersion:sentryDSN:)``.
     ///
@@ -254,7 +227,7 @@ public final class CrashReporting: Sendable {
             crashForSetupCheck(directory: directory, configuration: configuration)
         }
         return running.withLock { running in
-            if let running = running.reporting, !running.ended.withLock({ $0 }) {
+            if let running = running.reporting, !running.current.hasEnded {
                 Logger(label: "CrashReporter").error(
                     "CrashReporting.start was called again while a reporter runs (records in \(running.run.recordDirectory)): that reporter is returned and this call's configuration is ignored. Start the reporter once per program, or shut the first down before starting another.")
                 return running
@@ -271,33 +244,64 @@ public final class CrashReporting: Sendable {
     private struct Running: Sendable { var reporting: CrashReporting? }
 
     init(_ configuration: Configuration) {
-        started = (Clock.wallMilliseconds(), Clock.monotonicNanoseconds())
-        ledger = RunLedger(recordDirectory: configuration.recordDirectory)
-        // By hand and cheap (no Foundation URL): parsed on the caller's thread.
-        let dsnText = configuration.sentryDSN
-        let parsedDSN = dsnText.flatMap(SentryDSN.init)
-        var uploaderError: String?
-        // Capture the app started itself is taken over (CrashHandler.adopt): what this
-        // configuration sets replaces the app's — the record directory, app name and version, the
-        // run id, hang detection when set, crash-time upload when configured, and whatever the
-        // `capture` closure sets — and every other setting stays as the app set it.
-        var captureConfiguration = CrashHandler.runningConfiguration ?? CrashHandler.Configuration(directory: "", appName: "", appVersion: "")
-        captureConfiguration.directory = configuration.recordDirectory
-        captureConfiguration.appName = configuration.appName
-        captureConfiguration.appVersion = configuration.appVersion
-        captureConfiguration.runID = ""   // the reporter's run, never the app's
-        if let hangDetection = configuration.hangDetection { captureConfiguration.hangDetection = hangDetection }
-        configuration.capture?(&captureConfiguration)
-        if captureConfiguration.runID.isEmpty { captureConfiguration.runID = randomUUIDText() }
-        let run = ReportingRun(runID: captureConfiguration.runID, appName: configuration.appName, appVersion: configuration.appVersion,
+        let started = (wall: Clock.wallMilliseconds(), monotonic: Clock.monotonicNanoseconds())
+        let capture = Self.captureConfiguration(configuration)
+        let run = ReportingRun(runID: capture.runID, appName: configuration.appName, appVersion: configuration.appVersion,
                                recordDirectory: configuration.recordDirectory)
         self.run = run
-        let limits = RecordDirectoryLimits(maxRecords: captureConfiguration.maxRecords, maxBytes: captureConfiguration.maxRecordBytes)
+        let limits = RecordDirectoryLimits(maxRecords: capture.maxRecords, maxBytes: capture.maxRecordBytes)
         let release = configuration.sentryRelease ?? "\(configuration.appName)@\(configuration.appVersion)"
+        let built = Self.makeSinks(configuration, release: release)
+        sentryDSNError = built.dsnError
+        sinks = built.sinks
+        // Before capture: a crash from here on finds each sink knowing its run (the analytics
+        // publishes the crash `$AppEnd` for this run id).
+        for sink in sinks { sink.attach(to: run) }
+        var notes: [String] = []
+        if configuration.captureCrashes {
+            let started = Self.startCapture(capture, configuration, sinks: sinks, otlp: built.otlp, limits: limits)
+            captureResult = started.result
+            if let note = started.uploaderError { notes.append(note) }
+        } else {
+            captureResult = nil
+        }
+        // This package's own sinks are known by type; the analytics registers its own.
+        let bounded = [ObjectIdentifier(SentrySink.self), ObjectIdentifier(OTLPSink.self), ObjectIdentifier(MisconfiguredSink.self)]
+        current = CurrentRun(run: run, started: started,
+                             facts: CurrentRun.Facts(release: release, environment: configuration.sentryEnvironment, dist: configuration.sentryDist),
+                             sinks: sinks, limits: limits, appSinks: !configuration.sinks.isEmpty,
+                             endMayLaunch: sinks.allSatisfy { bounded.contains(ObjectIdentifier(type(of: $0))) || BoundedLaunchSinks.contains($0) },
+                             notes: notes)
+        if captureResult != nil { current.deliverLiveRecords() }
+        RunEndHook.register(self)
+        current.start()
+    }
+
+    /// Capture's configuration for this reporter. Capture the app started itself is taken over
+    /// (CrashHandler.adopt): what this configuration sets replaces the app's — the record
+    /// directory, app name and version, the run id, hang detection when set, crash-time upload
+    /// when configured, and whatever the `capture` closure sets — and every other setting stays
+    /// as the app set it.
+    private static func captureConfiguration(_ configuration: Configuration) -> CrashHandler.Configuration {
+        var capture = CrashHandler.runningConfiguration ?? CrashHandler.Configuration(directory: "", appName: "", appVersion: "")
+        capture.directory = configuration.recordDirectory
+        capture.appName = configuration.appName
+        capture.appVersion = configuration.appVersion
+        capture.runID = ""   // the reporter's run, never the app's
+        if let hangDetection = configuration.hangDetection { capture.hangDetection = hangDetection }
+        configuration.capture?(&capture)
+        if capture.runID.isEmpty { capture.runID = randomUUIDText() }
+        return capture
+    }
+
+    /// The sinks the configuration asks for: Sentry's (by hand and cheap, no Foundation URL: the
+    /// DSN parsed on the caller's thread), the OTLP sink, the app's own.
+    private static func makeSinks(_ configuration: Configuration, release: String)
+        -> (sinks: [any CrashRecordSink], otlp: OTLPSink?, dsnError: String?) {
         var sentry: SentrySink?
         var dsnError: String?
-        if let text = dsnText {
-            if let dsn = parsedDSN {
+        if let text = configuration.sentryDSN {
+            if let dsn = SentryDSN(text) {
                 let envelope = configuration.sentryEnvelope
                     ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend,
                                            minidump: configuration.sentryMinidump)
@@ -311,7 +315,6 @@ public final class CrashReporting: Sendable {
                 dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
             }
         }
-        sentryDSNError = dsnError
         var otlp: OTLPSink?
         if let endpoint = configuration.otlpLogsEndpoint {
             var settings = OTLPSink.Settings(endpoint: endpoint)
@@ -327,294 +330,47 @@ public final class CrashReporting: Sendable {
         let unconfigured: [any CrashRecordSink] = dsnError.map {
             [MisconfiguredSink(id: .sentry, reason: "the Sentry DSN is \($0)")]
         } ?? []
-        let sinks: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + unconfigured + (otlp.map { [$0] } ?? []) + configuration.sinks
-        self.sinks = sinks
-        // Before capture: a crash from here on finds each sink knowing its run (the analytics
-        // publishes the crash `$AppEnd` for this run id).
-        for sink in sinks { sink.attach(to: run) }
-        if configuration.captureCrashes {
-            var capture = captureConfiguration
-            let sentryDSN = parsedDSN != nil ? dsnText : nil
-            if let configured = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
-                if configuration.sentryBeforeSend != nil, sentryDSN != nil {
-                    // The hook is the app's code: only the app can run it (the next launch does).
-                    uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
-                } else {
-                    // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
-                    switch CrashTimeUpload.uploader(configured: configured, recordDirectory: configuration.recordDirectory,
-                                                    sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
-                                                    otlpTimeout: configuration.otlpUpload.requestTimeout, limits: limits,
-                                                    data: configuration.sentryData, sessions: configuration.sentrySessions) {
-                    case .success(let uploader): capture.uploader = uploader
-                    case .failure(let unavailable): uploaderError = unavailable.description
-                    }
-                }
-            }
-            // Capture first and on the caller's thread: a crash from here on is recorded. Capture
-            // the app started itself is adopted: this configuration is applied to it, so that its
-            // records come here with this run's id, and crash-time upload is on as configured.
-            do {
-                if CrashHandler.isInstalled {
-                    captureResult = .success(try CrashHandler.adopt(capture))
-                    Logger(label: "CrashReporter").info(
-                        "CrashReporting.start: capture was already running (CrashHandler.start); the reporter applied its own configuration to it (records in \(configuration.recordDirectory)).")
-                } else {
-                    captureResult = .success(try CrashHandler.start(capture))
-                }
-            } catch let error as CrashCaptureError {
-                captureResult = .failure(error)
-            } catch {
-                captureResult = .failure(CrashCaptureError(operation: "start: \(error)", errno: 0))
-            }
-        } else {
-            captureResult = nil
-        }
-        let uploaderNote = uploaderError
-        let launched = self.launched, handedOver = self.handedOver, marker = self.marker, ledger = self.ledger, started = self.started
-        let runWatch = self.runWatch, sentrySink = sentry
-        let environment = configuration.sentryEnvironment, dist = configuration.sentryDist
-        markerFacts = MarkerFacts(release: release, environment: environment, dist: dist)
-        let endFollowsLaunch = !configuration.sinks.isEmpty
-        // A hang or snapshot record goes to the sinks while the process lives, from a thread of
-        // its own (the Swift pool may be the thing that is stuck), once the launch has offered
-        // the earlier records; the inbox's acknowledgments keep it from being sent twice. A
-        // snapshot waits 10 s first: the person who asked for it (crash-inspect snapshot) reads it
-        // before a sink's acknowledgment deletes it.
-        if captureResult != nil {
-            HangDetector.onRecord { path, snapshot in
-                let name = String(path.split(separator: "/").last ?? "")
-                OSThread.start(name: "CrashReporter.hang") {
-                    if snapshot { usleep(10_000_000) }
-                    _ = launched.wait(until: .now + .seconds(60))
-                    _ = RecordInbox(directory: run.recordDirectory, sinks: sinks, limits: limits).pass(only: name)
+        return ((sentry.map { [$0] } ?? []) + unconfigured + (otlp.map { [$0] } ?? []) + configuration.sinks, otlp, dsnError)
+    }
+
+    /// Starts capture (or adopts the app's) on the caller's thread, first: a crash from here on is
+    /// recorded, with this run's id, in this directory, and uploaded at crash time as configured.
+    private static func startCapture(_ configured: CrashHandler.Configuration, _ configuration: Configuration, sinks: [any CrashRecordSink],
+                                     otlp: OTLPSink?, limits: RecordDirectoryLimits)
+        -> (result: Result<CrashHandler.StartResult, CrashCaptureError>, uploaderError: String?) {
+        var capture = configured
+        var uploaderError: String?
+        let sentryDSN = configuration.sentryDSN.flatMap { SentryDSN($0) != nil ? $0 : nil }
+        if let uploader = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
+            if configuration.sentryBeforeSend != nil, sentryDSN != nil {
+                // The hook is the app's code: only the app can run it (the next launch does).
+                uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
+            } else {
+                // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
+                switch CrashTimeUpload.uploader(configured: uploader, recordDirectory: configuration.recordDirectory,
+                                                sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
+                                                otlpTimeout: configuration.otlpUpload.requestTimeout, limits: limits,
+                                                data: configuration.sentryData, sessions: configuration.sentrySessions) {
+                case .success(let found): capture.uploader = found
+                case .failure(let unavailable): uploaderError = unavailable.description
                 }
             }
         }
-        // The launch's phases, run once by whichever thread claims them first: the launch
-        // thread, or the end of the run (shutdown, the exit hook) when it comes before that
-        // thread has begun, as in a short program; `byTheEnd` then says the run is ending.
-        let phases: @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)? = { byTheEnd in
-            // The records' directory (capture made it, unless capture is off).
-            let directoryError = (try? Directory.create(run.recordDirectory)) == nil
-            // This run's marker: with the app's sinks, once they have taken the records and the
-            // runs that ended and before they finish their launch, since one may then keep a run
-            // of its own (the analytics' row, stored with its `$AppStart`, which its `$AppEnd`
-            // comes from) and is told only the runs the ledger knows; a run killed before its
-            // marker would leave that row for good. Written after the runs were handed out, it
-            // is written into the file of a finished claim (RunLedger.finish), not a new one.
-            // Without them (Sentry alone), after the launch, which the end of the run then does
-            // not wait for: the file work is not in a short program's way (measured: ≈ 0.9 ms
-            // when it was), a run that ends first writes the marker itself, and one killed before
-            // it is written is not told.
-            // With the app's sinks the marker is written without the memory cgroup's OOM-kill
-            // counter: finding it (/proc/self/cgroup, /proc/self/mountinfo, parsed) costs ≈ 0.3 ms
-            // that the end of a short program would wait for. It is found and read after the
-            // launch, and appended to the marker unless the run has ended by then (a run killed
-            // in between has no reading and is told `killed`, not `oom`).
-            var markerError: String?
-            var watched: (start: RunStart, counter: String?)?
-            func beginMarker(locatingCounter: Bool) {
-                do {
-                    if directoryError { try Directory.create(run.recordDirectory) }
-                    let counter = locatingCounter ? OOMKillCounter.locate() : nil
-                    let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
-                                         startMonotonicNanoseconds: started.monotonic, appName: run.appName,
-                                         appVersion: run.appVersion, oomKills: counter.flatMap(OOMKillCounter.read),
-                                         release: release, environment: environment, dist: dist)
-                    // Unless the run ended first: its marker then has its end already (endRun).
-                    let begun = try marker.state.withLock { state throws -> Bool in
-                        guard case .none = state else { return false }
-                        try ledger.begin(start)
-                        state = .begun(start)
-                        return true
-                    }
-                    if begun { watched = (start, counter) }
-                } catch {
-                    markerError = "this run's marker: \(error)"
-                    marker.state.withLock { state in if case .none = state { state = .done } }
-                }
+        do {
+            if CrashHandler.isInstalled {
+                let adopted = try CrashHandler.adopt(capture)
+                Logger(label: "CrashReporter").info(
+                    "CrashReporting.start: capture was already running (CrashHandler.start); the reporter applied its own configuration to it (records in \(configuration.recordDirectory)).")
+                return (.success(adopted), uploaderError)
             }
-            /// The OOM-kill counter of a marker begun without it: found, read, and written into
-            /// the marker while the run has not ended (under the marker's lock: endRun's end is
-            /// never overwritten).
-            func addCounter(to begun: (start: RunStart, counter: String?)) -> (start: RunStart, counter: String?) {
-                guard let counter = OOMKillCounter.locate(), let reading = OOMKillCounter.read(counter) else { return begun }
-                return marker.state.withLock { state in
-                    guard case .begun(var start) = state else { return begun }
-                    guard (try? ledger.appendCounter(start, reading)) != nil else { return begun }
-                    start.oomKills = reading
-                    state = .begun(start)
-                    return (start, counter)
-                }
-            }
-            var report = Self.launch(in: run.recordDirectory, sinks: sinks, ledger: ledger, excluding: run.runID, limits: limits,
-                                     beforeFinishing: endFollowsLaunch ? { beginMarker(locatingCounter: false) } : nil)
-            if !endFollowsLaunch {
-                handedOver.open(true)
-                // A run that is ending writes its marker with its end (endRun).
-                if !byTheEnd { beginMarker(locatingCounter: true) }
-            }
-            if let markerError { report.errors.append(markerError) }
-            if let uploaderNote { report.errors.append(uploaderNote) }
-            launched.open(report)
-            handedOver.open(true)
-            // An exited run's OOM-kill counter is never read: a run that is ending needs none.
-            if byTheEnd { return nil }
-            if endFollowsLaunch, let begun = watched { watched = addCounter(to: begun) }
-            return watched
-        }
-        // This package's own sinks are known by type; the analytics registers its own.
-        let bounded = [ObjectIdentifier(SentrySink.self), ObjectIdentifier(OTLPSink.self), ObjectIdentifier(MisconfiguredSink.self)]
-        let launchOnce = LaunchOnce(phases, endMayRun: sinks.allSatisfy {
-            bounded.contains(ObjectIdentifier(type(of: $0))) || BoundedLaunchSinks.contains($0)
-        })
-        self.launchOnce = launchOnce
-        RunEndHook.register(self)
-        OSThread.start(name: "CrashReporter.launch") {
-            guard launchOnce.claim(), let watched = phases(false) else { return }
-            // Then, on this thread, the marker kept current while the run lives.
-            // (Sessions that came due since are sent from here: no thread waits for them.)
-            // Each rewrite under the marker's lock, and only while the run has not ended:
-            // an end written meanwhile (endRun) is never overwritten by a refresh.
-            let refresh = { (reading: OOMKillReading?, seen: RunLastSeen) -> Bool in
-                marker.state.withLock { state in
-                    guard case .begun = state else { return false }
-                    return (try? ledger.refresh(runID: run.runID, oomKills: reading, seen: seen)) != nil
-                }
-            }
-            runWatch.watch(watched.start, counter: watched.counter, refresh: refresh) { sentrySink?.sendSessionsIfDue() }
+            return (.success(try CrashHandler.start(capture)), uploaderError)
+        } catch let error as CrashCaptureError {
+            return (.failure(error), uploaderError)
+        } catch {
+            return (.failure(CrashCaptureError(operation: "start: \(error)", errno: 0)), uploaderError)
         }
     }
 
-    /// The launch, once (see ``LaunchOnce``).
-    private let launchOnce: LaunchOnce
-    /// The launch's phases and who runs them: the launch thread, started by ``start(_:)``, or,
-    /// when the run ends before that thread has begun (a short program calls `shutdown` right
-    /// after `start`), the thread that ends it, which then runs them itself instead of waiting
-    /// for a thread to start and to wake it (measured: ≈ 0.1 ms for the thread to begin and
-    /// 0.25–0.5 ms for the waiting thread to be woken on this project's virtual machines). Only
-    /// when every sink's launch is bounded (`BoundedLaunchSinks`): an app's own sink may block in
-    /// it, and the end of the run then waits for the launch thread no longer than its deadline.
-    private final class LaunchOnce: Sendable {
-        private let claimed = Atomic(false)
-        private let endMayRun: Bool
-        /// The phases; `byTheEnd` when the end of the run runs them. Returns this run's marker
-        /// to keep current (the launch thread's).
-        let phases: @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)?
-        init(_ phases: @escaping @Sendable (_ byTheEnd: Bool) -> (start: RunStart, counter: String?)?, endMayRun: Bool) {
-            self.phases = phases
-            self.endMayRun = endMayRun
-        }
-        /// `true` for the first caller only: it runs the phases.
-        func claim() -> Bool { claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
-        /// The end of the run runs the phases when they have not begun and it may (see above).
-        func runByTheEnd() {
-            if endMayRun, claim() { _ = phases(true) }
-        }
-    }
-
-    /// The launch's phases over `sinks` (LaunchPhases.swift), on the caller's thread: with a
-    /// ledger, the runs that ended (but `excluding`) are classified and handed out after the records.
-    package static func launch(in directory: String, sinks: [any CrashRecordSink], ledger: RunLedger? = nil, excluding runID: String = "",
-                               limits: RecordDirectoryLimits = .standard, beforeFinishing: (() -> Void)? = nil) -> LaunchReport {
-        var unavailable: [RecordSinkID: String] = [:]
-        for sink in sinks {
-            if let reason = sink.prepareLaunch() { unavailable[sink.id] = reason }
-        }
-        let offered: [any CrashRecordSink] = sinks.map { sink in
-            unavailable[sink.id].map { UnavailableSink(id: sink.id, reason: $0) } ?? sink
-        }
-        let inbox = RecordInbox(directory: directory, sinks: offered, limits: limits).pass()
-        var report = LaunchReport(inbox)
-        if let ledger {
-            let runs = ledger.classify(recordRuns: inbox.recordRuns, excluding: runID)
-            report.runsEnded = runs.outcomes
-            report.runsRunning = runs.running
-            report.errors += runs.errors
-            if !runs.outcomes.isEmpty {
-                var taken = true
-                for sink in sinks where !sink.takeRuns(runs.outcomes) {
-                    taken = false
-                    report.errors.append("runs: \(sink.id): kept for the next launch")
-                }
-                // A sink that could not take them: claimed still, a later launch hands them out again.
-                if taken { ledger.finish(runs.outcomes) }
-            }
-        }
-        beforeFinishing?()
-        for sink in sinks { sink.finishLaunch() }
-        return report
-    }
-
-    /// The end of this run, in its marker (once): ``shutdown(timeout:)`` and the exit hook. When
-    /// the launch thread has not written the marker yet, it is written here, with its end (the
-    /// launch thread then leaves it), so that a short program never waits for that thread.
-    func endRun() {
-        guard ended.withLock({ done in defer { done = true }; return !done }) else { return }
-        runWatch.stop()
-        let end = RunEnd.exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: Clock.monotonicNanoseconds() - started.monotonic)
-        let run = self.run, ledger = self.ledger, started = self.started, facts = markerFacts
-        marker.state.withLock { state in
-            switch state {
-            case .begun(let start):
-                try? ledger.appendEnd(start, end)
-            case .none:
-                // An exited run's OOM-kill counter is never read: the marker needs none.
-                let start = RunStart(runID: run.runID, process: .current, startWallMilliseconds: started.wall,
-                                     startMonotonicNanoseconds: started.monotonic, appName: run.appName, appVersion: run.appVersion,
-                                     oomKills: nil, release: facts.release, environment: facts.environment, dist: facts.dist)
-                if (try? Directory.create(run.recordDirectory)) != nil { try? ledger.end(start, end) }
-            case .done:
-                break
-            }
-            state = .done
-        }
-    }
-
-    /// The end of the run for every sink, then for the ledger: ``shutdown(timeout:)`` and the exit
-    /// hook. The records and the runs that ended reach the sinks in the launch, so that is waited
-    /// for first (within the deadline; not this run's own marker, see ``handedOver``); then every
-    /// sink hands on what it has, all at once and each by the same deadline (one slow backend
-    /// takes no time from another); then this run's marker says it ended, after what the sinks
-    /// stored of the end (a session cut off mid-request would be sent again by the next launch
-    /// and counted twice). Returns each sink's answer.
-    /// Once: a later call (the exit hook after ``shutdown(timeout:)``) finds nothing to end.
-    func endSinks(deadline: SuspendingClock.Instant) -> [(id: RecordSinkID, finished: Bool)] {
-        guard sinksEnded.withLock({ done in defer { done = true }; return !done }) else { return [] }
-        // A launch that has not begun is run here (see ``LaunchOnce``); one under way is waited for.
-        launchOnce.runByTheEnd()
-        _ = handedOver.wait(until: deadline)
-        let sinks = self.sinks
-        var finished: [Bool]
-        if sinks.count <= 1 {
-            // One sink (the common case: Sentry alone): on this thread, no thread started.
-            finished = sinks.map { $0.shutdown(deadline: deadline) }
-        } else {
-            // The others each on a thread of their own; a sink not done a moment after the
-            // deadline counts as not finished, and the run still ends.
-            let results = Mutex([Bool](repeating: false, count: sinks.count))
-            let left = Atomic(sinks.count - 1)
-            let done = Latch<Bool>()
-            for (index, sink) in sinks.enumerated().dropFirst() {
-                OSThread.start(name: "CrashReporter.end") {
-                    let ended = sink.shutdown(deadline: deadline)
-                    results.withLock { $0[index] = ended }
-                    if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.open(true) }
-                }
-            }
-            let first = sinks[0].shutdown(deadline: deadline)
-            results.withLock { $0[0] = first }
-            _ = done.wait(until: max(deadline, .now) + .milliseconds(100))
-            finished = results.withLock { $0 }
-        }
-        endRun()
-        return zip(sinks, finished).map { (id: $0.id, finished: $1) }
-    }
-
-    /// One inbox pass over `directory`: every record to every sink that lacks it.
-    package static func deliverRecords(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
-        LaunchReport(RecordInbox(directory: directory, sinks: sinks, limits: limits).pass())
-    }
 
     /// What `shutdown(timeout:)` achieved.
     public struct ShutdownResult: Sendable, Equatable {
@@ -630,7 +386,7 @@ public final class CrashReporting: Sendable {
     /// (the analytics stores `$AppEnd` and uploads).
     @discardableResult
     public func shutdown(timeout: Duration? = nil) -> ShutdownResult {
-        let results = endSinks(deadline: SuspendingClock.now.advanced(by: timeout ?? .seconds(3)))
+        let results = current.endSinks(deadline: SuspendingClock.now.advanced(by: timeout ?? .seconds(3)))
         return ShutdownResult(sentToSentry: results.allSatisfy { $0.id != .sentry || $0.finished },
                               sinksFinished: results.allSatisfy { $0.id == .sentry || $0.finished })
     }
@@ -680,39 +436,6 @@ enum RunEndHook {
         }
         // Bounded: the launch thread writes the marker within milliseconds of start.
         let deadline = SuspendingClock.now.advanced(by: .seconds(1))
-        for reporting in reporters { _ = reporting.endSinks(deadline: deadline) }
+        for reporting in reporters { _ = reporting.current.endSinks(deadline: deadline) }
     }
-}
-
-/// Keeps a running run's marker current: every 2 s it says when the run was last seen alive
-/// (what a killed run's duration is, for Sentry's session and the analytics' `$AppEnd`), and its
-/// memory cgroup's OOM-kill counter is read again (a few small reads) so that a neighbour in the
-/// cgroup killed by the OOM killer earlier in the run is not taken for this run's own later
-/// SIGKILL. One small file rewritten every 2 s, by the launch thread once its launch is done: no
-/// thread of its own, and no dispatch timer (resuming one starts libdispatch's manager and worker
-/// threads, which every launch would pay). A program that exits within 2 s never rewrites it.
-final class RunWatch: Sendable {
-    private let stopped = Latch<Bool>()
-    static let interval = Duration.seconds(2)
-
-    /// Rewrites the marker of `run` every ``interval`` from its start until ``stop()``, on the
-    /// calling thread (returns at once when stopped already), calling `tick` after each.
-    /// `refresh` rewrites it (with a changed OOM-kill reading, if any) and says whether it did.
-    func watch(_ run: RunStart, counter: String?, refresh: (OOMKillReading?, RunLastSeen) -> Bool, tick: () -> Void = {}) {
-        var last = run.oomKills?.kills
-        let began = SuspendingClock.now - Duration.nanoseconds(max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
-        var next = began + Self.interval
-        while stopped.wait(until: max(next, .now)) == nil {
-            var changed: OOMKillReading?
-            if let counter, let reading = OOMKillCounter.read(counter), last != reading.kills { changed = reading }
-            let seen = RunLastSeen(wallMilliseconds: Clock.wallMilliseconds(),
-                                   durationNanoseconds: max(0, Clock.monotonicNanoseconds() - run.startMonotonicNanoseconds))
-            if refresh(changed, seen), let changed { last = changed.kills }
-            CrashHandler.noteRuntimeReports()   // what the runtime reported so far is no later crash's message
-            tick()
-            next = max(next + Self.interval, .now)
-        }
-    }
-
-    func stop() { stopped.open(true) }
 }

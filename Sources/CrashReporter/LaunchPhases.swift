@@ -14,6 +14,9 @@
 
 import Logging
 import RecordDelivery
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A configured sink that cannot take records this launch: they stay for it.
 struct UnavailableSink: CrashRecordSink {
@@ -36,4 +39,65 @@ struct MisconfiguredSink: CrashRecordSink {
     }
     func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult { .later(reason: reason) }
     func takeRuns(_ runs: [EndedRun]) -> Bool { false }
+}
+
+extension CrashReporting {
+    /// The launch's phases over `sinks` (LaunchPhases.swift), on the caller's thread: with a
+    /// ledger, the runs that ended (but `excluding`) are classified and handed out after the records.
+    package static func launch(in directory: String, sinks: [any CrashRecordSink], ledger: RunLedger? = nil, excluding runID: String = "",
+                               limits: RecordDirectoryLimits = .standard, beforeFinishing: (() -> Void)? = nil) -> LaunchReport {
+        var unavailable: [RecordSinkID: String] = [:]
+        for sink in sinks {
+            if let reason = sink.prepareLaunch() { unavailable[sink.id] = reason }
+        }
+        let offered: [any CrashRecordSink] = sinks.map { sink in
+            unavailable[sink.id].map { UnavailableSink(id: sink.id, reason: $0) } ?? sink
+        }
+        let inbox = RecordInbox(directory: directory, sinks: offered, limits: limits).pass()
+        var report = LaunchReport(inbox)
+        if let ledger {
+            var runs = ledger.classify(recordRuns: inbox.recordRuns, excluding: runID)
+            // A run killed while hung: its hang record, with how it ended, becomes a record of
+            // its own (KilledWhileHung), which the sinks get below like any record.
+            var fatalHangs: [String] = []
+            for index in runs.outcomes.indices {
+                guard let held = runs.openHangs[runs.outcomes[index].runID] else { continue }
+                switch KilledWhileHung.revive(held, outcome: runs.outcomes[index], into: directory, sizeLimit: limits.maxBytes) {
+                case .success(let name):
+                    runs.outcomes[index].killedWhileHung = name
+                    fatalHangs.append(name)
+                    unlink(held)
+                case .failure(let refusal):
+                    report.errors.append("run \(runs.outcomes[index].runID): killed while hung, but \(refusal)")
+                }
+            }
+            report.runsEnded = runs.outcomes
+            report.runsRunning = runs.running
+            report.errors += runs.errors
+            if !runs.outcomes.isEmpty {
+                var taken = true
+                for sink in sinks where !sink.takeRuns(runs.outcomes) {
+                    taken = false
+                    report.errors.append("runs: \(sink.id): kept for the next launch")
+                }
+                // A sink that could not take them: claimed still, a later launch hands them out again.
+                if taken { ledger.finish(runs.outcomes) }
+            }
+            for name in fatalHangs {
+                let pass = RecordInbox(directory: directory, sinks: offered, limits: limits).pass(only: name)
+                report.recordsDelivered += pass.recordsDelivered
+                report.recordsAwaitingSinks += pass.recordsAwaitingSinks
+                report.recordsUnreadable += pass.recordsUnreadable
+                report.errors += pass.errors
+            }
+        }
+        beforeFinishing?()
+        for sink in sinks { sink.finishLaunch() }
+        return report
+    }
+
+    /// One inbox pass over `directory`: every record to every sink that lacks it.
+    package static func deliverRecords(in directory: String, sinks: [any CrashRecordSink], limits: RecordDirectoryLimits = .standard) -> LaunchReport {
+        LaunchReport(RecordInbox(directory: directory, sinks: sinks, limits: limits).pass())
+    }
 }

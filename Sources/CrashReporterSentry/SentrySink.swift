@@ -350,6 +350,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         sendSessionsIfDue()
     }
 
+    /// The run's watch ticks (every 2 s): the sessions that came due are sent.
+    package func runTick() { sendSessionsIfDue() }
+
     /// Starts sending the waiting sessions when they are due (``SessionBatching``).
     package func sendSessionsIfDue() {
         if runEnded.load(ordering: .acquiring) { return }

@@ -224,7 +224,9 @@ package enum SentryEnvelope {
             // handled, so that Sentry does not count it as a crash; grouped by the frames
             // (synthetic), not by the text that says how late it was.
             mechanism.type = live.kind == .hang ? "AppHang" : "snapshot"
-            mechanism.handled = true
+            // A hang the process was killed in is fatal, as sentry-cocoa reports a fatal app hang:
+            // not handled, level fatal; the same mechanism and frames, so it groups with the live one.
+            mechanism.handled = live.fate == nil
         }
         var exception = SentryEvent.Exception(type: summary.title, value: summary.value, mechanism: mechanism)
         if let cxx = record.cxxException, let type = cxx.type {
@@ -280,14 +282,22 @@ package enum SentryEnvelope {
             }),
             extra: extra.isEmpty ? nil : extra)
         if let live = record.event {
-            event.level = live.kind == .hang ? "error" : "info"
+            event.level = live.kind == .hang ? (live.fate != nil ? "fatal" : "error") : "info"
             event.tags["record_kind"] = live.kind.rawValue
-            if live.kind == .hang { event.tags["hang_detector"] = live.detector.name }
+            if live.kind == .hang {
+                event.tags["hang_detector"] = live.detector.name
+                event.tags["hang_state"] = live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed"
+            }
             var extra = event.extra ?? [:]
-            extra["hang"] = .pairs([
+            var hang = [
                 "what": live.summary, "threshold_ms": String(live.thresholdMilliseconds), "observed_ms": String(live.observedMilliseconds),
                 "threads_stopped_us": String(live.stoppedMicroseconds),
-            ])
+            ]
+            if let fate = live.fate {
+                hang["state"] = fate.summary
+                if let after = fate.lastSeenAfterMilliseconds { hang["killed_after_ms"] = String(after) }
+            }
+            extra["hang"] = .pairs(hang)
             event.extra = extra
         }
         if let scope = record.scope {

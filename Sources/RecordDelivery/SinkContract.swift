@@ -108,6 +108,10 @@ public protocol CrashRecordSink: Sendable {
     func takeRuns(_ runs: [EndedRun]) -> Bool
     /// The launch's last phase, after every record and run was offered.
     func finishLaunch()
+    /// Every 2 s while the run lives, once its launch is done, on the reporter's launch thread
+    /// (after this run's marker is kept current): send what has come due (Sentry's batched
+    /// sessions). Return at once: no waiting on the network.
+    func runTick()
     /// The run ends (`CrashReporting.shutdown(timeout:)`): hand on what is pending, by
     /// `deadline` at the latest. Returns whether everything was.
     func shutdown(deadline: SuspendingClock.Instant) -> Bool
@@ -138,6 +142,7 @@ extension CrashRecordSink {
     public func prepareLaunch() -> String? { nil }
     public func takeRuns(_ runs: [EndedRun]) -> Bool { true }
     public func finishLaunch() {}
+    public func runTick() {}
     public func shutdown(deadline: SuspendingClock.Instant) -> Bool { true }
 }
 

@@ -118,8 +118,9 @@ final class EventsSink: CrashRecordSink, @unchecked Sendable {
         let time = crashMs ?? Self.nowMilliseconds()
         if let live = record.event {
             // A hang is an event of its own and ends no run; a snapshot, asked for by a person,
-            // is not an event of the app at all.
-            guard live.kind == .hang else { return ([], nil) }
+            // is not an event of the app at all; a hang the run was later killed in was an
+            // `AppHang` already, and its end is the run's `$AppEnd` (reason `hang`).
+            guard live.kind == .hang, live.fate == nil else { return ([], nil) }
             var properties: [String: JSONScalar] = [
                 "$hang_record": .string(name), "$hang_detector": .string(live.detector.name), "$hang_reason": .string(live.summary),
                 "$hang_threshold_ms": .int(Int(clamping: live.thresholdMilliseconds)),

@@ -16,6 +16,9 @@ package enum AppEndReason: String, Sendable, CaseIterable {
     /// Like `abnormal`, but the kernel's OOM killer counted a kill in the run's memory cgroup
     /// after the marker's last reading (SensorsTracking's `OOMKillCounter`): made at the next launch.
     case oom
+    /// Like `abnormal`, but a hang the run had recorded (an `AppHang`) was still open: killed
+    /// while hung (a liveness probe, a graceful shutdown's deadline). Made at the next launch.
+    case hang
 }
 
 /// The lifecycle events and the properties each carries.

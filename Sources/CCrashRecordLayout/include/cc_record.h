@@ -92,6 +92,7 @@ enum cc_section_type {
     CC_SEC_EVENT       = 17, /* cc_sec_event_t: a record of a live process (a hang, a snapshot), not of a crash */
     CC_SEC_REQUEST_TASK = 18, /* cc_sec_request_task_t: where a request's task is suspended; its chain follows */
     CC_SEC_RESOURCES   = 19, /* cc_sec_resources_t: the CPUs and the descriptors at the crash; the /proc and cgroup texts follow as strings */
+    CC_SEC_FATE        = 20, /* cc_sec_fate_t: what became of a hang record's process (added by a later launch, never by the handler) */
 };
 
 /* CC_SEC_CRASH flags */
@@ -132,7 +133,7 @@ enum cc_string_key {
     CC_STR_FATAL_MESSAGE   = 4,     /* the Swift runtime's fatal-error message */
     CC_STR_KERNEL          = 5,     /* uname: sysname release version machine */
     CC_STR_NOTE            = 6,     /* something the writer wants a reader to know */
-    CC_STR_RUN_ID          = 7,     /* the run id the tracker gave this run (pairs the record with its run marker) */
+    CC_STR_RUN_ID          = 7,     /* the reporter's run id (pairs the record with its run marker; none when capture runs alone) */
     CC_STR_ABORT_MESSAGE   = 8,     /* the C library's last words before abort(): glibc's __abort_msg (assert, malloc's checks, _FORTIFY_SOURCE) */
     /* Resources at the crash, each a file's text as the kernel gave it (read by the handler,
      * parsed by the readers; at most CC_RESOURCE_TEXT_MAX bytes each): */
@@ -464,6 +465,23 @@ typedef struct {
     uint32_t reserved;
 } cc_sec_request_task_t;
 _Static_assert(sizeof(cc_sec_request_task_t) == 40, "cc_sec_request_task_t layout");
+
+/* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
+ * detector had seen it end): a later launch of the app, which found the run's marker without an
+ * end and no crash record of it, copies the record it kept and adds this section just before
+ * CC_SEC_END (rewritten with the new count), under a name of its own (the hang record's time
+ * and pid, tid 0). Ordinary code writes it, never a signal handler; a record has at most one. */
+enum cc_fate {
+    CC_FATE_KILLED = 1,             /* the process was killed (SIGKILL: a liveness probe, the end of a grace period) */
+};
+#define CC_FATE_OOM 0x1u            /* flags: its memory cgroup's OOM killer counted a kill since the run's start */
+typedef struct {
+    uint32_t fate;                  /* enum cc_fate */
+    uint32_t flags;                 /* CC_FATE_* */
+    int64_t  last_seen_wall_ms;     /* when the run was last seen alive (Unix ms; 0 = not known): it died within 2 s after */
+    int64_t  last_seen_after_ms;    /* from this record's time to that sighting (-1 = not known) */
+} cc_sec_fate_t;
+_Static_assert(sizeof(cc_sec_fate_t) == 24, "cc_sec_fate_t layout");
 
 typedef struct {
     uint32_t section_count;         /* sections before this one */

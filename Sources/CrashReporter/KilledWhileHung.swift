@@ -1,0 +1,66 @@
+// KilledWhileHung.swift — a run that was killed while a hang it had recorded was still open (a
+// liveness probe's SIGKILL, the end of a grace period, the OOM killer) becomes a record of its
+// own at the next launch: the hang record the run kept in the ledger (RunLedger.holdHang), with
+// a `CC_SEC_FATE` section that says it was killed and how long after. It goes to the sinks
+// through the inbox like every record, so each sink gets it once and a sink that is down gets it
+// at a later launch; the ledger's copy is deleted once the record is in the directory.
+import CrashRecordFormat
+import RecordDelivery
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum KilledWhileHung {
+    /// The fatal hang record of `outcome` (killed) made from the hang record kept at `held`:
+    /// written into `directory` under the hang record's time and pid with tid 0, and its name
+    /// returned; or why it could not be. The kept record is untrusted like any file of the
+    /// directory (read without following links, bounded, parsed strictly).
+    static func revive(_ held: String, outcome: EndedRun, into directory: String, sizeLimit: Int) -> Result<String, Refusal> {
+        let bytes: [UInt8]
+        let record: CrashRecord
+        do {
+            bytes = try CrashRecordReader.readBytes(path: held, sizeLimit: sizeLimit)
+            record = try CrashRecordReader.parse(bytes)
+        } catch {
+            return .failure(Refusal(description: "the kept hang record: \(error)"))
+        }
+        guard let process = record.process, process.crashWallNanoseconds > 0, process.pid > 0 else {
+            return .failure(Refusal(description: "the kept hang record names no process and time"))
+        }
+        guard record.runID == nil || record.runID == outcome.runID else {
+            return .failure(Refusal(description: "the kept hang record is of another run"))
+        }
+        let recordMilliseconds = process.crashWallNanoseconds / 1_000_000
+        var oom = false
+        if case .killed(let byOOM) = outcome.end { oom = byOOM }
+        let fate = RecordFate(oom: oom, lastSeenWallMilliseconds: outcome.lastSeen?.wallMilliseconds,
+                              lastSeenAfterMilliseconds: outcome.lastSeen.map { max(0, $0.wallMilliseconds - recordMilliseconds) })
+        let amended: [UInt8]
+        do { amended = try fate.added(to: bytes) } catch { return .failure(Refusal(description: "the kept hang record: \(error)")) }
+        let name = RecordFileName(milliseconds: recordMilliseconds, pid: process.pid, tid: 0).name
+        let target = directory + "/" + name
+        // Made once: a launch that made it and died before the ledger's copy was deleted finds it.
+        if access(target, F_OK) == 0 { return .success(name) }
+        let temporary = directory + "/." + name + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return .failure(Refusal(description: "\(temporary): \(String(cString: strerror(errno)))")) }
+        var written = 0
+        while written < amended.count {
+            let count = amended.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            written += count
+        }
+        close(fd)
+        guard written == amended.count, rename(temporary, target) == 0 else {
+            let code = errno
+            unlink(temporary)
+            return .failure(Refusal(description: "\(target): \(String(cString: strerror(code == 0 ? EIO : code)))"))
+        }
+        return .success(name)
+    }
+
+    struct Refusal: Error, CustomStringConvertible {
+        let description: String
+    }
+}
