@@ -92,6 +92,76 @@ final class ServerHangTests: XCTestCase {
         XCTAssertEqual(servers.map { $0["status"] as? String }, ["exited"], "\(payloads)")
     }
 
+    /// The server killed while hung — the pool starved by requests that block for a minute, the
+    /// hang reported live, then SIGKILL, as a liveness probe does — is told by the next launch as
+    /// one fatal hang: an AppHang event of level fatal, not handled, beside the run's `abnormal`
+    /// session; a later launch sends it no second time. A run whose hang ended (the requests
+    /// blocked 3 s) and that was killed afterwards gets its `abnormal` session and no fatal hang.
+    /// Each event as Relay's normalizer takes it.
+    func testAServerKilledWhileHungIsOneFatalHangAtTheNextLaunchAndOneWhoseHangEndedIsNone() throws {
+        let sentry = try TestHTTPServer()
+        let dsn = "http://key@127.0.0.1:\(sentry.port)/1"
+        let directory = try Scratch.directory("hang-killed")
+        func events(_ level: String) -> [TestHTTPServer.Request] {
+            sentry.allRequests.filter { $0.body.contains("\"AppHang\"") && $0.body.contains("\"level\":\"\(level)\"") }
+        }
+        func deliver() throws {
+            let next = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", directory + "/records", "--sentry-dsn", dsn,
+                                                                    "--sessions", "immediate"],
+                                            environment: ["SENTRY_DSN": dsn, "SWIFT_BACKTRACE": "enable=no"], timeout: 120)
+            XCTAssertEqual(next.ending, .exited(0))
+        }
+        func hang(seconds: Int, thenWait: Bool) throws {
+            let server = try ExampleServer(try executable(), name: "hang-killed", arguments: ["--report"],
+                                           environment: ["SENTRY_DSN": dsn, HangDetection.environmentVariable: "1"], directory: directory)
+            let before = events("error").count
+            let count = 2 * ProcessInfo.processInfo.activeProcessorCount
+            let connections = try (0 ..< count).map { _ in try HTTPConnection(port: server.port, path: "/block?seconds=\(seconds)") }
+            let deadline = Date().addingTimeInterval(60)
+            while events("error").count == before && Date() < deadline { usleep(100_000) }
+            XCTAssertEqual(events("error").count, before + 1, "the hang did not reach Sentry while the server lived\n\(server.stderr)")
+            if thenWait {
+                for connection in connections { _ = connection.readToEnd(timeout: 30) }
+                XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), "the server does not answer again")
+                usleep(1_000_000)   // a few of the watcher's ticks: it sees the pool move again
+            }
+            kill(-server.pid, SIGKILL)
+            XCTAssertEqual(server.wait(timeout: 30).ending, .signaled(SIGKILL))
+        }
+
+        try hang(seconds: 60, thenWait: false)
+        XCTAssertEqual(events("fatal").count, 0)
+        try deliver()
+        XCTAssertEqual(events("fatal").count, 1, "killed while hung: one fatal hang")
+        try deliver()
+        XCTAssertEqual(events("fatal").count, 1, "sent once")
+
+        try hang(seconds: 3, thenWait: true)
+        try deliver()
+        XCTAssertEqual(events("fatal").count, 1, "a hang that ended is no fatal hang")
+
+        let files = try sentry.allRequests.enumerated().map { index, request in
+            let file = directory + "/received-\(index).envelope"
+            try Data(request.bodyBytes).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let fatal = try XCTUnwrap(events("fatal").first)
+        let fatalFile = try XCTUnwrap(zip(sentry.allRequests, files).first { $0.0.body == fatal.body }?.1)
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [fatalFile]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let normalized = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        XCTAssertEqual(normalized["level"] as? String, "fatal")
+        let exception = try XCTUnwrap(((normalized["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual((exception["mechanism"] as? [String: Any])?["handled"] as? Bool, false)
+        XCTAssertEqual((exception["mechanism"] as? [String: Any])?["type"] as? String, "AppHang")
+        let output = try Oracles.run("sentry_sessions.py", files)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        XCTAssertEqual((json["errors"] as? [Any])?.count, 0, "\(json["errors"] ?? "")")
+        let payloads = (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
+        let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == "crashing-server@1.0" }
+        XCTAssertEqual(servers.map { $0["status"] as? String }, ["abnormal", "abnormal"], "\(payloads)")
+    }
+
     /// The Vapor example: a synchronous route handler blocking its event loop for 3 s, stall
     /// threshold 1 s: a hang record of the event loop (CrashContextMiddleware watches the
     /// application's loops), about that loop's thread, which stands in the route's sleep; the
