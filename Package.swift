@@ -85,7 +85,7 @@ let package = Package(
         .target(
             name: "CrashCapture",
             // No Foundation, no event model: what capture links is what every adopter loads.
-            dependencies: ["CShims", "CrashRecordFormat", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CShims", "CrashRecordFormat", "HostFacts", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: - Delivery: the next launch, the inbox, the run ledger and the sinks (leaves)

@@ -218,3 +218,22 @@ void cc__write_resources(cc__writer_t *w, int crash) {
     cc__write_cgroup_memory(w);
     CC__MARK("r:cgroup");
 }
+
+/* Ordinary code (the memory watch), never the handler: glibc's own counts (mallinfo2 takes every
+ * arena's lock). out: what malloc holds from the system (arena + hblkhd), hands out and has not
+ * got back (uordblks + hblkhd), holds free (fordblks), holds in chunks of their own (hblkhd).
+ * 0, or -1 where there is no mallinfo2 (glibc before 2.33, another C library). */
+#include <malloc.h>
+int cc_malloc_info(uint64_t out[4]) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 info = mallinfo2();
+    out[0] = (uint64_t)(info.arena + info.hblkhd);
+    out[1] = (uint64_t)(info.uordblks + info.hblkhd);
+    out[2] = (uint64_t)info.fordblks;
+    out[3] = (uint64_t)info.hblkhd;
+    return 0;
+#else
+    (void)out;
+    return -1;
+#endif
+}

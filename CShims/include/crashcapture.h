@@ -157,6 +157,11 @@ typedef struct {
     uint64_t request_key;
     int32_t blocked_tid;
     const char *name;
+    /* A section of the caller's to write right after CC_SEC_EVENT (a memory record's
+     * CC_SEC_MEMORY_WATCH), or extra NULL: type, payload and its length (at most 4096 bytes). */
+    uint32_t extra_type;
+    uint32_t extra_length;
+    const void *extra;
 } cc_snapshot_request_t;
 
 typedef struct {
@@ -185,6 +190,11 @@ uint32_t cc_requests_older_than(int64_t age_ns, uint64_t *oldest_key, int64_t *o
  * The handler writes one at a crash; the hang watcher at a hang. 0, or -1 when there is no such
  * file or writing failed. Async-signal-safe. */
 int cc_termination_message(const char *text, size_t length);
+
+/* glibc's own counts for the memory watch (cc_resources.c): what malloc holds from the system,
+ * hands out, holds free, holds in chunks of their own. 0, or -1 where there is no mallinfo2.
+ * Ordinary code: takes the allocator's locks; never while other threads are stopped. */
+int cc_malloc_info(uint64_t out[4]);
 
 /* The thread id of the calling thread (gettid). */
 int32_t cc_current_tid(void);

@@ -36,6 +36,12 @@ public struct HangDetection: Sendable, Equatable {
     /// Whether `crash-inspect snapshot <pid>` is answered (a request file in the record directory,
     /// looked for once per tick).
     public var answersSnapshotRequests: Bool
+    /// The memory watch: the share of the memory cgroup's limit (0.9: 90 %) at which a memory
+    /// record is written — usage and limit, the last minute's growth, how the memory splits,
+    /// every thread and the requests in flight — so that an OOM kill that follows has a cause;
+    /// `nil` turns the watch off. Where the cgroup has no limit nothing is watched. Defaults to
+    /// `CRASHCAPTURE_MEMORY_PERCENT` (`0`: off), else 0.9.
+    public var memoryThreshold: Double?
 
     /// The environment variable that turns detection on for any program that starts capture:
     /// the stall threshold in seconds (`CRASHCAPTURE_HANG_SECONDS=5`); `0` turns it off.
@@ -48,6 +54,7 @@ public struct HangDetection: Sendable, Equatable {
         self.shutdownThreshold = .seconds(20)
         self.minimumInterval = .seconds(600)
         self.answersSnapshotRequests = true
+        self.memoryThreshold = MemoryWatch.fromEnvironment()
     }
 
     /// What the environment asks for: `.some(nil)` for `0` (off), a detection with that stall
@@ -134,10 +141,10 @@ public enum HangDetector {
         _ = HangMonitor.shared.shutdownAt.compareExchange(expected: 0, desired: monotonicNow(), ordering: .sequentiallyConsistent)
     }
 
-    /// Called with each hang or snapshot record's path once it is written, and whether it is a
-    /// snapshot (the reporter sends it while the process lives). Runs on the thread that wrote it:
-    /// it must not wait for the Swift pool.
-    package static func onRecord(_ handler: @escaping @Sendable (String, Bool) -> Void) {
+    /// Called with each hang, memory or snapshot record's path once it is written, and its kind
+    /// (the reporter sends it while the process lives). Runs on the thread that wrote it: it must
+    /// not wait for the Swift pool.
+    package static func onRecord(_ handler: @escaping @Sendable (String, RecordKind) -> Void) {
         HangMonitor.shared.recordHandler.withLock { $0 = handler }
     }
 
@@ -232,7 +239,7 @@ final class HangMonitor: Sendable {
 
     let settings = Mutex<Settings?>(nil)
     let heartbeats = Mutex<[HangHeartbeat]>([])
-    let recordHandler = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
+    let recordHandler = Mutex<(@Sendable (String, RecordKind) -> Void)?>(nil)
     let resolvedHandler = Mutex<(@Sendable () -> Void)?>(nil)
     let pauses = Atomic<Int>(0)
     let resumedAt = Atomic<Int64>(0)
@@ -301,6 +308,7 @@ final class HangMonitor: Sendable {
         var quietUntil = monotonicNow()  // no detector fires before this
         var lastFired: [String: Int64] = [:]
         var open: Set<String> = []      // the causes recorded whose hang has not ended
+        var memory: (watcher: MemoryWatcher, threshold: Double)?
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
         var target = monotonicNow()
         while self.generation.load(ordering: .sequentiallyConsistent) == generation {
@@ -392,6 +400,18 @@ final class HangMonitor: Sendable {
                 fire(UInt32(CC_DETECTOR_SHUTDOWN.rawValue), name: "graceful shutdown",
                      threshold: current.detection.shutdownThreshold.nanoseconds, observed: now - shutdown)
             }
+            // The memory cgroup's usage against its limit.
+            if let threshold = current.detection.memoryThreshold {
+                if memory?.threshold != threshold { memory = (MemoryWatcher(threshold: threshold), threshold) }
+                memory?.watcher.tick(now: now) { section in
+                    _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
+                    let written = try? HangMonitor.write(kind: UInt32(CC_KIND_MEMORY.rawValue), detector: UInt32(CC_DETECTOR_MEMORY.rawValue),
+                                                         name: "memory", memory: section)
+                    HangMonitor.sayMemory(section, record: written)
+                }
+            } else {
+                memory = nil
+            }
             // Every recorded hang ended: the run is no longer hung (its record need not be kept).
             if wasOpen, open.isEmpty, let resolved = resolvedHandler.withLock({ $0 }) { resolved() }
             // crash-inspect snapshot <pid>.
@@ -403,7 +423,7 @@ final class HangMonitor: Sendable {
 
     /// Writes a record of the live process and hands its path to the reporter's handler.
     static func write(kind: UInt32, detector: UInt32, name: String, threshold: Int64 = 0, observed: Int64 = 0,
-                      requestKey: UInt64 = 0, thread: Int32 = 0) throws -> SnapshotRecord {
+                      requestKey: UInt64 = 0, thread: Int32 = 0, memory: cc_sec_memory_watch_t? = nil) throws -> SnapshotRecord {
         var request = cc_snapshot_request_t()
         request.kind = kind
         request.detector = detector
@@ -413,9 +433,17 @@ final class HangMonitor: Sendable {
         request.blocked_tid = thread
         var result = cc_snapshot_result_t()
         var error: Int32 = 0
+        var section = memory ?? cc_sec_memory_watch_t()
         let rc = name.withCString { pointer in
             request.name = pointer
-            return cc_snapshot(&request, &result, &error)
+            return withUnsafeBytes(of: &section) { bytes in
+                if memory != nil {
+                    request.extra_type = CC_SEC_MEMORY_WATCH.rawValue
+                    request.extra_length = UInt32(bytes.count)
+                    request.extra = bytes.baseAddress
+                }
+                return cc_snapshot(&request, &result, &error)
+            }
         }
         switch rc {
         case 0: break
@@ -431,7 +459,12 @@ final class HangMonitor: Sendable {
         let written = SnapshotRecord(path: directory + "/" + fileName,
                                      stopped: .microseconds(Int64(result.stopped_microseconds)),
                                      threads: Int(result.threads_stopped))
-        if let handler = shared.recordHandler.withLock({ $0 }) { handler(written.path, kind == UInt32(CC_KIND_SNAPSHOT.rawValue)) }
+        let recordKind: RecordKind = switch kind {
+        case CC_KIND_SNAPSHOT.rawValue: .snapshot
+        case CC_KIND_MEMORY.rawValue: .memory
+        default: .hang
+        }
+        if let handler = shared.recordHandler.withLock({ $0 }) { handler(written.path, recordKind) }
         return written
     }
 
@@ -448,6 +481,21 @@ final class HangMonitor: Sendable {
         line += "\n"
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { _ = cc_termination_message($0.baseAddress, $0.count) }
+    }
+
+    /// A memory record's line on stderr and in the container's termination message:
+    /// `memory: 290 of 320 MiB (91 %), +41 MiB in 60 s; record …`.
+    static func sayMemory(_ section: cc_sec_memory_watch_t, record: SnapshotRecord?) {
+        let file = record.map { String($0.path.split(separator: "/").last ?? "") } ?? ""
+        let line = "crashcapture: {\"memory\":\(section.usage_bytes),\"limit\":\(section.limit_bytes),\"growth\":\(section.growth_bytes),"
+            + "\"growth_seconds\":\(section.growth_seconds),\"record\":\(record == nil ? "null" : JSONText.quote(file))}\n"
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
+        var message = RecordMemoryWatch.headline(usage: section.usage_bytes, limit: section.limit_bytes, growth: section.growth_bytes,
+                                                 growthSeconds: section.growth_seconds)
+        if let record { message += "; record \(record.path)" }
+        var text = Array(("memory: " + message + "\n").utf8)
+        text.withUnsafeMutableBytes { _ = cc_termination_message($0.baseAddress, $0.count) }
     }
 
     /// One line on stderr per hang record, as a crash has its own: a log pipeline learns of it

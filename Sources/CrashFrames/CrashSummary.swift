@@ -47,8 +47,12 @@ package struct CrashSummary: Sendable, Equatable {
     package init(record: CrashRecord, frames: [ThreadFrame], frameLimit: Int = CrashSummary.frameLimit) {
         if let event = record.event {
             // A record of a live process: Sentry's exception type says which kind, its value what fired.
-            title = event.kind == .hang ? "Hang" : "Snapshot"
-            detail = event.fate.map { "\(event.summary); \($0.summary)" } ?? event.summary
+            switch event.kind {
+            case .hang: title = "Hang"
+            case .memory: title = event.fate != nil ? "Killed for memory" : "Memory"
+            default: title = "Snapshot"
+            }
+            detail = event.fate.map { "\(event.summary); \($0.summary(of: event.kind))" } ?? event.summary
         } else if let signal = record.signal {
             title = signal.name.isEmpty ? "signal \(signal.number)" : signal.name
             var detail = signal.codeName.isEmpty ? "si_code \(signal.code)" : signal.codeName

@@ -192,6 +192,21 @@ package struct ShowJSON: Encodable, Sendable {
         package var threadsStopped: UInt32
         /// A hang the process was killed in (a later launch said so): null while nothing is known.
         package var fate: Nullable<Fate>
+        /// A memory record's readings (the memory watch): null in any other record.
+        package var memory: Nullable<MemoryWatch>
+    }
+
+    /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`), in bytes.
+    package struct MemoryWatch: Encodable, Sendable {
+        package var usage: UInt64
+        package var limit: UInt64
+        /// The limit is v2's `memory.high` (throttling), not `memory.max`.
+        package var limitIsHigh: Bool
+        package var growth: Int64
+        package var growthSeconds: UInt32
+        package var anon: Nullable<UInt64>, file: Nullable<UInt64>, shmem: Nullable<UInt64>
+        package var mallocInUse: Nullable<UInt64>, mallocFree: Nullable<UInt64>
+        package var threads: UInt32
     }
 
     /// What became of a hang's process (`CC_SEC_FATE`).

@@ -27,7 +27,18 @@ package enum Rendering {
         out.append("  \(inspection.summary.headline)")
         if let event = record.event {
             if let fate = event.fate {
-                out.append("  then the process was \(fate.summary) (told by the next launch: no detector saw the hang end)")
+                out.append(event.kind == .memory ? "  then the process was \(fate.summary(of: .memory)) (told by the next launch)"
+                           : "  then the process was \(fate.summary) (told by the next launch: no detector saw the hang end)")
+            }
+            if let memory = event.memory {
+                var line = "  memory cgroup \(memory.headline)\(memory.limitIsHigh ? " of memory.high" : "")"
+                if let anon = memory.anon, let file = memory.file, let shmem = memory.shmem {
+                    line += "; anon \(RecordMemoryWatch.mebibytes(anon)) MiB, file \(RecordMemoryWatch.mebibytes(file)) MiB, shmem \(RecordMemoryWatch.mebibytes(shmem)) MiB"
+                }
+                if let inUse = memory.mallocInUse, let free = memory.mallocFree {
+                    line += "; malloc \(RecordMemoryWatch.mebibytes(inUse)) MiB in use, \(RecordMemoryWatch.mebibytes(free)) MiB free"
+                }
+                out.append(line + "; \(memory.threads) threads")
             }
             out.append("  the process lived on: it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
                        + " (\(event.threadsStopped) read; the thread that wrote the record is not listed)")
@@ -320,6 +331,12 @@ package enum Rendering {
                                    ShowJSON.Fate(state: fate.oom ? "killed_oom" : "killed",
                                                  lastSeenWallMilliseconds: Nullable(fate.lastSeenWallMilliseconds),
                                                  lastSeenAfterMilliseconds: Nullable(fate.lastSeenAfterMilliseconds))
+                               }),
+                               memory: Nullable(event.memory.map { memory in
+                                   ShowJSON.MemoryWatch(usage: memory.usage, limit: memory.limit, limitIsHigh: memory.limitIsHigh, growth: memory.growth,
+                                                   growthSeconds: memory.growthSeconds, anon: Nullable(memory.anon), file: Nullable(memory.file),
+                                                   shmem: Nullable(memory.shmem), mallocInUse: Nullable(memory.mallocInUse),
+                                                   mallocFree: Nullable(memory.mallocFree), threads: memory.threads)
                                }))
             }),
             complete: record.isComplete,

@@ -12,6 +12,8 @@ package enum CrashLogRecord {
     package static let eventName = "app.crash"
     /// The event names of a record of a live process: a hang (severity WARN), a snapshot (INFO).
     package static let hangEventName = "app.hang"
+    /// A memory record's event: the memory cgroup near its limit (WARN), or the run killed for memory (FATAL).
+    package static let memoryEventName = "app.memory"
     package static let snapshotEventName = "app.snapshot"
     /// `exception.stacktrace` holds at most this many frames…
     package static let maxStackFrames = 256
@@ -134,9 +136,9 @@ package enum CrashLogRecord {
         log.eventName = eventName
         if let live = record.event {
             // Not a crash: not FATAL — unless the process was killed while hung.
-            log.eventName = live.kind == .hang ? hangEventName : snapshotEventName
-            log.severityNumber = live.kind == .hang ? (live.fate != nil ? 21 : 13) : 9
-            log.severityText = live.kind == .hang ? (live.fate != nil ? "FATAL" : "WARN") : "INFO"
+            log.eventName = live.kind == .hang ? hangEventName : live.kind == .memory ? memoryEventName : snapshotEventName
+            log.severityNumber = live.fate != nil ? 21 : live.kind == .snapshot ? 9 : 13
+            log.severityText = live.fate != nil ? "FATAL" : live.kind == .snapshot ? "INFO" : "WARN"
         }
         log.body = .string(text(summary.headline))
         var attributes: [OTLPAttribute] = []
@@ -199,6 +201,13 @@ package enum CrashLogRecord {
             add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
             if live.kind == .hang { add("hang.state", live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed") }
             if let after = live.fate?.lastSeenAfterMilliseconds { add("hang.killed_after_ms", .int(after)) }
+            if let memory = live.memory {
+                add("memory.state", live.fate == nil ? "near_limit" : "killed")
+                add("memory.usage_bytes", .int(Int64(clamping: memory.usage)))
+                add("memory.limit_bytes", .int(Int64(clamping: memory.limit)))
+                add("memory.growth_bytes", .int(memory.growth))
+                add("memory.growth_seconds", .int(Int64(memory.growthSeconds)))
+            }
         }
         // The images, for a backend to symbolicate the addresses in the stack trace by.
         let images = record.images.prefix(maxImages).map { image -> OTLPValue in

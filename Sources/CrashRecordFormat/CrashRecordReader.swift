@@ -461,6 +461,7 @@ private struct RecordParser {
         case CC_SEC_REQUEST_TASK.rawValue: try decodeRequestTask(payload)
         case CC_SEC_RESOURCES.rawValue: try decodeResources(payload)
         case CC_SEC_FATE.rawValue: try decodeFate(payload)
+        case CC_SEC_MEMORY_WATCH.rawValue: try decodeMemoryWatch(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -689,6 +690,7 @@ private struct RecordParser {
         let kind: RecordKind
         switch kindValue {
         case CC_KIND_HANG.rawValue: kind = .hang
+        case CC_KIND_MEMORY.rawValue: kind = .memory
         case CC_KIND_SNAPSHOT.rawValue: kind = .snapshot
         default: throw SectionDamage(reason: "an event of unknown kind \(kindValue)")
         }
@@ -846,12 +848,38 @@ private struct RecordParser {
         typealias S = cc_sec_fate_t
         try require(p, holds: S.self, "fate")
         guard p.u32(Layout.offset(\S.fate)) == CC_FATE_KILLED.rawValue else { throw SectionDamage(reason: "an unknown fate") }
-        guard record.event?.kind == .hang, record.event?.fate == nil else {
-            throw SectionDamage(reason: "a fate on a record that is not one hang")
+        guard record.event?.kind == .hang || record.event?.kind == .memory, record.event?.fate == nil else {
+            throw SectionDamage(reason: "a fate on a record that is not one hang or memory record")
         }
         let wall = p.i64(Layout.offset(\S.last_seen_wall_ms)), after = p.i64(Layout.offset(\S.last_seen_after_ms))
         record.event?.fate = RecordFate(oom: p.u32(Layout.offset(\S.flags)) & CC_FATE_OOM != 0,
                                         lastSeenWallMilliseconds: wall > 0 ? wall : nil, lastSeenAfterMilliseconds: after >= 0 ? after : nil)
+    }
+
+    /// A memory record's readings: only in a memory record, once.
+    private mutating func decodeMemoryWatch(_ p: ByteView) throws {
+        typealias S = cc_sec_memory_watch_t
+        try require(p, holds: S.self, "memory watch")
+        guard record.event?.kind == .memory, record.event?.memory == nil else {
+            throw SectionDamage(reason: "a memory watch section in a record that is not one memory record")
+        }
+        let flags = p.u32(Layout.offset(\S.flags))
+        var memory = RecordMemoryWatch(usage: p.u64(Layout.offset(\S.usage_bytes)), limit: p.u64(Layout.offset(\S.limit_bytes)),
+                                       limitIsHigh: flags & CC_MEMORY_HIGH != 0, isV2: flags & CC_MEMORY_V2 != 0,
+                                       growth: p.i64(Layout.offset(\S.growth_bytes)), growthSeconds: p.u32(Layout.offset(\S.growth_seconds)),
+                                       threads: p.u32(Layout.offset(\S.threads)), thresholdPercent: p.u32(Layout.offset(\S.threshold_percent)))
+        if flags & CC_MEMORY_STAT != 0 {
+            memory.anon = p.u64(Layout.offset(\S.anon_bytes))
+            memory.file = p.u64(Layout.offset(\S.file_bytes))
+            memory.shmem = p.u64(Layout.offset(\S.shmem_bytes))
+        }
+        if flags & CC_MEMORY_MALLINFO != 0 {
+            memory.mallocArena = p.u64(Layout.offset(\S.malloc_arena))
+            memory.mallocInUse = p.u64(Layout.offset(\S.malloc_in_use))
+            memory.mallocFree = p.u64(Layout.offset(\S.malloc_free))
+            memory.mallocMmapped = p.u64(Layout.offset(\S.malloc_mmapped))
+        }
+        record.event?.memory = memory
     }
 
     private mutating func decodeEnd(_ p: ByteView) throws {
@@ -884,7 +912,7 @@ extension RecordFate {
         guard record.isComplete, let end = layout.sections.last, end.type == CC_SEC_END.rawValue else {
             throw Refusal(description: "not a complete record")
         }
-        guard let event = record.event, event.kind == .hang else { throw Refusal(description: "not a hang record") }
+        guard let event = record.event, event.kind == .hang || event.kind == .memory else { throw Refusal(description: "not a hang or memory record") }
         guard event.fate == nil else { throw Refusal(description: "its fate is told already") }
         var fate = cc_sec_fate_t()
         fate.fate = CC_FATE_KILLED.rawValue

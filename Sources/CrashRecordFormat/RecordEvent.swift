@@ -20,8 +20,11 @@ package struct RecordFate: Sendable, Equatable {
     }
 
     /// "killed while hung, at least 41.2 s after this record" (or "… by the OOM killer …").
-    package var summary: String {
-        var text = oom ? "killed by the OOM killer while hung" : "killed while hung"
+    package var summary: String { summary(of: .hang) }
+
+    /// The fate of a record of `kind`: a memory record's run was killed for memory.
+    package func summary(of kind: RecordKind) -> String {
+        var text = kind == .memory ? (oom ? "killed by the OOM killer" : "killed") : oom ? "killed by the OOM killer while hung" : "killed while hung"
         if let after = lastSeenAfterMilliseconds { text += ", at least \(RecordEvent.seconds(UInt64(max(0, after)))) after this record" }
         return text
     }
@@ -35,13 +38,58 @@ public enum RecordKind: String, Sendable, Equatable, CaseIterable {
     case hang
     /// The process was running and a record of it was asked for.
     case snapshot
+    /// The process's memory cgroup came near its limit (the memory watch) and it lived on.
+    case memory
+}
+
+/// What the memory watch saw (`CC_SEC_MEMORY_WATCH`).
+package struct RecordMemoryWatch: Sendable, Equatable {
+    package var usage: UInt64
+    package var limit: UInt64
+    /// v2's `memory.high` (throttling starts there), not the hard limit.
+    package var limitIsHigh: Bool
+    package var isV2: Bool
+    /// Usage now less usage `growthSeconds` ago (the last minute's oldest sample).
+    package var growth: Int64
+    package var growthSeconds: UInt32
+    /// memory.stat's split, when read.
+    package var anon: UInt64?, file: UInt64?, shmem: UInt64?
+    /// glibc's mallinfo2, when read: held from the system, handed out, held and free, in chunks of their own.
+    package var mallocArena: UInt64?, mallocInUse: UInt64?, mallocFree: UInt64?, mallocMmapped: UInt64?
+    package var threads: UInt32
+    package var thresholdPercent: UInt32
+
+    package init(usage: UInt64, limit: UInt64, limitIsHigh: Bool = false, isV2: Bool = false, growth: Int64 = 0, growthSeconds: UInt32 = 0,
+                 threads: UInt32 = 0, thresholdPercent: UInt32 = 90) {
+        self.usage = usage
+        self.limit = limit
+        self.limitIsHigh = limitIsHigh
+        self.isV2 = isV2
+        self.growth = growth
+        self.growthSeconds = growthSeconds
+        self.threads = threads
+        self.thresholdPercent = thresholdPercent
+    }
+
+    /// "290 of 320 MiB (91 %), +41 MiB in 60 s".
+    package var headline: String {
+        Self.headline(usage: usage, limit: limit, growth: growth, growthSeconds: growthSeconds)
+    }
+
+    package static func headline(usage: UInt64, limit: UInt64, growth: Int64, growthSeconds: UInt32) -> String {
+        var text = "\(mebibytes(usage)) of \(mebibytes(limit)) MiB (\(limit == 0 ? 0 : usage * 100 / limit) %)"
+        if growthSeconds > 0 { text += ", \(growth >= 0 ? "+" : "−")\(mebibytes(UInt64(growth.magnitude))) MiB in \(growthSeconds) s" }
+        return text
+    }
+
+    package static func mebibytes(_ bytes: UInt64) -> UInt64 { (bytes + (1 << 19)) >> 20 }
 }
 
 /// Why a record of a live process was written (`CC_SEC_EVENT`).
 package struct RecordEvent: Sendable, Equatable {
     /// Which detector fired (`CC_DETECTOR_*`).
     package enum Detector: Sendable, Equatable {
-        case none, pool, eventLoop, request, shutdown, heartbeat
+        case none, pool, eventLoop, request, shutdown, heartbeat, memory
         case unknown(UInt32)
 
         init(raw: UInt32) {
@@ -52,6 +100,7 @@ package struct RecordEvent: Sendable, Equatable {
             case CC_DETECTOR_REQUEST.rawValue: self = .request
             case CC_DETECTOR_SHUTDOWN.rawValue: self = .shutdown
             case CC_DETECTOR_HEARTBEAT.rawValue: self = .heartbeat
+            case CC_DETECTOR_MEMORY.rawValue: self = .memory
             default: self = .unknown(raw)
             }
         }
@@ -65,6 +114,7 @@ package struct RecordEvent: Sendable, Equatable {
             case .request: return "request"
             case .shutdown: return "shutdown"
             case .heartbeat: return "heartbeat"
+            case .memory: return "memory"
             case .unknown(let raw): return "unknown_\(raw)"
             }
         }
@@ -85,6 +135,8 @@ package struct RecordEvent: Sendable, Equatable {
     /// What became of the process while this hang was still open (`CC_SEC_FATE`, added by a later
     /// launch): nil while nothing is known of it (it lived on, or recovered).
     package var fate: RecordFate?
+    /// A memory record's readings (`CC_SEC_MEMORY_WATCH`).
+    package var memory: RecordMemoryWatch?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,
@@ -111,6 +163,7 @@ package struct RecordEvent: Sendable, Equatable {
         case .heartbeat: return "heartbeat \(name) did not beat for \(observed) (threshold \(threshold))"
         case .request: return "a request was in flight for \(observed) (threshold \(threshold))"
         case .shutdown: return "the graceful shutdown had not ended after \(observed) (threshold \(threshold))"
+        case .memory: return memory.map { "memory at \($0.headline)" } ?? "memory near its limit"
         case .unknown(let raw): return "detector \(raw) fired (\(name)): \(observed), threshold \(threshold)"
         }
     }

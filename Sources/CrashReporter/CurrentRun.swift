@@ -237,9 +237,11 @@ final class CurrentRun: Sendable {
     /// (``HangDetector``'s resolution), so that a run killed while hung is told at the next
     /// launch as such, with that record.
     func deliverLiveRecords() {
-        HangDetector.onRecord { [weak self] path, snapshot in
+        HangDetector.onRecord { [weak self] path, kind in
             guard let self else { return }
-            if !snapshot { self.holdHang(path) }
+            let snapshot = kind == .snapshot
+            if kind == .hang { self.holdHang(path) }
+            if kind == .memory, !self.hasEnded { self.ledger.hold(.memory, recordPath: path, runID: self.run.runID) }
             let name = String(path.split(separator: "/").last ?? "")
             OSThread.start(name: "CrashReporter.hang") { [self] in
                 if snapshot { usleep(10_000_000) }
@@ -255,13 +257,13 @@ final class CurrentRun: Sendable {
     func holdHang(_ path: String) {
         openHang.withLock { $0 = path }
         guard !hasEnded else { return }
-        ledger.holdHang(recordPath: path, runID: run.runID)
+        ledger.hold(.hang, recordPath: path, runID: run.runID)
     }
 
     /// The open hang ended (the detectors found the process moving again).
     func releaseHang() {
         guard openHang.withLock({ state in defer { state = nil }; return state != nil }) else { return }
-        ledger.releaseHang(runID: run.runID)
+        ledger.release(.hang, runID: run.runID)
     }
 
     // MARK: - The end
@@ -274,7 +276,8 @@ final class CurrentRun: Sendable {
         let end = RunEnd.exited(wallMilliseconds: Clock.wallMilliseconds(), durationNanoseconds: Clock.monotonicNanoseconds() - started.monotonic)
         // An exited run's OOM-kill counter is never read: the marker needs none.
         marker.end(end, start: { runStart(oomKills: nil) }, directory: run.recordDirectory)
-        if openHang.withLock({ $0 }) != nil { ledger.releaseHang(runID: run.runID) }
+        // Nothing held outlives an exit: the run did not die of it.
+        for kind in RunLedger.Held.allCases { ledger.release(kind, runID: run.runID) }
     }
 
     /// The end of the run for every sink, then for the ledger: the records and the runs that

@@ -58,17 +58,17 @@ extension CrashReporting {
         if let ledger {
             var runs = ledger.classify(recordRuns: inbox.recordRuns, excluding: runID)
             // A run killed while hung: its hang record, with how it ended, becomes a record of
-            // its own (KilledWhileHung), which the sinks get below like any record.
+            // its own (KilledRun), which the sinks get below like any record.
             var fatalHangs: [String] = []
             for index in runs.outcomes.indices {
-                guard let held = runs.openHangs[runs.outcomes[index].runID] else { continue }
-                switch KilledWhileHung.revive(held, outcome: runs.outcomes[index], into: directory, sizeLimit: limits.maxBytes) {
+                guard let held = runs.held[runs.outcomes[index].runID] else { continue }
+                switch KilledRun.revive(held, outcome: runs.outcomes[index], into: directory, sizeLimit: limits.maxBytes) {
                 case .success(let name):
-                    runs.outcomes[index].killedWhileHung = name
+                    runs.outcomes[index].fatalRecord = name
                     fatalHangs.append(name)
                     unlink(held)
                 case .failure(let refusal):
-                    report.errors.append("run \(runs.outcomes[index].runID): killed while hung, but \(refusal)")
+                    report.errors.append("run \(runs.outcomes[index].runID): killed, but \(refusal)")
                 }
             }
             report.runsEnded = runs.outcomes

@@ -67,9 +67,10 @@ package final class RunLedger: Sendable {
         package var running = 0
         /// What could not be read or was dropped, one line each ("name: why").
         package var errors: [String] = []
-        /// For an outcome killed while a hang was open (``holdHang(recordPath:runID:)``), by run
-        /// id: the kept hang record's path in the ledger (deleted by ``finish(_:)``).
-        package var openHangs: [String: String] = [:]
+        /// For an outcome killed while it held a record (``hold(_:recordPath:runID:)``), by run
+        /// id: the kept record's path in the ledger (deleted by ``finish(_:)``) — its last memory
+        /// record when the OOM killer killed it and it had one, else its open hang.
+        package var held: [String: String] = [:]
     }
 
     /// `<record directory>/runs`.
@@ -179,27 +180,35 @@ package final class RunLedger: Sendable {
         return true
     }
 
-    // MARK: - The open hang
+    // MARK: - Records a run holds
 
-    /// Keeps the hang record at `recordPath` as the open hang of the running `runID`: a hard link
-    /// `<run id>.hang.<this process>` beside the marker (made under a temporary name and renamed
-    /// over the last one: one open hang per run, the latest). The record's own file is deleted
-    /// once the sinks have it; the link keeps its bytes until the hang ends
-    /// (``releaseHang(runID:)``), the run exits, or a later launch tells the run as killed while
-    /// hung (``classify(recordRuns:excluding:)``). Best effort: a link that cannot be made leaves
+    /// What a running run keeps in the ledger for a later launch to tell its death by.
+    package enum Held: String, Sendable, CaseIterable {
+        /// Its open hang: the hang record no detector has seen end.
+        case hang
+        /// Its last memory record (the memory watch): what an OOM kill is told by.
+        case memory
+    }
+
+    /// Keeps the record at `recordPath` as what the running `runID` holds of `kind`: a hard link
+    /// `<run id>.<kind>.<this process>` beside the marker (made under a temporary name and renamed
+    /// over the last one: one of each kind per run, the latest). The record's own file is deleted
+    /// once the sinks have it; the link keeps its bytes until it is released
+    /// (``release(_:runID:)``: the hang ended), the run exits, or a later launch tells the run as
+    /// killed (``classify(recordRuns:excluding:)``). Best effort: a link that cannot be made leaves
     /// a killed run told as killed.
-    package func holdHang(recordPath: String, runID: String) {
+    package func hold(_ kind: Held, recordPath: String, runID: String) {
         guard RunStart.isValidRunID(runID) else { return }
         let owner = Self.ownerName(claimer)
         let temporary = path(runID + ".tmp." + owner + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16))
         guard link(recordPath, temporary) == 0 else { return }
-        if rename(temporary, path(runID + ".hang." + owner)) != 0 { unlink(temporary) }
+        if rename(temporary, path(runID + "." + kind.rawValue + "." + owner)) != 0 { unlink(temporary) }
     }
 
-    /// The running `runID`'s open hang ended: its link is deleted.
-    package func releaseHang(runID: String) {
+    /// What the running `runID` held of `kind` is let go (its link deleted).
+    package func release(_ kind: Held, runID: String) {
         guard RunStart.isValidRunID(runID) else { return }
-        unlink(path(runID + ".hang." + Self.ownerName(claimer)))
+        unlink(path(runID + "." + kind.rawValue + "." + Self.ownerName(claimer)))
     }
 
     /// How the run `runID` started, from its marker or a claim of it; nil when the ledger has
@@ -326,11 +335,11 @@ package final class RunLedger: Sendable {
 
         // Leftovers and hostile names first; then the bound, then the markers and the claims.
         var kept: [Entry] = []
-        var hangs: [String: [Entry]] = [:]
+        var held: [String: [Entry]] = [:]
         for entry in entries {
             switch entry.kind {
-            case .hang:
-                if entry.runID != currentRunID { hangs[entry.runID, default: []].append(entry) }
+            case .held:
+                if entry.runID != currentRunID { held[entry.runID, default: []].append(entry) }
             case .temporary(let owner):
                 // A marker's text its writer died before renaming into place.
                 if !owner.isAlive { unlink(path(entry.name)) }
@@ -392,24 +401,28 @@ package final class RunLedger: Sendable {
                     unlink(path(claimName))
                     result.errors.append("\(entry.name): \(reason.text); deleted")
                 }
-            case .temporary, .malformed, .hang:
+            case .temporary, .malformed, .held:
                 continue
             }
         }
-        // The open hangs: kept for an outcome killed while hung (the newest link, should a run
-        // have left two); the others deleted — an exited or crashed run's, and a dead process's
-        // whose run has no marker or claim left (its outcome was told without it).
+        // What the runs held: for an outcome killed by the OOM killer its memory record, else
+        // for one killed its open hang (the newest link of the kind); the others deleted — an
+        // exited or crashed run's, and a dead process's whose run has no marker or claim left.
         let told = Dictionary(result.outcomes.map { ($0.runID, $0) }, uniquingKeysWith: { a, _ in a })
         let named = Set(kept.map(\.runID))
-        for (runID, links) in hangs {
-            let newest = links.max { modificationTime(path($0.name)) < modificationTime(path($1.name)) }
-            for link in links {
-                guard case .hang(let owner) = link.kind else { continue }
-                if let outcome = told[runID] {
-                    if case .killed = outcome.end, link.name == newest?.name { result.openHangs[runID] = path(link.name) } else { unlink(path(link.name)) }
-                } else if !named.contains(runID), !owner.isAlive {
-                    unlink(path(link.name))
+        for (runID, links) in held {
+            var chosen: Entry?
+            if let outcome = told[runID], case .killed(let oom) = outcome.end {
+                let newest = { (kind: Held) in
+                    links.filter { if case .held(kind, _) = $0.kind { return true } else { return false } }
+                        .max { self.modificationTime(self.path($0.name)) < self.modificationTime(self.path($1.name)) }
                 }
+                chosen = (oom ? newest(.memory) : nil) ?? newest(.hang)
+            }
+            if let chosen { result.held[runID] = path(chosen.name) }
+            for link in links where link.name != chosen?.name {
+                guard case .held(_, let owner) = link.kind else { continue }
+                if told[runID] != nil || (!named.contains(runID) && !owner.isAlive) { unlink(path(link.name)) }
             }
         }
         result.outcomes.sort {
@@ -429,10 +442,10 @@ package final class RunLedger: Sendable {
         let mine = Self.ownerName(claimer)
         var keep = spare.withLock { $0 == nil }
         for outcome in outcomes where RunStart.isValidRunID(outcome.start.runID) {
-            // Its open hang, if it had one: told (a record of its own now) or not to be.
+            // What it held, if anything: told (a record of its own now) or not to be.
             if case .success(let entries) = list() {
                 for entry in entries where entry.runID == outcome.start.runID {
-                    if case .hang = entry.kind { unlink(path(entry.name)) }
+                    if case .held = entry.kind { unlink(path(entry.name)) }
                 }
             }
             let claim = path(outcome.start.runID + ".claim." + mine)
@@ -481,8 +494,8 @@ package final class RunLedger: Sendable {
             case claim(owner: ProcessIdentity)
             /// `<id>.tmp.<boot>.<pid>.<ticks>.<random>`: a marker being written.
             case temporary(owner: ProcessIdentity)
-            /// `<id>.hang.<boot>.<pid>.<ticks>`: the open hang's record, kept by its run's process.
-            case hang(owner: ProcessIdentity)
+            /// `<id>.hang.<boot>.<pid>.<ticks>`, `<id>.memory.…`: a record its run's process holds.
+            case held(Held, owner: ProcessIdentity)
             /// A name in the ledger's form that is not one it makes.
             case malformed(String)
         }
@@ -504,10 +517,10 @@ package final class RunLedger: Sendable {
             case "tmp" where parts.count == 6:
                 guard let owner = RunLedger.owner(parts[2...4]) else { kind = .malformed("a marker being written by no process"); break }
                 kind = .temporary(owner: owner)
-            case "hang" where parts.count == 5:
-                guard let owner = RunLedger.owner(parts[2...4]) else { kind = .malformed("a hang of no process"); break }
-                kind = .hang(owner: owner)
-            case "run", "claim", "tmp", "hang": kind = .malformed("not a name the ledger makes")
+            case "hang" where parts.count == 5, "memory" where parts.count == 5:
+                guard let owner = RunLedger.owner(parts[2...4]) else { kind = .malformed("a held record of no process"); break }
+                kind = .held(Held(rawValue: String(parts[1]))!, owner: owner)
+            case "run", "claim", "tmp", "hang", "memory": kind = .malformed("not a name the ledger makes")
             default: return nil
             }
             if !RunStart.isValidRunID(runID) { kind = .malformed("an invalid run id") }

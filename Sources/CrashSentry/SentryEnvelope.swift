@@ -223,7 +223,11 @@ package enum SentryEnvelope {
             // Not a crash: Sentry's SDKs send an app hang with a mechanism of its own ("AppHang"),
             // handled, so that Sentry does not count it as a crash; grouped by the frames
             // (synthetic), not by the text that says how late it was.
-            mechanism.type = live.kind == .hang ? "AppHang" : "snapshot"
+            mechanism.type = switch live.kind {
+            case .hang: "AppHang"
+            case .memory: live.fate != nil ? "out_of_memory" : "memory"
+            default: "snapshot"
+            }
             // A hang the process was killed in is fatal, as sentry-cocoa reports a fatal app hang:
             // not handled, level fatal; the same mechanism and frames, so it groups with the live one.
             mechanism.handled = live.fate == nil
@@ -282,19 +286,31 @@ package enum SentryEnvelope {
             }),
             extra: extra.isEmpty ? nil : extra)
         if let live = record.event {
-            event.level = live.kind == .hang ? (live.fate != nil ? "fatal" : "error") : "info"
+            event.level = live.fate != nil ? "fatal" : live.kind == .hang ? "error" : live.kind == .memory ? "warning" : "info"
             event.tags["record_kind"] = live.kind.rawValue
             if live.kind == .hang {
                 event.tags["hang_detector"] = live.detector.name
                 event.tags["hang_state"] = live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed"
             }
+            if live.kind == .memory { event.tags["memory_state"] = live.fate == nil ? "near_limit" : live.fate!.oom ? "killed_oom" : "killed" }
             var extra = event.extra ?? [:]
             var hang = [
                 "what": live.summary, "threshold_ms": String(live.thresholdMilliseconds), "observed_ms": String(live.observedMilliseconds),
                 "threads_stopped_us": String(live.stoppedMicroseconds),
             ]
+            if let memory = live.memory {
+                hang["memory"] = memory.headline
+                hang["usage_bytes"] = String(memory.usage)
+                hang["limit_bytes"] = String(memory.limit)
+                hang["growth_bytes"] = String(memory.growth)
+                hang["growth_seconds"] = String(memory.growthSeconds)
+                if let anon = memory.anon, let file = memory.file, let shmem = memory.shmem {
+                    hang["split"] = "anon \(anon), file \(file), shmem \(shmem)"
+                }
+                if let inUse = memory.mallocInUse, let free = memory.mallocFree { hang["malloc"] = "in use \(inUse), free \(free)" }
+            }
             if let fate = live.fate {
-                hang["state"] = fate.summary
+                hang["state"] = fate.summary(of: live.kind)
                 if let after = fate.lastSeenAfterMilliseconds { hang["killed_after_ms"] = String(after) }
             }
             extra["hang"] = .pairs(hang)

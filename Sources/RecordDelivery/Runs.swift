@@ -87,9 +87,10 @@ public struct EndedRun: Sendable, Equatable {
     /// When it was last seen alive (nil when it ended within its first 2 s, or before it was
     /// first seen): what a killed run's duration is.
     package var lastSeen: RunLastSeen?
-    /// A run killed while a hang was still open: the name of its fatal hang record in the record
-    /// directory (the hang record it wrote, with how it ended), which the sinks get like any record.
-    package var killedWhileHung: String?
+    /// A run killed while a hang was still open, or killed by the OOM killer after a memory
+    /// record: the name of its fatal record in the record directory (that record, with how the
+    /// run ended), which the sinks get like any record.
+    package var fatalRecord: String?
 
     /// The run's id (the one its crash record, if any, carries).
     public var runID: String { start.runID }

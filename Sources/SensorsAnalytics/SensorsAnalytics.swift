@@ -131,7 +131,7 @@ public final class SensorsAnalytics: CrashRecordSink {
             switch run.end {
             case .killed(let oom):
                 // Its end and duration: the ledger's last sighting of it (2 s at most before it died).
-                return Tracker.HostedRunEnd(runID: run.runID, reason: oom ? .oom : run.killedWhileHung != nil ? .hang : .abnormal, wallMilliseconds: run.lastSeen?.wallMilliseconds,
+                return Tracker.HostedRunEnd(runID: run.runID, reason: oom ? .oom : run.fatalRecord != nil ? .hang : .abnormal, wallMilliseconds: run.lastSeen?.wallMilliseconds,
                                             durationSeconds: run.lastSeen.map { Double($0.durationNanoseconds) / 1e9 })
             case .exited(let wall, let duration):
                 return Tracker.HostedRunEnd(runID: run.runID, reason: .normal, wallMilliseconds: wall, durationSeconds: Double(duration) / 1e9)

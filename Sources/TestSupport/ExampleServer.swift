@@ -19,14 +19,17 @@ package final class ExampleServer {
     /// Starts `executable` and waits (at most 60 s) until it says where it listens. The test's
     /// environment without `CRASHCAPTURE_DISABLE` and `CRASH_DIR`, then `environment`.
     /// - Throws: when it cannot be started or does not say where it listens.
+    /// `launcher`: what starts the server (a memory cgroup's, ``TestMemoryCgroup/launcher``), the
+    /// server's path and arguments after it.
     package init(_ executable: String, name: String, arguments: [String] = [], environment extra: [String: String] = [:],
-                 directory: String? = nil) throws {
+                 directory: String? = nil, launcher: [String] = []) throws {
         self.directory = try directory ?? Scratch.directory(name)
         var environment = ProcessInfo.processInfo.environment
         environment["CRASHCAPTURE_DISABLE"] = nil
         environment["CRASH_DIR"] = nil
         for (key, value) in extra { environment[key] = value }
-        running = try ChildProcess.start(executable, ["--dir", self.directory + "/records", "--port", "0"] + arguments,
+        let command = launcher + [executable, "--dir", self.directory + "/records", "--port", "0"] + arguments
+        running = try ChildProcess.start(command[0], Array(command.dropFirst()),
                                          environment: environment, stdout: self.directory + "/stdout",
                                          stderr: self.directory + "/stderr", ownProcessGroup: true)
         let deadline = Date().addingTimeInterval(60)

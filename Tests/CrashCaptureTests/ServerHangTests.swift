@@ -27,7 +27,9 @@ final class ServerHangTests: XCTestCase {
         Inspection(path: path, record: try CrashRecordReader.read(path: path), symbolicator: Self.symbolicator)
     }
 
-    func get(_ port: UInt16, _ path: String, timeout: Double = 30) -> String {
+    func get(_ port: UInt16, _ path: String, timeout: Double = 30) -> String { Self.fetch(port, path, timeout: timeout) }
+
+    static func fetch(_ port: UInt16, _ path: String, timeout: Double = 30) -> String {
         guard let connection = try? HTTPConnection(port: port, path: path) else { return "" }
         return connection.readToEnd(timeout: timeout)
     }
@@ -160,6 +162,64 @@ final class ServerHangTests: XCTestCase {
         let payloads = (json["sessions"] as? [[String: Any]] ?? []).compactMap { $0["payload"] as? [String: Any] }
         let servers = payloads.filter { ($0["attrs"] as? [String: Any])?["release"] as? String == "crashing-server@1.0" }
         XCTAssertEqual(servers.map { $0["status"] as? String }, ["abnormal", "abnormal"], "\(payloads)")
+    }
+
+    /// The server in a 256 MiB memory cgroup, four clients on a route that keeps what it
+    /// allocates: the memory watch writes a memory record near the limit (usage, limit, growth,
+    /// the `/leak` requests in flight) before the OOM killer's SIGKILL; the next launch sends one
+    /// fatal event, killed for memory, with those requests, and none at the launch after. The same
+    /// server under a steady load of the same clients on `/ok` writes no memory record.
+    func testAServerThatLeaksIsKilledForMemoryWithAMemoryRecordFirstAndOneUnderSteadyLoadHasNone() throws {
+        let cgroup = try TestMemoryCgroup("leak", limitBytes: 256 << 20)
+        defer { cgroup.remove() }
+        let sentry = try TestHTTPServer()
+        let dsn = "http://key@127.0.0.1:\(sentry.port)/1"
+        // Threshold 1 s: the watcher reads the usage every 250 ms; the clients grow it by about 40 MiB a second.
+        let environment = ["SENTRY_DSN": dsn, HangDetection.environmentVariable: "1"]
+
+        // Steady load first: no memory record.
+        let steady = try ExampleServer(try executable(), name: "memory-steady", arguments: ["--report"], environment: environment,
+                                       launcher: cgroup.launcher)
+        let steadyEnd = Date().addingTimeInterval(30), steadyPort = steady.port
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            while Date() < steadyEnd { _ = Self.fetch(steadyPort, "/ok", timeout: 5) }
+        }
+        XCTAssertFalse(steady.stderr.contains("crashcapture: {\"memory\""), steady.stderr)
+        XCTAssertFalse(steady.stderr.contains("memory watch:"), "the cgroup's limit is seen: \(steady.stderr)")
+        kill(steady.pid, SIGTERM)
+        XCTAssertEqual(steady.wait(timeout: 60).ending, .exited(0), steady.stderr)
+        XCTAssertEqual(steady.recordFiles, [])
+
+        let before = try XCTUnwrap(cgroup.oomKills())
+        let server = try ExampleServer(try executable(), name: "memory-leak", arguments: ["--report"], environment: environment,
+                                       launcher: cgroup.launcher)
+        let pid = server.pid, port = server.port
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let deadline = Date().addingTimeInterval(120)
+            // Until the server is gone (a zombie still answers kill 0: its connections fail instead).
+            while Date() < deadline, kill(pid, 0) == 0, !Self.fetch(port, "/leak?mb=8&ms=100", timeout: 10).isEmpty {}
+        }
+        XCTAssertEqual(server.wait(timeout: 120).ending, .signaled(SIGKILL), server.stderr)
+        XCTAssertGreaterThan(try XCTUnwrap(cgroup.oomKills()), before, "the OOM killer killed it")
+        // One near the limit, and one more for each further 5 % of it.
+        XCTAssertGreaterThanOrEqual(server.waitForStderr("crashcapture: {\"memory\"", count: 1, timeout: 1), 1,
+                                    "a memory record before the kill\n\(server.stderr)")
+
+        func fatal() -> [TestHTTPServer.Request] {
+            sentry.allRequests.filter { $0.body.contains("\"out_of_memory\"") && $0.body.contains("\"level\":\"fatal\"") }
+        }
+        let deliver = { () throws -> Void in
+            let next = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", server.directory + "/records", "--sentry-dsn", dsn],
+                                            environment: ["SENTRY_DSN": dsn, "SWIFT_BACKTRACE": "enable=no"], timeout: 120)
+            XCTAssertEqual(next.ending, .exited(0))
+        }
+        try deliver()
+        XCTAssertEqual(fatal().count, 1, "killed for memory: one fatal event")
+        let body = try XCTUnwrap(fatal().first).body
+        XCTAssertTrue(body.contains("Killed for memory"), body.prefix(2000).description)
+        XCTAssertTrue(body.contains("/leak"), "the leaking route's requests in flight")
+        try deliver()
+        XCTAssertEqual(fatal().count, 1, "sent once")
     }
 
     /// The Vapor example: a synchronous route handler blocking its event loop for 3 s, stall

@@ -93,8 +93,8 @@ final class KilledWhileHungTests: XCTestCase {
         try ledger.begin(RunStart(runID: runID, process: process, startWallMilliseconds: recordMilliseconds - 5_000,
                                   startMonotonicNanoseconds: 1, appName: "server", appVersion: "1.0", oomKills: nil))
         try ledger.refresh(runID: runID, seen: RunLastSeen(wallMilliseconds: recordMilliseconds + 40_000, durationNanoseconds: 45_000_000_000))
-        ledger.holdHang(recordPath: path, runID: runID)
-        if release { ledger.releaseHang(runID: runID) }
+        ledger.hold(.hang, recordPath: path, runID: runID)
+        if release { ledger.release(.hang, runID: runID) }
         XCTAssertEqual(unlink(path), 0)
     }
 
@@ -110,7 +110,7 @@ final class KilledWhileHungTests: XCTestCase {
         let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(report.errors, [])
         XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: false)])
-        let name = try XCTUnwrap(report.runsEnded.first?.killedWhileHung, "the run was killed while hung")
+        let name = try XCTUnwrap(report.runsEnded.first?.fatalRecord, "the run was killed while hung")
         XCTAssertEqual(sink.names, [name], "the sink got the fatal hang record")
         XCTAssertEqual(report.recordsDelivered, [name])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/runs").filter { !$0.contains(".tmp.") }, [],
@@ -126,7 +126,7 @@ final class KilledWhileHungTests: XCTestCase {
         try killedRun("hung-2", hang: recovered, directory: directory, release: true)
         let third = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(third.runsEnded.map(\.end), [.killed(oom: false)])
-        XCTAssertNil(third.runsEnded.first?.killedWhileHung)
+        XCTAssertNil(third.runsEnded.first?.fatalRecord)
         XCTAssertEqual(sink.names, [name])
     }
 
@@ -183,9 +183,9 @@ final class KilledWhileHungTests: XCTestCase {
         let sink = ListSink("app")
         let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: false)])
-        XCTAssertNil(report.runsEnded.first?.killedWhileHung)
+        XCTAssertNil(report.runsEnded.first?.fatalRecord)
         XCTAssertEqual(report.errors.count, 1, "\(report.errors)")
-        XCTAssertTrue(report.errors.first?.contains("killed while hung, but the kept hang record") == true, "\(report.errors)")
+        XCTAssertTrue(report.errors.first?.contains("killed, but the kept record") == true, "\(report.errors)")
         XCTAssertEqual(sink.names, [])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/runs").filter { $0.contains(".hang.") }, [])
     }

@@ -93,6 +93,7 @@ enum cc_section_type {
     CC_SEC_REQUEST_TASK = 18, /* cc_sec_request_task_t: where a request's task is suspended; its chain follows */
     CC_SEC_RESOURCES   = 19, /* cc_sec_resources_t: the CPUs and the descriptors at the crash; the /proc and cgroup texts follow as strings */
     CC_SEC_FATE        = 20, /* cc_sec_fate_t: what became of a hang record's process (added by a later launch, never by the handler) */
+    CC_SEC_MEMORY_WATCH = 21, /* cc_sec_memory_watch_t: a memory record's cgroup usage, limit, growth and the allocator's own counts */
 };
 
 /* CC_SEC_CRASH flags */
@@ -418,6 +419,7 @@ enum cc_record_kind {
     CC_KIND_CRASH    = 0,           /* never written: a record without CC_SEC_EVENT */
     CC_KIND_HANG     = 1,           /* a detector fired */
     CC_KIND_SNAPSHOT = 2,           /* asked for: crash-inspect snapshot, or the program itself */
+    CC_KIND_MEMORY   = 3,           /* the memory watch: the cgroup's usage came near its limit (a CC_SEC_MEMORY_WATCH follows) */
 };
 enum cc_event_detector {
     CC_DETECTOR_NONE        = 0,    /* a snapshot */
@@ -426,6 +428,7 @@ enum cc_event_detector {
     CC_DETECTOR_REQUEST     = 3,    /* a request stayed in flight observed_ms (request_key: its key) */
     CC_DETECTOR_SHUTDOWN    = 4,    /* a graceful shutdown began observed_ms ago and has not ended */
     CC_DETECTOR_HEARTBEAT   = 5,    /* the program's own heartbeat ran late */
+    CC_DETECTOR_MEMORY      = 6,    /* the memory watch (threshold_ms and observed_ms are 0: the bytes are in CC_SEC_MEMORY_WATCH) */
 };
 #define CC_EVENT_NAME_MAX 64
 typedef struct {
@@ -465,6 +468,32 @@ typedef struct {
     uint32_t reserved;
 } cc_sec_request_task_t;
 _Static_assert(sizeof(cc_sec_request_task_t) == 40, "cc_sec_request_task_t layout");
+
+/* CC_SEC_MEMORY_WATCH: in a record of kind CC_KIND_MEMORY, right after CC_SEC_EVENT: what the
+ * memory watch saw when the process's memory cgroup came near its limit. Read by ordinary code
+ * (the watcher's thread) before the other threads were stopped: the cgroup's files and glibc's
+ * mallinfo2 (which takes the allocator's locks, so never while a thread is held). */
+#define CC_MEMORY_V2       0x1u     /* cgroup v2 (else v1) */
+#define CC_MEMORY_HIGH     0x2u     /* limit_bytes is memory.high (lower than memory.max): throttling, not the OOM killer, starts there */
+#define CC_MEMORY_MALLINFO 0x4u     /* the malloc_* fields were read */
+#define CC_MEMORY_STAT     0x8u     /* anon, file and shmem were read (memory.stat) */
+typedef struct {
+    uint64_t usage_bytes;           /* v2 memory.current, v1 memory.usage_in_bytes */
+    uint64_t limit_bytes;           /* the limit watched: v2 the lower of memory.max and memory.high, v1 memory.limit_in_bytes */
+    int64_t  growth_bytes;          /* usage now less usage growth_seconds ago (the oldest sample of the last minute) */
+    uint32_t growth_seconds;        /* 0: no earlier sample */
+    uint32_t flags;                 /* CC_MEMORY_* */
+    uint64_t anon_bytes;            /* memory.stat: v2 anon, v1 rss */
+    uint64_t file_bytes;            /* v2 file, v1 cache */
+    uint64_t shmem_bytes;           /* v2 shmem, v1 shmem */
+    uint64_t malloc_arena;          /* mallinfo2: arena + hblkhd, what malloc holds from the system */
+    uint64_t malloc_in_use;         /* uordblks + hblkhd: handed out and not freed */
+    uint64_t malloc_free;           /* fordblks: held and free */
+    uint64_t malloc_mmapped;        /* hblkhd: in chunks of their own (large allocations) */
+    uint32_t threads;               /* the process's threads (/proc/self/status) */
+    uint32_t threshold_percent;     /* the share of the limit that fired the watch */
+} cc_sec_memory_watch_t;
+_Static_assert(sizeof(cc_sec_memory_watch_t) == 96, "cc_sec_memory_watch_t layout");
 
 /* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
  * detector had seen it end): a later launch of the app, which found the run's marker without an

@@ -4,7 +4,8 @@
 // `GET /crash` and `GET /crash/{id}` die of SIGSEGV inside their route handler, below an app
 // middleware and two async helpers that each suspend once; `GET /block` blocks its pool thread in
 // a synchronous sleep (`?seconds=N`), `GET /wait-forever` awaits a continuation never resumed
-// (hang detection's tests: CRASHCAPTURE_HANG_SECONDS turns it on).
+// (hang detection's tests: CRASHCAPTURE_HANG_SECONDS turns it on), `GET /leak` keeps what it
+// allocates (`?mb=N`, 16 by default, a MiB every `?ms=M` ms, 20 by default: the memory watch's tests).
 //
 //   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report] [--shutdown-threshold S]
 //   (DIR also from CRASH_DIR; PORT 0 by default)
@@ -68,6 +69,26 @@ import Glibc
     FileHandle.standardError.write(Data("block-loop request started\n".utf8))
     return "blocking a loop\n"
 }
+
+/// The `/leak` route handler: allocates `?mb=N` MiB (16 by default), a MiB every `?ms=M`
+/// milliseconds (20), each touched and kept for good (a cache that never evicts).
+@Sendable @inline(never) func leakRoute(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    let megabytes = request.uri.queryParameters.get("mb", as: Int.self) ?? 16
+    let pause = request.uri.queryParameters.get("ms", as: Int.self) ?? 20
+    for _ in 0 ..< megabytes {
+        keepForGood(1 << 20)
+        try await Task.sleep(for: .milliseconds(pause))
+    }
+    return "kept \(megabytes) MiB\n"
+}
+
+@inline(never) func keepForGood(_ bytes: Int) {
+    let block = [UInt8](repeating: 1, count: bytes)
+    kept.withLock { $0.append(block) }
+}
+
+/// What `/leak` keeps.
+let kept = Mutex<[[UInt8]]>([])
 
 @inline(never) func blockingLibraryCall(seconds: Double) {
     usleep(useconds_t(seconds * 1_000_000))
@@ -153,6 +174,7 @@ router.get("slow", use: slowRoute)
 router.get("block", use: blockRoute)
 router.get("block-loop", use: blockLoopRoute)
 router.get("wait-forever", use: waitForeverRoute)
+router.get("leak", use: leakRoute)
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
 // The README's shape: capture (or the reporter) among the application's services, the middleware

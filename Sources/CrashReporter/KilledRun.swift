@@ -1,4 +1,4 @@
-// KilledWhileHung.swift — a run that was killed while a hang it had recorded was still open (a
+// KilledRun.swift — a run that was killed while a hang it had recorded was still open (a
 // liveness probe's SIGKILL, the end of a grace period, the OOM killer) becomes a record of its
 // own at the next launch: the hang record the run kept in the ledger (RunLedger.holdHang), with
 // a `CC_SEC_FATE` section that says it was killed and how long after. It goes to the sinks
@@ -10,9 +10,9 @@ import RecordDelivery
 import Glibc
 #endif
 
-enum KilledWhileHung {
-    /// The fatal hang record of `outcome` (killed) made from the hang record kept at `held`:
-    /// written into `directory` under the hang record's time and pid with tid 0, and its name
+enum KilledRun {
+    /// The fatal record of `outcome` (killed) made from the hang or memory record kept at
+    /// `held`: written into `directory` under that record's time and pid with tid 0, and its name
     /// returned; or why it could not be. The kept record is untrusted like any file of the
     /// directory (read without following links, bounded, parsed strictly).
     static func revive(_ held: String, outcome: EndedRun, into directory: String, sizeLimit: Int) -> Result<String, Refusal> {
@@ -22,13 +22,13 @@ enum KilledWhileHung {
             bytes = try CrashRecordReader.readBytes(path: held, sizeLimit: sizeLimit)
             record = try CrashRecordReader.parse(bytes)
         } catch {
-            return .failure(Refusal(description: "the kept hang record: \(error)"))
+            return .failure(Refusal(description: "the kept record: \(error)"))
         }
         guard let process = record.process, process.crashWallNanoseconds > 0, process.pid > 0 else {
-            return .failure(Refusal(description: "the kept hang record names no process and time"))
+            return .failure(Refusal(description: "the kept record names no process and time"))
         }
         guard record.runID == nil || record.runID == outcome.runID else {
-            return .failure(Refusal(description: "the kept hang record is of another run"))
+            return .failure(Refusal(description: "the kept record is of another run"))
         }
         let recordMilliseconds = process.crashWallNanoseconds / 1_000_000
         var oom = false
@@ -36,7 +36,7 @@ enum KilledWhileHung {
         let fate = RecordFate(oom: oom, lastSeenWallMilliseconds: outcome.lastSeen?.wallMilliseconds,
                               lastSeenAfterMilliseconds: outcome.lastSeen.map { max(0, $0.wallMilliseconds - recordMilliseconds) })
         let amended: [UInt8]
-        do { amended = try fate.added(to: bytes) } catch { return .failure(Refusal(description: "the kept hang record: \(error)")) }
+        do { amended = try fate.added(to: bytes) } catch { return .failure(Refusal(description: "the kept record: \(error)")) }
         let name = RecordFileName(milliseconds: recordMilliseconds, pid: process.pid, tid: 0).name
         let target = directory + "/" + name
         // Made once: a launch that made it and died before the ledger's copy was deleted finds it.
