@@ -490,6 +490,21 @@ static void child_snapshot(void) {
     _exit(0);
 }
 
+/* A memory record (the memory watch's): the caller's CC_SEC_MEMORY_WATCH right after the event,
+ * byte for byte. */
+static void child_memory_snapshot(void) {
+    install(0, 0);
+    cc_sec_memory_watch_t memory = { .usage_bytes = 300u << 20, .limit_bytes = 320u << 20, .growth_bytes = -5,
+                                     .growth_seconds = 60, .flags = CC_MEMORY_V2 | CC_MEMORY_STAT, .anon_bytes = 7,
+                                     .threads = 3, .threshold_percent = 90 };
+    cc_snapshot_request_t request = { .kind = CC_KIND_MEMORY, .detector = CC_DETECTOR_MEMORY, .name = "memory",
+                                      .extra_type = CC_SEC_MEMORY_WATCH, .extra_length = sizeof memory, .extra = &memory };
+    cc_snapshot_result_t result;
+    int err = 0;
+    if (cc_snapshot(&request, &result, &err) != 0) { fprintf(stderr, "cc_snapshot failed (errno %d)\n", err); _exit(91); }
+    _exit(0);
+}
+
 /* Chaining. A handler installed before CrashCapture runs first, as the kernel would have run it.
  * One gives the signal up (resets it to SIG_DFL and returns, as the Swift backtracer does): the
  * fault comes back and is recorded. One repairs the fault and returns: the program goes on, and
@@ -1491,6 +1506,19 @@ static int check_snapshot(const record_t *r, const outcome_t *o) {
     return 1;
 }
 
+static int check_memory_snapshot(const record_t *r, const outcome_t *o) {
+    (void)o;
+    const section_t *event = find(r, CC_SEC_EVENT, 0), *memory = find(r, CC_SEC_MEMORY_WATCH, 0);
+    CHECK(event && event == &r->sections[0], "the first section is not the event");
+    CHECK(memory && memory == &r->sections[1] && memory->length == sizeof(cc_sec_memory_watch_t), "the memory watch is not second, whole");
+    cc_sec_memory_watch_t read;
+    memcpy(&read, memory->payload, sizeof read);
+    CHECK(read.usage_bytes == 300u << 20 && read.limit_bytes == 320u << 20 && read.growth_bytes == -5 && read.anon_bytes == 7
+          && read.threads == 3 && read.threshold_percent == 90, "the memory watch's bytes changed");
+    CHECK(count_of(r, CC_SEC_MEMORY_WATCH) == 1 && count_of(r, CC_SEC_END) == 1, "sections");
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Running them.                                                                                */
 
@@ -1540,6 +1568,7 @@ static const scenario_t g_scenarios[] = {
     { "termination-message-absent", child_termination_absent, SIGSEGV, COMPLETE, check_termination_absent },
     { "scope", child_scope, SIGSEGV, COMPLETE, check_scope },
     { "snapshot", child_snapshot, 0, COMPLETE, check_snapshot },
+    { "memory-snapshot", child_memory_snapshot, 0, COMPLETE, check_memory_snapshot },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",
