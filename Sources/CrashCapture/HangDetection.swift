@@ -478,8 +478,20 @@ final class HangMonitor: Sendable {
         }
         var line = "hang: \(name) stalled for \(seconds(observed)) (threshold \(seconds(threshold)))"
         if let record { line += "; record \(record.path)" }
-        line += "\n"
-        var bytes = Array(line.utf8)
+        terminationLines(hang: line + "\n")
+    }
+
+    /// The termination message's lines: the last memory record's, then the last hang's. A pod the
+    /// OOM killer ends while it also stalls (memory near the limit slows everything) still says
+    /// memory first.
+    private static let lastLines = Mutex<(memory: String, hang: String)>(("", ""))
+    static func terminationLines(memory: String? = nil, hang: String? = nil) {
+        let text = lastLines.withLock { lines in
+            if let memory { lines = (memory, "") }
+            if let hang { lines.hang = hang }
+            return lines.memory + lines.hang
+        }
+        var bytes = Array(text.utf8)
         bytes.withUnsafeMutableBytes { _ = cc_termination_message($0.baseAddress, $0.count) }
     }
 
@@ -494,8 +506,7 @@ final class HangMonitor: Sendable {
         var message = RecordMemoryWatch.headline(usage: section.usage_bytes, limit: section.limit_bytes, growth: section.growth_bytes,
                                                  growthSeconds: section.growth_seconds)
         if let record { message += "; record \(record.path)" }
-        var text = Array(("memory: " + message + "\n").utf8)
-        text.withUnsafeMutableBytes { _ = cc_termination_message($0.baseAddress, $0.count) }
+        terminationLines(memory: "memory: " + message + "\n")
     }
 
     /// One line on stderr per hang record, as a crash has its own: a log pipeline learns of it

@@ -191,7 +191,11 @@ final class ServerHangTests: XCTestCase {
         XCTAssertEqual(steady.recordFiles, [])
 
         let before = try XCTUnwrap(cgroup.oomKills())
-        let server = try ExampleServer(try executable(), name: "memory-leak", arguments: ["--report"], environment: environment,
+        // The container's termination message file, as the kubelet makes it.
+        let termination = try Scratch.directory("memory-leak-termination") + "/termination-log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: termination, contents: Data()))
+        let server = try ExampleServer(try executable(), name: "memory-leak", arguments: ["--report"],
+                                       environment: environment.merging(["CRASHCAPTURE_TERMINATION_LOG": termination]) { $1 },
                                        launcher: cgroup.launcher)
         let pid = server.pid, port = server.port
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
@@ -204,6 +208,11 @@ final class ServerHangTests: XCTestCase {
         // One near the limit, and one more for each further 5 % of it.
         XCTAssertGreaterThanOrEqual(server.waitForStderr("crashcapture: {\"memory\"", count: 1, timeout: 1), 1,
                                     "a memory record before the kill\n\(server.stderr)")
+
+        // What `kubectl describe pod` shows beside OOMKilled.
+        let message = try String(contentsOfFile: termination, encoding: .utf8)
+        // (Memory first: near the limit the server may stall too, and a hang's line comes after it.)
+        XCTAssertTrue(message.hasPrefix("memory: ") && message.contains(" of 256 MiB (") && message.contains("; record "), message)
 
         func fatal() -> [TestHTTPServer.Request] {
             sentry.allRequests.filter { $0.body.contains("\"out_of_memory\"") && $0.body.contains("\"level\":\"fatal\"") }
@@ -322,6 +331,30 @@ final class ServerHangTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(record.event?.observedMilliseconds ?? 0, 2000)
         XCTAssertTrue(record.requests?.others.contains { $0.route == "/wait-forever" } == true)
         _ = waiting
+
+        // With the reporter: the shutdown's hang goes to Sentry while the process lives, and the
+        // SIGKILL that ends the grace period makes it a fatal hang at the next launch.
+        let sentry = try TestHTTPServer()
+        let dsn = "http://key@127.0.0.1:\(sentry.port)/1"
+        let reported = try ExampleServer(executable, name: name + "-report", arguments: ["--shutdown-threshold", "2", "--report"],
+                                         environment: ["SENTRY_DSN": dsn])
+        let stuck = try HTTPConnection(port: reported.port, path: "/wait-forever")
+        XCTAssertEqual(reported.waitForStderr("wait-forever request started", count: 1, timeout: 20), 1, reported.stderr)
+        kill(reported.pid, SIGTERM)
+        XCTAssertEqual(reported.waitForStderr("crashcapture: {\"hang\":\"graceful shutdown\"", count: 1, timeout: 20), 1, reported.stderr)
+        func shutdownHangs(_ level: String) -> Int {
+            sentry.allRequests.filter { $0.body.contains("graceful shutdown") && $0.body.contains("\"level\":\"\(level)\"") }.count
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while shutdownHangs("error") == 0 && Date() < deadline { usleep(100_000) }
+        XCTAssertEqual(shutdownHangs("error"), 1, "the shutdown's hang reached Sentry while the process lived")
+        kill(-reported.pid, SIGKILL)
+        XCTAssertEqual(reported.wait(timeout: 30).ending, .signaled(SIGKILL))
+        let next = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", reported.directory + "/records", "--sentry-dsn", dsn],
+                                        environment: ["SENTRY_DSN": dsn, "SWIFT_BACKTRACE": "enable=no"], timeout: 120)
+        XCTAssertEqual(next.ending, .exited(0))
+        XCTAssertEqual(shutdownHangs("fatal"), 1, "killed in a shutdown that hung: a fatal hang that says so")
+        _ = stuck
     }
 
     /// Snapshots of a healthy server under load (four clients in a loop): every request completes
