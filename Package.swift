@@ -103,7 +103,7 @@ let package = Package(
         // The Sentry sink: envelopes over HTTP, sessions, rate limits (a leaf: RecordDelivery only).
         .target(
             name: "CrashReporterSentry",
-            dependencies: ["RecordDelivery", "CrashSentry", "CrashMinidump", "CrashCapture", "CrashRecordFormat", "HostFacts", "HTTPExchange",
+            dependencies: ["RecordDelivery", "CrashSentry", "CrashMinidump", "CrashRecordFormat", "HostFacts", "HTTPExchange",
                            .product(name: "Logging", package: "swift-log")]
         ),
         // The OpenTelemetry sink: OTLP/HTTP log records (a leaf: RecordDelivery only).
@@ -148,7 +148,7 @@ let package = Package(
         .target(name: "SensorsTracking", dependencies: ["SensorsEvents", "HostFacts", "CZlib", "CSQLite", "HTTPExchange"]),
         // The Sensors analytics as a sink of CrashReporting: records and runs become events in the
         // tracking store, and the tracker is the reporter's client.
-        .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashSymbolication"]),
+        .target(name: "SensorsAnalytics", dependencies: ["CrashReporter", "CrashCapture", "HostFacts", "SensorsEvents", "SensorsTracking", "CrashRecordFormat", "CrashFrames"]),
         // The tracking store's state, read-only: pending, quarantined and evicted counts, the last upload.
         .executableTarget(
             name: "sensors-store",

@@ -6,6 +6,7 @@
 // compensating `$AppEnd` a crash writes is rendered by the reporter side (CrashReporter's
 // `CrashAppEndPublisher`) and handed over through `setAppEndTemplate`.
 import CShims
+import HostFacts
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -56,7 +57,7 @@ public enum CrashHandler {
         // existing one costs no `mkdir`.
         var (code, errnoValue) = appEndTemplate.withLock { template in call(configuration, template: template, cc_install) }
         if code == CC_ERR_DIRECTORY.rawValue && (errnoValue == ENOENT || errnoValue == ENOTDIR) {
-            try Directory.create(configuration.directory)
+            try Directory.createForCapture(configuration.directory)
             (code, errnoValue) = appEndTemplate.withLock { template in call(configuration, template: template, cc_install) }
         }
         let result = try startResult(code, errno: errnoValue, configuration)
@@ -104,7 +105,7 @@ public enum CrashHandler {
     @discardableResult
     package static func adopt(_ configuration: CrashHandler.Configuration) throws -> StartResult {
         if isDisabledByEnvironment() { return .disabledByEnvironment }
-        try Directory.create(configuration.directory)
+        try Directory.createForCapture(configuration.directory)
         RecordDirectoryBound.enforce(directory: configuration.directory,
                                      limits: RecordDirectoryLimits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxRecordBytes))
         let result = try appEndTemplate.withLock { template in try install(configuration, template: template, call: cc_reconfigure) }
@@ -469,18 +470,10 @@ public struct CrashCaptureError: Error, CustomStringConvertible, Equatable {
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
-package enum Directory {
-    /// `mkdir -p` with mode 0700 for what it creates; the last component must not be a symlink.
-    package static func create(_ path: String) throws {
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        guard errno == ENOENT else { throw CrashCaptureError(operation: "mkdir \(path)", errno: errno) }
-        // A parent is missing: make it (0700 too), then try again.
-        let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        guard !parent.isEmpty, parent != path else { throw CrashCaptureError(operation: "mkdir \(path)", errno: ENOENT) }
-        try create(parent)
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw CrashCaptureError(operation: "mkdir \(path)", errno: errno)
-        }
+extension Directory {
+    /// ``Directory/create(_:)`` (HostFacts), failing as capture fails: a ``CrashCaptureError``.
+    static func createForCapture(_ path: String) throws {
+        do { try create(path) } catch let error as DirectoryError { throw CrashCaptureError(operation: error.operation, errno: error.errno) }
     }
 }
 

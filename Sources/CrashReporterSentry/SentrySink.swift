@@ -25,7 +25,6 @@
 // `<records>/sessions`, leased the same way while they are sent, and sent together when a process
 // can afford the round trip (SessionBatching, below): never one request per launch.
 import HostFacts
-import CrashCapture
 import CrashMinidump
 package import CrashRecordFormat
 package import CrashSentry

@@ -2,7 +2,7 @@
 import SensorsEvents
 import CrashReporter
 import CrashRecordFormat
-import CrashSymbolication
+import CrashFrames
 
 extension EventsSink {
     /// Frames quoted in `app_crashed_reason`.

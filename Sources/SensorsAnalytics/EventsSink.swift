@@ -8,7 +8,7 @@ import CrashRecordFormat
 import CrashReporter
 import HostFacts
 import SensorsEvents
-import CrashSymbolication
+import CrashFrames
 import SensorsTracking
 import Foundation
 #if canImport(Glibc)
