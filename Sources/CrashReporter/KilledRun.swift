@@ -5,6 +5,7 @@
 // through the inbox like every record, so each sink gets it once and a sink that is down gets it
 // at a later launch; the ledger's copy is deleted once the record is in the directory.
 import CrashRecordFormat
+import HostFacts
 import RecordDelivery
 #if canImport(Glibc)
 import Glibc
@@ -41,21 +42,8 @@ enum KilledRun {
         let target = directory + "/" + name
         // Made once: a launch that made it and died before the ledger's copy was deleted finds it.
         if access(target, F_OK) == 0 { return .success(name) }
-        let temporary = directory + "/." + name + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return .failure(Refusal(description: "\(temporary): \(String(cString: strerror(errno)))")) }
-        var written = 0
-        while written < amended.count {
-            let count = amended.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            written += count
-        }
-        close(fd)
-        guard written == amended.count, rename(temporary, target) == 0 else {
-            let code = errno
-            unlink(temporary)
-            return .failure(Refusal(description: "\(target): \(String(cString: strerror(code == 0 ? EIO : code)))"))
+        guard SmallFile.replace(target, with: amended) else {
+            return .failure(Refusal(description: "\(target): \(String(cString: strerror(errno == 0 ? EIO : errno)))"))
         }
         return .success(name)
     }

@@ -14,19 +14,25 @@ import TestSupport
 import XCTest
 @testable import CrashReporterSentry
 
+/// A hang record of the debug harness (the cooperative pool starved 2 s, threshold 1 s) with run
+/// id `run`, written into `directory`, which holds no other record.
+func harnessHangRecord(run: String, in directory: String) throws -> String {
+    var environment = ProcessInfo.processInfo.environment
+    environment[HangDetection.environmentVariable] = nil
+    let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--mode", "pool", "--threshold", "1", "--block", "2",
+                                                             "--dir", directory, "--run-id", run],
+                                     environment: environment, timeout: 120)
+    XCTAssertEqual(child.ending, .exited(0))
+    let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".ccrec") }
+    XCTAssertEqual(names.count, 1, "\(names)")
+    return directory + "/" + (try XCTUnwrap(names.first))
+}
+
 final class HangRecordSinkTests: XCTestCase {
     /// A hang record of the debug harness with run id `run`, in a directory of its own.
     func hangRecord(run: String) throws -> (directory: String, path: String) {
         let directory = try Scratch.directory("hang-sinks")
-        var environment = ProcessInfo.processInfo.environment
-        environment[HangDetection.environmentVariable] = nil
-        let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--mode", "pool", "--threshold", "1", "--block", "2",
-                                                                 "--dir", directory, "--run-id", run],
-                                         environment: environment, timeout: 120)
-        XCTAssertEqual(child.ending, .exited(0))
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".ccrec") }
-        XCTAssertEqual(names.count, 1, "\(names)")
-        return (directory, directory + "/" + (try XCTUnwrap(names.first)))
+        return (directory, try harnessHangRecord(run: run, in: directory))
     }
 
     func testAHangEndsNoRunIsWarnInOTLPAndAppHangInTheAnalytics() throws {

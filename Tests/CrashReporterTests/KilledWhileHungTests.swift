@@ -61,18 +61,7 @@ final class KilledWhileHungTests: XCTestCase {
 
     // MARK: - Killed while hung
 
-    /// A hang record of the debug harness (the cooperative pool starved) with run id `run`.
-    func hangRecord(run: String, in directory: String) throws -> String {
-        var environment = ProcessInfo.processInfo.environment
-        environment[HangDetection.environmentVariable] = nil
-        let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--mode", "pool", "--threshold", "1", "--block", "2",
-                                                                 "--dir", directory, "--run-id", run],
-                                         environment: environment, timeout: 120)
-        XCTAssertEqual(child.ending, .exited(0))
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".ccrec") }
-        XCTAssertEqual(names.count, 1, "\(names)")
-        return directory + "/" + (try XCTUnwrap(names.first))
-    }
+    func hangRecord(run: String, in directory: String) throws -> String { try harnessHangRecord(run: run, in: directory) }
 
     /// The identity of a process of this boot that was SIGKILLed and reaped.
     func deadProcess() throws -> ProcessIdentity {
