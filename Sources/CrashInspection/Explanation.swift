@@ -30,7 +30,7 @@ package enum Explanation {
     }
 
     package static func whatHappened(_ record: CrashRecord) -> String {
-        if let event = record.event { return event.summary + "; the process lived on" }
+        if let event = record.event { return event.summary + (event.fate.map { "; \($0.summary(of: event.kind))" } ?? "; the process lived on") }
         guard let signal = record.signal else { return "no signal recorded (the record is cut short before it)" }
         let address = signal.faultAddress.map(hex)
         let sp = record.registers.first { $0.name == "rsp" || $0.name == "sp" }?.value

@@ -26,9 +26,9 @@ package enum Rendering {
         // what it means.
         out.append("  \(inspection.summary.headline)")
         if let event = record.event {
-            if let fate = event.fate {
-                out.append(event.kind == .memory ? "  then the process was \(fate.summary(of: .memory)) (told by the next launch)"
-                           : "  then the process was \(fate.summary) (told by the next launch: no detector saw the hang end)")
+            if event.fate != nil {
+                out.append(event.kind == .memory ? "  (the next launch told the kill: the memory cgroup's OOM killer counted it)"
+                           : "  (the next launch told the kill: no detector had seen the hang end)")
             }
             if let memory = event.memory {
                 var line = "  memory cgroup \(memory.headline)\(memory.limitIsHigh ? " of memory.high" : "")"
@@ -40,7 +40,7 @@ package enum Rendering {
                 }
                 out.append(line + "; \(memory.threads) threads")
             }
-            out.append("  the process lived on: it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
+            out.append("  \(event.fate == nil ? "the process lived on: " : "")it was read while it ran, its threads stopped for \(event.stoppedMicroseconds) µs"
                        + " (\(event.threadsStopped) read; the thread that wrote the record is not listed)")
             if let thread = inspection.crashed?.thread {
                 out.append("  \(event.kind == .hang ? "blocked thread" : "a thread running a task:") \(thread.tid) \"\(thread.name)\"")

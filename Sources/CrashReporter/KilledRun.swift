@@ -35,7 +35,7 @@ enum KilledRun {
         var oom = false
         if case .killed(let byOOM) = outcome.end { oom = byOOM }
         let fate = RecordFate(oom: oom, lastSeenWallMilliseconds: outcome.lastSeen?.wallMilliseconds,
-                              lastSeenAfterMilliseconds: outcome.lastSeen.map { max(0, $0.wallMilliseconds - recordMilliseconds) })
+                              lastSeenAfterMilliseconds: outcome.lastSeen.flatMap { $0.wallMilliseconds > recordMilliseconds ? $0.wallMilliseconds - recordMilliseconds : nil })
         let amended: [UInt8]
         do { amended = try fate.added(to: bytes) } catch { return .failure(Refusal(description: "the kept record: \(error)")) }
         let name = RecordFileName(milliseconds: recordMilliseconds, pid: process.pid, tid: 0).name
