@@ -163,7 +163,7 @@ package struct RecordEvent: Sendable, Equatable {
         case .heartbeat: return "heartbeat \(name) did not beat for \(observed) (threshold \(threshold))"
         case .request: return "a request was in flight for \(observed) (threshold \(threshold))"
         case .shutdown: return "the graceful shutdown had not ended after \(observed) (threshold \(threshold))"
-        case .memory: return memory.map { "memory at \($0.headline)" } ?? "memory near its limit"
+        case .memory: return memory.map { "memory at \($0.headline)" } ?? "memory at its cgroup's limit (no reading: told from the run's ledger)"
         case .unknown(let raw): return "detector \(raw) fired (\(name)): \(observed), threshold \(threshold)"
         }
     }

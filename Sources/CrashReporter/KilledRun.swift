@@ -48,6 +48,22 @@ enum KilledRun {
         return .success(name)
     }
 
+    /// The fatal record of `outcome`, killed by the OOM killer with no memory record kept: made
+    /// from the ledger (``RecordFate/killedRunRecord(pid:startWallMilliseconds:appName:appVersion:runID:)``)
+    /// and written into `directory` under the last sighting's time and the pid, tid 0; its name.
+    static func fromLedger(_ outcome: EndedRun, into directory: String) -> Result<String, Refusal> {
+        let fate = RecordFate(oom: true, lastSeenWallMilliseconds: outcome.lastSeen?.wallMilliseconds, lastSeenAfterMilliseconds: nil)
+        let bytes = fate.killedRunRecord(pid: outcome.pid, startWallMilliseconds: outcome.startWallMilliseconds, appName: outcome.appName,
+                                         appVersion: outcome.appVersion, runID: outcome.runID)
+        let name = RecordFileName(milliseconds: outcome.lastSeen?.wallMilliseconds ?? outcome.startWallMilliseconds, pid: outcome.pid, tid: 0).name
+        let target = directory + "/" + name
+        if access(target, F_OK) == 0 { return .success(name) }
+        guard SmallFile.replace(target, with: bytes) else {
+            return .failure(Refusal(description: "\(target): \(String(cString: strerror(errno == 0 ? EIO : errno)))"))
+        }
+        return .success(name)
+    }
+
     struct Refusal: Error, CustomStringConvertible {
         let description: String
     }

@@ -61,14 +61,23 @@ extension CrashReporting {
             // its own (KilledRun), which the sinks get below like any record.
             var fatalHangs: [String] = []
             for index in runs.outcomes.indices {
-                guard let held = runs.held[runs.outcomes[index].runID] else { continue }
-                switch KilledRun.revive(held, outcome: runs.outcomes[index], into: directory, sizeLimit: limits.maxBytes) {
+                let outcome = runs.outcomes[index]
+                let made: Result<String, KilledRun.Refusal>
+                if let held = runs.held[outcome.runID] {
+                    made = KilledRun.revive(held, outcome: outcome, into: directory, sizeLimit: limits.maxBytes)
+                    if case .success = made { unlink(held) }
+                } else if case .killed(oom: true) = outcome.end {
+                    // Killed for memory with no memory record: a record of the kill from the ledger.
+                    made = KilledRun.fromLedger(outcome, into: directory)
+                } else {
+                    continue
+                }
+                switch made {
                 case .success(let name):
                     runs.outcomes[index].fatalRecord = name
                     fatalHangs.append(name)
-                    unlink(held)
                 case .failure(let refusal):
-                    report.errors.append("run \(runs.outcomes[index].runID): killed, but \(refusal)")
+                    report.errors.append("run \(outcome.runID): killed, but \(refusal)")
                 }
             }
             report.runsEnded = runs.outcomes

@@ -178,4 +178,61 @@ final class KilledWhileHungTests: XCTestCase {
         XCTAssertEqual(sink.names, [])
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/runs").filter { $0.contains(".hang.") }, [])
     }
+
+    /// Killed by the OOM killer with no memory record kept (no limit watched): the next launch
+    /// still makes one fatal record of the kill from the ledger — the app, the pid, the run, when it
+    /// was last seen — which Sentry gets as a fatal, unhandled "Killed for memory" (Relay's
+    /// normalizer takes it), once.
+    func testAnOOMKillWithNoMemoryRecordIsStillOneFatalRecordFromTheLedger() throws {
+        let directory = try Scratch.directory("oom-no-memory-record")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A stand-in for the run's memory cgroup's counter, one kill more after the run began.
+        let counter = directory + "/cgroup/memory.events"
+        try FileManager.default.createDirectory(atPath: directory + "/cgroup", withIntermediateDirectories: true)
+        try Data("oom_kill 3\n".utf8).write(to: URL(fileURLWithPath: counter))
+        let reading = try XCTUnwrap(OOMKillCounter.read(counter))
+        let process = try deadProcess()
+        let ledger = RunLedger(recordDirectory: directory, claimer: process)
+        try ledger.begin(RunStart(runID: "oom-1", process: process, startWallMilliseconds: 1_700_000_000_000, startMonotonicNanoseconds: 1,
+                                  appName: "server", appVersion: "2.0", oomKills: reading))
+        try ledger.refresh(runID: "oom-1", seen: RunLastSeen(wallMilliseconds: 1_700_000_060_000, durationNanoseconds: 60_000_000_000))
+        let grown = open(counter, O_WRONLY | O_TRUNC)
+        XCTAssertEqual(Glibc.write(grown, "oom_kill 4\n", 11), 11)
+        close(grown)
+
+        let sink = ListSink("app")
+        let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
+        XCTAssertEqual(report.errors, [])
+        XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: true)])
+        let name = try XCTUnwrap(report.runsEnded.first?.fatalRecord)
+        XCTAssertEqual(sink.names, [name])
+        XCTAssertEqual(CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory)).runsEnded.count, 0)
+        XCTAssertEqual(sink.names, [name], "once")
+
+        // The record as the ledger made it.
+        let bytes = RecordFate(oom: true, lastSeenWallMilliseconds: 1_700_000_060_000, lastSeenAfterMilliseconds: nil)
+            .killedRunRecord(pid: process.pid, startWallMilliseconds: 1_700_000_000_000, appName: "server", appVersion: "2.0", runID: "oom-1")
+        let record = try CrashRecordReader.parse(bytes)
+        XCTAssertTrue(record.isComplete, "\(record.completeness)")
+        XCTAssertEqual(record.notes.count, 1)
+        XCTAssertTrue(record.notes.first?.hasPrefix("made by the next launch from the run's ledger") == true, "\(record.notes)")
+        XCTAssertEqual(record.kind, .memory)
+        XCTAssertEqual(record.event?.fate?.oom, true)
+        XCTAssertEqual(record.runID, "oom-1")
+        XCTAssertEqual(record.process?.pid, process.pid)
+        XCTAssertEqual(name, RecordFileName(milliseconds: 1_700_000_060_000, pid: process.pid, tid: 0).name)
+
+        let envelope = try SentryEnvelope.outgoing(record: record, rawRecord: bytes, fileName: name, eventID: SentryEnvelope.eventID(rawRecord: bytes),
+                                                   sentAt: nil, readImageFiles: false, minimised: nil, beforeSend: nil).get()
+        let file = directory + "/envelope"
+        try Data(envelope).write(to: URL(fileURLWithPath: file))
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [file]).utf8)) as? [String: Any])
+        XCTAssertEqual((summary["errors"] as? [Any])?.count, 0, "\(summary["errors"] ?? "")")
+        let normalized = try XCTUnwrap(summary["normalized"] as? [String: Any])
+        XCTAssertEqual(normalized["level"] as? String, "fatal")
+        let exception = try XCTUnwrap(((normalized["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "Killed for memory")
+        XCTAssertEqual((exception["mechanism"] as? [String: Any])?["type"] as? String, "out_of_memory")
+        XCTAssertEqual((exception["mechanism"] as? [String: Any])?["handled"] as? Bool, false)
+    }
 }
