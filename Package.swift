@@ -299,7 +299,7 @@ let package = Package(
         .testTarget(
             name: "CrashCaptureTests",
             dependencies: [
-                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "ProcessSpawning",
+                "CrashCapture", "CrashRecordFormat", "SensorsEvents", "HostFacts", "CShims", "CrashScenarios", "CrashSymbolication", "CrashSentry", "ProcessSpawning",
                 "TestSupport", "crash-harness", "capture-only", "cxx-interop-crasher", "crash-inspect", "CrashInspection",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -406,7 +406,7 @@ final class HangMonitor: Sendable {
                 memory?.watcher.tick(now: now) { section in
                     _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
                     let written = try? HangMonitor.write(kind: UInt32(CC_KIND_MEMORY.rawValue), detector: UInt32(CC_DETECTOR_MEMORY.rawValue),
-                                                         name: "memory", memory: section)
+                                                         name: "memory", extra: (CC_SEC_MEMORY_WATCH.rawValue, withUnsafeBytes(of: section) { Array($0) }))
                     HangMonitor.sayMemory(section, record: written)
                 }
             } else {
@@ -423,7 +423,9 @@ final class HangMonitor: Sendable {
 
     /// Writes a record of the live process and hands its path to the reporter's handler.
     static func write(kind: UInt32, detector: UInt32, name: String, threshold: Int64 = 0, observed: Int64 = 0,
-                      requestKey: UInt64 = 0, thread: Int32 = 0, memory: cc_sec_memory_watch_t? = nil) throws -> SnapshotRecord {
+                      requestKey: UInt64 = 0, thread: Int32 = 0, extra given: (type: UInt32, bytes: [UInt8])? = nil) throws -> SnapshotRecord {
+        // A hang or snapshot says whether each thread was computing or waiting (ThreadStateSampler).
+        let extra = given ?? (CC_SEC_THREAD_STATES.rawValue, ThreadStateSampler.sample())
         var request = cc_snapshot_request_t()
         request.kind = kind
         request.detector = detector
@@ -433,15 +435,12 @@ final class HangMonitor: Sendable {
         request.blocked_tid = thread
         var result = cc_snapshot_result_t()
         var error: Int32 = 0
-        var section = memory ?? cc_sec_memory_watch_t()
         let rc = name.withCString { pointer in
             request.name = pointer
-            return withUnsafeBytes(of: &section) { bytes in
-                if memory != nil {
-                    request.extra_type = CC_SEC_MEMORY_WATCH.rawValue
-                    request.extra_length = UInt32(bytes.count)
-                    request.extra = bytes.baseAddress
-                }
+            return extra.bytes.withUnsafeBytes { bytes in
+                request.extra_type = extra.type
+                request.extra_length = UInt32(bytes.count)
+                request.extra = bytes.baseAddress
                 return cc_snapshot(&request, &result, &error)
             }
         }

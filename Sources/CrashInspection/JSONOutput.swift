@@ -194,6 +194,8 @@ package struct ShowJSON: Encodable, Sendable {
         package var fate: Nullable<Fate>
         /// A memory record's readings (the memory watch): null in any other record.
         package var memory: Nullable<MemoryWatch>
+        /// `computing` or `waiting`: whether a thread was on the CPU for a quarter of the window before the record.
+        package var stall: Nullable<String>
     }
 
     /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`), in bytes.
@@ -249,7 +251,18 @@ package struct ShowJSON: Encodable, Sendable {
         package var alsoCrashed: Bool
         package var omittedFrames: Int
         package var registers: [String: String]
+        /// In a hang or snapshot: the scheduler's state and CPU time before the record; null otherwise.
+        package var scheduling: Nullable<Scheduling>
         package var frames: [Frame]
+    }
+
+    /// A thread as the scheduler had it just before a hang or snapshot record.
+    package struct Scheduling: Encodable, Sendable {
+        /// `running`, `sleeping`, `disk wait`, …
+        package var state: String
+        package var windowCPUMilliseconds: UInt32
+        package var windowMilliseconds: UInt32
+        package var cpuMilliseconds: UInt64
     }
 
     /// One symbolicated frame: an inlined call expands a thread frame into several, innermost first.

@@ -30,6 +30,7 @@ package enum Rendering {
                 out.append(event.kind == .memory ? "  (the next launch told the kill: the memory cgroup's OOM killer counted it)"
                            : "  (the next launch told the kill: no detector had seen the hang end)")
             }
+            if let states = event.threadStates { out.append("  \(states.summary)") }
             if let memory = event.memory {
                 var line = "  memory cgroup \(memory.headline)\(memory.limitIsHigh ? " of memory.high" : "")"
                 if let anon = memory.anon, let file = memory.file, let shmem = memory.shmem {
@@ -81,7 +82,7 @@ package enum Rendering {
                 out.append("Other threads")
                 headedOthers = true
             }
-            out.append(contentsOf: threadText(thread, live: live))
+            out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates))
         }
         let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
         if !problems.isEmpty {
@@ -226,9 +227,12 @@ package enum Rendering {
         }
     }
 
-    static func threadText(_ inspected: InspectedThread, live: Bool = false) -> [String] {
+    static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
+        if let states = scheduling, let mine = states.of(thread.tid) {
+            flags.append("\(mine.stateName), \(mine.windowCPUMilliseconds) ms of CPU in the \(states.windowMilliseconds) ms before")
+        }
         if thread.alsoCrashed { flags.append("crashed too, while the record was written") }
         if let state = stackState(thread, live: live) { flags.append(state) }
         if thread.truncated && thread.omittedFrames == 0 { flags.append("stopped at the unwind step limit") }
@@ -337,7 +341,8 @@ package enum Rendering {
                                                    growthSeconds: memory.growthSeconds, anon: Nullable(memory.anon), file: Nullable(memory.file),
                                                    shmem: Nullable(memory.shmem), mallocInUse: Nullable(memory.mallocInUse),
                                                    mallocFree: Nullable(memory.mallocFree), threads: memory.threads)
-                               }))
+                               }),
+                               stall: Nullable(event.threadStates?.verdict))
             }),
             complete: record.isComplete,
             incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),
@@ -366,6 +371,12 @@ package enum Rendering {
                     stackAvailable: !inspected.thread.stackUnavailable, truncated: inspected.thread.truncated,
                     stack: stackSource(inspected.thread), alsoCrashed: inspected.thread.alsoCrashed,
                     omittedFrames: inspected.thread.omittedFrames, registers: registers(inspected.thread.registers),
+                    scheduling: Nullable(record.event?.threadStates.flatMap { states in
+                        states.of(inspected.thread.tid).map {
+                            ShowJSON.Scheduling(state: $0.stateName, windowCPUMilliseconds: $0.windowCPUMilliseconds,
+                                                windowMilliseconds: states.windowMilliseconds, cpuMilliseconds: $0.cpuMilliseconds)
+                        }
+                    }),
                     frames: inspected.frames.enumerated().flatMap { position, threadFrame in
                         threadFrame.symbols.map { frame in
                             ShowJSON.Frame(

@@ -199,6 +199,7 @@ package enum CrashLogRecord {
             add("hang.threshold_ms", .int(Int64(clamping: live.thresholdMilliseconds)))
             add("hang.observed_ms", .int(Int64(clamping: live.observedMilliseconds)))
             add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
+            if let states = live.threadStates { add("hang.stall", states.verdict) }
             if live.kind == .hang { add("hang.state", live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed") }
             if let after = live.fate?.lastSeenAfterMilliseconds { add("hang.killed_after_ms", .int(after)) }
             if let memory = live.memory {

@@ -462,6 +462,7 @@ private struct RecordParser {
         case CC_SEC_RESOURCES.rawValue: try decodeResources(payload)
         case CC_SEC_FATE.rawValue: try decodeFate(payload)
         case CC_SEC_MEMORY_WATCH.rawValue: try decodeMemoryWatch(payload)
+        case CC_SEC_THREAD_STATES.rawValue: try decodeThreadStates(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -880,6 +881,28 @@ private struct RecordParser {
             memory.mallocMmapped = p.u64(Layout.offset(\S.malloc_mmapped))
         }
         record.event?.memory = memory
+    }
+
+    /// Each thread's state and CPU time: only in a record of a live process, once.
+    private mutating func decodeThreadStates(_ p: ByteView) throws {
+        typealias S = cc_sec_thread_states_t
+        typealias T = cc_thread_state_t
+        try require(p, holds: S.self, "thread states")
+        guard record.event != nil, record.event?.threadStates == nil else {
+            throw SectionDamage(reason: "thread states in a crash record, or twice")
+        }
+        let count = Int(p.u32(Layout.offset(\S.count))), size = Layout.size(T.self), base = Layout.size(S.self)
+        guard count <= (p.count - base) / size else { throw SectionDamage(reason: "\(count) thread states in \(p.count) bytes") }
+        var threads: [ThreadScheduling] = []
+        for index in 0 ..< count {
+            let at = base + index * size
+            let letter = UInt8(truncatingIfNeeded: p.u32(at + Layout.offset(\T.state)) & 0xFF)
+            threads.append(ThreadScheduling(tid: p.i32(at + Layout.offset(\T.tid)),
+                                            state: (0x21...0x7E).contains(letter) ? Character(UnicodeScalar(letter)) : "?",
+                                            windowCPUMilliseconds: p.u32(at + Layout.offset(\T.window_cpu_ms)),
+                                            cpuMilliseconds: p.u64(at + Layout.offset(\T.cpu_ms))))
+        }
+        record.event?.threadStates = ThreadStates(windowMilliseconds: p.u32(Layout.offset(\S.window_ms)), threads: threads)
     }
 
     private mutating func decodeEnd(_ p: ByteView) throws {

@@ -42,6 +42,66 @@ public enum RecordKind: String, Sendable, Equatable, CaseIterable {
     case memory
 }
 
+/// One thread as the scheduler had it just before a hang or snapshot record stopped the threads
+/// (`CC_SEC_THREAD_STATES`).
+package struct ThreadScheduling: Sendable, Equatable {
+    package var tid: Int32
+    /// The scheduler's letter: R running, S sleeping, D disk wait, T stopped, …
+    package var state: Character
+    /// CPU time (user + system) in the window before the record, and in all.
+    package var windowCPUMilliseconds: UInt32
+    package var cpuMilliseconds: UInt64
+
+    package init(tid: Int32, state: Character, windowCPUMilliseconds: UInt32, cpuMilliseconds: UInt64) {
+        self.tid = tid
+        self.state = state
+        self.windowCPUMilliseconds = windowCPUMilliseconds
+        self.cpuMilliseconds = cpuMilliseconds
+    }
+
+    /// "running", "sleeping", "disk wait", …
+    package var stateName: String {
+        switch state {
+        case "R": return "running"
+        case "S": return "sleeping"
+        case "D": return "disk wait"
+        case "T", "t": return "stopped"
+        case "Z": return "zombie"
+        case "I": return "idle"
+        default: return "state \(state)"
+        }
+    }
+}
+
+/// What the threads did in the window before a hang or snapshot record: busy or waiting.
+package struct ThreadStates: Sendable, Equatable {
+    package var windowMilliseconds: UInt32
+    package var threads: [ThreadScheduling]
+
+    package init(windowMilliseconds: UInt32, threads: [ThreadScheduling]) {
+        self.windowMilliseconds = windowMilliseconds
+        self.threads = threads
+    }
+
+    /// The threads on the CPU for at least a quarter of the window (a quarter, not all of it: on a
+    /// loaded machine a thread that computes shares its core).
+    package var busy: [ThreadScheduling] { threads.filter { UInt64($0.windowCPUMilliseconds) * 4 >= UInt64(windowMilliseconds) } }
+
+    /// `computing` when some thread was on the CPU for at least a quarter of the window, else `waiting`.
+    package var verdict: String { busy.isEmpty ? "waiting" : "computing" }
+
+    /// "computing: 2 threads on the CPU through the 200 ms before the record" /
+    /// "waiting: no thread on the CPU for a quarter of the 200 ms before the record".
+    package var summary: String {
+        let count = busy.count
+        return count == 0
+            ? "waiting: no thread on the CPU for a quarter of the \(windowMilliseconds) ms before the record"
+            : "computing: \(count) thread\(count == 1 ? "" : "s") on the CPU through the \(windowMilliseconds) ms before the record"
+    }
+
+    package func of(_ tid: Int32) -> ThreadScheduling? { threads.first { $0.tid == tid } }
+}
+
 /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`).
 package struct RecordMemoryWatch: Sendable, Equatable {
     package var usage: UInt64
@@ -137,6 +197,8 @@ package struct RecordEvent: Sendable, Equatable {
     package var fate: RecordFate?
     /// A memory record's readings (`CC_SEC_MEMORY_WATCH`).
     package var memory: RecordMemoryWatch?
+    /// Each thread's scheduler state and CPU time before a hang or snapshot record (`CC_SEC_THREAD_STATES`).
+    package var threadStates: ThreadStates?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,

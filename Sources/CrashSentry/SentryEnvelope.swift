@@ -257,7 +257,15 @@ package enum SentryEnvelope {
         let threads = record.threads.map { thread in
             SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.tid == crashed?.tid,
                                name: thread.name.isEmpty ? nil : thread.name,
-                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record))
+                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record),
+                               state: record.event?.threadStates?.of(thread.tid).map { scheduling in
+                                   switch scheduling.state {
+                                   case "R": "Runnable"
+                                   case "D": "DiskWait"
+                                   case "T", "t": "Stopped"
+                                   default: "Waiting"
+                                   }
+                               })
         }
         var tags = ["record_complete": record.isComplete ? "yes" : "no"]
         // Relay rejects an empty tag value: the signal tag only when there is a name.
@@ -292,12 +300,14 @@ package enum SentryEnvelope {
                 event.tags["hang_detector"] = live.detector.name
                 event.tags["hang_state"] = live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed"
             }
+            if let states = live.threadStates { event.tags["stall"] = states.verdict }
             if live.kind == .memory { event.tags["memory_state"] = live.fate == nil ? "near_limit" : live.fate!.oom ? "killed_oom" : "killed" }
             var extra = event.extra ?? [:]
             var hang = [
                 "what": live.summary, "threshold_ms": String(live.thresholdMilliseconds), "observed_ms": String(live.observedMilliseconds),
                 "threads_stopped_us": String(live.stoppedMicroseconds),
             ]
+            if let states = live.threadStates { hang["threads"] = states.summary }
             if let memory = live.memory {
                 hang["memory"] = memory.headline
                 hang["usage_bytes"] = String(memory.usage)

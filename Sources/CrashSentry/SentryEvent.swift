@@ -167,6 +167,9 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var current: Bool
         package var name: String?
         package var stacktrace: Stacktrace?
+        /// Sentry's thread `state` (as its SDKs send a JVM thread's): in a hang or snapshot, the
+        /// scheduler's state before the record — `Runnable`, `Waiting`, `DiskWait`, …
+        package var state: String? = nil
     }
 
     package struct DebugMeta: Encodable, Sendable, Equatable {

@@ -34,6 +34,9 @@ extension CrashHarness {
         @Option(help: "Seconds the pool (or the heartbeat) stays blocked.")
         var block: Double = 3
 
+        @Flag(help: "pool: the requests compute (spin) for --block seconds instead of sleeping: a pool starved by work.")
+        var busy = false
+
         @Option(help: "Requests that await a continuation never resumed.")
         var waiting: Int = 3
 
@@ -87,7 +90,7 @@ extension CrashHarness {
             for index in 0 ..< width {
                 Task.detached {
                     let context = CrashContext(requestID: "blocking-\(index)", method: "GET", route: "/block/{seconds}", path: "/block/\(index)")
-                    await CrashContext.withValue(context) { blockingCall(seconds: block) }
+                    await CrashContext.withValue(context) { if busy { busyCall(seconds: block) } else { blockingCall(seconds: block) } }
                     done.signal()
                 }
             }
@@ -220,6 +223,14 @@ let serveCompleted = Atomic<Int>(0)
 /// A library call that blocks its thread.
 @inline(never) func blockingCall(seconds: Double) {
     usleep(useconds_t(seconds * 1_000_000))
+}
+
+/// Computes for `seconds` without giving its thread up: a request that is CPU-bound.
+@inline(never) func busyCall(seconds: Double) {
+    let deadline = Date().addingTimeInterval(seconds)
+    var sum: UInt64 = 0
+    while Date() < deadline { for i in 0 ..< 10_000 { sum &+= UInt64(i) &* 2_654_435_761 } }
+    blackHole(sum)
 }
 
 @inline(never) func blackHole(_ value: UInt64) { if value == 42 { print("") } }

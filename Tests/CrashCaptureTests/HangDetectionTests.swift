@@ -6,6 +6,8 @@
 import CrashCapture
 import CrashInspection
 import CrashSymbolication
+import CrashSentry
+import CrashRecordFormat
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -95,6 +97,37 @@ final class HangDetectionTests: XCTestCase {
         let text = Rendering.text(inspection)
         XCTAssertTrue(text.hasPrefix("Hang "), String(text.prefix(200)))
         XCTAssertTrue(text.contains("Blocked thread"), text)
+    }
+
+    /// Busy or waiting: a pool starved by requests that sleep is `waiting` (no thread on the CPU,
+    /// the blocked ones sleeping), one starved by requests that compute is `computing` (its pool
+    /// threads running, each on the CPU for most of the window), in `show`, `show --json`, Sentry
+    /// and OTLP.
+    func testAStarvedPoolSaysWhetherItIsComputingOrWaiting() throws {
+        for busy in [false, true] {
+            let run = try hang("pool", ["--threshold", "1", "--block", busy ? "2" : "3"] + (busy ? ["--busy"] : []))
+            XCTAssertEqual(try run.json()["recovered"] as? Bool, true, run.stderr)
+            let record = try XCTUnwrap(try run.records().first, "no record: \(run.stderr)")
+            let states = try XCTUnwrap(record.event?.threadStates, "no thread states")
+            XCTAssertEqual(states.windowMilliseconds, 200)
+            XCTAssertEqual(states.threads.count, record.threads.count, "every thread in the record, no other")
+            XCTAssertEqual(states.verdict, busy ? "computing" : "waiting", "\(states.threads)")
+            let inspection = try inspect(run.recordFiles[0])
+            let blocked = try XCTUnwrap(inspection.crashed).thread
+            let mine = try XCTUnwrap(states.of(blocked.tid))
+            if busy {
+                XCTAssertEqual(mine.state, "R", "\(mine)")
+                XCTAssertGreaterThanOrEqual(mine.windowCPUMilliseconds, 50, "\(mine)")
+            } else {
+                XCTAssertEqual(mine.state, "S", "\(mine)")
+                XCTAssertLessThanOrEqual(mine.windowCPUMilliseconds, 20, "\(mine)")
+            }
+            let text = Rendering.text(inspection)
+            XCTAssertTrue(text.contains(busy ? "computing: " : "waiting: "), text)
+            let event = SentryEnvelope.event(record: record, eventID: "e", readImageFiles: false)
+            XCTAssertEqual(event.tags["stall"], busy ? "computing" : "waiting")
+            XCTAssertEqual(event.threads.values.first { $0.id == Int(blocked.tid) }?.state, busy ? "Runnable" : "Waiting")
+        }
     }
 
     /// The container's termination message file, as the kubelet makes it: a hang record leaves

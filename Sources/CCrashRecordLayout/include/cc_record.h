@@ -94,6 +94,7 @@ enum cc_section_type {
     CC_SEC_RESOURCES   = 19, /* cc_sec_resources_t: the CPUs and the descriptors at the crash; the /proc and cgroup texts follow as strings */
     CC_SEC_FATE        = 20, /* cc_sec_fate_t: what became of a hang record's process (added by a later launch, never by the handler) */
     CC_SEC_MEMORY_WATCH = 21, /* cc_sec_memory_watch_t: a memory record's cgroup usage, limit, growth and the allocator's own counts */
+    CC_SEC_THREAD_STATES = 22, /* cc_sec_thread_states_t + count * cc_thread_state_t: each thread's scheduler state and CPU time (hang, snapshot) */
 };
 
 /* CC_SEC_CRASH flags */
@@ -494,6 +495,27 @@ typedef struct {
     uint32_t threshold_percent;     /* the share of the limit that fired the watch */
 } cc_sec_memory_watch_t;
 _Static_assert(sizeof(cc_sec_memory_watch_t) == 96, "cc_sec_memory_watch_t layout");
+
+/* CC_SEC_THREAD_STATES: in a hang or snapshot record, right after CC_SEC_EVENT: each thread of
+ * the process as the kernel's scheduler had it just before the threads were stopped — its state
+ * (/proc/self/task/<tid>/stat's letter: R running, S sleeping, D disk wait, …) and the CPU time it
+ * used in a window of window_ms that ended then (two readings of utime + stime), and in all. Read
+ * by ordinary code on the watcher's thread, which is not in the list: a stall whose threads used
+ * the CPU through the window is computing; one whose threads did not, waiting. */
+typedef struct {
+    uint32_t count;                 /* cc_thread_state_t entries that follow */
+    uint32_t window_ms;             /* the window between the two readings */
+} cc_sec_thread_states_t;
+typedef struct {
+    int32_t  tid;
+    uint8_t  state;                 /* the scheduler's letter, as /proc shows it */
+    uint8_t  reserved[3];
+    uint32_t window_cpu_ms;         /* CPU time (user + system) in the window */
+    uint32_t reserved2;
+    uint64_t cpu_ms;                /* CPU time in all, at the window's end */
+} cc_thread_state_t;
+_Static_assert(sizeof(cc_sec_thread_states_t) == 8, "cc_sec_thread_states_t layout");
+_Static_assert(sizeof(cc_thread_state_t) == 24, "cc_thread_state_t layout");
 
 /* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
  * detector had seen it end): a later launch of the app, which found the run's marker without an
