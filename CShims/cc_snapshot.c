@@ -99,7 +99,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc__section_begin(w, CC_SEC_EVENT);
     cc__section_put(w, &event, sizeof event);
     cc__section_end(w);
-    if (request->extra && request->extra_type != 0 && request->extra_length <= 4096) {
+    if (request->extra && request->extra_type != 0 && request->extra_length <= 65536) {
         cc__section_begin(w, request->extra_type);
         cc__section_put(w, request->extra, request->extra_length);
         cc__section_end(w);

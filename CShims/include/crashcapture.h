@@ -158,7 +158,8 @@ typedef struct {
     int32_t blocked_tid;
     const char *name;
     /* A section of the caller's to write right after CC_SEC_EVENT (a memory record's
-     * CC_SEC_MEMORY_WATCH), or extra NULL: type, payload and its length (at most 4096 bytes). */
+     * CC_SEC_MEMORY_WATCH, a hang's CC_SEC_THREAD_STATES), or extra NULL: type, payload and its
+     * length (at most 65536 bytes). */
     uint32_t extra_type;
     uint32_t extra_length;
     const void *extra;
