@@ -69,7 +69,10 @@ final class MemoryWatcher {
     init(threshold: Double) {
         watch = MemoryWatch(threshold: threshold)
         cgroup = MemoryCgroup.locate()
-        if cgroup == nil || cgroup?.limit() == nil {
+        // Read once here (the first tick uses it): a cgroup without one says so now.
+        limit = cgroup?.limit()
+        limitReadAt = monotonicNow()
+        if cgroup == nil || limit == nil {
             let line = "crashcapture: memory watch: \(cgroup == nil ? "no memory cgroup found" : "the memory cgroup \(cgroup!.directory) has no limit"); nothing watched\n"
             var bytes = Array(line.utf8)
             bytes.withUnsafeMutableBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
