@@ -99,9 +99,11 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc__section_begin(w, CC_SEC_EVENT);
     cc__section_put(w, &event, sizeof event);
     cc__section_end(w);
-    if (request->extra && request->extra_type != 0 && request->extra_length <= 65536) {
-        cc__section_begin(w, request->extra_type);
-        cc__section_put(w, request->extra, request->extra_length);
+    for (uint32_t i = 0; request->extras && i < request->extra_count && i < CC_SNAPSHOT_EXTRAS; i++) {
+        const cc_snapshot_extra_t *extra = &request->extras[i];
+        if (!extra->bytes || extra->type == 0 || extra->length > 262144) continue;
+        cc__section_begin(w, extra->type);
+        cc__section_put(w, extra->bytes, extra->length);
         cc__section_end(w);
     }
 

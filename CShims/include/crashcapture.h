@@ -146,6 +146,20 @@ int cc_context_probe(uint64_t task, uint64_t key, uint64_t value);
 int cc_context_check(uint64_t task, uint64_t key, uint64_t value);
 int cc_context_layout(void);
 
+/* One section a snapshot's caller adds (cc_snapshot_request_t.extras). */
+typedef struct {
+    uint32_t type;
+    uint32_t length;
+    const void *bytes;
+} cc_snapshot_extra_t;
+#define CC_SNAPSHOT_EXTRAS 4
+
+/* The threads of this process but `exclude` that are blocked in a futex wait, at most `capacity`
+ * of them, each with the lock it waits on and its holder where the lock's layout says
+ * (cc_locks.c; CC_SEC_LOCK_WAITS's entries, cycle not marked). Ordinary code: reads /proc and
+ * this process's memory with process_vm_readv; never from a signal handler. */
+uint32_t cc_lock_waits(cc_lock_wait_t *out, uint32_t capacity, int32_t exclude);
+
 /* A record of the live process (cc_snapshot.c): a hang a detector saw, or a snapshot asked for.
  * `kind` is CC_KIND_HANG or CC_KIND_SNAPSHOT, `detector` a CC_DETECTOR_* (cc_record.h), `name`
  * what fired or why (at most CC_EVENT_NAME_MAX - 1 bytes kept; NULL: none). */
@@ -157,12 +171,11 @@ typedef struct {
     uint64_t request_key;
     int32_t blocked_tid;
     const char *name;
-    /* A section of the caller's to write right after CC_SEC_EVENT (a memory record's
-     * CC_SEC_MEMORY_WATCH, a hang's CC_SEC_THREAD_STATES), or extra NULL: type, payload and its
-     * length (at most 65536 bytes). */
-    uint32_t extra_type;
-    uint32_t extra_length;
-    const void *extra;
+    /* Sections of the caller's to write right after CC_SEC_EVENT, in order (a memory record's
+     * CC_SEC_MEMORY_WATCH; a hang's CC_SEC_THREAD_STATES and CC_SEC_LOCK_WAITS): at most
+     * CC_SNAPSHOT_EXTRAS, each at most 256 KiB; extras NULL or extra_count 0: none. */
+    const cc_snapshot_extra_t *extras;
+    uint32_t extra_count;
 } cc_snapshot_request_t;
 
 typedef struct {

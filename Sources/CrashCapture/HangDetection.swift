@@ -7,6 +7,8 @@
 //   - heartbeats (an event loop's, the app's own): each must beat within the threshold;
 //   - requests (CrashContext): none may stay in flight longer than the request threshold;
 //   - a graceful shutdown: it must end within the shutdown threshold;
+//   - locks: a cycle of threads, each blocked on a lock the next one holds, seen at two ticks in
+//     a row is a deadlock (LockWaits; any threads, not only the pool's);
 //   - `crash-inspect snapshot <pid>`: a request file for this process in the record directory.
 // The record itself is the C core's (cc_snapshot: every other thread stopped with ptrace, read
 // and let go). The watcher never cries wolf for a process that was itself stopped (SIGSTOP, a
@@ -310,6 +312,8 @@ final class HangMonitor: Sendable {
         var open: Set<String> = []      // the causes recorded whose hang has not ended
         var memory: (watcher: MemoryWatcher, threshold: Double)?
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
+        var deadlocksSeen: [String: Int64] = [:]         // each cycle of lock waits seen at the last tick, and since when
+        var deadlocksRecorded: Set<String> = []          // the cycles recorded (one record each)
         var target = monotonicNow()
         while self.generation.load(ordering: .sequentiallyConsistent) == generation {
             guard let current = settings.withLock({ $0 }) else { return }
@@ -412,6 +416,31 @@ final class HangMonitor: Sendable {
             } else {
                 memory = nil
             }
+            // Deadlocks among any threads: the same cycle of lock waits at two ticks in a row.
+            let waits = LockWaits.read()
+            var cycleKeys: [String: [Int]] = [:]
+            for cycle in LockWaits.cycles(in: waits) { cycleKeys[LockWaits.key(cycle, in: waits)] = cycle }
+            for (key, cycle) in cycleKeys.sorted(by: { $0.key < $1.key }) {
+                let firstSeen = deadlocksSeen[key] ?? now
+                deadlocksSeen[key] = firstSeen
+                guard firstSeen < now, !quiet, !deadlocksRecorded.contains(key) else { continue }
+                deadlocksRecorded.insert(key)
+                if deadlocksRecorded.count > 64 { deadlocksRecorded.remove(deadlocksRecorded.first!) }
+                open.insert("\(CC_DETECTOR_DEADLOCK.rawValue)/\(key)")
+                _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
+                let observed = max(now - firstSeen, tick)
+                let written = try? HangMonitor.write(kind: UInt32(CC_KIND_HANG.rawValue), detector: UInt32(CC_DETECTOR_DEADLOCK.rawValue),
+                                                     name: "deadlock", threshold: tick, observed: observed,
+                                                     thread: waits[cycle[0]].tid, deadlock: key)
+                HangMonitor.say(detector: UInt32(CC_DETECTOR_DEADLOCK.rawValue), name: "deadlock", observed: observed, record: written)
+                let threads = cycle.map { String(waits[$0].tid) }.joined(separator: ", ")
+                HangMonitor.terminationLines(hang: "deadlock: threads \(threads) wait on each other's locks"
+                                             + (written.map { "; record \($0.path)" } ?? "") + "\n")
+            }
+            for key in deadlocksSeen.keys where cycleKeys[key] == nil {
+                deadlocksSeen[key] = nil
+                open.remove("\(CC_DETECTOR_DEADLOCK.rawValue)/\(key)")
+            }
             // Every recorded hang ended: the run is no longer hung (its record need not be kept).
             if wasOpen, open.isEmpty, let resolved = resolvedHandler.withLock({ $0 }) { resolved() }
             // crash-inspect snapshot <pid>.
@@ -423,9 +452,21 @@ final class HangMonitor: Sendable {
 
     /// Writes a record of the live process and hands its path to the reporter's handler.
     static func write(kind: UInt32, detector: UInt32, name: String, threshold: Int64 = 0, observed: Int64 = 0,
-                      requestKey: UInt64 = 0, thread: Int32 = 0, extra given: (type: UInt32, bytes: [UInt8])? = nil) throws -> SnapshotRecord {
-        // A hang or snapshot says whether each thread was computing or waiting (ThreadStateSampler).
-        let extra = given ?? (CC_SEC_THREAD_STATES.rawValue, ThreadStateSampler.sample())
+                      requestKey: UInt64 = 0, thread: Int32 = 0, extra given: (type: UInt32, bytes: [UInt8])? = nil,
+                      deadlock: String? = nil) throws -> SnapshotRecord {
+        var extras: [(type: UInt32, bytes: [UInt8])] = []
+        if let given {
+            extras.append(given)
+        } else {
+            // A hang or snapshot says whether each thread was computing or waiting (ThreadStateSampler),
+            // then which lock each blocked thread waits on and who holds it, read last, just before
+            // the threads are stopped: a deadlock among them comes first (the one `deadlock` names).
+            extras.append((CC_SEC_THREAD_STATES.rawValue, ThreadStateSampler.sample()))
+            let waits = LockWaits.read()
+            let cycles = LockWaits.cycles(in: waits)
+            let cycle = cycles.first { LockWaits.key($0, in: waits) == deadlock } ?? cycles.first ?? []
+            extras.append((CC_SEC_LOCK_WAITS.rawValue, LockWaits.section(waits, cycle: cycle)))
+        }
         var request = cc_snapshot_request_t()
         request.kind = kind
         request.detector = detector
@@ -437,11 +478,19 @@ final class HangMonitor: Sendable {
         var error: Int32 = 0
         let rc = name.withCString { pointer in
             request.name = pointer
-            return extra.bytes.withUnsafeBytes { bytes in
-                request.extra_type = extra.type
-                request.extra_length = UInt32(bytes.count)
-                request.extra = bytes.baseAddress
-                return cc_snapshot(&request, &result, &error)
+            // One buffer holds every extra section's bytes, one after another.
+            let joined = extras.flatMap(\.bytes)
+            return joined.withUnsafeBytes { bytes in
+                var offset = 0
+                var described: [cc_snapshot_extra_t] = extras.map { extra in
+                    defer { offset += extra.bytes.count }
+                    return cc_snapshot_extra_t(type: extra.type, length: UInt32(extra.bytes.count), bytes: bytes.baseAddress.map { $0 + offset })
+                }
+                return described.withUnsafeMutableBufferPointer { list in
+                    request.extras = UnsafePointer(list.baseAddress)
+                    request.extra_count = UInt32(list.count)
+                    return cc_snapshot(&request, &result, &error)
+                }
             }
         }
         switch rc {

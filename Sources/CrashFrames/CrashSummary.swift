@@ -48,7 +48,7 @@ package struct CrashSummary: Sendable, Equatable {
         if let event = record.event {
             // A record of a live process: Sentry's exception type says which kind, its value what fired.
             switch event.kind {
-            case .hang: title = "Hang"
+            case .hang: title = event.detector == .deadlock ? "Deadlock" : "Hang"
             case .memory: title = event.fate != nil ? "Killed for memory" : "Memory"
             default: title = "Snapshot"
             }

@@ -9,6 +9,9 @@ package struct InspectedThread: Sendable {
     /// The frames as a Swift backtrace shows them (async callers after the first async frame,
     /// ``ThreadFrames``); each one's `symbols` expand inlined code, innermost first.
     package var frames: [ThreadFrame]
+
+    /// Its frames' function names, innermost first (what a lock wait is named from).
+    package var symbolNames: [String] { frames.flatMap(\.symbols).compactMap(\.symbol) }
 }
 
 /// A record and everything derived from it.
@@ -36,7 +39,10 @@ package struct Inspection: Sendable {
         // The crashed thread first (in a record of a live process, the thread it is about).
         let focus = record.focusThread { thread in all.first { $0.thread.tid == thread.tid }?.frames ?? [] }?.tid
         self.focusTID = focus
-        self.threads = all.filter { $0.thread.tid == focus } + all.filter { $0.thread.tid != focus }
+        // Then a deadlock's other threads, in the cycle's order.
+        let cycle = (record.event?.lockWaits?.cycle ?? []).map(\.tid).filter { $0 != focus }
+        self.threads = all.filter { $0.thread.tid == focus } + cycle.compactMap { tid in all.first { $0.thread.tid == tid } }
+            + all.filter { $0.thread.tid != focus && !cycle.contains($0.thread.tid) }
         self.waiting = record.requests?.others.map { request in
             guard let waiting = request.waiting, !waiting.resumePoints.isEmpty else { return [] }
             let points = waiting.resumePoints

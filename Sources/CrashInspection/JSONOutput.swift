@@ -196,6 +196,28 @@ package struct ShowJSON: Encodable, Sendable {
         package var memory: Nullable<MemoryWatch>
         /// `computing` or `waiting`: whether a thread was on the CPU for a quarter of the window before the record.
         package var stall: Nullable<String>
+        /// The threads of a deadlock, in order (each waits on a lock the next one holds); null: none found.
+        package var deadlock: Nullable<[Int]>
+    }
+
+    /// The lock a blocked thread waited on (`CC_SEC_LOCK_WAITS`).
+    package struct LockWaitJSON: Encodable, Sendable {
+        /// `mutex`, `robust_mutex`, `pi_mutex`, `rwlock_writer`, `rwlock_readers`, `pi_futex`, `futex`.
+        package var kind: String
+        /// In words: "a recursive mutex", "a condition variable", …
+        package var what: String
+        package var address: String
+        package var futexAddress: String
+        package var holderTid: Nullable<Int>
+        package var holderName: Nullable<String>
+        /// The holder the lock names has ended (it never unlocked it).
+        package var holderEnded: Bool
+        /// The lock was free when read (the thread was about to wake).
+        package var released: Bool
+        /// Its words could not be read.
+        package var unreadable: Bool
+        /// Whether this thread is one of the event's deadlock.
+        package var inDeadlock: Bool
     }
 
     /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`), in bytes.
@@ -253,6 +275,10 @@ package struct ShowJSON: Encodable, Sendable {
         package var registers: [String: String]
         /// In a hang or snapshot: the scheduler's state and CPU time before the record; null otherwise.
         package var scheduling: Nullable<Scheduling>
+        /// In a hang or snapshot: the lock it was blocked on and its holder; null when it was not.
+        package var waitsOn: Nullable<LockWaitJSON>
+        /// The addresses of locks other threads waited on that it held.
+        package var holdsLocks: [String]
         package var frames: [Frame]
     }
 

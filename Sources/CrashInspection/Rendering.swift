@@ -31,6 +31,14 @@ package enum Rendering {
                            : "  (the next launch told the kill: no detector had seen the hang end)")
             }
             if let states = event.threadStates { out.append("  \(states.summary)") }
+            if let locks = event.lockWaits, locks.cycleLength > 0 {
+                let names = Dictionary(record.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { a, _ in a })
+                out.append("  deadlock\(event.detector == .deadlock ? "" : " among its threads"):")
+                for wait in locks.cycle {
+                    let frames = inspection.threads.first { $0.thread.tid == wait.tid }?.symbolNames ?? []
+                    out.append("    thread \(wait.tid) \"\(names[wait.tid] ?? "")\" \(wait.description(holderName: wait.holder.flatMap { names[$0] }, frameNames: frames))")
+                }
+            }
             if let memory = event.memory {
                 var line = "  memory cgroup \(memory.headline)\(memory.limitIsHigh ? " of memory.high" : "")"
                 if let anon = memory.anon, let file = memory.file, let shmem = memory.shmem {
@@ -72,6 +80,7 @@ package enum Rendering {
         }
         out.append(contentsOf: runtimeWarningLines(record))
         var headedOthers = false
+        let threadNames = Dictionary(record.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { a, _ in a })
         for thread in inspection.threads {
             out.append("")
             if thread.thread.crashed {
@@ -82,7 +91,8 @@ package enum Rendering {
                 out.append("Other threads")
                 headedOthers = true
             }
-            out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates))
+            out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates, locks: record.event?.lockWaits,
+                                              names: threadNames))
         }
         let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
         if !problems.isEmpty {
@@ -227,11 +237,15 @@ package enum Rendering {
         }
     }
 
-    static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil) -> [String] {
+    static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil,
+                           locks: LockWaits? = nil, names: [Int32: String] = [:]) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
         if let states = scheduling, let mine = states.of(thread.tid) {
             flags.append("\(mine.stateName), \(mine.windowCPUMilliseconds) ms of CPU in the \(states.windowMilliseconds) ms before")
+        }
+        if let wait = locks?.of(thread.tid) {
+            flags.append(wait.description(holderName: wait.holder.flatMap { names[$0] }, frameNames: inspected.symbolNames))
         }
         if thread.alsoCrashed { flags.append("crashed too, while the record was written") }
         if let state = stackState(thread, live: live) { flags.append(state) }
@@ -342,7 +356,8 @@ package enum Rendering {
                                                    shmem: Nullable(memory.shmem), mallocInUse: Nullable(memory.mallocInUse),
                                                    mallocFree: Nullable(memory.mallocFree), threads: memory.threads)
                                }),
-                               stall: Nullable(event.threadStates?.verdict))
+                               stall: Nullable(event.threadStates?.verdict),
+                               deadlock: Nullable(event.lockWaits.flatMap { $0.cycleLength == 0 ? nil : $0.cycle.map { Int($0.tid) } }))
             }),
             complete: record.isComplete,
             incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),
@@ -377,6 +392,18 @@ package enum Rendering {
                                                 windowMilliseconds: states.windowMilliseconds, cpuMilliseconds: $0.cpuMilliseconds)
                         }
                     }),
+                    waitsOn: Nullable(record.event?.lockWaits.flatMap { locks in
+                        locks.of(inspected.thread.tid).map { wait in
+                            ShowJSON.LockWaitJSON(kind: wait.kind.name, what: wait.what(frameNames: inspected.symbolNames),
+                                                  address: Explanation.hex(wait.lockAddress), futexAddress: Explanation.hex(wait.futexAddress),
+                                                  holderTid: Nullable(wait.holder.map(Int.init)),
+                                                  holderName: Nullable(wait.holder.flatMap { holder in record.threads.first { $0.tid == holder }?.name }),
+                                                  holderEnded: wait.holderGone, released: wait.released, unreadable: wait.unreadable,
+                                                  inDeadlock: locks.cycle.contains { $0.tid == wait.tid })
+                        }
+                    }),
+                    holdsLocks: (record.event?.lockWaits?.waits ?? []).filter { $0.holder == inspected.thread.tid && !$0.holderGone }
+                        .map { Explanation.hex($0.lockAddress) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } },
                     frames: inspected.frames.enumerated().flatMap { position, threadFrame in
                         threadFrame.symbols.map { frame in
                             ShowJSON.Frame(

@@ -200,6 +200,17 @@ package enum CrashLogRecord {
             add("hang.observed_ms", .int(Int64(clamping: live.observedMilliseconds)))
             add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
             if let states = live.threadStates { add("hang.stall", states.verdict) }
+            if let locks = live.lockWaits, !locks.waits.isEmpty {
+                // Each blocked thread, the lock it waits on and its holder; a deadlock's threads first.
+                add("hang.lock_waits", .array(locks.waits.prefix(64).map { wait in
+                    var fields = [OTLPAttribute("thread.id", .int(Int64(wait.tid))), OTLPAttribute("kind", .string(wait.kind.name)),
+                                  OTLPAttribute("address", .string("0x" + String(wait.lockAddress, radix: 16)))]
+                    if let holder = wait.holder { fields.append(OTLPAttribute("holder.thread.id", .int(Int64(holder)))) }
+                    if wait.holderGone { fields.append(OTLPAttribute("holder.ended", .bool(true))) }
+                    return .map(fields)
+                }))
+                if locks.cycleLength > 0 { add("hang.deadlock.thread_ids", .array(locks.cycle.map { .int(Int64($0.tid)) })) }
+            }
             if live.kind == .hang { add("hang.state", live.fate == nil ? "open" : live.fate!.oom ? "killed_oom" : "killed") }
             if let after = live.fate?.lastSeenAfterMilliseconds { add("hang.killed_after_ms", .int(after)) }
             if let memory = live.memory {

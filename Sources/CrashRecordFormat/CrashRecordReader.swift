@@ -463,6 +463,7 @@ private struct RecordParser {
         case CC_SEC_FATE.rawValue: try decodeFate(payload)
         case CC_SEC_MEMORY_WATCH.rawValue: try decodeMemoryWatch(payload)
         case CC_SEC_THREAD_STATES.rawValue: try decodeThreadStates(payload)
+        case CC_SEC_LOCK_WAITS.rawValue: try decodeLockWaits(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -903,6 +904,34 @@ private struct RecordParser {
                                             cpuMilliseconds: p.u64(at + Layout.offset(\T.cpu_ms))))
         }
         record.event?.threadStates = ThreadStates(windowMilliseconds: p.u32(Layout.offset(\S.window_ms)), threads: threads)
+    }
+
+    /// The threads blocked on locks: only in a record of a live process, once.
+    private mutating func decodeLockWaits(_ p: ByteView) throws {
+        typealias S = cc_sec_lock_waits_t
+        typealias T = cc_lock_wait_t
+        try require(p, holds: S.self, "lock waits")
+        guard record.event != nil, record.event?.lockWaits == nil else {
+            throw SectionDamage(reason: "lock waits in a crash record, or twice")
+        }
+        let count = Int(p.u32(Layout.offset(\S.count))), size = Layout.size(T.self), base = Layout.size(S.self)
+        guard count <= (p.count - base) / size else { throw SectionDamage(reason: "\(count) lock waits in \(p.count) bytes") }
+        let cycle = Int(p.u32(Layout.offset(\S.cycle_length)))
+        guard cycle <= count else { throw SectionDamage(reason: "a deadlock of \(cycle) threads among \(count) waits") }
+        var waits: [LockWait] = []
+        let wordsAt = Layout.offset(\T.words)
+        for index in 0 ..< count {
+            let at = base + index * size
+            let flags = p.u32(at + Layout.offset(\T.flags))
+            let holder = p.i32(at + Layout.offset(\T.holder_tid))
+            waits.append(LockWait(tid: p.i32(at + Layout.offset(\T.tid)), kind: LockWait.Kind(raw: p.u32(at + Layout.offset(\T.kind))),
+                                  holder: holder > 0 ? holder : nil, holderGone: flags & CC_LOCK_HOLDER_GONE != 0,
+                                  unreadable: flags & CC_LOCK_UNREADABLE != 0, released: flags & CC_LOCK_RELEASED != 0,
+                                  futexAddress: p.u64(at + Layout.offset(\T.futex_address)), lockAddress: p.u64(at + Layout.offset(\T.lock_address)),
+                                  futexOperation: p.u32(at + Layout.offset(\T.futex_op)), futexValue: p.u32(at + Layout.offset(\T.futex_value)),
+                                  words: (0 ..< 8).map { p.u32(at + wordsAt + 4 * $0) }))
+        }
+        record.event?.lockWaits = LockWaits(waits: waits, cycleLength: cycle)
     }
 
     private mutating func decodeEnd(_ p: ByteView) throws {

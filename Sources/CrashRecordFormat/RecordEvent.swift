@@ -102,6 +102,125 @@ package struct ThreadStates: Sendable, Equatable {
     package func of(_ tid: Int32) -> ThreadScheduling? { threads.first { $0.tid == tid } }
 }
 
+/// A thread blocked in futex(2) before a hang or snapshot record: the word it waited on, the lock
+/// that word belongs to and its holder, where the lock's layout says (`CC_SEC_LOCK_WAITS`).
+package struct LockWait: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
+        case futex, mutex, robustMutex, priorityInheritanceMutex, rwlockWriter, rwlockReaders, priorityInheritanceFutex
+        case unknown(UInt32)
+
+        init(raw: UInt32) {
+            switch raw {
+            case CC_LOCK_FUTEX.rawValue: self = .futex
+            case CC_LOCK_MUTEX.rawValue: self = .mutex
+            case CC_LOCK_MUTEX_ROBUST.rawValue: self = .robustMutex
+            case CC_LOCK_MUTEX_PI.rawValue: self = .priorityInheritanceMutex
+            case CC_LOCK_RWLOCK_WRITER.rawValue: self = .rwlockWriter
+            case CC_LOCK_RWLOCK_READERS.rawValue: self = .rwlockReaders
+            case CC_LOCK_PI_FUTEX.rawValue: self = .priorityInheritanceFutex
+            default: self = .unknown(raw)
+            }
+        }
+
+        /// The name `show --json` and the sinks give it.
+        package var name: String {
+            switch self {
+            case .futex: return "futex"
+            case .mutex: return "mutex"
+            case .robustMutex: return "robust_mutex"
+            case .priorityInheritanceMutex: return "pi_mutex"
+            case .rwlockWriter: return "rwlock_writer"
+            case .rwlockReaders: return "rwlock_readers"
+            case .priorityInheritanceFutex: return "pi_futex"
+            case .unknown(let raw): return "unknown_\(raw)"
+            }
+        }
+    }
+
+    package var tid: Int32
+    package var kind: Kind
+    /// The lock's holder (nil: no holder, or none the lock records).
+    package var holder: Int32?
+    /// The holder the lock names is no thread of the process: it ended holding the lock.
+    package var holderGone: Bool
+    /// The lock's words could not be read (freed meanwhile).
+    package var unreadable: Bool
+    /// The lock was free when read: the thread was about to wake.
+    package var released: Bool
+    package var futexAddress: UInt64
+    package var lockAddress: UInt64
+    package var futexOperation: UInt32
+    package var futexValue: UInt32
+    /// The lock's first 32 bytes as read.
+    package var words: [UInt32]
+
+    package init(tid: Int32, kind: Kind, holder: Int32?, holderGone: Bool = false, unreadable: Bool = false, released: Bool = false,
+                 futexAddress: UInt64, lockAddress: UInt64, futexOperation: UInt32 = 0, futexValue: UInt32 = 0, words: [UInt32] = []) {
+        self.tid = tid
+        self.kind = kind
+        self.holder = holder
+        self.holderGone = holderGone
+        self.unreadable = unreadable
+        self.released = released
+        self.futexAddress = futexAddress
+        self.lockAddress = lockAddress
+        self.futexOperation = futexOperation
+        self.futexValue = futexValue
+        self.words = words
+    }
+
+    /// What the lock is, in words: "a mutex", "an rwlock", "a condition variable"
+    /// (a futex with no owner, named from `frameNames`, the waiting thread's symbols innermost first).
+    package func what(frameNames: [String] = []) -> String {
+        switch kind {
+        case .mutex:
+            let type = words.count > 4 ? words[4] & 3 : 0
+            return ["a mutex", "a recursive mutex", "an error-checking mutex", "an adaptive mutex"][Int(type)]
+        case .robustMutex: return "a robust mutex"
+        case .priorityInheritanceMutex: return "a priority-inheritance mutex"
+        case .rwlockWriter: return "an rwlock"
+        case .rwlockReaders: return "an rwlock held by \(words.first.map { $0 >> 3 } ?? 0) readers"
+        case .priorityInheritanceFutex:
+            return frameNames.contains { $0.contains("Synchronization") && $0.contains("Mutex") }
+                ? "a Synchronization.Mutex" : "a priority-inheritance lock (Synchronization.Mutex, or one of its kind)"
+        case .futex, .unknown:
+            if frameNames.contains(where: { $0.contains("pthread_cond_") || $0.contains("cond_wait") }) { return "a condition variable" }
+            if frameNames.contains(where: { $0.hasPrefix("sem_") || $0.contains("sem_wait") || $0.contains("sem_timedwait") }) { return "a semaphore" }
+            if frameNames.contains(where: { $0.contains("pthread_join") || $0.contains("pthread_clockjoin") }) { return "a thread's end (pthread_join)" }
+            return "a futex with no owner"
+        }
+    }
+
+    /// "waits on a mutex at 0x5581… held by thread 4012 \"worker\"".
+    package func description(holderName: String? = nil, frameNames: [String] = []) -> String {
+        var text = "waits on \(what(frameNames: frameNames)) at 0x\(String(lockAddress, radix: 16))"
+        if unreadable { return text + " (its words could not be read)" }
+        if let holder {
+            text += kind == .rwlockWriter ? " held for writing by thread \(holder)" : " held by thread \(holder)"
+            if let holderName, !holderName.isEmpty { text += " \"\(holderName)\"" }
+            if holderGone { text += ", which has ended (it never unlocked it)" }
+        } else if released {
+            text += " (free when read: about to wake)"
+        }
+        return text
+    }
+}
+
+/// The threads blocked on locks before a hang or snapshot record, and the deadlock among them.
+package struct LockWaits: Sendable, Equatable {
+    package var waits: [LockWait]
+    /// The deadlock's threads, first in `waits` (each waits on a lock the next one holds); 0: none.
+    package var cycleLength: Int
+
+    package init(waits: [LockWait], cycleLength: Int) {
+        self.waits = waits
+        self.cycleLength = cycleLength
+    }
+
+    package var cycle: [LockWait] { Array(waits.prefix(cycleLength)) }
+    package func of(_ tid: Int32) -> LockWait? { waits.first { $0.tid == tid } }
+}
+
 /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`).
 package struct RecordMemoryWatch: Sendable, Equatable {
     package var usage: UInt64
@@ -149,7 +268,7 @@ package struct RecordMemoryWatch: Sendable, Equatable {
 package struct RecordEvent: Sendable, Equatable {
     /// Which detector fired (`CC_DETECTOR_*`).
     package enum Detector: Sendable, Equatable {
-        case none, pool, eventLoop, request, shutdown, heartbeat, memory
+        case none, pool, eventLoop, request, shutdown, heartbeat, memory, deadlock
         case unknown(UInt32)
 
         init(raw: UInt32) {
@@ -161,6 +280,7 @@ package struct RecordEvent: Sendable, Equatable {
             case CC_DETECTOR_SHUTDOWN.rawValue: self = .shutdown
             case CC_DETECTOR_HEARTBEAT.rawValue: self = .heartbeat
             case CC_DETECTOR_MEMORY.rawValue: self = .memory
+            case CC_DETECTOR_DEADLOCK.rawValue: self = .deadlock
             default: self = .unknown(raw)
             }
         }
@@ -175,6 +295,7 @@ package struct RecordEvent: Sendable, Equatable {
             case .shutdown: return "shutdown"
             case .heartbeat: return "heartbeat"
             case .memory: return "memory"
+            case .deadlock: return "deadlock"
             case .unknown(let raw): return "unknown_\(raw)"
             }
         }
@@ -199,6 +320,8 @@ package struct RecordEvent: Sendable, Equatable {
     package var memory: RecordMemoryWatch?
     /// Each thread's scheduler state and CPU time before a hang or snapshot record (`CC_SEC_THREAD_STATES`).
     package var threadStates: ThreadStates?
+    /// The threads blocked on locks, their holders, and a deadlock among them (`CC_SEC_LOCK_WAITS`).
+    package var lockWaits: LockWaits?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,
@@ -226,6 +349,12 @@ package struct RecordEvent: Sendable, Equatable {
         case .request: return "a request was in flight for \(observed) (threshold \(threshold))"
         case .shutdown: return "the graceful shutdown had not ended after \(observed) (threshold \(threshold))"
         case .memory: return memory.map { "memory at \($0.headline)" } ?? "memory at its cgroup's limit (no reading: told from the run's ledger)"
+        case .deadlock:
+            let threads = lockWaits?.cycle.map { String($0.tid) } ?? []
+            let who = threads.count == 1 ? "thread \(threads[0]) waits on a lock it holds itself"
+                : threads.isEmpty ? "threads wait on each other's locks"
+                : "threads \(threads.dropLast().joined(separator: ", ")) and \(threads.last!) wait on each other's locks"
+            return "a deadlock: \(who) (seen for \(observed))"
         case .unknown(let raw): return "detector \(raw) fired (\(name)): \(observed), threshold \(threshold)"
         }
     }

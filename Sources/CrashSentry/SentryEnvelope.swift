@@ -163,6 +163,57 @@ package enum SentryEnvelope {
                                      filename: name, attachmentType: "event.minidump")) + [0x0A] + bytes + [0x0A]
     }
 
+    /// Sentry's lock reasons for thread `tid`: the lock it waits on (`blocked`, naming the holder)
+    /// and the locks other threads wait on that it holds (`locked`).
+    static func lockReasons(of tid: Int32, in locks: LockWaits) -> [String: SentryEvent.LockReason]? {
+        func className(_ wait: LockWait) -> String {
+            switch wait.kind {
+            case .mutex, .robustMutex, .priorityInheritanceMutex: "pthread_mutex_t"
+            case .rwlockWriter, .rwlockReaders: "pthread_rwlock_t"
+            case .priorityInheritanceFutex: "Synchronization.Mutex"
+            case .futex, .unknown: "futex"
+            }
+        }
+        var reasons: [String: SentryEvent.LockReason] = [:]
+        for wait in locks.waits where wait.holder == tid && !wait.holderGone {
+            reasons[hex(wait.lockAddress)] = .init(type: 1, address: hex(wait.lockAddress), className: className(wait))
+        }
+        if let mine = locks.of(tid) {
+            reasons[hex(mine.lockAddress)] = .init(type: mine.holder == nil ? 2 : 8, address: hex(mine.lockAddress), className: className(mine),
+                                                   threadID: mine.holder.map(Int.init))
+        }
+        return reasons.isEmpty ? nil : reasons
+    }
+
+    /// Where a thread of a deadlock waits, as a person reads it: its innermost function in the main
+    /// executable and the one that called it (`transferFunds → Locks.withSecond<A>`; a closure
+    /// counts as the function it is in, and the signature is left out), by name where this machine
+    /// has one, else `image+0xoffset`; its first frame when none is in the main executable.
+    static func appFrameName(_ frames: [ThreadFrame], record: CrashRecord, name: (UInt64) -> String?) -> String {
+        let main = record.images.first { $0.isMainExecutable }
+        let inMain = frames.filter { frame in main.map { frame.address >= $0.base && frame.address - $0.base < $0.size } ?? false }
+        func short(_ frame: ThreadFrame) -> String {
+            guard var text = name(frame.address) else { return record.offsetLabel(for: frame.address) ?? hex(frame.address) }
+            // "closure #1 () -> () in f(…)" is f's; "partial apply forwarder for f" is f's.
+            if text.hasPrefix("closure #") {
+                let characters = Array(text), marker = Array(" in ")
+                if let at = stride(from: characters.count - marker.count, through: 0, by: -1).first(where: {
+                    Array(characters[$0 ..< $0 + marker.count]) == marker
+                }) { text = String(characters[(at + marker.count)...]) }
+            }
+            for prefix in ["partial apply forwarder for ", "reabstraction thunk helper "] where text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
+            if let paren = text.firstIndex(of: "(") { text = String(text[..<paren]) }
+            return text
+        }
+        var names: [String] = []
+        for frame in inMain where names.count < 2 {
+            let text = short(frame)
+            if names.last != text { names.append(text) }
+        }
+        if names.isEmpty, let first = frames.first { names = [short(first)] }
+        return names.count == 2 ? "\(names[1]) → \(names[0])" : names.first ?? "?"
+    }
+
     /// How many crashes the event stands for (`extra.crash_count`, `extra.first_crash`: records
     /// folded into this one when the record directory was over its bounds), and the crash loop
     /// it was part of (`tags.crash_loop`, `extra.crash_loop_length`). Nothing for a lone crash.
@@ -265,7 +316,8 @@ package enum SentryEnvelope {
                                    case "T", "t": "Stopped"
                                    default: "Waiting"
                                    }
-                               })
+                               },
+                               heldLocks: record.event?.lockWaits.flatMap { lockReasons(of: thread.tid, in: $0) })
         }
         var tags = ["record_complete": record.isComplete ? "yes" : "no"]
         // Relay rejects an empty tag value: the signal tag only when there is a name.
@@ -325,6 +377,22 @@ package enum SentryEnvelope {
             }
             extra["hang"] = .pairs(hang)
             event.extra = extra
+        }
+        if let live = record.event, live.detector == .deadlock, let cycle = live.lockWaits?.cycle, !cycle.isEmpty {
+            // A deadlock is titled by the functions its threads wait in and grouped by them, not by
+            // the first thread's frames alone (which of the threads comes first depends on their ids).
+            let places = cycle.map { wait in
+                record.threads.first { $0.tid == wait.tid }.map { thread in
+                    appFrameName(framesOf(thread), record: record) { address in
+                        readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
+                    }
+                } ?? "?"
+            }
+            event.exception.values[0].value = places.count == 1
+                ? "\(places[0]) waits on a lock its own thread holds"
+                : "between " + zip(cycle, places).map { "\($1) (thread \($0.tid))" }.joined(separator: " and ")
+                    + ": each waits on a lock the next one holds"
+            event.fingerprint = ["deadlock"] + places.sorted()
         }
         if let scope = record.scope {
             // The app's tags beside the reporter's (which win a clash: they say what the record is);

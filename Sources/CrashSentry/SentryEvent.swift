@@ -28,10 +28,12 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     /// The HTTP request the crashed thread was serving (``SentryEnvelope/describeRequests(of:in:)``).
     package var request: Request?
     package var extra: [String: Extra]?
+    /// How Sentry groups it, where the frames alone would not (a deadlock: by the cycle's frames).
+    package var fingerprint: [String]?
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", platform, level, timestamp, release, environment, dist, serverName = "server_name", exception, threads
-        case debugMeta = "debug_meta", contexts, tags, user, breadcrumbs, request, extra
+        case debugMeta = "debug_meta", contexts, tags, user, breadcrumbs, request, extra, fingerprint
     }
 
     /// Sentry's `user` interface.
@@ -170,6 +172,29 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         /// Sentry's thread `state` (as its SDKs send a JVM thread's): in a hang or snapshot, the
         /// scheduler's state before the record — `Runnable`, `Waiting`, `DiskWait`, …
         package var state: String? = nil
+        /// Sentry's lock reasons (as its SDKs send a JVM thread's monitors), keyed by the lock's
+        /// address: the lock a blocked thread waits on (`blocked`, with its holder), and on the
+        /// holder's thread the same lock (`locked`).
+        package var heldLocks: [String: LockReason]? = nil
+
+        enum CodingKeys: String, CodingKey {
+            case id, crashed, current, name, stacktrace, state, heldLocks = "held_locks"
+        }
+    }
+
+    /// Sentry's lock reason interface.
+    package struct LockReason: Encodable, Sendable, Equatable {
+        /// 1 locked, 2 waiting, 4 sleeping, 8 blocked.
+        package var type: Int
+        package var address: String
+        /// What kind of lock: `pthread_mutex_t`, `pthread_rwlock_t`, `Synchronization.Mutex`, `futex`.
+        package var className: String?
+        /// The holder, on a blocked thread's reason.
+        package var threadID: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case type, address, className = "class_name", threadID = "thread_id"
+        }
     }
 
     package struct DebugMeta: Encodable, Sendable, Equatable {

@@ -19,7 +19,11 @@ extension CrashHarness {
                 await forever, pool busy with --load jobs, for --seconds: crash-inspect snapshot and SIGSTOP \
                 come from outside), heartbeat (an app heartbeat that stops beating), pause (the pool blocked \
                 between HangDetector.pause and resume: no record), snapshot-cost (--rounds snapshots of a process \
-                with --threads sleeping threads and --waiting requests: how long its threads stood still; a benchmark).
+                with --threads sleeping threads and --waiting requests: how long its threads stood still; a benchmark), \
+                deadlock (two plain threads take two locks of kind --lock in opposite order and a request then waits \
+                on one: pthread or nslock; lives --seconds), held (a thread holds a lock of kind --lock across a \
+                blocking call while a request waits for it: rwlock, a glibc rwlock held for writing, or mutex, a \
+                Synchronization.Mutex; a snapshot is taken).
                 """)
 
         @Option(help: "Directory for records.")
@@ -61,6 +65,9 @@ extension CrashHarness {
         @Option(help: "snapshot-cost: snapshots taken.")
         var rounds: Int = 20
 
+        @Option(help: "deadlock: pthread (glibc mutexes) or nslock (Foundation's NSLock); held: rwlock or mutex (Synchronization.Mutex).")
+        var lock: String = "pthread"
+
         func run() throws {
             var configuration = CrashHandler.Configuration(directory: dir, appName: "crash-harness", appVersion: "1.0")
             configuration.runID = runID
@@ -77,6 +84,8 @@ extension CrashHarness {
             case "serve": serve()
             case "heartbeat": heartbeat()
             case "snapshot-cost": try snapshotCost()
+            case "deadlock": try deadlock()
+            case "held": try lockHeldAcrossABlockingCall()
             default: throw ValidationError("unknown mode \(mode)")
             }
         }
@@ -171,6 +180,58 @@ extension CrashHarness {
                   + "(min \(stopped.first!), max \(stopped.last!)); the whole record took median \(String(format: "%.1f", written[written.count / 2])) ms")
         }
 
+        /// Two plain threads take two locks in opposite order (each holds one and waits for the
+        /// other), and a request on the pool then waits on the first: a deadlock no heartbeat sees.
+        func deadlock() throws {
+            let locks = try HarnessLocks(kind: lock)
+            let both = DispatchSemaphore(value: 0)
+            let tids = Mutex<[Int32]>([])
+            func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
+                let thread = Thread {
+                    harnessNameThread(name)
+                    tids.withLock { $0.append(harnessThreadID()) }
+                    body()
+                }
+                thread.start()
+            }
+            start("ledger-writer") { transferFunds(locks, then: both) }
+            start("audit-reader") { auditLedger(locks, then: both) }
+            both.wait()
+            Task.detached {
+                let context = CrashContext(requestID: "balance-1", method: "GET", route: "/balance", path: "/balance")
+                await CrashContext.withValue(context) { readBalance(locks) }
+            }
+            Thread.sleep(forTimeInterval: seconds)
+            print("{\"threads\":[\(tids.withLock { $0 }.map(String.init).joined(separator: ","))]}")
+            fflush(nil)
+            _exit(0)
+        }
+
+        /// A thread holds a lock across a blocking call (a glibc rwlock for writing, or a
+        /// Synchronization.Mutex) while a request waits for it; a snapshot is taken while it waits.
+        func lockHeldAcrossABlockingCall() throws {
+            guard ["rwlock", "mutex"].contains(lock) else { throw ValidationError("held: --lock rwlock or mutex") }
+            let rwlock = HarnessRWLock()
+            let holding = DispatchSemaphore(value: 0)
+            let holder = Thread { [lock, block] in
+                harnessNameThread("index-writer")
+                print("{\"holder\":\(harnessThreadID())}")
+                fflush(nil)
+                if lock == "rwlock" { rewriteIndex(rwlock, block: block, then: holding) } else { refreshCache(block: block, then: holding) }
+            }
+            holder.start()
+            holding.wait()
+            Task.detached { [lock] in
+                let context = CrashContext(requestID: "search-1", method: "GET", route: "/search", path: "/search")
+                await CrashContext.withValue(context) { if lock == "rwlock" { searchIndex(rwlock) } else { readCache() } }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            let record = try CrashHandler.snapshot(reason: "held lock")
+            print("{\"record\":\"\(record.path)\"}")
+            fflush(nil)
+            _exit(0)
+        }
+
         /// An app heartbeat that beats, then stops for --block seconds, then beats again.
         func heartbeat() {
             let beat = HangDetector.heartbeat(named: "worker-loop")
@@ -234,3 +295,116 @@ let serveCompleted = Atomic<Int>(0)
 }
 
 @inline(never) func blackHole(_ value: UInt64) { if value == 42 { print("") } }
+
+/// The two locks of `crash-harness hang --mode deadlock`, of one kind.
+final class HarnessLocks: @unchecked Sendable {
+    let kind: String
+    let first = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    let second = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    let firstLock = NSLock(), secondLock = NSLock()
+    /// How many of the two threads hold their first lock.
+    let held = Atomic<Int>(0)
+
+    init(kind: String) throws {
+        guard ["pthread", "nslock"].contains(kind) else { throw ValidationError("unknown lock \(kind)") }
+        self.kind = kind
+        pthread_mutex_init(first, nil)
+        pthread_mutex_init(second, nil)
+    }
+
+    func withFirst<T>(_ body: () -> T) -> T {
+        switch kind {
+        case "nslock": firstLock.lock(); defer { firstLock.unlock() }; return body()
+        default: pthread_mutex_lock(first); defer { pthread_mutex_unlock(first) }; return body()
+        }
+    }
+
+    func withSecond<T>(_ body: () -> T) -> T {
+        switch kind {
+        case "nslock": secondLock.lock(); defer { secondLock.unlock() }; return body()
+        default: pthread_mutex_lock(second); defer { pthread_mutex_unlock(second) }; return body()
+        }
+    }
+}
+
+/// The Synchronization.Mutex of `hang --mode held --lock mutex`. (Two of them taken in opposite
+/// order do not hang on Linux: its lock is a priority-inheritance futex, whose owner chain the
+/// kernel walks; it refuses the second lock with EDEADLK and Mutex traps, "Recursive call to lock
+/// Mutex".)
+let harnessCache = Mutex<Int>(0)
+
+/// Holds the Mutex across a blocking call.
+@inline(never) func refreshCache(block: Double, then holding: DispatchSemaphore) {
+    harnessCache.withLock { value in
+        holding.signal()
+        blockingCall(seconds: block)
+        value += 1
+    }
+}
+
+/// A request that waits for the Mutex.
+@inline(never) func readCache() {
+    blackHole(UInt64(harnessCache.withLock { $0 }))
+}
+
+/// Names the calling thread (what /proc and every record show).
+func harnessNameThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    var bytes = Array(name.utf8.prefix(15))
+    _ = write(fd, &bytes, bytes.count)
+    close(fd)
+}
+
+/// Holds the first lock, then wants the second.
+@inline(never) func transferFunds(_ locks: HarnessLocks, then both: DispatchSemaphore) {
+    locks.withFirst {
+        if locks.held.add(1, ordering: .sequentiallyConsistent).newValue == 2 { both.signal() }
+        while locks.held.load(ordering: .sequentiallyConsistent) < 2 { usleep(1000) }
+        locks.withSecond { blackHole(1) }
+    }
+}
+
+/// Holds the second lock, then wants the first.
+@inline(never) func auditLedger(_ locks: HarnessLocks, then both: DispatchSemaphore) {
+    locks.withSecond {
+        if locks.held.add(1, ordering: .sequentiallyConsistent).newValue == 2 { both.signal() }
+        while locks.held.load(ordering: .sequentiallyConsistent) < 2 { usleep(1000) }
+        locks.withFirst { blackHole(2) }
+    }
+}
+
+/// A request that waits on the first lock.
+@inline(never) func readBalance(_ locks: HarnessLocks) {
+    locks.withFirst { blackHole(3) }
+}
+
+/// Holds the rwlock for writing across a blocking call.
+@inline(never) func rewriteIndex(_ rwlock: HarnessRWLock, block: Double, then holding: DispatchSemaphore) {
+    pthread_rwlock_wrlock(rwlock.pointer)
+    holding.signal()
+    blockingCall(seconds: block)
+    pthread_rwlock_unlock(rwlock.pointer)
+}
+
+/// A glibc rwlock the harness's threads share.
+final class HarnessRWLock: @unchecked Sendable {
+    let pointer = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+    init() { pthread_rwlock_init(pointer, nil) }
+}
+
+/// A request that waits to read the rwlock.
+@inline(never) func searchIndex(_ rwlock: HarnessRWLock) {
+    pthread_rwlock_rdlock(rwlock.pointer)
+    blackHole(4)
+    pthread_rwlock_unlock(rwlock.pointer)
+}
+
+/// The calling thread's id (gettid(2), which Glibc's module does not export).
+func harnessThreadID() -> Int32 {
+    // /proc/thread-self links to /proc/<pid>/task/<tid>.
+    var buffer = [CChar](repeating: 0, count: 64)
+    let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+    guard length > 0 else { return 0 }
+    return Int32(String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last ?? "") ?? 0
+}

@@ -497,8 +497,137 @@ static void child_memory_snapshot(void) {
     cc_sec_memory_watch_t memory = { .usage_bytes = 300u << 20, .limit_bytes = 320u << 20, .growth_bytes = -5,
                                      .growth_seconds = 60, .flags = CC_MEMORY_V2 | CC_MEMORY_STAT, .anon_bytes = 7,
                                      .threads = 3, .threshold_percent = 90 };
+    cc_snapshot_extra_t extra = { .type = CC_SEC_MEMORY_WATCH, .length = sizeof memory, .bytes = &memory };
     cc_snapshot_request_t request = { .kind = CC_KIND_MEMORY, .detector = CC_DETECTOR_MEMORY, .name = "memory",
-                                      .extra_type = CC_SEC_MEMORY_WATCH, .extra_length = sizeof memory, .extra = &memory };
+                                      .extras = &extra, .extra_count = 1 };
+    cc_snapshot_result_t result;
+    int err = 0;
+    if (cc_snapshot(&request, &result, &err) != 0) { fprintf(stderr, "cc_snapshot failed (errno %d)\n", err); _exit(91); }
+    _exit(0);
+}
+
+/* Locks and their holders (cc_locks.c): two threads deadlocked on two normal mutexes taken in
+ * opposite order, a reader behind a writer of an rwlock, a waiter on a priority-inheritance mutex,
+ * one on a recursive mutex held twice, one in a condition variable. cc_lock_waits must name each
+ * lock's kind and holder, and the condition variable none; the snapshot then carries two caller
+ * sections in order (the lock waits second). */
+static pthread_mutex_t g_lock_a = PTHREAD_MUTEX_INITIALIZER, g_lock_b = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_lock_pi, g_lock_recursive;
+static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t g_cond_mutex = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int32_t g_lock_tids[8];
+static _Atomic int g_lock_stage, g_lock_pair;
+static int g_lock_pipe[2];
+
+static void *lock_thread(void *raw) {
+    int role = (int)(intptr_t)raw;
+    atomic_store(&g_lock_tids[role], cc_current_tid());
+    char byte;
+    switch (role) {
+    case 0:   /* holds a, then wants b */
+        pthread_mutex_lock(&g_lock_a);
+        atomic_fetch_add(&g_lock_pair, 1);
+        while (atomic_load(&g_lock_pair) < 2) usleep(1000);
+        pthread_mutex_lock(&g_lock_b);
+        break;
+    case 1:   /* holds b, then wants a */
+        pthread_mutex_lock(&g_lock_b);
+        atomic_fetch_add(&g_lock_pair, 1);
+        while (atomic_load(&g_lock_pair) < 2) usleep(1000);
+        pthread_mutex_lock(&g_lock_a);
+        break;
+    case 2:   /* the rwlock's writer, the PI mutex's and the recursive mutex's holder: then blocks in read */
+        pthread_rwlock_wrlock(&g_rwlock);
+        pthread_mutex_lock(&g_lock_pi);
+        pthread_mutex_lock(&g_lock_recursive);
+        pthread_mutex_lock(&g_lock_recursive);
+        atomic_fetch_add(&g_lock_stage, 10);
+        while (read(g_lock_pipe[0], &byte, 1) < 0) {}
+        break;
+    case 3: pthread_rwlock_rdlock(&g_rwlock); break;
+    case 4: pthread_mutex_lock(&g_lock_pi); break;
+    case 5: pthread_mutex_lock(&g_lock_recursive); break;
+    case 6:
+        pthread_mutex_lock(&g_cond_mutex);
+        for (;;) pthread_cond_wait(&g_cond, &g_cond_mutex);
+    }
+    return 0;
+}
+
+static const cc_lock_wait_t *wait_of(const cc_lock_wait_t *waits, uint32_t count, int32_t tid) {
+    for (uint32_t i = 0; i < count; i++) if (waits[i].tid == tid) return &waits[i];
+    return 0;
+}
+
+static void child_lock_waits(void) {
+    install(0, 0);
+    if (pipe(g_lock_pipe) != 0) _exit(90);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&g_lock_pi, &attr);
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g_lock_recursive, &attr);
+    pthread_t threads[7];
+    pthread_create(&threads[2], 0, lock_thread, (void *)(intptr_t)2);
+    while (atomic_load(&g_lock_stage) < 10) usleep(1000);
+    for (int role = 0; role < 7; role++) if (role != 2) pthread_create(&threads[role], 0, lock_thread, (void *)(intptr_t)role);
+    /* Until all six waiters sleep in futex(2). */
+    cc_lock_wait_t waits[64];
+    uint32_t count = 0;
+    for (int tries = 0; tries < 1000; tries++) {
+        count = cc_lock_waits(waits, 64, cc_current_tid());
+        int all = 1;
+        for (int role = 0; role < 7; role++) if (role != 2 && !wait_of(waits, count, atomic_load(&g_lock_tids[role]))) all = 0;
+        if (all) break;
+        usleep(5000);
+    }
+    int32_t t[7];
+    for (int role = 0; role < 7; role++) t[role] = atomic_load(&g_lock_tids[role]);
+    const cc_lock_wait_t *a = wait_of(waits, count, t[0]), *b = wait_of(waits, count, t[1]), *reader = wait_of(waits, count, t[3]),
+                         *pi = wait_of(waits, count, t[4]), *recursive = wait_of(waits, count, t[5]), *cond = wait_of(waits, count, t[6]);
+    if (!a || !b || !reader || !pi || !recursive || !cond) {
+        fprintf(stderr, "lock waits: a waiter not found (%u)\n", count);
+        for (int role = 0; role < 7; role++) {
+            char path[64], text[256] = { 0 };
+            snprintf(path, sizeof path, "/proc/self/task/%d/syscall", t[role]);
+            int fd = open(path, O_RDONLY);
+            if (fd >= 0) { if (read(fd, text, sizeof text - 1) < 0) text[0] = 0; close(fd); }
+            fprintf(stderr, "  role %d tid %d: %s", role, t[role], text);
+        }
+        _exit(92);
+    }
+    if (a->kind != CC_LOCK_MUTEX || a->holder_tid != t[1] || a->lock_address != (uint64_t)(uintptr_t)&g_lock_b || a->flags) {
+        fprintf(stderr, "lock waits: thread 0 kind %u holder %d (want %d)\n", a->kind, a->holder_tid, t[1]); _exit(93);
+    }
+    if (b->kind != CC_LOCK_MUTEX || b->holder_tid != t[0] || b->lock_address != (uint64_t)(uintptr_t)&g_lock_a) {
+        fprintf(stderr, "lock waits: thread 1 kind %u holder %d (want %d)\n", b->kind, b->holder_tid, t[0]); _exit(94);
+    }
+    if (reader->kind != CC_LOCK_RWLOCK_WRITER || reader->holder_tid != t[2] || reader->lock_address != (uint64_t)(uintptr_t)&g_rwlock) {
+        fprintf(stderr, "lock waits: the reader kind %u holder %d (want %d)\n", reader->kind, reader->holder_tid, t[2]); _exit(95);
+    }
+    if (pi->kind != CC_LOCK_MUTEX_PI || pi->holder_tid != t[2]) {
+        fprintf(stderr, "lock waits: the PI waiter kind %u holder %d (want %d)\n", pi->kind, pi->holder_tid, t[2]); _exit(96);
+    }
+    if (recursive->kind != CC_LOCK_MUTEX || recursive->holder_tid != t[2] || recursive->words[1] != 2) {
+        fprintf(stderr, "lock waits: the recursive waiter kind %u holder %d count %u\n", recursive->kind, recursive->holder_tid, recursive->words[1]); _exit(97);
+    }
+    if (cond->kind != CC_LOCK_FUTEX || cond->holder_tid != 0) {
+        fprintf(stderr, "lock waits: the condition variable kind %u holder %d\n", cond->kind, cond->holder_tid); _exit(98);
+    }
+    cc_sec_lock_waits_t header = { .count = count, .cycle_length = 0 };
+    unsigned char section[sizeof header + sizeof waits];
+    memcpy(section, &header, sizeof header);
+    memcpy(section + sizeof header, waits, count * sizeof waits[0]);
+    cc_sec_thread_states_t states = { 0 };
+    cc_snapshot_extra_t extras[2] = {
+        { .type = CC_SEC_THREAD_STATES, .length = sizeof states, .bytes = &states },
+        { .type = CC_SEC_LOCK_WAITS, .length = (uint32_t)(sizeof header + count * sizeof waits[0]), .bytes = section },
+    };
+    cc_snapshot_request_t request = { .kind = CC_KIND_SNAPSHOT, .detector = CC_DETECTOR_NONE, .name = "locks",
+                                      .extras = extras, .extra_count = 2 };
     cc_snapshot_result_t result;
     int err = 0;
     if (cc_snapshot(&request, &result, &err) != 0) { fprintf(stderr, "cc_snapshot failed (errno %d)\n", err); _exit(91); }
@@ -1519,6 +1648,18 @@ static int check_memory_snapshot(const record_t *r, const outcome_t *o) {
     return 1;
 }
 
+static int check_lock_waits(const record_t *r, const outcome_t *o) {
+    (void)o;
+    const section_t *states = find(r, CC_SEC_THREAD_STATES, 0), *locks = find(r, CC_SEC_LOCK_WAITS, 0);
+    CHECK(states == &r->sections[1] && locks == &r->sections[2], "the caller's two sections are not second and third");
+    cc_sec_lock_waits_t header;
+    CHECK(locks->length >= sizeof header, "lock waits cut short");
+    memcpy(&header, locks->payload, sizeof header);
+    CHECK(header.count >= 6 && locks->length == sizeof header + header.count * sizeof(cc_lock_wait_t), "lock waits: %u entries in %u bytes",
+          header.count, locks->length);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Running them.                                                                                */
 
@@ -1569,6 +1710,7 @@ static const scenario_t g_scenarios[] = {
     { "scope", child_scope, SIGSEGV, COMPLETE, check_scope },
     { "snapshot", child_snapshot, 0, COMPLETE, check_snapshot },
     { "memory-snapshot", child_memory_snapshot, 0, COMPLETE, check_memory_snapshot },
+    { "lock-waits", child_lock_waits, 0, COMPLETE, check_lock_waits },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",

@@ -95,6 +95,7 @@ enum cc_section_type {
     CC_SEC_FATE        = 20, /* cc_sec_fate_t: what became of a hang record's process (added by a later launch, never by the handler) */
     CC_SEC_MEMORY_WATCH = 21, /* cc_sec_memory_watch_t: a memory record's cgroup usage, limit, growth and the allocator's own counts */
     CC_SEC_THREAD_STATES = 22, /* cc_sec_thread_states_t + count * cc_thread_state_t: each thread's scheduler state and CPU time (hang, snapshot) */
+    CC_SEC_LOCK_WAITS  = 23, /* cc_sec_lock_waits_t + count * cc_lock_wait_t: the threads blocked on a futex, the lock and its holder (hang, snapshot) */
 };
 
 /* CC_SEC_CRASH flags */
@@ -430,6 +431,7 @@ enum cc_event_detector {
     CC_DETECTOR_SHUTDOWN    = 4,    /* a graceful shutdown began observed_ms ago and has not ended */
     CC_DETECTOR_HEARTBEAT   = 5,    /* the program's own heartbeat ran late */
     CC_DETECTOR_MEMORY      = 6,    /* the memory watch (threshold_ms and observed_ms are 0: the bytes are in CC_SEC_MEMORY_WATCH) */
+    CC_DETECTOR_DEADLOCK    = 7,    /* threads wait on each other's locks (the cycle: CC_SEC_LOCK_WAITS; blocked_tid: its first thread; observed_ms: how long it was seen) */
 };
 #define CC_EVENT_NAME_MAX 64
 typedef struct {
@@ -516,6 +518,44 @@ typedef struct {
 } cc_thread_state_t;
 _Static_assert(sizeof(cc_sec_thread_states_t) == 8, "cc_sec_thread_states_t layout");
 _Static_assert(sizeof(cc_thread_state_t) == 24, "cc_thread_state_t layout");
+
+/* CC_SEC_LOCK_WAITS: in a hang or snapshot record, after CC_SEC_THREAD_STATES: each thread that was
+ * blocked in futex(2) just before the threads were stopped, the word it waited on and, where the
+ * word belongs to a lock whose layout says who holds it, the lock and its holder. Read by ordinary
+ * code on the watcher's thread (cc_locks.c): the call's arguments from /proc/self/task/<tid>/syscall,
+ * the lock's words with process_vm_readv, each kind accepted only when every word checks out
+ * (the holder a live thread of the process) — never guessed. When cycle_length is not 0 the first
+ * cycle_length entries are a deadlock, in order: each waits on a lock the next one holds, the last
+ * on one the first holds (one thread alone: it waits on a lock it holds itself). */
+typedef struct {
+    uint32_t count;                 /* cc_lock_wait_t entries that follow */
+    uint32_t cycle_length;          /* the deadlock's threads, first in the list; 0 = none */
+} cc_sec_lock_waits_t;
+enum cc_lock_kind {
+    CC_LOCK_FUTEX         = 0,      /* a futex word no known lock layout explains (a condition variable, a semaphore, …): no holder */
+    CC_LOCK_MUTEX         = 1,      /* glibc pthread_mutex_t (normal, recursive, error-checking, adaptive; NIOLock, NSLock): holder __owner */
+    CC_LOCK_MUTEX_ROBUST  = 2,      /* a robust pthread_mutex_t: holder the lock word's tid, agreeing with __owner */
+    CC_LOCK_MUTEX_PI      = 3,      /* a priority-inheritance pthread_mutex_t: holder the lock word's tid, agreeing with __owner */
+    CC_LOCK_RWLOCK_WRITER = 4,      /* glibc pthread_rwlock_t held for writing: holder __cur_writer */
+    CC_LOCK_RWLOCK_READERS = 5,     /* glibc pthread_rwlock_t held for reading (a writer waits): readers are not recorded by the lock */
+    CC_LOCK_PI_FUTEX      = 6,      /* a priority-inheritance futex word (Swift's Synchronization.Mutex on Linux): holder the word's tid */
+};
+#define CC_LOCK_HOLDER_GONE   0x1u  /* the word names a holder that is no thread of this process */
+#define CC_LOCK_UNREADABLE    0x2u  /* the lock's words could not be read (freed meanwhile) */
+#define CC_LOCK_RELEASED      0x4u  /* the lock was free when read: the thread was about to wake */
+typedef struct {
+    int32_t  tid;                   /* the waiting thread */
+    int32_t  holder_tid;            /* the lock's holder; 0 = none or not known */
+    uint32_t kind;                  /* enum cc_lock_kind */
+    uint32_t flags;                 /* CC_LOCK_* */
+    uint64_t futex_address;         /* the word it waits on (futex(2)'s first argument) */
+    uint64_t lock_address;          /* the lock it belongs to (the mutex, the rwlock); the word itself for CC_LOCK_FUTEX */
+    uint32_t futex_op;              /* futex(2)'s operation, FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME kept */
+    uint32_t futex_value;           /* the value it waits for the word to leave (FUTEX_WAIT's third argument) */
+    uint32_t words[8];              /* the lock's first 32 bytes as read (a mutex: __lock, __count, __owner, __nusers, __kind) */
+} cc_lock_wait_t;
+_Static_assert(sizeof(cc_sec_lock_waits_t) == 8, "cc_sec_lock_waits_t layout");
+_Static_assert(sizeof(cc_lock_wait_t) == 72, "cc_lock_wait_t layout");
 
 /* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
  * detector had seen it end): a later launch of the app, which found the run's marker without an
