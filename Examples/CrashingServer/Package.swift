@@ -33,7 +33,10 @@ let package = Package(
     targets: [
         .target(
             name: "ExampleCrashes",
-            dependencies: [.product(name: "Instrumentation", package: "swift-distributed-tracing")]
+            dependencies: [
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "crashing-server",

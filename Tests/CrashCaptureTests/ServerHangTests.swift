@@ -270,6 +270,46 @@ final class ServerHangTests: XCTestCase {
         XCTAssertTrue(names.contains { $0.contains("SelectableEventLoop") }, "not an event loop's thread: \(names.suffix(8))", file: file, line: line)
     }
 
+    /// A request that reads behind two plain threads deadlocked on an NIOLock and an NSLock (each
+    /// holds one, waits for the other): no heartbeat is late, no request is past its threshold and
+    /// nobody asks for a snapshot, yet one hang record of the deadlock is written in both example
+    /// servers — the two threads by name, each waiting on a mutex the other holds — and the
+    /// request's thread waits on a lock one of them holds.
+    func testADeadlockBehindARequestIsFoundWithoutASnapshotInBothServers() throws {
+        var servers = [("hummingbird", try executable())]
+        if let vapor = ProcessInfo.processInfo.environment["CRASHING_VAPOR_SERVER"], !vapor.isEmpty { servers.append(("vapor", vapor)) }
+        for (name, executable) in servers {
+            let server = try ExampleServer(executable, name: "deadlock-\(name)", environment: [HangDetection.environmentVariable: "5"])
+            XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), name)
+            let stuck = try HTTPConnection(port: server.port, path: "/deadlock")
+            XCTAssertEqual(server.waitForStderr("crashcapture: {\"hang\":\"deadlock\"", count: 1, timeout: 20), 1, server.stderr)
+            Thread.sleep(forTimeInterval: 3)   // no second record of the same deadlock
+            XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"), "\(name): the server answers beside the deadlock")
+            kill(server.pid, SIGKILL)
+            _ = server.wait(timeout: 30)
+            _ = stuck
+            let records = try server.recordFiles.map { ($0, try CrashRecordReader.read(path: $0)) }.filter { $0.1.event?.detector == .deadlock }
+            XCTAssertEqual(records.count, 1, "\(name): \(server.recordFiles)")
+            let text = try Tools.output(BuiltProducts.inspect, ["show", try XCTUnwrap(records.first?.0), "--json"])
+            let show = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            let cycle = try XCTUnwrap((show["event"] as? [String: Any])?["deadlock"] as? [Int], name)
+            let threads = show["threads"] as? [[String: Any]] ?? []
+            func entry(_ tid: Int) -> [String: Any]? { threads.first { $0["tid"] as? Int == tid } }
+            XCTAssertEqual(Set(cycle.compactMap { entry($0)?["name"] as? String }), ["cache-refresh", "metrics-flush"], name)
+            for (position, tid) in cycle.enumerated() {
+                let waits = entry(tid)?["waitsOn"] as? [String: Any]
+                XCTAssertEqual(waits?["kind"] as? String, "mutex", name)
+                XCTAssertEqual(waits?["holderTid"] as? Int, cycle[(position + 1) % cycle.count], name)
+            }
+            let request = threads.filter { thread in
+                (thread["frames"] as? [[String: Any]] ?? []).contains { ($0["symbol"] as? String ?? "").contains("readAccountsBehindADeadlock") }
+            }
+            XCTAssertEqual(request.count, 1, "\(name): the request's thread")
+            let holder = (request.first?["waitsOn"] as? [String: Any])?["holderTid"] as? Int
+            XCTAssertEqual(holder.flatMap { entry($0)?["name"] as? String }, "cache-refresh", "\(name): the request waits on the accounts lock")
+        }
+    }
+
     /// Three requests awaiting a continuation nobody resumes: `crash-inspect snapshot <pid>` lists
     /// each with where it waits, down to the function that awaits and the route handler that
     /// called it; the server answers meanwhile and afterwards.

@@ -1,7 +1,8 @@
 // ExampleCrashes.swift — what both example servers share: the crash at the end of two async
-// helpers, the stand-in tracer, the command line.
+// helpers, the deadlock, the stand-in tracer, the command line.
 import Foundation
 public import Instrumentation
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +24,71 @@ struct RawAddress { var bits: UInt }
     let pointer = unsafeBitCast(RawAddress(bits: opaqueZero()), to: UnsafeMutablePointer<Int>.self)
     pointer.pointee = 1
     crashSink &+= 1
+}
+
+// MARK: The deadlock
+
+/// The `/deadlock` route's two locks, of two libraries, as code that mixes them has: SwiftNIO's
+/// NIOLock and Foundation's NSLock (both glibc mutexes underneath).
+let accountsLock = NIOLock()
+let metricsLock = NSLock()
+
+/// Two plain threads that take the locks in opposite order, started once: `cache-refresh` holds
+/// the accounts lock and waits for the metrics lock, `metrics-flush` the other way round.
+let deadlockedThreads: Void = {
+    let holding = DispatchSemaphore(value: 0)
+    let both = DispatchGroup()
+    both.enter()
+    both.enter()
+    let cache = Thread {
+        nameThisThread("cache-refresh")
+        refreshAccountsCache(holding: holding, both: both)
+    }
+    let metrics = Thread {
+        nameThisThread("metrics-flush")
+        flushMetrics(holding: holding, both: both)
+    }
+    cache.start()
+    metrics.start()
+    holding.wait()
+    holding.wait()
+}()
+
+@inline(never) func refreshAccountsCache(holding: DispatchSemaphore, both: DispatchGroup) {
+    accountsLock.withLock {
+        holding.signal()
+        both.leave()
+        both.wait()
+        metricsLock.lock()
+        crashSink &+= 1
+        metricsLock.unlock()
+    }
+}
+
+@inline(never) func flushMetrics(holding: DispatchSemaphore, both: DispatchGroup) {
+    metricsLock.lock()
+    holding.signal()
+    both.leave()
+    both.wait()
+    accountsLock.withLock { crashSink &+= 2 }
+    metricsLock.unlock()
+}
+
+/// The `/deadlock` route's work: starts the two deadlocked threads (once), then reads the
+/// accounts, waiting on the accounts lock for good. The calling thread is blocked (a pool thread,
+/// in a route handler), not suspended.
+@inline(never) public func readAccountsBehindADeadlock() -> Int {
+    _ = deadlockedThreads
+    return accountsLock.withLock { crashSink }
+}
+
+/// Names the calling thread, as /proc and every record show it.
+func nameThisThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    var bytes = Array(name.utf8.prefix(15))
+    _ = write(fd, &bytes, bytes.count)
+    close(fd)
 }
 
 // Two async helpers: each suspends once (so its caller is only on the async context chain, no

@@ -5,7 +5,8 @@
 // middleware and two async helpers that each suspend once; `GET /block` blocks its pool thread in
 // a synchronous sleep (`?seconds=N`), `GET /wait-forever` awaits a continuation never resumed
 // (hang detection's tests: CRASHCAPTURE_HANG_SECONDS turns it on), `GET /leak` keeps what it
-// allocates (`?mb=N`, 16 by default, a MiB every `?ms=M` ms, 20 by default: the memory watch's tests).
+// allocates (`?mb=N`, 16 by default, a MiB every `?ms=M` ms, 20 by default: the memory watch's tests),
+// `GET /deadlock` starts two threads deadlocked on an NIOLock and an NSLock and waits on one of them.
 //
 //   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report] [--shutdown-threshold S]
 //   (DIR also from CRASH_DIR; PORT 0 by default)
@@ -175,6 +176,7 @@ router.get("block", use: blockRoute)
 router.get("block-loop", use: blockLoopRoute)
 router.get("wait-forever", use: waitForeverRoute)
 router.get("leak", use: leakRoute)
+router.get("deadlock") { _, _ in "not reached \(readAccountsBehindADeadlock())\n" }
 router.group("crash").add(middleware: AuditMiddleware()).get(use: crashRoute).get("{id}", use: crashRoute)
 
 // The README's shape: capture (or the reporter) among the application's services, the middleware

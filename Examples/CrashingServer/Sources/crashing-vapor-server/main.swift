@@ -5,6 +5,7 @@
 // own, created inside the middleware's call), after two async helpers that each suspend once.
 //
 // `GET /wait-forever` awaits a continuation never resumed (a graceful shutdown then waits for it).
+// `GET /deadlock` starts two threads deadlocked on an NIOLock and an NSLock and waits on one of them.
 //
 //   crashing-vapor-server [--dir DIR] [--port PORT] [--tracer] [--report] [--shutdown-threshold S]
 //   (DIR also from CRASH_DIR; PORT 0 by default)
@@ -104,6 +105,7 @@ app.get("ok") { _ in "ok\n" }
 app.get("slow", use: slowRoute)
 app.get("crash", ":id", use: crashRoute)
 app.get("wait-forever", use: waitForeverRoute)
+app.get("deadlock") { _ async -> String in "not reached \(readAccountsBehindADeadlock())\n" }
 // A synchronous handler runs on the request's event loop: `/block-loop?seconds=N` blocks that loop
 // (hang detection's event-loop test). Says on stderr when it has started.
 app.get("block-loop") { request -> String in
