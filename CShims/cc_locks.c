@@ -134,30 +134,39 @@ static int cc__as_rwlock(cc_lock_wait_t *out, const uint32_t *w, int at, int cmd
     return 0;
 }
 
-/* Fills `out` from the lock at out->futex_address, waited for with out->futex_op and futex_value. */
+/* Fills `out` from the lock at out->futex_address, waited for with out->futex_op and futex_value.
+ * One read of the 48 bytes from 16 before the word (a mutex starts at the word, an rwlock 8 or
+ * 12 bytes before it), or of the 32 from the word when the bytes before it are not mapped. */
 static void cc__classify(cc_lock_wait_t *out, const int32_t *tids, uint32_t count) {
     int cmd = (int)(out->futex_op & FUTEX_CMD_MASK);
     uint64_t address = out->futex_address;
     out->kind = CC_LOCK_FUTEX;
     out->lock_address = address;
-    uint32_t w[8];
-    if (cc__read_own(address, w, sizeof w)) {
-        memcpy(out->words, w, sizeof w);
-        if (cc__as_mutex(out, w, cmd, tids, count)) return;
-    } else if (cc__read_own(address, w, 4)) {
-        memset(out->words, 0, sizeof out->words);
-        out->words[0] = w[0];
+    uint32_t window[12];
+    const uint32_t *w;   /* the words from the futex on */
+    int before = 0;      /* whether window holds the 16 bytes before it */
+    if (address >= 16 && cc__read_own(address - 16, window, sizeof window)) {
+        w = window + 4;
+        before = 1;
+    } else if (cc__read_own(address, window, 32)) {
+        w = window;
+    } else if (cc__read_own(address, window, 4)) {
+        memset(window + 1, 0, sizeof window - 4);
+        out->words[0] = window[0];
+        w = 0;
     } else {
         out->flags |= CC_LOCK_UNREADABLE;
         return;
     }
-    static const int rwlock_at[] = { 12, 8 };
-    for (size_t i = 0; i < 2; i++) {
-        uint32_t r[8];
-        if (address < (uint64_t)rwlock_at[i] || !cc__read_own(address - (uint64_t)rwlock_at[i], r, sizeof r)) continue;
-        if (cc__as_rwlock(out, r, rwlock_at[i], cmd, tids, count)) {
-            out->lock_address = address - (uint64_t)rwlock_at[i];
-            memcpy(out->words, r, sizeof r);
+    if (w) {
+        memcpy(out->words, w, sizeof out->words);
+        if (cc__as_mutex(out, w, cmd, tids, count)) return;
+    }
+    for (int at = 12; before && at >= 8; at -= 4) {
+        const uint32_t *r = window + 4 - at / 4;   /* the rwlock's words, `at` bytes before the futex */
+        if (cc__as_rwlock(out, r, at, cmd, tids, count)) {
+            out->lock_address = address - (uint64_t)at;
+            memcpy(out->words, r, sizeof out->words);
             return;
         }
     }
@@ -171,10 +180,10 @@ static void cc__classify(cc_lock_wait_t *out, const int32_t *tids, uint32_t coun
 
 /* One thread's futex wait from its /proc/self/task/<tid>/syscall: 1 (out's tid, address, op and
  * value filled), or 0 when it is not blocked in a futex wait. */
-static int cc__futex_wait_of(int32_t tid, cc_lock_wait_t *out) {
-    char path[64], text[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+static int cc__futex_wait_of(int tasks, int32_t tid, cc_lock_wait_t *out) {
+    char path[32], text[256];
+    snprintf(path, sizeof path, "%d/syscall", (int)tid);
+    int fd = openat(tasks, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     ssize_t n = read(fd, text, sizeof text - 1);
     close(fd);
@@ -220,15 +229,21 @@ uint32_t cc_lock_waits(cc_lock_wait_t *out, uint32_t capacity, int32_t exclude) 
         }
         tids[count++] = (int32_t)tid;
     }
+    int tasks = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     closedir(directory);
-    if (!tids) return 0;
+    if (!tids || tasks < 0) {
+        free(tids);
+        if (tasks >= 0) close(tasks);
+        return 0;
+    }
     qsort(tids, count, sizeof *tids, cc__tid_order);
     uint32_t found = 0;
     for (uint32_t i = 0; i < count && found < capacity; i++) {
-        if (tids[i] == exclude || !cc__futex_wait_of(tids[i], &out[found])) continue;
+        if (tids[i] == exclude || !cc__futex_wait_of(tasks, tids[i], &out[found])) continue;
         cc__classify(&out[found], tids, count);
         found++;
     }
     free(tids);
+    close(tasks);
     return found;
 }

@@ -3,7 +3,7 @@
 // record carries (CC_SEC_LOCK_WAITS). Ordinary code, on the hang watcher's thread.
 import CShims
 
-enum LockWaits {
+package enum LockWaits {
     /// The most waits a record keeps (72 bytes each).
     static let capacity = 2048
 
@@ -12,6 +12,13 @@ enum LockWaits {
         [cc_lock_wait_t](unsafeUninitializedCapacity: capacity) { buffer, count in
             count = Int(cc_lock_waits(buffer.baseAddress, UInt32(capacity), me))
         }
+    }
+
+    /// What the hang watcher does each tick, for a benchmark: every thread's lock wait read and
+    /// the deadlocks among them found; how many of each.
+    package static func scan() -> (waits: Int, cycles: Int) {
+        let waits = read()
+        return (waits.count, cycles(in: waits).count)
     }
 
     /// The deadlocks among `waits`: each a cycle of threads, every one waiting on a lock the next

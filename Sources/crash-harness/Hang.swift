@@ -23,7 +23,9 @@ extension CrashHarness {
                 deadlock (two plain threads take two locks of kind --lock in opposite order and a request then waits \
                 on one: pthread or nslock; lives --seconds), held (a thread holds a lock of kind --lock across a \
                 blocking call while a request waits for it: rwlock, a glibc rwlock held for writing, or mutex, a \
-                Synchronization.Mutex; a snapshot is taken).
+                Synchronization.Mutex; a snapshot is taken), lock-scan-cost (what the hang watcher's deadlock \
+                check costs a tick: --rounds scans of a process with --threads threads, half of them waiting on \
+                mutexes, half in condition variables; a benchmark).
                 """)
 
         @Option(help: "Directory for records.")
@@ -86,6 +88,7 @@ extension CrashHarness {
             case "snapshot-cost": try snapshotCost()
             case "deadlock": try deadlock()
             case "held": try lockHeldAcrossABlockingCall()
+            case "lock-scan-cost": lockScanCost()
             default: throw ValidationError("unknown mode \(mode)")
             }
         }
@@ -228,6 +231,50 @@ extension CrashHarness {
             Thread.sleep(forTimeInterval: 0.5)
             let record = try CrashHandler.snapshot(reason: "held lock")
             print("{\"record\":\"\(record.path)\"}")
+            fflush(nil)
+            _exit(0)
+        }
+
+        /// --rounds scans of every thread's lock wait and the search for deadlocks, as the hang
+        /// watcher runs them each tick, in a process with --threads threads blocked on locks (half
+        /// on glibc mutexes held by one thread, half in a condition variable): the median time.
+        func lockScanCost() {
+            let held = HarnessRWLock()
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            pthread_mutex_init(mutex, nil)
+            let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+            pthread_cond_init(condition, nil)
+            let cm = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            pthread_mutex_init(cm, nil)
+            let box = HarnessPointers(mutex: mutex, condition: condition, conditionMutex: cm)
+            pthread_mutex_lock(mutex)
+            for index in 0 ..< threads {
+                let thread = Thread {
+                    if index % 2 == 0 {
+                        pthread_mutex_lock(box.mutex)
+                    } else {
+                        pthread_mutex_lock(box.conditionMutex)
+                        while true { pthread_cond_wait(box.condition, box.conditionMutex) }
+                    }
+                }
+                thread.stackSize = 256 << 10
+                thread.start()
+            }
+            _ = held
+            Thread.sleep(forTimeInterval: 1)
+            var times: [Double] = []
+            var found = 0, cycles = 0
+            for _ in 0 ..< rounds {
+                let start = DispatchTime.now().uptimeNanoseconds
+                let scan = LockWaits.scan()
+                cycles += scan.cycles
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+                found = scan.waits
+            }
+            times.sort()
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+            print("deadlock check of \(tasks) threads (\(found) blocked in futex waits), \(rounds) rounds: median \(Int(times[times.count / 2])) µs "
+                  + "(min \(Int(times.first!)), max \(Int(times.last!))); \(cycles) cycles found")
             fflush(nil)
             _exit(0)
         }
@@ -407,4 +454,17 @@ func harnessThreadID() -> Int32 {
     let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
     guard length > 0 else { return 0 }
     return Int32(String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: "/").last ?? "") ?? 0
+}
+
+/// Pointers the lock-scan benchmark's threads share.
+final class HarnessPointers: @unchecked Sendable {
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    let condition: UnsafeMutablePointer<pthread_cond_t>
+    let conditionMutex: UnsafeMutablePointer<pthread_mutex_t>
+    init(mutex: UnsafeMutablePointer<pthread_mutex_t>, condition: UnsafeMutablePointer<pthread_cond_t>,
+         conditionMutex: UnsafeMutablePointer<pthread_mutex_t>) {
+        self.mutex = mutex
+        self.condition = condition
+        self.conditionMutex = conditionMutex
+    }
 }
