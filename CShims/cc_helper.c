@@ -240,6 +240,17 @@ int cc__helper_index(pid_t tid) {
     return -1;
 }
 
+/* async-signal-safe: the helper's `index`-th thread's frames once it was read (NULL when it was
+ * not, or had exited), `*count` of them. */
+const uint64_t *cc__helper_frames(uint32_t index, uint32_t *count) {
+    *count = 0;
+    if (index >= g_helper.count) return 0;
+    cc__helper_thread_t *t = &g_helper.threads[index];
+    if (!atomic_load_explicit(&t->ready, memory_order_acquire) || t->error != 0) return 0;
+    *count = t->frame_count;
+    return t->frames;
+}
+
 /* async-signal-safe: writes the helper's `index`-th thread — THREAD_REGISTERS then THREAD, with
  * CC_THREAD_PTRACED, or CC_THREAD_PTRACE_REFUSED without frames. Returns 0 when there is
  * nothing to write (it never got to it, or the thread had exited). */

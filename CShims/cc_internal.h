@@ -447,6 +447,7 @@ int cc__helper_stop_threads(const pid_t *tids, uint32_t count, int64_t deadline_
 uint32_t cc__helper_held_microseconds(uint32_t *stopped);
 void cc__helper_abandon(void);
 int cc__helper_index(pid_t tid);
+const uint64_t *cc__helper_frames(uint32_t index, uint32_t *count);
 int cc__helper_write_thread(cc__writer_t *w, uint32_t index);
 void cc__helper_write_note(cc__writer_t *w);
 

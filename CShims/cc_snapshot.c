@@ -45,6 +45,38 @@ void cc__snapshot_abandon(pid_t pid, pid_t tid) {
     cc__helper_abandon();
 }
 
+/* The crash path's turn for a live record (see the top of this file): every signal blocked on
+ * this thread but the faults (the stop signal is the turn's marker, and nothing of the program's
+ * may run here in the middle of the record's buffers), then the turn taken when it is nobody's
+ * (or stale, from a parent process) and no record is being written. 0 when it is busy. */
+static int cc__snapshot_take_turn(uint64_t me, sigset_t *saved) {
+    sigset_t all;
+    sigfillset(&all);
+    int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_SETMASK, &all, saved);
+    pid_t pid = (pid_t)(me >> 32);
+    uint64_t holder = atomic_load(&cc__g.turn);
+    uint64_t owner = atomic_load(&cc__g.owner);
+    int busy = (owner != 0 && (pid_t)(owner >> 32) == pid) ||
+               (holder != 0 && (pid_t)(holder >> 32) == pid) ||
+               !atomic_compare_exchange_strong(&cc__g.turn, &holder, me);
+    if (busy) {
+        pthread_sigmask(SIG_SETMASK, saved, 0);
+        return 0;
+    }
+    atomic_store(&cc__g.turn_returned_ns, 0);
+    atomic_store(&cc__g.snapshot_owner, me);
+    return 1;
+}
+
+static void cc__snapshot_give_turn(uint64_t me, const sigset_t *saved) {
+    atomic_store(&cc__g.snapshot_owner, 0);
+    uint64_t mine = me;
+    atomic_compare_exchange_strong(&cc__g.turn, &mine, 0);
+    pthread_sigmask(SIG_SETMASK, saved, 0);
+}
+
 int32_t cc_current_tid(void) { return (int32_t)cc__gettid(); }
 
 void cc_name_current_thread(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
@@ -58,27 +90,8 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     if (!request || atomic_load(&cc__g.install_state) != 2) return CC_ERR_NOT_INSTALLED;
     pid_t pid = cc__sys_getpid(), tid = cc__gettid();
     uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
-
-    /* Every signal blocked but the faults: the stop signal is the turn's marker, and nothing of
-     * the program's may run on this thread in the middle of the record's buffers. */
-    sigset_t all, saved;
-    sigfillset(&all);
-    int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
-    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&all, faults[i]);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-
-    /* The turn: nobody's (or stale, from a parent process), and no record being written. */
-    uint64_t holder = atomic_load(&cc__g.turn);
-    uint64_t owner = atomic_load(&cc__g.owner);
-    int busy = (owner != 0 && (pid_t)(owner >> 32) == pid) ||
-               (holder != 0 && (pid_t)(holder >> 32) == pid) ||
-               !atomic_compare_exchange_strong(&cc__g.turn, &holder, me);
-    if (busy) {
-        pthread_sigmask(SIG_SETMASK, &saved, 0);
-        return CC_ERR_BUSY;
-    }
-    atomic_store(&cc__g.turn_returned_ns, 0);
-    atomic_store(&cc__g.snapshot_owner, me);
+    sigset_t saved;
+    if (!cc__snapshot_take_turn(me, &saved)) return CC_ERR_BUSY;
 
     int64_t wall_ns = cc__clock_ns(CLOCK_REALTIME), mono_ns = cc__clock_ns(CLOCK_MONOTONIC);
     cc__images_collect();
@@ -142,9 +155,33 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
         result->write_microseconds = write_us;
     }
 
-    atomic_store(&cc__g.snapshot_owner, 0);
-    uint64_t mine = me;
-    atomic_compare_exchange_strong(&cc__g.turn, &mine, 0);
-    pthread_sigmask(SIG_SETMASK, &saved, 0);
+    cc__snapshot_give_turn(me, &saved);
     return rc;
+}
+
+int cc_sample_threads(const int32_t *tids, uint32_t count, uint64_t *frames, uint32_t max_frames, uint32_t *frame_counts) {
+    for (uint32_t i = 0; frame_counts && i < count; i++) frame_counts[i] = 0;
+    if (!tids || !frames || !frame_counts || count == 0) return 0;
+    if (atomic_load(&cc__g.install_state) != 2) return CC_ERR_NOT_INSTALLED;
+    pid_t pid = cc__sys_getpid(), tid = cc__gettid();
+    uint64_t me = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    sigset_t saved;
+    if (!cc__snapshot_take_turn(me, &saved)) return CC_ERR_BUSY;
+    if (count > CC_SAMPLE_THREADS_MAX) count = CC_SAMPLE_THREADS_MAX;
+    pid_t listed[CC_SAMPLE_THREADS_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count; i++) if (tids[i] > 0 && tids[i] != tid) listed[n++] = tids[i];
+    cc__images_collect();
+    cc__helper_stop_threads(listed, n, cc__clock_ns(CLOCK_MONOTONIC) + CC__SNAPSHOT_HELPER_NS, 1);
+    for (uint32_t i = 0; i < count; i++) {
+        int index = cc__helper_index(tids[i]);
+        uint32_t got = 0;
+        const uint64_t *read = index >= 0 ? cc__helper_frames((uint32_t)index, &got) : 0;
+        if (!read) continue;
+        if (got > max_frames) got = max_frames;
+        for (uint32_t f = 0; f < got; f++) frames[(size_t)i * max_frames + f] = read[f];
+        frame_counts[i] = got;
+    }
+    cc__snapshot_give_turn(me, &saved);
+    return 0;
 }

@@ -194,6 +194,14 @@ typedef struct {
  * written; *err_errno holds errno, and no partial file is left behind). */
 int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *result, int *err_errno);
 
+/* Stack samples of a computing hang's busy threads: each of `tids` (at most
+ * CC_SAMPLE_THREADS_MAX) stopped with ptrace by the thread helper, unwound and let go, as a
+ * snapshot reads threads (never the caller). Thread i's frames, innermost first, go to
+ * frames[i * max_frames …], their number to frame_counts[i] (0: not read). Takes the crash path's
+ * turn like cc_snapshot: 0, CC_ERR_NOT_INSTALLED or CC_ERR_BUSY. Not async-signal-safe. */
+#define CC_SAMPLE_THREADS_MAX 8
+int cc_sample_threads(const int32_t *tids, uint32_t count, uint64_t *frames, uint32_t max_frames, uint32_t *frame_counts);
+
 /* The requests in flight (attached contexts) for longer than `age_ns`, and the oldest one's key
  * and age (either pointer may be NULL). Lock-free, any thread. */
 uint32_t cc_requests_older_than(int64_t age_ns, uint64_t *oldest_key, int64_t *oldest_age_ns);

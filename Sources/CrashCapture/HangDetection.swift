@@ -461,7 +461,13 @@ final class HangMonitor: Sendable {
             // A hang or snapshot says whether each thread was computing or waiting (ThreadStateSampler),
             // then which lock each blocked thread waits on and who holds it, read last, just before
             // the threads are stopped: a deadlock among them comes first (the one `deadlock` names).
-            extras.append((CC_SEC_THREAD_STATES.rawValue, ThreadStateSampler.sample()))
+            let states = ThreadStateSampler.sample()
+            extras.append((CC_SEC_THREAD_STATES.rawValue, states.section))
+            // A computing hang: where its busy threads spend the time, sampled over a second.
+            if kind == UInt32(CC_KIND_HANG.rawValue), detector != UInt32(CC_DETECTOR_DEADLOCK.rawValue),
+               let samples = ThreadStateSampler.stackSamples(of: states.busy) {
+                extras.append((CC_SEC_STACK_SAMPLES.rawValue, samples))
+            }
             let waits = LockWaits.read()
             let cycles = LockWaits.cycles(in: waits)
             let cycle = cycles.first { LockWaits.key($0, in: waits) == deadlock } ?? cycles.first ?? []

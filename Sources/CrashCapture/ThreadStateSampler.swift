@@ -1,7 +1,9 @@
 // ThreadStateSampler.swift — busy or waiting: each thread's scheduler state and the CPU time it used in
 // a short window, read from /proc/self/task just before a hang or snapshot record stops the
 // threads (CC_SEC_THREAD_STATES). A pool starved by computation and one starved by blocking
-// calls give records of the same shape otherwise. Ordinary code, on the watcher's thread.
+// calls give records of the same shape otherwise. For a computing hang, the busy threads' stacks
+// sampled over a second (CC_SEC_STACK_SAMPLES): where they most often were. Ordinary code, on the
+// watcher's thread.
 import CShims
 import HostFacts
 #if canImport(Glibc)
@@ -12,8 +14,10 @@ enum ThreadStateSampler {
     /// How long the two readings are apart.
     static let window: UInt32 = 200
 
-    /// The section's payload: two readings `window` ms apart of every thread but the caller.
-    static func sample() -> [UInt8] {
+    /// The section's payload: two readings `window` ms apart of every thread but the caller; and
+    /// the threads on the CPU for at least a quarter of the window, busiest first (the reader's
+    /// `ThreadStates.busy`).
+    static func sample() -> (section: [UInt8], busy: [Int32]) {
         let me = cc_current_tid()
         let first = read(excluding: me)
         usleep(window * 1000)
@@ -33,7 +37,43 @@ enum ThreadStateSampler {
         }
         header.count = UInt32(entries.count)
         header.window_ms = window
-        return withUnsafeBytes(of: header) { Array($0) } + entries.withUnsafeBytes { Array($0) }
+        let busy = entries.filter { UInt64($0.window_cpu_ms) * 4 >= UInt64(window) }.sorted { $0.window_cpu_ms > $1.window_cpu_ms }.map(\.tid)
+        return (withUnsafeBytes(of: header) { Array($0) } + entries.withUnsafeBytes { Array($0) }, busy)
+    }
+
+    /// How many rounds a computing hang's busy threads are sampled, and how far apart.
+    static let rounds = 5
+    static let interval: UInt32 = 200
+    static let maxFrames = 64
+
+    /// CC_SEC_STACK_SAMPLES's payload: `threads` (at most 8) stopped and unwound `rounds` times,
+    /// `interval` ms apart (cc_sample_threads); nil when capture could take none.
+    static func stackSamples(of threads: [Int32]) -> [UInt8]? {
+        let tids = Array(threads.prefix(Int(CC_SAMPLE_THREADS_MAX)))
+        guard !tids.isEmpty else { return nil }
+        var entries: [UInt8] = []
+        var count: UInt32 = 0
+        for round in 0 ..< rounds {
+            if round > 0 { usleep(interval * 1000) }
+            var frames = [UInt64](repeating: 0, count: tids.count * maxFrames)
+            var counts = [UInt32](repeating: 0, count: tids.count)
+            guard cc_sample_threads(tids, UInt32(tids.count), &frames, UInt32(maxFrames), &counts) == 0 else { continue }
+            for (index, tid) in tids.enumerated() where counts[index] > 0 {
+                var entry = cc_stack_sample_t()
+                entry.tid = tid
+                entry.round = UInt32(round)
+                entry.frame_count = counts[index]
+                entries += withUnsafeBytes(of: entry) { Array($0) }
+                entries += frames[index * maxFrames ..< index * maxFrames + Int(counts[index])].withUnsafeBytes { Array($0) }
+                count += 1
+            }
+        }
+        guard count > 0 else { return nil }
+        var header = cc_sec_stack_samples_t()
+        header.count = count
+        header.samples = UInt32(rounds)
+        header.interval_ms = interval
+        return withUnsafeBytes(of: header) { Array($0) } + entries
     }
 
     /// Each thread's state letter and utime + stime (clock ticks).

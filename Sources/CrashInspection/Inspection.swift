@@ -50,6 +50,16 @@ package struct Inspection: Sendable {
                 ?? points.map { [SymbolicatedFrame(address: $0, inlined: false)] }
             return symbols.flatMap { $0 }
         } ?? []
+        // A computing hang's samples: where its busy threads most often were.
+        if let samples = record.event?.stackSamples {
+            let addresses = Array(Set(samples.samples.flatMap(\.frames)))
+            let symbols = symbolicator?.symbolicate(addresses: addresses, exact: addresses.map { _ in false }, images: record.images)
+            var names: [UInt64: String] = [:]
+            for (address, frames) in zip(addresses, symbols ?? []) { names[address] = frames.last(where: { !$0.inlined })?.symbol ?? frames.last?.symbol }
+            self.hotFrames = samples.hottest(in: record) { names[$0] }
+        } else {
+            self.hotFrames = []
+        }
         let warnings = record.runtimeWarnings
         self.leakedContinuations = waiting.map { frames in warnings.leakedContinuation(awaitedIn: frames.compactMap(\.symbol)) }
     }
@@ -58,6 +68,9 @@ package struct Inspection: Sendable {
     /// function its task waits in, when there is one: the request waits forever, since nothing
     /// can resume it (`nil`: none, or its frames have no names here).
     package var leakedContinuations: [RuntimeWarning?]
+
+    /// Where a computing hang's sampled threads most often were, most samples first (empty: no samples).
+    package var hotFrames: [(place: String, samples: Int)]
 
     /// The thread the record is about: the crashed one, or the one a hang names (``CrashRecord/focusThread(frames:)``).
     package var focusTID: Int32?

@@ -198,6 +198,17 @@ package struct ShowJSON: Encodable, Sendable {
         package var stall: Nullable<String>
         /// The threads of a deadlock, in order (each waits on a lock the next one holds); null: none found.
         package var deadlock: Nullable<[Int]>
+        /// A computing hang's busy threads sampled over a second: where they most often were,
+        /// most samples first; null when no samples were taken (a waiting stall, a snapshot).
+        package var hotFrames: Nullable<[HotFrame]>
+    }
+
+    /// A place the sampled threads were in: the program's innermost function and its caller.
+    package struct HotFrame: Encodable, Sendable {
+        package var place: String
+        package var samples: Int
+        /// All the samples taken.
+        package var of: Int
     }
 
     /// The lock a blocked thread waited on (`CC_SEC_LOCK_WAITS`).

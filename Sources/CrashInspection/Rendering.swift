@@ -31,6 +31,11 @@ package enum Rendering {
                            : "  (the next launch told the kill: no detector had seen the hang end)")
             }
             if let states = event.threadStates { out.append("  \(states.summary)") }
+            if let samples = event.stackSamples, !inspection.hotFrames.isEmpty {
+                let threads = Set(samples.samples.map(\.tid)).count
+                out.append("  most often in (\(samples.samples.count) samples of \(threads) busy thread\(threads == 1 ? "" : "s"), \(samples.rounds) rounds \(samples.intervalMilliseconds) ms apart):")
+                inspection.hotFrames.prefix(5).forEach { out.append("    \($0.samples) × \($0.place)") }
+            }
             if let locks = event.lockWaits, locks.cycleLength > 0 {
                 let names = Dictionary(record.threads.map { ($0.tid, $0.name) }, uniquingKeysWith: { a, _ in a })
                 out.append("  deadlock\(event.detector == .deadlock ? "" : " among its threads"):")
@@ -357,7 +362,10 @@ package enum Rendering {
                                                    mallocFree: Nullable(memory.mallocFree), threads: memory.threads)
                                }),
                                stall: Nullable(event.threadStates?.verdict),
-                               deadlock: Nullable(event.lockWaits.flatMap { $0.cycleLength == 0 ? nil : $0.cycle.map { Int($0.tid) } }))
+                               deadlock: Nullable(event.lockWaits.flatMap { $0.cycleLength == 0 ? nil : $0.cycle.map { Int($0.tid) } }),
+                               hotFrames: Nullable(event.stackSamples.map { samples in
+                                   inspection.hotFrames.map { ShowJSON.HotFrame(place: $0.place, samples: $0.samples, of: samples.samples.count) }
+                               }))
             }),
             complete: record.isComplete,
             incompleteReason: Nullable(record.isComplete ? nil : reason(record.completeness)),

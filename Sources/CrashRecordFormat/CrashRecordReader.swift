@@ -464,6 +464,7 @@ private struct RecordParser {
         case CC_SEC_MEMORY_WATCH.rawValue: try decodeMemoryWatch(payload)
         case CC_SEC_THREAD_STATES.rawValue: try decodeThreadStates(payload)
         case CC_SEC_LOCK_WAITS.rawValue: try decodeLockWaits(payload)
+        case CC_SEC_STACK_SAMPLES.rawValue: try decodeStackSamples(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -932,6 +933,32 @@ private struct RecordParser {
                                   words: (0 ..< 8).map { p.u32(at + wordsAt + 4 * $0) }))
         }
         record.event?.lockWaits = LockWaits(waits: waits, cycleLength: cycle)
+    }
+
+    /// A computing hang's stack samples: only in a record of a live process, once.
+    private mutating func decodeStackSamples(_ p: ByteView) throws {
+        typealias S = cc_sec_stack_samples_t
+        typealias T = cc_stack_sample_t
+        try require(p, holds: S.self, "stack samples")
+        guard record.event != nil, record.event?.stackSamples == nil else {
+            throw SectionDamage(reason: "stack samples in a crash record, or twice")
+        }
+        let count = Int(p.u32(Layout.offset(\S.count)))
+        var at = Layout.size(S.self)
+        var samples: [StackSamples.Sample] = []
+        for _ in 0 ..< count {
+            guard at + Layout.size(T.self) <= p.count else { throw SectionDamage(reason: "stack samples cut short at sample \(samples.count)") }
+            let frameCount = Int(p.u32(at + Layout.offset(\T.frame_count)))
+            let frames = at + Layout.size(T.self)
+            guard frameCount <= 256, frames + frameCount * 8 <= p.count else {
+                throw SectionDamage(reason: "a stack sample of \(frameCount) frames in \(p.count - frames) bytes")
+            }
+            samples.append(StackSamples.Sample(tid: p.i32(at + Layout.offset(\T.tid)), round: p.u32(at + Layout.offset(\T.round)),
+                                               frames: (0 ..< frameCount).map { p.u64(frames + 8 * $0) }))
+            at = frames + frameCount * 8
+        }
+        record.event?.stackSamples = StackSamples(rounds: p.u32(Layout.offset(\S.samples)), intervalMilliseconds: p.u32(Layout.offset(\S.interval_ms)),
+                                                  samples: samples)
     }
 
     private mutating func decodeEnd(_ p: ByteView) throws {

@@ -221,6 +221,33 @@ package struct LockWaits: Sendable, Equatable {
     package func of(_ tid: Int32) -> LockWait? { waits.first { $0.tid == tid } }
 }
 
+/// A computing hang's busy threads, stopped and unwound a few times over a second before the
+/// record (`CC_SEC_STACK_SAMPLES`).
+package struct StackSamples: Sendable, Equatable {
+    package struct Sample: Sendable, Equatable {
+        package var tid: Int32
+        package var round: UInt32
+        /// Innermost first: the first exact, the others return addresses.
+        package var frames: [UInt64]
+
+        package init(tid: Int32, round: UInt32, frames: [UInt64]) {
+            self.tid = tid
+            self.round = round
+            self.frames = frames
+        }
+    }
+
+    package var rounds: UInt32
+    package var intervalMilliseconds: UInt32
+    package var samples: [Sample]
+
+    package init(rounds: UInt32, intervalMilliseconds: UInt32, samples: [Sample]) {
+        self.rounds = rounds
+        self.intervalMilliseconds = intervalMilliseconds
+        self.samples = samples
+    }
+}
+
 /// What the memory watch saw (`CC_SEC_MEMORY_WATCH`).
 package struct RecordMemoryWatch: Sendable, Equatable {
     package var usage: UInt64
@@ -322,6 +349,8 @@ package struct RecordEvent: Sendable, Equatable {
     package var threadStates: ThreadStates?
     /// The threads blocked on locks, their holders, and a deadlock among them (`CC_SEC_LOCK_WAITS`).
     package var lockWaits: LockWaits?
+    /// A computing hang's busy threads sampled over a second (`CC_SEC_STACK_SAMPLES`).
+    package var stackSamples: StackSamples?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,

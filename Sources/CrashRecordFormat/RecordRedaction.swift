@@ -62,6 +62,9 @@ package struct RecordRedaction: Sendable, Equatable {
     ///   reads as the original but for those two fields, empty. REQUESTS is copied as is.
     /// - RESOURCES and the process's own status (STRING 9) are copied; the machine's memory and
     ///   load and the cgroup's directory and figures (STRING 10–15, the host's) only with every opt-in.
+    /// - A live process's sections (EVENT, REQUEST_TASK, FATE, MEMORY_WATCH, THREAD_STATES,
+    ///   STACK_SAMPLES) are copied: a hang's copy still reads as a hang. LOCK_WAITS is copied with
+    ///   each lock's 32 bytes of words zeroed unless `rawMemory` is on.
     /// - SCOPE loses its user entries unless `identity` is on (rewritten from the entries read).
     ///   Section types and STRING keys this reader does not know (a newer writer's: nobody can
     ///   say what they hold) are left out unless every opt-in is on.
@@ -120,6 +123,20 @@ package struct RecordRedaction: Sendable, Equatable {
                 if !requestQuery { blank(\S.query) }
                 if !requestAttributes { blank(\S.attributes) }
                 append(type: section.type, fixed, [], to: &copy)
+            case CC_SEC_LOCK_WAITS.rawValue where !rawMemory:
+                // Each lock's words are memory of the program (a futex with no known layout may sit
+                // in any structure): zeroed; the kinds, holders and addresses read from them stay.
+                typealias S = cc_sec_lock_waits_t
+                typealias T = cc_lock_wait_t
+                var rewritten = Array(payload)
+                let count = rewritten.count >= MemoryLayout<S>.size ? Int(littleEndianU32(payload, at: 0)) : 0
+                let words = MemoryLayout<T>.offset(of: \T.words) ?? 0
+                for index in 0 ..< count {
+                    let at = MemoryLayout<S>.size + index * MemoryLayout<T>.size + words
+                    guard at + 32 <= rewritten.count else { break }
+                    for byte in at ..< at + 32 { rewritten[byte] = 0 }
+                }
+                append(type: section.type, rewritten, [], to: &copy)
             case CC_SEC_SCOPE.rawValue where !identity:
                 // The app's tags and contexts stay; its user does not.
                 var ignored: [String] = []
@@ -140,7 +157,11 @@ package struct RecordRedaction: Sendable, Equatable {
             case CC_SEC_CRASH.rawValue, CC_SEC_PROCESS.rawValue, CC_SEC_REGISTERS.rawValue, CC_SEC_THREAD.rawValue,
                  CC_SEC_THREAD_REGISTERS.rawValue, CC_SEC_ASYNC_CHAIN.rawValue, CC_SEC_ASYNC_TASK.rawValue,
                  CC_SEC_MEMORY.rawValue, CC_SEC_BREADCRUMB.rawValue, CC_SEC_APP_END.rawValue, CC_SEC_IMAGE.rawValue,
-                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue, CC_SEC_SCOPE.rawValue, CC_SEC_RESOURCES.rawValue:
+                 CC_SEC_REQUESTS.rawValue, CC_SEC_REQUEST.rawValue, CC_SEC_SCOPE.rawValue, CC_SEC_RESOURCES.rawValue,
+                 // A live process's record: what fired and how the threads stood (numbers, thread
+                 // ids, addresses; the event's name is the detector's or the program's reason).
+                 CC_SEC_EVENT.rawValue, CC_SEC_REQUEST_TASK.rawValue, CC_SEC_FATE.rawValue, CC_SEC_MEMORY_WATCH.rawValue,
+                 CC_SEC_THREAD_STATES.rawValue, CC_SEC_LOCK_WAITS.rawValue, CC_SEC_STACK_SAMPLES.rawValue:
                 copy.append(contentsOf: whole)
             default:
                 guard keepsEverything else { continue }

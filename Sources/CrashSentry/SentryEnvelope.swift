@@ -185,35 +185,6 @@ package enum SentryEnvelope {
         return reasons.isEmpty ? nil : reasons
     }
 
-    /// Where a thread of a deadlock waits, as a person reads it: its innermost function in the main
-    /// executable and the one that called it (`transferFunds → Locks.withSecond<A>`; a closure
-    /// counts as the function it is in, and the signature is left out), by name where this machine
-    /// has one, else `image+0xoffset`; its first frame when none is in the main executable.
-    static func appFrameName(_ frames: [ThreadFrame], record: CrashRecord, name: (UInt64) -> String?) -> String {
-        let main = record.images.first { $0.isMainExecutable }
-        let inMain = frames.filter { frame in main.map { frame.address >= $0.base && frame.address - $0.base < $0.size } ?? false }
-        func short(_ frame: ThreadFrame) -> String {
-            guard var text = name(frame.address) else { return record.offsetLabel(for: frame.address) ?? hex(frame.address) }
-            // "closure #1 () -> () in f(…)" is f's; "partial apply forwarder for f" is f's.
-            if text.hasPrefix("closure #") {
-                let characters = Array(text), marker = Array(" in ")
-                if let at = stride(from: characters.count - marker.count, through: 0, by: -1).first(where: {
-                    Array(characters[$0 ..< $0 + marker.count]) == marker
-                }) { text = String(characters[(at + marker.count)...]) }
-            }
-            for prefix in ["partial apply forwarder for ", "reabstraction thunk helper "] where text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
-            if let paren = text.firstIndex(of: "(") { text = String(text[..<paren]) }
-            return text
-        }
-        var names: [String] = []
-        for frame in inMain where names.count < 2 {
-            let text = short(frame)
-            if names.last != text { names.append(text) }
-        }
-        if names.isEmpty, let first = frames.first { names = [short(first)] }
-        return names.count == 2 ? "\(names[1]) → \(names[0])" : names.first ?? "?"
-    }
-
     /// How many crashes the event stands for (`extra.crash_count`, `extra.first_crash`: records
     /// folded into this one when the record directory was over its bounds), and the crash loop
     /// it was part of (`tags.crash_loop`, `extra.crash_loop_length`). Nothing for a lone crash.
@@ -378,14 +349,29 @@ package enum SentryEnvelope {
             extra["hang"] = .pairs(hang)
             event.extra = extra
         }
+        let localName = { (address: UInt64) -> String? in
+            readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
+        }
+        if let live = record.event, let samples = live.stackSamples {
+            // A computing hang: grouped by where its busy threads most often were, not by the one
+            // reading of the focus thread (which may be anywhere in the loop).
+            let hottest = samples.hottest(in: record, name: localName)
+            if let top = hottest.first {
+                event.fingerprint = ["hang", live.detector.name, "computing", top.place]
+                var extra = event.extra ?? [:]
+                if case .pairs(var hang)? = extra["hang"] {
+                    hang["hot_frames"] = hottest.prefix(5).map { "\($0.place) (\($0.samples) of \(samples.samples.count) samples)" }.joined(separator: "; ")
+                    extra["hang"] = .pairs(hang)
+                }
+                event.extra = extra
+            }
+        }
         if let live = record.event, live.detector == .deadlock, let cycle = live.lockWaits?.cycle, !cycle.isEmpty {
             // A deadlock is titled by the functions its threads wait in and grouped by them, not by
             // the first thread's frames alone (which of the threads comes first depends on their ids).
             let places = cycle.map { wait in
                 record.threads.first { $0.tid == wait.tid }.map { thread in
-                    appFrameName(framesOf(thread), record: record) { address in
-                        readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
-                    }
+                    record.place(ofStack: framesOf(thread).map(\.address), name: localName)
                 } ?? "?"
             }
             event.exception.values[0].value = places.count == 1

@@ -124,6 +124,21 @@ final class HangDetectionTests: XCTestCase {
             }
             let text = Rendering.text(inspection)
             XCTAssertTrue(text.contains(busy ? "computing: " : "waiting: "), text)
+            // A computing stall's busy threads sampled over a second: most often in busyCall.
+            if busy {
+                let samples = try XCTUnwrap(record.event?.stackSamples, "no stack samples")
+                XCTAssertEqual(samples.rounds, 5)
+                XCTAssertGreaterThanOrEqual(samples.samples.count, 5, "\(samples.samples.map(\.tid))")
+                let hottest = try XCTUnwrap(inspection.hotFrames.first)
+                XCTAssertTrue(hottest.place.contains("busyCall"), "\(inspection.hotFrames)")
+                XCTAssertGreaterThanOrEqual(hottest.samples * 2, samples.samples.count, "most samples in busyCall: \(inspection.hotFrames)")
+                XCTAssertTrue(text.contains("most often in"), text)
+                let grouped = SentryEnvelope.event(record: record, eventID: "e")
+                XCTAssertEqual(grouped.fingerprint?.prefix(3), ["hang", "cooperative_pool", "computing"])
+                XCTAssertTrue(grouped.fingerprint?.last?.contains("busyCall") == true, "\(String(describing: grouped.fingerprint))")
+            } else {
+                XCTAssertNil(record.event?.stackSamples, "a waiting stall is not sampled")
+            }
             let event = SentryEnvelope.event(record: record, eventID: "e", readImageFiles: false)
             XCTAssertEqual(event.tags["stall"], busy ? "computing" : "waiting")
             XCTAssertEqual(event.threads.values.first { $0.id == Int(blocked.tid) }?.state, busy ? "Runnable" : "Waiting")

@@ -82,6 +82,12 @@ final class LockWaitTests: XCTestCase {
             XCTAssertTrue(run.stderr.contains("\"hang\":\"deadlock\""), run.stderr)
 
             let record = try CrashRecordReader.read(path: run.records[0])
+            // The copy a sink attaches still reads as this deadlock, with the locks' words zeroed.
+            let copy = try CrashRecordReader.parse(RecordRedaction().apply(to: Array(try Data(contentsOf: URL(fileURLWithPath: run.records[0])))))
+            XCTAssertEqual(copy.event?.detector, .deadlock)
+            XCTAssertEqual(copy.event?.lockWaits?.cycle.map(\.holder), record.event?.lockWaits?.cycle.map(\.holder))
+            XCTAssertTrue(record.event?.lockWaits?.waits.contains { $0.words.contains { $0 != 0 } } == true)
+            XCTAssertEqual(copy.event?.lockWaits?.waits.allSatisfy { $0.words.allSatisfy { $0 == 0 } }, true)
             let sentry = SentryEnvelope.event(record: record, eventID: "e")
             XCTAssertEqual(sentry.exception.values.first?.type, "Deadlock")
             let value = sentry.exception.values.first?.value ?? ""

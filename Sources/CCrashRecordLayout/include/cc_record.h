@@ -96,6 +96,7 @@ enum cc_section_type {
     CC_SEC_MEMORY_WATCH = 21, /* cc_sec_memory_watch_t: a memory record's cgroup usage, limit, growth and the allocator's own counts */
     CC_SEC_THREAD_STATES = 22, /* cc_sec_thread_states_t + count * cc_thread_state_t: each thread's scheduler state and CPU time (hang, snapshot) */
     CC_SEC_LOCK_WAITS  = 23, /* cc_sec_lock_waits_t + count * cc_lock_wait_t: the threads blocked on a futex, the lock and its holder (hang, snapshot) */
+    CC_SEC_STACK_SAMPLES = 24, /* cc_sec_stack_samples_t + count * (cc_stack_sample_t + frames): a computing hang's busy threads sampled */
 };
 
 /* CC_SEC_CRASH flags */
@@ -556,6 +557,27 @@ typedef struct {
 } cc_lock_wait_t;
 _Static_assert(sizeof(cc_sec_lock_waits_t) == 8, "cc_sec_lock_waits_t layout");
 _Static_assert(sizeof(cc_lock_wait_t) == 72, "cc_lock_wait_t layout");
+
+/* CC_SEC_STACK_SAMPLES: in a hang record whose threads were computing (CC_SEC_THREAD_STATES: a
+ * thread on the CPU for a quarter of its window), after CC_SEC_THREAD_STATES: the busy threads
+ * (at most 8) stopped and unwound `samples` times, interval_ms apart, before the record — where
+ * they were most often is what the stall spends its time in, where the record's one reading of
+ * each thread may be anywhere. Each entry is a cc_stack_sample_t and its frame_count pcs
+ * (uint64_t, innermost first; the first exact, the others return addresses). */
+typedef struct {
+    uint32_t count;                 /* entries that follow */
+    uint32_t samples;               /* rounds taken */
+    uint32_t interval_ms;           /* between rounds */
+    uint32_t reserved;
+} cc_sec_stack_samples_t;
+typedef struct {
+    int32_t  tid;
+    uint32_t round;                 /* 0 … samples - 1 */
+    uint32_t frame_count;           /* at most 64 */
+    uint32_t reserved;
+} cc_stack_sample_t;
+_Static_assert(sizeof(cc_sec_stack_samples_t) == 16, "cc_sec_stack_samples_t layout");
+_Static_assert(sizeof(cc_stack_sample_t) == 16, "cc_stack_sample_t layout");
 
 /* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
  * detector had seen it end): a later launch of the app, which found the run's marker without an
