@@ -634,6 +634,49 @@ static void child_lock_waits(void) {
     _exit(0);
 }
 
+/* Stack samples (cc_sample_threads): a thread spinning in sanitized_spin_sample is stopped,
+ * unwound and let go three times; each time its frames lead through that function, and it spins
+ * on afterwards. A thread that does not exist is simply not read. */
+static _Atomic int32_t g_spin_tid;
+static _Atomic uint64_t g_spin_count;
+
+__attribute__((noinline)) void sanitized_spin_sample(void);
+__attribute__((noinline)) void sanitized_spin_sample(void) {
+    for (;;) atomic_fetch_add(&g_spin_count, 1);
+}
+
+static void *spin_thread(void *raw) {
+    (void)raw;
+    atomic_store(&g_spin_tid, cc_current_tid());
+    sanitized_spin_sample();
+    return 0;
+}
+
+static void child_stack_samples(void) {
+    install(0, 0);
+    pthread_t thread;
+    pthread_create(&thread, 0, spin_thread, 0);
+    while (atomic_load(&g_spin_tid) == 0) usleep(1000);
+    int32_t tids[2] = { atomic_load(&g_spin_tid), 999999 };
+    for (int round = 0; round < 3; round++) {
+        uint64_t frames[2 * 32] = { 0 };
+        uint32_t counts[2] = { 7, 7 };
+        if (cc_sample_threads(tids, 2, frames, 32, counts) != 0) { fprintf(stderr, "cc_sample_threads failed\n"); _exit(91); }
+        if (counts[0] == 0 || counts[1] != 0) { fprintf(stderr, "sample %d: %u and %u frames\n", round, counts[0], counts[1]); _exit(92); }
+        int found = 0;
+        for (uint32_t f = 0; f < counts[0]; f++) {
+            Dl_info info;
+            if (dladdr((void *)(uintptr_t)(f == 0 ? frames[f] : frames[f] - 1), &info) && info.dli_sname &&
+                strstr(info.dli_sname, "sanitized_spin_sample")) found = 1;
+        }
+        if (!found) { fprintf(stderr, "sample %d: no frame in sanitized_spin_sample (%u frames)\n", round, counts[0]); _exit(93); }
+        uint64_t before = atomic_load(&g_spin_count);
+        usleep(20000);
+        if (atomic_load(&g_spin_count) == before) { fprintf(stderr, "the thread did not spin on\n"); _exit(94); }
+    }
+    _exit(0);
+}
+
 /* Chaining. A handler installed before CrashCapture runs first, as the kernel would have run it.
  * One gives the signal up (resets it to SIG_DFL and returns, as the Swift backtracer does): the
  * fault comes back and is recorded. One repairs the fault and returns: the program goes on, and
@@ -1711,6 +1754,7 @@ static const scenario_t g_scenarios[] = {
     { "snapshot", child_snapshot, 0, COMPLETE, check_snapshot },
     { "memory-snapshot", child_memory_snapshot, 0, COMPLETE, check_memory_snapshot },
     { "lock-waits", child_lock_waits, 0, COMPLETE, check_lock_waits },
+    { "stack-samples", child_stack_samples, 0, NO_RECORD, 0 },
 };
 
 /* What a sanitizer prints when it finds something: "==1234==ERROR: AddressSanitizer: ...",
