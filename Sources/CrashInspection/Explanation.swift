@@ -77,6 +77,13 @@ package enum Explanation {
             return "\(signal.codeDescription.isEmpty ? "arithmetic exception" : signal.codeDescription) at \(address ?? "?")"
         case SIGILL, SIGTRAP:
             if let line = record.fatalMessage.flatMap(CrashSummary.firstLine) {
+                // Synchronization.Mutex on Linux is a priority-inheritance futex: the kernel walks
+                // its owners and refuses a lock that would close a cycle (EDEADLK), which Mutex
+                // reports as a recursive lock, whichever thread holds the other end.
+                if line.contains("Recursive call to lock Mutex") {
+                    return "Swift runtime trap: \(line) — on Linux also a deadlock: the kernel refused the lock because its holder waits, "
+                        + "directly or through other threads, on a lock this thread holds (two Mutexes taken in opposite order)"
+                }
                 return "Swift runtime trap: \(line)"
             }
             return "\(signal.number == SIGILL ? "illegal instruction" : "trap") at \(address ?? "?") — a Swift runtime check (overflow, force-unwrap, bounds) in an optimised build, or __builtin_trap"

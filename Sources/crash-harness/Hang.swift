@@ -21,7 +21,8 @@ extension CrashHarness {
                 between HangDetector.pause and resume: no record), snapshot-cost (--rounds snapshots of a process \
                 with --threads sleeping threads and --waiting requests: how long its threads stood still; a benchmark), \
                 deadlock (two plain threads take two locks of kind --lock in opposite order and a request then waits \
-                on one: pthread or nslock; lives --seconds), held (a thread holds a lock of kind --lock across a \
+                on one: pthread or nslock; lives --seconds; mutex, two Synchronization.Mutexes, dies of SIGILL \
+                instead: the kernel refuses the second lock), held (a thread holds a lock of kind --lock across a \
                 blocking call while a request waits for it: rwlock, a glibc rwlock held for writing, or mutex, a \
                 Synchronization.Mutex; a snapshot is taken), lock-scan-cost (what the hang watcher's deadlock \
                 check costs a tick: --rounds scans of a process with --threads threads, half of them waiting on \
@@ -67,7 +68,7 @@ extension CrashHarness {
         @Option(help: "snapshot-cost: snapshots taken.")
         var rounds: Int = 20
 
-        @Option(help: "deadlock: pthread (glibc mutexes) or nslock (Foundation's NSLock); held: rwlock or mutex (Synchronization.Mutex).")
+        @Option(help: "deadlock: pthread (glibc mutexes), nslock (Foundation's NSLock) or mutex (Synchronization.Mutex: it traps); held: rwlock or mutex.")
         var lock: String = "pthread"
 
         func run() throws {
@@ -353,7 +354,7 @@ final class HarnessLocks: @unchecked Sendable {
     let held = Atomic<Int>(0)
 
     init(kind: String) throws {
-        guard ["pthread", "nslock"].contains(kind) else { throw ValidationError("unknown lock \(kind)") }
+        guard ["pthread", "nslock", "mutex"].contains(kind) else { throw ValidationError("unknown lock \(kind)") }
         self.kind = kind
         pthread_mutex_init(first, nil)
         pthread_mutex_init(second, nil)
@@ -362,6 +363,7 @@ final class HarnessLocks: @unchecked Sendable {
     func withFirst<T>(_ body: () -> T) -> T {
         switch kind {
         case "nslock": firstLock.lock(); defer { firstLock.unlock() }; return body()
+        case "mutex": return harnessCache.withLock { _ in body() }
         default: pthread_mutex_lock(first); defer { pthread_mutex_unlock(first) }; return body()
         }
     }
@@ -369,16 +371,18 @@ final class HarnessLocks: @unchecked Sendable {
     func withSecond<T>(_ body: () -> T) -> T {
         switch kind {
         case "nslock": secondLock.lock(); defer { secondLock.unlock() }; return body()
+        case "mutex": return harnessSecondMutex.withLock { _ in body() }
         default: pthread_mutex_lock(second); defer { pthread_mutex_unlock(second) }; return body()
         }
     }
 }
 
-/// The Synchronization.Mutex of `hang --mode held --lock mutex`. (Two of them taken in opposite
-/// order do not hang on Linux: its lock is a priority-inheritance futex, whose owner chain the
-/// kernel walks; it refuses the second lock with EDEADLK and Mutex traps, "Recursive call to lock
-/// Mutex".)
+/// The Synchronization.Mutex of `hang --mode held --lock mutex`, and with the second one those of
+/// `--mode deadlock --lock mutex`: two taken in opposite order do not hang on Linux. Mutex's lock
+/// is a priority-inheritance futex, whose owner chain the kernel walks; it refuses the lock that
+/// closes the cycle with EDEADLK and Mutex traps, "Recursive call to lock Mutex" (SIGILL).
 let harnessCache = Mutex<Int>(0)
+let harnessSecondMutex = Mutex<Int>(0)
 
 /// Holds the Mutex across a blocking call.
 @inline(never) func refreshCache(block: Double, then holding: DispatchSemaphore) {

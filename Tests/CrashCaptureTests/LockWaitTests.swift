@@ -100,6 +100,31 @@ final class LockWaitTests: XCTestCase {
         }
     }
 
+    /// Two Synchronization.Mutexes taken in opposite order do not hang on Linux: the kernel's
+    /// priority-inheritance futex refuses the lock that closes the cycle and Mutex traps with
+    /// "Recursive call to lock Mutex". The process dies of SIGILL as it does without CrashCapture,
+    /// and the record says that this message is also how a deadlock ends there.
+    func testTwoSynchronizationMutexesInOppositeOrderTrapAndTheRecordSaysWhy() throws {
+        let directory = try Scratch.directory("locks-mutex-abba")
+        for disabled in [true, false] {
+            var env = ProcessInfo.processInfo.environment
+            env[HangDetection.environmentVariable] = nil
+            env["SWIFT_BACKTRACE"] = "enable=no"
+            env["CRASHCAPTURE_DISABLE"] = disabled ? "1" : nil
+            let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--dir", directory, "--mode", "deadlock", "--lock", "mutex",
+                                                                     "--waiting", "0", "--threshold", "0", "--seconds", "10"],
+                                             environment: env, stdout: directory + ".stdout", stderr: directory + ".stderr", timeout: 60,
+                                             ownProcessGroup: true)
+            XCTAssertEqual(child.ending, .signaled(SIGILL), "disabled: \(disabled)")
+        }
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".ccrec") }
+        XCTAssertEqual(records.count, 1)
+        let show = try showJSON(directory + "/" + (try XCTUnwrap(records.first)))
+        XCTAssertTrue((show["message"] as? String ?? "").contains("Recursive call to lock Mutex"), "\(show["message"] ?? "")")
+        let explanation = show["explanation"] as? String ?? ""
+        XCTAssertTrue(explanation.contains("also a deadlock"), explanation)
+    }
+
     /// A request waits to read a glibc rwlock a plain thread holds for writing across a blocking
     /// call, then for a Synchronization.Mutex held the same way: the snapshot names the lock's
     /// kind and the holder, and no deadlock.
