@@ -45,8 +45,8 @@ python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets
 swift build -c release --package-path Examples/CrashingServer --target DocSnippets
 echo "== swift test"
 swift test
-# The fuzzer (a scratch path of its own) builds and runs beside the public surface, whose symbol
-# graphs are extracted one module at a time: one core each.
+# The fuzzer (a scratch path of its own) builds and runs beside the public surface and the DocC
+# catalogs.
 echo "== fuzzing the record parser for ${FUZZ_SECONDS:-60} s, in the background"
 fuzz_log="$(mktemp)"
 ( scripts/fuzz.sh "${FUZZ_SECONDS:-60}" >"$fuzz_log" 2>&1; echo $? >"$fuzz_log.rc" ) &
