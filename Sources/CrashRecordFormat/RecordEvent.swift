@@ -383,7 +383,7 @@ package struct RecordEvent: Sendable, Equatable {
             let who = threads.count == 1 ? "thread \(threads[0]) waits on a lock it holds itself"
                 : threads.isEmpty ? "threads wait on each other's locks"
                 : "threads \(threads.dropLast().joined(separator: ", ")) and \(threads.last!) wait on each other's locks"
-            return "a deadlock: \(who) (seen for \(observed))"
+            return "\(who) (seen for \(observed))"
         case .unknown(let raw): return "detector \(raw) fired (\(name)): \(observed), threshold \(threshold)"
         }
     }
