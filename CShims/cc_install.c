@@ -179,12 +179,16 @@ static int cc__config_fits(const cc_config_t *config) {
  * the directory is for its owner only. chmod only when it is not already so (mkdir 0700 under the
  * usual umask made it so): fstat is a read, where fchmod writes the inode. Permission bits 0700
  * and nothing else (no set-id, no sticky bit, an ACL's mask at ---), exactly what fchmod(0700)
- * would leave. -1 with errno when it cannot be opened. */
+ * would leave. Never a shared directory (the sticky bit: /tmp, /var/tmp, /dev/shm), which a
+ * directory pointed at by mistake would otherwise close to every other user of the machine
+ * (as root, /tmp itself): there the record files' own 0600 keeps them private. -1 with errno
+ * when it cannot be opened. */
 static int cc__open_directory(const char *path) {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat dir_stat;
-    if (fstat(fd, &dir_stat) != 0 || (dir_stat.st_mode & 07777) != 0700) fchmod(fd, 0700);
+    if (fstat(fd, &dir_stat) != 0) return fd;
+    if ((dir_stat.st_mode & 07777) != 0700 && !(dir_stat.st_mode & S_ISVTX)) fchmod(fd, 0700);
     return fd;
 }
 

@@ -106,7 +106,7 @@ int cc_snapshot(const cc_snapshot_request_t *request, cc_snapshot_result_t *resu
     cc_sec_event_t event = {
         .kind = request->kind, .detector = request->detector, .threshold_ms = request->threshold_ms,
         .observed_ms = request->observed_ms, .request_key = request->request_key, .blocked_tid = request->blocked_tid,
-        .stopped_microseconds = held_us, .threads_stopped = stopped,
+        .stopped_microseconds = held_us, .threads_stopped = stopped, .stall_cpu_span_ms = request->stall_cpu_span_ms,
     };
     if (request->name) cc__strlcpy(event.name, request->name, sizeof event.name);
     cc__section_begin(w, CC_SEC_EVENT);

@@ -170,6 +170,7 @@ typedef struct {
     uint64_t observed_ms;
     uint64_t request_key;
     int32_t blocked_tid;
+    uint32_t stall_cpu_span_ms;      /* cc_sec_event_t's: the span the threads' stall CPU times cover (0: none) */
     const char *name;
     /* Sections of the caller's to write right after CC_SEC_EVENT, in order (a memory record's
      * CC_SEC_MEMORY_WATCH; a hang's CC_SEC_THREAD_STATES and CC_SEC_LOCK_WAITS): at most
@@ -217,6 +218,10 @@ int cc_termination_message(const char *text, size_t length);
  * hands out, holds free, holds in chunks of their own. 0, or -1 where there is no mallinfo2.
  * Ordinary code: takes the allocator's locks; never while other threads are stopped. */
 int cc_malloc_info(uint64_t out[4]);
+
+/* Each thread's CPU time (user + system, ns) from its per-thread CPU clock, at most `capacity`
+ * (cc_resources.c): how many were read. Ordinary code: the hang watcher's tick. */
+uint32_t cc_thread_cpu_times(int32_t *tids, uint64_t *cpu_ns, uint32_t capacity);
 
 /* The thread id of the calling thread (gettid). */
 int32_t cc_current_tid(void);

@@ -312,6 +312,7 @@ final class HangMonitor: Sendable {
         var open: Set<String> = []      // the causes recorded whose hang has not ended
         var memory: (watcher: MemoryWatcher, threshold: Double)?
         var stalls: [(end: Int64, length: Int64)] = []   // the watcher's own late wake-ups: time the process was stopped
+        var cpuHistory: [CPUReading] = []               // each thread's CPU time at the last ticks (at most 64)
         var deadlocksSeen: [String: Int64] = [:]         // each cycle of lock waits seen at the last tick, and since when
         var deadlocksRecorded: Set<String> = []          // the cycles recorded (one record each)
         var target = monotonicNow()
@@ -338,6 +339,9 @@ final class HangMonitor: Sendable {
             }
             quietUntil = max(quietUntil, resumedAt.load(ordering: .sequentiallyConsistent) + threshold)
             let quiet = now < quietUntil
+            // Each thread's CPU time, so that a hang record can say what each used since its stall began.
+            cpuHistory.append(CPUReading(time: now, cpu: ThreadStateSampler.cpuTimes()))
+            if cpuHistory.count > 64 { cpuHistory.removeFirst() }
 
             func fire(_ detector: UInt32, name: String, threshold: Int64, observed: Int64,
                       requestKey: UInt64 = 0, thread: Int32 = 0) {
@@ -346,8 +350,11 @@ final class HangMonitor: Sendable {
                 lastFired[cause] = now
                 open.insert(cause)
                 _ = RecordDirectoryBound.enforce(directory: current.directory, limits: current.limits)
+                // The reading of the last tick at or before the stall began (else the oldest kept).
+                let baseline = cpuHistory.last { $0.time <= now - observed } ?? cpuHistory.first
                 let written = try? HangMonitor.write(kind: UInt32(CC_KIND_HANG.rawValue), detector: detector, name: name,
-                                                     threshold: threshold, observed: observed, requestKey: requestKey, thread: thread)
+                                                     threshold: threshold, observed: observed, requestKey: requestKey, thread: thread,
+                                                     stallBaseline: baseline)
                 HangMonitor.say(detector: detector, name: name, observed: observed, record: written)
                 HangMonitor.leaveTerminationMessage(name: name, threshold: threshold, observed: observed, record: written)
             }
@@ -453,15 +460,17 @@ final class HangMonitor: Sendable {
     /// Writes a record of the live process and hands its path to the reporter's handler.
     static func write(kind: UInt32, detector: UInt32, name: String, threshold: Int64 = 0, observed: Int64 = 0,
                       requestKey: UInt64 = 0, thread: Int32 = 0, extra given: (type: UInt32, bytes: [UInt8])? = nil,
-                      deadlock: String? = nil) throws -> SnapshotRecord {
+                      deadlock: String? = nil, stallBaseline: CPUReading? = nil) throws -> SnapshotRecord {
         var extras: [(type: UInt32, bytes: [UInt8])] = []
+        var stallSpan: UInt32 = 0
         if let given {
             extras.append(given)
         } else {
             // A hang or snapshot says whether each thread was computing or waiting (ThreadStateSampler),
             // then which lock each blocked thread waits on and who holds it, read last, just before
             // the threads are stopped: a deadlock among them comes first (the one `deadlock` names).
-            let states = ThreadStateSampler.sample()
+            let states = ThreadStateSampler.sample(since: stallBaseline?.cpu)
+            if let stallBaseline { stallSpan = UInt32(clamping: (monotonicNow() - stallBaseline.time) / 1_000_000) }
             extras.append((CC_SEC_THREAD_STATES.rawValue, states.section))
             // A computing hang: where its busy threads spend the time, sampled over a second.
             if kind == UInt32(CC_KIND_HANG.rawValue), detector != UInt32(CC_DETECTOR_DEADLOCK.rawValue),
@@ -480,6 +489,7 @@ final class HangMonitor: Sendable {
         request.observed_ms = UInt64(max(0, observed / 1_000_000))
         request.request_key = requestKey
         request.blocked_tid = thread
+        request.stall_cpu_span_ms = stallSpan
         var result = cc_snapshot_result_t()
         var error: Int32 = 0
         let rc = name.withCString { pointer in
@@ -572,6 +582,12 @@ final class HangMonitor: Sendable {
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
     }
+}
+
+/// Each thread's CPU time (ns) at one of the watcher's ticks.
+struct CPUReading: Sendable {
+    var time: Int64
+    var cpu: [Int32: UInt64]
 }
 
 /// `crash-inspect snapshot <pid>`'s request: a file `snapshot-request-<pid>` in the record

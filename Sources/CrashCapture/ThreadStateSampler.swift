@@ -14,14 +14,26 @@ enum ThreadStateSampler {
     /// How long the two readings are apart.
     static let window: UInt32 = 200
 
-    /// The section's payload: two readings `window` ms apart of every thread but the caller; and
-    /// the threads on the CPU for at least a quarter of the window, busiest first (the reader's
-    /// `ThreadStates.busy`).
-    static func sample() -> (section: [UInt8], busy: [Int32]) {
+    /// Each thread's CPU time in ns, from its own CPU clock (cc_thread_cpu_times): the hang
+    /// watcher reads it every tick, so that a hang record can say what each thread used since
+    /// the stall began.
+    static func cpuTimes() -> [Int32: UInt64] {
+        let capacity = 4096
+        var tids = [Int32](repeating: 0, count: capacity), times = [UInt64](repeating: 0, count: capacity)
+        let count = Int(cc_thread_cpu_times(&tids, &times, UInt32(capacity)))
+        return Dictionary(zip(tids.prefix(count), times.prefix(count)), uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The section's payload: two readings `window` ms apart of every thread but the caller, and,
+    /// given the threads' CPU times at a tick before the stall (`since`), what each used since
+    /// (a thread not there then: all it used); and the threads on the CPU for at least a quarter
+    /// of the window, busiest first (the reader's `ThreadStates.busy`).
+    static func sample(since baseline: [Int32: UInt64]? = nil) -> (section: [UInt8], busy: [Int32]) {
         let me = cc_current_tid()
         let first = read(excluding: me)
         usleep(window * 1000)
         let second = read(excluding: me)
+        let cpuNow = baseline == nil ? [:] : cpuTimes()
         let ticksPerMillisecond = max(1, Double(sysconf(Int32(_SC_CLK_TCK)))) / 1000
         var header = cc_sec_thread_states_t()
         var entries: [cc_thread_state_t] = []
@@ -32,6 +44,10 @@ enum ThreadStateSampler {
             let before = first[tid]?.ticks ?? now.ticks
             entry.window_cpu_ms = UInt32(clamping: Int64(Double(now.ticks &- before) / ticksPerMillisecond))
             entry.cpu_ms = UInt64(Double(now.ticks) / ticksPerMillisecond)
+            if let baseline, let cpu = cpuNow[tid] {
+                let before = baseline[tid].flatMap { $0 <= cpu ? $0 : nil } ?? 0   // a thread id used again: the new thread's all
+                entry.stall_cpu_ms = UInt32(clamping: (cpu - before) / 1_000_000)
+            }
             entries.append(entry)
             if entries.count == 2000 { break }
         }

@@ -196,6 +196,9 @@ package struct ShowJSON: Encodable, Sendable {
         package var memory: Nullable<MemoryWatch>
         /// `computing` or `waiting`: whether a thread was on the CPU for a quarter of the window before the record.
         package var stall: Nullable<String>
+        /// What each thread's `scheduling.stallCPUMilliseconds` covers: from the watcher's tick
+        /// before the stall began to the record; null when the record has none (a snapshot).
+        package var stallCPUSpanMilliseconds: Nullable<UInt32>
         /// The threads of a deadlock, in order (each waits on a lock the next one holds); null: none found.
         package var deadlock: Nullable<[Int]>
         /// A computing hang's busy threads sampled over a second: where they most often were,
@@ -300,6 +303,8 @@ package struct ShowJSON: Encodable, Sendable {
         package var windowCPUMilliseconds: UInt32
         package var windowMilliseconds: UInt32
         package var cpuMilliseconds: UInt64
+        /// CPU time since the stall began (over the event's `stallCPUSpanMilliseconds`); null without one.
+        package var stallCPUMilliseconds: Nullable<UInt32>
     }
 
     /// One symbolicated frame: an inlined call expands a thread frame into several, innermost first.

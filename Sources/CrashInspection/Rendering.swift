@@ -30,7 +30,10 @@ package enum Rendering {
                 out.append(event.kind == .memory ? "  (the next launch told the kill: the memory cgroup's OOM killer counted it)"
                            : "  (the next launch told the kill: no detector had seen the hang end)")
             }
-            if let states = event.threadStates { out.append("  \(states.summary)") }
+            if let states = event.threadStates {
+                out.append("  \(states.summary)")
+                if let span = event.stallCPUSpanMilliseconds { out.append("  \(states.stallSummary(span: span))") }
+            }
             if let samples = event.stackSamples, !inspection.hotFrames.isEmpty {
                 let threads = Set(samples.samples.map(\.tid)).count
                 out.append("  most often in (\(samples.samples.count) samples of \(threads) busy thread\(threads == 1 ? "" : "s"), \(samples.rounds) rounds \(samples.intervalMilliseconds) ms apart):")
@@ -96,7 +99,8 @@ package enum Rendering {
                 out.append("Other threads")
                 headedOthers = true
             }
-            out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates, locks: record.event?.lockWaits,
+            out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates,
+                                              stallSpan: record.event?.stallCPUSpanMilliseconds, locks: record.event?.lockWaits,
                                               names: threadNames))
         }
         let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
@@ -242,12 +246,13 @@ package enum Rendering {
         }
     }
 
-    static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil,
+    static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil, stallSpan: UInt32? = nil,
                            locks: LockWaits? = nil, names: [Int32: String] = [:]) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
         if let states = scheduling, let mine = states.of(thread.tid) {
-            flags.append("\(mine.stateName), \(mine.windowCPUMilliseconds) ms of CPU in the \(states.windowMilliseconds) ms before")
+            flags.append("\(mine.stateName), \(mine.windowCPUMilliseconds) ms of CPU in the \(states.windowMilliseconds) ms before"
+                         + (stallSpan.map { " (\(mine.stallCPUMilliseconds) ms in the \(RecordEvent.seconds(UInt64($0))) of the stall)" } ?? ""))
         }
         if let wait = locks?.of(thread.tid) {
             flags.append(wait.description(holderName: wait.holder.flatMap { names[$0] }, frameNames: inspected.symbolNames))
@@ -362,6 +367,7 @@ package enum Rendering {
                                                    mallocFree: Nullable(memory.mallocFree), threads: memory.threads)
                                }),
                                stall: Nullable(event.threadStates?.verdict),
+                               stallCPUSpanMilliseconds: Nullable(event.stallCPUSpanMilliseconds),
                                deadlock: Nullable(event.lockWaits.flatMap { $0.cycleLength == 0 ? nil : $0.cycle.map { Int($0.tid) } }),
                                hotFrames: Nullable(event.stackSamples.map { samples in
                                    inspection.hotFrames.map { ShowJSON.HotFrame(place: $0.place, samples: $0.samples, of: samples.samples.count) }
@@ -397,7 +403,8 @@ package enum Rendering {
                     scheduling: Nullable(record.event?.threadStates.flatMap { states in
                         states.of(inspected.thread.tid).map {
                             ShowJSON.Scheduling(state: $0.stateName, windowCPUMilliseconds: $0.windowCPUMilliseconds,
-                                                windowMilliseconds: states.windowMilliseconds, cpuMilliseconds: $0.cpuMilliseconds)
+                                                windowMilliseconds: states.windowMilliseconds, cpuMilliseconds: $0.cpuMilliseconds,
+                                                stallCPUMilliseconds: Nullable(record.event?.stallCPUSpanMilliseconds == nil ? nil : $0.stallCPUMilliseconds))
                         }
                     }),
                     waitsOn: Nullable(record.event?.lockWaits.flatMap { locks in

@@ -708,6 +708,8 @@ private struct RecordParser {
             stoppedMicroseconds: p.u32(Layout.offset(\S.stopped_microseconds)),
             threadsStopped: p.u32(Layout.offset(\S.threads_stopped)),
             name: p.fixedString(Layout.offset(\S.name), Layout.size(\S.name)))
+        let span = p.u32(Layout.offset(\S.stall_cpu_span_ms))
+        record.event?.stallCPUSpanMilliseconds = span == 0 ? nil : span
     }
 
     /// Sets a resource of the record (made with the first).
@@ -902,7 +904,8 @@ private struct RecordParser {
             threads.append(ThreadScheduling(tid: p.i32(at + Layout.offset(\T.tid)),
                                             state: (0x21...0x7E).contains(letter) ? Character(UnicodeScalar(letter)) : "?",
                                             windowCPUMilliseconds: p.u32(at + Layout.offset(\T.window_cpu_ms)),
-                                            cpuMilliseconds: p.u64(at + Layout.offset(\T.cpu_ms))))
+                                            cpuMilliseconds: p.u64(at + Layout.offset(\T.cpu_ms)),
+                                            stallCPUMilliseconds: p.u32(at + Layout.offset(\T.stall_cpu_ms))))
         }
         record.event?.threadStates = ThreadStates(windowMilliseconds: p.u32(Layout.offset(\S.window_ms)), threads: threads)
     }

@@ -51,12 +51,15 @@ package struct ThreadScheduling: Sendable, Equatable {
     /// CPU time (user + system) in the window before the record, and in all.
     package var windowCPUMilliseconds: UInt32
     package var cpuMilliseconds: UInt64
+    /// CPU time since the stall began (``RecordEvent/stallCPUSpanMilliseconds`` says over how long).
+    package var stallCPUMilliseconds: UInt32
 
-    package init(tid: Int32, state: Character, windowCPUMilliseconds: UInt32, cpuMilliseconds: UInt64) {
+    package init(tid: Int32, state: Character, windowCPUMilliseconds: UInt32, cpuMilliseconds: UInt64, stallCPUMilliseconds: UInt32 = 0) {
         self.tid = tid
         self.state = state
         self.windowCPUMilliseconds = windowCPUMilliseconds
         self.cpuMilliseconds = cpuMilliseconds
+        self.stallCPUMilliseconds = stallCPUMilliseconds
     }
 
     /// "running", "sleeping", "disk wait", …
@@ -100,6 +103,18 @@ package struct ThreadStates: Sendable, Equatable {
     }
 
     package func of(_ tid: Int32) -> ThreadScheduling? { threads.first { $0.tid == tid } }
+
+    /// "since the stall began (5.2 s before the record) the threads used 9.8 s of CPU; most thread
+    /// 4012, 4.9 s" — given the span the stall CPU times cover.
+    package func stallSummary(span milliseconds: UInt32) -> String {
+        let total = threads.reduce(UInt64(0)) { $0 + UInt64($1.stallCPUMilliseconds) }
+        var text = "since the stall began (\(RecordEvent.seconds(UInt64(milliseconds))) before the record) the threads used "
+            + "\(RecordEvent.seconds(total)) of CPU"
+        if let most = threads.max(by: { $0.stallCPUMilliseconds < $1.stallCPUMilliseconds }), most.stallCPUMilliseconds > 0 {
+            text += "; most thread \(most.tid), \(RecordEvent.seconds(UInt64(most.stallCPUMilliseconds)))"
+        }
+        return text
+    }
 }
 
 /// A thread blocked in futex(2) before a hang or snapshot record: the word it waited on, the lock
@@ -351,6 +366,9 @@ package struct RecordEvent: Sendable, Equatable {
     package var lockWaits: LockWaits?
     /// A computing hang's busy threads sampled over a second (`CC_SEC_STACK_SAMPLES`).
     package var stackSamples: StackSamples?
+    /// What each thread's ``ThreadScheduling/stallCPUMilliseconds`` covers: from the hang
+    /// watcher's tick before the stall began to the record; nil in a record without them.
+    package var stallCPUSpanMilliseconds: UInt32?
 
     package init(kind: RecordKind, detector: Detector, thresholdMilliseconds: UInt64 = 0, observedMilliseconds: UInt64 = 0,
                  requestKey: UInt64? = nil, blockedThread: Int32? = nil, stoppedMicroseconds: UInt32 = 0,
@@ -388,7 +406,7 @@ package struct RecordEvent: Sendable, Equatable {
         }
     }
 
-    static func seconds(_ milliseconds: UInt64) -> String {
+    package static func seconds(_ milliseconds: UInt64) -> String {
         if milliseconds < 1000 { return "\(milliseconds) ms" }
         let tenths = (milliseconds + 50) / 100
         return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"

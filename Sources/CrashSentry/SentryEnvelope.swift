@@ -330,7 +330,10 @@ package enum SentryEnvelope {
                 "what": live.summary, "threshold_ms": String(live.thresholdMilliseconds), "observed_ms": String(live.observedMilliseconds),
                 "threads_stopped_us": String(live.stoppedMicroseconds),
             ]
-            if let states = live.threadStates { hang["threads"] = states.summary }
+            if let states = live.threadStates {
+                hang["threads"] = states.summary
+                if let span = live.stallCPUSpanMilliseconds { hang["stall_cpu"] = states.stallSummary(span: span) }
+            }
             if let memory = live.memory {
                 hang["memory"] = memory.headline
                 hang["usage_bytes"] = String(memory.usage)

@@ -904,6 +904,11 @@ static void child_api(void) {
     API_CHECK(strcmp(cc_record_directory(), g_dir) == 0);
     struct stat st;
     API_CHECK(stat(g_dir, &st) == 0 && (st.st_mode & 07777) == 0700);
+    /* A shared directory (sticky, as /tmp) given by mistake is left as it is. */
+    chmod(g_dir, 01777);
+    API_CHECK(cc_reconfigure(&config, &err) == CC_INSTALLED);
+    API_CHECK(stat(g_dir, &st) == 0 && (st.st_mode & 07777) == 01777);
+    chmod(g_dir, 0700);
     int fatal[] = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) API_CHECK(is_ours(fatal[i]));
     API_CHECK(cc_set_app_end_template(TEMPLATE) == 0 && cc_set_app_end_template(0) == 0);

@@ -115,12 +115,17 @@ final class HangDetectionTests: XCTestCase {
             let inspection = try inspect(run.recordFiles[0])
             let blocked = try XCTUnwrap(inspection.crashed).thread
             let mine = try XCTUnwrap(states.of(blocked.tid))
+            // And since the stall began (the watcher's tick before it): a span at least the threshold.
+            let span = try XCTUnwrap(record.event?.stallCPUSpanMilliseconds, "no stall CPU span")
+            XCTAssertGreaterThanOrEqual(span, 1000)
             if busy {
                 XCTAssertEqual(mine.state, "R", "\(mine)")
                 XCTAssertGreaterThanOrEqual(mine.windowCPUMilliseconds, 50, "\(mine)")
+                XCTAssertGreaterThanOrEqual(mine.stallCPUMilliseconds * 4, span, "computing through a quarter of the stall at least: \(mine)")
             } else {
                 XCTAssertEqual(mine.state, "S", "\(mine)")
                 XCTAssertLessThanOrEqual(mine.windowCPUMilliseconds, 20, "\(mine)")
+                XCTAssertLessThanOrEqual(mine.stallCPUMilliseconds, 100, "\(mine)")
             }
             let text = Rendering.text(inspection)
             XCTAssertTrue(text.contains(busy ? "computing: " : "waiting: "), text)

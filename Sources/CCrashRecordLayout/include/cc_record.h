@@ -444,7 +444,7 @@ typedef struct {
     int32_t  blocked_tid;           /* the thread the detector names (an event loop's), 0 = none */
     uint32_t stopped_microseconds;  /* how long the other threads were stopped */
     uint32_t threads_stopped;       /* how many the thread helper stopped and read */
-    uint32_t reserved;
+    uint32_t stall_cpu_span_ms;     /* what CC_SEC_THREAD_STATES' stall_cpu_ms covers: from the watcher's tick before the stall to the record (0: none) */
     char     name[CC_EVENT_NAME_MAX]; /* what fired, or why it was asked for: "cooperative pool", a loop's name */
 } cc_sec_event_t;
 _Static_assert(sizeof(cc_sec_event_t) == 112, "cc_sec_event_t layout");
@@ -514,7 +514,7 @@ typedef struct {
     uint8_t  state;                 /* the scheduler's letter, as /proc shows it */
     uint8_t  reserved[3];
     uint32_t window_cpu_ms;         /* CPU time (user + system) in the window */
-    uint32_t reserved2;
+    uint32_t stall_cpu_ms;          /* CPU time since the stall began (from the hang watcher's last tick before it; 0 in a snapshot) */
     uint64_t cpu_ms;                /* CPU time in all, at the window's end */
 } cc_thread_state_t;
 _Static_assert(sizeof(cc_sec_thread_states_t) == 8, "cc_sec_thread_states_t layout");
