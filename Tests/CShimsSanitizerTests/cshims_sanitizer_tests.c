@@ -512,11 +512,11 @@ static void child_memory_snapshot(void) {
  * lock's kind and holder, and the condition variable none; the snapshot then carries two caller
  * sections in order (the lock waits second). */
 static pthread_mutex_t g_lock_a = PTHREAD_MUTEX_INITIALIZER, g_lock_b = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t g_lock_pi, g_lock_recursive;
+static pthread_mutex_t g_lock_pi, g_lock_recursive, g_lock_robust;
 static pthread_rwlock_t g_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t g_cond_mutex = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int32_t g_lock_tids[8];
+static _Atomic int32_t g_lock_tids[9];
 static _Atomic int g_lock_stage, g_lock_pair;
 static int g_lock_pipe[2];
 
@@ -542,6 +542,7 @@ static void *lock_thread(void *raw) {
         pthread_mutex_lock(&g_lock_pi);
         pthread_mutex_lock(&g_lock_recursive);
         pthread_mutex_lock(&g_lock_recursive);
+        pthread_mutex_lock(&g_lock_robust);
         atomic_fetch_add(&g_lock_stage, 10);
         while (read(g_lock_pipe[0], &byte, 1) < 0) {}
         break;
@@ -551,6 +552,7 @@ static void *lock_thread(void *raw) {
     case 6:
         pthread_mutex_lock(&g_cond_mutex);
         for (;;) pthread_cond_wait(&g_cond, &g_cond_mutex);
+    case 7: pthread_mutex_lock(&g_lock_robust); break;
     }
     return 0;
 }
@@ -570,27 +572,31 @@ static void child_lock_waits(void) {
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&g_lock_recursive, &attr);
-    pthread_t threads[7];
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&g_lock_robust, &attr);
+    pthread_t threads[8];
     pthread_create(&threads[2], 0, lock_thread, (void *)(intptr_t)2);
     while (atomic_load(&g_lock_stage) < 10) usleep(1000);
-    for (int role = 0; role < 7; role++) if (role != 2) pthread_create(&threads[role], 0, lock_thread, (void *)(intptr_t)role);
+    for (int role = 0; role < 8; role++) if (role != 2) pthread_create(&threads[role], 0, lock_thread, (void *)(intptr_t)role);
     /* Until all six waiters sleep in futex(2). */
     cc_lock_wait_t waits[64];
     uint32_t count = 0;
     for (int tries = 0; tries < 1000; tries++) {
         count = cc_lock_waits(waits, 64, cc_current_tid());
         int all = 1;
-        for (int role = 0; role < 7; role++) if (role != 2 && !wait_of(waits, count, atomic_load(&g_lock_tids[role]))) all = 0;
+        for (int role = 0; role < 8; role++) if (role != 2 && !wait_of(waits, count, atomic_load(&g_lock_tids[role]))) all = 0;
         if (all) break;
         usleep(5000);
     }
-    int32_t t[7];
-    for (int role = 0; role < 7; role++) t[role] = atomic_load(&g_lock_tids[role]);
+    int32_t t[8];
+    for (int role = 0; role < 8; role++) t[role] = atomic_load(&g_lock_tids[role]);
     const cc_lock_wait_t *a = wait_of(waits, count, t[0]), *b = wait_of(waits, count, t[1]), *reader = wait_of(waits, count, t[3]),
-                         *pi = wait_of(waits, count, t[4]), *recursive = wait_of(waits, count, t[5]), *cond = wait_of(waits, count, t[6]);
-    if (!a || !b || !reader || !pi || !recursive || !cond) {
+                         *pi = wait_of(waits, count, t[4]), *recursive = wait_of(waits, count, t[5]), *cond = wait_of(waits, count, t[6]),
+                         *robust = wait_of(waits, count, t[7]);
+    if (!a || !b || !reader || !pi || !recursive || !cond || !robust) {
         fprintf(stderr, "lock waits: a waiter not found (%u)\n", count);
-        for (int role = 0; role < 7; role++) {
+        for (int role = 0; role < 8; role++) {
             char path[64], text[256] = { 0 };
             snprintf(path, sizeof path, "/proc/self/task/%d/syscall", t[role]);
             int fd = open(path, O_RDONLY);
@@ -613,6 +619,9 @@ static void child_lock_waits(void) {
     }
     if (recursive->kind != CC_LOCK_MUTEX || recursive->holder_tid != t[2] || recursive->words[1] != 2) {
         fprintf(stderr, "lock waits: the recursive waiter kind %u holder %d count %u\n", recursive->kind, recursive->holder_tid, recursive->words[1]); _exit(97);
+    }
+    if (robust->kind != CC_LOCK_MUTEX_ROBUST || robust->holder_tid != t[2] || robust->lock_address != (uint64_t)(uintptr_t)&g_lock_robust) {
+        fprintf(stderr, "lock waits: the robust waiter kind %u holder %d (want %d)\n", robust->kind, robust->holder_tid, t[2]); _exit(99);
     }
     if (cond->kind != CC_LOCK_FUTEX || cond->holder_tid != 0) {
         fprintf(stderr, "lock waits: the condition variable kind %u holder %d\n", cond->kind, cond->holder_tid); _exit(98);
@@ -671,8 +680,10 @@ static void child_stack_samples(void) {
         }
         if (!found) { fprintf(stderr, "sample %d: no frame in sanitized_spin_sample (%u frames)\n", round, counts[0]); _exit(93); }
         uint64_t before = atomic_load(&g_spin_count);
-        usleep(20000);
-        if (atomic_load(&g_spin_count) == before) { fprintf(stderr, "the thread did not spin on\n"); _exit(94); }
+        for (int waited = 0; atomic_load(&g_spin_count) == before; waited++) {
+            if (waited == 500) { fprintf(stderr, "the thread did not spin on\n"); _exit(94); }   /* 5 s, a loaded machine */
+            usleep(10000);
+        }
     }
     _exit(0);
 }
@@ -807,8 +818,9 @@ static void child_directory_removed_abort(void) {
     sanitized_level1(sanitized_crash_abort);
 }
 
-/* Every name the record can take in the next 3 s is a directory already: the final rename fails
- * (EISDIR) and the whole record stays ".partial". */
+/* Every name the record can take from now to at least a second after they are all made (3 s at
+ * least) is a directory already: the final rename fails (EISDIR) and the whole record stays
+ * ".partial". */
 #define RENAME_WINDOW_MS 3000
 static void child_rename_fails(void) {
     install(0, 0);
@@ -816,7 +828,13 @@ static void child_rename_fails(void) {
     clock_gettime(CLOCK_REALTIME, &now);
     long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     char path[4400];
-    for (int i = 0; i < RENAME_WINDOW_MS; i++) {
+    /* On a loaded machine making the names takes a while: go on until they cover at least a
+     * second beyond now. */
+    for (long long i = 0;; i++) {
+        if (i >= RENAME_WINDOW_MS) {
+            clock_gettime(CLOCK_REALTIME, &now);
+            if (ms + i > (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1000) break;
+        }
         snprintf(path, sizeof path, "%s/" CC_RECORD_PREFIX "%lld-%d-%d" CC_RECORD_EXTENSION, g_dir, ms + i, getpid(), getpid());
         if (mkdir(path, 0700) != 0) _exit(92);
     }
@@ -1703,7 +1721,7 @@ static int check_lock_waits(const record_t *r, const outcome_t *o) {
     cc_sec_lock_waits_t header;
     CHECK(locks->length >= sizeof header, "lock waits cut short");
     memcpy(&header, locks->payload, sizeof header);
-    CHECK(header.count >= 6 && locks->length == sizeof header + header.count * sizeof(cc_lock_wait_t), "lock waits: %u entries in %u bytes",
+    CHECK(header.count >= 7 && locks->length == sizeof header + header.count * sizeof(cc_lock_wait_t), "lock waits: %u entries in %u bytes",
           header.count, locks->length);
     return 1;
 }
