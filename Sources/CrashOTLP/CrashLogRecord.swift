@@ -199,7 +199,19 @@ package enum CrashLogRecord {
             add("hang.threshold_ms", .int(Int64(clamping: live.thresholdMilliseconds)))
             add("hang.observed_ms", .int(Int64(clamping: live.observedMilliseconds)))
             add("hang.threads_stopped_us", .int(Int64(live.stoppedMicroseconds)))
-            if let states = live.threadStates { add("hang.stall", states.verdict) }
+            if let states = live.threadStates {
+                add("hang.stall", states.verdict)
+                // What the threads used since the stall began, and over how long.
+                if let span = live.stallCPUSpanMilliseconds {
+                    add("hang.stall_cpu_span_ms", .int(Int64(span)))
+                    add("hang.stall_cpu_ms", .int(Int64(clamping: states.threads.reduce(UInt64(0)) { $0 + UInt64($1.stallCPUMilliseconds) })))
+                }
+            }
+            if let samples = live.stackSamples {
+                // A computing hang: where its sampled threads most often were.
+                let hottest = samples.hottest(in: record) { local.symbol(at: $0).map { SwiftDemangler.demangle($0.name) } }
+                add("hang.hot_frames", .array(hottest.prefix(5).map { .string("\($0.place) (\($0.samples) of \(samples.samples.count) samples)") }))
+            }
             if let locks = live.lockWaits, !locks.waits.isEmpty {
                 // Each blocked thread, the lock it waits on and its holder; a deadlock's threads first.
                 add("hang.lock_waits", .array(locks.waits.prefix(64).map { wait in

@@ -35,6 +35,31 @@ final class HangRecordSinkTests: XCTestCase {
         return (directory, try harnessHangRecord(run: run, in: directory))
     }
 
+    /// A computing stall (the pool's threads spin 2 s): OTLP says where its sampled threads most
+    /// often were, and that the threads used the CPU through the stall.
+    func testAComputingHangSaysWhereTheTimeWentInOTLP() throws {
+        let directory = try Scratch.directory("hang-sinks-busy")
+        var environment = ProcessInfo.processInfo.environment
+        environment[HangDetection.environmentVariable] = nil
+        let child = try ChildProcess.run(BuiltProducts.harness, ["hang", "--mode", "pool", "--busy", "--threshold", "1", "--block", "2",
+                                                                 "--waiting", "0", "--dir", directory], environment: environment, timeout: 120)
+        XCTAssertEqual(child.ending, .exited(0))
+        let name = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".ccrec") })
+        let record = try CrashRecordReader.read(path: directory + "/" + name)
+        let log = CrashLogRecord.logRecord(record: record, fileName: name, observedNanoseconds: 1)
+        XCTAssertTrue(log.attributes.contains(OTLPAttribute("hang.stall", .string("computing"))))
+        guard case .array(let hot)? = log.attributes.first(where: { $0.key == "hang.hot_frames" })?.value,
+              case .string(let hottest)? = hot.first else {
+            return XCTFail("no hang.hot_frames: \(log.attributes.map(\.key))")
+        }
+        XCTAssertTrue(hottest.contains("busyCall"), hottest)
+        guard case .int(let span)? = log.attributes.first(where: { $0.key == "hang.stall_cpu_span_ms" })?.value,
+              case .int(let used)? = log.attributes.first(where: { $0.key == "hang.stall_cpu_ms" })?.value else {
+            return XCTFail("no stall CPU: \(log.attributes.map(\.key))")
+        }
+        XCTAssertGreaterThanOrEqual(used * 2, span, "the pool's threads computed through the stall: \(used) ms in \(span) ms")
+    }
+
     func testAHangEndsNoRunIsWarnInOTLPAndAppHangInTheAnalytics() throws {
         let (directory, path) = try hangRecord(run: "hang-run-1")
         let record = try CrashRecordReader.read(path: path)
@@ -52,6 +77,12 @@ final class HangRecordSinkTests: XCTestCase {
         XCTAssertEqual(log.severityText, "WARN")
         XCTAssertTrue(log.attributes.contains(OTLPAttribute("hang.detector", .string("cooperative_pool"))), "\(log.attributes.map(\.key))")
         XCTAssertTrue(log.attributes.contains { $0.key == "exception.type" && $0.value == .string("Hang") })
+        // A waiting stall: what the threads used since it began (little), over at least the threshold; no samples.
+        guard case .int(let span)? = log.attributes.first(where: { $0.key == "hang.stall_cpu_span_ms" })?.value else {
+            return XCTFail("no hang.stall_cpu_span_ms: \(log.attributes.map(\.key))")
+        }
+        XCTAssertGreaterThanOrEqual(span, 1000)
+        XCTAssertFalse(log.attributes.contains { $0.key == "hang.hot_frames" }, "a waiting stall is not sampled")
 
         // The inbox (with the analytics' events sink): one AppHang, no $AppEnd, no run handed on.
         let store = try TrackingStore(path: directory + "/events.sqlite")
