@@ -266,7 +266,7 @@ let package = Package(
         // The benchmarks over this package's internal modules (scripts/bench.sh runs them in
         // release builds; the ordo-one ones are Benchmarks/CaptureBench, a package of its own):
         // crash-to-exit times crash-target's deaths with ProcessSpawning and reads the async chains
-        // of its records; symbolication-bench times Symbolicator. Small: a plain build compiles them.
+        // of its records; symbolication-bench times Symbolicator and the Sentry event's local names. Small: a plain build compiles them.
         .executableTarget(
             name: "crash-target",
             dependencies: ["CrashCapture"],
@@ -286,7 +286,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "symbolication-bench",
-            dependencies: ["CrashRecordFormat", "CrashSymbolication"],
+            dependencies: ["CrashRecordFormat", "CrashSymbolication", "CrashSentry"],
             path: "Benchmarks/InPackage/symbolication-bench"
         ),
 

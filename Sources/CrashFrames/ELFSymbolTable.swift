@@ -112,6 +112,13 @@ package final class ImageSymbols: @unchecked Sendable {
         return loaded.table.symbol(containing: address &- loaded.bias)
     }
 
+    /// The function an address lies in, with its first instruction's address in the process.
+    package func function(at address: UInt64) -> (name: String, start: UInt64)? {
+        guard let index = images.firstIndex(where: { $0.contains(address) }), let loaded = table(index),
+              let symbol = loaded.table.symbol(containing: address &- loaded.bias), !symbol.name.isEmpty else { return nil }
+        return (symbol.name, symbol.address &+ loaded.bias)
+    }
+
     /// For ``ThreadFrames/resolve(_:isAsyncFunction:)``.
     package func isAsyncFunction(_ addresses: [UInt64]) -> [Bool] {
         addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }

@@ -54,6 +54,31 @@ package enum SwiftDemangler {
         _ flags: UInt32
     ) -> UnsafeMutablePointer<CChar>?
 
+    @_silgen_name("_swift_backtrace_demangle")
+    private static func swift_backtrace_demangle(
+        _ mangledName: UnsafePointer<CChar>?, _ mangledNameLength: Int,
+        _ outputBuffer: UnsafeMutablePointer<CChar>?, _ outputBufferSize: UnsafeMutablePointer<Int>?,
+        _ status: UnsafeMutablePointer<Int32>?
+    ) -> UnsafeMutablePointer<CChar>?
+
+    /// The short form Swift's backtracer prints (its `demangle` setting: the runtime's simplified
+    /// options — no module names, no argument types, thunks and partial applies shortened), for a
+    /// Swift or C++ symbol; anything else comes back unchanged. `closure #1 (Request) async throws
+    /// -> Response in static Routes.serve(_:context:)` of the full form is `closure #1 in
+    /// static Routes.serve(_:context:)`. The runtime's backtracing entry point (libswiftCore
+    /// exports it, shared and static alike); the status argument that newer runtimes take is
+    /// passed, and ignored by older ones.
+    package static func simplified(_ name: String) -> String {
+        guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") || name.hasPrefix("_Z") else { return name }
+        return name.withCString { pointer -> String in
+            var status: Int32 = 0
+            guard let result = swift_backtrace_demangle(pointer, strlen(pointer), nil, nil, &status) else { return demangle(name) }
+            defer { free(result) }
+            let text = String(cString: result)
+            return text.isEmpty ? demangle(name) : text
+        }
+    }
+
     /// The demangled form of a Swift symbol; anything else comes back unchanged.
     package static func demangle(_ name: String) -> String {
         guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") else { return name }

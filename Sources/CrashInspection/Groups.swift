@@ -1,10 +1,13 @@
 // Groups.swift — records grouped by crash signature, with counts, first/last seen and app versions.
+import CrashFrames
 import CrashRecordFormat
 import Foundation
 
 /// Records that share a crash signature.
 package struct CrashGroup: Sendable {
     package var signature: String
+    /// Which frames grouped it (``CrashGrouping/Rule``): the program's own, a package's, the system's.
+    package var rule: String = ""
     package var ids: [String]
     /// Every crash the group stands for: its records and the crashes folded into them when the
     /// record directory was over its bounds (``RecordTally``), or counted in its ledger.
@@ -28,6 +31,7 @@ package struct CrashGroup: Sendable {
             var group = groups[signature] ?? CrashGroup(signature: signature, ids: [], firstSeenNanoseconds: nil,
                                                         lastSeenNanoseconds: nil, appVersions: [], explanation: "")
             group.ids.append(inspection.id)
+            group.rule = inspection.grouping.rule.rawValue
             let name = String(inspection.path.split(separator: "/").last ?? "")
             let tally = directory.map { RecordTally.read(record: name, in: $0) } ?? RecordTally()
             group.crashes += tally.totalCrashes
@@ -68,6 +72,8 @@ package struct CrashGroup: Sendable {
     /// One entry of `groups --json`.
     package struct JSON: Encodable, Sendable {
         package var signature: String
+        /// Which frames grouped it: `app frames`, `innermost package frame` or `system frames`.
+        package var rule: String
         /// Crashes (records and the crashes folded into them).
         package var count: Int
         /// Records kept.
@@ -80,7 +86,7 @@ package struct CrashGroup: Sendable {
     }
 
     package var json: JSON {
-        JSON(signature: signature, count: crashes, records: ids.count, ids: ids, firstSeen: Nullable(firstSeenNanoseconds.map(isoTime)),
+        JSON(signature: signature, rule: rule, count: crashes, records: ids.count, ids: ids, firstSeen: Nullable(firstSeenNanoseconds.map(isoTime)),
              lastSeen: Nullable(lastSeenNanoseconds.map(isoTime)), appVersions: appVersions.sorted(), explanation: explanation)
     }
 }

@@ -1,5 +1,6 @@
 // Inspection.swift — a record with its threads symbolicated: the one model show, list, groups and export read from.
 package import CrashRecordFormat
+package import CrashFrames
 package import CrashSymbolication
 import Foundation
 
@@ -27,11 +28,14 @@ package struct Inspection: Sendable {
         self.id = RecordDirectory.id(of: path)
         self.path = path
         self.record = record
+        // Without a symbolizer, the functions come from the images' own symbol tables (no file
+        // or line), as the sinks name them.
+        let local = symbolicator == nil ? ImageSymbols(images: record.images) : nil
         let all = record.threads.map { thread in
             let frames = symbolicator?.threadFrames(of: thread, images: record.images)
-                ?? ThreadFrames.resolve(thread) { $0.map { _ in false } }.map {
+                ?? ThreadFrames.resolve(thread) { local!.isAsyncFunction($0) }.map {
                     var frame = $0
-                    frame.symbols = [SymbolicatedFrame(address: $0.address, inlined: false)]
+                    frame.symbols = [Self.named($0.address, lookup: $0.lookupAddress, record: record, local: local!)]
                     return frame
                 }
             return InspectedThread(thread: thread, frames: frames)
@@ -47,7 +51,7 @@ package struct Inspection: Sendable {
             guard let waiting = request.waiting, !waiting.resumePoints.isEmpty else { return [] }
             let points = waiting.resumePoints
             let symbols = symbolicator?.symbolicate(addresses: points, exact: points.map { _ in true }, images: record.images)
-                ?? points.map { [SymbolicatedFrame(address: $0, inlined: false)] }
+                ?? points.map { [Self.named($0, lookup: $0, record: record, local: local!)] }
             return symbols.flatMap { $0 }
         } ?? []
         // A computing hang's samples: where its busy threads most often were.
@@ -84,16 +88,23 @@ package struct Inspection: Sendable {
     /// The crash's one summary (``CrashSummary``), from the crashed thread's frames as shown here.
     package var summary: CrashSummary { CrashSummary(record: record, frames: crashed?.frames ?? []) }
 
-    /// Whether an image belongs to the system or toolchain rather than to the program.
-    package static func isSystemImage(_ path: String?) -> Bool {
-        guard let path else { return true }
-        return path.hasPrefix("/lib") || path.hasPrefix("/usr/lib") || path.hasPrefix("/opt/swift/")
-            || path.hasPrefix("/usr/libexec") || path.hasPrefix("[")
+    /// A frame named from the images' symbol tables: the function `lookup` lies in.
+    static func named(_ address: UInt64, lookup: UInt64, record: CrashRecord, local: ImageSymbols) -> SymbolicatedFrame {
+        let image = record.image(containing: address)
+        let offset = image.map { address &- $0.base }
+        guard let found = local.function(at: lookup) else { return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset) }
+        return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset, symbol: SwiftDemangler.demangle(found.name),
+                                 mangledSymbol: found.name)
     }
 
-    /// The innermost frame of the program's own code (not libc, not the Swift runtime).
+    /// Whose code `frame` is (``FrameOrigin``): the program's own, a package's, the system's.
+    package func origin(of frame: SymbolicatedFrame) -> FrameOrigin {
+        record.origin(ofFrameAt: frame.address, mangledName: frame.mangledSymbol ?? frame.symbol)
+    }
+
+    /// The innermost frame of the program's own code (not a package it links, libc or the Swift runtime).
     package var topFrameOfOurCode: SymbolicatedFrame? {
-        crashed?.frames.flatMap(\.symbols).first { !Self.isSystemImage($0.image) }
+        crashed?.frames.flatMap(\.symbols).first { origin(of: $0).isApp }
     }
 
     /// How a frame reads in one short line: the symbol, or image+offset without one.
@@ -104,24 +115,35 @@ package struct Inspection: Sendable {
         return "\(image) \(Explanation.hex(frame.address))"
     }
 
-    /// A crash signature that survives ASLR and rebuilds of unrelated code: the signal and the
-    /// first three frames of the program's own code by symbol (image+offset where there is none),
-    /// or the first three frames at all when none is the program's. Async callers count as
-    /// frames (``ThreadFrames``), so crashes in two request handlers that share their innermost
-    /// code but not their callers group apart, as they do not when the executor's frames follow.
-    package var signature: String {
-        let all = crashed?.frames.flatMap(\.symbols) ?? []
-        // CrashCapture's own thread trampoline (cc__*) is in every thread started after install.
-        let ours = all.filter { !Self.isSystemImage($0.image) && !($0.symbol ?? "").hasPrefix("cc__") }
-        // "closure #14 in …" renumbers when unrelated closures are added nearby: drop the numbers.
-        let chosen = (ours.isEmpty ? all : ours).prefix(3).map {
-            Self.label($0).replacingOccurrences(of: #"closure #\d+"#, with: "closure", options: .regularExpression)
+    /// ``label(_:)`` with a Swift or C++ name in the short form Swift's backtracer prints
+    /// (``SwiftDemangler/simplified(_:)``): what the text view shows.
+    package static func shortLabel(_ frame: SymbolicatedFrame) -> String {
+        if let mangled = frame.mangledSymbol, mangled != frame.symbol { return SwiftDemangler.simplified(mangled) }
+        return label(frame)
+    }
+
+    /// The frames the crash is grouped by, and the rule that chose them (``CrashGrouping``):
+    /// inlined frames count, async callers too (``ThreadFrames``), so crashes in two request
+    /// handlers that share their innermost code but not their callers group apart.
+    package var grouping: CrashGrouping {
+        let frames = (crashed?.frames.flatMap(\.symbols) ?? []).map {
+            CrashGrouping.Frame(address: $0.address, mangled: $0.mangledSymbol, name: $0.symbol)
         }
+        return CrashGrouping(record: record, frames: frames)
+    }
+
+    /// A crash signature that survives ASLR and rebuilds of unrelated code: what fired (the
+    /// signal, or the hang's detector), the C library's abort message, and ``grouping``'s frames.
+    package var signature: String {
         // The C library's abort message tells apart aborts whose frames are alike (two asserts
         // in one helper, double free against heap corruption in free()).
         let abort = record.abortMessage.map { [Explanation.abortSignature($0)] } ?? []
         // A hang groups apart from every crash, by what fired and the frames it stood in.
         let head = record.event.map { "\($0.kind.rawValue) \($0.detector.name)" + ($0.fate != nil ? " killed" : "") } ?? record.signal?.name ?? "no-signal"
-        return ([head] + abort + chosen).joined(separator: " | ")
+        let grouping = self.grouping
+        // Without the program's own frames, the fatal message tells apart crashes in one place of
+        // a package or the runtime.
+        let message = grouping.rule == .appFrames || !abort.isEmpty ? [] : record.fatalMessage.flatMap(CrashSummary.firstLine).map { [$0] } ?? []
+        return ([head] + abort + message + grouping.frames).joined(separator: " | ")
     }
 }

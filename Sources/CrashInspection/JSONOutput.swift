@@ -176,6 +176,8 @@ package struct ShowJSON: Encodable, Sendable {
         package var symbol: Nullable<String>
         package var file: Nullable<String>
         package var line: Nullable<Int>
+        /// The program's own code (see ``Frame/inApp``).
+        package var inApp: Bool
     }
 
     package struct Event: Encodable, Sendable {
@@ -316,12 +318,19 @@ package struct ShowJSON: Encodable, Sendable {
         package var address: String
         package var image: Nullable<String>
         package var imageOffset: Nullable<String>
+        /// The full demangled name.
         package var symbol: Nullable<String>
+        /// The name as `show` prints it: the short form Swift's backtracer prints.
+        package var shortSymbol: Nullable<String>
         package var file: Nullable<String>
         package var line: Nullable<Int>
         package var column: Nullable<Int>
         package var inlined: Bool
         package var problem: Nullable<String>
+        /// The program's own code: not a package it links, the Swift runtime or the C library.
+        package var inApp: Bool
+        /// The module or library of a frame that is not the program's own (`NIOPosix`, `Swift`, `libc`).
+        package var origin: Nullable<String>
     }
 
     package struct Memory: Encodable, Sendable {

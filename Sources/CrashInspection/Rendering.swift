@@ -1,13 +1,16 @@
 // Rendering.swift — the text a person reads and the stable JSON a script reads, for show, list and groups.
 package import CrashRecordFormat
+import CrashFrames
 import CrashSymbolication
 import Foundation
 
 package enum Rendering {
     // MARK: show, text
 
-    /// The whole story of one crash, for a person.
-    package static func text(_ inspection: Inspection) -> String {
+    /// The whole story of one crash, for a person. Each stack shows the program's own frames
+    /// and folds runs of the others (packages, the runtime, libc) into one line, with names in
+    /// the short form Swift's backtracer prints; `allFrames` shows every frame with its full name.
+    package static func text(_ inspection: Inspection, allFrames: Bool = false) -> String {
         let record = inspection.record
         var out: [String] = []
         let state = record.isComplete ? "complete" : "INCOMPLETE: \(reason(record.completeness))"
@@ -101,7 +104,9 @@ package enum Rendering {
             }
             out.append(contentsOf: threadText(thread, live: live, scheduling: record.event?.threadStates,
                                               stallSpan: record.event?.stallCPUSpanMilliseconds, locks: record.event?.lockWaits,
-                                              names: threadNames))
+                                              names: threadNames, inspection: allFrames ? nil : inspection,
+                                              fold: !allFrames && (thread.thread.tid != inspection.focusTID
+                                                                   || thread.frames.contains { origin(of: $0, in: inspection).isApp })))
         }
         let problems = Set(inspection.threads.flatMap { $0.frames.flatMap(\.symbols).compactMap(\.problem) }).sorted()
         if !problems.isEmpty {
@@ -130,7 +135,8 @@ package enum Rendering {
             record.breadcrumbs.forEach { out.append("  \(isoTime($0.wallNanoseconds))  \($0.level.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \($0.message)") }
         }
         if let requests = record.requests {
-            out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting, leaked: inspection.leakedContinuations))
+            out.append(contentsOf: requestsText(requests, record: record, waiting: inspection.waiting, leaked: inspection.leakedContinuations,
+                                                inspection: allFrames ? nil : inspection))
         }
         if let scope = record.scope { out.append(contentsOf: scopeText(scope)) }
         if let resources = record.resources { out.append(contentsOf: resourcesText(resources)) }
@@ -198,7 +204,7 @@ package enum Rendering {
     /// The "Requests in flight" part of `show`: how many, the others one per line (id, label,
     /// trace id, age at the crash), and the status when the crashed one could not be told.
     static func requestsText(_ requests: RequestsInFlight, record: CrashRecord, waiting: [[SymbolicatedFrame]] = [],
-                             leaked: [RuntimeWarning?] = []) -> [String] {
+                             leaked: [RuntimeWarning?] = [], inspection: Inspection? = nil) -> [String] {
         var out = ["", "Requests in flight"]
         let live = record.event != nil
         var count = "  \(requests.inFlight) \(live ? "when recorded" : "at the crash")"
@@ -226,9 +232,17 @@ package enum Rendering {
                 out.append("      stuck for good: \(function) leaked the continuation it awaits (the runtime warned; nothing can resume it)")
             }
             let frames = index < waiting.count ? waiting[index] : []
-            for frame in frames {
-                let location = frame.file.map { "  \(($0 as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")" } ?? ""
-                out.append("        \(String(format: "0x%016llx", frame.address))  \(Inspection.label(frame))\(frame.inlined ? " [inlined]" : "")\(location)")
+            // Folded (a suspended chain is mostly the server's and NIO's code): the app's resume points, and the rest counted.
+            let shown = inspection.map { inspection in folded(frames.map { inspection.origin(of: $0) }) } ?? frames.indices.map { Shown.frame($0) }
+            for item in shown {
+                switch item {
+                case .folded(let count, let names): out.append("        … \(count) frames in \(names)")
+                case .frame(let at):
+                    let frame = frames[at]
+                    let location = frame.file.map { "  \(($0 as NSString).lastPathComponent):\(frame.line.map(String.init) ?? "?")" } ?? ""
+                    let label = inspection == nil ? Inspection.label(frame) : Inspection.shortLabel(frame)
+                    out.append("        \(String(format: "0x%016llx", frame.address))  \(label)\(frame.inlined ? " [inlined]" : "")\(location)")
+                }
             }
         }
         return out
@@ -246,8 +260,44 @@ package enum Rendering {
         }
     }
 
+    /// What a stack shows of its frames: one, or a run of others folded into a line.
+    enum Shown: Equatable {
+        case frame(Int)
+        /// How many frames, and in which modules or libraries ("Hummingbird, NIOCore, Swift").
+        case folded(Int, String)
+    }
+
+    /// The frames a stack shows, innermost first: the innermost (where it stands), the program's
+    /// own, and any other frame alone between two of them; every run of two or more other
+    /// frames is folded into one line naming their modules.
+    static func folded(_ origins: [FrameOrigin]) -> [Shown] {
+        var out: [Shown] = []
+        var index = 0
+        while index < origins.count {
+            var end = index
+            while index > 0, end < origins.count, !origins[end].isApp { end += 1 }
+            if end - index >= 2 {
+                var names: [String] = []
+                for origin in origins[index..<end] where !names.contains(origin.name) { names.append(origin.name) }
+                let listed = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", …" : "")
+                out.append(.folded(end - index, listed))
+                index = end
+            } else {
+                out.append(.frame(index))
+                index += 1
+            }
+        }
+        return out
+    }
+
+    /// Whose code a thread frame is: the function its address physically lies in.
+    static func origin(of frame: ThreadFrame, in inspection: Inspection) -> FrameOrigin {
+        (frame.symbols.last { !$0.inlined } ?? frame.symbols.last).map(inspection.origin(of:))
+            ?? inspection.record.origin(ofFrameAt: frame.address, mangledName: nil)
+    }
+
     static func threadText(_ inspected: InspectedThread, live: Bool = false, scheduling: ThreadStates? = nil, stallSpan: UInt32? = nil,
-                           locks: LockWaits? = nil, names: [Int32: String] = [:]) -> [String] {
+                           locks: LockWaits? = nil, names: [Int32: String] = [:], inspection: Inspection? = nil, fold: Bool = false) -> [String] {
         let thread = inspected.thread
         var flags: [String] = []
         if let states = scheduling, let mine = states.of(thread.tid) {
@@ -264,10 +314,26 @@ package enum Rendering {
             flags.append("running task \(task)")
         }
         var out = ["  thread \(thread.tid) \"\(thread.name)\"\(thread.crashed ? " (crashed)" : "")\(flags.isEmpty ? "" : " — " + flags.joined(separator: ", "))"]
+        let shown = fold && inspection != nil ? folded(inspected.frames.map { origin(of: $0, in: inspection!) })
+            : inspected.frames.indices.map { Shown.frame($0) }
+        var foldAt: [Int: (Int, String)] = [:]
+        var hidden = Set<Int>()
+        var position = 0
+        for item in shown {
+            switch item {
+            case .frame: position += 1
+            case .folded(let count, let modules):
+                foldAt[position] = (count, modules)
+                hidden.formUnion(position..<position + count)
+                position += count
+            }
+        }
         for (position, threadFrame) in inspected.frames.enumerated() {
             if thread.omittedFrames > 0 && threadFrame.physicalIndex == thread.innermostFrameCount {
                 out.append("       … \(thread.omittedFrames) frames omitted …")
             }
+            if let (count, modules) = foldAt[position] { out.append("       … \(count) frames in \(modules)") }
+            if hidden.contains(position) { continue }
             let async = threadFrame.asyncMarker
             for frame in threadFrame.symbols {
                 let number = frame.inlined ? "   " : String(format: "%3d", depth(of: threadFrame, at: position, in: thread))
@@ -278,7 +344,8 @@ package enum Rendering {
                 // The full reason is listed once under "Symbolication"; a frame names it short.
                 let problem = frame.problem.map { "  [\($0.split(separator: ":").first.map(String.init) ?? $0)]" } ?? ""
                 let inlined = frame.inlined ? " [inlined]" : ""
-                out.append("  \(number)  \(String(format: "0x%016llx", frame.address))  \(image)\(async)  \(Inspection.label(frame))\(inlined)\(location)\(problem)")
+                let label = inspection != nil ? Inspection.shortLabel(frame) : Inspection.label(frame)
+                out.append("  \(number)  \(String(format: "0x%016llx", frame.address))  \(image)\(async)  \(label)\(inlined)\(location)\(problem)")
             }
         }
         return out
@@ -426,8 +493,11 @@ package enum Rendering {
                                 taskDepth: threadFrame.taskDepth, taskID: Nullable(threadFrame.taskID.map(Int.init)),
                                 address: Explanation.hex(frame.address), image: Nullable(frame.image),
                                 imageOffset: Nullable(frame.imageOffset.map(Explanation.hex)), symbol: Nullable(frame.symbol),
+                                shortSymbol: Nullable(frame.symbol == nil ? nil : Inspection.shortLabel(frame)),
                                 file: Nullable(frame.file), line: Nullable(frame.line), column: Nullable(frame.column),
-                                inlined: frame.inlined, problem: Nullable(frame.problem))
+                                inlined: frame.inlined, problem: Nullable(frame.problem),
+                                inApp: inspection.origin(of: frame).isApp,
+                                origin: Nullable(inspection.origin(of: frame).isApp ? nil : inspection.origin(of: frame).name))
                         }
                     })
             },
@@ -527,7 +597,8 @@ package enum Rendering {
                          threadContext: request.isThreadContext, startTime: isoTime(request.startWallNanoseconds),
                          ageSeconds: Nullable(record.age(of: request)),
                          waiting: waiting.map { ShowJSON.WaitingFrame(address: Explanation.hex($0.address), symbol: Nullable($0.symbol),
-                                                                      file: Nullable($0.file), line: Nullable($0.line)) },
+                                                                      file: Nullable($0.file), line: Nullable($0.line),
+                                                                      inApp: record.origin(ofFrameAt: $0.address, mangledName: $0.mangledSymbol ?? $0.symbol).isApp) },
                          waitingNote: Nullable(request.waiting.flatMap { $0.status == .read ? nil : waitingState($0) }),
                          leakedContinuation: Nullable(leaked?.text))
     }

@@ -162,7 +162,7 @@ package enum CrashLogRecord {
             add("swift.runtime_warnings", .array(warnings.map { .string(text($0.line)) }))
         }
         if let crashed {
-            add("exception.stacktrace", stacktrace(crashed, frames: crashedFrames, record: record, symbols: frames == nil ? local : nil, path: path))
+            add("exception.stacktrace", stacktrace(crashed, frames: crashedFrames, record: record, symbols: frames == nil && minimised.functionNames ? local : nil, path: path))
             add("thread.id", .int(Int64(crashed.tid)))
             add("thread.name", crashed.name)
         }

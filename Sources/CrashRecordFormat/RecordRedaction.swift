@@ -298,9 +298,12 @@ package enum PathSanitizer {
 package struct RecordMinimisation: Sendable, Equatable {
     package var redaction: RecordRedaction
     package var hostDetails: Bool
+    /// Frames named from the images' symbol tables on this machine.
+    package var functionNames: Bool
 
-    package init(redaction: RecordRedaction = RecordRedaction(), hostDetails: Bool = true) {
+    package init(redaction: RecordRedaction = RecordRedaction(), hostDetails: Bool = true, functionNames: Bool = true) {
         self.redaction = redaction
         self.hostDetails = hostDetails
+        self.functionNames = functionNames
     }
 }

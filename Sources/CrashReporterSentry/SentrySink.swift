@@ -161,7 +161,9 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
 
     /// CrashSentry's envelope (the one `crash-inspect export --sentry` writes), with the event id
     /// derived from the record's bytes (a resend is deduplicated) and this machine's os-release
-    /// (the next launch runs where the crash happened). No local symbols: Sentry symbolicates.
+    /// (the next launch runs where the crash happened). Frames are named from the images' own
+    /// symbol tables unless the policy says otherwise (``CrashDataPolicy/functionNames``); Sentry's
+    /// symbolication with uploaded debug files replaces those names and adds files and lines.
     /// What the configuration's ``CrashDataPolicy`` keeps of it, then the app's `beforeSend` hook.
     /// `publicKey` (the DSN's) goes in the envelope header's `trace` when the crash killed a
     /// traced request. `minidump`: a minidump of the crash goes beside the event

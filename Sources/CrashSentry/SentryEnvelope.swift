@@ -69,7 +69,8 @@ package enum SentryEnvelope {
         beforeSend: (@Sendable (String) -> String?)?, minidump: ((CrashRecord) -> [UInt8]?)? = nil
     ) -> Result<[UInt8], Refusal> {
         let id = eventID.filter { $0 != "-" }.lowercased()
-        var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles)
+        var event = self.event(record: record, eventID: id, frames: frames, osRelease: osRelease, readImageFiles: readImageFiles,
+                               functionNames: minimised?.functionNames ?? true)
         say(repetition, in: &event)
         var attachment = rawRecord
         if let minimised {
@@ -214,17 +215,23 @@ package enum SentryEnvelope {
     /// only the function an address physically lies in (the last, non-inlined entry) is sent, as
     /// `function`, like sentry-native's `symbolize_stacktraces`; no file, line or inlined frames,
     /// which Sentry's own symbolication adds (and replaces `function` with) when it has the debug
-    /// file. Without it the frames are resolved here from the symbol tables of the images on
-    /// this machine (``ImageSymbols``), without names — unless `readImageFiles` is false: then
-    /// no file is read and the frames are the physical ones.
+    /// file. Without it the frames are resolved and named here from the symbol tables of the
+    /// images on this machine (``ImageSymbols``: `function` in the short form Swift's backtracer
+    /// prints, `raw_function` the full name, `symbol` the mangled one, `symbol_addr`), as
+    /// sentry-native's `symbolize_stacktraces` names them and Sentry's own symbolication later
+    /// replaces them — unless `readImageFiles` is false: then no file is read, the frames are
+    /// the physical ones and carry no names. Every frame says whether it is the program's own
+    /// code (`in_app`, ``FrameOrigin``).
     ///
     /// The request the crashed thread was serving and the others in flight: see
     /// ``describeRequests(of:in:)``.
     package static func event(
         record: CrashRecord, eventID: String, frames: ((CrashThread) -> [ThreadFrame])? = nil,
-        osRelease: OSRelease? = nil, readImageFiles: Bool = true
+        osRelease: OSRelease? = nil, readImageFiles: Bool = true, functionNames: Bool = true
     ) -> SentryEvent {
         let local = ImageSymbols(images: record.images)
+        // Function names from the images' own symbol tables for frames that have none.
+        let names = readImageFiles && functionNames ? local : nil
         let framesOf = frames ?? { thread in
             ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }
         }
@@ -265,7 +272,7 @@ package enum SentryEnvelope {
         }
         if let crashed {
             exception.threadID = Int(crashed.tid)
-            var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record)
+            var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record, local: names)
             if !record.registers.isEmpty {
                 stacktrace.registers = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
             }
@@ -279,7 +286,7 @@ package enum SentryEnvelope {
         let threads = record.threads.map { thread in
             SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.tid == crashed?.tid,
                                name: thread.name.isEmpty ? nil : thread.name,
-                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record),
+                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record, local: names),
                                state: record.event?.threadStates?.of(thread.tid).map { scheduling in
                                    switch scheduling.state {
                                    case "R": "Runnable"
@@ -383,6 +390,22 @@ package enum SentryEnvelope {
                     + ": each waits on a lock the next one holds"
             event.fingerprint = ["deadlock"] + places.sorted()
         }
+        if record.event == nil, crashed != nil {
+            // Sentry groups a crash by its in_app frames; with none, by every frame, so that
+            // unrelated crashes in one runtime or libc function share an issue. Then the innermost
+            // package frame and the fatal message group it instead (CrashGrouping); the tag says
+            // which rule it was.
+            let grouping = CrashGrouping(record: record, frames: crashedFrames.map { frame in
+                let physical = frame.symbols.last { !$0.inlined }
+                let found = physical?.symbol == nil ? names?.function(at: callAddress(frame, architecture: record.architecture)) : nil
+                return CrashGrouping.Frame(address: frame.address, mangled: physical?.mangledSymbol ?? found?.name,
+                                           name: physical?.symbol ?? found.map { SwiftDemangler.demangle($0.name) }, start: found?.start)
+            })
+            event.tags["grouping"] = grouping.rule.tag
+            if grouping.rule == .packageFrame {
+                event.fingerprint = ["crash", summary.title] + grouping.frames + (summary.message.map { [$0] } ?? [])
+            }
+        }
         if let scope = record.scope {
             // The app's tags beside the reporter's (which win a clash: they say what the record is);
             // Relay refuses an empty tag value.
@@ -397,13 +420,31 @@ package enum SentryEnvelope {
     }
 
     /// One frame per thread frame, outermost first (see ``event(record:eventID:frames:osRelease:readImageFiles:)``).
-    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord) -> SentryEvent.Stacktrace {
+    /// Each frame's function is the one its address lies in: the frames' own (a symbolicator's)
+    /// where they have one, else `local`'s (the image's symbol table; nil: none read), looked up
+    /// at the call instruction of a return address, as Sentry's symbolicator looks it up.
+    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord, local: ImageSymbols? = nil) -> SentryEvent.Stacktrace {
         let hasAsync = frames.contains { $0.kind == .asyncResumePoint }
         let sent = frames.reversed().map { threadFrame in
-            let address = hasAsync ? callAddress(threadFrame, architecture: record.architecture) : threadFrame.address
-            return SentryEvent.Frame(instructionAddr: hex(address),
-                                     package: record.image(containing: threadFrame.address).map { codeFile($0.path) },
-                                     function: threadFrame.symbols.last(where: { !$0.inlined })?.symbol)
+            let call = callAddress(threadFrame, architecture: record.architecture)
+            let address = hasAsync ? call : threadFrame.address
+            var frame = SentryEvent.Frame(instructionAddr: hex(address),
+                                          package: record.image(containing: threadFrame.address).map { codeFile($0.path) }, function: nil)
+            let physical = threadFrame.symbols.last(where: { !$0.inlined })
+            var mangled = physical?.mangledSymbol
+            if let physical, let symbol = physical.symbol {
+                frame.function = mangled.map(SwiftDemangler.simplified) ?? symbol
+                if frame.function != symbol { frame.rawFunction = symbol }
+            } else if let local, let found = local.function(at: call) {
+                mangled = found.name
+                frame.function = SwiftDemangler.simplified(found.name)
+                let full = SwiftDemangler.demangle(found.name)
+                if full != frame.function { frame.rawFunction = full }
+                frame.symbolAddr = hex(found.start)
+            }
+            if let mangled, mangled != frame.function { frame.symbol = mangled }
+            frame.inApp = record.origin(ofFrameAt: threadFrame.address, mangledName: mangled).isApp
+            return frame
         }
         let adjustment = hasAsync ? "none" : thread.framesFromSignalContext ? "all_but_first" : "all"
         return SentryEvent.Stacktrace(frames: sent, instructionAddrAdjustment: adjustment)
@@ -508,6 +549,19 @@ extension RecordMinimisation {
         }
         if !redaction.requestQuery { event.request?.queryString = nil }
         if !redaction.requestAttributes { event.extra?["request_attributes"] = nil }
+        if !functionNames {
+            func unnamed(_ stacktrace: SentryEvent.Stacktrace?) -> SentryEvent.Stacktrace? {
+                stacktrace.map {
+                    var trace = $0
+                    trace.frames = trace.frames.map {
+                        SentryEvent.Frame(instructionAddr: $0.instructionAddr, package: $0.package, function: nil, inApp: $0.inApp)
+                    }
+                    return trace
+                }
+            }
+            event.exception.values = event.exception.values.map { var exception = $0; exception.stacktrace = unnamed(exception.stacktrace); return exception }
+            event.threads.values = event.threads.values.map { var thread = $0; thread.stacktrace = unnamed(thread.stacktrace); return thread }
+        }
         guard !redaction.fullPaths else { return }
         // A path whole (its file name kept), as the attached record's; free text by its paths.
         let clean = PathSanitizer.sanitize

@@ -156,10 +156,23 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
         package var instructionAddr: String
         /// The image's path (`code_file`).
         package var package: String?
+        /// The function's short name (Swift's backtracer's simplified form), as Sentry shows it.
+        /// Named here from the image's own symbol table; Sentry's symbolication with an uploaded
+        /// debug file replaces it (and adds file and line), as it does sentry-native's
+        /// `symbolize_stacktraces` names.
         package var function: String?
+        /// The function's full demangled name, when it says more than `function`.
+        package var rawFunction: String? = nil
+        /// The symbol as the image's table has it (mangled).
+        package var symbol: String? = nil
+        /// The function's first instruction.
+        package var symbolAddr: String? = nil
+        /// The program's own code (``FrameOrigin``): not a package it links, the runtime or libc.
+        package var inApp: Bool? = nil
 
         enum CodingKeys: String, CodingKey {
-            case instructionAddr = "instruction_addr", package, function
+            case instructionAddr = "instruction_addr", package, function, rawFunction = "raw_function", symbol,
+                 symbolAddr = "symbol_addr", inApp = "in_app"
         }
     }
 

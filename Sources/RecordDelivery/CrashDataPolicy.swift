@@ -40,10 +40,18 @@ public struct CrashDataPolicy: Sendable, Equatable {
     /// the app put there): the event's `extra.request_attributes` and the record's key/value
     /// fields. Off, neither leaves: the app chose them, so nobody here can say they are harmless.
     public var requestAttributes: Bool
+    /// The frames' function names, read from the program's own binaries on this machine (their
+    /// symbol tables) when the event or log record is made, so that a frame reads
+    /// `OrderRoutes.charge(_:)` before any debug file is uploaded; Sentry's own symbolication
+    /// replaces them once it has the debug files. On by default: they name the program's code,
+    /// not its data, and are what Sentry shows after an upload anyway. Off, frames carry their
+    /// addresses and images only.
+    public var functionNames: Bool
 
-    /// A policy with these settings; the defaults send what Sentry needs to group and symbolicate, and the host's OS details.
+    /// A policy with these settings; the defaults send what Sentry needs to group and symbolicate, the functions' names, and the host's OS details.
     public init(rawMemory: Bool = false, breadcrumbs: Bool = false, identity: Bool = false, fullPaths: Bool = false,
-                hostDetails: Bool = true, requestQuery: Bool = false, requestAttributes: Bool = false) {
+                hostDetails: Bool = true, requestQuery: Bool = false, requestAttributes: Bool = false, functionNames: Bool = true) {
+        self.functionNames = functionNames
         self.rawMemory = rawMemory
         self.breadcrumbs = breadcrumbs
         self.identity = identity
@@ -56,7 +64,7 @@ public struct CrashDataPolicy: Sendable, Equatable {
     /// Everything, as before this policy existed: the record attached as it is on disk, the
     /// breadcrumbs in the event, full paths, the OS's details, the request's query and key/values.
     public static let everything = CrashDataPolicy(rawMemory: true, breadcrumbs: true, identity: true, fullPaths: true, hostDetails: true,
-                                                   requestQuery: true, requestAttributes: true)
+                                                   requestQuery: true, requestAttributes: true, functionNames: true)
 
     /// What the attached record keeps (its request settings apply to the event too).
     package var redaction: RecordRedaction {
@@ -65,12 +73,13 @@ public struct CrashDataPolicy: Sendable, Equatable {
     }
 
     /// What the Sentry event and the OTLP log record keep (raw memory aside: it decides attachments).
-    package var minimisation: RecordMinimisation { RecordMinimisation(redaction: redaction, hostDetails: hostDetails) }
+    package var minimisation: RecordMinimisation { RecordMinimisation(redaction: redaction, hostDetails: hostDetails, functionNames: functionNames) }
 
     /// The settings by their ``argument`` words.
     private var words: [(String, Bool)] {
         [("raw-memory", rawMemory), ("breadcrumbs", breadcrumbs), ("identity", identity), ("full-paths", fullPaths),
-         ("host-details", hostDetails), ("request-query", requestQuery), ("request-attributes", requestAttributes)]
+         ("host-details", hostDetails), ("request-query", requestQuery), ("request-attributes", requestAttributes),
+         ("function-names", functionNames)]
     }
 
     /// The policy as the crash-time uploader's `--sentry-data` argument: the settings that are
@@ -87,6 +96,7 @@ public struct CrashDataPolicy: Sendable, Equatable {
         guard words.isSubset(of: known), !words.isEmpty else { return nil }
         self.init(rawMemory: words.contains("raw-memory"), breadcrumbs: words.contains("breadcrumbs"), identity: words.contains("identity"),
                   fullPaths: words.contains("full-paths"), hostDetails: words.contains("host-details"),
-                  requestQuery: words.contains("request-query"), requestAttributes: words.contains("request-attributes"))
+                  requestQuery: words.contains("request-query"), requestAttributes: words.contains("request-attributes"),
+                  functionNames: words.contains("function-names"))
     }
 }

@@ -158,6 +158,9 @@ extension CrashInspect {
         @Argument(help: "A record file, a record id in --dir, or a directory of records (its newest record).")
         var record: String
 
+        @Flag(name: .customLong("all-frames"), help: "Every frame, with full names (by default the text shows the program's own frames, folds runs of other code into one line and shortens Swift names as Swift's backtracer does).")
+        var allFrames = false
+
         @OptionGroup var options: RecordOptions
 
         func run() throws {
@@ -170,7 +173,7 @@ extension CrashInspect {
                 record = newest
             }
             let (inspection, _) = try options.inspection(record)
-            print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection))
+            print(options.json ? Rendering.jsonText(inspection) : Rendering.text(inspection, allFrames: allFrames))
         }
     }
 
@@ -231,7 +234,12 @@ extension CrashInspect {
 
     struct Groups: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Records grouped by a signature that survives ASLR and rebuilds: signal + first frames of our code by symbol.")
+            abstract: "Records grouped by a signature that survives ASLR and rebuilds: what fired and the first frames of the program's own code.",
+            discussion: """
+                Each group says which rule chose its frames: "app frames" (the first three of the program's own \
+                code), "innermost package frame" (no frame of its own: the innermost frame of a package it links, \
+                with the fatal message), or "system frames" (only the runtime's and the C library's).
+                """)
 
         @Argument(help: ArgumentHelp("The directory of crash records, as --dir names it.", valueName: "dir"))
         var directory: String?
@@ -252,6 +260,7 @@ extension CrashInspect {
                 let folded = group.crashes == group.ids.count ? "" : " (\(group.ids.count) records kept, the others folded into them)"
                 print("\(group.crashes) × \(group.signature)" + folded)
                 print("    \(group.explanation)")
+                if !group.rule.isEmpty { print("    grouped by \(group.rule)") }
                 print("    first \(first), last \(last), versions \(group.appVersions.sorted().joined(separator: ", "))")
             }
             if groups.isEmpty { print("no crash records in \(options.dir)") }

@@ -310,6 +310,43 @@ final class CrashInspectTests: XCTestCase {
         XCTAssertTrue(asyncLines.contains { $0.contains("asyncLevel2") }, text)
     }
 
+    /// The text view shows the program's own frames and folds the rest, in the short names Swift's
+    /// backtracer prints; --all-frames and the JSON keep every frame, marked in_app or not.
+    func testShowFoldsOtherCodeAndMarksTheProgramsOwnFrames() throws {
+        let directory = try scratch("fold-show")
+        let path = try crash("async-task-chain", into: directory)
+        let object = try XCTUnwrap(try inspect(["show", path, "--json"]).json as? [String: Any])
+        let threads = try XCTUnwrap(object["threads"] as? [[String: Any]])
+        let all = threads.flatMap { ($0["frames"] as? [[String: Any]]) ?? [] }
+        func frames(where test: ([String: Any]) -> Bool) -> [[String: Any]] { all.filter(test) }
+        // The scenario's functions are the harness's own; the runtime's, libc's and ArgumentParser's are not.
+        let own = frames { ($0["symbol"] as? String ?? "").contains("asyncLevel") }
+        XCTAssertGreaterThanOrEqual(own.count, 3)
+        XCTAssertTrue(own.allSatisfy { $0["inApp"] as? Bool == true && $0["origin"] is NSNull }, "\(own)")
+        let runtime = frames { ($0["image"] as? String ?? "").contains("libswiftCore") || ($0["image"] as? String ?? "").contains("libc.so") }
+        XCTAssertFalse(runtime.isEmpty)
+        XCTAssertTrue(runtime.allSatisfy { $0["inApp"] as? Bool == false && $0["origin"] as? String != nil }, "\(runtime)")
+        let parser = frames { ($0["shortSymbol"] as? String ?? "").hasPrefix("static ParsableCommand.main") }
+        XCTAssertFalse(parser.isEmpty)
+        XCTAssertTrue(parser.allSatisfy { $0["origin"] as? String == "ArgumentParser" }, "\(parser)")
+
+        let folded = try inspect(["show", path]).stdout
+        let everything = try inspect(["show", path, "--all-frames"]).stdout
+        func frameLines(_ text: String) -> [Substring] { text.split(separator: "\n").filter { $0.contains("  0x0000") } }
+        let foldLines = folded.split(separator: "\n").filter { $0.contains("… ") && $0.contains(" frames in ") }
+        XCTAssertFalse(foldLines.isEmpty, folded)
+        // Every frame is either shown or counted in a fold line.
+        let counted = foldLines.compactMap { line in line.split(separator: " ").first { Int($0) != nil }.flatMap { Int($0) } }.reduce(0, +)
+        XCTAssertEqual(frameLines(folded).count + counted, frameLines(everything).count, folded)
+        XCTAssertTrue(foldLines.contains { $0.contains("libc") }, "\(foldLines)")
+        // Short names in the text, full ones with --all-frames and in the JSON: the full name of a
+        // closure carries its signature, the short one not.
+        let asyncLine = try XCTUnwrap(frameLines(folded).first { $0.contains("asyncLevel2") })
+        XCTAssertTrue(asyncLine.contains("asyncLevel2(_:)"), String(asyncLine))
+        XCTAssertFalse(folded.contains(" -> "), "no full signature in the folded view")
+        XCTAssertTrue(everything.contains(" -> "), "full signatures with --all-frames")
+    }
+
     /// glibc's last words in show (text and --json) and in the groups: a double free and heap
     /// corruption found by free() abort alike, their messages tell them apart.
     func testShowAndGroupsUseGlibcsAbortMessage() throws {

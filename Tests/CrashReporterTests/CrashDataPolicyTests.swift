@@ -6,18 +6,18 @@ import CrashRecordFormat
 import XCTest
 
 final class CrashDataPolicyTests: XCTestCase {
-    /// Every combination of the seven settings survives the uploader's argument unchanged.
+    /// Every combination of the eight settings survives the uploader's argument unchanged.
     func testEveryPolicyRoundTripsThroughTheUploadersArgument() throws {
-        for bits in 0..<(1 << 7) {
-            let on = (0..<7).map { bits & (1 << $0) != 0 }
+        for bits in 0..<(1 << 8) {
+            let on = (0..<8).map { bits & (1 << $0) != 0 }
             let policy = CrashDataPolicy(rawMemory: on[0], breadcrumbs: on[1], identity: on[2], fullPaths: on[3], hostDetails: on[4],
-                                         requestQuery: on[5], requestAttributes: on[6])
+                                         requestQuery: on[5], requestAttributes: on[6], functionNames: on[7])
             XCTAssertEqual(CrashDataPolicy(argument: policy.argument), policy, policy.argument)
         }
-        XCTAssertEqual(CrashDataPolicy(argument: "none"), CrashDataPolicy(hostDetails: false))
-        XCTAssertEqual(CrashDataPolicy().argument, "host-details")
+        XCTAssertEqual(CrashDataPolicy(argument: "none"), CrashDataPolicy(hostDetails: false, functionNames: false))
+        XCTAssertEqual(CrashDataPolicy().argument, "host-details,function-names")
         XCTAssertEqual(CrashDataPolicy.everything.argument,
-                       "raw-memory,breadcrumbs,identity,full-paths,host-details,request-query,request-attributes")
+                       "raw-memory,breadcrumbs,identity,full-paths,host-details,request-query,request-attributes,function-names")
         for refused in ["", "query", "request-query,bogus", "everything"] {
             XCTAssertNil(CrashDataPolicy(argument: refused), refused)
         }

@@ -97,11 +97,15 @@ final class SentryEnvelopeTests: XCTestCase {
             XCTAssertTrue(crashed.framesFromSignalContext, scenario)
             XCTAssertEqual(stacktrace["instruction_addr_adjustment"] as? String, "all_but_first", scenario)
             XCTAssertNotNil(stacktrace["registers"], scenario)
-            // A function name at most once per address: the physical function, never an inlined one.
+            // A function name at most once per address: the physical function, never an inlined one,
+            // in the short form the toolchain's `swift demangle --simplified` prints, the full name as raw_function.
             let crashedLocal = try XCTUnwrap(local[crashed.tid]).reversed().map { $0 }
+            let mangled = crashedLocal.compactMap { $0.symbols.last?.mangledSymbol }
+            let simplified = Dictionary(zip(mangled, try simplifiedByTheToolchain(mangled)), uniquingKeysWith: { a, _ in a })
             for (frame, mine) in zip(frames, crashedLocal) {
                 guard let function = frame["function"] as? String else { continue }
-                XCTAssertEqual(function, mine.symbols.last?.symbol, scenario)
+                XCTAssertEqual(function, mine.symbols.last?.mangledSymbol.flatMap { simplified[$0] }, scenario)
+                XCTAssertEqual(frame["raw_function"] as? String ?? function, mine.symbols.last?.symbol, scenario)
             }
             XCTAssertGreaterThan(frames.filter { $0["function"] != nil }.count, 3, scenario)
             if scenario == "null-dereference" {
@@ -212,11 +216,85 @@ final class SentryEnvelopeTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(asyncNamed, 4, "symbolic names the resume points async partial functions too")
 
-        // The uploader's envelope (no local names): the same frames at the same addresses.
+        // The sinks' and the uploader's envelope (no symbolizer): the same frames at the same
+        // addresses, each named from the images' own symbol tables as symbolic names it (the
+        // function, the toolchain's short form of it), and the program's own frames in_app.
         let plain = SentryEnvelope.event(record: record, eventID: SentryEnvelope.eventID(rawRecord: raw))
-        let plainFrames = try XCTUnwrap(plain.exception.values.first?.stacktrace?.frames)
-        XCTAssertEqual(plainFrames.reversed().map { address($0.instructionAddr) }, sent)
-        XCTAssertNil(plainFrames.first?.function)
+        let plainFrames = try XCTUnwrap(plain.exception.values.first?.stacktrace?.frames).reversed().map { $0 }
+        XCTAssertEqual(plainFrames.map { address($0.instructionAddr) }, sent)
+        let inHarnessSent = zip(plainFrames, mine).filter { harness.contains($0.1.address) }.map(\.0)
+        let theirNames = lookups.map { ($0["frames"] as? [[String: Any]] ?? []).last?["symbol"] as? String ?? "" }
+        let short = try simplifiedByTheToolchain(theirNames)
+        for ((frame, theirs), shortName) in zip(zip(inHarnessSent, theirNames), short) where !theirs.isEmpty {
+            XCTAssertEqual(frame.symbol ?? frame.function, theirs, frame.instructionAddr)
+            XCTAssertEqual(frame.function, shortName, frame.instructionAddr)
+            XCTAssertNotNil(frame.symbolAddr, frame.instructionAddr)
+        }
+        // The scenario's own functions (asyncLevel1…3, handleRequest) are the app's; the runtime's are not.
+        XCTAssertGreaterThanOrEqual(plainFrames.filter { $0.inApp == true && ($0.function ?? "").hasPrefix("asyncLevel") }.count, 3)
+        XCTAssertTrue(plainFrames.filter { $0.package.map { $0.contains("libswift") } ?? false }.allSatisfy { $0.inApp == false })
+        // Off in the data policy: addresses and images only.
+        var unnamed = plain
+        RecordMinimisation(functionNames: false).apply(to: &unnamed)
+        XCTAssertTrue(unnamed.exception.values[0].stacktrace!.frames.allSatisfy { $0.function == nil && $0.symbol == nil && $0.symbolAddr == nil })
+    }
+
+    /// Whose code a frame is, from its image and its mangled name's module, and what a crash with
+    /// no frame of the program's own code is grouped by: the innermost package frame and the
+    /// fatal message, in `crash-inspect groups`' rule and in the Sentry event's fingerprint.
+    func testACrashWithNoFrameOfTheProgramsOwnGroupsByTheInnermostPackageFrame() throws {
+        let directory = try Scratch.directory("sentry-grouping")
+        let path = try crash("null-dereference", into: directory)
+        let record = try CrashRecordReader.read(path: path)
+        let main = try XCTUnwrap(record.images.first { $0.isMainExecutable })
+        let libc = try XCTUnwrap(record.images.first { ($0.path as NSString).lastPathComponent.hasPrefix("libc.so") })
+        // Origins: a module of the program, a package's, the runtime's, a thunk, libc, a C function.
+        let inMain = main.base + 0x100
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$s6Orders6ChargeV3runyyF"), .app)
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$s8NIOPosix19SelectableEventLoopC3runyyKF"), .dependency("NIOPosix"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$s11Hummingbird6RouterV7respondyyF"), .dependency("Hummingbird"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$sSS5countSivg"), .system("Swift"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$sScTss5NeverORs_rlE5sleep11nanosecondsys6UInt64V_tYaKFZ"), .system("Swift"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "$sxIeAgHr_xs5Error_pIegHrzo_s8SendableRzlTR"), .system("Swift"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "swift_task_switch"), .system("Swift"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "c_nio_posix_accept"), .dependency("NIO"))
+        XCTAssertEqual(record.origin(ofFrameAt: inMain, mangledName: "order_checksum"), .app)
+        XCTAssertEqual(record.origin(ofFrameAt: libc.base + 0x100, mangledName: "raise"), .system("libc"))
+
+        // A crash whose frames are libc's, then a package's (innermost first), then the runtime's.
+        func frame(_ address: UInt64, _ mangled: String) -> ThreadFrame {
+            ThreadFrame(address: address, kind: .returnAddress, physicalIndex: nil,
+                        symbols: [SymbolicatedFrame(address: address, image: record.image(containing: address)?.path,
+                                                    symbol: SwiftDemangler.demangle(mangled), mangledSymbol: mangled)])
+        }
+        let noneOfOurs = [frame(libc.base + 0x100, "raise"), frame(inMain, "$s8NIOPosix19SelectableEventLoopC3runyyKF"),
+                          frame(inMain + 8, "$sSS5countSivg")]
+        let event = SentryEnvelope.event(record: record, eventID: String(repeating: "a", count: 32), frames: { _ in noneOfOurs })
+        XCTAssertEqual(event.tags["grouping"], "innermost_package_frame")
+        let fingerprint = try XCTUnwrap(event.fingerprint)
+        XCTAssertEqual(Array(fingerprint.prefix(3)), ["crash", "SIGSEGV", "NIOPosix: NIOPosix.SelectableEventLoop.run() throws -> ()"])
+        let sent = try XCTUnwrap(event.exception.values.first?.stacktrace?.frames)
+        XCTAssertEqual(sent.map(\.inApp), [false, false, false])
+        XCTAssertEqual(sent.map(\.function), ["String.count.getter", "SelectableEventLoop.run()", "raise"])
+        XCTAssertEqual(CrashGrouping(record: record, frames: noneOfOurs.map {
+            CrashGrouping.Frame(address: $0.address, mangled: $0.symbols[0].mangledSymbol, name: $0.symbols[0].symbol)
+        }).rule, .packageFrame)
+        // With a frame of the program's own: Sentry's own grouping by the in_app frames, no fingerprint.
+        let ours = [noneOfOurs[0], frame(inMain + 16, "$s6Orders6ChargeV3runyyF")] + noneOfOurs[1...]
+        let grouped = SentryEnvelope.event(record: record, eventID: String(repeating: "b", count: 32), frames: { _ in ours })
+        XCTAssertEqual(grouped.tags["grouping"], "app_frames")
+        XCTAssertNil(grouped.fingerprint)
+        XCTAssertEqual(grouped.exception.values.first?.stacktrace?.frames.map(\.inApp), [false, false, true, false])
+    }
+
+    /// What the toolchain's `swift demangle --simplified` prints for each name (Swift's backtracer's short form).
+    func simplifiedByTheToolchain(_ names: [String]) throws -> [String] {
+        guard !names.isEmpty else { return [] }
+        let swift = try XCTUnwrap(Tools.find("swift"))
+        let input = try Scratch.directory("names") + "/names.txt"
+        try (names.map { $0.isEmpty ? "-" : $0 }.joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
+        let out = try Tools.output("/bin/sh", ["-c", "\"$0\" demangle --simplified < \"$1\"", swift, input])
+        return out.split(separator: "\n", omittingEmptySubsequences: false).prefix(names.count).map(String.init)
     }
 
     /// glibc's abort message is in the exception's value (and `extra`), and Relay takes it.

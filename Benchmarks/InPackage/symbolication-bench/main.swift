@@ -6,9 +6,12 @@
 // on disk (scripts/bench.sh makes one with `crash-target deep`). Prints the median, min and max
 // wall time of: one `Symbolicator` reused (a long-lived llvm-symbolizer: what the inspector and
 // the reporter pay per record after the first), and a new `Symbolicator` each time
-// (llvm-symbolizer started and the debug info parsed again). A target of the main package, not
+// (llvm-symbolizer started and the debug info parsed again); and the Sentry event the sinks send,
+// with the frames named from the images' symbol tables (the default) and without (the data
+// policy's functionNames off): what naming costs per event. A target of the main package, not
 // of CaptureBench with the ordo-one benchmarks: CrashSymbolication is package-internal.
 import CrashRecordFormat
+import CrashSentry
 import CrashSymbolication
 import Foundation
 #if canImport(Glibc)
@@ -32,7 +35,7 @@ guard let thread = record.crashedThread, thread.frames.count >= 60 else {
 }
 
 /// Runs `body` up to `maxIterations` times (at most 3 s in all) and prints its median, min and max.
-func measure(_ label: String, _ body: () throws -> [[SymbolicatedFrame]]) rethrows {
+func measure<T>(_ label: String, _ body: () throws -> T) rethrows {
     let clock = ContinuousClock()
     var samples: [Duration] = []
     let deadline = clock.now + .seconds(3)
@@ -56,3 +59,16 @@ do {
         try Symbolicator().symbolicate(frames: thread.frames, firstIsExact: true, images: record.images)
     }
 } catch { fail("\(error)") }
+
+// The Sentry event as the sinks build it (no symbolizer): named, and not. The images' symbol
+// tables are read once per process either way (the async frames are told from them).
+let named = SentryEnvelope.event(record: record, eventID: String(repeating: "0", count: 32))
+let namedFrames = named.exception.values.first?.stacktrace?.frames ?? []
+guard namedFrames.contains(where: { $0.function != nil }) else { fail("the event's frames have no names") }
+print("the Sentry event names \(namedFrames.filter { $0.function != nil }.count) of \(namedFrames.count) crashed-thread frames, \(namedFrames.filter { $0.inApp == true }.count) in_app")
+measure("the Sentry event of the record, frames named from the symbol tables") {
+    SentryEnvelope.event(record: record, eventID: String(repeating: "0", count: 32))
+}
+measure("the Sentry event of the record, no names (functionNames off)") {
+    SentryEnvelope.event(record: record, eventID: String(repeating: "0", count: 32), functionNames: false)
+}
