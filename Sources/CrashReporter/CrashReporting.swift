@@ -226,6 +226,9 @@ public final class CrashReporting: Sendable {
         if let directory = getenv(verifyCrashVariable).map({ String(cString: $0) }), !directory.isEmpty {
             crashForSetupCheck(directory: directory, configuration: configuration)
         }
+        if let value = getenv(verifyHangVariable).map({ String(cString: $0) }), !value.isEmpty {
+            hangForSetupCheck(value, configuration: configuration)
+        }
         return running.withLock { running in
             if let running = running.reporting, !running.current.hasEnded {
                 Logger(label: "CrashReporter").error(

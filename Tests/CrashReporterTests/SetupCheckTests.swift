@@ -34,9 +34,16 @@ final class SetupCheckTests: XCTestCase {
         XCTAssertTrue(run.output.contains("sentry: sent"), run.output)
         XCTAssertTrue(run.output.contains("otlp: sent"), run.output)
         XCTAssertTrue(run.output.contains("setup check passed"), run.output)
-        let event = try XCTUnwrap(sentry.allRequests.first.map { String(decoding: $0.bodyBytes, as: UTF8.self) })
-        XCTAssertTrue(event.contains("\"crashcapture.setup_check\":\"true\""), "the check's event says what it is")
-        XCTAssertEqual(collector.allRequests.count, 1)
+        let events = sentry.allRequests.map { String(decoding: $0.bodyBytes, as: UTF8.self) }
+        XCTAssertEqual(events.count, 2, "the crash, then the hang: \(events.map { $0.prefix(300) })")
+        XCTAssertTrue(events.allSatisfy { $0.contains("\"crashcapture.setup_check\":\"true\"") }, "the check's events say what they are")
+        XCTAssertTrue(events.contains { $0.contains("\"signalhandler\"") }, "the crash")
+        // The hang went while its process ran: the AppHang event, sent by the hung process.
+        let lines = run.output.split(separator: "\n").map(String.init)
+        let hangLine = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("hang: recorded while the process ran") }, run.output)
+        XCTAssertEqual(Array(lines[(hangLine + 1)...].prefix(2)), ["  otlp: sent", "  sentry: sent"], run.output)
+        XCTAssertTrue(events.contains { $0.contains("\"AppHang\"") && $0.contains("heartbeat") }, "the hang")
+        XCTAssertEqual(collector.allRequests.count, 2)
         XCTAssertFalse(FileManager.default.fileExists(atPath: run.records), "the app's record directory is not touched")
     }
 
@@ -47,6 +54,8 @@ final class SetupCheckTests: XCTestCase {
         XCTAssertTrue(wrongKey.output.contains("sentry: kept: HTTP 401"), wrongKey.output)
         XCTAssertTrue(wrongKey.output.contains("invalid api key"), wrongKey.output)
         XCTAssertTrue(wrongKey.output.contains("setup check FAILED"), wrongKey.output)
+        XCTAssertEqual(wrongKey.output.components(separatedBy: "sentry: kept: HTTP 401").count - 1, 2,
+                       "the crash and the hang each say why: \(wrongKey.output)")
 
         let notADSN = try check(["--sentry-dsn", "https://no-project"])
         XCTAssertEqual(notADSN.ending, .exited(1), notADSN.output)
