@@ -333,7 +333,22 @@ final class ServerHangTests: XCTestCase {
             XCTAssertNotNil(awaiting, "\(frames.prefix(6))")
             XCTAssertNotNil(route, "\(frames.prefix(6))")
             if let awaiting, let route { XCTAssertLessThan(awaiting, route, "the awaiting function comes before its caller") }
+            // The chain's frames are mostly Hummingbird's and NIO's: marked, and the app's are its own.
+            let marks = (request["waiting"] as? [[String: Any]] ?? []).map { ($0["symbol"] as? String ?? "", $0["inApp"] as? Bool) }
+            for index in [awaiting, route].compactMap({ $0 }) where index < marks.count { XCTAssertEqual(marks[index].1, true, marks[index].0) }
+            XCTAssertGreaterThan(marks.filter { $0.1 == false }.count, 10, "\(marks.prefix(20))")
         }
+        // The text view: each stuck request's chain is the app's own frames, the rest folded into one line.
+        let snapshot = try XCTUnwrap(shown["file"] as? String)
+        let text = try ChildProcess.run(BuiltProducts.inspect, ["show", snapshot], stdout: server.directory + "/snapshot.txt", timeout: 30)
+        XCTAssertEqual(text.ending, .exited(0))
+        let lines = String(decoding: FileManager.default.contents(atPath: server.directory + "/snapshot.txt") ?? Data(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        let chain = try XCTUnwrap(lines.firstIndex { $0.contains("resumes in") })
+        let shownChain = lines[(chain + 1)...].prefix { $0.hasPrefix("        ") }
+        XCTAssertLessThanOrEqual(shownChain.count, 6, "\(shownChain)")
+        XCTAssertTrue(shownChain.contains { $0.contains("awaitSomethingThatNeverComes()") }, "\(shownChain)")
+        XCTAssertTrue(shownChain.contains { $0.contains("frames in ") && $0.contains("Hummingbird") }, "\(shownChain)")
         XCTAssertTrue(get(server.port, "/ok").hasSuffix("ok\n"))
         _ = waiting
         kill(server.pid, SIGKILL)
