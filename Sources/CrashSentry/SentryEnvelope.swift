@@ -404,6 +404,7 @@ package enum SentryEnvelope {
             event.tags["grouping"] = grouping.rule.tag
             if grouping.rule == .packageFrame {
                 event.fingerprint = ["crash", summary.title] + grouping.frames + (summary.message.map { [$0] } ?? [])
+                event.culprit = grouping.frames.first
             }
         }
         if let scope = record.scope {

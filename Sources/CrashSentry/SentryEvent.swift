@@ -30,10 +30,13 @@ package struct SentryEvent: Encodable, Sendable, Equatable {
     package var extra: [String: Extra]?
     /// How Sentry groups it, where the frames alone would not (a deadlock: by the cycle's frames).
     package var fingerprint: [String]?
+    /// Where it happened, as the subtitle, when the frames would not say it: a crash with
+    /// no frame of the app's own is placed at its innermost package frame.
+    package var culprit: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", platform, level, timestamp, release, environment, dist, serverName = "server_name", exception, threads
-        case debugMeta = "debug_meta", contexts, tags, user, breadcrumbs, request, extra, fingerprint
+        case debugMeta = "debug_meta", contexts, tags, user, breadcrumbs, request, extra, fingerprint, culprit
     }
 
     /// Sentry's `user` interface.

@@ -273,6 +273,14 @@ final class SentryEnvelopeTests: XCTestCase {
         XCTAssertEqual(event.tags["grouping"], "innermost_package_frame")
         let fingerprint = try XCTUnwrap(event.fingerprint)
         XCTAssertEqual(Array(fingerprint.prefix(3)), ["crash", "SIGSEGV", "NIOPosix: NIOPosix.SelectableEventLoop.run() throws -> ()"])
+        XCTAssertEqual(event.culprit, "NIOPosix: NIOPosix.SelectableEventLoop.run() throws -> ()")
+        // Relay takes it as it is.
+        let envelope = SentryEnvelope.make(record: record, rawRecord: [UInt8](try XCTUnwrap(FileManager.default.contents(atPath: path))),
+                                           fileName: (path as NSString).lastPathComponent, eventID: String(repeating: "c", count: 32),
+                                           sentAt: nil, frames: { _ in noneOfOurs })
+        let normalized = try XCTUnwrap(try check(envelope, in: directory)["normalized"] as? [String: Any])
+        XCTAssertEqual(normalized["culprit"] as? String, event.culprit)
+        XCTAssertEqual(normalized["fingerprint"] as? [String], fingerprint)
         let sent = try XCTUnwrap(event.exception.values.first?.stacktrace?.frames)
         XCTAssertEqual(sent.map(\.inApp), [false, false, false])
         XCTAssertEqual(sent.map(\.function), ["String.count.getter", "SelectableEventLoop.run()", "raise"])
@@ -284,6 +292,7 @@ final class SentryEnvelopeTests: XCTestCase {
         let grouped = SentryEnvelope.event(record: record, eventID: String(repeating: "b", count: 32), frames: { _ in ours })
         XCTAssertEqual(grouped.tags["grouping"], "app_frames")
         XCTAssertNil(grouped.fingerprint)
+        XCTAssertNil(grouped.culprit)
         XCTAssertEqual(grouped.exception.values.first?.stacktrace?.frames.map(\.inApp), [false, false, true, false])
     }
 
