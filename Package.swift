@@ -81,7 +81,12 @@ let package = Package(
         // The only code that runs after a fatal signal. C, async-signal-safe, at the top level.
         // It needs nothing outside the C library: it unwinds by the images' own call-frame
         // information (cc_cfi.c), so a program needs no unwinding library, at build or run time.
-        .target(name: "CShims", dependencies: ["CCrashRecordLayout"], path: "CShims"),
+        // Laid out by concern (cc_internal.h's head): install/ (installing and chaining), crash/ (the
+        // handler), record/ (the writer and the sections), unwind/, threads/ (the other threads and
+        // the ptrace helper), swift/ (the runtime's layouts), live/ (hangs and snapshots), upload/;
+        // the headers every part shares at the top.
+        .target(name: "CShims", dependencies: ["CCrashRecordLayout"], path: "CShims",
+                cSettings: [.headerSearchPath(".")], cxxSettings: [.headerSearchPath(".")]),
         .target(
             name: "CrashCapture",
             // No Foundation, no event model: what capture links is what every adopter loads.

@@ -1,4 +1,21 @@
-/* cc_internal.h — the C core's shared state and internal functions (cc__ prefix). */
+/* cc_internal.h — the C core's shared state and internal functions (cc__ prefix).
+ *
+ * The core by concern, one folder each (the headers every part includes are here, at the top):
+ *   install/  installing, uninstalling and chaining to the previous action (cc_install.c,
+ *             cc_chain.c), and pthread_create's alternate stacks (cc_interpose.c)
+ *   crash/    the fatal-signal handler and what only a crash writes: the signal's names, an
+ *             uncaught C++ exception, the stderr summary of a record not whole
+ *   record/   the writer and the sections every record has, written by a crash and a live
+ *             process's record alike (cc_sections.c), requests in flight, breadcrumbs, resources
+ *   unwind/   call-frame information, the images, each architecture's registers and syscalls
+ *   threads/  the other threads: stopped, named, unwound; the ptrace helper for those that
+ *             block the stop signal
+ *   swift/    the Swift runtime's private layouts and async context chains
+ *   live/     hang and snapshot records of the running process, lock waits
+ *   upload/   the crash-time uploader's start
+ *   cc_safeio.c  raw I/O, clocks, formatting and fault-proof reads every part uses
+ * Calls go down this list's concerns and into record/ and cc_safeio.c; the two pairs that call
+ * each other say why at their tops (cc_chain.c and cc_threads.c, cc_threads.c and cc_helper.c). */
 #ifndef CC_INTERNAL_H
 #define CC_INTERNAL_H
 
@@ -386,7 +403,7 @@ void cc__write_async_chains(cc__writer_t *w, pid_t tid, const uint64_t *fps, uin
  * its ResumeContext (CC_ASYNC_REQUEST_TASK), at most `*budget` links. */
 void cc__write_request_task(cc__writer_t *w, uint64_t key, uint32_t *budget);
 
-/* cc_handler.c — async-signal-safe: the runtime's reports that are not a crash's message
+/* cc_sections.c — async-signal-safe: the runtime's reports that are not a crash's message
  * (CC_STR_RUNTIME_WARNINGS), in [text, text + end); and where the text a crash found ends. */
 void cc__write_runtime_warnings(cc__writer_t *w, uint64_t text, uint64_t end);
 uint64_t cc__runtime_text_end(const cc__swift_reports_t *reports);
@@ -497,6 +514,8 @@ void cc__summary_write(const cc_sec_crash_t *crash, pid_t pid, pid_t tid, const 
 
 /* cc_handler.c */
 void cc__handler(int signo, siginfo_t *info, void *context);
+
+/* cc_sections.c: the sections a crash record and a live process's record share. */
 /* async-signal-safe: the crashed thread's general registers that can hold data pointers (not the
  * stack and program counters, the flags or the fault words), at most `max`; returns how many. */
 size_t cc__data_registers(const ucontext_t *uc, cc_register_t *out, size_t max);
@@ -524,6 +543,31 @@ void cc__write_run_and_scope(cc__writer_t *w);
  * flush, close and the rename to the record's name; a failure of any marks the writer failed.
  * Returns the microseconds the end section says. */
 uint32_t cc__finish_record(cc__writer_t *w, int64_t began_mono_ns);
+
+/* cc_sections.c: the ones only the crash handler calls. */
+/* async-signal-safe: the compensating $AppEnd from the template Swift rendered. */
+void cc__write_app_end(cc__writer_t *w, int64_t crash_wall_ns, int64_t crash_mono_ns);
+/* async-signal-safe: a CC_SEC_MEMORY window, if any of it is readable; returns whether one was written. */
+int cc__write_memory(cc__writer_t *w, const char *label, uint64_t address, size_t before, size_t after);
+/* The crashed thread's stack as cc__read_stack_window read it, for cc__write_stack. */
+typedef struct {
+    const unsigned char *bytes;
+    uint64_t start;
+    size_t length;
+} cc__stack_window_t;
+/* async-signal-safe: reads the crashed thread's stack from sp up, once (see cc_sections.c). */
+void cc__read_stack_window(cc__stack_window_t *window, uint64_t sp);
+/* async-signal-safe: that window as the "stack" CC_SEC_MEMORY. */
+void cc__write_stack(cc__writer_t *w, const cc__stack_window_t *window);
+/* async-signal-safe: windows of the memory the registers and the top of the stack point at. */
+void cc__write_pointed_memory(cc__writer_t *w, const ucontext_t *uc);
+/* async-signal-safe: a runtime's last words at `address` as a CC_SEC_STRING of `key`. */
+void cc__write_message(cc__writer_t *w, uint32_t key, uint64_t address, size_t cap);
+/* async-signal-safe: the app's name and version, the executable's path, the kernel line. */
+void cc__write_app_strings(cc__writer_t *w);
+/* async-signal-safe: the note a test hook's frame-record unwinding leaves. */
+void cc__write_unwind_note(cc__writer_t *w);
+
 
 /* cc_snapshot.c — async-signal-safe: a fault on the thread writing a snapshot: its helper is gone before the
  * crash is recorded. */

@@ -2,7 +2,7 @@
 # arm64 under emulation (scripts/test.sh runs it; about 21 s):
 #  1. every C file of the core (CShims, Sources/CCrashRecordLayout) compiles for aarch64 with
 #     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags, and so
-#     does its C++ file (CShims/cc_terminate.cpp) with aarch64-linux-gnu-g++;
+#     does its C++ file (CShims/crash/cc_terminate.cpp) with aarch64-linux-gnu-g++;
 #  2. the core and Tests/Arm64Crashes/arm64_crashes.c link into two C-only aarch64 programs (the
 #     C++ side left out: cc_cxx.c's weak stubs stand in for it, and no libstdc++ is linked), one
 #     plain and one with pointer authentication (-mbranch-protection=standard), and, with
@@ -98,8 +98,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 includes=(-I CShims -I CShims/include -I Sources/CCrashRecordLayout/include)
-core=(CShims/*.c Sources/CCrashRecordLayout/layout.c)
-core_cxx=(CShims/*.cpp)
+mapfile -t core < <(find CShims -name '*.c' | sort)
+core+=(Sources/CCrashRecordLayout/layout.c)
+mapfile -t core_cxx < <(find CShims -name '*.cpp' | sort)
 
 echo "== aarch64: -Wall -Wextra -Werror over the core (${#core[@]} C files, ${#core_cxx[@]} C++), debug and release flags"
 for file in "${core[@]}"; do

@@ -18,7 +18,9 @@ for dir in CShims Sources/*/; do
   dir="${dir%/}"
   [ -n "$(find "$dir" -name '*.c' -print -quit)" ] && c_dirs+=("$dir")
 done
-includes=()
+# CShims' files are in folders by concern and include the headers at its top (the manifest's
+# headerSearchPath).
+includes=(-I CShims)
 for dir in "${c_dirs[@]}"; do [ -d "$dir/include" ] && includes+=(-I "$dir/include"); done
 
 echo "== -Wall -Wextra -Werror over every C target (${c_dirs[*]}), debug and release flags"
@@ -43,7 +45,7 @@ clang -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
   -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-address-use-after-return=never \
   -shared-libasan -fuse-ld=lld -Wl,-rpath,"$runtime_dir" -Wl,--build-id -rdynamic \
   -Wall -Wextra -Werror -I CShims -I CShims/include -I Sources/CCrashRecordLayout/include \
-  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c CShims/*.c Sources/CCrashRecordLayout/layout.c -lz -lpthread \
+  Tests/CShimsSanitizerTests/cshims_sanitizer_tests.c $(find CShims -name '*.c' | sort) Sources/CCrashRecordLayout/layout.c -lz -lpthread \
   -o "$out/cshims-sanitizer-tests"
 echo "   built in $((SECONDS - start)) s"
 start=$SECONDS

@@ -46,7 +46,7 @@ build() { # output core-directory extra-flags...
   local bin=$1 dir=$2; shift 2
   gcc -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror -Wl,--build-id "$@" \
     -I "$dir" -I "$dir/include" -I Sources/CCrashRecordLayout/include \
-    Tests/DeathProbe/death_probe.c "$dir"/*.c Sources/CCrashRecordLayout/layout.c \
+    Tests/DeathProbe/death_probe.c $(find "$dir" -name '*.c' | sort) Sources/CCrashRecordLayout/layout.c \
     -lz -lpthread -ldl -o "$bin"
 }
 build "$out/death-probe" CShims

@@ -2,7 +2,7 @@
 //
 // Capture imports no Foundation and knows no event model: a program that links it loads the C
 // core and swift-log's Logging, nothing else (CaptureFootprintTests checks; the C core unwinds
-// by the images' own call-frame information, CShims/cc_cfi.c). The
+// by the images' own call-frame information, CShims/unwind/cc_cfi.c). The
 // compensating `$AppEnd` a crash writes is rendered by the reporter side (CrashReporter's
 // `CrashAppEndPublisher`) and handed over through `setAppEndTemplate`.
 import CShims
@@ -428,11 +428,11 @@ public struct Configuration: Sendable {
         return UInt32(clamping: min(max(seconds, 1), 3600))
     }
 
-    /// What the handler starts after a record is written (CShims/cc_uploader.c): `path` with
+    /// What the handler starts after a record is written (CShims/upload/cc_uploader.c): `path` with
     /// `arguments`, then the record's file name; its environment is `environment` ("KEY=value",
     /// taking precedence) and this process's environment as it is at start. All copied at start.
     /// A process whose death would end it too (PID 1, a parent that is PID 1 or outside the PID
-    /// namespace) waits for it, within the watchdog, before dying (CShims/cc_uploader.c).
+    /// namespace) waits for it, within the watchdog, before dying (CShims/upload/cc_uploader.c).
     package struct Uploader: Sendable, Equatable {
         package var path: String
         package var arguments: [String]

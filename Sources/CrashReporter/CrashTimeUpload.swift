@@ -3,7 +3,7 @@
 // the one inbox pass that process runs (crash-uploader).
 //
 // The crashed process cannot send anything (no malloc, no Swift after the signal), so its handler
-// starts crash-uploader once the record is whole (CShims/cc_uploader.c) and dies as it would have.
+// starts crash-uploader once the record is whole (CShims/upload/cc_uploader.c) and dies as it would have.
 // The uploader goes through the same inbox and Sentry sink as the next launch, for that record
 // alone: the sink's lease while it sends, its acknowledgment once Sentry has it. With Sentry the
 // only sink the record is then deleted; with other sinks (the events store, the app's own) it

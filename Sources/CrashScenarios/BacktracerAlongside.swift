@@ -1,7 +1,7 @@
 // BacktracerAlongside.swift — a scenario with Swift's own backtracer on, as every Swift program on
 // Linux has it by default, run with capture and without (CRASHCAPTURE_DISABLE=1).
 //
-// Capture chains to the backtracer first (CShims/cc_chain.c). Whatever the crash, capture must
+// Capture chains to the backtracer first (CShims/install/cc_chain.c). Whatever the crash, capture must
 // leave nothing running that the runtime alone does not (a swift-backtrace process, the thread
 // helper, a crash-time uploader past its deadline: none, since each run leads its own process
 // group and anything of the group alive after it ended counts), and the backtracer must report

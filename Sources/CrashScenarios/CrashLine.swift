@@ -1,4 +1,4 @@
-// CrashLine.swift — the one line the handler writes on stderr at every crash (CShims/cc_summary.c), read back for the scenarios and the tests.
+// CrashLine.swift — the one line the handler writes on stderr at every crash (CShims/crash/cc_summary.c), read back for the scenarios and the tests.
 import Foundation
 
 /// `crashcapture: {"signal":"SIGSEGV",…}`: the crash, its record and its request, one JSON object.

@@ -214,7 +214,7 @@ package enum ScenarioRunner {
         return RunReport(outcome: outcome, failures: failures + recordFailures, frames: frames)
     }
 
-    /// The one line the handler writes on stderr at a crash (CShims/cc_summary.c): valid JSON, and
+    /// The one line the handler writes on stderr at a crash (CShims/crash/cc_summary.c): valid JSON, and
     /// for every record of the scenario's process one that names its file and its signal.
     static func checkCrashLine(_ outcome: RunOutcome, scenario: Scenario) -> [String] {
         let lines: [CrashLine]

@@ -1,5 +1,5 @@
 // StderrSummary.swift — the lines the handler writes on stderr when a record cannot be written whole
-// (CShims/cc_summary.c), read back for the scenarios and the tests.
+// (CShims/crash/cc_summary.c), read back for the scenarios and the tests.
 /// The handler's stderr summary of a crash whose record is not whole (`CrashCapture: ` lines):
 /// the crash, why the record is not whole, where its partial file is, the top frames.
 package struct StderrSummary: Sendable, Equatable {

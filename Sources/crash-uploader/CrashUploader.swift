@@ -1,4 +1,4 @@
-// CrashUploader.swift — crash-uploader: started by a crashing process's handler (CShims/cc_uploader.c)
+// CrashUploader.swift — crash-uploader: started by a crashing process's handler (CShims/upload/cc_uploader.c)
 // to send its record to Sentry and/or an OpenTelemetry collector while it dies (CrashReporter's
 // CrashTimeUpload does the work).
 //

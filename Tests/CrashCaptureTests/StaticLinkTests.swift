@@ -89,7 +89,9 @@ final class StaticLinkTests: XCTestCase {
         }
         let shims = Self.packageRoot.appendingPathComponent("CShims").path
         // The core and the record layout's C it depends on (CCrashRecordLayout), as SwiftPM links them.
-        let sources = try FileManager.default.contentsOfDirectory(atPath: shims).filter { $0.hasSuffix(".c") }.sorted().map { shims + "/" + $0 }
+        // Every C file of the core, in its folders.
+        let sources = (FileManager.default.enumerator(atPath: shims)?.compactMap { $0 as? String } ?? [])
+            .filter { $0.hasSuffix(".c") }.sorted().map { shims + "/" + $0 }
             + [Self.packageRoot.appendingPathComponent("Sources/CCrashRecordLayout/layout.c").path]
         XCTAssertFalse(sources.isEmpty)
         try Self.program.write(toFile: work + "/static-threads.c", atomically: true, encoding: .utf8)

@@ -15,7 +15,7 @@ import Glibc
 final class UnwritableRecordTests: XCTestCase {
     /// The scenario every run here performs.
     static let scenario = "null-dereference"
-    /// Frames the summary shows (CShims/cc_summary.c, CC__SUMMARY_FRAMES).
+    /// Frames the summary shows (CShims/crash/cc_summary.c, CC__SUMMARY_FRAMES).
     static let summaryFrames = 8
 
     /// One run of the scenario's harness child.

@@ -1,4 +1,7 @@
-/* cc_chain.c — chaining: the action that was installed before ours runs as if the kernel had delivered the signal to it. */
+/* cc_chain.c — chaining: the action that was installed before ours runs as if the kernel had delivered the signal to it.
+ * It and cc_threads.c call each other: the turn asks whether its holder still blocks the stop
+ * signal (cc__task_blocks), the stop leaves threads waiting for the turn alone
+ * (cc__turn_waiting); each keeps the table it owns. */
 #include "cc_boot.h"
 #include "cc_internal.h"
 

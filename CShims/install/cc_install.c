@@ -36,50 +36,6 @@ __attribute__((constructor)) static void cc__state_defaults(void) {
     cc__g.writer.fd = -1;
 }
 
-static pthread_key_t g_altstack_key;
-static pthread_once_t g_altstack_key_once = PTHREAD_ONCE_INIT;
-
-/* The alternate stack's size: 64 KiB, or four times what the kernel asks for on this CPU
- * (AVX-512 state makes signal frames large), whichever is larger. */
-static size_t cc__altstack_size(void) {
-    size_t size = CC__ALTSTACK_SIZE;
-    long minimum = sysconf(_SC_SIGSTKSZ);
-    if (minimum > 0 && (size_t)minimum * 4 > size) size = (size_t)minimum * 4;
-    return size;
-}
-
-/* Thread exit: takes down the alternate stack cc_prepare_current_thread mapped. */
-static void cc__altstack_release(void *mapping) {
-    size_t page = (size_t)getpagesize();
-    stack_t current;
-    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_ONSTACK) &&
-        current.ss_sp == (char *)mapping + page) {
-        stack_t off = { .ss_flags = SS_DISABLE };
-        sigaltstack(&off, 0);
-    }
-    munmap(mapping, cc__altstack_size() + page);
-}
-
-static void cc__altstack_key_create(void) { pthread_key_create(&g_altstack_key, cc__altstack_release); }
-
-int cc_prepare_current_thread(void) {
-    size_t size = cc__altstack_size(), page = (size_t)getpagesize();
-    stack_t current;
-    /* Keep an existing alternate stack that is big enough (the Swift runtime, or the host
-     * program, may have set one up): replacing it would pull it out from under its owner. */
-    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_DISABLE) && current.ss_size >= size / 2) {
-        return 0;
-    }
-    void *mapping = mmap(0, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapping == MAP_FAILED) return -1;
-    mprotect(mapping, page, PROT_NONE); /* guard page: an overflow of the alternate stack faults */
-    stack_t stack = { .ss_sp = (char *)mapping + page, .ss_size = size, .ss_flags = 0 };
-    if (sigaltstack(&stack, 0) != 0) { munmap(mapping, size + page); return -1; }
-    pthread_once(&g_altstack_key_once, cc__altstack_key_create);
-    pthread_setspecific(g_altstack_key, mapping);
-    return 0;
-}
-
 int cc__publish(cc__published_t *p, char *buffers, size_t size, const void *bytes, size_t length) {
     if (length >= size) return -1;
     int next = atomic_load(&p->index) == 0 ? 1 : 0;

@@ -1,4 +1,6 @@
-/* cc_threads.c — the other threads of a crashing process: stopped before the record is written, named, and unwound from where they stopped. */
+/* cc_threads.c — the other threads of a crashing process: stopped before the record is written, named, and unwound from where they stopped.
+ * It and cc_helper.c are one step, the stop, split by how a thread is stopped: the helper asks
+ * back only for a thread's name, which the stop read with its status. */
 #include "cc_boot.h"
 #include "cc_internal.h"
 

@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <threads.h>
 #include <unistd.h>
 
@@ -45,6 +47,52 @@ __attribute__((constructor)) void cc__interpose_prepare(void) {
  * start routine. Before install, or with CC_FLAG_NO_ALTSTACK_NEW_THREADS, it passes straight
  * through. (Threads made with a raw clone(2) are not seen.)
  */
+/* Each thread's alternate signal stack, which the handler runs on after a stack overflow: made
+ * here for every thread pthread_create starts, and by cc_install for the installing thread. */
+static pthread_key_t g_altstack_key;
+static pthread_once_t g_altstack_key_once = PTHREAD_ONCE_INIT;
+
+/* The alternate stack's size: 64 KiB, or four times what the kernel asks for on this CPU
+ * (AVX-512 state makes signal frames large), whichever is larger. */
+static size_t cc__altstack_size(void) {
+    size_t size = CC__ALTSTACK_SIZE;
+    long minimum = sysconf(_SC_SIGSTKSZ);
+    if (minimum > 0 && (size_t)minimum * 4 > size) size = (size_t)minimum * 4;
+    return size;
+}
+
+/* Thread exit: takes down the alternate stack cc_prepare_current_thread mapped. */
+static void cc__altstack_release(void *mapping) {
+    size_t page = (size_t)getpagesize();
+    stack_t current;
+    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_ONSTACK) &&
+        current.ss_sp == (char *)mapping + page) {
+        stack_t off = { .ss_flags = SS_DISABLE };
+        sigaltstack(&off, 0);
+    }
+    munmap(mapping, cc__altstack_size() + page);
+}
+
+static void cc__altstack_key_create(void) { pthread_key_create(&g_altstack_key, cc__altstack_release); }
+
+int cc_prepare_current_thread(void) {
+    size_t size = cc__altstack_size(), page = (size_t)getpagesize();
+    stack_t current;
+    /* Keep an existing alternate stack that is big enough (the Swift runtime, or the host
+     * program, may have set one up): replacing it would pull it out from under its owner. */
+    if (sigaltstack(0, &current) == 0 && !(current.ss_flags & SS_DISABLE) && current.ss_size >= size / 2) {
+        return 0;
+    }
+    void *mapping = mmap(0, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapping == MAP_FAILED) return -1;
+    mprotect(mapping, page, PROT_NONE); /* guard page: an overflow of the alternate stack faults */
+    stack_t stack = { .ss_sp = (char *)mapping + page, .ss_size = size, .ss_flags = 0 };
+    if (sigaltstack(&stack, 0) != 0) { munmap(mapping, size + page); return -1; }
+    pthread_once(&g_altstack_key_once, cc__altstack_key_create);
+    pthread_setspecific(g_altstack_key, mapping);
+    return 0;
+}
+
 typedef struct { void *(*start)(void *); void *arg; } cc__thread_start_t;
 
 /* Not async-signal-safe (free): the first thing a new thread runs, never reached from a handler. */
