@@ -57,6 +57,11 @@ final class SetupCheckTests: XCTestCase {
         XCTAssertEqual(wrongKey.output.components(separatedBy: "sentry: kept: HTTP 401").count - 1, 2,
                        "the crash and the hang each say why: \(wrongKey.output)")
 
+        // No sink at all: the check fails at once and says why, without waiting for a hang no sink could take.
+        let noSink = try check([])
+        XCTAssertEqual(noSink.ending, .exited(1), noSink.output)
+        XCTAssertTrue(noSink.output.contains("hang: not checked: the configuration has no sink"), noSink.output)
+
         let notADSN = try check(["--sentry-dsn", "https://no-project"])
         XCTAssertEqual(notADSN.ending, .exited(1), notADSN.output)
         XCTAssertTrue(notADSN.output.contains("sentry: not sent: the DSN is not a Sentry DSN"), notADSN.output)
