@@ -5,7 +5,7 @@
 # runs the C core's crashes on aarch64 under qemu-user, plain and with pointer
 # authentication, runs a static-stdlib program in a minimal Debian root filesystem, builds a
 # release harness, the example servers (Hummingbird 2, Vapor 4) and the launch benchmark too, compiles the README's and
-# the DocC articles' code blocks, runs every test, counts the public surface (and its doc comments),
+# the DocC articles' code blocks (the server pages' whole programs too), runs every test, counts the public surface (and its doc comments),
 # builds the DocC catalogs without a warning, fuzzes the record parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,9 +40,18 @@ export CRASHING_GRPC_SERVER="$servers_bin/crashing-grpc-server"
 echo "== example servers built (in the background) by $((SECONDS - servers_started)) s after they began"
 echo "== the launch benchmark builds (Benchmarks/LaunchBench, release: what Benchmarks/README.md's launch table is measured with; scripts/bench.sh runs it)"
 swift build -c release --package-path Benchmarks/LaunchBench
-echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py, built in Examples/CrashingServer's DocSnippets)"
+echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py: DocSnippets, and each server page's whole program, in Examples/CrashingServer)"
 python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets
 swift build -c release --package-path Examples/CrashingServer --target DocSnippets
+# Each server page's main.swift, built and linked as its own executable (GettingStartedHummingbird,
+# GettingStartedVapor): the dependencies are the release build's above. The package declares these
+# targets only where snippets.py wrote their main.swift, which SwiftPM's manifest cache (keyed by the
+# manifest's text) cannot see: hence no cache here.
+for page_main in Examples/CrashingServer/Sources/GettingStarted*/main.swift; do
+  [ -e "$page_main" ] || continue
+  page_server="$(basename "$(dirname "$page_main")")"
+  swift build -c release --package-path Examples/CrashingServer --manifest-cache none --product "$page_server"
+done
 echo "== swift test"
 swift test
 # The fuzzer (a scratch path of its own) builds and runs beside the public surface and the DocC

@@ -10,6 +10,7 @@
 // the main package never depends on a web framework; it depends on the main package as an
 // adopter does, with the traits of the integrations it uses. One package for both servers:
 // SwiftNIO and the rest they share are built once.
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -70,6 +71,7 @@ let package = Package(
                 .product(name: "Vapor", package: "vapor"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
             ]
         ),
         .executableTarget(
@@ -95,3 +97,26 @@ let package = Package(
         ),
     ]
 )
+
+// The server pages' whole programs (CrashReporter.docc's HummingbirdServers.md and VaporServers.md):
+// scripts/snippets.py writes each page's `// main.swift` block to Sources/GettingStarted<Page>/main.swift
+// (not committed) and checks that the products below are the ones the page's Package.swift block
+// lists; scripts/test.sh builds them. A target is declared only once its main.swift is there, so a
+// fresh clone builds the servers above before snippets.py has run. SwiftPM caches what this file
+// evaluates to by its text, not by those files: build them with `--manifest-cache none`.
+let pageServers: [(name: String, dependencies: [Target.Dependency])] = [
+    ("GettingStartedHummingbird", [
+        .product(name: "CrashReporter", package: "CrashCapture"),
+        .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
+        .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+    ]),
+    ("GettingStartedVapor", [
+        .product(name: "CrashReporter", package: "CrashCapture"),
+        .product(name: "CrashCaptureVapor", package: "CrashCapture"),
+        .product(name: "Vapor", package: "vapor"),
+    ]),
+]
+for server in pageServers where FileManager.default.fileExists(atPath: Context.packageDirectory + "/Sources/\(server.name)/main.swift") {
+    package.targets.append(.executableTarget(name: server.name, dependencies: server.dependencies))
+}
