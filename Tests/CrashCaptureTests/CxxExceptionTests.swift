@@ -104,7 +104,7 @@ final class CxxExceptionTests: XCTestCase {
         XCTAssertEqual(cxx.type, "std::runtime_error")
         XCTAssertEqual(cxx.what, .inFlight)
         XCTAssertTrue(record.fatalMessage?.contains("C++ exception handling detected") == true, record.fatalMessage ?? "no fatal message")
-        let shown = try Tools.output(BuiltProducts.inspect, ["show", directory + "/" + name])
+        let shown = try Tools.output(BuiltProducts.inspect, ["show", directory + "/" + name, "--all-frames"])
         XCTAssertTrue(shown.contains("orders::price(int)") && shown.contains("__cxa_throw"), shown)
         XCTAssertTrue(shown.contains("uncaught C++ exception std::runtime_error (it never reached std::terminate: what() not read); "
                                      + "the process aborted while it was being thrown"), shown)

@@ -150,9 +150,12 @@ final class SymbolStoreTests: XCTestCase {
             XCTAssertEqual(problem, "no symbol: \(setup.stripped) has no debug information and no debug file with build-id \(setup.buildID) "
                            + "in any --symbols directory (none given); DEBUGINFOD_URLS not set")
         }
-        // The text rendering names the level chain from the store too.
+        // The text rendering names the level chain from the store too: short names by default,
+        // full ones with --all-frames.
         let text = try inspect(["show", record, "--symbols", setup.store]).stdout
-        XCTAssertTrue(text.contains("CrashScenarios.level3("), text)
+        XCTAssertTrue(text.contains(" level3(_:)"), text)
+        let full = try inspect(["show", record, "--symbols", setup.store, "--all-frames"]).stdout
+        XCTAssertTrue(full.contains("CrashScenarios.level3("), full)
     }
 
     func testAFatalErrorOfTheStrippedHarnessIsNamedFromTheStoreToo() throws {
@@ -264,7 +267,9 @@ final class SymbolStoreTests: XCTestCase {
         XCTAssertEqual(envelope.ending, .exited(0), envelope.stderr)
         // The envelope holds the raw record (binary): search its bytes.
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: envelopeFile))
-        XCTAssertNotNil(bytes.range(of: Data("\"function\":\"CrashScenarios.level3(".utf8)), "names in the envelope")
+        // The short name as `function`, the full one as `raw_function`.
+        XCTAssertNotNil(bytes.range(of: Data("\"function\":\"level3(_:)\"".utf8)), "names in the envelope")
+        XCTAssertNotNil(bytes.range(of: Data("\"raw_function\":\"CrashScenarios.level3(".utf8)), "full names in the envelope")
 
         // A build-id the server does not have: 404, said in each frame.
         let other = try withOtherBuildID(setup.stripped)
