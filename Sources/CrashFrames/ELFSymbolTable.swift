@@ -119,6 +119,17 @@ package final class ImageSymbols: @unchecked Sendable {
         return (symbol.name, symbol.address &+ loaded.bias)
     }
 
+    /// The frame at `address` of `record`, named from the symbol table: the function `lookup`
+    /// (the address, or a return address's call) lies in; no name where none is known. What the
+    /// sinks and, without a symbolizer, `crash-inspect` name frames with.
+    package func named(_ address: UInt64, lookup: UInt64, in record: CrashRecord) -> SymbolicatedFrame {
+        let image = record.image(containing: address)
+        let offset = image.map { address &- $0.base }
+        guard let found = function(at: lookup) else { return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset) }
+        return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset, symbol: SwiftDemangler.demangle(found.name),
+                                 mangledSymbol: found.name, functionStart: found.start)
+    }
+
     /// For ``ThreadFrames/resolve(_:isAsyncFunction:)``.
     package func isAsyncFunction(_ addresses: [UInt64]) -> [Bool] {
         addresses.map { symbol(at: $0).map { SwiftAsyncSymbol.isAsyncFunction(mangledName: $0.name) } ?? false }

@@ -25,10 +25,13 @@ package struct SymbolicatedFrame: Sendable, Equatable {
     package var inlined: Bool
     /// Why no symbol is shown, when none is (e.g. "build-id differs").
     package var problem: String?
+    /// The function's first instruction in the process, where the image's symbol table said it.
+    package var functionStart: UInt64?
 
     package init(address: UInt64, image: String? = nil, imageOffset: UInt64? = nil, symbol: String? = nil,
                 file: String? = nil, line: Int? = nil, column: Int? = nil, inlined: Bool = false, problem: String? = nil,
-                mangledSymbol: String? = nil) {
+                mangledSymbol: String? = nil, functionStart: UInt64? = nil) {
+        self.functionStart = functionStart
         self.address = address
         self.image = image
         self.imageOffset = imageOffset

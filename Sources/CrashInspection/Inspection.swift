@@ -35,7 +35,7 @@ package struct Inspection: Sendable {
             let frames = symbolicator?.threadFrames(of: thread, images: record.images)
                 ?? ThreadFrames.resolve(thread) { local!.isAsyncFunction($0) }.map {
                     var frame = $0
-                    frame.symbols = [Self.named($0.address, lookup: $0.lookupAddress, record: record, local: local!)]
+                    frame.symbols = [local!.named($0.address, lookup: $0.lookupAddress, in: record)]
                     return frame
                 }
             return InspectedThread(thread: thread, frames: frames)
@@ -51,7 +51,7 @@ package struct Inspection: Sendable {
             guard let waiting = request.waiting, !waiting.resumePoints.isEmpty else { return [] }
             let points = waiting.resumePoints
             let symbols = symbolicator?.symbolicate(addresses: points, exact: points.map { _ in true }, images: record.images)
-                ?? points.map { [Self.named($0, lookup: $0, record: record, local: local!)] }
+                ?? points.map { [local!.named($0, lookup: $0, in: record)] }
             return symbols.flatMap { $0 }
         } ?? []
         // A computing hang's samples: where its busy threads most often were.
@@ -87,15 +87,6 @@ package struct Inspection: Sendable {
 
     /// The crash's one summary (``CrashSummary``), from the crashed thread's frames as shown here.
     package var summary: CrashSummary { CrashSummary(record: record, frames: crashed?.frames ?? []) }
-
-    /// A frame named from the images' symbol tables: the function `lookup` lies in.
-    static func named(_ address: UInt64, lookup: UInt64, record: CrashRecord, local: ImageSymbols) -> SymbolicatedFrame {
-        let image = record.image(containing: address)
-        let offset = image.map { address &- $0.base }
-        guard let found = local.function(at: lookup) else { return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset) }
-        return SymbolicatedFrame(address: address, image: image?.path, imageOffset: offset, symbol: SwiftDemangler.demangle(found.name),
-                                 mangledSymbol: found.name)
-    }
 
     /// Whose code `frame` is (``FrameOrigin``): the program's own, a package's, the system's.
     package func origin(of frame: SymbolicatedFrame) -> FrameOrigin {

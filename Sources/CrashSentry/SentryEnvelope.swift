@@ -233,7 +233,12 @@ package enum SentryEnvelope {
         // Function names from the images' own symbol tables for frames that have none.
         let names = readImageFiles && functionNames ? local : nil
         let framesOf = frames ?? { thread in
-            ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }
+            ThreadFrames.resolve(thread) { readImageFiles ? local.isAsyncFunction($0) : $0.map { _ in false } }.map { frame in
+                guard let names else { return frame }
+                var named = frame
+                named.symbols = [names.named(frame.address, lookup: callAddress(frame, architecture: record.architecture), in: record)]
+                return named
+            }
         }
         let signal = record.signal
         // A hang's or snapshot's thread is the one it is about (the crashed thread of a crash).
@@ -272,7 +277,7 @@ package enum SentryEnvelope {
         }
         if let crashed {
             exception.threadID = Int(crashed.tid)
-            var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record, local: names)
+            var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record)
             if !record.registers.isEmpty {
                 stacktrace.registers = Dictionary(record.registers.map { ($0.name, hex($0.value)) }, uniquingKeysWith: { a, _ in a })
             }
@@ -286,7 +291,7 @@ package enum SentryEnvelope {
         let threads = record.threads.map { thread in
             SentryEvent.Thread(id: Int(thread.tid), crashed: thread.crashed, current: thread.tid == crashed?.tid,
                                name: thread.name.isEmpty ? nil : thread.name,
-                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record, local: names),
+                               stacktrace: thread.frames.isEmpty ? nil : stacktrace(thread, frames: framesOf(thread), record: record),
                                state: record.event?.threadStates?.of(thread.tid).map { scheduling in
                                    switch scheduling.state {
                                    case "R": "Runnable"
@@ -397,9 +402,8 @@ package enum SentryEnvelope {
             // which rule it was.
             let grouping = CrashGrouping(record: record, frames: crashedFrames.map { frame in
                 let physical = frame.symbols.last { !$0.inlined }
-                let found = physical?.symbol == nil ? names?.function(at: callAddress(frame, architecture: record.architecture)) : nil
-                return CrashGrouping.Frame(address: frame.address, mangled: physical?.mangledSymbol ?? found?.name,
-                                           name: physical?.symbol ?? found.map { SwiftDemangler.demangle($0.name) }, start: found?.start)
+                return CrashGrouping.Frame(address: frame.address, mangled: physical?.mangledSymbol, name: physical?.symbol,
+                                           start: physical?.functionStart)
             })
             event.tags["grouping"] = grouping.rule.tag
             if grouping.rule == .packageFrame {
@@ -421,10 +425,10 @@ package enum SentryEnvelope {
     }
 
     /// One frame per thread frame, outermost first (see ``event(record:eventID:frames:osRelease:readImageFiles:)``).
-    /// Each frame's function is the one its address lies in: the frames' own (a symbolicator's)
-    /// where they have one, else `local`'s (the image's symbol table; nil: none read), looked up
-    /// at the call instruction of a return address, as Sentry's symbolicator looks it up.
-    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord, local: ImageSymbols? = nil) -> SentryEvent.Stacktrace {
+    /// Each frame's function is the one its address lies in, as the frames name it (a
+    /// symbolicator's, or the images' symbol tables', looked up at a return address's call as
+    /// Sentry's symbolicator looks it up).
+    static func stacktrace(_ thread: CrashThread, frames: [ThreadFrame], record: CrashRecord) -> SentryEvent.Stacktrace {
         let hasAsync = frames.contains { $0.kind == .asyncResumePoint }
         let sent = frames.reversed().map { threadFrame in
             let call = callAddress(threadFrame, architecture: record.architecture)
@@ -432,16 +436,11 @@ package enum SentryEnvelope {
             var frame = SentryEvent.Frame(instructionAddr: hex(address),
                                           package: record.image(containing: threadFrame.address).map { codeFile($0.path) }, function: nil)
             let physical = threadFrame.symbols.last(where: { !$0.inlined })
-            var mangled = physical?.mangledSymbol
+            let mangled = physical?.mangledSymbol
             if let physical, let symbol = physical.symbol {
                 frame.function = mangled.map(SwiftDemangler.simplified) ?? symbol
                 if frame.function != symbol { frame.rawFunction = symbol }
-            } else if let local, let found = local.function(at: call) {
-                mangled = found.name
-                frame.function = SwiftDemangler.simplified(found.name)
-                let full = SwiftDemangler.demangle(found.name)
-                if full != frame.function { frame.rawFunction = full }
-                frame.symbolAddr = hex(found.start)
+                frame.symbolAddr = physical.functionStart.map(hex)
             }
             if let mangled, mangled != frame.function { frame.symbol = mangled }
             frame.inApp = record.origin(ofFrameAt: threadFrame.address, mangledName: mangled).isApp
