@@ -29,7 +29,13 @@ cd "$(dirname "$0")/.."
 # 386 → 388: HangDetection.memoryThreshold and RecordKind.memory (the memory watch and its records).
 # 388 → 389: CrashDataPolicy.functionNames (frames named from the binaries' symbol tables at send
 # time, and the switch that turns it off).
-BUDGET=389
+# 389 → 387: each sink its own options — CrashReporting.Configuration's 16 sentry…/otlp… fields and
+# its sentryDSN initializer (−17) became SentryOptions (10, beside the Sentry sink) and OTLPOptions
+# (8, beside the OTLP sink), held as Configuration.sentry and .otlp, with one dataPolicy for both
+# (+21); the two environment variables' names (CrashHandler.disableEnvironmentVariable,
+# HangDetection.environmentVariable) and what the app passed in and never reads back
+# (WatchedLoop.name and submit, HangHeartbeat.name, BreadcrumbLogHandler.label) became internal.
+BUDGET=387
 # Each Swift library target's symbol graph, extracted from its built module (a quarter of a second
 # each; `swift package dump-symbol-graph` builds the whole package again first, minutes). The
 # modules come from the example servers' release build, which builds this package as an adopter

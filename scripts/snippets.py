@@ -164,7 +164,7 @@ def snippet_file(block, path, index, where):
     if re.search(r"\bconfiguration\b", block) and not declares_configuration:
         imports.append("import CrashReporter")
         prelude.append('var configuration = CrashReporting.Configuration(recordDirectory: "/tmp/snippet", appName: "snippet", '
-                       'appVersion: "1", sentryDSN: nil)')
+                       'appVersion: "1")')
     name = re.sub(r"\W", "_", os.path.splitext(path)[0]) + f"_{index}"
     text = [GENERATED.format(where=where), "// swiftlint:disable all"]
     text += sorted(set(line.strip() for line in imports))

@@ -13,7 +13,7 @@ public import Logging
 /// Never fails and never blocks: breadcrumbs are written to a lock-free ring.
 public struct BreadcrumbLogHandler: LogHandler {
     /// The logger's label, recorded as a prefix of each breadcrumb.
-    public let label: String
+    let label: String
     /// Messages below this level are not recorded.
     public var logLevel: Logger.Level
     /// Metadata added to every message (swift-log's `LogHandler` requirement).

@@ -25,7 +25,7 @@ import Synchronization
 /// type only prepares it. Records are read back with `CrashRecordReader` (module `CrashRecordFormat`, re-exported).
 public enum CrashHandler {
     /// Setting this environment variable to `1` (or `true`/`yes`) makes ``start(_:)`` install nothing.
-    public static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
+    package static let disableEnvironmentVariable = "CRASHCAPTURE_DISABLE"
 
     /// What ``start(_:)`` did.
     public enum StartResult: Equatable, Sendable {

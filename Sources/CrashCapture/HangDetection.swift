@@ -47,7 +47,7 @@ public struct HangDetection: Sendable, Equatable {
 
     /// The environment variable that turns detection on for any program that starts capture:
     /// the stall threshold in seconds (`CRASHCAPTURE_HANG_SECONDS=5`); `0` turns it off.
-    public static let environmentVariable = "CRASHCAPTURE_HANG_SECONDS"
+    package static let environmentVariable = "CRASHCAPTURE_HANG_SECONDS"
 
     /// - Parameter stallThreshold: how late a heartbeat may run (5 s by default).
     public init(stallThreshold: Duration = .seconds(5)) {
@@ -161,9 +161,9 @@ public enum HangDetector {
 /// A loop that runs work submitted to it, for ``HangDetector/watch(_:)``.
 public struct WatchedLoop: Sendable {
     /// The name records give it ("event loop 3").
-    public var name: String
+    let name: String
     /// Runs the beat on the loop (SwiftNIO: `loop.execute(beat)`); must not wait for it.
-    public var submit: @Sendable (@escaping @Sendable () -> Void) -> Void
+    let submit: @Sendable (@escaping @Sendable () -> Void) -> Void
 
     /// A loop named `name` that runs what `submit` is given.
     public init(name: String, submit: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
@@ -175,7 +175,7 @@ public struct WatchedLoop: Sendable {
 /// A loop's heartbeat (``HangDetector/heartbeat(named:)``).
 public final class HangHeartbeat: Sendable {
     /// The name records give it.
-    public let name: String
+    let name: String
     let detector: UInt32
     let lastBeat = Atomic<Int64>(0)
     let thread = Atomic<Int32>(0)

@@ -2,8 +2,8 @@
 public import CrashCapture
 import HostFacts
 import HTTPExchange
-package import CrashReporterSentry
-package import CrashReporterOTLP
+public import CrashReporterSentry
+public import CrashReporterOTLP
 import CrashSentry
 import CrashOTLP
 import RecordDelivery
@@ -42,69 +42,21 @@ public final class CrashReporting: Sendable {
         /// a hang record, which the sinks get while it lives. `nil` (the default) leaves it off,
         /// unless `CRASHCAPTURE_HANG_SECONDS` turns it on.
         public var hangDetection: HangDetection?
-        /// The environment this run's events and session are filed under in Sentry. Defaults to
-        /// `SENTRY_ENVIRONMENT`, else `production` (Sentry's own default).
-        public var sentryEnvironment: String = Self.environmentVariable("SENTRY_ENVIRONMENT") ?? "production"
-        /// The release (default `SENTRY_RELEASE`, else `<appName>@<appVersion>`).
-        public var sentryRelease: String? = Self.environmentVariable("SENTRY_RELEASE")
-        /// The release's build (default `SENTRY_DIST`).
-        public var sentryDist: String? = Self.environmentVariable("SENTRY_DIST")
-        /// Release health: each run a Sentry session (on by default, as Sentry's SDKs have it).
-        /// Off, only crashes are sent: a launch after a run that ended without one sends nothing.
-        /// The sessions of runs that ended without a crash are sent together, by a process that
-        /// has lived 5 s or once the oldest has waited an hour: a command-line tool pays no
-        /// request per launch (the Sentry article, "Release health").
-        public var sentrySessions = true
-        /// When those sessions are sent (tests send each at once).
-        package var sentrySessionBatching = SessionBatching()
-        /// Sends each crash record to Sentry (an envelope with the record attached). Defaults to
-        /// `SENTRY_DSN` from the environment; `nil` turns it off. A DSN that does not parse is
-        /// reported in ``CrashReporting/sentryDSNError``.
-        /// (getenv, not ProcessInfo: building Foundation's environment dictionary costs the launch
-        /// a third of a millisecond.)
-        public var sentryDSN: String? = getenv("SENTRY_DSN").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        /// Retries and timeouts of the Sentry sink (one record per request).
-        public var sentryUpload = UploadPolicy()
-        /// What a crash's Sentry event and the record attached to it carry beyond what Sentry
-        /// needs (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no breadcrumbs,
-        /// no identity, sanitised paths; the OS's details.
-        public var sentryData = CrashDataPolicy()
-        /// Sends a Linux minidump of each crash beside its Sentry event (an `event.minidump`
-        /// attachment), for Sentry's own stackwalking and for downloading into a debugger. Off by
-        /// default; sent only when ``sentryData`` allows `rawMemory` (a minidump is the crashed
-        /// thread's stack memory): otherwise no minidump goes. Crash-time upload sends none.
-        public var sentryMinidump = false
-        /// Sees each crash's Sentry event (its JSON text) before it is sent, as Sentry's
-        /// `before_send`: return it changed or as is, or nil to drop it (the record is then
-        /// acknowledged as delivered). What it returns must be a JSON object with the same
-        /// `event_id`, else the record is given up (in the Sentry sink's report as quarantined). With a hook,
-        /// crash-time upload is off (the hook runs only in the app).
-        public var sentryBeforeSend: (@Sendable (String) -> String?)?
-        /// The envelope builder (tests); nil: CrashSentry's, minimised by ``sentryData``, then ``sentryBeforeSend``.
-        package var sentryEnvelope: SentryEnvelopeMaker?
-        /// Sends each crash record to an OpenTelemetry collector as one OTLP log record (event
-        /// `app.crash`, severity FATAL; the <doc:OpenTelemetry> article), over OTLP/HTTP in
-        /// protobuf, to this URL as it is. Defaults to `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`, else
-        /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/logs` appended (`OTEL_LOGS_EXPORTER=none`: off);
-        /// `nil` turns it off. A URL that is not http(s) keeps the records, the reason in the
-        /// sink's report.
-        public var otlpLogsEndpoint: String?
-        /// Headers sent with each OTLP request (an API key). Defaults to `OTEL_EXPORTER_OTLP_HEADERS`
-        /// and `OTEL_EXPORTER_OTLP_LOGS_HEADERS` (`key=value,…`, values percent-decoded).
-        public var otlpHeaders: [String: String]
-        /// gzip the OTLP requests. Defaults to whether `OTEL_EXPORTER_OTLP_LOGS_COMPRESSION` (else
-        /// `OTEL_EXPORTER_OTLP_COMPRESSION`) is `gzip`.
-        public var otlpGzip: Bool
-        /// The resource's `service.name`. Defaults to `OTEL_SERVICE_NAME`; nil: the app's name.
-        public var otlpServiceName: String?
-        /// More resource attributes (`deployment.environment.name`, …). Defaults to `OTEL_RESOURCE_ATTRIBUTES`.
-        public var otlpResourceAttributes: [String: String]
-        /// Retries and timeouts of the OTLP sink; its `requestTimeout` defaults to
-        /// `OTEL_EXPORTER_OTLP_LOGS_TIMEOUT` (else `OTEL_EXPORTER_OTLP_TIMEOUT`) milliseconds, else 10 s.
-        public var otlpUpload: UploadPolicy
-        /// What a crash's log record carries beyond the crash (as ``sentryData`` for Sentry): by
-        /// default no breadcrumbs, sanitised paths, no request query or key/values; the host's details.
-        public var otlpData = CrashDataPolicy()
+        /// Sends each crash (and hang) record to Sentry (an event with the record attached, each run
+        /// a release-health session; the <doc:Sentry> article). Defaults to `SENTRY_DSN` from the
+        /// environment (with `SENTRY_ENVIRONMENT`, `SENTRY_RELEASE`, `SENTRY_DIST`); `nil` turns it off.
+        public var sentry: SentryOptions? = SentryOptions.fromEnvironment()
+        /// Sends each crash (and hang) record to an OpenTelemetry collector as one OTLP log record
+        /// (the <doc:OpenTelemetry> article). Defaults to `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`, else
+        /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/logs` appended (`OTEL_LOGS_EXPORTER=none`: off),
+        /// with the exporter's other variables; `nil` turns it off.
+        public var otlp: OTLPOptions? = OTLPOptions.fromEnvironment()
+        /// What a crash's Sentry event, its attached record and its OTLP log record carry beyond
+        /// the crash itself, for every sink that sends off the machine and for crash-time upload
+        /// (CrashReporter.docc, "What leaves the machine"): by default no raw memory, no
+        /// breadcrumbs, no identity, sanitised paths, no request query or key/values; the OS's
+        /// and the host's details.
+        public var dataPolicy = CrashDataPolicy()
         /// More destinations for the records (each with its own `RecordSinkID`). A
         /// sink takes part in the launch and the end of the run too, where it has hooks for them.
         public var sinks: [any CrashRecordSink] = []
@@ -117,31 +69,12 @@ public final class CrashReporting: Sendable {
         /// reported in the launch report's `errors`; capture works as without it.
         public var crashTimeUploader: String?
 
-        /// A variable of the environment, nil when unset or empty (getenv: see ``sentryDSN``).
-        static func environmentVariable(_ name: String) -> String? {
-            getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        }
-
-        /// Records in `recordDirectory`, sent to Sentry when `SENTRY_DSN` is set, and to ``sinks``.
+        /// Records in `recordDirectory`, sent to Sentry when `SENTRY_DSN` is set (and to an
+        /// OpenTelemetry collector when the OTLP exporter's variables name one), and to ``sinks``.
         public init(recordDirectory: String, appName: String, appVersion: String) {
             self.recordDirectory = recordDirectory
             self.appName = appName
             self.appVersion = appVersion
-            // The OTLP exporter's variables, read once.
-            let otlp = OTLPEnvironment { name in getenv(name).map { String(cString: $0) } }
-            otlpLogsEndpoint = otlp.logsEndpoint
-            otlpHeaders = otlp.headers
-            otlpGzip = otlp.gzip
-            otlpServiceName = otlp.serviceName
-            otlpResourceAttributes = otlp.resourceAttributes
-            otlpUpload = UploadPolicy()
-            otlpUpload.requestTimeout = .milliseconds(otlp.timeoutMilliseconds)
-        }
-
-        /// Records in `recordDirectory`, sent to Sentry at `sentryDSN` (`nil`: not to Sentry).
-        public init(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) {
-            self.init(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion)
-            self.sentryDSN = sentryDSN
         }
     }
 
@@ -209,7 +142,9 @@ public final class CrashReporting: Sendable {
     /// each prepares, the inbox offers every record of earlier runs to every sink that lacks it,
     /// each finishes. A sink that cannot take records this launch keeps them for the next.
     public static func start(recordDirectory: String, appName: String, appVersion: String, sentryDSN: String?) -> CrashReporting {
-        start(Configuration(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion, sentryDSN: sentryDSN))
+        var configuration = Configuration(recordDirectory: recordDirectory, appName: appName, appVersion: appVersion)
+        configuration.sentry = sentryDSN.map { SentryOptions(dsn: $0) }
+        return start(configuration)
     }
 
 
@@ -253,8 +188,8 @@ public final class CrashReporting: Sendable {
                                recordDirectory: configuration.recordDirectory)
         self.run = run
         let limits = RecordDirectoryLimits(maxRecords: capture.maxRecords, maxBytes: capture.maxRecordBytes)
-        let release = configuration.sentryRelease ?? "\(configuration.appName)@\(configuration.appVersion)"
-        let built = Self.makeSinks(configuration, release: release)
+        let facts = Self.runFacts(configuration)
+        let built = Self.makeSinks(configuration, facts: facts)
         sentryDSNError = built.dsnError
         sinks = built.sinks
         // Before capture: a crash from here on finds each sink knowing its run (the analytics
@@ -271,7 +206,7 @@ public final class CrashReporting: Sendable {
         // This package's own sinks are known by type; the analytics registers its own.
         let bounded = [ObjectIdentifier(SentrySink.self), ObjectIdentifier(OTLPSink.self), ObjectIdentifier(MisconfiguredSink.self)]
         current = CurrentRun(run: run, started: started,
-                             facts: CurrentRun.Facts(release: release, environment: configuration.sentryEnvironment, dist: configuration.sentryDist),
+                             facts: facts,
                              sinks: sinks, limits: limits, appSinks: !configuration.sinks.isEmpty,
                              endMayLaunch: sinks.allSatisfy { bounded.contains(ObjectIdentifier(type(of: $0))) || BoundedLaunchSinks.contains($0) },
                              notes: notes)
@@ -297,37 +232,45 @@ public final class CrashReporting: Sendable {
         return capture
     }
 
+    /// What the run's marker says of the run beside its start: the release, environment and dist
+    /// Sentry files it under, from the Sentry options or, without them, from the same defaults (a
+    /// later launch that sends to Sentry files the run as this one would have).
+    private static func runFacts(_ configuration: Configuration) -> CurrentRun.Facts {
+        let sentry = configuration.sentry ?? SentryOptions(dsn: "")
+        return CurrentRun.Facts(release: sentry.release ?? "\(configuration.appName)@\(configuration.appVersion)",
+                                environment: sentry.environment, dist: sentry.dist)
+    }
+
     /// The sinks the configuration asks for: Sentry's (by hand and cheap, no Foundation URL: the
     /// DSN parsed on the caller's thread), the OTLP sink, the app's own.
-    private static func makeSinks(_ configuration: Configuration, release: String)
+    private static func makeSinks(_ configuration: Configuration, facts: CurrentRun.Facts)
         -> (sinks: [any CrashRecordSink], otlp: OTLPSink?, dsnError: String?) {
         var sentry: SentrySink?
         var dsnError: String?
-        if let text = configuration.sentryDSN {
-            if let dsn = SentryDSN(text) {
-                let envelope = configuration.sentryEnvelope
-                    ?? SentrySink.envelope(data: configuration.sentryData, publicKey: dsn.publicKey, beforeSend: configuration.sentryBeforeSend,
-                                           minidump: configuration.sentryMinidump)
-                sentry = SentrySink(dsn: dsn, policy: configuration.sentryUpload, data: configuration.sentryData, envelope: envelope,
-                                    facts: SentryRunFacts(release: release, environment: configuration.sentryEnvironment,
-                                                          dist: configuration.sentryDist,
-                                                          serverName: configuration.sentryData.hostDetails ? HostName.current() : nil),
+        let data = configuration.dataPolicy
+        if let options = configuration.sentry {
+            if let dsn = SentryDSN(options.dsn) {
+                let envelope = options.envelope
+                    ?? SentrySink.envelope(data: data, publicKey: dsn.publicKey, beforeSend: options.beforeSend, minidump: options.minidump)
+                sentry = SentrySink(dsn: dsn, policy: options.upload, data: data, envelope: envelope,
+                                    facts: SentryRunFacts(release: facts.release, environment: facts.environment, dist: facts.dist,
+                                                          serverName: data.hostDetails ? HostName.current() : nil),
                                     appVersion: configuration.appVersion, recordDirectory: configuration.recordDirectory,
-                                    sessions: configuration.sentrySessions, sessionBatching: configuration.sentrySessionBatching)
+                                    sessions: options.sessions, sessionBatching: options.sessionBatching)
             } else {
-                dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(text.prefix(200))"
+                dsnError = "not a Sentry DSN (https://<key>@<host>/<project id>): \(options.dsn.prefix(200))"
             }
         }
         var otlp: OTLPSink?
-        if let endpoint = configuration.otlpLogsEndpoint {
-            var settings = OTLPSink.Settings(endpoint: endpoint)
-            settings.headers = configuration.otlpHeaders
-            settings.gzip = configuration.otlpGzip
-            settings.serviceName = configuration.otlpServiceName
+        if let options = configuration.otlp {
+            var settings = OTLPSink.Settings(endpoint: options.logsEndpoint)
+            settings.headers = options.headers
+            settings.gzip = options.gzip
+            settings.serviceName = options.serviceName
             settings.appName = configuration.appName
-            settings.resourceAttributes = configuration.otlpResourceAttributes
-            settings.data = configuration.otlpData
-            otlp = OTLPSink(settings: settings, policy: configuration.otlpUpload, recordDirectory: configuration.recordDirectory)
+            settings.resourceAttributes = options.resourceAttributes
+            settings.data = data
+            otlp = OTLPSink(settings: settings, policy: options.upload, recordDirectory: configuration.recordDirectory)
         }
         // A DSN that does not parse still names a sink the app wants: its records and runs wait.
         let unconfigured: [any CrashRecordSink] = dsnError.map {
@@ -343,17 +286,17 @@ public final class CrashReporting: Sendable {
         -> (result: Result<CrashHandler.StartResult, CrashCaptureError>, uploaderError: String?) {
         var capture = configured
         var uploaderError: String?
-        let sentryDSN = configuration.sentryDSN.flatMap { SentryDSN($0) != nil ? $0 : nil }
+        let sentryDSN = configuration.sentry.flatMap { SentryDSN($0.dsn) != nil ? $0.dsn : nil }
         if let uploader = configuration.crashTimeUploader, sentryDSN != nil || otlp != nil {
-            if configuration.sentryBeforeSend != nil, sentryDSN != nil {
+            if configuration.sentry?.beforeSend != nil, sentryDSN != nil {
                 // The hook is the app's code: only the app can run it (the next launch does).
-                uploaderError = "crash-time upload is off: a sentryBeforeSend hook runs only in the app (the next launch sends every record)"
+                uploaderError = "crash-time upload is off: a Sentry beforeSend hook runs only in the app (the next launch sends every record)"
             } else {
                 // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                 switch CrashTimeUpload.uploader(configured: uploader, recordDirectory: configuration.recordDirectory,
                                                 sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
-                                                otlpTimeout: configuration.otlpUpload.requestTimeout, limits: limits,
-                                                data: configuration.sentryData, sessions: configuration.sentrySessions) {
+                                                otlpTimeout: configuration.otlp?.upload.requestTimeout ?? .seconds(10), limits: limits,
+                                                data: configuration.dataPolicy, sessions: configuration.sentry?.sessions ?? true) {
                 case .success(let found): capture.uploader = found
                 case .failure(let unavailable): uploaderError = unavailable.description
                 }

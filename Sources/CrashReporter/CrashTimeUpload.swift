@@ -162,7 +162,7 @@ package enum CrashTimeUpload {
         let deadline = SuspendingClock.now.advanced(by: timeout)
         // The run's release, environment and dist are its marker's (the sink reads them); the
         // host is this one, the crashed process's.
-        let facts = SentryRunFacts(release: nil, environment: CrashReporting.Configuration.environmentVariable("SENTRY_ENVIRONMENT") ?? "production",
+        let facts = SentryRunFacts(release: nil, environment: SentryOptions(dsn: "").environment,
                                    dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
         let sentry = dsn.map { SentrySink(dsn: $0, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions) }
         let collector = otlp.map { OTLPSink(settings: $0.settings, policy: $0.policy, recordDirectory: directory) }

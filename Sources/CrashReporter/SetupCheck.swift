@@ -81,7 +81,7 @@ extension CrashReporting {
         var checking = configuration
         checking.recordDirectory = directory
         checking.captureCrashes = false
-        checking.sentrySessions = false
+        checking.sentry?.sessions = false
         checking.crashTimeUploader = nil
         let reporter = CrashReporting(checking)
         _ = reporter.launched.wait(until: SuspendingClock.now.advanced(by: timeout))
@@ -165,7 +165,7 @@ extension CrashReporting {
         let directory = parts[1]
         var checking = configuration
         checking.recordDirectory = directory
-        checking.sentrySessions = false
+        checking.sentry?.sessions = false
         checking.crashTimeUploader = nil
         var detection = configuration.hangDetection ?? HangDetection()
         detection.stallThreshold = .seconds(1)

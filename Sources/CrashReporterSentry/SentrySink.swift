@@ -167,7 +167,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
     /// What the configuration's ``CrashDataPolicy`` keeps of it, then the app's `beforeSend` hook.
     /// `publicKey` (the DSN's) goes in the envelope header's `trace` when the crash killed a
     /// traced request. `minidump`: a minidump of the crash goes beside the event
-    /// (``CrashReporting/Configuration/sentryMinidump``), only where the policy lets raw memory
+    /// (`SentryOptions.minidump`), only where the policy lets raw memory
     /// leave the machine (`rawMemory`): a minidump is the stack memory, without it none is sent.
     package static func envelope(data: CrashDataPolicy, publicKey: String, beforeSend: (@Sendable (String) -> String?)?,
                                  minidump: Bool = false) -> SentryEnvelopeMaker {
@@ -195,7 +195,7 @@ package final class SentrySink: CrashRecordSink, @unchecked Sendable {
         package var configurationError: String?
         /// Records another process of the app was sending (left to it).
         package var leftToOthers: [String] = []
-        /// Records whose event the app's `sentryBeforeSend` dropped (not sent, acknowledged).
+        /// Records whose event the app's `beforeSend` hook dropped (not sent, acknowledged).
         package var dropped: [String] = []
         /// Runs whose session Sentry acknowledged (with their crash, or alone).
         package var sessionsSent: [String] = []

@@ -108,8 +108,8 @@ package enum SentryEnvelope {
 
         package var description: String {
             switch self {
-            case .dropped: return "dropped by the app's sentryBeforeSend"
-            case .notAnEvent(let why): return "sentryBeforeSend returned no event: \(why)"
+            case .dropped: return "dropped by the app's Sentry beforeSend hook"
+            case .notAnEvent(let why): return "the Sentry beforeSend hook returned no event: \(why)"
             }
         }
     }

@@ -44,13 +44,9 @@ extension CrashHarness {
         @Option(help: "Before crashing, open this file without O_CLOEXEC, ignore SIGUSR2 and allow 1-byte core dumps (too small to write one): what a process started at the crash could inherit.")
         var inheritable: String?
 
-        @Option(name: .customLong("sentry-data"),
-                help: "What leaves with each crash: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), none, or everything (default: CrashDataPolicy()).")
-        var sentryData: String?
-
-        @Option(name: .customLong("otlp-data"),
-                help: "What leaves with each crash's OTLP log record (as --sentry-data; the OTLP sink runs when OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT is set).")
-        var otlpData: String?
+        @Option(name: .customLong("data"),
+                help: "What leaves with each crash, to Sentry and in its OTLP log record (the OTLP sink runs when OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT is set): raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes (comma-separated), none, or everything (default: CrashDataPolicy()).")
+        var data: String?
 
         @Option(help: "With --crash (null-dereference): crash holding TEXT-CRUMB in a breadcrumb and TEXT-STACK on the stack (as emit --secret).")
         var secret: String?
@@ -65,7 +61,7 @@ extension CrashHarness {
         var readyFile: String?
 
         @Option(name: .customLong("before-send"),
-                help: "A sentryBeforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
+                help: "A Sentry beforeSend hook: drop (returns nil), tag (adds tags.before_send = seen), not-json, new-id.")
         var beforeSend: String?
 
         @Option(help: "A tag of the app's scope, KEY=VALUE (repeatable), set before the reporter starts.")
@@ -103,11 +99,8 @@ extension CrashHarness {
             guard ["null-dereference", "abort", "fatal-error"].contains(crashAs) else {
                 throw ValidationError("--crash-as must be null-dereference, abort or fatal-error")
             }
-            if let sentryData, sentryData != "everything", CrashDataPolicy(argument: sentryData) == nil {
-                throw ValidationError("--sentry-data: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none or everything")
-            }
-            if let otlpData, otlpData != "everything", CrashDataPolicy(argument: otlpData) == nil {
-                throw ValidationError("--otlp-data: as --sentry-data")
+            if let data, data != "everything", CrashDataPolicy(argument: data) == nil {
+                throw ValidationError("--data: raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none or everything")
             }
             if let beforeSend, !["drop", "tag", "not-json", "new-id"].contains(beforeSend) {
                 throw ValidationError("--before-send must be drop, tag, not-json or new-id")
@@ -133,17 +126,15 @@ extension CrashHarness {
 
         func run() throws {
             var configuration = CrashReporting.Configuration(recordDirectory: records, appName: "crash-harness",
-                                                             appVersion: CrashCaptureLibrary.version, sentryDSN: sentryDSN)
+                                                             appVersion: CrashCaptureLibrary.version)
+            configuration.sentry = sentryDSN.map { SentryOptions(dsn: $0) }
             if let store { configuration.sinks = [SensorsAnalytics(storePath: store, endpoint: endpoint.flatMap(URL.init(string:)))] }
             configuration.crashTimeUploader = crashTimeUploader
-            configuration.sentrySessionBatching = sessions == "batched" ? SessionBatching() : .immediate
-            if let sentryData {
-                configuration.sentryData = sentryData == "everything" ? .everything : CrashDataPolicy(argument: sentryData)!
+            configuration.sentry?.sessionBatching = sessions == "batched" ? SessionBatching() : .immediate
+            if let data {
+                configuration.dataPolicy = data == "everything" ? .everything : CrashDataPolicy(argument: data)!
             }
-            configuration.sentryBeforeSend = beforeSend.map(Self.hook)
-            if let otlpData {
-                configuration.otlpData = otlpData == "everything" ? .everything : CrashDataPolicy(argument: otlpData)!
-            }
+            configuration.sentry?.beforeSend = beforeSend.map(Self.hook)
             if let runID { configuration.capture = { $0.runID = runID } }
             func pair(_ text: String) -> (String, String) {
                 let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)

@@ -1,5 +1,5 @@
 // SentryMinidumpTests.swift — the Sentry sink's envelope with a minidump beside the event
-// (CrashReporting.Configuration.sentryMinidump), read by sentry_sdk's envelope parser
+// (SentryOptions.minidump), read by sentry_sdk's envelope parser
 // (Tests/Oracles/sentry_check.py) and the minidump by PyPI's minidump parser.
 import CrashRecordFormat
 import CrashReporter
@@ -71,7 +71,7 @@ final class SentryMinidumpTests: XCTestCase {
     }
 
     func testTheMinidumpIsOffByDefault() throws {
-        XCTAssertFalse(CrashReporting.Configuration(recordDirectory: "/tmp", appName: "a", appVersion: "1").sentryMinidump)
+        XCTAssertFalse(SentryOptions(dsn: "http://key@127.0.0.1:9/1").minidump)
         let crash = try crashRecord()
         let (summary, _) = try envelope(policy: .everything, minidump: false, crash: crash)
         XCTAssertEqual(attachmentTypes(summary), ["event.attachment"])

@@ -208,7 +208,7 @@ final class OTLPSinkTests: XCTestCase {
             try FileManager.default.copyItem(atPath: source + "/" + name, toPath: directory + "/" + name)
             let server = try TestHTTPServer()
             let summary = try deliver(directory, environment: ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs"],
-                                      policy == "default" ? [] : ["--otlp-data", policy])
+                                      policy == "default" ? [] : ["--data", policy])
             XCTAssertEqual((summary["otlp"] as? [String: Any])?["sent"] as? [String], [name], policy)
             let request = try XCTUnwrap(server.allRequests.first)
             XCTAssertEqual(server.allRequests.count, 1)
@@ -259,7 +259,7 @@ final class OTLPSinkTests: XCTestCase {
             XCTAssertEqual(child.ending, .signaled(SIGSEGV))
             let server = try TestHTTPServer()
             _ = try deliver(directory, environment: ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs"],
-                            identity ? ["--otlp-data", "identity"] : [])
+                            identity ? ["--data", "identity"] : [])
             let request = try XCTUnwrap(server.allRequests.first)
             let attributes = try XCTUnwrap(try only(try decoded(request)).record["attributes"] as? [String: Any])
             XCTAssertEqual(attributes["crash.tags"] as? [String: String], ["tenant": "acme", "phase": "crash"])
@@ -478,9 +478,9 @@ final class OTLPSinkTests: XCTestCase {
     func testTheConfigurationStartsFromTheVariablesAndOneLineEnablesIt() throws {
         var configuration = CrashReporting.Configuration(recordDirectory: try Scratch.directory("otlp-configuration"), appName: "a", appVersion: "1")
         // (The test process has no OTEL_* variables: nothing is on.)
-        XCTAssertNil(configuration.otlpLogsEndpoint)
-        XCTAssertEqual(configuration.otlpUpload.requestTimeout, .seconds(10))
-        configuration.otlpLogsEndpoint = "http://127.0.0.1:9/v1/logs"
+        XCTAssertNil(configuration.otlp)
+        configuration.otlp = OTLPOptions(logsEndpoint: "http://127.0.0.1:9/v1/logs")
+        XCTAssertEqual(configuration.otlp?.upload.requestTimeout, .seconds(10))
         configuration.captureCrashes = false
         let reporting = CrashReporting.start(configuration)
         XCTAssertEqual(reporting.sinks.map(\.id.rawValue), ["otlp"])

@@ -168,14 +168,14 @@ final class CrashTimeUploadTests: XCTestCase {
         XCTAssertEqual(Self.uploadersLeft(), [])
     }
 
-    /// The uploader sends what the app's `sentryData` keeps, as the next launch does: by default neither the
+    /// The uploader sends what the app's `dataPolicy` keeps, as the next launch does: by default neither the
     /// stack's nor the breadcrumb's secret; with those opted in, both.
-    func testTheCrashTimeUploaderSendsWhatSentryDataKeeps() throws {
+    func testTheCrashTimeUploaderSendsWhatTheDataPolicyKeeps() throws {
         for optIn in [false, true] {
             let directory = try Scratch.directory("crash-time-data")
             let sentry = try Sentry()
             let run = try crash("null-dereference", records: directory, sentry: sentry, uploader: CrashTimeUpload.executableName,
-                                extra: ["--secret", "SECRET-UPLOAD"] + (optIn ? ["--sentry-data", "raw-memory,breadcrumbs,host-details"] : []))
+                                extra: ["--secret", "SECRET-UPLOAD"] + (optIn ? ["--data", "raw-memory,breadcrumbs,host-details"] : []))
             XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
             XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
             let body = Data(try XCTUnwrap(sentry.server.allRequests.first).bodyBytes)

@@ -32,8 +32,8 @@ final class EndOfRunTests: XCTestCase {
     func reporting(_ directory: String, sinks: [any CrashRecordSink]) -> CrashReporting {
         var configuration = CrashReporting.Configuration(recordDirectory: directory, appName: "end", appVersion: "1")
         configuration.captureCrashes = false   // no signal handlers in the test process
-        configuration.sentryDSN = nil
-        configuration.otlpLogsEndpoint = nil
+        configuration.sentry = nil
+        configuration.otlp = nil
         configuration.sinks = sinks
         return CrashReporting.start(configuration)
     }
@@ -83,9 +83,12 @@ final class EndOfRunTests: XCTestCase {
         for _ in 0..<20 {
             var configuration = CrashReporting.Configuration(recordDirectory: directory, appName: "end", appVersion: "1")
             configuration.captureCrashes = false   // no signal handlers in the test process
-            configuration.sentryDSN = nil
-            configuration.otlpLogsEndpoint = nil
-            configuration.sentryRelease = "end@1+quick"
+            // The release the marker keeps is Sentry's (nothing is sent: no records, no sessions).
+            var sentry = SentryOptions(dsn: "http://key@127.0.0.1:9/1")
+            sentry.release = "end@1+quick"
+            sentry.sessions = false
+            configuration.sentry = sentry
+            configuration.otlp = nil
             let reporting = CrashReporting.start(configuration)
             reporting.shutdown(timeout: .seconds(3))
             let path = "\(directory)/runs/\(reporting.run.runID).run"

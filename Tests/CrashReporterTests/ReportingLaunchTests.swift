@@ -45,7 +45,7 @@ final class ReportingLaunchTests: XCTestCase {
 
         var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
         configuration.captureCrashes = false   // no signal handlers in the test process
-        configuration.sentryDSN = nil
+        configuration.sentry = nil
         releaser.start()
         locked.wait()
         let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
@@ -101,7 +101,7 @@ final class ReportingLaunchTests: XCTestCase {
         let sentry = try TestHTTPServer()
         var configuration = CrashReporting.Configuration(directory: directory, appName: "launch", appVersion: "1")
         configuration.captureCrashes = false
-        configuration.sentryDSN = "http://key@127.0.0.1:\(sentry.port)/1"
+        configuration.sentry = SentryOptions(dsn: "http://key@127.0.0.1:\(sentry.port)/1")
         let reporting = CrashReporting.start(configuration)
         reporting.tracker!.track("Kept")
         let error = try XCTUnwrap(reporting.tracker!.launchError)

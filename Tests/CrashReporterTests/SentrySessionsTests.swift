@@ -335,7 +335,7 @@ extension SentrySessionsTests {
 }
 
 extension SentrySessionsTests {
-    /// The app's `sentryBeforeSend` drops the crash's event: the run still crashed, and its
+    /// The app's `SentryOptions.beforeSend` drops the crash's event: the run still crashed, and its
     /// session goes alone (as Sentry's SDKs end it), the event counted as `before_send`.
     func testACrashWhoseEventTheAppDropsStillEndsItsSessionAsCrashed() throws {
         let directory = try Scratch.directory("sessions-dropped")
@@ -355,7 +355,7 @@ extension SentrySessionsTests {
 }
 
 extension SentrySessionsTests {
-    /// Release health off (`sentrySessions = false`): no session is written or sent, and a crash's
+    /// Release health off (`SentryOptions.sessions = false`): no session is written or sent, and a crash's
     /// envelope carries none.
     func testReleaseHealthOffSendsNoSession() throws {
         let directory = try Scratch.directory("sessions-off")
@@ -404,7 +404,7 @@ extension SentrySessionsTests {
             let server = try TestHTTPServer()
             let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
             try deliver(records, dsn + scope + ["--crash"], expect: .signaled(SIGSEGV))
-            try deliver(records, dsn + (identity ? ["--sentry-data", "identity,host-details"] : []))
+            try deliver(records, dsn + (identity ? ["--data", "identity,host-details"] : []))
             let (sent, normalized, body) = try crashEvent(server, in: directory)
 
             let tags = Dictionary((normalized["tags"] as? [[Any]] ?? []).compactMap { pair -> (String, String)? in

@@ -290,7 +290,7 @@ final class SentrySinkTests: XCTestCase {
             let directory = try Scratch.directory("dsn-report")
             var configuration = CrashReporting.Configuration(directory: directory, appName: "dsn-test", appVersion: "1")
             configuration.captureCrashes = false
-            configuration.sentryDSN = dsn
+            configuration.sentry = SentryOptions(dsn: dsn)
             let reporting = CrashReporting.start(configuration)
             XCTAssertEqual(reporting.sentryDSNError != nil, error, "\(dsn): \(reporting.sentryDSNError ?? "no error")")
             if error { XCTAssertTrue(reporting.sentryDSNError?.hasPrefix("not a Sentry DSN") == true) }

@@ -1,8 +1,8 @@
 // WhatLeavesTests.swift — what leaves the machine is what the user chose (CrashDataPolicy): a real crash
 // seeded with four known secrets (a buffer on the crashing thread's stack, a breadcrumb, the login
 // id in the compensating $AppEnd, the executable's path), delivered to a loopback Sentry and /sa
-// collector under each setting of `sentryData`, and looked for in the bytes they received; the
-// app's `sentryBeforeSend` hook changing, dropping and breaking the event; Sentry's own parser and
+// collector under each setting of `dataPolicy`, and looked for in the bytes they received; the
+// app's `SentryOptions.beforeSend` hook changing, dropping and breaking the event; Sentry's own parser and
 // Relay's normaliser on every envelope.
 @testable import CrashReporter
 @testable import SensorsAnalytics
@@ -75,7 +75,7 @@ final class WhatLeavesTests: XCTestCase {
         ]
         var sizes: [String: Int] = [:]
         for (setting, expected) in settings {
-            let options = setting == "default" ? [] : ["--sentry-data", ["everything", "none"].contains(setting) ? setting : setting + ",host-details"]
+            let options = setting == "default" ? [] : ["--data", ["everything", "none"].contains(setting) ? setting : setting + ",host-details"]
             let (envelopes, sa, _, _) = try deliver(crashed, options)
             XCTAssertEqual(envelopes.count, 1, setting)
             let envelope = try XCTUnwrap(envelopes.first)

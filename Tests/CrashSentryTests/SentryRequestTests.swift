@@ -191,7 +191,7 @@ final class SentryRequestTests: XCTestCase {
         }
     }
 
-    /// The header's trace follows the event as sent: a `sentryBeforeSend` that takes the trace
+    /// The header's trace follows the event as sent: a `SentryOptions.beforeSend` that takes the trace
     /// context out leaves no trace header.
     func testAHookThatRemovesTheTraceContextLeavesNoTraceHeader() throws {
         let (_, bytes, directory) = try envelope("request-child-task", beforeSend: { event in

@@ -103,7 +103,7 @@ func ingestAndUpload(records: Int) throws {
     }
     let server = try LoopbackServer()
     let start = now()
-    var config = CrashReporting.Configuration(recordDirectory: recordDirectory, appName: "bench", appVersion: "1.0", sentryDSN: nil)
+    var config = CrashReporting.Configuration(recordDirectory: recordDirectory, appName: "bench", appVersion: "1.0")
     config.sinks = [SensorsAnalytics(storePath: directory + "/s.sqlite", endpoint: server.url)]
     config.captureCrashes = false
     let reporting = CrashReporting.start(config)

@@ -19,9 +19,10 @@ let before = monotonicNanoseconds()
 let reporting: CrashReporting
 if getenv("LAUNCH_BENCH_SENTRY_ALONE") != nil {
     // As the reporter was before the split: no release health (sessions came after it).
-    var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench",
-                                                     appVersion: "1.0.0", sentryDSN: "http://launchbench@127.0.0.1:9/1")
-    configuration.sentrySessions = false
+    var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0")
+    var sentry = SentryOptions(dsn: "http://launchbench@127.0.0.1:9/1")
+    sentry.sessions = false
+    configuration.sentry = sentry
     reporting = CrashReporting.start(configuration)
 } else {
     reporting = CrashReporting.start(directory: directory, appName: "launch-bench", appVersion: "1.0.0")

@@ -18,9 +18,10 @@ let directory = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
 let dsn = getenv("LAUNCH_BENCH_DSN").map { String(cString: $0) } ?? "http://launchbench@127.0.0.1:9/1"
 let sessions = getenv("LAUNCH_BENCH_SESSIONS").map { String(cString: $0) } != "off"
 let before = monotonicNanoseconds()
-var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0",
-                                                 sentryDSN: dsn)
-configuration.sentrySessions = sessions
+var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "launch-bench", appVersion: "1.0.0")
+var sentry = SentryOptions(dsn: dsn)
+sentry.sessions = sessions
+configuration.sentry = sentry
 let reporting = CrashReporting.start(configuration)
 let after = monotonicNanoseconds()
 let capture = switch reporting.captureResult {
