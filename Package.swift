@@ -102,7 +102,7 @@ let package = Package(
         // crash-time upload. Names no sink in its launch or its end of run.
         .target(
             name: "CrashReporter",
-            dependencies: ["CrashCapture", "RecordDelivery", "HostFacts", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "HTTPExchange",
+            dependencies: ["CrashCapture", "RecordDelivery", "HostFacts", "CrashReporterSentry", "CrashReporterOTLP", "HTTPExchange",
                            .product(name: "Logging", package: "swift-log")]
         ),
         // The Sentry sink: envelopes over HTTP, sessions, rate limits (a leaf: RecordDelivery only).
@@ -175,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "crash-uploader",
             // No argument parser: it would bring FoundationEssentials into a program that starts at a crash.
-            dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashRecordFormat"]
+            dependencies: ["CrashReporter", "CrashReporterSentry", "CrashReporterOTLP", "CrashRecordFormat"]
         ),
         // Child processes: posix_spawn, wait with a deadline, exact signal, leftovers of a process group.
         .target(name: "ProcessSpawning"),

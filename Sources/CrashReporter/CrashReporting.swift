@@ -5,7 +5,6 @@ import HTTPExchange
 public import CrashReporterSentry
 public import CrashReporterOTLP
 import CrashSentry
-import CrashOTLP
 import RecordDelivery
 import Logging
 import Synchronization
@@ -263,14 +262,7 @@ public final class CrashReporting: Sendable {
         }
         var otlp: OTLPSink?
         if let options = configuration.otlp {
-            var settings = OTLPSink.Settings(endpoint: options.logsEndpoint)
-            settings.headers = options.headers
-            settings.gzip = options.gzip
-            settings.serviceName = options.serviceName
-            settings.appName = configuration.appName
-            settings.resourceAttributes = options.resourceAttributes
-            settings.data = data
-            otlp = OTLPSink(settings: settings, policy: options.upload, recordDirectory: configuration.recordDirectory)
+            otlp = OTLPSink(options: options, appName: configuration.appName, data: data, recordDirectory: configuration.recordDirectory)
         }
         // A DSN that does not parse still names a sink the app wants: its records and runs wait.
         let unconfigured: [any CrashRecordSink] = dsnError.map {
@@ -294,8 +286,7 @@ public final class CrashReporting: Sendable {
             } else {
                 // The sinks the app has, so that the uploader's acknowledgment leaves the record to them.
                 switch CrashTimeUpload.uploader(configured: uploader, recordDirectory: configuration.recordDirectory,
-                                                sinks: sinks.map(\.id), dsn: sentryDSN, otlp: otlp?.settings,
-                                                otlpTimeout: configuration.otlp?.upload.requestTimeout ?? .seconds(10), limits: limits,
+                                                sinks: sinks.map(\.id), dsn: sentryDSN, otlp: configuration.otlp, limits: limits,
                                                 data: configuration.dataPolicy, sessions: configuration.sentry?.sessions ?? true) {
                 case .success(let found): capture.uploader = found
                 case .failure(let unavailable): uploaderError = unavailable.description

@@ -15,7 +15,6 @@
 // its environment (the configuration's values, taking precedence over what the app inherited),
 // read back by the one reader the app uses (CrashOTLP's OTLPEnvironment).
 package import CrashCapture
-package import CrashOTLP
 import CrashSentry
 package import CrashReporterSentry
 package import CrashReporterOTLP
@@ -53,7 +52,7 @@ package enum CrashTimeUpload {
     /// at crash time), and the DSN in its environment. The reason instead when the file is not
     /// an executable regular file.
     package static func uploader(configured: String, recordDirectory: String, sinks: [RecordSinkID], dsn: String?,
-                                 otlp: OTLPSink.Settings? = nil, otlpTimeout: Duration = .seconds(10),
+                                 otlp: OTLPOptions? = nil,
                                  limits: RecordDirectoryLimits, data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true)
         -> Result<CrashHandler.Configuration.Uploader, UploaderUnavailable> {
         let path = path(for: configured)
@@ -68,8 +67,8 @@ package enum CrashTimeUpload {
         if let dsn { environment.append("\(dsnVariable)=\(dsn)") }
         var otlpArguments: [String] = []
         if let otlp {
-            environment += otlpEnvironment(otlp, timeout: otlpTimeout)
-            otlpArguments = ["--otlp-data", otlp.data.argument]
+            environment += otlpEnvironment(otlp)
+            otlpArguments = ["--otlp-data", data.argument]
         }
         return .success(CrashHandler.Configuration.Uploader(
             path: path,
@@ -84,21 +83,22 @@ package enum CrashTimeUpload {
             environment: environment))
     }
 
-    /// The OTLP sink's settings as the OTEL_* variables OTLPEnvironment reads back: each one set
-    /// (empty when the configuration has nothing), so that what the app inherited does not mix in.
-    static func otlpEnvironment(_ settings: OTLPSink.Settings, timeout: Duration) -> [String] {
+    /// The OTLP options as the OTEL_* variables OTLPEnvironment reads back: each one set (empty
+    /// when the options have nothing), so that what the app inherited does not mix in.
+    static func otlpEnvironment(_ options: OTLPOptions) -> [String] {
         func pairs(_ values: [String: String]) -> String {
             values.sorted { $0.key < $1.key }.map { $0.key + "=" + percentEncoded($0.value) }.joined(separator: ",")
         }
+        let timeout = options.upload.requestTimeout
         let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         return ["OTEL_LOGS_EXPORTER=otlp",
-                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=" + settings.endpoint,
+                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=" + options.logsEndpoint,
                 "OTEL_EXPORTER_OTLP_HEADERS=",
-                "OTEL_EXPORTER_OTLP_LOGS_HEADERS=" + pairs(settings.headers),
-                "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION=" + (settings.gzip ? "gzip" : "none"),
+                "OTEL_EXPORTER_OTLP_LOGS_HEADERS=" + pairs(options.headers),
+                "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION=" + (options.gzip ? "gzip" : "none"),
                 "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT=" + String(max(1, milliseconds)),
-                "OTEL_SERVICE_NAME=" + (settings.serviceName ?? ""),
-                "OTEL_RESOURCE_ATTRIBUTES=" + pairs(settings.resourceAttributes)]
+                "OTEL_SERVICE_NAME=" + (options.serviceName ?? ""),
+                "OTEL_RESOURCE_ATTRIBUTES=" + pairs(options.resourceAttributes)]
     }
 
     /// Every byte but ASCII letters, digits and `-._~/:` as `%XX`.
@@ -114,21 +114,6 @@ package enum CrashTimeUpload {
             }
         }
         return out
-    }
-
-    /// The OTLP sink's settings the uploader's environment holds (``otlpEnvironment(_:timeout:)``,
-    /// or the app's own OTEL_* variables), with `data`; nil without a logs endpoint.
-    package static func otlpSettings(environment: OTLPEnvironment, data: CrashDataPolicy) -> (OTLPSink.Settings, UploadPolicy)? {
-        guard let endpoint = environment.logsEndpoint else { return nil }
-        var settings = OTLPSink.Settings(endpoint: endpoint)
-        settings.headers = environment.headers
-        settings.gzip = environment.gzip
-        settings.serviceName = environment.serviceName
-        settings.resourceAttributes = environment.resourceAttributes
-        settings.data = data
-        var policy = UploadPolicy()
-        policy.requestTimeout = .milliseconds(environment.timeoutMilliseconds)
-        return (settings, policy)
     }
 
     /// Why crash-time upload is off although it was asked for.
@@ -156,7 +141,7 @@ package enum CrashTimeUpload {
     /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
     /// `sinks` keep it for the next launch), within `timeout`.
     package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN?,
-                             otlp: (settings: OTLPSink.Settings, policy: UploadPolicy)? = nil,
+                             otlp: OTLPOptions? = nil, otlpData: CrashDataPolicy = CrashDataPolicy(),
                              limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
                              data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
@@ -165,7 +150,7 @@ package enum CrashTimeUpload {
         let facts = SentryRunFacts(release: nil, environment: SentryOptions(dsn: "").environment,
                                    dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
         let sentry = dsn.map { SentrySink(dsn: $0, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions) }
-        let collector = otlp.map { OTLPSink(settings: $0.settings, policy: $0.policy, recordDirectory: directory) }
+        let collector = otlp.map { OTLPSink(options: $0, data: otlpData, recordDirectory: directory) }
         let sending: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (collector.map { [$0] } ?? [])
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { id in !sending.contains { $0.id == id } }
             .sorted { $0.rawValue < $1.rawValue }

@@ -2,7 +2,7 @@
 // headers and compression, the resource. Defaults are the OTLP exporter's standard variables
 // (CrashOTLP's OTLPEnvironment). The reporter's configuration holds one
 // (`CrashReporting.Configuration.otlp`); what every sink shares (the data policy) stays the reporter's.
-import CrashOTLP
+package import CrashOTLP
 public import HTTPExchange
 #if canImport(Glibc)
 import Glibc
@@ -36,13 +36,20 @@ public struct OTLPOptions: Sendable {
     }
 
     /// What the OTLP exporter's variables ask for (nil when they name no logs endpoint, or
-    /// `OTEL_LOGS_EXPORTER` is `none`).
-    package static func fromEnvironment() -> OTLPOptions? {
-        let environment = environment()
+    /// `OTEL_LOGS_EXPORTER` is `none`): this process's, or those `environment` read.
+    package static func fromEnvironment(_ environment: OTLPEnvironment? = nil) -> OTLPOptions? {
+        let environment = environment ?? Self.environment()
         return environment.logsEndpoint.map { OTLPOptions(logsEndpoint: $0, environment: environment) }
     }
 
-    private init(logsEndpoint: String, environment: OTLPEnvironment) {
+    /// Crashes sent to `logsEndpoint` with these retries and timeouts (tests).
+    package init(logsEndpoint: String, upload: UploadPolicy) {
+        self.init(logsEndpoint: logsEndpoint)
+        self.upload = upload
+    }
+
+    /// Crashes sent to `logsEndpoint`; everything else as `environment` says.
+    package init(logsEndpoint: String, environment: OTLPEnvironment) {
         self.logsEndpoint = logsEndpoint
         headers = environment.headers
         gzip = environment.gzip

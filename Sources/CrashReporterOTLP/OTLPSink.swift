@@ -20,7 +20,7 @@
 import CrashOTLP
 import CrashRecordFormat
 import HostFacts
-package import HTTPExchange
+import HTTPExchange
 import Logging
 package import RecordDelivery
 
@@ -29,27 +29,6 @@ package import RecordDelivery
 package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     package static let sinkID = RecordSinkID("otlp")!
     package let id = OTLPSink.sinkID
-
-    /// Where and how the records go.
-    package struct Settings: Sendable {
-        /// The logs endpoint, used as it is (`…/v1/logs`).
-        package var endpoint: String
-        /// Sent with every request (an API key, a tenant).
-        package var headers: [String: String] = [:]
-        /// The body gzip-compressed (`Content-Encoding: gzip`).
-        package var gzip = false
-        /// `service.name` (nil: the record's app name, else `appName`).
-        package var serviceName: String?
-        package var appName: String?
-        /// Added to the resource (`OTEL_RESOURCE_ATTRIBUTES`).
-        package var resourceAttributes: [String: String] = [:]
-        /// What a record carries beyond the crash itself.
-        package var data = CrashDataPolicy()
-
-        package init(endpoint: String) {
-            self.endpoint = endpoint
-        }
-    }
 
     /// What this process's OTLP sink did.
     package struct Report: SenderReport, Equatable {
@@ -70,15 +49,19 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
         package init() {}
     }
 
-    package let settings: Settings
+    /// Where and how the records go (the app's options).
+    package let options: OTLPOptions
+    /// `service.name` when the options name none (else the record's app name).
+    let appName: String?
+    /// What a record carries beyond the crash itself.
+    let data: CrashDataPolicy
     let recordDirectory: String?
     private typealias Sender = LeasedSender<Void, Report>
     /// The sender, made with the first record (SenderCell).
     private let senderCell = SenderCell()
-    private let policy: UploadPolicy
     private var sender: Sender {
         unsafeDowncast(senderCell.sender {
-            let made = Sender(name: "CrashReporter.otlp", backend: "OTLP", policy: policy)
+            let made = Sender(name: "CrashReporter.otlp", backend: "OTLP", policy: options.upload)
             made.sends { [unowned self] in step() }
             return made
         }, to: Sender.self)
@@ -89,12 +72,13 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     private typealias Taken = Sender.Taken
 
     /// - Parameters:
-    ///   - policy: retries and timeouts (one record per request).
+    ///   - options: the collector, the resource, retries and timeouts (one record per request).
     ///   - recordDirectory: where the installation id (`service.instance.id`) is kept.
-    package init(settings: Settings, policy: UploadPolicy = UploadPolicy(), recordDirectory: String? = nil) {
-        self.settings = settings
+    package init(options: OTLPOptions, appName: String? = nil, data: CrashDataPolicy = CrashDataPolicy(), recordDirectory: String? = nil) {
+        self.options = options
+        self.appName = appName
+        self.data = data
         self.recordDirectory = recordDirectory
-        self.policy = policy
     }
 
     /// What was sent, rejected and kept so far.
@@ -116,11 +100,11 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     /// The resource's facts of this machine, read once, on the worker thread.
     private func currentOrigin() -> CrashLogRecord.Origin {
         if let origin { return origin }
-        let details = settings.data.hostDetails
+        let details = data.hostDetails
         let made = CrashLogRecord.Origin(
-            serviceName: settings.serviceName, appName: settings.appName,
+            serviceName: options.serviceName, appName: appName,
             instanceID: recordDirectory.flatMap { Installation.id(recordDirectory: $0) },
-            resourceAttributes: settings.resourceAttributes.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+            resourceAttributes: options.resourceAttributes.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
             hostName: details ? HostName.current() : nil, host: details ? HostContext.current() : nil,
             osRelease: details ? OSRelease.current() : nil)
         origin = made
@@ -130,7 +114,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
     /// The request body for `taken`: the crash as a log record; an unreadable record as one that says so.
     private func body(_ taken: Taken) -> [UInt8] {
         let now = UInt64(max(0, Clock.wallNanoseconds()))
-        let minimised = settings.data.minimisation
+        let minimised = data.minimisation
         let request: OTLPLogsRequest
         switch taken.record.record {
         case .success(let record):
@@ -150,19 +134,19 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             sender.keep(head, reason: refused)
             return .sent
         }
-        guard let url = HTTPExchange.Address(settings.endpoint) else {
-            let why = "not an http(s) URL: \(settings.endpoint.prefix(200))"
+        guard let url = HTTPExchange.Address(options.logsEndpoint) else {
+            let why = "not an http(s) URL: \(options.logsEndpoint.prefix(200))"
             sender.refuseForThisLaunch(why, advice: "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)")
             sender.keep(head, reason: why)
             return .sent
         }
         var body = body(head)
         var headers: [(name: String, value: String)] = [("Content-Type", "application/x-protobuf")]
-        if settings.gzip, let compressed = HTTPExchange.gzip(body) {
+        if options.gzip, let compressed = HTTPExchange.gzip(body) {
             body = compressed
             headers.append(("Content-Encoding", "gzip"))
         }
-        headers += settings.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        headers += options.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         let request = HTTPExchange.Request(url: url, method: .post, headers: headers, body: body, timeout: sender.worker.policy.requestTimeout)
         let answer = HTTPExchange.send(request, cancellation: sender.worker.cancellation)
         switch DeliveryRule.verdict(status: answer.status) {
@@ -192,7 +176,7 @@ package final class OTLPSink: CrashRecordSink, @unchecked Sendable {
             sender.settle(head) { $0.rejected[head.record.name] = why }
             return .sent
         case .kept:
-            let why = "HTTP \(answer.status) from \(settings.endpoint.prefix(200)): \(Self.words(answer))"
+            let why = "HTTP \(answer.status) from \(options.logsEndpoint.prefix(200)): \(Self.words(answer))"
             sender.refuseForThisLaunch(why, advice: DeliveryRule.advice(status: answer.status, what: "the endpoint and its headers (OTEL_EXPORTER_OTLP_*)"))
             sender.keep(head, reason: why)
             return .sent

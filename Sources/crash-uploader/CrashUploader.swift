@@ -6,7 +6,6 @@
 // FoundationEssentials, and this program links nothing else of Foundation. It starts at a crash,
 // so it should start fast, and it ships beside the program in a slim image, so it should be small
 // (≈ 1 ms and 2 MiB at every start, ≈ 6 MB of a static binary). Only CrashTimeUpload starts it.
-import CrashOTLP
 import CrashRecordFormat
 import CrashReporter
 import CrashReporterSentry
@@ -147,8 +146,8 @@ enum CrashUploader {
             writeError("Error: \(CrashTimeUpload.dsnVariable) must hold a Sentry DSN\n")
             exit(64)
         }
-        let otlp = CrashTimeUpload.otlpSettings(environment: OTLPEnvironment { getenv($0).map { String(cString: $0) } },
-                                                data: CrashDataPolicy(argument: options.otlpData) ?? CrashDataPolicy())
+        // The options the app's uploader environment holds (CrashTimeUpload.otlpEnvironment), or its own OTEL_* variables.
+        let otlp = OTLPOptions.fromEnvironment()
         guard dsn != nil || otlp != nil else {
             writeError("Error: nothing to send to: neither \(CrashTimeUpload.dsnVariable) nor an OTLP logs endpoint is set\n")
             exit(64)
@@ -156,7 +155,7 @@ enum CrashUploader {
         let record = options.record ?? ""
         let outcome = CrashTimeUpload.send(record: record, directory: options.directory ?? "",
                                            sinks: options.sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
-                                           dsn: dsn, otlp: otlp,
+                                           dsn: dsn, otlp: otlp, otlpData: CrashDataPolicy(argument: options.otlpData) ?? CrashDataPolicy(),
                                            limits: RecordDirectoryLimits(maxRecords: options.maxRecords, maxBytes: options.maxRecordBytes),
                                            timeout: .seconds(options.timeout),
                                            data: CrashDataPolicy(argument: options.sentryData) ?? CrashDataPolicy(),

@@ -76,7 +76,7 @@ final class OTLPSinkTests: XCTestCase {
     }
 
     func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast()) -> OTLPSink {
-        OTLPSink(settings: OTLPSink.Settings(endpoint: server.origin + "/v1/logs"), policy: policy)
+        OTLPSink(options: OTLPOptions(logsEndpoint: server.origin + "/v1/logs", upload: policy))
     }
 
     func deadline(_ seconds: Double) -> SuspendingClock.Instant { .now.advanced(by: .seconds(seconds)) }

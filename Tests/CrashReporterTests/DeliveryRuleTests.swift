@@ -69,7 +69,7 @@ final class DeliveryRuleTests: XCTestCase {
             _ = CrashReporting.deliverRecords(in: sentryCase.directory, sinks: [sentry])
             XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             let otlpCase = try copyOfTheRecord("rule-otlp-\(status)")
-            let otlp = OTLPSink(settings: OTLPSink.Settings(endpoint: server.origin + "/v1/logs"), policy: policy())
+            let otlp = OTLPSink(options: OTLPOptions(logsEndpoint: server.origin + "/v1/logs", upload: policy()))
             _ = CrashReporting.deliverRecords(in: otlpCase.directory, sinks: [otlp])
             XCTAssertTrue(otlp.shutdown(deadline: deadline(30)))
 
