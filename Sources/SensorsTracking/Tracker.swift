@@ -2,8 +2,9 @@
 //
 // The caller appends to an in-memory queue under one short lock and, only if the writer is
 // asleep, signals it. The writer renders the queued events to JSON and commits them in one
-// transaction, refreshes this run's marker every few seconds, and tells the uploader how many
-// events are pending. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
+// transaction (this run's row with the first, removed with `$AppEnd`), and tells the uploader how
+// many events are pending. How long a run lived and how it ended is its host's run ledger's to
+// tell (CrashReporting's), never this store's. Tradeoff: events tracked in the last milliseconds before a SIGKILL (not
 // yet committed) are lost; events committed never are (`waitUntilStored` tells which).
 public import SensorsEvents
 @_exported import struct HTTPExchange.UploadPolicy
@@ -31,8 +32,6 @@ public final class Tracker: @unchecked Sendable {
         public var upload = UploadPolicy()
         /// Default bound for ``shutdown(timeout:)``.
         public var shutdownTimeout: Duration = .seconds(3)
-        /// How often (seconds) the writer refreshes this run's marker.
-        package var runMarkerInterval: Double = 2
         /// Events held in memory while the store cannot be written; beyond it new events are dropped (and counted).
         public var maxQueuedEvents = 100_000
         /// Track `$AppStart` when the tracker starts.
@@ -154,8 +153,9 @@ public final class Tracker: @unchecked Sendable {
     /// tracked meanwhile waits for it, so the store keeps the order events were tracked in.
     private var committingInline = false
 
-    /// Opens the store, registers this run's marker, tracks `$AppStart` and starts the writer (and
-    /// the uploader when an endpoint is set).
+    /// Opens the store and runs the launch on the caller's thread, as a host would (this run's
+    /// row, `$AppStart`, the uploader when an endpoint is set). Tests and tools: an app's tracker
+    /// is the reporter's (``init(hostedLaunch:store:)``).
     /// - Throws: ``TrackingStoreError`` when the store cannot be opened or written at all.
     package convenience init(_ configuration: Configuration) throws {
         try self.init(configuration, store: TrackingStore(path: configuration.storePath, limits: configuration.limits))
@@ -165,8 +165,7 @@ public final class Tracker: @unchecked Sendable {
     package convenience init(_ configuration: Configuration, store: TrackingStore) throws {
         self.init(configuration: configuration, store: store)
         try loadContext()
-        try completeLaunchSteps(endingDeadRuns: true)
-        startWriter()
+        try completeLaunchSteps()
     }
 
     /// A tracker whose launch its host runs (CrashReporting's launch thread, through the
@@ -180,7 +179,7 @@ public final class Tracker: @unchecked Sendable {
     /// The host ends it too: its exit hook (CrashReporting's, the process's one) calls
     /// ``shutdown(fromHostWithin:)``.
     package convenience init(hostedLaunch configuration: Configuration, store: TrackingStore) {
-        self.init(configuration: configuration, store: store, hosted: true)
+        self.init(configuration: configuration, store: store)
     }
 
     /// The hosted launch's first phase, on the host's launch thread: loads the identity and the
@@ -206,17 +205,22 @@ public final class Tracker: @unchecked Sendable {
     /// the dead rows are an older version's that no host will tell.
     package func completeLaunch() {
         do {
-            // A launch from the state copy: the store was opened by a host before (the copy is
-            // written after such a launch), which claimed its runs then.
-            let quiet = cond.withLock { quietLaunch }
-            try completeLaunchSteps(endingDeadRuns: quiet ? false : try store.claimRunsToldByHost())
-            // `$AppStart` and what was tracked during the launch, committed here.
-            commitInline()
-            // A launch that opened the store leaves the copy the next launch can start from.
-            if store.isOpen { store.refreshStateCopy() }
+            try completeLaunchSteps()
         } catch {
             endLaunch(error)
         }
+    }
+
+    /// ``completeLaunch()``'s steps, throwing what stops them.
+    private func completeLaunchSteps() throws {
+        // A launch from the state copy: the store was opened by a host before (the copy is
+        // written after such a launch), which claimed its runs then.
+        let quiet = cond.withLock { quietLaunch }
+        try registerRunAndFinishLaunch(endingDeadRuns: quiet ? false : try store.claimRunsToldByHost())
+        // `$AppStart` and what was tracked during the launch, committed here.
+        commitInline()
+        // A launch that opened the store leaves the copy the next launch can start from.
+        if store.isOpen { store.refreshStateCopy() }
     }
 
     /// A launch that could not use the store: over without it, and the writer started.
@@ -226,12 +230,7 @@ public final class Tracker: @unchecked Sendable {
     }
 
     /// The in-memory part every initialiser shares: no file is touched.
-    /// Whether a host (CrashReporting, through the analytics sink) runs the launch and tells how
-    /// runs ended: then this tracker neither refreshes its run's row nor ends dead runs.
-    private let hosted: Bool
-
-    private init(configuration: Configuration, store: TrackingStore, hosted: Bool = false) {
-        self.hosted = hosted
+    private init(configuration: Configuration, store: TrackingStore) {
         self.configuration = configuration
         self.store = store
         extraPresets = configuration.includeHostInfo ? Self.hostPresets() : [:]
@@ -274,7 +273,7 @@ public final class Tracker: @unchecked Sendable {
     private func loadContext() throws {
         var quiet = false
         let state: StoreState
-        if hosted, uploader == nil, !store.isOpen, store.journalBytes <= TrackingStore.journalFoldBytes,
+        if uploader == nil, !store.isOpen, store.journalBytes <= TrackingStore.journalFoldBytes,
            let copy = store.stateFromCopy() {
             state = copy
             quiet = true
@@ -292,9 +291,10 @@ public final class Tracker: @unchecked Sendable {
         publishContext()
     }
 
-    /// Registers this run's marker, ends dead runs, starts the uploader and queues `$AppStart`
-    /// ahead of anything tracked so far.
-    private func completeLaunchSteps(endingDeadRuns: Bool) throws {
+    /// Queues this run's row (stored with `$AppStart`, in its transaction: a run killed before
+    /// has neither), ends the rows an older version left (`endingDeadRuns`), starts the uploader
+    /// and queues `$AppStart` ahead of anything tracked so far.
+    private func registerRunAndFinishLaunch(endingDeadRuns: Bool) throws {
         guard let (state, loaded) = cond.withLock({ self.loaded }) else {
             preconditionFailure("completeLaunch() before beginLaunch() returned the store")
         }
@@ -303,12 +303,7 @@ public final class Tracker: @unchecked Sendable {
             runID: configuration.runID, process: .current, startWallMilliseconds: startWall, startMonotonicNanoseconds: startMonotonic,
             refreshWallMilliseconds: startWall, refreshMonotonicNanoseconds: startMonotonic, appName: configuration.appName,
             appVersion: configuration.appVersion, identity: identity)
-        if hosted {
-            // Stored with `$AppStart`, in its transaction (a run killed before it has neither).
-            cond.withLock { unregisteredRun = row }
-        } else {
-            try store.registerRun(row)
-        }
+        cond.withLock { unregisteredRun = row }
         let ended = cond.withLock { endedByHost } + (endingDeadRuns ? Self.reportDeadRuns(
             store: store, excluding: { $0 == configuration.runID }, superProperties: state.superProperties,
             extraPresets: extraPresets) : [])
@@ -681,12 +676,11 @@ public final class Tracker: @unchecked Sendable {
 
     // MARK: - Writer
 
-    /// Renders `items` and commits their events in one transaction (with the run's refreshed
-    /// clocks and the counters), then stores the identity and super-property changes among them.
+    /// Renders `items` and commits their events in one transaction (with this run's row when it
+    /// is not stored yet, and the counters), then stores the identity and super-property changes among them.
     /// Returns the number of events pending after it. On the writer thread, or on a thread that
     /// commits while no writer runs (``commitInline()``).
     private func commit(_ items: [Item], loadedContext: Context, registeringRun registered: RunMarker?,
-                        refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)?,
                         addingCounters counters: [String: Int], journaling: Bool = false) throws -> Int {
         let renderer = self.renderer
         var endingRun: String?
@@ -712,12 +706,11 @@ public final class Tracker: @unchecked Sendable {
         // cannot be written: to the store, as always). Such a run's end is in the journal even
         // when the run opened the store, so that the next quiet launch knows its predecessor
         // ended without opening the store (``endRuns(_:)``).
-        if journaling, controls.isEmpty, refresh == nil, counters.values.allSatisfy({ $0 == 0 }), !store.isOpen || endingRun != nil,
+        if journaling, controls.isEmpty, counters.values.allSatisfy({ $0 == 0 }), !store.isOpen || endingRun != nil,
            (try? store.appendToJournal(JournalEntry(events: events, registered: registered, endingRun: endingRun))) != nil {
             return 0
         }
-        let pending = try store.append(events, registeringRun: registered, endingRun: endingRun, refreshingRun: refresh,
-                                       addingCounters: counters)
+        let pending = try store.append(events, registeringRun: registered, endingRun: endingRun, addingCounters: counters)
         for control in controls {
             switch control {
             case let .setLogin(id, identity):
@@ -749,11 +742,11 @@ public final class Tracker: @unchecked Sendable {
         // The run's end, committed here when no writer runs (``shutdown(timeout:)``).
         let endsRun = items.contains { if case .event(_, _, _, _, _, _, true) = $0 { return true } else { return false } }
         // Never with an uploader: what it is to send must be in the store, which it sends from.
-        let journaling = uploader == nil && (quietLaunch || (hosted && endsRun))
+        let journaling = uploader == nil && (quietLaunch || endsRun)
         cond.unlock()
         var pending: Int?
         do {
-            pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, refreshingRun: nil,
+            pending = try commit(items, loadedContext: loadedContext, registeringRun: registered,
                                  addingCounters: ["dropped_queue_full": dropped], journaling: journaling)
         } catch {
             pending = nil
@@ -803,18 +796,12 @@ public final class Tracker: @unchecked Sendable {
 
     private func writerLoop() {
         var carry: [Item] = []
-        // A hosted run's clocks are its host's run ledger's: its row here is never refreshed.
-        var nextRefresh = hosted ? Int64.max : Clock.monotonicNanoseconds() + Int64(configuration.runMarkerInterval * 1e9)
         var droppedStoreError = 0
         while true {
             cond.lock()
-            while queue.isEmpty && carry.isEmpty && unregisteredRun == nil && !writerStop && Clock.monotonicNanoseconds() < nextRefresh {
+            while queue.isEmpty && carry.isEmpty && unregisteredRun == nil && !writerStop {
                 writerWaiting = true
-                if nextRefresh == .max {
-                    cond.wait()   // hosted: nothing to refresh (and NSCondition traps on a date that far)
-                } else {
-                    _ = cond.wait(until: Date(timeIntervalSinceNow: max(0.001, Double(nextRefresh - Clock.monotonicNanoseconds()) / 1e9)))
-                }
+                cond.wait()
                 writerWaiting = false
             }
             if writerStop && queue.isEmpty && carry.isEmpty && unregisteredRun == nil {
@@ -829,18 +816,9 @@ public final class Tracker: @unchecked Sendable {
             cond.unlock()
 
             let items = carry + spare
-            let now = Clock.monotonicNanoseconds()
-            var refresh: (runID: String, wallMs: Int64, monoNs: Int64)?
-            if now >= nextRefresh {
-                // The clocks only: how the run ended (an OOM kill, say) is the reporter's run
-                // ledger's to tell; this marker holds what the `$AppEnd` carries.
-                refresh = (configuration.runID, Clock.wallMilliseconds(), now)
-                nextRefresh = now + Int64(configuration.runMarkerInterval * 1e9)
-            }
             let counters = ["dropped_queue_full": dropped, "dropped_store_error": droppedStoreError]
             do {
-                let pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, refreshingRun: refresh,
-                                         addingCounters: counters)
+                let pending = try commit(items, loadedContext: loadedContext, registeringRun: registered, addingCounters: counters)
                 carry = []
                 droppedStoreError = 0
                 cond.withLock {

@@ -60,7 +60,10 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(Duration.milliseconds(1500).seconds, 1.5)
     }
 
-    func testATrackerAloneEndsADeadRunAbnormallyOnceAndRemovesItsMarker() throws {
+    /// A store's rows of dead runs that an older version left (before the reporter's run ledger
+    /// told how runs end) are ended once, abnormally, the first time the store is launched; after
+    /// that a dead run is the host's to tell (``Tracker/endRuns(_:)``), never the store's to guess.
+    func testAnOlderVersionsDeadRunIsEndedOnceAndLaterOnesAreTheHostsToTell() throws {
         let path = try Scratch.directory("dead-run") + "/s.sqlite"
         let store = try TrackingStore(path: path)
         // This pid with another start time: a process that is gone (pid reuse cannot fool it).
@@ -77,8 +80,13 @@ final class TrackerTests: XCTestCase {
         XCTAssertEqual(ends.first?.properties["$app_end_reason"] as? String, "abnormal")
         XCTAssertEqual((ends.first?.properties["$event_duration"] as? NSNumber)?.doubleValue, 4.0)
         XCTAssertEqual(ends.first?.properties["$app_version"] as? String, "0.9", "the dead run's own version")
+        // A row left after that (a run killed since) is not guessed at: the reporter's ledger tells it.
+        try store.registerRun(RunMarker(runID: "killed-since", process: gone, startWallMilliseconds: 6_000, startMonotonicNanoseconds: 0,
+                                        refreshWallMilliseconds: 6_000, refreshMonotonicNanoseconds: 0,
+                                        appName: "demo", appVersion: "1", identity: EventIdentity(anonymousID: "anon")))
         let second = try Tracker(configuration(path))
         XCTAssertEqual(second.abnormalEnds, [])
+        XCTAssertTrue(try store.runMarkers().map(\.runID).contains("killed-since"))
         second.shutdown()
     }
 

@@ -162,14 +162,11 @@ final class TrackingStoreTests: XCTestCase {
                   appVersion: "1", identity: EventIdentity(anonymousID: "anon"))
     }
 
-    func testAppendEndsOrRefreshesARunAndAddsCountersInTheSameTransaction() throws {
+    func testAppendRegistersOrEndsARunAndAddsCountersInTheSameTransaction() throws {
         let store = try TrackingStore(path: Scratch.directory("verbs") + "/s.sqlite", limits: StoreLimits(maxEventBytes: 100))
-        try store.registerRun(marker("a"))
         try store.registerRun(marker("b"))
-        XCTAssertEqual(try store.append([event("e1")], refreshingRun: (runID: "a", wallMs: 5_000, monoNs: 3_000_000_000)), 1)
-        let refreshed = try XCTUnwrap(try store.runMarkers().first { $0.runID == "a" })
-        XCTAssertEqual(refreshed.refreshWallMilliseconds, 5_000)
-        XCTAssertEqual(refreshed.knownDurationSeconds, 3)
+        XCTAssertEqual(try store.append([event("e1")], registeringRun: marker("a")), 1)
+        XCTAssertEqual(try store.runMarkers().map(\.runID).sorted(), ["a", "b"])
         let big = NewEvent(trackID: "t", event: "big", time: 1, priority: .ordinary, json: String(repeating: "x", count: 200))
         XCTAssertEqual(try store.append([event("$AppEnd"), big], endingRun: "a",
                                         addingCounters: ["dropped_queue_full": 2, "dropped_store_error": 0]), 2)

@@ -7,7 +7,7 @@
 import HostFacts
 
 extension TrackingStore {
-    /// Appends `events` (as ``append(_:endingRun:refreshingRun:addingCounters:)`` does) and takes
+    /// Appends `events` (as ``append(_:registeringRun:endingRun:addingCounters:)`` does) and takes
     /// the claim `key`, in one transaction; `endingRun` removes that run's marker in it too.
     /// - Returns: `false` when `key` was already claimed: nothing at all was written.
     @discardableResult

@@ -37,17 +37,14 @@ extension TrackingStore {
     /// dropped and counted (`dropped_oversize`). In the same transaction:
     /// - `registeringRun`: stores that run's marker first (its `$AppStart` is among the events);
     /// - `endingRun`: removes that run's marker (its `$AppEnd` is among the events);
-    /// - `refreshingRun`: sets that run marker's last-refresh clocks;
     /// - `addingCounters`: adds to named counters (drops the caller counted before the store).
     /// - Returns: the number of pending events after the append.
     @discardableResult
     package func append(_ events: [NewEvent], registeringRun registered: RunMarker? = nil, endingRun runID: String? = nil,
-                       refreshingRun refresh: (runID: String, wallMs: Int64, monoNs: Int64)? = nil,
                        addingCounters counters: [String: Int] = [:]) throws -> Int {
         try write { db in
             if let registered { try Self.insertRun(db, registered) }
             if let runID { try Self.deleteRun(db, runID) }
-            if let refresh { try Self.refreshRun(db, refresh.runID, wallMs: refresh.wallMs, monoNs: refresh.monoNs) }
             return try insert(db, events, counters: counters)
         }
     }

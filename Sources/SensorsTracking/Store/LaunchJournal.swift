@@ -31,7 +31,7 @@ import CrashRecordFormat
 import Glibc
 #endif
 
-/// One commit kept in the journal: what ``TrackingStore/append(_:registeringRun:endingRun:refreshingRun:addingCounters:)``
+/// One commit kept in the journal: what ``TrackingStore/append(_:registeringRun:endingRun:addingCounters:)``
 /// would have written.
 package struct JournalEntry: Sendable, Equatable {
     package var id: String

@@ -2,7 +2,9 @@
 package import HostFacts
 package import SensorsEvents
 
-/// One process's run marker: refreshed while it runs, removed when its `$AppEnd` is stored.
+/// One process's run marker: stored with its `$AppStart`, removed with its `$AppEnd`. Its refresh
+/// clocks are its start's (how long a run lived is the reporter's run ledger's to say); a row an
+/// older version refreshed keeps what it has.
 package struct RunMarker: Sendable, Equatable {
     package var runID: String
     package var process: ProcessIdentity
@@ -96,13 +98,6 @@ extension TrackingStore {
 
     static func deleteRun(_ db: Database, _ runID: String) throws {
         try db.execute(sql: "DELETE FROM runs WHERE run_id = ?", arguments: [runID])
-    }
-
-    /// Sets a run's last-refresh clocks (how long it is known to have lived). Its OOM-kill
-    /// reading is the reporter's run marker's now; an older row keeps the one it has.
-    static func refreshRun(_ db: Database, _ runID: String, wallMs: Int64, monoNs: Int64) throws {
-        try db.execute(sql: "UPDATE runs SET refresh_wall_ms = ?, refresh_mono_ns = ? WHERE run_id = ?",
-                       arguments: [wallMs, monoNs, runID])
     }
 
     static func runCount(_ db: Database) throws -> Int {
