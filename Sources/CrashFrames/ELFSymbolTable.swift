@@ -112,6 +112,12 @@ package final class ImageSymbols: @unchecked Sendable {
         return loaded.table.symbol(containing: address &- loaded.bias)
     }
 
+    /// The demangled name of the function an address lies in (what the sinks print where a frame
+    /// has no name of its own: a stuck request's frames, a hang's hottest places, OTLP's stack text).
+    package func demangledName(at address: UInt64) -> String? {
+        symbol(at: address).map { SwiftDemangler.demangle($0.name) }
+    }
+
     /// The function an address lies in, with its first instruction's address in the process.
     package func function(at address: UInt64) -> (name: String, start: UInt64)? {
         guard let index = images.firstIndex(where: { $0.contains(address) }), let loaded = table(index),

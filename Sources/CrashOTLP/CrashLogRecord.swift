@@ -209,7 +209,7 @@ package enum CrashLogRecord {
             }
             if let samples = live.stackSamples {
                 // A computing hang: where its sampled threads most often were.
-                let hottest = samples.hottest(in: record) { local.symbol(at: $0).map { SwiftDemangler.demangle($0.name) } }
+                let hottest = samples.hottest(in: record) { local.demangledName(at: $0) }
                 add("hang.hot_frames", .array(hottest.prefix(5).map { .string("\($0.place) (\($0.samples) of \(samples.samples.count) samples)") }))
             }
             if let locks = live.lockWaits, !locks.waits.isEmpty {
@@ -305,7 +305,7 @@ package enum CrashLogRecord {
         for (index, frame) in frames.enumerated() {
             let digits = String(frame.address, radix: 16)
             var line = "#\(index) 0x" + String(repeating: "0", count: max(0, 16 - digits.count)) + digits
-            if let name = frame.symbols.last(where: { !$0.inlined })?.symbol ?? symbols?.symbol(at: frame.lookupAddress).map({ SwiftDemangler.demangle($0.name) }) {
+            if let name = frame.symbols.last(where: { !$0.inlined })?.symbol ?? symbols?.demangledName(at: frame.lookupAddress) {
                 line += " " + name
             }
             if let label = record.offsetLabel(for: frame.address) { line += " (" + label + ")" }

@@ -364,9 +364,7 @@ package enum SentryEnvelope {
             extra["hang"] = .pairs(hang)
             event.extra = extra
         }
-        let localName = { (address: UInt64) -> String? in
-            readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
-        }
+        let localName = { (address: UInt64) -> String? in readImageFiles ? local.demangledName(at: address) : nil }
         if let live = record.event, let samples = live.stackSamples {
             // A computing hang: grouped by where its busy threads most often were, not by the one
             // reading of the focus thread (which may be anywhere in the loop).
@@ -418,9 +416,7 @@ package enum SentryEnvelope {
             event.user = scope.user.map { SentryEvent.User(id: $0.id, username: $0.username, email: $0.email, ipAddress: $0.ipAddress) }
             event.contexts.appContexts = scope.contexts
         }
-        describeRequests(of: record, in: &event, names: { address in
-            readImageFiles ? local.symbol(at: address).map { SwiftDemangler.demangle($0.name) } : nil
-        })
+        describeRequests(of: record, in: &event, names: localName)
         return event
     }
 
