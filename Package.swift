@@ -32,6 +32,9 @@ let package = Package(
         .library(name: "CrashCaptureVapor", targets: ["CrashCaptureVapor"]),
         .library(name: "CrashCaptureGRPC", targets: ["CrashCaptureGRPC"]),
         .library(name: "CrashCaptureServiceLifecycle", targets: ["CrashCaptureServiceLifecycle"]),
+        // Opt-in: replaces the process's malloc and free with a sampled guarded heap (a program
+        // that links it; CRASHCAPTURE_GUARDED_HEAP turns it on). Linking CrashCapture never does.
+        .library(name: "CrashCaptureGuardedHeap", targets: ["CrashCaptureGuardedHeap"]),
     ],
     // Heavy integrations (a web framework) must not be built by every adopter of the core. A
     // dependency below that only a trait's targets use (`condition: .when(traits:)`) is neither
@@ -206,6 +209,14 @@ let package = Package(
         ),
         // The smallest adopter (capture and nothing else): what linking capture loads is tested on it.
         .executableTarget(name: "capture-only", dependencies: ["CrashCapture"]),
+        // The guarded heap: the C library's allocation functions replaced, sampled allocations in
+        // CShims' pool (heap/). A C target: nothing to call, linking it is the switch.
+        .target(name: "CrashCaptureGuardedHeap", dependencies: ["CShims"]),
+        // Memory errors in C and through UnsafeMutablePointer, under the guarded heap: what its
+        // records say is tested on them. No test target depends on it (that would put the
+        // replaced malloc in the test process); the tests run it as a child.
+        .target(name: "CGuardedHeapScenarios", path: "Sources/CGuardedHeapScenarios"),
+        .executableTarget(name: "guarded-heap-crasher", dependencies: ["CrashCapture", "CrashCaptureGuardedHeap", "CGuardedHeapScenarios"]),
         // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links neither
         // the analytics' store nor SQLite is tested on it.
         .executableTarget(name: "sentry-only", dependencies: ["CrashReporter"]),

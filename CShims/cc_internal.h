@@ -13,6 +13,8 @@
  *   swift/    the Swift runtime's private layouts and async context chains
  *   live/     hang and snapshot records of the running process, lock waits
  *   upload/   the crash-time uploader's start
+ *   heap/     the guarded heap's pool (its allocator's half runs in the app, the handler's reads
+ *             what it kept: CC_SEC_GUARDED_HEAP)
  *   cc_safeio.c  raw I/O, clocks, formatting and fault-proof reads every part uses
  * Calls go down this list's concerns and into record/ and cc_safeio.c; the two pairs that call
  * each other say why at their tops (cc_chain.c and cc_threads.c, cc_threads.c and cc_helper.c). */
@@ -364,6 +366,8 @@ void cc__section_begin(cc__writer_t *w, uint32_t type);
 void cc__section_put(cc__writer_t *w, const void *data, size_t len);
 void cc__section_puts(cc__writer_t *w, const char *s);
 void cc__section_end(cc__writer_t *w);
+/* heap/cc_guarded_heap.c: CC_SEC_GUARDED_HEAP when the crash is a guarded allocation's error. */
+void cc__write_guarded_heap(cc__writer_t *w, const cc_sec_crash_t *crash);
 void cc__writer_flush(cc__writer_t *w);
 void cc__write_string(cc__writer_t *w, uint32_t key, const char *s, size_t len);
 void cc__writer_fail(cc__writer_t *w, const char *step);  /* call with errno still the failure's */

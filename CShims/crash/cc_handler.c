@@ -339,6 +339,8 @@ static void cc__record_crash(cc__writer_t *w, cc__crash_t *c) {
     cc__section_begin(w, CC_SEC_CRASH);
     cc__section_put(w, crash, sizeof *crash);
     cc__section_end(w);
+    /* A memory error the guarded heap caught: the allocation and its two stacks, beside the signal. */
+    cc__write_guarded_heap(w, crash);
 }
 
 /* async-signal-safe: writes the signal, the process, the $AppEnd, the run id, the scope and the

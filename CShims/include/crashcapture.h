@@ -234,6 +234,30 @@ const char *cc_signal_name(int signo);
 /* CRC-32 (IEEE, as zlib) of len bytes, continuing from crc (start with 0). Async-signal-safe. */
 uint32_t cc_crc32(uint32_t crc, const void *data, size_t len);
 
+/* The guarded heap (heap/cc_guarded_heap.c): a pool of pages, each between guard pages, that one
+ * allocation in `sample_rate` is placed in, so that an access past its end or after its free
+ * faults at once and the crash record names the allocation (CC_SEC_GUARDED_HEAP). Only the
+ * CrashCaptureGuardedHeap product routes the allocator here (its malloc, free, …); capture alone
+ * never does. Starts once, before threads: `slots` pages (their guards beside them) reserved with
+ * mmap, nothing allocated with malloc. 0 started, -1 not (errno: mmap's, or EINVAL). */
+int cc_guarded_heap_start(uint32_t sample_rate, uint32_t slots);
+/* Where the pool lies (both 0 until it started): a pointer p is the pool's when
+ * p - cc_guarded_heap_base < cc_guarded_heap_size (unsigned). */
+extern uintptr_t cc_guarded_heap_base;
+extern uintptr_t cc_guarded_heap_size;
+/* 1 in how many allocations to sample now (0: none). */
+extern uint32_t cc_guarded_heap_rate;
+/* A guarded allocation of `size` bytes aligned to `alignment` (a power of two, at most a page),
+ * when this allocation is sampled and a slot is free; NULL otherwise (the caller uses glibc's).
+ * `zeroed`: its bytes are zero (calloc). Lock-free; never calls malloc. */
+void *cc_guarded_heap_allocate(size_t size, size_t alignment, int zeroed);
+/* Frees a pointer of the pool: its page is made inaccessible and kept so for as long as the pool
+ * allows; a second free, or a pointer no allocation starts at, stops the process with abort()
+ * after noting the error for the crash record (as glibc's own checks abort). */
+void cc_guarded_heap_free(void *pointer);
+/* The size asked for of a pool allocation (0 when it is not one, or freed). */
+size_t cc_guarded_heap_size_of(const void *pointer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,8 +64,9 @@ package struct CrashSummary: Sendable, Equatable {
             title = "unknown signal"
             detail = "not recorded (the record is cut short before it)"
         }
-        // An uncaught C++ exception says most (the abort that followed it is glibc's part).
-        message = record.cxxException?.summary ?? [record.fatalMessage, record.abortMessage].lazy.compactMap { $0.flatMap(Self.firstLine) }.first
+        // A memory error the guarded heap caught says most (the fault or the abort is its
+        // consequence); then an uncaught C++ exception (the abort that followed it is glibc's part).
+        message = record.guardedHeap?.summary ?? record.cxxException?.summary ?? [record.fatalMessage, record.abortMessage].lazy.compactMap { $0.flatMap(Self.firstLine) }.first
         self.frames = frames.prefix(max(0, frameLimit)).map {
             Frame(address: $0.address, kind: $0.kind, taskDepth: $0.taskDepth, taskID: $0.taskID, label: record.offsetLabel(for: $0.address))
         }

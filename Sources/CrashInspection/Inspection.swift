@@ -64,6 +64,17 @@ package struct Inspection: Sendable {
         } else {
             self.hotFrames = []
         }
+        // A guarded allocation's stacks: return addresses, each named by its call.
+        if let heap = record.guardedHeap {
+            func named(_ addresses: [UInt64]) -> [SymbolicatedFrame] {
+                let symbols = symbolicator?.symbolicate(addresses: addresses, exact: addresses.map { _ in false }, images: record.images)
+                    ?? addresses.map { [local!.named($0, lookup: $0 &- 1, in: record)] }
+                return symbols.flatMap { $0 }
+            }
+            self.guardedHeapStacks = (named(heap.allocationFrames), named(heap.freeFrames))
+        } else {
+            self.guardedHeapStacks = ([], [])
+        }
         let warnings = record.runtimeWarnings
         self.leakedContinuations = waiting.map { frames in warnings.leakedContinuation(awaitedIn: frames.compactMap(\.symbol)) }
     }
@@ -72,6 +83,9 @@ package struct Inspection: Sendable {
     /// function its task waits in, when there is one: the request waits forever, since nothing
     /// can resume it (`nil`: none, or its frames have no names here).
     package var leakedContinuations: [RuntimeWarning?]
+
+    /// A guarded heap error's allocation and free stacks, symbolicated (empty without one).
+    package var guardedHeapStacks: (allocation: [SymbolicatedFrame], free: [SymbolicatedFrame])
 
     /// Where a computing hang's sampled threads most often were, most samples first (empty: no samples).
     package var hotFrames: [(place: String, samples: Int)]

@@ -77,6 +77,41 @@ package struct ShowJSON: Encodable, Sendable {
     package var resources: Nullable<Resources>
     /// The uncaught C++ exception that ended in std::terminate; null when there was none.
     package var cxxException: Nullable<CxxExceptionJSON>
+    /// The memory error the guarded heap caught; null when the crash is not one.
+    package var guardedHeap: Nullable<GuardedHeapJSON>
+
+    /// `guardedHeap`.
+    package struct GuardedHeapJSON: Encodable, Sendable {
+        /// AddressSanitizer's name: `heap-use-after-free`, `heap-buffer-overflow`,
+        /// `heap-buffer-underflow`, `double-free`, `invalid-free`, `wild-access`.
+        package var error: String
+        package var summary: String
+        /// The faulting address, or the pointer given to free.
+        package var accessAddress: String
+        package var allocationAddress: Nullable<String>
+        package var allocationSize: Nullable<UInt64>
+        /// From the allocation's first byte (negative: before it).
+        package var offset: Nullable<Int64>
+        package var allocationThread: Int
+        /// Null when the allocation was not freed.
+        package var freeThread: Nullable<Int>
+        /// Innermost first.
+        package var allocationStack: [StackFrame]
+        package var freeStack: [StackFrame]
+    }
+
+    /// A frame of a stack kept beside a thread's (the guarded heap's allocation and free).
+    package struct StackFrame: Encodable, Sendable {
+        package var address: String
+        package var image: Nullable<String>
+        package var imageOffset: Nullable<String>
+        package var symbol: Nullable<String>
+        package var shortSymbol: Nullable<String>
+        package var file: Nullable<String>
+        package var line: Nullable<Int>
+        package var inlined: Bool
+        package var inApp: Bool
+    }
 
     /// `cxxException`.
     package struct CxxExceptionJSON: Encodable, Sendable {

@@ -28,6 +28,16 @@ package enum Rendering {
         // The crash's one summary (as AppCrashed's reason and the Sentry exception say it), then
         // what it means.
         out.append("  \(inspection.summary.headline)")
+        if let heap = record.guardedHeap {
+            // The guarded heap's account first: who allocated the memory and who freed it.
+            let stack = { (title: String, frames: [SymbolicatedFrame]) in
+                out.append("  \(title):")
+                frames.prefix(allFrames ? frames.count : 8).forEach { out.append("    " + (allFrames ? Inspection.label($0) : Inspection.shortLabel($0))) }
+                if !allFrames && frames.count > 8 { out.append("    … \(frames.count - 8) more (--all-frames)") }
+            }
+            if heap.allocation != nil { stack("allocated by thread \(heap.allocationThread)", inspection.guardedHeapStacks.allocation) }
+            if let freer = heap.freeThread { stack("freed by thread \(freer)", inspection.guardedHeapStacks.free) }
+        }
         if let event = record.event {
             if event.fate != nil {
                 out.append(event.kind == .memory ? "  (the next launch told the kill: the memory cgroup's OOM killer counted it)"
@@ -539,6 +549,22 @@ package enum Rendering {
                 }
                 return ShowJSON.CxxExceptionJSON(type: Nullable(cxx.type), mangledType: Nullable(cxx.mangledType), what: Nullable(cxx.message),
                                                  whatState: state, summary: cxx.summary)
+            }),
+            guardedHeap: Nullable(record.guardedHeap.map { heap in
+                let stack = { (frames: [SymbolicatedFrame]) in
+                    frames.map { frame in
+                        ShowJSON.StackFrame(address: Explanation.hex(frame.address), image: Nullable(frame.image),
+                                            imageOffset: Nullable(frame.imageOffset.map(Explanation.hex)), symbol: Nullable(frame.symbol),
+                                            shortSymbol: Nullable(frame.symbol == nil ? nil : Inspection.shortLabel(frame)),
+                                            file: Nullable(frame.file), line: Nullable(frame.line), inlined: frame.inlined,
+                                            inApp: inspection.origin(of: frame).isApp)
+                    }
+                }
+                return ShowJSON.GuardedHeapJSON(
+                    error: heap.kind.name, summary: heap.summary, accessAddress: Explanation.hex(heap.accessAddress),
+                    allocationAddress: Nullable(heap.allocation.map { Explanation.hex($0.address) }), allocationSize: Nullable(heap.allocation?.size),
+                    offset: Nullable(heap.offset), allocationThread: Int(heap.allocationThread), freeThread: Nullable(heap.freeThread.map(Int.init)),
+                    allocationStack: stack(inspection.guardedHeapStacks.allocation), freeStack: stack(inspection.guardedHeapStacks.free))
             }))
     }
 

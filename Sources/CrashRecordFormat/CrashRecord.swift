@@ -98,6 +98,8 @@ public struct CrashRecord: Sendable, Equatable {
     package var resources: CrashResources?
     /// The uncaught C++ exception that ended in std::terminate on the crashed thread (SIGABRT).
     package var cxxException: CxxException?
+    /// The memory error the guarded heap caught, when the crash is one (CC_SEC_GUARDED_HEAP).
+    package var guardedHeap: GuardedHeapError?
 
     /// Creates a record; every field defaults to "nothing known".
     package init(

@@ -465,6 +465,7 @@ private struct RecordParser {
         case CC_SEC_THREAD_STATES.rawValue: try decodeThreadStates(payload)
         case CC_SEC_LOCK_WAITS.rawValue: try decodeLockWaits(payload)
         case CC_SEC_STACK_SAMPLES.rawValue: try decodeStackSamples(payload)
+        case CC_SEC_GUARDED_HEAP.rawValue: try decodeGuardedHeap(payload)
         case CC_SEC_END.rawValue:
             try decodeEnd(payload)
             return true
@@ -962,6 +963,27 @@ private struct RecordParser {
         }
         record.event?.stackSamples = StackSamples(rounds: p.u32(Layout.offset(\S.samples)), intervalMilliseconds: p.u32(Layout.offset(\S.interval_ms)),
                                                   samples: samples)
+    }
+
+    /// The guarded heap's account of the crash: at most once, each stack at most CC_GH_MAX_FRAMES.
+    private mutating func decodeGuardedHeap(_ p: ByteView) throws {
+        typealias S = cc_sec_guarded_heap_t
+        try require(p, holds: S.self, "guarded heap")
+        guard record.guardedHeap == nil else { throw SectionDamage(reason: "a second guarded heap section") }
+        let allocCount = Int(p.u32(Layout.offset(\S.alloc_frame_count)))
+        let freeCount = Int(p.u32(Layout.offset(\S.free_frame_count)))
+        let frames = Layout.size(S.self)
+        guard allocCount <= Int(CC_GH_MAX_FRAMES), freeCount <= Int(CC_GH_MAX_FRAMES), frames + (allocCount + freeCount) * 8 <= p.count else {
+            throw SectionDamage(reason: "guarded heap stacks of \(allocCount) and \(freeCount) frames in \(p.count - frames) bytes")
+        }
+        let freed = p.u32(Layout.offset(\S.flags)) & CC_GH_FREED != 0
+        record.guardedHeap = GuardedHeapError(
+            kind: GuardedHeapError.Kind(p.u32(Layout.offset(\S.error))),
+            accessAddress: p.u64(Layout.offset(\S.access_address)),
+            allocationAddress: p.u64(Layout.offset(\S.allocation_address)), allocationSize: p.u64(Layout.offset(\S.allocation_size)),
+            allocationThread: p.i32(Layout.offset(\S.alloc_tid)), allocationFrames: (0 ..< allocCount).map { p.u64(frames + 8 * $0) },
+            freeThread: freed ? p.i32(Layout.offset(\S.free_tid)) : nil,
+            freeFrames: (0 ..< freeCount).map { p.u64(frames + 8 * (allocCount + $0)) })
     }
 
     private mutating func decodeEnd(_ p: ByteView) throws {

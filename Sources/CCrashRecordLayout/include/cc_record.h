@@ -97,6 +97,7 @@ enum cc_section_type {
     CC_SEC_THREAD_STATES = 22, /* cc_sec_thread_states_t + count * cc_thread_state_t: each thread's scheduler state and CPU time (hang, snapshot) */
     CC_SEC_LOCK_WAITS  = 23, /* cc_sec_lock_waits_t + count * cc_lock_wait_t: the threads blocked on a futex, the lock and its holder (hang, snapshot) */
     CC_SEC_STACK_SAMPLES = 24, /* cc_sec_stack_samples_t + count * (cc_stack_sample_t + frames): a computing hang's busy threads sampled */
+    CC_SEC_GUARDED_HEAP = 25, /* cc_sec_guarded_heap_t + allocation frames + free frames: a memory error the guarded heap caught */
 };
 
 /* CC_SEC_CRASH flags */
@@ -578,6 +579,34 @@ typedef struct {
 } cc_stack_sample_t;
 _Static_assert(sizeof(cc_sec_stack_samples_t) == 16, "cc_sec_stack_samples_t layout");
 _Static_assert(sizeof(cc_stack_sample_t) == 16, "cc_stack_sample_t layout");
+
+/* CC_SEC_GUARDED_HEAP: the crash is a memory error in one of the guarded heap's sampled
+ * allocations (product CrashCaptureGuardedHeap): a fault on a freed slot or a guard page, or a
+ * double or invalid free the allocator stopped with abort(). At most one per record, written by
+ * the crash handler after CC_SEC_CRASH; the allocation's stack (alloc_frame_count return
+ * addresses, innermost first) and, once freed, the free's (free_frame_count) follow. */
+enum cc_guarded_heap_error {
+    CC_GH_USE_AFTER_FREE  = 1,      /* an access to a freed allocation */
+    CC_GH_BUFFER_OVERFLOW = 2,      /* an access past an allocation's end */
+    CC_GH_BUFFER_UNDERFLOW = 3,     /* an access before an allocation's start */
+    CC_GH_DOUBLE_FREE     = 4,      /* free of an allocation already freed */
+    CC_GH_INVALID_FREE    = 5,      /* free of a pointer into the pool that no allocation starts at */
+    CC_GH_UNKNOWN         = 6,      /* an access to the pool no allocation explains (a wild pointer) */
+};
+#define CC_GH_FREED           0x1u  /* the allocation had been freed (free_tid and its frames are valid) */
+#define CC_GH_MAX_FRAMES      32    /* frames kept of each stack */
+typedef struct {
+    uint32_t error;                 /* cc_guarded_heap_error */
+    uint32_t flags;                 /* CC_GH_* */
+    uint64_t access_address;        /* the faulting address, or the pointer given to free */
+    uint64_t allocation_address;    /* the allocation's first byte */
+    uint64_t allocation_size;       /* the size asked for */
+    int32_t  alloc_tid;
+    int32_t  free_tid;              /* 0 unless CC_GH_FREED */
+    uint32_t alloc_frame_count;     /* at most CC_GH_MAX_FRAMES */
+    uint32_t free_frame_count;      /* at most CC_GH_MAX_FRAMES; 0 unless CC_GH_FREED */
+} cc_sec_guarded_heap_t;
+_Static_assert(sizeof(cc_sec_guarded_heap_t) == 48, "cc_sec_guarded_heap_t layout");
 
 /* CC_SEC_FATE: a hang record whose process was killed while that hang was still open (no
  * detector had seen it end): a later launch of the app, which found the run's marker without an

@@ -1,0 +1,49 @@
+/* gh_scenarios.c — see gh_scenarios.h. Volatile accesses: the compiler must not prove them away. */
+#include "gh_scenarios.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((noinline)) char *gh_allocate_in_c(size_t size) {
+    char *p = malloc(size);
+    if (p) memset(p, 'a', size);
+    return p;
+}
+
+__attribute__((noinline)) void gh_free_in_c(char *pointer) { free(pointer); }
+
+/* An allocation that sits at its page's start (`left`) or end: the guarded heap places one in
+ * four at the start, so an underflow meets a guard page; the rest at the end, for overflows.
+ * The ones passed over stay allocated. */
+static char *gh_allocate_placed(size_t size, int left) {
+    for (int tries = 0; tries < 64; tries++) {
+        char *p = gh_allocate_in_c(size);
+        if (!p || (((unsigned long)p & 4095) == 0) == left) return p;
+    }
+    return NULL;
+}
+
+int gh_run_c_scenario(const char *name, size_t size) {
+    char *p = gh_allocate_placed(size, strcmp(name, "underflow") == 0);
+    if (!p) return -1;
+    volatile char *v = p;
+    if (strcmp(name, "use-after-free-read") == 0) {
+        gh_free_in_c(p);
+        return v[size / 2];
+    } else if (strcmp(name, "use-after-free-write") == 0) {
+        gh_free_in_c(p);
+        v[0] = 'b';
+    } else if (strcmp(name, "overflow") == 0) {
+        for (size_t i = 0; i <= size + 64; i++) v[i] = 'c';
+    } else if (strcmp(name, "underflow") == 0) {
+        for (size_t i = 1; i <= 4096; i++) v[-(long)i] = 'd';
+    } else if (strcmp(name, "double-free") == 0) {
+        gh_free_in_c(p);
+        gh_free_in_c(p);
+    } else if (strcmp(name, "invalid-free") == 0) {
+        gh_free_in_c(p + 8);
+    } else {
+        return -2;
+    }
+    return 0;
+}

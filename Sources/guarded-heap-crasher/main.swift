@@ -1,0 +1,73 @@
+// guarded-heap-crasher — memory errors under the guarded heap, each in a process of its own:
+// `guarded-heap-crasher <record directory> c|swift <scenario> [size]`. Capture starts first, so
+// the error's record says what the guarded heap knew. Scenarios: use-after-free-read,
+// use-after-free-write, overflow, underflow, double-free, invalid-free. Run with
+// CRASHCAPTURE_GUARDED_HEAP=1:<slots> (every allocation sampled) by the tests.
+import CGuardedHeapScenarios
+import CrashCapture
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A line on stderr (write(2): no stdio stream to share across threads).
+func say(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4 else {
+    say("usage: guarded-heap-crasher <record directory> c|swift <scenario> [size]")
+    exit(64)
+}
+let size = arguments.count > 4 ? Int(arguments[4]) ?? 48 : 48
+_ = try CrashHandler.start(CrashHandler.Configuration(directory: arguments[1], appName: "guarded-heap-crasher", appVersion: "1"))
+
+/// The allocation the Swift scenarios make: bytes from the allocator (`swift_slowAlloc`, malloc).
+@inline(never) func allocateInSwift(_ count: Int) -> UnsafeMutablePointer<UInt8> {
+    let p = UnsafeMutablePointer<UInt8>.allocate(capacity: count)
+    p.initialize(repeating: 0x61, count: count)
+    return p
+}
+
+/// Frees what ``allocateInSwift(_:)`` made.
+@inline(never) func freeInSwift(_ p: UnsafeMutablePointer<UInt8>) { p.deallocate() }
+
+/// One at its page's start (`left`) or end (see gh_scenarios.c); the others stay allocated.
+func allocatePlaced(_ count: Int, left: Bool) -> UnsafeMutablePointer<UInt8> {
+    for _ in 0..<64 {
+        let p = allocateInSwift(count)
+        if (UInt(bitPattern: p) & 4095 == 0) == left { return p }
+    }
+    say("guarded-heap-crasher: no allocation placed as asked (is the guarded heap on?)")
+    exit(3)
+}
+
+@inline(never) func runSwift(_ name: String) -> Int32 {
+    let p = allocatePlaced(size, left: name == "underflow")
+    switch name {
+    case "use-after-free-read":
+        freeInSwift(p)
+        return Int32(p[size / 2])
+    case "use-after-free-write":
+        freeInSwift(p)
+        p[0] = 0x62
+    case "overflow":
+        for i in 0...(size + 64) { p[i] = 0x63 }
+    case "underflow":
+        for i in 1...4096 { p[-i] = 0x64 }
+    case "double-free":
+        freeInSwift(p)
+        freeInSwift(p)
+    case "invalid-free":
+        freeInSwift(p + 8)
+    default:
+        return -2
+    }
+    return 0
+}
+
+let result = arguments[2] == "c" ? gh_run_c_scenario(arguments[3], size) : runSwift(arguments[3])
+// Reached only when the error did not stop the process (the guarded heap off, say).
+print("survived: \(result)")
+exit(result == -2 ? 64 : 0)
