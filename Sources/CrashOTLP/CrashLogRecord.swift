@@ -145,7 +145,27 @@ package enum CrashLogRecord {
         func add(_ key: String, _ value: OTLPValue?) { if let value { attributes.append(OTLPAttribute(key, value)) } }
         func add(_ key: String, _ value: String?) { if let value, !value.isEmpty { add(key, .string(value)) } }
 
-        if let cxx = record.cxxException, let type = cxx.type {
+        if let heap = record.guardedHeap {
+            // A memory error the guarded heap caught: AddressSanitizer's name, then what it did.
+            add("exception.type", heap.kind.name)
+            add("exception.message", heap.detail + " (" + summary.detail + ")")
+            add("crash.guarded_heap.error", heap.kind.name)
+            add("crash.guarded_heap.access_address", "0x" + String(heap.accessAddress, radix: 16))
+            if let allocation = heap.allocation {
+                add("crash.guarded_heap.allocation_size", .int(Int64(clamping: allocation.size)))
+                add("crash.guarded_heap.offset", .int(heap.offset ?? 0))
+            }
+            // Each stack innermost first, named from the binaries' symbol tables where they are here.
+            let stack = { (frames: [UInt64]) -> OTLPValue in
+                .array(frames.map { address in .string((minimised.functionNames ? local.demangledName(at: address &- 1) : nil) ?? record.offsetLabel(for: address) ?? "0x" + String(address, radix: 16)) })
+            }
+            add("crash.guarded_heap.allocation_thread", .int(Int64(heap.allocationThread)))
+            add("crash.guarded_heap.allocation_stack", stack(heap.allocationFrames))
+            if let freer = heap.freeThread {
+                add("crash.guarded_heap.free_thread", .int(Int64(freer)))
+                add("crash.guarded_heap.free_stack", stack(heap.freeFrames))
+            }
+        } else if let cxx = record.cxxException, let type = cxx.type {
             // An uncaught C++ exception: its type and what(), as an OpenTelemetry C++ SDK records one.
             add("exception.type", type)
             add("exception.message", text(cxx.message ?? cxx.summary))

@@ -57,6 +57,32 @@ package struct GuardedHeapError: Sendable, Equatable {
     package var freeThread: Int32?
     package var freeFrames: [UInt64]
 
+    /// What it did, after its kind: "a 48-byte allocation, access at offset 24" (Sentry's exception value).
+    package var detail: String {
+        guard let allocation else { return "no allocation at 0x" + String(accessAddress, radix: 16) }
+        switch kind {
+        case .doubleFree: return "a \(allocation.size)-byte allocation, freed twice"
+        case .invalidFree: return "a \(allocation.size)-byte allocation, freed at offset \(offset ?? 0)"
+        default: return "a \(allocation.size)-byte allocation, access at offset \(offset ?? 0)"
+        }
+    }
+
+    /// The allocator's own functions, which a stack's site skips (malloc and its kin, the Swift
+    /// runtime's, the guarded heap's).
+    package static let allocatorFunctions: Set<String> = [
+        "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc", "memalign",
+        "swift_slowAlloc", "swift_slowDealloc", "swift_allocObject", "swift_deallocObject", "swift_release", "_swift_release_dealloc",
+        "cc_guarded_heap_allocate", "cc_guarded_heap_free", "operator new(unsigned long)", "operator delete(void*)",
+    ]
+
+    /// Where a stack happened, for grouping: the first of `names` (innermost first) that is not
+    /// the allocator's own; nil when there is none.
+    package static func site(_ names: [String?]) -> String? {
+        names.lazy.compactMap { $0 }.first { name in
+            !allocatorFunctions.contains(name) && !allocatorFunctions.contains(where: { name.hasPrefix($0 + "(") })
+        }
+    }
+
     /// One line: "heap-use-after-free of a 48-byte allocation (access at offset 24)".
     package var summary: String {
         guard let allocation else { return kind.name + " at 0x" + String(accessAddress, radix: 16) }

@@ -161,7 +161,9 @@ package struct RecordRedaction: Sendable, Equatable {
                  // A live process's record: what fired and how the threads stood (numbers, thread
                  // ids, addresses; the event's name is the detector's or the program's reason).
                  CC_SEC_EVENT.rawValue, CC_SEC_REQUEST_TASK.rawValue, CC_SEC_FATE.rawValue, CC_SEC_MEMORY_WATCH.rawValue,
-                 CC_SEC_THREAD_STATES.rawValue, CC_SEC_LOCK_WAITS.rawValue, CC_SEC_STACK_SAMPLES.rawValue:
+                 CC_SEC_THREAD_STATES.rawValue, CC_SEC_LOCK_WAITS.rawValue, CC_SEC_STACK_SAMPLES.rawValue,
+                 // A guarded allocation's error: its kind, size, addresses and two stacks (no memory).
+                 CC_SEC_GUARDED_HEAP.rawValue:
                 copy.append(contentsOf: whole)
             default:
                 guard keepsEverything else { continue }

@@ -275,6 +275,14 @@ package enum SentryEnvelope {
             exception.mechanism.type = "cpp_exception"
             exception.mechanism.synthetic = false
         }
+        if let heap = record.guardedHeap {
+            // A memory error the guarded heap caught: named as AddressSanitizer names it, the
+            // signal (or the abort) its consequence (in the mechanism's meta).
+            exception.type = heap.kind.name
+            exception.value = heap.detail
+            exception.mechanism.type = "guarded_heap"
+            exception.mechanism.synthetic = false
+        }
         if let crashed {
             exception.threadID = Int(crashed.tid)
             var stacktrace = self.stacktrace(crashed, frames: crashedFrames, record: record)
@@ -408,6 +416,34 @@ package enum SentryEnvelope {
                 event.fingerprint = ["crash", summary.title] + grouping.frames + (summary.message.map { [$0] } ?? [])
                 event.culprit = grouping.frames.first
             }
+        }
+        if let heap = record.guardedHeap {
+            // Grouped by the error and where the memory was allocated and freed (the first frames
+            // that are not the allocator's), not by where the victim faulted.
+            // Named from the symbol tables unless the policy says otherwise (then image+offset).
+            let name = { (address: UInt64) in functionNames ? localName(address) : nil }
+            let names = { (frames: [UInt64]) in frames.map { name($0 &- 1) } }
+            let allocated = GuardedHeapError.site(names(heap.allocationFrames)), freed = GuardedHeapError.site(names(heap.freeFrames))
+            event.tags["memory_error"] = heap.kind.name
+            event.fingerprint = ["guarded-heap", heap.kind.name, allocated ?? "?"] + (heap.freeThread == nil ? [] : [freed ?? "?"])
+            event.culprit = allocated
+            var extra = event.extra ?? [:]
+            let stack = { (frames: [UInt64]) in
+                frames.map { address in name(address &- 1) ?? record.offsetLabel(for: address) ?? hex(address) }.joined(separator: "\n")
+            }
+            var pairs = ["error": heap.kind.name, "summary": heap.summary, "access_address": hex(heap.accessAddress),
+                         "allocation_thread": String(heap.allocationThread), "allocation_stack": stack(heap.allocationFrames)]
+            if let allocation = heap.allocation {
+                pairs["allocation_address"] = hex(allocation.address)
+                pairs["allocation_size"] = String(allocation.size)
+                pairs["offset"] = String(heap.offset ?? 0)
+            }
+            if let freer = heap.freeThread {
+                pairs["free_thread"] = String(freer)
+                pairs["free_stack"] = stack(heap.freeFrames)
+            }
+            extra["guarded_heap"] = .pairs(pairs)
+            event.extra = extra
         }
         if let scope = record.scope {
             // The app's tags beside the reporter's (which win a clash: they say what the record is);

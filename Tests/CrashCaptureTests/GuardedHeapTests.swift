@@ -22,6 +22,8 @@ final class GuardedHeapTests: XCTestCase {
         var heap: [String: Any]?
         var summary: String?
         var shown: String?
+        /// The Sentry event `crash-inspect export --sentry` makes of the record.
+        var sentryEvent: [String: Any]?
     }
 
     func run(_ language: String, _ scenario: String, heap: String? = "1:4096", capture: Bool = true) throws -> Outcome {
@@ -43,6 +45,10 @@ final class GuardedHeapTests: XCTestCase {
             outcome.heap = object["guardedHeap"] as? [String: Any]
             outcome.summary = object["summary"] as? String
             outcome.shown = try Tools.output(BuiltProducts.inspect, ["show", directory + "/" + record])
+            _ = try Tools.output(BuiltProducts.inspect, ["export", directory + "/" + record, "--sentry", "-o", directory + "/event.envelope"])
+            // The envelope's third line is the event's item.
+            let lines = try String(contentsOfFile: directory + "/event.envelope", encoding: .isoLatin1).split(separator: "\n", omittingEmptySubsequences: false)
+            if lines.count > 2 { outcome.sentryEvent = try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as? [String: Any] }
         }
         return outcome
     }
@@ -98,6 +104,21 @@ final class GuardedHeapTests: XCTestCase {
             try check(language, "double-free", signal: SIGABRT, error: "double-free", offset: 0, freed: true)
             try check(language, "invalid-free", signal: SIGABRT, error: "invalid-free", offset: 8, freed: false)
         }
+    }
+
+    /// Sentry gets the error as AddressSanitizer names it, grouped by where the memory was
+    /// allocated and freed (not where the victim faulted), with both stacks beside it.
+    func testSentryTitlesAndGroupsTheErrorByItsAllocationAndFreeSites() throws {
+        let outcome = try run("c", "use-after-free-write")
+        let event = try XCTUnwrap(outcome.sentryEvent)
+        let exception = try XCTUnwrap(((event["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
+        XCTAssertEqual(exception["type"] as? String, "heap-use-after-free")
+        XCTAssertEqual(exception["value"] as? String, "a 48-byte allocation, access at offset 0")
+        XCTAssertEqual(event["fingerprint"] as? [String], ["guarded-heap", "heap-use-after-free", "gh_allocate_in_c", "gh_free_in_c"])
+        XCTAssertEqual((event["tags"] as? [String: Any])?["memory_error"] as? String, "heap-use-after-free")
+        let extra = try XCTUnwrap((event["extra"] as? [String: Any])?["guarded_heap"] as? [String: Any])
+        XCTAssertEqual(extra["allocation_size"] as? String, "48")
+        XCTAssertTrue((extra["free_stack"] as? String)?.hasPrefix("gh_free_in_c") == true, "\(extra)")
     }
 
     /// Without the guarded heap the same use after free reads freed memory and goes on: glibc's
