@@ -51,6 +51,8 @@ static struct {
     cc__gh_slot_t *meta;
     _Atomic uint32_t cursor;
     _Atomic uint32_t placed;
+    _Atomic uint64_t sampled;
+    _Atomic uint32_t in_use;
     _Atomic int started;
     /* A double or invalid free, noted before abort(): the first one wins. */
     _Atomic uint32_t error;
@@ -152,6 +154,8 @@ void *cc_guarded_heap_allocate(size_t size, size_t alignment, int zeroed) {
         s->free_count = 0;
         s->alloc_count = cc__gh_stack(s->alloc_frames);
         atomic_store_explicit(&s->state, CC__GH_ALLOCATED, memory_order_release);
+        atomic_fetch_add_explicit(&cc__gh.sampled, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cc__gh.in_use, 1, memory_order_relaxed);
         return (void *)(uintptr_t)address;
     }
     return NULL;   /* every slot in use: glibc's */
@@ -191,6 +195,12 @@ void cc_guarded_heap_free(void *pointer) {
     s->free_count = cc__gh_stack(s->free_frames);
     mprotect((void *)(uintptr_t)cc__gh_slot_page((uint32_t)slot), cc__gh.page, PROT_NONE);
     atomic_store_explicit(&s->state, CC__GH_FREED, memory_order_release);
+    atomic_fetch_sub_explicit(&cc__gh.in_use, 1, memory_order_relaxed);
+}
+
+void cc_guarded_heap_counts(uint64_t *sampled, uint32_t *in_use) {
+    *sampled = atomic_load_explicit(&cc__gh.sampled, memory_order_relaxed);
+    *in_use = atomic_load_explicit(&cc__gh.in_use, memory_order_relaxed);
 }
 
 size_t cc_guarded_heap_size_of(const void *pointer) {

@@ -257,6 +257,8 @@ void *cc_guarded_heap_allocate(size_t size, size_t alignment, int zeroed);
 void cc_guarded_heap_free(void *pointer);
 /* The size asked for of a pool allocation (0 when it is not one, or freed). */
 size_t cc_guarded_heap_size_of(const void *pointer);
+/* Allocations sampled since the start, and slots in use now (both 0 when it never started). */
+void cc_guarded_heap_counts(uint64_t *sampled, uint32_t *in_use);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,8 @@ let package = Package(
             dependencies: [
                 "ExampleCrashes",
                 .product(name: "CrashCapture", package: "CrashCapture"),
+                // Linked as a canary links it: off until CRASHCAPTURE_GUARDED_HEAP is set.
+                .product(name: "CrashCaptureGuardedHeap", package: "CrashCapture"),
                 .product(name: "CrashCaptureHummingbird", package: "CrashCapture"),
                 .product(name: "CrashCaptureServiceLifecycle", package: "CrashCapture"),
                 .product(name: "CrashReporter", package: "CrashCapture"),

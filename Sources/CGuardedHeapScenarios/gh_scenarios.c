@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __attribute__((noinline)) char *gh_allocate_in_c(size_t size) {
     char *p = malloc(size);
@@ -46,4 +47,20 @@ int gh_run_c_scenario(const char *name, size_t size) {
         return -2;
     }
     return 0;
+}
+
+/* glibc's own, which a program without the guarded heap calls. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
+long long gh_bench_pairs(long count, size_t size, int through_glibc) {
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (long i = 0; i < count; i++) {
+        void *p = through_glibc ? __libc_malloc(size) : malloc(size);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        if (through_glibc) __libc_free(p); else free(p);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    return (long long)(end.tv_sec - start.tv_sec) * 1000000000LL + (end.tv_nsec - start.tv_nsec);
 }

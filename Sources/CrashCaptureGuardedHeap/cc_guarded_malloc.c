@@ -37,6 +37,11 @@ __attribute__((constructor(101))) static void cc_guarded_malloc_start(void) {
     (void)cc_guarded_heap_start((uint32_t)rate, (uint32_t)slots);
 }
 
+int cc_guarded_malloc_status(uint64_t *sampled, uint32_t *in_use) {
+    cc_guarded_heap_counts(sampled, in_use);
+    return cc_guarded_heap_size != 0;
+}
+
 void *malloc(size_t size) {
     if (CC_GH_ON()) {
         void *p = cc_guarded_heap_allocate(size, 16, 0);

@@ -16,6 +16,15 @@ func say(_ text: String) {
 }
 
 let arguments = CommandLine.arguments
+// `guarded-heap-crasher bench <pairs>`: the cost of a malloc/free pair, through this program's
+// allocator and through glibc's own, side by side in one process (Benchmarks/README.md).
+if arguments.count == 3, arguments[1] == "bench", let pairs = Int(arguments[2]) {
+    for (label, glibc) in [("glibc's own", Int32(1)), ("the program's malloc", Int32(0)), ("glibc's own", Int32(1)), ("the program's malloc", Int32(0))] {
+        let ns = gh_bench_pairs(pairs, 48, glibc)
+        print(label + ": " + String(Double(ns) / Double(pairs)) + " ns per 48-byte malloc/free pair")
+    }
+    exit(0)
+}
 guard arguments.count >= 4 else {
     say("usage: guarded-heap-crasher <record directory> c|swift <scenario> [size]")
     exit(64)

@@ -11,4 +11,8 @@ void gh_free_in_c(char *pointer);
  * double-free, invalid-free); returns only if it did not stop the process. */
 int gh_run_c_scenario(const char *name, size_t size);
 
+/* Nanoseconds `count` malloc(size)/free pairs took: through the program's malloc (the guarded
+ * heap's, when linked), or glibc's own (what a program without it calls). */
+long long gh_bench_pairs(long count, size_t size, int through_glibc);
+
 #endif

@@ -8,4 +8,7 @@
 /* Slots when the variable names none. */
 extern uint32_t cc_guarded_malloc_default_slots;
 
+/* Whether the variable turned it on (1) or not (0); allocations sampled since, slots in use now. */
+int cc_guarded_malloc_status(uint64_t *sampled, uint32_t *in_use);
+
 #endif

@@ -11,6 +11,9 @@
 //   crashing-server [--dir DIR] [--port PORT] [--tracer] [--no-crash-context] [--report] [--shutdown-threshold S]
 //   (DIR also from CRASH_DIR; PORT 0 by default)
 //
+// The guarded heap is linked (off unless CRASHCAPTURE_GUARDED_HEAP is set; then it prints what
+// it sampled after a graceful shutdown).
+//
 // `--report` starts the whole reporter (CrashReportingService: Sentry from SENTRY_DSN, the runs)
 // instead of capture alone (CrashCaptureService).
 //
@@ -19,6 +22,7 @@
 // ends it gracefully (exit 0). `--tracer` bootstraps a stand-in tracer and Hummingbird's
 // TracingMiddleware (ExampleCrashes' StandInTracer).
 import CrashCapture
+import CrashCaptureGuardedHeap
 import CrashCaptureHummingbird
 import CrashCaptureServiceLifecycle
 import CrashReporter
@@ -192,3 +196,9 @@ let app = Application(
     }
 )
 try await app.runService()
+// The guarded heap (linked; on when CRASHCAPTURE_GUARDED_HEAP set it): what it sampled, for the
+// tests and scripts/server-rps.sh --guarded-heap.
+var sampled: UInt64 = 0, inUse: UInt32 = 0
+if cc_guarded_malloc_status(&sampled, &inUse) != 0 {
+    FileHandle.standardOutput.write(Data("guarded heap: \(sampled) allocations sampled, \(inUse) in use\n".utf8))
+}
