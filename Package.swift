@@ -309,8 +309,10 @@ let package = Package(
         // MARK: - Tests
 
         // Test support shared by every test target: built tool paths, scratch directories, the
-        // harness run as a child, the one loopback HTTP server and the /sa bodies it receives.
-        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsEvents", "CrashRecordFormat", "HostFacts"]),
+        // harness run as a child, the one loopback HTTP server and the /sa bodies it receives; for
+        // the reporter's and the sinks' tests, a recording sink and the Sentry sink on that server.
+        .target(name: "TestSupport", dependencies: ["ProcessSpawning", "SensorsEvents", "CrashRecordFormat", "HostFacts", "RecordDelivery",
+                                                    "CrashReporterSentry", "HTTPExchange"]),
         .testTarget(name: "CrashRecordFormatTests", dependencies: ["CrashRecordFormat", "CCrashRecordLayout", "TestSupport"]),
         .testTarget(
             name: "CrashCaptureTests",
@@ -320,13 +322,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The reporter's launch, inbox, ledger and crash-time upload, with a recording sink where a
+        // second sink is needed: it links neither the analytics nor SQLite.
         .testTarget(
             name: "CrashReporterTests",
             dependencies: [
-                "CrashReporter", "RecordDelivery", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "SensorsAnalytics", "CrashCapture", "HostFacts", "SensorsEvents", "CrashInspection",
-                "CrashRecordFormat", "CrashScenarios", "CrashSentry", "CrashSymbolication", "SensorsTracking", "ProcessSpawning", "TestSupport",
-                "crash-harness", "crash-uploader", "sentry-only", "sensors-store", "crash-inspect",
+                "CrashReporter", "RecordDelivery", "CrashReporterSentry", "CrashReporterOTLP", "CrashOTLP", "CrashCapture", "HostFacts",
+                "CrashRecordFormat", "CrashSentry", "ProcessSpawning", "TestSupport",
+                "crash-harness", "crash-uploader", "sentry-only", "crash-inspect",
             ]
+        ),
+        // The Sentry sink against a loopback Sentry: order, retries, rate limits, sessions, what
+        // leaves; checked with Sentry's own code (sentry_sdk, Relay in .venv-oracles).
+        .testTarget(
+            name: "CrashReporterSentryTests",
+            dependencies: ["CrashReporterSentry", "CrashReporter", "CrashSentry", "CrashRecordFormat", "HostFacts", "ProcessSpawning", "TestSupport",
+                           "crash-harness"]
         ),
         // The OTLP sink and log record against a real collector endpoint and opentelemetry-proto.
         .testTarget(

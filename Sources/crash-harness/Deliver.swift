@@ -1,6 +1,7 @@
 // Deliver.swift — crash-harness deliver: one launch of CrashReporting over a record directory, as
-// an app configures it (Sentry alone, or with the events store), reported as JSON. Test support:
-// run in a fresh process, so what the launch starts (threads, files) is the launch's alone.
+// an app configures it (Sentry alone, or with the events store or a recording sink), reported as
+// JSON. Test support: run in a fresh process, so what the launch starts (threads, files) is the
+// launch's alone.
 import HostFacts
 import ArgumentParser
 import CrashCapture
@@ -28,6 +29,10 @@ extension CrashHarness {
 
         @Option(help: "The events store's Sensors /sa endpoint (its events are uploaded at shutdown).")
         var endpoint: String?
+
+        @Option(name: .customLong("recording-sink"),
+                help: "Also a sink of the harness's own (id recording) that has every record and ended run at once and appends each to this file as a JSON line.")
+        var recordingSink: String?
 
         @Option(help: "Seconds shutdown may take.")
         var timeout: Double = 20
@@ -129,6 +134,7 @@ extension CrashHarness {
                                                              appVersion: CrashCaptureLibrary.version)
             configuration.sentry = sentryDSN.map { SentryOptions(dsn: $0) }
             if let store { configuration.sinks = [SensorsAnalytics(storePath: store, endpoint: endpoint.flatMap(URL.init(string:)))] }
+            if let recordingSink { configuration.sinks.append(FileRecordingSink(path: recordingSink)) }
             configuration.crashTimeUploader = crashTimeUploader
             configuration.sentry?.sessionBatching = sessions == "batched" ? SessionBatching() : .immediate
             if let data {

@@ -1,12 +1,12 @@
 // BoundedDirectoryTests.swift — a crash loop cannot fill the disk, and no crash is lost keeping the
 // record directory small: real crash loops of child processes (capture alone, and the reporter at
-// every start with the network down), every crash counted by crash-inspect, the events store and
-// Sentry; folding that never hides a crash from a sink that had not reported it; records that are
+// every start with the network down), every crash counted by crash-inspect, Sentry and the app's
+// other sink (crash-harness's recording sink, told what each record stands for; the analytics says
+// it as AppCrashed's `$crash_count` and `$crash_loop`: SensorsAnalyticsTests' EventsSinkUnitTests);
+// folding that never hides a crash from a sink that had not reported it; records that are
 // being written or sent left alone; hostile entries; the tally and ledger files read as untrusted.
 @testable import CrashReporter
-@testable import SensorsAnalytics
 import CrashRecordFormat
-@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -48,17 +48,14 @@ final class BoundedDirectoryTests: XCTestCase {
         }
     }
 
-    func appCrashed(_ store: String) throws -> [[String: Any]] {
-        try TrackingStore(path: store).pendingBatch(limit: 10_000).filter { $0.event == "AppCrashed" }.map {
-            try XCTUnwrap((try JSONSerialization.jsonObject(with: Data($0.json.utf8)) as? [String: Any])?["properties"] as? [String: Any])
-        }
-    }
+    /// The records the harness's recording sink was given, in order (its file, `deliver --recording-sink`).
+    func recorded(_ file: String) throws -> [[String: Any]] { try Harness.recorded(file).records }
 
     /// The crash loop: one program crashing 300 times into one directory, capture alone
     /// (no reporter runs meanwhile). The directory never holds more than 64 records or 32 MiB;
     /// the first and the latest records are kept; `crash-inspect groups` counts 300; the next
-    /// launch's AppCrashed and Sentry events say how many crashes each stands for, 300 in all,
-    /// and Relay's normaliser accepts an event that says so.
+    /// launch's Sentry events, and what it tells its other sink, say how many crashes each stands
+    /// for, 300 in all, and Relay's normaliser accepts an event that says so.
     func testACrashLoopOf300CrashesStaysBoundedAndCountsEveryCrash() throws {
         let directory = try Scratch.directory("crash-loop-300")
         let records = directory + "/records"
@@ -86,19 +83,19 @@ final class BoundedDirectoryTests: XCTestCase {
         XCTAssertEqual(listed.compactMap { $0["crashes"] as? Int }.reduce(0, +), 300, "list says what each record stands for")
 
         let server = try TestHTTPServer()
-        _ = try deliver(["--records", records, "--store", directory + "/s.sqlite", "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/42"])
+        _ = try deliver(["--records", records, "--recording-sink", directory + "/recorded", "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/42"])
         let events = try sentryEvents(server)
         XCTAssertEqual(events.count, names.count)
         let counts = events.map { Int((($0["extra"] as? [String: String])?["crash_count"]) ?? "1") ?? -1 }
         XCTAssertEqual(counts.reduce(0, +), 300, "\(counts)")
         XCTAssertTrue(counts.contains { $0 > 1 }, "the latest record stands for the folded crashes")
-        let crashed = try appCrashed(directory + "/s.sqlite")
-        XCTAssertEqual(crashed.count, names.count)
-        XCTAssertEqual(crashed.compactMap { $0["$crash_count"] as? Int }.reduce(0, +), 300)
+        let crashed = try recorded(directory + "/recorded")
+        XCTAssertEqual(crashed.compactMap { $0["record"] as? String }.sorted(), names.sorted(), "each record once")
+        XCTAssertEqual(crashed.compactMap { $0["crashes"] as? Int }.reduce(0, +), 300)
         // Crashes right after start, one after another: a crash loop, whose length counts the
         // folded crashes the loop went through.
-        XCTAssertEqual(crashed.compactMap { $0["$crash_loop_length"] as? Int }.max(), 300)
-        XCTAssertTrue(crashed.contains { $0["$crash_loop"] as? Bool == true })
+        XCTAssertEqual(crashed.compactMap { $0["crashLoopLength"] as? Int }.max(), 300)
+        XCTAssertTrue(crashed.contains { $0["crashLoop"] as? Bool == true })
         XCTAssertTrue(events.contains { ($0["tags"] as? [String: String])?["crash_loop"] == "yes" })
         XCTAssertEqual(try recordNames(records), [], "every record delivered")
         // Each folded crash is reported to Sentry as discarded (`queue_overflow`, client reports),
@@ -125,29 +122,29 @@ final class BoundedDirectoryTests: XCTestCase {
     }
 
     /// A crash loop with the reporter at every start and Sentry unreachable (the network is
-    /// down): each launch stores the previous crash's AppCrashed, saying where it stands in the
-    /// loop; the records stay for Sentry, under the bound, folded; when Sentry is back, its events
-    /// count every crash once, and the store still holds each crash once (folding never counted a
-    /// crash the events store had again).
+    /// down): each launch gives the app's other sink the previous crash, saying where it stands in
+    /// the loop; the records stay for Sentry, under the bound, folded; when Sentry is back, its
+    /// events count every crash once, and the other sink still got each crash once (folding never
+    /// counted a crash that sink had again).
     func testACrashLoopWithTheNetworkDownIsReportedAsOneAndCountedOnce() throws {
         let directory = try Scratch.directory("crash-loop-reporter")
-        let records = directory + "/records", store = directory + "/s.sqlite"
+        let records = directory + "/records", other = directory + "/recorded"
         let down = "http://key@127.0.0.1:\(try TestHTTPServer.unusedPort())/42"
         let turns = 70
         for turn in 0..<turns {
-            _ = try deliver(["--records", records, "--store", store, "--sentry-dsn", down], crash: true)
+            _ = try deliver(["--records", records, "--recording-sink", other, "--sentry-dsn", down], crash: true)
             XCTAssertLessThanOrEqual(try recordNames(records).count, 64, "after crash \(turn + 1)")
         }
-        let stored = try appCrashed(store)
-        XCTAssertEqual(stored.count, turns - 1, "each launch stored the crash before it")
-        XCTAssertEqual(stored.compactMap { $0["$crash_loop_length"] as? Int }, Array(1..<turns))
-        XCTAssertEqual(stored.map { $0["$crash_loop"] as? Bool }, (1..<turns).map { $0 >= 3 })
-        XCTAssertTrue(stored.allSatisfy { $0["$crash_count"] as? Int == 1 })
+        let taken = try recorded(other)
+        XCTAssertEqual(taken.count, turns - 1, "each launch gave it the crash before it")
+        XCTAssertEqual(taken.compactMap { $0["crashLoopLength"] as? Int }, Array(1..<turns))
+        XCTAssertEqual(taken.map { $0["crashLoop"] as? Bool }, (1..<turns).map { $0 >= 3 })
+        XCTAssertTrue(taken.allSatisfy { $0["crashes"] as? Int == 1 })
         let kept = try recordNames(records)
         XCTAssertLessThan(kept.count, turns, "records were folded")
 
         let server = try TestHTTPServer()
-        _ = try deliver(["--records", records, "--store", store, "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/42"])
+        _ = try deliver(["--records", records, "--recording-sink", other, "--sentry-dsn", "http://key@127.0.0.1:\(server.port)/42"])
         let events = try sentryEvents(server)
         XCTAssertEqual(events.count, kept.count)
         let counts = events.map { Int((($0["extra"] as? [String: String])?["crash_count"]) ?? "1") ?? -1 }
@@ -160,9 +157,9 @@ final class BoundedDirectoryTests: XCTestCase {
         for (event, length) in zip(events, lengths) {
             XCTAssertEqual((event["tags"] as? [String: String])?["crash_loop"] == "yes", length >= 3, "\(length)")
         }
-        let all = try appCrashed(store)
+        let all = try recorded(other)
         XCTAssertEqual(all.count, turns)
-        XCTAssertEqual(all.compactMap { $0["$crash_count"] as? Int }.reduce(0, +), turns, "no crash counted twice")
+        XCTAssertEqual(all.compactMap { $0["crashes"] as? Int }.reduce(0, +), turns, "no crash counted twice")
         XCTAssertEqual(try recordNames(records), [])
     }
 

@@ -1,7 +1,6 @@
 // CrashDataPolicyTests.swift — the data policy as the crash-time uploader receives it (its
 // `--sentry-data` argument) and as the event and the attached record apply it.
 @testable import CrashReporter
-@testable import SensorsAnalytics
 import CrashRecordFormat
 import XCTest
 

@@ -5,7 +5,6 @@
 // uploader and nothing is left behind; off by default; an uploader that is not there changes nothing.
 import CrashCapture
 @testable import CrashReporter
-@testable import SensorsAnalytics
 import CrashRecordFormat
 import Foundation
 import ProcessSpawning
@@ -80,13 +79,14 @@ final class CrashTimeUploadTests: XCTestCase {
     }
 
     /// `crash-harness deliver ... --crash <kind>` (optionally as PID 1 of a new PID namespace),
-    /// in its own process group: waits for its end, then up to `grace` seconds for what it left
+    /// in its own process group, with the harness's recording sink writing to `recorded` when
+    /// given (the app's other sink): waits for its end, then up to `grace` seconds for what it left
     /// (the uploader carries the run's token), and returns how it ended and its JSON line.
-    func crash(_ kind: String, records: String, store: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
+    func crash(_ kind: String, records: String, recorded: String? = nil, sentry: Sentry?, uploader: String?, pid1: Bool = false,
                disabled: Bool = false, grace: Double = 40, ownGroup: Bool = true,
                extra: [String] = []) throws -> (child: ChildProcess, launch: [String: Any], stderr: String) {
         var arguments = ["deliver", "--records", records, "--crash", "--crash-as", kind] + extra
-        if let store { arguments += ["--store", store] }
+        if let recorded { arguments += ["--recording-sink", recorded] }
         if let sentry { arguments += ["--sentry-dsn", sentry.dsn] }
         if let uploader { arguments += ["--crash-time-uploader", uploader] }
         var environment = Harness.environment
@@ -186,13 +186,14 @@ final class CrashTimeUploadTests: XCTestCase {
         }
     }
 
-    /// With the events store too: the uploader leaves `<record>.sentry.ack`; the next launch (a
-    /// new process over the same directory) stores the crash and sends nothing more to Sentry.
-    func testWithTheEventsStoreTheNextLaunchStoresTheCrashAndSendsNothingMoreToSentry() throws {
-        let directory = try Scratch.directory("crash-time-with-store")
-        let records = directory + "/records", store = directory + "/events.sqlite"
+    /// With another sink too (the harness's recording sink): the uploader leaves
+    /// `<record>.sentry.ack`; the next launch (a new process over the same directory) gives that
+    /// sink the crash and sends nothing more to Sentry.
+    func testWithAnotherSinkTheNextLaunchGivesItTheCrashAndSendsNothingMoreToSentry() throws {
+        let directory = try Scratch.directory("crash-time-with-other")
+        let records = directory + "/records", recorded = directory + "/recorded"
         let sentry = try Sentry()
-        let run = try crash("null-dereference", records: records, store: store, sentry: sentry, uploader: CrashTimeUpload.executableName)
+        let run = try crash("null-dereference", records: records, recorded: recorded, sentry: sentry, uploader: CrashTimeUpload.executableName)
         XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
         XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
         XCTAssertEqual(run.child.leftRunning, [], "the uploader ended by itself")
@@ -200,39 +201,40 @@ final class CrashTimeUploadTests: XCTestCase {
         let left = try self.records(records)
         XCTAssertEqual(left.count, 2, "\(left)")
         let record = try XCTUnwrap(left.first { RecordFileName($0) != nil })
-        XCTAssertEqual(left, [record, record + ".sentry.ack"], "kept for the events sink, Sentry's acknowledgment beside it")
+        XCTAssertEqual(left, [record, record + ".sentry.ack"], "kept for the other sink, Sentry's acknowledgment beside it")
 
-        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--store", store, "--sentry-dsn", sentry.dsn])
+        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--recording-sink", recorded, "--sentry-dsn", sentry.dsn])
         let launch = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(next.utf8)) as? [String: Any])
-        XCTAssertEqual(launch["recordsIngested"] as? [String], [record], "the events sink still gets the crash")
+        XCTAssertEqual(try Harness.recorded(recorded).records.compactMap { $0["record"] as? String }, [record], "the other sink still gets the crash")
         XCTAssertEqual(launch["recordsDelivered"] as? [String], [record])
         XCTAssertEqual(sentry.envelopes, 1, "the next launch sent the crash to Sentry again")
         XCTAssertEqual(try self.records(records), [])
     }
 
     /// A next launch while the uploader is still sending (Sentry holds its request) finds the
-    /// record's lease held and leaves the record to it: it stores the crash and sends nothing; once
-    /// Sentry answers, the uploader's acknowledgment is the last one and the record is deleted.
+    /// record's lease held and leaves the record to it: it gives its other sink the crash and
+    /// sends nothing; once Sentry answers, the uploader's acknowledgment is the last one and the
+    /// record is deleted.
     func testANextLaunchWhileTheUploaderIsStillSendingLeavesTheRecordToIt() throws {
         let directory = try Scratch.directory("crash-time-lease")
-        let records = directory + "/records", store = directory + "/events.sqlite"
+        let records = directory + "/records", recorded = directory + "/recorded"
         let gate = DispatchSemaphore(value: 0)
         let sentry = try Sentry(hold: gate)
         defer { gate.signal() }
-        let run = try crash("null-dereference", records: records, store: store, sentry: sentry,
+        let run = try crash("null-dereference", records: records, recorded: recorded, sentry: sentry,
                             uploader: CrashTimeUpload.executableName, ownGroup: false)
         XCTAssertEqual(run.child.ending, .signaled(SIGSEGV))
         XCTAssertTrue(sentry.waitForEnvelopes(1), "the crash-time upload never arrived")
         let record = try XCTUnwrap(try self.records(records).first { RecordFileName($0) != nil })
 
-        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--store", store, "--sentry-dsn", sentry.dsn,
+        let next = try Tools.output(Harness.path, ["deliver", "--records", records, "--recording-sink", recorded, "--sentry-dsn", sentry.dsn,
                                                    "--timeout", "3"])
         let launch = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(next.utf8)) as? [String: Any])
-        XCTAssertEqual(launch["recordsIngested"] as? [String], [record])
+        XCTAssertEqual(try Harness.recorded(recorded).records.compactMap { $0["record"] as? String }, [record])
         XCTAssertEqual(launch["recordsAwaitingSinks"] as? [String], [record], "left for the uploader's acknowledgment")
         XCTAssertEqual(launch["errors"] as? [String], ["\(record): sentry: another process is sending it"])
         XCTAssertEqual(sentry.envelopes, 1, "the next launch sent the record the uploader was sending")
-        XCTAssertEqual(try self.records(records), [record, record + ".events.ack"])
+        XCTAssertEqual(try self.records(records), [record, record + ".recording.ack"])
 
         gate.signal()
         let deadline = Date(timeIntervalSinceNow: 30)

@@ -39,7 +39,7 @@ final class DeliveryRuleTests: XCTestCase {
     /// One real record, crashed once and copied into a directory per case.
     static let record: Result<(directory: String, name: String), any Error> = Result {
         let directory = try Scratch.directory("delivery-rule-record")
-        let name = try XCTUnwrap(try SentrySinkTests.records(1, in: directory).first)
+        let name = try XCTUnwrap(try Harness.records(1, in: directory).first)
         return (directory, name)
     }
 
@@ -65,7 +65,7 @@ final class DeliveryRuleTests: XCTestCase {
             let server = try TestHTTPServer { _ in .status(status, headers: ["Content-Type": "text/plain"], body: Array("answer \(status)".utf8)) }
             let sentryCase = try copyOfTheRecord("rule-sentry-\(status)")
             let dsn = try XCTUnwrap(SentryDSN("http://publickey@127.0.0.1:\(server.port)/42"))
-            let sentry = SentrySink(dsn: dsn, policy: policy(), envelope: SentrySinkTests.envelope)
+            let sentry = SentrySink(dsn: dsn, policy: policy(), envelope: LoopbackSentry.envelope)
             _ = CrashReporting.deliverRecords(in: sentryCase.directory, sinks: [sentry])
             XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             let otlpCase = try copyOfTheRecord("rule-otlp-\(status)")
@@ -93,10 +93,10 @@ final class DeliveryRuleTests: XCTestCase {
     /// with the key fixed, sends each once.
     func testAfterAWrongKeyNothingMoreIsSentThatLaunchAndTheNextSendsEverything() throws {
         let directory = try Scratch.directory("rule-wrong-key")
-        let names = try SentrySinkTests.records(3, in: directory)
+        let names = try Harness.records(3, in: directory)
         let refusing = try TestHTTPServer { _ in .status(401, body: Array("{\"detail\":\"invalid api key\"}".utf8)) }
         let first = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://wrongkey@127.0.0.1:\(refusing.port)/42")), policy: policy(),
-                               envelope: SentrySinkTests.envelope)
+                               envelope: LoopbackSentry.envelope)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [first])
         XCTAssertTrue(first.shutdown(deadline: deadline(30)))
         XCTAssertEqual(refusing.allRequests.count, 1)
@@ -106,10 +106,10 @@ final class DeliveryRuleTests: XCTestCase {
 
         let taking = try TestHTTPServer()
         let second = SentrySink(dsn: try XCTUnwrap(SentryDSN("http://rightkey@127.0.0.1:\(taking.port)/42")), policy: policy(),
-                                envelope: SentrySinkTests.envelope)
+                                envelope: LoopbackSentry.envelope)
         _ = CrashReporting.deliverRecords(in: directory, sinks: [second])
         XCTAssertTrue(second.shutdown(deadline: deadline(30)))
-        XCTAssertEqual(taking.allRequests.compactMap(SentrySinkTests.sentName), names)
+        XCTAssertEqual(taking.allRequests.compactMap(LoopbackSentry.sentName), names)
         XCTAssertEqual(try recordFiles(directory), [])
     }
 

@@ -61,7 +61,7 @@ final class KilledWhileHungTests: XCTestCase {
 
     // MARK: - Killed while hung
 
-    func hangRecord(run: String, in directory: String) throws -> String { try harnessHangRecord(run: run, in: directory) }
+    func hangRecord(run: String, in directory: String) throws -> String { try Harness.hangRecord(run: run, in: directory) }
 
     /// The identity of a process of this boot that was SIGKILLed and reaped.
     func deadProcess() throws -> ProcessIdentity {
@@ -95,7 +95,7 @@ final class KilledWhileHungTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/runs").filter { $0.contains(".hang.") }.count, 1,
                        "the ledger keeps the record its sinks deleted")
 
-        let sink = ListSink("app")
+        let sink = RecordingSink("app")
         let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(report.errors, [])
         XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: false)])
@@ -169,7 +169,7 @@ final class KilledWhileHungTests: XCTestCase {
         let path = directory + "/not-a-record"
         try Data("CCRECORD and then nonsense".utf8).write(to: URL(fileURLWithPath: path))
         try killedRun("hung-4", hang: path, directory: directory)
-        let sink = ListSink("app")
+        let sink = RecordingSink("app")
         let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: false)])
         XCTAssertNil(report.runsEnded.first?.fatalRecord)
@@ -200,7 +200,7 @@ final class KilledWhileHungTests: XCTestCase {
         XCTAssertEqual(Glibc.write(grown, "oom_kill 4\n", 11), 11)
         close(grown)
 
-        let sink = ListSink("app")
+        let sink = RecordingSink("app")
         let report = CrashReporting.launch(in: directory, sinks: [sink], ledger: RunLedger(recordDirectory: directory))
         XCTAssertEqual(report.errors, [])
         XCTAssertEqual(report.runsEnded.map(\.end), [.killed(oom: true)])

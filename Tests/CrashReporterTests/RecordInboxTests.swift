@@ -1,39 +1,15 @@
 // RecordInboxTests.swift — one inbox, many sinks: every record read once and offered to each sink
 // that lacks it, deleted only when all have it, one failing sink blocking none of the others, a
-// sink of the app's own as one small type, Sentry alone without the events store, and a record
+// sink of the app's own as one small type (TestSupport's RecordingSink), Sentry alone without the
+// events store, a partial record left only while its writer may be at work, and a record
 // directory holding things that are not records.
 @testable import CrashReporter
-@testable import SensorsAnalytics
 import CrashRecordFormat
-@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
 @testable import CrashReporterSentry
-
-/// A sink of the test's own: what it was offered, and what it answers.
-final class ListSink: CrashRecordSink, @unchecked Sendable {
-    let id: RecordSinkID
-    private let lock = NSLock()
-    private var offered: [String] = []
-    private var unreadableNames: [String] = []
-    private var refusing: Set<String>
-    init(_ id: String, refusing: Set<String> = []) {
-        self.id = RecordSinkID(id)!
-        self.refusing = refusing
-    }
-    var names: [String] { lock.withLock { offered } }
-    var unreadable: [String] { lock.withLock { unreadableNames } }
-    func accept(_ name: String) { _ = lock.withLock { refusing.remove(name) } }
-    func take(_ record: InboxRecord, receipt: SinkReceipt) -> SinkResult {
-        lock.withLock {
-            offered.append(record.name)
-            if case .failure = record.record { unreadableNames.append(record.name) }
-            return refusing.contains(record.name) ? .later(reason: "not now") : .delivered
-        }
-    }
-}
 
 final class RecordInboxTests: XCTestCase {
     func files(_ directory: String) throws -> [String] {
@@ -58,7 +34,7 @@ final class RecordInboxTests: XCTestCase {
     func testSentryAloneStartsNoEventsStoreNoTrackerAndNoTrackerThread() throws {
         let directory = try Scratch.directory("sentry-alone")
         let records = directory + "/records"
-        let names = try SentrySinkTests.records(2, in: records)
+        let names = try Harness.records(2, in: records)
         let server = try TestHTTPServer()
         let alone = try deliver(["--records", records, "--sentry-dsn", dsn(server)])
         XCTAssertEqual(alone["tracker"] as? Bool, false)
@@ -66,43 +42,40 @@ final class RecordInboxTests: XCTestCase {
         XCTAssertEqual(alone["sentToSentry"] as? Bool, true)
         let threads = try XCTUnwrap(alone["threads"] as? [String])
         XCTAssertFalse(threads.contains { $0.hasPrefix("Sensors.") }, "\(threads)")
-        XCTAssertEqual(server.allRequests.compactMap(SentrySinkTests.sentName), names)
+        XCTAssertEqual(server.allRequests.compactMap(LoopbackSentry.sentName), names)
         XCTAssertEqual(try files(records), ["installation-id", "runs"], "records deleted, nothing else written but the run markers and the installation's id")
         XCTAssertEqual(try files(directory), ["records"], "no store file anywhere")
 
         // With a store: the tracker and the store file are there. (Its writer thread starts only
         // when something is tracked after the launch: this program tracks nothing.)
-        let more = try SentrySinkTests.records(1, in: records)
+        let more = try Harness.records(1, in: records)
         let withStore = try deliver(["--records", records, "--sentry-dsn", dsn(server), "--store", directory + "/events.sqlite"])
         XCTAssertEqual(withStore["tracker"] as? Bool, true)
         XCTAssertEqual(withStore["recordsIngested"] as? [String], more)
         XCTAssertTrue(try files(directory).contains("events.sqlite"))
     }
 
-    /// The events store cannot be opened: Sentry still gets the record, which stays (with
-    /// Sentry's acknowledgment) for the events sink. The next launch, with a store that works,
-    /// stores its events, does not send it to Sentry again, and deletes it.
+    /// The app's other sink cannot take the record (its store cannot be opened, say): Sentry
+    /// still gets it, and it stays (with Sentry's acknowledgment) for that sink. The next launch,
+    /// with the sink working, gives it the record, does not send it to Sentry again, and deletes it.
     func testAFailingSinkBlocksNoOtherAndTheRecordWaitsOnlyForIt() throws {
         let directory = try Scratch.directory("inbox-failing-sink")
-        let names = try SentrySinkTests.records(1, in: directory)
-        let blocked = directory + "/store-is-a-directory"
-        try FileManager.default.createDirectory(atPath: blocked, withIntermediateDirectories: true)
+        let names = try Harness.records(1, in: directory)
+        let archive = RecordingSink("archive", answering: .later(reason: "the archive cannot be opened"))
         let server = try TestHTTPServer()
-        let first = try SentrySinkTests.sink(server)
-        let launch = SensorsAnalytics.pass(in: directory, store: TrackingStore(deferringOpen: blocked), appName: "t",
-                                                   appVersion: "1", sinks: [first])
+        let first = try LoopbackSentry.sink(server)
+        let launch = CrashReporting.deliverRecords(in: directory, sinks: [archive, first])
         XCTAssertTrue(first.shutdown(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
-        XCTAssertEqual(first.currentReport.sent, names, "Sentry got it although the store failed")
-        XCTAssertEqual(launch.recordsIngested, [])
-        XCTAssertEqual(launch.errors.count, 1, "\(launch.errors)")
-        XCTAssertTrue(launch.errors.first?.contains("events") == true)
+        XCTAssertEqual(first.currentReport.sent, names, "Sentry got it although the other sink failed")
+        XCTAssertEqual(archive.names, names)
+        XCTAssertEqual(launch.errors, ["\(names[0]): archive: the archive cannot be opened"])
         XCTAssertEqual(try files(directory).filter { $0.hasPrefix("crash-") }, [names[0], names[0] + ".sentry.ack"])
 
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        let second = try SentrySinkTests.sink(server)
-        let next = SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1", sinks: [second])
+        archive.answer(.delivered, for: names[0])
+        let second = try LoopbackSentry.sink(server)
+        let next = CrashReporting.deliverRecords(in: directory, sinks: [archive, second])
         XCTAssertTrue(second.shutdown(deadline: SuspendingClock.now.advanced(by: .seconds(30))))
-        XCTAssertEqual(next.recordsIngested, names)
+        XCTAssertEqual(archive.names, names + names, "offered again, and taken")
         XCTAssertEqual(next.recordsDelivered, names)
         XCTAssertEqual(second.currentReport.sent, [], "not sent to Sentry twice")
         XCTAssertEqual(server.allRequests.count, 1)
@@ -113,9 +86,9 @@ final class RecordInboxTests: XCTestCase {
     /// after, and a record waits only for the sinks that lack it.
     func testASinkOfTheAppsOwnIsOfferedEachRecordUntilItHasIt() throws {
         let directory = try Scratch.directory("inbox-third-sink")
-        let names = try SentrySinkTests.records(2, in: directory)
-        let archive = ListSink("archive", refusing: [names[0]])
-        let audit = ListSink("audit")
+        let names = try Harness.records(2, in: directory)
+        let archive = RecordingSink("archive", answers: [names[0]: .later(reason: "not now")])
+        let audit = RecordingSink("audit")
         let first = RecordInbox(directory: directory, sinks: [archive, audit]).pass()
         XCTAssertEqual(archive.unreadable, [], "real records arrive parsed")
         XCTAssertEqual(archive.names, names)
@@ -125,7 +98,7 @@ final class RecordInboxTests: XCTestCase {
         XCTAssertEqual(first.errors, ["\(names[0]): archive: not now"])
         XCTAssertEqual(try files(directory), [names[0], names[0] + ".audit.ack"])
 
-        archive.accept(names[0])
+        archive.answer(.delivered, for: names[0])
         let second = RecordInbox(directory: directory, sinks: [archive, audit]).pass()
         XCTAssertEqual(archive.names, names + [names[0]])
         XCTAssertEqual(audit.names, names, "audit had it: not offered again")
@@ -134,6 +107,38 @@ final class RecordInboxTests: XCTestCase {
         XCTAssertNil(RecordSinkID("Not A Sink"))
         XCTAssertNil(RecordSinkID(""))
         XCTAssertNil(RecordSinkID("../x"))
+    }
+
+    /// A `.partial` record is left alone only while its writer may still be at work: a live
+    /// process with its pid that started before the record's time. A live process that started
+    /// after it has reused the pid (kill(pid, 0) alone would be fooled), so the record is offered.
+    func testAPartialRecordIsLeftOnlyWhileItsWriterCanBeAlive() throws {
+        let directory = try Scratch.directory("partial-liveness")
+        let records = directory + "/records"
+        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        defer { sleeper.terminate(); sleeper.waitUntilExit() }
+        let pid = sleeper.processIdentifier
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // Written "a minute ago" by this pid: the live sleeper started after it, so it is not the writer.
+        let reused = "crash-\(now - 60_000)-\(pid)-\(pid).ccrec.partial"
+        // Written "now" (after the sleeper started): the sleeper may be its writer.
+        let live = "crash-\(now + 100)-\(pid)-\(pid).ccrec.partial"
+        for name in [reused, live] { try Data("torn".utf8).write(to: URL(fileURLWithPath: records + "/" + name)) }
+        let audit = RecordingSink("audit")
+        let report = CrashReporting.deliverRecords(in: records, sinks: [audit])
+        XCTAssertEqual(report.recordsInProgress, [live])
+        XCTAssertEqual(report.recordsUnreadable, [reused])
+        XCTAssertEqual(audit.unreadable, [reused], "only the record whose writer is gone is offered")
+        XCTAssertEqual(audit.names, [reused])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/" + live))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + reused))
+        XCTAssertTrue(RecordFileName(live)!.writerMayBeRunning)
+        XCTAssertFalse(RecordFileName(reused)!.writerMayBeRunning)
+        XCTAssertFalse(RecordFileName(live.replacingOccurrences(of: ".partial", with: ""))!.writerMayBeRunning, "a complete record is written")
     }
 
     /// What is not a record is never opened or deleted; what is named like one but is a link or
@@ -148,7 +153,7 @@ final class RecordInboxTests: XCTestCase {
         XCTAssertEqual(mkfifo(directory + "/" + fifo, 0o600), 0)
         let orphan = "crash-1700000000002-1-1.ccrec.audit.ack"
         for name in [orphan, "notes.txt", "crash-x.ack"] { try Data().write(to: URL(fileURLWithPath: directory + "/" + name)) }
-        let audit = ListSink("audit")
+        let audit = RecordingSink("audit")
         let report = RecordInbox(directory: directory, sinks: [audit]).pass()
         XCTAssertEqual(audit.names, [link, fifo])
         XCTAssertEqual(audit.unreadable, [link, fifo])

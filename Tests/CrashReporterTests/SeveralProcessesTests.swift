@@ -1,5 +1,8 @@
-// SeveralProcessesTests.swift — several processes of one app over one record directory and one store (a pre-forked service, a process pool): each crash reaches each sink once, and a sender killed mid-send is followed by exactly one resend.
-import SensorsTracking
+// SeveralProcessesTests.swift — several processes of one app over one record directory (a
+// pre-forked service, a process pool): each crash reaches each sink (Sentry, and the harness's
+// recording sink standing in for the app's other one) once, and a sender killed mid-send is
+// followed by exactly one resend. (The analytics' events of the same, over one store:
+// SensorsAnalyticsTests' SeveralProcessesEventsTests.)
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -26,23 +29,23 @@ final class SeveralProcessesTests: XCTestCase {
         return ((try? JSONSerialization.jsonObject(with: Data(header))) as? [String: Any])?["event_id"] as? String
     }
 
-    func nextLaunch(store: String, sensors: TestHTTPServer, sentry: TestHTTPServer) -> [String] {
-        ["--count", "0", "--store", store, "--endpoint", sensors.url.absoluteString, "--retry-delay", "0.01", "--max-retry-delay", "0.05"]
+    /// A next launch of the app (`crash-harness deliver`) over `records`, with Sentry and, when
+    /// `recorded` is given, the recording sink.
+    func nextLaunch(records: String, sentry: TestHTTPServer, recorded: String? = nil) -> [String] {
+        ["deliver", "--records", records, "--sentry-dsn", "http://0123456789abcdef@127.0.0.1:\(sentry.port)/42"]
+            + (recorded.map { ["--recording-sink", $0] } ?? [])
     }
 
-    func dsn(_ sentry: TestHTTPServer) -> [String: String] { ["SENTRY_DSN": "http://0123456789abcdef@127.0.0.1:\(sentry.port)/42"] }
-
     /// Eight processes of the app start together over 20 records: Sentry gets each record once,
-    /// the `/sa` collector each AppCrashed once, and every record file is gone at the end.
+    /// the other sink each record once, and every record file is gone at the end.
     func testEightProcessesStartingTogetherSendEachRecordOnce() throws {
         let directory = try Scratch.directory("several-processes")
-        let store = directory + "/s.sqlite"
-        try crashes(20, into: store + ".records")
-        let sensors = try TestHTTPServer()
+        let records = directory + "/records", recorded = directory + "/recorded"
+        try crashes(20, into: records)
         let sentry = try TestHTTPServer()
         let processes = try (0..<8).map { _ in
-            try ChildProcess.start(Harness.path, ["emit"] + nextLaunch(store: store, sensors: sensors, sentry: sentry),
-                                   environment: Harness.environment.merging(dsn(sentry)) { $1 })
+            try ChildProcess.start(Harness.path, nextLaunch(records: records, sentry: sentry, recorded: recorded),
+                                   environment: Harness.environment)
         }
         for process in processes { XCTAssertEqual(process.wait(timeout: 120).ending, .exited(0)) }
 
@@ -60,24 +63,24 @@ final class SeveralProcessesTests: XCTestCase {
         let perRecord = Dictionary(ids.map { ($0, 1) }, uniquingKeysWith: +)
         XCTAssertEqual(perRecord.count, 20, "every record reached Sentry")
         XCTAssertEqual(perRecord.values.filter { $0 > 1 }.count, 0, "sent more than once: \(perRecord.filter { $0.value > 1 })")
-        XCTAssertEqual(sensors.acceptedEvents.filter { $0.event == "AppCrashed" }.count, 20)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").filter { $0.contains(".ccrec") }, [])
+        let taken = try Harness.recorded(recorded).records.compactMap { $0["record"] as? String }
+        XCTAssertEqual(Set(taken).count, 20, "every record reached the other sink: \(taken.sorted())")
+        XCTAssertEqual(taken.count, 20, "noted once each (the sink claims a record, as the events store does)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: records).filter { $0.contains(".ccrec") }, [])
     }
 
     /// A sender killed with SIGKILL while its request is in flight leaves the record to the next
     /// process, which sends it exactly once more (with the same event id); the others once.
     func testASenderKilledMidSendIsFollowedByExactlyOneResend() throws {
         let directory = try Scratch.directory("killed-sender")
-        let store = directory + "/s.sqlite"
-        try crashes(3, into: store + ".records")
-        let sensors = try TestHTTPServer()
+        let records = directory + "/records"
+        try crashes(3, into: records)
         let release = DispatchSemaphore(value: 0)
         let sentry = try TestHTTPServer { request in
             if request.index == 0 { _ = release.wait(timeout: .now() + 60); return .reset }
             return .status(200)
         }
-        let first = try ChildProcess.start(Harness.path, ["emit"] + nextLaunch(store: store, sensors: sensors, sentry: sentry),
-                                           environment: Harness.environment.merging(dsn(sentry)) { $1 })
+        let first = try ChildProcess.start(Harness.path, nextLaunch(records: records, sentry: sentry), environment: Harness.environment)
         let deadline = Date(timeIntervalSinceNow: 60)
         while sentry.allRequests.isEmpty && Date() < deadline { usleep(5000) }
         let held = try XCTUnwrap(sentry.allRequests.first.flatMap(Self.eventID), "the first sender's request arrived")
@@ -85,13 +88,13 @@ final class SeveralProcessesTests: XCTestCase {
         XCTAssertEqual(first.wait(timeout: 60).ending, .signaled(SIGKILL))
         release.signal()
 
-        let second = try ChildProcess.run(Harness.path, ["emit"] + nextLaunch(store: store, sensors: sensors, sentry: sentry),
-                                          environment: Harness.environment.merging(dsn(sentry)) { $1 }, timeout: 120)
+        let second = try ChildProcess.run(Harness.path, nextLaunch(records: records, sentry: sentry), environment: Harness.environment,
+                                          timeout: 120)
         XCTAssertEqual(second.ending, .exited(0))
         let perRecord = Dictionary(sentry.allRequests.compactMap(Self.eventID).map { ($0, 1) }, uniquingKeysWith: +)
         XCTAssertEqual(perRecord.count, 3)
         XCTAssertEqual(perRecord[held], 2, "the killed sender's record: its request, then one resend")
         XCTAssertEqual(perRecord.filter { $0.key != held }.values.sorted(), [1, 1])
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").filter { $0.contains(".ccrec") }, [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: records).filter { $0.contains(".ccrec") }, [])
     }
 }

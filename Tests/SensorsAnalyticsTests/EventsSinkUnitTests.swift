@@ -211,6 +211,48 @@ final class EventsSinkUnitTests: XCTestCase {
         XCTAssertNil(properties["$crash_fatal_message"])
     }
 
+    /// What a record stands for beyond its own crash, as the reporter hands it to the events sink
+    /// (its tally, the crash loop it was judged part of): AppCrashed counts its own crash and the
+    /// folded ones this sink had not reported (`$crash_count`, since `$crash_first_time`) and says
+    /// the loop (`$crash_loop`, `$crash_loop_length`); a record that stands for itself alone says
+    /// one crash. (That the reporter hands a sink the right tally and loop, in real crash loops:
+    /// CrashReporterTests' BoundedDirectoryTests.)
+    func testAppCrashedSaysTheFoldedCrashesAndTheCrashLoopTheRecordStandsFor() throws {
+        let (_, record, _) = try crash("null-dereference", reference: false)
+        let directory = try Scratch.directory("events-repetition")
+        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let sink = EventsSink(store: store, appName: "t", appVersion: "1")
+        var folded = RecordTally()
+        folded.folded = 4
+        folded.firstFoldedMilliseconds = 1_700_000_000_000
+        folded.lastFoldedMilliseconds = 1_700_000_003_000
+        folded.deliveredBySink = ["events": 1, "sentry": 4]
+        folded.consecutiveCrashesAtStart = 5
+        var atStart = RecordTally()
+        atStart.consecutiveCrashesAtStart = 2
+        let tallies = [folded, atStart, RecordTally()]
+        let receipt = SinkReceipt(acknowledge: {}, isAcknowledged: { false })
+        // One real record under three names (the events sink claims a record by its name).
+        for (index, tally) in tallies.enumerated() {
+            let name = RecordFileName(milliseconds: 1_700_000_004_000 + Int64(index), pid: 999_999, tid: 999_999).name
+            let given = InboxRecord(name: name, path: directory + "/" + name, bytes: [], record: .success(record), tally: tally)
+            XCTAssertEqual(sink.take(given, receipt: receipt), .delivered)
+        }
+        let crashed = try storedObjects(directory + "/s.sqlite").filter { $0.event == "AppCrashed" }.map(\.properties)
+        XCTAssertEqual(crashed.count, 3)
+        XCTAssertEqual(crashed[0]["$crash_count"] as? Int, 4, "its own and the three folded ones the events sink had not reported")
+        XCTAssertEqual(crashed[0]["$crash_first_time"] as? Int, 1_700_000_000_000)
+        XCTAssertEqual(crashed[0]["$crash_loop"] as? Bool, true)
+        XCTAssertEqual(crashed[0]["$crash_loop_length"] as? Int, 5)
+        XCTAssertEqual(crashed[1]["$crash_count"] as? Int, 1)
+        XCTAssertNil(crashed[1]["$crash_first_time"])
+        XCTAssertEqual(crashed[1]["$crash_loop"] as? Bool, false, "two crashes at start are no loop yet")
+        XCTAssertEqual(crashed[1]["$crash_loop_length"] as? Int, 2)
+        XCTAssertEqual(crashed[2]["$crash_count"] as? Int, 1)
+        XCTAssertEqual(crashed[2]["$crash_loop"] as? Bool, false)
+        XCTAssertNil(crashed[2]["$crash_loop_length"], "not judged: no length")
+    }
+
     // MARK: one summary of a crash
 
     /// A crash reads the same wherever it is said in one line: AppCrashed's reason, the Sentry

@@ -125,7 +125,7 @@ final class SessionBatchingTests: XCTestCase {
     func testACrashEnvelopeRefusedWithSessionsRidingIsSentAgainAlone() throws {
         let records = try Scratch.directory("batched-ride-refused") + "/records"
         try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
-        let names = try SentrySinkTests.records(1, in: records)
+        let names = try Harness.records(1, in: records)
         let bad = SentrySession.sessionID("bad")
         let server = try TestHTTPServer { request in request.body.contains(bad) ? .status(400) : .status(200) }
         let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))

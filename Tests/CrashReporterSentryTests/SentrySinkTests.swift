@@ -1,12 +1,10 @@
 // SentrySinkTests.swift — the Sentry sink's guarantees against a real HTTP server on 127.0.0.1: in
 // order, retry with backoff, 429 and X-Sentry-Rate-Limits honoured, 400 and 413 quarantined and
-// counted (the other answers: DeliveryRuleTests), records deleted only once Sentry and the events
-// store both have them.
+// counted (the other answers: CrashReporterTests' DeliveryRuleTests), records deleted only once
+// Sentry and the app's other sink (a recording sink here) both have them.
 // (What the envelope holds is CrashSentry's, checked against Sentry's own parser elsewhere.)
 @testable import CrashReporter
-@testable import SensorsAnalytics
 import CrashRecordFormat
-@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
@@ -14,72 +12,26 @@ import XCTest
 @testable import CrashReporterSentry
 
 final class SentrySinkTests: XCTestCase {
-    static let dsn = "http://publickey@127.0.0.1:PORT/42"
-
-    /// A stand-in envelope: enough to see which record was sent and when.
-    static let envelope: SentryEnvelopeMaker = { _, bytes, name, sentAt, _, _ in
-        .success(Array("{\"sent_at\":\"\(Double(sentAt) / 1e9)\"}\n{\"type\":\"attachment\",\"length\":\(bytes.count),\"filename\":\"\(name)\"}\n".utf8) + bytes + [0x0A])
-    }
-
     /// `count` real records (the debug harness crashing `null-dereference` into `directory`).
-    func records(_ count: Int, in directory: String) throws -> [String] { try Self.records(count, in: directory) }
-
-    static func records(_ count: Int, in directory: String) throws -> [String] {
-        for _ in 0..<count {
-            let child = try ChildProcess.run(BuiltProducts.harness, ["run", "null-dereference", "--dir", directory],
-                                             environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
-            XCTAssertEqual(child.ending, .signaled(SIGSEGV))
-            usleep(2000) // distinct millisecond names
-        }
-        return try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
-    }
+    func records(_ count: Int, in directory: String) throws -> [String] { try Harness.records(count, in: directory) }
 
     func recordFiles(_ directory: String) throws -> [String] {
         try RecordFileName.names(in: directory).filter { RecordFileName($0) != nil }
     }
 
-    /// Everything in `directory` but the store's files and the crash-loop state.
+    /// Everything in `directory` but the crash-loop state.
     func leftovers(_ directory: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory)
-            .filter { !$0.hasPrefix("s.sqlite") && $0 != RecordFileName.crashLoopState }.sorted()
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0 != RecordFileName.crashLoopState }.sorted()
     }
 
-    func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast()) throws -> SentrySink {
-        try Self.sink(server, policy: policy)
+    func sink(_ server: TestHTTPServer, policy: UploadPolicy = LoopbackSentry.policy()) throws -> SentrySink {
+        try LoopbackSentry.sink(server, policy: policy)
     }
 
-    static func sink(_ server: TestHTTPServer, policy: UploadPolicy = fast()) throws -> SentrySink {
-        let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
-        return SentrySink(dsn: dsn, policy: policy, envelope: Self.envelope)
-    }
-
-    /// One launch's inbox pass: the events sink (with a store) and the Sentry sink.
+    /// One launch's inbox pass: the app's other sink (when there is one) and the Sentry sink.
     @discardableResult
-    func pass(_ directory: String, store: TrackingStore?, _ sentry: SentrySink) -> SensorsAnalytics.Pass {
-        guard let store else {
-            let launch = CrashReporting.deliverRecords(in: directory, sinks: [sentry])
-            return SensorsAnalytics.Pass(recordsDelivered: launch.recordsDelivered, recordsAwaitingSinks: launch.recordsAwaitingSinks,
-                                         recordsInProgress: launch.recordsInProgress, recordsUnreadable: launch.recordsUnreadable,
-                                         recordsIngested: [], recordsAlreadyIngested: [], errors: launch.errors)
-        }
-        return SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1", sinks: [sentry])
-    }
-
-    static func fast() -> UploadPolicy {
-        var policy = UploadPolicy()
-        policy.initialRetryDelay = .milliseconds(10)
-        policy.maxRetryDelay = .milliseconds(50)
-        policy.requestTimeout = .seconds(5)
-        return policy
-    }
-
-    /// The file name of the record an envelope carries (its attachment item's header).
-    static func sentName(_ request: TestHTTPServer.Request) -> String? {
-        for line in request.bodyBytes.split(separator: 0x0A) where line.first == UInt8(ascii: "{") && line.count < 4096 {
-            if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-               object["type"] as? String == "attachment" { return object["filename"] as? String }
-        }
-        return nil
+    func pass(_ directory: String, other: RecordingSink?, _ sentry: SentrySink) -> CrashReporting.LaunchReport {
+        CrashReporting.deliverRecords(in: directory, sinks: (other.map { [$0] } ?? []) + [sentry])
     }
 
     func deadline(_ seconds: Double) -> SuspendingClock.Instant { .now.advanced(by: .seconds(seconds)) }
@@ -87,21 +39,21 @@ final class SentrySinkTests: XCTestCase {
     func testRecordsAreSentInOrderWithTheAuthHeaderAndDeletedOnlyOnceBothSinksHaveThem() throws {
         let directory = try Scratch.directory("sentry-order")
         let names = try records(3, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        // Sentry answers only once the test says so: the events are stored first.
+        let other = RecordingSink("archive")
+        // Sentry answers only once the test says so: the other sink has them first.
         let gate = Gate()
         let server = try TestHTTPServer { _ in gate.wait(); return .status(200) }
         let sentry = try sink(server)
-        let report = pass(directory, store: store, sentry)
-        XCTAssertEqual(report.recordsIngested, names)
-        XCTAssertEqual(report.recordsAwaitingSinks, names, "events stored, Sentry not yet: the files stay")
+        let report = pass(directory, other: other, sentry)
+        XCTAssertEqual(other.names, names)
+        XCTAssertEqual(report.recordsAwaitingSinks, names, "the other sink has them, Sentry not yet: the files stay")
         XCTAssertEqual(try recordFiles(directory), names)
-        XCTAssertEqual(try leftovers(directory), (names + names.map { $0 + ".events.ack" }).sorted(),
-                       "the events sink's acknowledgments beside the records")
+        XCTAssertEqual(try leftovers(directory), (names + names.map { $0 + ".archive.ack" }).sorted(),
+                       "the other sink's acknowledgments beside the records")
         gate.open()
         XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         let requests = server.allRequests
-        XCTAssertEqual(requests.compactMap(Self.sentName), names)
+        XCTAssertEqual(requests.compactMap(LoopbackSentry.sentName), names)
         for request in requests {
             XCTAssertEqual(request.path, "/api/42/envelope/")
             XCTAssertEqual(request.headers["x-sentry-auth"], "Sentry sentry_version=7, sentry_key=publickey, sentry_client=crashcapture/0.1.0")
@@ -109,7 +61,7 @@ final class SentrySinkTests: XCTestCase {
         }
         XCTAssertEqual(sentry.currentReport.sent, names)
         XCTAssertEqual(try leftovers(directory), [], "records and acknowledgments deleted")
-        XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 3)
+        XCTAssertEqual(other.names, names, "each given to the other sink once")
     }
 
     func testServerErrorsAndNetworkFailuresAreRetriedAndTheRecordKeptUntilAcknowledged() throws {
@@ -124,10 +76,10 @@ final class SentrySinkTests: XCTestCase {
             }
         }
         let sentry = try sink(server)
-        _ = pass(directory, store: nil, sentry)
+        _ = pass(directory, other: nil, sentry)
         XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         XCTAssertEqual(server.allRequests.count, 4)
-        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), Array(repeating: names[0], count: 4))
+        XCTAssertEqual(server.allRequests.compactMap(LoopbackSentry.sentName), Array(repeating: names[0], count: 4))
         XCTAssertEqual(sentry.currentReport.sent, names)
         XCTAssertEqual(try leftovers(directory), [])
     }
@@ -141,10 +93,10 @@ final class SentrySinkTests: XCTestCase {
             return request.index == 0 ? .status(429, headers: ["X-Sentry-Rate-Limits": "1:error;attachment:organization, 900:transaction:project"])
                 : .status(200)
         }
-        var policy = Self.fast()
+        var policy = LoopbackSentry.policy()
         policy.maxRetryDelay = .seconds(5) // the cap must not cut the 1 s limit short
         let sentry = try sink(server, policy: policy)
-        _ = pass(directory, store: nil, sentry)
+        _ = pass(directory, other: nil, sentry)
         XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
         let marks = times.marks
         XCTAssertEqual(marks.count, 3)
@@ -155,18 +107,18 @@ final class SentrySinkTests: XCTestCase {
     func testA413AndAPoisonEnvelopeAreQuarantinedCountedAndDoNotBlockTheNext() throws {
         let directory = try Scratch.directory("sentry-413")
         let names = try records(3, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let other = RecordingSink("archive")
         let server = try TestHTTPServer { request in
-            switch Self.sentName(request) {
+            switch LoopbackSentry.sentName(request) {
             case names[0]: return .status(413)
             case names[1]: return .status(400)
             default: return .status(200)
             }
         }
         let sentry = try sink(server)
-        _ = pass(directory, store: store, sentry)
+        _ = pass(directory, other: other, sentry)
         XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
-        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), names, "each sent once, in order")
+        XCTAssertEqual(server.allRequests.compactMap(LoopbackSentry.sentName), names, "each sent once, in order")
         let report = sentry.currentReport
         XCTAssertEqual(report.sent, [names[2]])
         XCTAssertEqual(Set(report.quarantined.keys), [names[0], names[1]])
@@ -175,30 +127,29 @@ final class SentrySinkTests: XCTestCase {
         XCTAssertEqual(try leftovers(directory), [])
     }
 
-    func testWhatIsNotSentByTheDeadlineIsSentByTheNextLaunchAndNoEventIsStoredTwice() throws {
+    func testWhatIsNotSentByTheDeadlineIsSentByTheNextLaunchAndNothingIsTakenTwice() throws {
         let directory = try Scratch.directory("sentry-next")
         let names = try records(2, in: directory)
-        let store = try TrackingStore(path: directory + "/s.sqlite")
+        let other = RecordingSink("archive")
         let down = try TestHTTPServer { _ in .reset } // no answer at all: retried without limit
         let first = try sink(down)
-        let launch = pass(directory, store: store, first)
-        XCTAssertEqual(launch.recordsIngested, names)
+        _ = pass(directory, other: other, first)
+        XCTAssertEqual(other.names, names)
         XCTAssertFalse(first.shutdown(deadline: deadline(0.5)))
         XCTAssertEqual(first.currentReport.sent, [])
         XCTAssertNotNil(first.currentReport.lastError)
         XCTAssertEqual(try recordFiles(directory), names)
-        // Next launch: the events sink has them (its acknowledgments say so): only Sentry is offered them.
+        // Next launch: the other sink has them (its acknowledgments say so): only Sentry is offered them.
         let up = try TestHTTPServer()
         let second = try sink(up)
-        let next = pass(directory, store: store, second)
-        XCTAssertEqual(next.recordsIngested, [])
-        XCTAssertEqual(next.recordsAlreadyIngested, [], "the events sink was not asked again")
+        let next = pass(directory, other: other, second)
+        XCTAssertEqual(other.names, names, "the other sink was not asked again")
         // Taken by the Sentry sink: awaiting it, or already sent and deleted by its thread before
         // the pass looked again (a loopback Sentry answers within the pass).
         XCTAssertEqual((next.recordsAwaitingSinks + next.recordsDelivered).sorted(), names)
         XCTAssertTrue(second.shutdown(deadline: deadline(30)))
         XCTAssertEqual(second.currentReport.sent, names)
-        XCTAssertEqual(try store.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 2, "no event twice")
+        XCTAssertEqual(other.names, names, "none given to the other sink twice")
         XCTAssertEqual(try leftovers(directory), [])
     }
 
@@ -207,13 +158,13 @@ final class SentrySinkTests: XCTestCase {
     func testAnEnvelopeTheServerFailsOnEveryTimeIsKeptAfterTheLimitAndTheNextGoesThrough() throws {
         let directory = try Scratch.directory("sentry-5xx")
         let names = try records(2, in: directory)
-        let server = try TestHTTPServer { request in Self.sentName(request) == names[0] ? .status(500) : .status(200) }
-        var policy = Self.fast()
+        let server = try TestHTTPServer { request in LoopbackSentry.sentName(request) == names[0] ? .status(500) : .status(200) }
+        var policy = LoopbackSentry.policy()
         policy.maxServerErrorAttempts = 3
         let sentry = try sink(server, policy: policy)
-        _ = pass(directory, store: nil, sentry)
+        _ = pass(directory, other: nil, sentry)
         XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
-        XCTAssertEqual(server.allRequests.compactMap(Self.sentName), [names[0], names[0], names[0], names[1]])
+        XCTAssertEqual(server.allRequests.compactMap(LoopbackSentry.sentName), [names[0], names[0], names[0], names[1]])
         XCTAssertEqual(sentry.currentReport.sent, [names[1]])
         XCTAssertTrue(sentry.currentReport.kept[names[0]]?.hasPrefix("3 server errors in a row") == true)
         XCTAssertEqual(sentry.currentReport.quarantined, [:])
@@ -229,9 +180,8 @@ final class SentrySinkTests: XCTestCase {
             let name = "crash-1700000000000-999999-999999.ccrec"
             try Data("not a record at all".utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
             let server = try TestHTTPServer()
-            let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
-            let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
-            _ = pass(directory, store: nil, sentry)
+            let sentry = SentrySink(dsn: try LoopbackSentry.dsn(server), policy: LoopbackSentry.policy(), data: data)
+            _ = pass(directory, other: nil, sentry)
             XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             XCTAssertEqual(sentry.currentReport.sent, [name])
             let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
@@ -263,9 +213,8 @@ final class SentrySinkTests: XCTestCase {
                                              environment: ["SWIFT_BACKTRACE": "enable=no"], timeout: 60)
             XCTAssertEqual(child.ending, .signaled(SIGILL))
             let server = try TestHTTPServer()
-            let dsn = try XCTUnwrap(SentryDSN(Self.dsn.replacingOccurrences(of: "PORT", with: String(server.port))))
-            let sentry = SentrySink(dsn: dsn, policy: Self.fast(), data: data)
-            _ = pass(directory, store: nil, sentry)
+            let sentry = SentrySink(dsn: try LoopbackSentry.dsn(server), policy: LoopbackSentry.policy(), data: data)
+            _ = pass(directory, other: nil, sentry)
             XCTAssertTrue(sentry.shutdown(deadline: deadline(30)))
             XCTAssertEqual(sentry.currentReport.sent.count, 1)
             let body = try XCTUnwrap(server.allRequests.first?.bodyBytes)
@@ -288,7 +237,7 @@ final class SentrySinkTests: XCTestCase {
     func testOnlyADSNThatDoesNotParseIsReportedAsNotADSN() throws {
         for (dsn, error) in [("http://0123456789abcdef@127.0.0.1:9/42", false), ("not a dsn", true)] {
             let directory = try Scratch.directory("dsn-report")
-            var configuration = CrashReporting.Configuration(directory: directory, appName: "dsn-test", appVersion: "1")
+            var configuration = CrashReporting.Configuration(recordDirectory: directory + "/records", appName: "dsn-test", appVersion: "1")
             configuration.captureCrashes = false
             configuration.sentry = SentryOptions(dsn: dsn)
             let reporting = CrashReporting.start(configuration)

@@ -1,53 +1,42 @@
-// WhatLeavesTests.swift — what leaves the machine is what the user chose (CrashDataPolicy): a real crash
-// seeded with four known secrets (a buffer on the crashing thread's stack, a breadcrumb, the login
-// id in the compensating $AppEnd, the executable's path), delivered to a loopback Sentry and /sa
-// collector under each setting of `dataPolicy`, and looked for in the bytes they received; the
+// WhatLeavesTests.swift — what leaves the machine for Sentry is what the user chose (CrashDataPolicy):
+// a real crash seeded with four known secrets (a buffer on the crashing thread's stack, a
+// breadcrumb, the login id in the compensating $AppEnd, the executable's path), delivered to a
+// loopback Sentry under each setting of `dataPolicy`, and looked for in the bytes it received; the
 // app's `SentryOptions.beforeSend` hook changing, dropping and breaking the event; Sentry's own parser and
-// Relay's normaliser on every envelope.
-@testable import CrashReporter
-@testable import SensorsAnalytics
+// Relay's normaliser on every envelope. (What the /sa collector gets of the same crash:
+// SensorsAnalyticsTests' WhatReachesSaTests.)
 import CrashRecordFormat
-import SensorsEvents
-@testable import SensorsTracking
 import Foundation
 import ProcessSpawning
 import TestSupport
 import XCTest
 
 final class WhatLeavesTests: XCTestCase {
-    /// A crash holding four known secrets (TestSupport's `SecretCrash`): its store and records.
-    func crash(_ secrets: SecretCrash) throws -> (directory: String, store: String) {
+    /// A crash holding four known secrets (TestSupport's `SecretCrash`): its records.
+    func crash(_ secrets: SecretCrash) throws -> String {
         let directory = try Scratch.directory("what-leaves")
-        let crashed = try secrets.crash(in: directory)
-        return (directory, crashed.store)
+        return try secrets.crash(in: directory).store + ".records"
     }
 
-    /// What a loopback Sentry and /sa collector received when the next launch delivered a copy of
-    /// the crash's store and records with these harness options.
-    func deliver(_ crash: (directory: String, store: String), _ options: [String]) throws
-        -> (envelopes: [[UInt8]], sa: String, left: [String], counters: [String: Int]) {
+    /// What a loopback Sentry received when the next launch, Sentry its only sink, delivered a
+    /// copy of the crash's records with these harness options.
+    func deliver(_ records: String, _ options: [String]) throws -> (envelopes: [[UInt8]], left: [String], counters: [String: Int]) {
         let copy = try Scratch.directory("what-leaves-copy")
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: crash.store + suffix) {
-            try FileManager.default.copyItem(atPath: crash.store + suffix, toPath: copy + "/s.sqlite" + suffix)
-        }
-        try FileManager.default.copyItem(atPath: crash.store + ".records", toPath: copy + "/records")
-        let sentry = try TestHTTPServer(), sensors = try TestHTTPServer()
+        try FileManager.default.copyItem(atPath: records, toPath: copy + "/records")
+        let sentry = try TestHTTPServer()
         let output = copy + "/stdout"
         let child = try ChildProcess.run(BuiltProducts.harness,
-                                         ["deliver", "--records", copy + "/records", "--store", copy + "/s.sqlite",
-                                          "--endpoint", sensors.url.absoluteString,
+                                         ["deliver", "--records", copy + "/records",
                                           "--sentry-dsn", "http://key@127.0.0.1:\(sentry.port)/42"] + options,
                                          environment: ["SWIFT_BACKTRACE": "enable=no"], stdout: output, timeout: 120)
         XCTAssertEqual(child.ending, .exited(0))
         // The crashes' envelopes (a run's session alone, as a dropped crash's, is no crash).
         let envelopes = sentry.allRequests.filter { $0.path.hasSuffix("/envelope/") && $0.body.contains("\"type\":\"event\"") }.map(\.bodyBytes)
-        let sa = sensors.allRequests.compactMap { SensorsWire.decode(body: $0.body)?.json }.joined(separator: "\n")
-        XCTAssertFalse(sa.isEmpty, "the events reached /sa")
         // The Sentry sink's own counts, from the harness's summary (its last line).
         let summary = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").last.map(String.init) ?? ""
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any], summary)
         let counters = ["sentry_dropped": object["sentryDropped"] as? Int ?? -1, "sentry_quarantined": object["sentryQuarantined"] as? Int ?? -1]
-        return (envelopes, sa, try RecordFileName.names(in: copy + "/records"), counters)
+        return (envelopes, try RecordFileName.names(in: copy + "/records"), counters)
     }
 
     func contains(_ bytes: [UInt8], _ text: String) -> Bool { SecretCrash.contains(bytes, text) }
@@ -63,9 +52,7 @@ final class WhatLeavesTests: XCTestCase {
     }
 
     /// By default none of the four secrets reaches Sentry, and each opt-in brings back its own
-    /// secret and no other; `everything` sends them all (the record as it is on disk). /sa never
-    /// gets the stack, the breadcrumb or the path; it gets the login id as the events' identity
-    /// (what the app's analytics is for), and nowhere else.
+    /// secret and no other; `everything` sends them all (the record as it is on disk).
     func testEachSecretLeavesOnlyWithItsOptIn() throws {
         let secrets = SecretCrash("w\(getpid())")
         let crashed = try crash(secrets)
@@ -76,7 +63,7 @@ final class WhatLeavesTests: XCTestCase {
         var sizes: [String: Int] = [:]
         for (setting, expected) in settings {
             let options = setting == "default" ? [] : ["--data", ["everything", "none"].contains(setting) ? setting : setting + ",host-details"]
-            let (envelopes, sa, _, _) = try deliver(crashed, options)
+            let (envelopes, _, _) = try deliver(crashed, options)
             XCTAssertEqual(envelopes.count, 1, setting)
             let envelope = try XCTUnwrap(envelopes.first)
             sizes[setting] = envelope.count
@@ -93,22 +80,6 @@ final class WhatLeavesTests: XCTestCase {
             let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
             let os = try XCTUnwrap((event["contexts"] as? [String: Any])?["os"] as? [String: Any])
             XCTAssertEqual(Set(os.keys) == ["type", "name"], setting == "none", "\(setting): \(os)")
-            for secret in [secrets.stack, secrets.breadcrumb, secrets.path] {
-                XCTAssertFalse(sa.contains(secret), "\(setting): \(secret) in what /sa received")
-            }
-            // The login id is the events' identity, and only that.
-            let events = try sa.split(separator: "\n").flatMap {
-                try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [[String: Any]])
-            }
-            XCTAssertTrue(events.contains { $0["event"] as? String == "AppCrashed" }, setting)
-            for event in events {
-                var stripped = event
-                stripped["distinct_id"] = nil
-                stripped["login_id"] = nil
-                stripped["identities"] = nil
-                let text = String(decoding: try JSONSerialization.data(withJSONObject: stripped), as: UTF8.self)
-                XCTAssertFalse(text.contains(secrets.login), "\(setting): the login id outside the identity: \(text)")
-            }
         }
         XCTAssertLessThan(sizes["default"]!, sizes["everything"]!, "\(sizes)")
         print("what-leaves: envelope bytes by setting: \(sizes.sorted { $0.key < $1.key })")
@@ -119,14 +90,14 @@ final class WhatLeavesTests: XCTestCase {
     /// no JSON object, or another event id, sends nothing and the record is given up.
     func testTheBeforeSendHookChangesDropsOrIsRefused() throws {
         let crashed = try crash(SecretCrash("h\(getpid())"))
-        let (tagged, _, _, _) = try deliver(crashed, ["--before-send", "tag"])
+        let (tagged, _, _) = try deliver(crashed, ["--before-send", "tag"])
         XCTAssertEqual(tagged.count, 1)
         let lines = try XCTUnwrap(tagged.first).split(separator: 0x0A, omittingEmptySubsequences: false)
         let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[2])) as? [String: Any])
         XCTAssertEqual((event["tags"] as? [String: Any])?["before_send"] as? String, "seen")
         try assertSentryAccepts(try XCTUnwrap(tagged.first), "tag")
         for hook in ["drop", "not-json", "new-id"] {
-            let (envelopes, _, left, counters) = try deliver(crashed, ["--before-send", hook])
+            let (envelopes, left, counters) = try deliver(crashed, ["--before-send", hook])
             XCTAssertEqual(envelopes.count, 0, "\(hook): nothing sent")
             XCTAssertEqual(left, [], "\(hook): the record is done with")
             // Dropped by the app's choice, or given up because the hook broke the event: counted apart.

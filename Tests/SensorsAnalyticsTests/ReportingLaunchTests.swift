@@ -9,7 +9,6 @@ import SensorsEvents
 import Foundation
 import TestSupport
 import XCTest
-@testable import CrashReporterSentry
 
 final class ReportingLaunchTests: XCTestCase {
     /// A store that already holds a login (an earlier run logged in).

@@ -1,7 +1,9 @@
-// NextLaunchTests.swift — the next launch, with real child processes (crash-harness emit): the
-// record of a crashed run arrives as AppCrashed and its $AppEnd (and at Sentry), every end reason
-// carries the same keys, and unreadable, partial and already-ingested records are handled once.
-// (The tracker's own restarts, kills and two writers are SensorsTrackingTests' RestartTests.)
+// NextLaunchEventsTests.swift — the next launch as the analytics sees it, with real child processes
+// (crash-harness emit, deliver, hang): the record of a crashed run arrives as AppCrashed and its
+// $AppEnd, every end reason carries the same keys, a killed run's $AppEnd lasts until the ledger
+// last saw it, a hang is an AppHang and ends no run, and unreadable and already-ingested records
+// are stored once. (The tracker's own restarts, kills and two writers are SensorsTrackingTests'
+// RestartTests; the reporter's part, with a recording sink, CrashReporterTests.)
 @testable import CrashReporter
 @testable import SensorsAnalytics
 import CrashRecordFormat
@@ -12,10 +14,9 @@ import TestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
-@testable import CrashReporterSentry
 #endif
 
-final class NextLaunchTests: XCTestCase {
+final class NextLaunchEventsTests: XCTestCase {
     func testACrashRecordFromThePreviousRunArrivesAsAppCrashedAndAppEnd() throws {
         let directory = try Scratch.directory("crash")
         let store = directory + "/s.sqlite"
@@ -70,58 +71,6 @@ final class NextLaunchTests: XCTestCase {
         XCTAssertNotNil(end["anonymous_id"] as? String)
         XCTAssertEqual(end.properties["tier"] as? String, "gold")
         XCTAssertEqual(end.properties["$run_id"] as? String, "r1")
-    }
-
-    /// With `SENTRY_DSN` set, the next launch sends the crashed run's record to Sentry as an
-    /// envelope that Sentry's own parser and Relay's normalizer accept, with the record attached
-    /// minimised (byte for byte what the redaction makes of it), beside the unchanged `/sa` events; the
-    /// record is deleted only after both.
-    func testWithSentryDSNTheNextLaunchSendsTheRecordAsAnEnvelopeSentryAccepts() throws {
-        let directory = try Scratch.directory("sentry-e2e")
-        let store = directory + "/s.sqlite"
-        XCTAssertEqual(try Harness.emit(["--count", "2", "--store", store, "--crash-after", "1", "--run-id", "sentry-run"]).ending,
-                       .signaled(SIGSEGV))
-        let name = try XCTUnwrap(try RecordFileName.names(in: store + ".records").first)
-        let recordBytes = try Data(contentsOf: URL(fileURLWithPath: store + ".records/" + name))
-
-        let sensors = try TestHTTPServer()
-        let sentry = try TestHTTPServer()
-        let dsn = "http://0123456789abcdef@127.0.0.1:\(sentry.port)/42"
-        let next = try Harness.emit(["--count", "0", "--store", store, "--endpoint", sensors.url.absoluteString,
-                                     "--retry-delay", "0.01", "--max-retry-delay", "0.05"], environment: ["SENTRY_DSN": dsn])
-        XCTAssertEqual(next.ending, .exited(0))
-        // /sa: unchanged (AppCrashed and the crash $AppEnd of the run).
-        XCTAssertTrue(sensors.acceptedEvents.contains { $0.event == "AppCrashed" && $0.properties["$run_id"] as? String == "sentry-run" })
-        // Sentry: one envelope, to the project's endpoint, authenticated.
-        let requests = sentry.allRequests
-        XCTAssertEqual(requests.count, 1)
-        let request = try XCTUnwrap(requests.first)
-        XCTAssertEqual(request.path, "/api/42/envelope/")
-        XCTAssertTrue(request.headers["x-sentry-auth"]?.contains("sentry_key=0123456789abcdef") == true)
-        let envelopePath = directory + "/sent.envelope"
-        try Data(request.bodyBytes).write(to: URL(fileURLWithPath: envelopePath))
-        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try Oracles.run("sentry_check.py", [envelopePath]).utf8))
-            as? [String: Any])
-        XCTAssertEqual((summary["errors"] as? [Any])?.count ?? 0, 0, "\(summary["errors"] ?? "")")
-        let items = try XCTUnwrap(summary["items"] as? [[String: Any]])
-        let attachment = try XCTUnwrap(items.first { $0["type"] as? String == "attachment" })
-        // The record minimised as the default CrashDataPolicy says (CrashReporter.docc, "What leaves the
-        // machine"), byte for byte what the redaction makes of the file on disk.
-        let minimised = RecordRedaction().apply(to: [UInt8](recordBytes))
-        XCTAssertLessThan(minimised.count, recordBytes.count)
-        XCTAssertEqual(attachment["length"] as? Int, minimised.count)
-        let copy = directory + "/record-before-upload"
-        try Data(minimised).write(to: URL(fileURLWithPath: copy))
-        let sha = try Tools.output(try XCTUnwrap(Tools.find("sha256sum")), [copy]).split(separator: " ").first.map(String.init)
-        XCTAssertEqual(attachment["sha256"] as? String, sha, "the minimised record attached byte for byte")
-        let normalized = try XCTUnwrap(summary["normalized"] as? [String: Any])
-        let exception = try XCTUnwrap(((normalized["exception"] as? [String: Any])?["values"] as? [[String: Any]])?.first)
-        XCTAssertEqual(((exception["mechanism"] as? [String: Any])?["meta"] as? [String: Any]).flatMap { ($0["signal"] as? [String: Any])?["name"] as? String },
-                       "SIGSEGV")
-        let os = try XCTUnwrap((normalized["contexts"] as? [String: Any])?["os"] as? [String: Any])
-        XCTAssertNotNil(os["distribution_name"], "the next launch runs on the machine that crashed: os-release is sent")
-        // Both sinks have it: the file is gone (the installation's id stays, for Sentry's sessions).
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: store + ".records").sorted(), ["installation-id", RecordFileName.crashLoopState, "runs"])
     }
 
     /// Every way a run ends gives a `$AppEnd` with the same members and property keys: a normal
@@ -196,42 +145,12 @@ final class NextLaunchTests: XCTestCase {
         let name = "crash-1700000000000-999999-999999.ccrec"
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: records + "/" + name))
         let store = try TrackingStore(path: directory + "/s.sqlite")
-        let report = SensorsAnalytics.pass(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
+        let report = SensorsAnalytics.pass(in: records, store: store, appName: "t", appVersion: "1")
         XCTAssertEqual(report.recordsUnreadable, [name])
         let crashed = try XCTUnwrap(try store.pendingBatch(limit: 10).first)
         XCTAssertEqual(crashed.event, "AppCrashed")
         XCTAssertEqual(crashed.priority, .crash)
         XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + name))
-    }
-
-    /// A `.partial` record is left alone only while its writer may still be at work: a live
-    /// process with its pid that started before the record's time. A live process that started
-    /// after it has reused the pid (kill(pid, 0) alone would be fooled), so the record is ingested.
-    func testAPartialRecordIsLeftOnlyWhileItsWriterCanBeAlive() throws {
-        let directory = try Scratch.directory("partial-liveness")
-        let records = directory + "/records"
-        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
-        let sleeper = Process()
-        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        sleeper.arguments = ["30"]
-        try sleeper.run()
-        defer { sleeper.terminate(); sleeper.waitUntilExit() }
-        let pid = sleeper.processIdentifier
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        // Written "a minute ago" by this pid: the live sleeper started after it, so it is not the writer.
-        let reused = "crash-\(now - 60_000)-\(pid)-\(pid).ccrec.partial"
-        // Written "now" (after the sleeper started): the sleeper may be its writer.
-        let live = "crash-\(now + 100)-\(pid)-\(pid).ccrec.partial"
-        for name in [reused, live] { try Data("torn".utf8).write(to: URL(fileURLWithPath: records + "/" + name)) }
-        let store = try TrackingStore(path: directory + "/s.sqlite")
-        let report = SensorsAnalytics.pass(in: records, store: store, appName: "t", appVersion: "1", sinks: [])
-        XCTAssertEqual(report.recordsInProgress, [live])
-        XCTAssertEqual(report.recordsUnreadable, [reused])
-        XCTAssertTrue(FileManager.default.fileExists(atPath: records + "/" + live))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: records + "/" + reused))
-        XCTAssertTrue(RecordFileName(live)!.writerMayBeRunning)
-        XCTAssertFalse(RecordFileName(reused)!.writerMayBeRunning)
-        XCTAssertFalse(RecordFileName(live.replacingOccurrences(of: ".partial", with: ""))!.writerMayBeRunning, "a complete record is written")
     }
 
     func testARecordAlreadyIngestedIsNotIngestedTwice() throws {
@@ -242,46 +161,68 @@ final class NextLaunchTests: XCTestCase {
         let name = try XCTUnwrap(try RecordFileName.names(in: recordDirectory).first)
         let copy = try Data(contentsOf: URL(fileURLWithPath: recordDirectory + "/" + name))
         let tracking = try TrackingStore(path: store)
-        let first = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
+        let first = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1")
         XCTAssertEqual(first.recordsIngested, [name])
         // As if the process died between commit and unlink: the file comes back.
         try copy.write(to: URL(fileURLWithPath: recordDirectory + "/" + name))
-        let second = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1", sinks: [])
+        let second = SensorsAnalytics.pass(in: recordDirectory, store: tracking, appName: "t", appVersion: "1")
         XCTAssertEqual(second.recordsAlreadyIngested, [name])
         XCTAssertEqual(try tracking.pendingBatch(limit: 100).filter { $0.event == "AppCrashed" }.count, 1)
         XCTAssertEqual(try tracking.runMarkers(), [])
     }
-}
 
-/// The store's pending events as JSON objects, oldest first.
-func storedObjects(_ path: String) throws -> [[String: Any]] {
-    let store = try TrackingStore(path: path)
-    defer { store.close() }
-    return try store.pendingBatch(limit: 100_000).map { object($0.json) }
-}
+    /// A run SIGKILLed after about 5 s lasted as long as the run ledger last saw it alive (its
+    /// marker's sighting, every 2 s): its `$AppEnd` (`abnormal`) carries that duration, and that
+    /// time — the one sighting the ledger told every sink (a recording sink beside it got the
+    /// same; Sentry's session too: CrashReporterSentryTests' SentrySessionsTests), not a clock the
+    /// analytics keeps itself.
+    func testAKilledRunsAppEndLastsUntilTheLedgerLastSawIt() throws {
+        let directory = try Scratch.directory("killed-run-app-end")
+        let records = directory + "/records", store = directory + "/events.sqlite", recorded = directory + "/recorded"
+        let sinks = ["--records", records, "--store", store, "--recording-sink", recorded]
+        let ready = directory + "/ready"
+        let started = Date()
+        let held = try ChildProcess.start(Harness.path, ["deliver"] + sinks + ["--run-id", "killed", "--end", "hold", "--ready-file", ready],
+                                          environment: Harness.environment)
+        XCTAssertTrue(Harness.waitForFile(ready))
+        Thread.sleep(forTimeInterval: 5.2)
+        kill(held.pid, SIGKILL)
+        XCTAssertEqual(held.wait(timeout: 30).ending, .signaled(SIGKILL))
+        let lived = Date().timeIntervalSince(started)
+        let next = try ChildProcess.run(Harness.path, ["deliver"] + sinks + ["--run-id", "next"], environment: Harness.environment, timeout: 120)
+        XCTAssertEqual(next.ending, .exited(0))
 
-extension SensorsAnalytics {
-    /// What ``pass(in:store:appName:appVersion:sinks:)`` did: the inbox's report and the events sink's.
-    struct Pass: Sendable, Equatable {
-        var recordsDelivered: [String]
-        var recordsAwaitingSinks: [String]
-        var recordsInProgress: [String]
-        var recordsUnreadable: [String]
-        var recordsIngested: [String]
-        var recordsAlreadyIngested: [String]
-        var errors: [String]
+        let ends = try storedObjects(store).filter { $0.event == "$AppEnd" && $0.properties["$run_id"] as? String == "killed" }
+        XCTAssertEqual(ends.count, 1)
+        let properties = try XCTUnwrap(ends.first).properties
+        XCTAssertEqual(properties["$app_end_reason"] as? String, "abnormal")
+        // Sightings every 2 s (0.5 s leeway): the last one at least 3 s in, never after the kill.
+        let eventDuration = try XCTUnwrap(properties["$event_duration"] as? Double)
+        XCTAssertGreaterThanOrEqual(eventDuration, 3.0)
+        XCTAssertLessThanOrEqual(eventDuration, lived)
+        let killed = try Harness.recorded(recorded).runs.filter { $0["run"] as? String == "killed" }
+        XCTAssertEqual(killed.count, 1)
+        let told = try XCTUnwrap(killed.first?["lastSeenDurationMilliseconds"] as? Int)
+        XCTAssertEqual(eventDuration, Double(told) / 1000, accuracy: 0.002, "one sighting, told to both")
+        // Its time is the sighting's: its start plus its duration.
+        let time = try XCTUnwrap(ends.first?["time"] as? Int)
+        XCTAssertEqual(Double(time) / 1000, started.timeIntervalSince1970 + eventDuration, accuracy: 1.0)
     }
 
-    /// One inbox pass over `directory` with the events sink over `store` first, then `sinks`:
-    /// the records' part of a launch, without a tracker.
-    static func pass(in directory: String, store: TrackingStore, appName: String, appVersion: String,
-                             sinks: [any CrashRecordSink]) -> Pass {
-        let events = EventsSink(store: store, appName: appName, appVersion: appVersion)
-        let launch = CrashReporting.deliverRecords(in: directory, sinks: [events] + sinks)
-        events.pruneClaims(keeping: Set((try? RecordFileName.names(in: directory)) ?? []))
-        return Pass(recordsDelivered: launch.recordsDelivered, recordsAwaitingSinks: launch.recordsAwaitingSinks,
-                    recordsInProgress: launch.recordsInProgress, recordsUnreadable: launch.recordsUnreadable,
-                    recordsIngested: events.report.recordsIngested, recordsAlreadyIngested: events.report.recordsAlreadyIngested,
-                    errors: launch.errors)
+    /// A hang record (the harness's cooperative pool starved) becomes one `AppHang` of its run,
+    /// naming its detector, and no `$AppEnd`: the run goes on. Its only sink has it: it is deleted.
+    func testAHangRecordIsOneAppHangAndNoAppEnd() throws {
+        let directory = try Scratch.directory("hang-events")
+        let path = try Harness.hangRecord(run: "hang-run-1", in: directory)
+        let store = try TrackingStore(path: directory + "/events.sqlite")
+        let pass = SensorsAnalytics.pass(in: directory, store: store, appName: "t", appVersion: "1")
+        XCTAssertEqual(pass.errors, [])
+        XCTAssertEqual(pass.recordsIngested, [(path as NSString).lastPathComponent])
+        let events = try store.pendingBatch(limit: 100)
+        XCTAssertEqual(events.map(\.event), ["AppHang"])
+        let properties = object(try XCTUnwrap(events.first).json).properties
+        XCTAssertEqual(properties["$hang_detector"] as? String, "cooperative_pool")
+        XCTAssertEqual(properties["$run_id"] as? String, "hang-run-1")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "delivered to its only sink: deleted")
     }
 }

@@ -310,7 +310,7 @@ extension SentrySessionsTests {
     /// stay home when the policy keeps the host's details.
     func testContainerAndPodContextsPassRelay() throws {
         let directory = try Scratch.directory("sessions-contexts")
-        let name = try XCTUnwrap(try SentrySinkTests.records(1, in: directory).first)
+        let name = try XCTUnwrap(try Harness.records(1, in: directory).first)
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
         let record = try CrashRecordReader.parse(bytes)
         let host = HostContext(memoryBytes: 8 << 30, containerID: String(repeating: "ab", count: 32), kubernetesNamespace: "shop", kubernetesPod: "cart-7d9")
@@ -359,7 +359,7 @@ extension SentrySessionsTests {
     /// envelope carries none.
     func testReleaseHealthOffSendsNoSession() throws {
         let directory = try Scratch.directory("sessions-off")
-        let name = try XCTUnwrap(try SentrySinkTests.records(1, in: directory).first)
+        let name = try XCTUnwrap(try Harness.records(1, in: directory).first)
         let record = try CrashRecordReader.read(path: directory + "/" + name)
         let server = try TestHTTPServer()
         let dsn = try XCTUnwrap(SentryDSN("http://key@127.0.0.1:\(server.port)/1"))
@@ -433,24 +433,25 @@ extension SentrySessionsTests {
 
 extension SentrySessionsTests {
     /// A run SIGKILLed after about 5 s lasted as long as the run ledger last saw it alive (its
-    /// marker's sighting, every 2 s): its Sentry session (`abnormal`) and its analytics `$AppEnd`
-    /// (`abnormal`) both carry that duration, and the `$AppEnd` that time — from the one record of
-    /// runs, not from a clock the analytics keeps itself.
-    func testAKilledRunLastsUntilTheLedgerLastSawItInItsSessionAndItsAppEnd() throws {
+    /// marker's sighting, every 2 s): its Sentry session (`abnormal`) carries that duration, the
+    /// one the ledger told every sink (the app's other sink, a recording one here, got the same).
+    /// (The analytics' `$AppEnd` of such a run: SensorsAnalyticsTests' NextLaunchEventsTests.)
+    func testAKilledRunLastsUntilTheLedgerLastSawItInItsSession() throws {
         let directory = try Scratch.directory("sessions-killed-duration")
-        let records = directory + "/records", store = directory + "/events.sqlite"
+        let records = directory + "/records", recorded = directory + "/recorded"
         let server = try TestHTTPServer()
         let dsn = ["--sentry-dsn", "http://key@127.0.0.1:\(server.port)/1"]
         let ready = directory + "/ready"
         let started = Date()
-        let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--store", store, "--run-id", "killed",
-                                                                  "--end", "hold", "--ready-file", ready] + dsn, environment: environment)
+        let held = try ChildProcess.start(BuiltProducts.harness, ["deliver", "--records", records, "--recording-sink", recorded,
+                                                                  "--run-id", "killed", "--end", "hold", "--ready-file", ready] + dsn,
+                                          environment: environment)
         XCTAssertTrue(Harness.waitForFile(ready))
         Thread.sleep(forTimeInterval: 5.2)
         Glibc.kill(held.pid, SIGKILL)
         XCTAssertEqual(held.wait(timeout: 30).ending, .signaled(SIGKILL))
         let lived = Date().timeIntervalSince(started)
-        try deliver(records, dsn + ["--store", store, "--run-id", "next"])
+        try deliver(records, dsn + ["--recording-sink", recorded, "--run-id", "next"])
 
         // Sightings every 2 s (0.5 s leeway): the last one at least 3 s in, never after the kill.
         let (_, received) = try sessions(server)
@@ -460,14 +461,13 @@ extension SentrySessionsTests {
         XCTAssertGreaterThanOrEqual(sessionDuration, 3.0)
         XCTAssertLessThanOrEqual(sessionDuration, lived)
 
-        let ends = try storedObjects(store).filter { $0["event"] as? String == "$AppEnd" && ($0["properties"] as? [String: Any])?["$run_id"] as? String == "killed" }
-        XCTAssertEqual(ends.count, 1)
-        let properties = try XCTUnwrap(ends.first?["properties"] as? [String: Any])
-        XCTAssertEqual(properties["$app_end_reason"] as? String, "abnormal")
-        let eventDuration = try XCTUnwrap(properties["$event_duration"] as? Double)
-        XCTAssertEqual(eventDuration, sessionDuration, accuracy: 0.002, "one sighting, told to both")
-        // Its time is the sighting's: its start plus its duration.
-        let time = try XCTUnwrap(ends.first?["time"] as? Int)
-        XCTAssertEqual(Double(time) / 1000, started.timeIntervalSince1970 + eventDuration, accuracy: 1.0)
+        let killed = try Harness.recorded(recorded).runs.filter { $0["run"] as? String == "killed" }
+        XCTAssertEqual(killed.count, 1)
+        XCTAssertEqual(killed.first?["end"] as? String, "killed")
+        let told = try XCTUnwrap(killed.first?["lastSeenDurationMilliseconds"] as? Int)
+        XCTAssertEqual(Double(told) / 1000, sessionDuration, accuracy: 0.002, "one sighting, told to both")
+        // The sighting's time is the run's start plus its duration.
+        let seen = try XCTUnwrap(killed.first?["lastSeenMilliseconds"] as? Int)
+        XCTAssertEqual(Double(seen) / 1000, started.timeIntervalSince1970 + sessionDuration, accuracy: 1.0)
     }
 }
