@@ -8,25 +8,30 @@
 #     callers, with CrashContextInterceptor;
 #   --hang: the Hummingbird example with hang detection on (CRASHCAPTURE_HANG_SECONDS=5) and off,
 #     the request contexts on in both;
+#   --guarded-heap: the Hummingbird example (which links CrashCaptureGuardedHeap) with the guarded
+#     heap off, on at one allocation in 5000 and on at one in 100, three variants interleaved; each
+#     round also prints the server's resident memory after its load (VmRSS);
 #   --memory: hang detection on in both, the memory watch on (CRASHCAPTURE_MEMORY_PERCENT=90) and
 #     off (0), the server in a cgroup v1 memory cgroup of its own limited to 1 GiB (root; without
 #     one the watch has no limit to read, and the script says so); each round first leaves the
 #     server idle for 10 s and prints the whole process's CPU time then (ms).
 # A benchmark, not a test: it prints medians, their difference and the cost per request, and fails
 # only when it cannot measure.
-#   scripts/server-rps.sh [--grpc | --hang | --memory] [rounds [seconds-per-round]]
+#   scripts/server-rps.sh [--grpc | --hang | --memory | --guarded-heap] [rounds [seconds-per-round]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grpc=0 hang=0 memory=0
+grpc=0 hang=0 memory=0 heap=0
 if [ "${1:-}" = --grpc ]; then grpc=1; shift; fi
 if [ "${1:-}" = --hang ]; then hang=1; shift; fi
 if [ "${1:-}" = --memory ]; then memory=1; shift; fi
+if [ "${1:-}" = --guarded-heap ]; then heap=1; shift; fi
 rounds="${1:-5}"
 seconds="${2:-5}"
 if [ "$grpc" = 1 ]; then product=crashing-grpc-server; what="CrashContextInterceptor"; unit="RPCs/s"
 else product=crashing-server; what="CrashContextMiddleware"; unit="req/s"
   [ "$hang" = 1 ] && what="hang detection"
   [ "$memory" = 1 ] && what="the memory watch"
+  [ "$heap" = 1 ] && what="the guarded heap"
   command -v wrk >/dev/null || {
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
@@ -67,9 +72,36 @@ round() {
   [ -n "$port" ] || { echo "server-rps: the server did not start" >&2; kill "$pid"; exit 1; }
   if [ "$grpc" = 1 ]; then "$server" client --port "$port" --load "$seconds" --concurrency 16
   else wrk -t1 -c16 -d"${seconds}s" "http://127.0.0.1:$port/ok" | sed -n 's/^Requests\/sec: *//p'; fi
+  if [ "$heap" = 1 ]; then
+    echo "$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")" >> "$scratch/rss-${CRASHCAPTURE_GUARDED_HEAP:-off}"
+  fi
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
 }
 
+if [ "$heap" = 1 ]; then
+  : > "$scratch/rates"
+  for r in $(seq "$rounds"); do
+    for variant in off 5000 100; do
+      if [ "$variant" = off ]; then rate="$(round)"; else rate="$(CRASHCAPTURE_GUARDED_HEAP=$variant round)"; fi
+      echo "$variant $rate" >> "$scratch/rates"
+    done
+  done
+  python3 - "$scratch" <<'PY'
+import statistics, sys
+scratch = sys.argv[1]
+rates = {}
+for line in open(scratch + "/rates"):
+    variant, rate = line.split()
+    rates.setdefault(variant, []).append(float(rate))
+base = statistics.median(rates["off"])
+for variant, label in [("off", "off (linked)"), ("5000", "on, 1 in 5000"), ("100", "on, 1 in 100")]:
+    median = statistics.median(rates[variant])
+    rss = [int(x) for x in open(f"{scratch}/rss-{variant}").read().split()]
+    print(f"guarded heap {label:<14} median {median:8.0f} req/s ({100 * (median - base) / base:+.1f} %)  "
+          f"VmRSS median {statistics.median(rss) / 1024:.1f} MiB  ({', '.join(f'{x:.0f}' for x in rates[variant])})")
+PY
+  exit 0
+fi
 with=(); without=()
 for r in $(seq "$rounds"); do
   if [ "$memory" = 1 ]; then
