@@ -12,9 +12,9 @@
  * swap on its state; nothing here locks, so a thread that exits (or a fork) mid-allocation
  * leaves no slot held. Nothing here calls malloc: the allocator's own calls come here.
  *
- * Stacks are frame-pointer walks (Swift and SwiftPM's C keep frame pointers on Linux), each
- * step read with process_vm_readv from this process, so a frame chain that leads nowhere ends
- * the walk instead of faulting inside malloc. */
+ * Stacks are frame-pointer walks (Swift and SwiftPM's C keep frame pointers on Linux) over a copy
+ * of the stack made with process_vm_readv, so a frame chain that leads nowhere ends the walk
+ * instead of faulting inside malloc. */
 #define _GNU_SOURCE
 #include "cc_internal.h"
 
@@ -61,8 +61,10 @@ static struct {
     int32_t error_tid;
 } cc__gh;
 
-/* Allocations until this thread's next sampled one (0: draw anew). */
+/* Allocations until this thread's next sampled one (0: draw anew), and the thread's generator
+ * (xorshift64, seeded from the clock and the thread's own address: no system call per draw). */
 static __thread uint32_t cc__gh_countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t cc__gh_random __attribute__((tls_model("initial-exec")));
 
 int cc_guarded_heap_start(uint32_t sample_rate, uint32_t slots) {
     int expected = 0;
@@ -93,17 +95,40 @@ int cc_guarded_heap_start(uint32_t sample_rate, uint32_t slots) {
 
 static uint64_t cc__gh_slot_page(uint32_t slot) { return cc_guarded_heap_base + cc__gh.page * (2 * (uint64_t)slot + 1); }
 
+/* How much of the stack one read copies: 8 pieces of 512 bytes, so that a read that meets the
+ * stack's end still returns the pieces before it (process_vm_readv never splits a piece). */
+#define CC__GH_PIECE 512
+#define CC__GH_PIECES 8
+
+/* Copies up to CC__GH_PIECES pieces of memory from `address`; returns the bytes copied (whole
+ * pieces, up to the first that cannot be read). */
+static size_t cc__gh_read_stack(uint64_t address, uint8_t *out, pid_t pid) {
+    struct iovec local = { out, CC__GH_PIECE * CC__GH_PIECES }, remote[CC__GH_PIECES];
+    for (int i = 0; i < CC__GH_PIECES; i++) remote[i] = (struct iovec){ (void *)(uintptr_t)(address + (uint64_t)i * CC__GH_PIECE), CC__GH_PIECE };
+    /* Every argument a full register wide: syscall(2) reads them as longs. */
+    long got = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, remote, (unsigned long)CC__GH_PIECES, 0UL);
+    return got > 0 ? (size_t)got : 0;
+}
+
 /* The return addresses above the caller's caller (the allocator's own frames left out), at most
- * CC_GH_MAX_FRAMES, by frame pointers read with process_vm_readv. */
+ * CC_GH_MAX_FRAMES, by frame pointers. The stack is copied 4 KiB at a time with
+ * process_vm_readv (a chain that leads outside it ends the walk instead of faulting); most
+ * stacks need one copy. */
 __attribute__((noinline)) static uint32_t cc__gh_stack(uint64_t *frames) {
     uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     uint32_t count = 0, skip = 2;   /* this function's caller (here) and the allocator's entry point */
     pid_t pid = getpid();
+    uint8_t copy[CC__GH_PIECE * CC__GH_PIECES];
+    uint64_t base = 0;
+    size_t have = 0;
     for (uint32_t step = 0; step < CC_GH_MAX_FRAMES + 2 && fp != 0 && (fp & 7) == 0; step++) {
+        if (fp < base || fp - base + 16 > have) {
+            base = fp;
+            have = cc__gh_read_stack(base, copy, pid);
+            if (have < 16) break;
+        }
         uint64_t pair[2];
-        struct iovec local = { pair, sizeof pair }, remote = { (void *)(uintptr_t)fp, sizeof pair };
-        /* Every argument a full register wide: syscall(2) reads them as longs. */
-        if (syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, &remote, 1UL, 0UL) != (long)sizeof pair) break;
+        memcpy(pair, copy + (fp - base), sizeof pair);
         if (pair[1] == 0) break;
         if (skip > 0) skip--; else frames[count++] = pair[1];
         if (count == CC_GH_MAX_FRAMES || pair[0] <= fp || pair[0] - fp > (64u << 20)) break;
@@ -118,9 +143,13 @@ static int cc__gh_sampled(void) {
     if (rate == 0) return 0;
     if (rate == 1) return 1;
     if (cc__gh_countdown == 0) {
-        uint32_t draw = 0;
-        cc__random_bytes(&draw, sizeof draw);
-        cc__gh_countdown = 1 + draw % (2 * rate);
+        uint64_t x = cc__gh_random;
+        if (x == 0) x = (uint64_t)cc__clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)(uintptr_t)&cc__gh_random ^ 0x9E3779B97F4A7C15ull;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        cc__gh_random = x;
+        cc__gh_countdown = 1 + (uint32_t)(x % (2 * (uint64_t)rate));
     }
     return --cc__gh_countdown == 0;
 }

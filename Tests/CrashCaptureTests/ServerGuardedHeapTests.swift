@@ -53,7 +53,7 @@ final class ServerGuardedHeapTests: XCTestCase {
         }
         done.wait()
         kill(server.pid, SIGTERM)
-        let ended = server.wait(timeout: 30)
+        let ended = server.wait(timeout: 120)   // counted from the server's start
         let (answered, failures) = tally.result
         XCTAssertEqual(failures, [], "requests that were not answered with 200 ok")
         XCTAssertGreaterThan(answered, 0)
