@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 __attribute__((noinline)) char *gh_allocate_in_c(size_t size) {
     char *p = malloc(size);
@@ -43,6 +45,30 @@ int gh_run_c_scenario(const char *name, size_t size) {
         gh_free_in_c(p);
     } else if (strcmp(name, "invalid-free") == 0) {
         gh_free_in_c(p + 8);
+    } else if (strcmp(name, "fork") == 0) {
+        /* A child forked with sampled allocations live allocates and frees under the same pool,
+         * then the parent's use after free still faults: fork leaves nothing held. */
+        pid_t child = fork();
+        if (child == 0) {
+            for (int i = 0; i < 2000; i++) gh_free_in_c(gh_allocate_in_c(size));
+            gh_free_in_c(p);
+            _exit(0);
+        }
+        int status = -1;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 10;
+        gh_free_in_c(p);
+        return v[0];
+    } else if (strcmp(name, "exhaust") == 0) {
+        /* More live allocations than slots: the rest come from glibc, and every one works. */
+        char *kept[4096];
+        for (int i = 0; i < 4096; i++) {
+            kept[i] = gh_allocate_in_c(size);
+            if (!kept[i]) return 11;
+        }
+        for (int i = 0; i < 4096; i++) gh_free_in_c(kept[i]);
+        gh_free_in_c(p);
+        return 0;
     } else {
         return -2;
     }

@@ -1,7 +1,7 @@
 // guarded-heap-crasher — memory errors under the guarded heap, each in a process of its own:
 // `guarded-heap-crasher <record directory> c|swift <scenario> [size]`. Capture starts first, so
 // the error's record says what the guarded heap knew. Scenarios: use-after-free-read,
-// use-after-free-write, overflow, underflow, double-free, invalid-free. Run with
+// use-after-free-write, overflow, underflow, double-free, invalid-free (and in C: fork, exhaust). Run with
 // CRASHCAPTURE_GUARDED_HEAP=1:<slots> (every allocation sampled) by the tests.
 import CGuardedHeapScenarios
 import CrashCapture

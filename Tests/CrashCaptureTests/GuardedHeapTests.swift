@@ -106,6 +106,19 @@ final class GuardedHeapTests: XCTestCase {
         }
     }
 
+    /// A child forked while sampled allocations live allocates and frees under the same pool and
+    /// exits 0; the parent's use after free still faults and is named. More live allocations than
+    /// slots: the rest come from glibc and every one works.
+    func testForkAndAFullPoolKeepWorking() throws {
+        let forked = try run("c", "fork")
+        XCTAssertEqual(forked.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(forked.heap?["error"] as? String, "heap-use-after-free")
+        let full = try run("c", "exhaust", heap: "1:16")
+        XCTAssertEqual(full.ending, .exited(0), full.stdout)
+        XCTAssertTrue(full.stdout.hasPrefix("survived: 0"), full.stdout)
+        XCTAssertNil(full.heap)
+    }
+
     /// Sentry gets the error as AddressSanitizer names it, grouped by where the memory was
     /// allocated and freed (not where the victim faulted), with both stacks beside it.
     func testSentryTitlesAndGroupsTheErrorByItsAllocationAndFreeSites() throws {

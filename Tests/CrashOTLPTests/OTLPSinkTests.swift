@@ -499,4 +499,30 @@ final class OTLPSinkTests: XCTestCase {
         XCTAssertEqual(attributes["exception.message"], .string("the order could not be priced: currency XTS"))
         XCTAssertEqual(attributes["signal.number"], .int(Int64(SIGABRT)))
     }
+
+    /// A memory error the guarded heap caught: `exception.type` AddressSanitizer's name, and
+    /// `crash.guarded_heap.*` the allocation, the offset and both stacks named.
+    func testAGuardedHeapErrorIsNamedWithBothStacks() throws {
+        let directory = try Scratch.directory("otlp-guarded-heap")
+        var environment = ProcessInfo.processInfo.environment
+        environment["CRASHCAPTURE_GUARDED_HEAP"] = "1:4096"
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment["CRASHCAPTURE_DISABLE"] = nil
+        let child = try ChildProcess.run(BuiltProducts.directory + "/guarded-heap-crasher", [directory, "c", "use-after-free-read"],
+                                         environment: environment, timeout: 60)
+        XCTAssertEqual(child.ending, .signaled(SIGSEGV))
+        let name = try XCTUnwrap(try RecordFileName.names(in: directory).first)
+        let record = try CrashRecordReader.read(path: directory + "/" + name)
+        let log = CrashLogRecord.logRecord(record: record, fileName: name, observedNanoseconds: 1)
+        let attributes = Dictionary(log.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(attributes["exception.type"], .string("heap-use-after-free"))
+        XCTAssertEqual(attributes["crash.guarded_heap.allocation_size"], .int(48))
+        XCTAssertEqual(attributes["crash.guarded_heap.offset"], .int(24))
+        guard case .array(let allocated)? = attributes["crash.guarded_heap.allocation_stack"],
+              case .array(let freed)? = attributes["crash.guarded_heap.free_stack"] else {
+            return XCTFail("no stacks: \(attributes.keys.sorted())")
+        }
+        XCTAssertEqual(allocated.first, .string("gh_allocate_in_c"))
+        XCTAssertEqual(freed.first, .string("gh_free_in_c"))
+    }
 }

@@ -7,7 +7,7 @@
 /* The allocation every scenario makes (gh_allocate_in_c) and frees (gh_free_in_c). */
 char *gh_allocate_in_c(size_t size);
 void gh_free_in_c(char *pointer);
-/* Runs the scenario named (use-after-free-read, use-after-free-write, overflow, underflow,
+/* Runs the scenario named (use-after-free-read, use-after-free-write, overflow, underflow, fork, exhaust,
  * double-free, invalid-free); returns only if it did not stop the process. */
 int gh_run_c_scenario(const char *name, size_t size);
 
