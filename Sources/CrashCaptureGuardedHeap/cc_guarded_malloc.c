@@ -26,7 +26,7 @@ extern void *__libc_memalign(size_t, size_t);
 uint32_t cc_guarded_malloc_default_slots = 256;
 
 /* Reads the variable once, before main (and before any thread): getenv and mmap, no malloc. */
-__attribute__((constructor(101))) static void cc_guarded_malloc_start(void) {
+__attribute__((constructor(101))) static void cc_guarded_malloc_from_environment(void) {
     const char *text = getenv("CRASHCAPTURE_GUARDED_HEAP");
     if (!text || !*text) return;
     char *end = NULL;
@@ -35,6 +35,14 @@ __attribute__((constructor(101))) static void cc_guarded_malloc_start(void) {
     if (end && *end == ':') slots = strtoul(end + 1, &end, 10);
     if (rate == 0 || rate > UINT32_MAX || slots == 0 || slots > 65536) return;
     (void)cc_guarded_heap_start((uint32_t)rate, (uint32_t)slots);
+}
+
+int cc_guarded_malloc_start(uint32_t sample_rate, uint32_t slots) {
+    if (sample_rate == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return cc_guarded_heap_start(sample_rate, slots ? slots : cc_guarded_malloc_default_slots);
 }
 
 int cc_guarded_malloc_status(uint64_t *sampled, uint32_t *in_use) {

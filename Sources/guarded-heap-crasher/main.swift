@@ -5,6 +5,7 @@
 // CRASHCAPTURE_GUARDED_HEAP=1:<slots> (every allocation sampled) by the tests.
 import CGuardedHeapScenarios
 import CrashCapture
+import CrashCaptureGuardedHeap
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,6 +31,11 @@ guard arguments.count >= 4 else {
     exit(64)
 }
 let size = arguments.count > 4 ? Int(arguments[4]) ?? 48 : 48
+// The program turning the heap on itself (the tests: every allocation, 4096 slots).
+if getenv("GUARDED_HEAP_CRASHER_START") != nil, cc_guarded_malloc_start(1, 4096) != 0 {
+    say("guarded-heap-crasher: cc_guarded_malloc_start failed")
+    exit(4)
+}
 _ = try CrashHandler.start(CrashHandler.Configuration(directory: arguments[1], appName: "guarded-heap-crasher", appVersion: "1"))
 
 /// The allocation the Swift scenarios make: bytes from the allocator (`swift_slowAlloc`, malloc).

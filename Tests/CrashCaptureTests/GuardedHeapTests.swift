@@ -26,13 +26,15 @@ final class GuardedHeapTests: XCTestCase {
         var sentryEvent: [String: Any]?
     }
 
-    func run(_ language: String, _ scenario: String, heap: String? = "1:4096", capture: Bool = true) throws -> Outcome {
+    func run(_ language: String, _ scenario: String, heap: String? = "1:4096", capture: Bool = true,
+             startFromMain: Bool = false) throws -> Outcome {
         let directory = try Scratch.directory("guarded-heap-\(language)-\(scenario)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: "CRASHCAPTURE_GUARDED_HEAP")
         if let heap { environment["CRASHCAPTURE_GUARDED_HEAP"] = heap }
+        if startFromMain { environment["GUARDED_HEAP_CRASHER_START"] = "1" }
         environment.removeValue(forKey: CrashHandler.disableEnvironmentVariable)
         if !capture { environment[CrashHandler.disableEnvironmentVariable] = "1" }
         let child = try ChildProcess.run(crasher, [directory, language, scenario], environment: environment,
@@ -117,6 +119,13 @@ final class GuardedHeapTests: XCTestCase {
         XCTAssertEqual(full.ending, .exited(0), full.stdout)
         XCTAssertTrue(full.stdout.hasPrefix("survived: 0"), full.stdout)
         XCTAssertNil(full.heap)
+    }
+
+    /// Turned on by the program itself (`cc_guarded_malloc_start`), without the variable.
+    func testTheProgramCanTurnItOnItself() throws {
+        let outcome = try run("swift", "use-after-free-read", heap: nil, startFromMain: true)
+        XCTAssertEqual(outcome.ending, .signaled(SIGSEGV))
+        XCTAssertEqual(outcome.heap?["error"] as? String, "heap-use-after-free")
     }
 
     /// Sentry gets the error as AddressSanitizer names it, grouped by where the memory was
