@@ -8,8 +8,9 @@
  * the pool allows. Each slot's metadata (its state, the allocation, the two stacks) lives in a
  * second mapping, plain memory the crash handler reads without a lock.
  *
- * Sampling costs the unsampled path one thread-local countdown; taking a slot is a compare-and-
- * swap on its state; nothing here locks, so a thread that exits (or a fork) mid-allocation
+ * Which allocations are sampled is the allocator's to decide (CrashCaptureGuardedHeap: a
+ * thread-local countdown, so that a program without it carries no thread-local state of ours);
+ * taking a slot is a compare-and-swap on its state; nothing here locks, so a thread that exits (or a fork) mid-allocation
  * leaves no slot held. Nothing here calls malloc: the allocator's own calls come here.
  *
  * Stacks are frame-pointer walks (Swift and SwiftPM's C keep frame pointers on Linux) over a copy
@@ -60,11 +61,6 @@ static struct {
     uint64_t error_pointer;
     int32_t error_tid;
 } cc__gh;
-
-/* Allocations until this thread's next sampled one (0: draw anew), and the thread's generator
- * (xorshift64, seeded from the clock and the thread's own address: no system call per draw). */
-static __thread uint32_t cc__gh_countdown __attribute__((tls_model("initial-exec")));
-static __thread uint64_t cc__gh_random __attribute__((tls_model("initial-exec")));
 
 int cc_guarded_heap_start(uint32_t sample_rate, uint32_t slots) {
     int expected = 0;
@@ -137,25 +133,8 @@ __attribute__((noinline)) static uint32_t cc__gh_stack(uint64_t *frames) {
     return count;
 }
 
-/* Whether this allocation is sampled: a countdown per thread, drawn between 1 and 2 × rate. */
-static int cc__gh_sampled(void) {
-    uint32_t rate = __atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED);
-    if (rate == 0) return 0;
-    if (rate == 1) return 1;
-    if (cc__gh_countdown == 0) {
-        uint64_t x = cc__gh_random;
-        if (x == 0) x = (uint64_t)cc__clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)(uintptr_t)&cc__gh_random ^ 0x9E3779B97F4A7C15ull;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        cc__gh_random = x;
-        cc__gh_countdown = 1 + (uint32_t)(x % (2 * (uint64_t)rate));
-    }
-    return --cc__gh_countdown == 0;
-}
-
 void *cc_guarded_heap_allocate(size_t size, size_t alignment, int zeroed) {
-    if (__atomic_load_n(&cc_guarded_heap_size, __ATOMIC_ACQUIRE) == 0 || !cc__gh_sampled()) return NULL;
+    if (__atomic_load_n(&cc_guarded_heap_size, __ATOMIC_ACQUIRE) == 0) return NULL;
     uint64_t page = cc__gh.page;
     if (alignment < 16) alignment = 16;
     if (size == 0) size = 1;

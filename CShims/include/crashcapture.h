@@ -248,7 +248,7 @@ extern uintptr_t cc_guarded_heap_size;
 /* 1 in how many allocations to sample now (0: none). */
 extern uint32_t cc_guarded_heap_rate;
 /* A guarded allocation of `size` bytes aligned to `alignment` (a power of two, at most a page),
- * when this allocation is sampled and a slot is free; NULL otherwise (the caller uses glibc's).
+ * for an allocation the caller sampled, when a slot is free; NULL otherwise (the caller uses glibc's).
  * `zeroed`: its bytes are zero (calloc). Lock-free; never calls malloc. */
 void *cc_guarded_heap_allocate(size_t size, size_t alignment, int zeroed);
 /* Frees a pointer of the pool: its page is made inaccessible and kept so for as long as the pool

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
@@ -21,7 +22,33 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
 #define CC_GH_OURS(p) ((uintptr_t)(p) - cc_guarded_heap_base < cc_guarded_heap_size)
-#define CC_GH_ON() __builtin_expect(__atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED) != 0, 0)
+/* Whether this allocation goes to the pool: the heap is on and this thread's countdown ran out. */
+#define CC_GH_ON() __builtin_expect(__atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED) != 0 && cc_guarded_malloc_sampled(), 0)
+
+/* Allocations until this thread's next sampled one (0: draw anew), and the thread's generator
+ * (xorshift64, seeded from the clock and the thread's own address: no system call per draw). */
+static __thread uint32_t cc_guarded_countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t cc_guarded_random __attribute__((tls_model("initial-exec")));
+
+/* A countdown per thread, drawn between 1 and 2 × the rate: one allocation in `rate` on average. */
+static int cc_guarded_malloc_sampled(void) {
+    uint32_t rate = __atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED);
+    if (rate <= 1) return rate == 1;
+    if (cc_guarded_countdown == 0) {
+        uint64_t x = cc_guarded_random;
+        if (x == 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            x = ((uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)&cc_guarded_random ^ 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        cc_guarded_random = x;
+        cc_guarded_countdown = 1 + (uint32_t)(x % (2 * (uint64_t)rate));
+    }
+    return --cc_guarded_countdown == 0;
+}
 
 uint32_t cc_guarded_malloc_default_slots = 256;
 
