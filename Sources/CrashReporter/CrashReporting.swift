@@ -235,9 +235,11 @@ public final class CrashReporting: Sendable {
     /// Sentry files it under, from the Sentry options or, without them, from the same defaults (a
     /// later launch that sends to Sentry files the run as this one would have).
     private static func runFacts(_ configuration: Configuration) -> CurrentRun.Facts {
-        let sentry = configuration.sentry ?? SentryOptions(dsn: "")
-        return CurrentRun.Facts(release: sentry.release ?? "\(configuration.appName)@\(configuration.appVersion)",
-                                environment: sentry.environment, dist: sentry.dist)
+        let sentry = configuration.sentry
+        return CurrentRun.Facts(release: (sentry.map { $0.release } ?? SentryOptions.defaultRelease)
+                                    ?? "\(configuration.appName)@\(configuration.appVersion)",
+                                environment: sentry?.environment ?? SentryOptions.defaultEnvironment,
+                                dist: sentry.map { $0.dist } ?? SentryOptions.defaultDist)
     }
 
     /// The sinks the configuration asks for: Sentry's (by hand and cheap, no Foundation URL: the

@@ -65,18 +65,14 @@ package enum CrashTimeUpload {
         // program's stderr for seconds.
         var environment = ["SWIFT_BACKTRACE=enable=no"]
         if let dsn { environment.append("\(dsnVariable)=\(dsn)") }
-        var otlpArguments: [String] = []
-        if let otlp {
-            environment += otlpEnvironment(otlp)
-            otlpArguments = ["--otlp-data", data.argument]
-        }
+        if let otlp { environment += otlpEnvironment(otlp) }
         return .success(CrashHandler.Configuration.Uploader(
             path: path,
             // The directory's bounds as the app set them: the uploader's pass keeps them too.
             arguments: ["--directory", recordDirectory, "--sinks", sinks.map(\.rawValue).joined(separator: ","),
                         "--max-records", String(limits.maxRecords), "--max-record-bytes", String(limits.maxBytes),
-                        // What leaves the machine, as the app chose it.
-                        "--sentry-data", data.argument] + otlpArguments + [
+                        // What leaves the machine, as the app chose it (one policy for every sink).
+                        "--data", data.argument,
                         // Release health as the app chose it: the crashed run's session with its crash.
                         "--sessions", sessions ? "on" : "off",
                         "--timeout", String(timeoutSeconds), "--record"],
@@ -141,16 +137,16 @@ package enum CrashTimeUpload {
     /// The uploader's work: record `name` in `directory` to Sentry, through the inbox (the other
     /// `sinks` keep it for the next launch), within `timeout`.
     package static func send(record name: String, directory: String, sinks: [RecordSinkID], dsn: SentryDSN?,
-                             otlp: OTLPOptions? = nil, otlpData: CrashDataPolicy = CrashDataPolicy(),
+                             otlp: OTLPOptions? = nil,
                              limits: RecordDirectoryLimits, timeout: Duration, policy: UploadPolicy = UploadPolicy(),
                              data: CrashDataPolicy = CrashDataPolicy(), sessions: Bool = true) -> Outcome {
         let deadline = SuspendingClock.now.advanced(by: timeout)
         // The run's release, environment and dist are its marker's (the sink reads them); the
         // host is this one, the crashed process's.
-        let facts = SentryRunFacts(release: nil, environment: SentryOptions(dsn: "").environment,
+        let facts = SentryRunFacts(release: nil, environment: SentryOptions.defaultEnvironment,
                                    dist: nil, serverName: data.hostDetails ? HostName.current() : nil)
         let sentry = dsn.map { SentrySink(dsn: $0, policy: policy, data: data, facts: facts, recordDirectory: directory, sessions: sessions) }
-        let collector = otlp.map { OTLPSink(options: $0, data: otlpData, recordDirectory: directory) }
+        let collector = otlp.map { OTLPSink(options: $0, data: data, recordDirectory: directory) }
         let sending: [any CrashRecordSink] = (sentry.map { [$0] } ?? []) + (collector.map { [$0] } ?? [])
         let others: [any CrashRecordSink] = Array(Set(sinks)).filter { id in !sending.contains { $0.id == id } }
             .sorted { $0.rawValue < $1.rawValue }

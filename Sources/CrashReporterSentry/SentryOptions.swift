@@ -54,10 +54,19 @@ public struct SentryOptions: Sendable {
     /// Crashes sent to the project at `dsn`; the release, environment and dist from the environment.
     public init(dsn: String) {
         self.dsn = dsn
-        environment = Self.variable("SENTRY_ENVIRONMENT") ?? "production"
-        release = Self.variable("SENTRY_RELEASE")
-        dist = Self.variable("SENTRY_DIST")
+        environment = Self.defaultEnvironment
+        release = Self.defaultRelease
+        dist = Self.defaultDist
     }
+
+    /// The environment a run is filed under when the app set none: `SENTRY_ENVIRONMENT`, else
+    /// "production". (Also what the run's marker says without Sentry options, so that a later
+    /// launch that sends to Sentry files the run as this one would have.)
+    package static var defaultEnvironment: String { variable("SENTRY_ENVIRONMENT") ?? "production" }
+    /// `SENTRY_RELEASE`, nil when unset.
+    package static var defaultRelease: String? { variable("SENTRY_RELEASE") }
+    /// `SENTRY_DIST`, nil when unset.
+    package static var defaultDist: String? { variable("SENTRY_DIST") }
 
     /// What `SENTRY_DSN` asks for (nil when it is unset or empty).
     package static func fromEnvironment() -> SentryOptions? {

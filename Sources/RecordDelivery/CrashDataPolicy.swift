@@ -82,7 +82,7 @@ public struct CrashDataPolicy: Sendable, Equatable {
          ("function-names", functionNames)]
     }
 
-    /// The policy as the crash-time uploader's `--sentry-data` argument: the settings that are
+    /// The policy as the crash-time uploader's `--data` argument: the settings that are
     /// on, comma-separated (`none` when none is).
     package var argument: String {
         let on = words.filter(\.1).map(\.0)

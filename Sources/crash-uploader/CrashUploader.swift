@@ -22,14 +22,13 @@ struct UploaderOptions {
     var maxRecords = RecordDirectoryLimits.standard.maxRecords
     var maxRecordBytes = RecordDirectoryLimits.standard.maxBytes
     var timeout = CrashTimeUpload.timeoutSeconds
-    var sentryData = CrashDataPolicy().argument
-    var otlpData = CrashDataPolicy().argument
+    var data = CrashDataPolicy().argument
     var sessions = "on"
 
     static let usage = """
         USAGE: crash-uploader --directory <directory> --record <record> [--sinks <sinks>] [--max-records <n>]
-                              [--max-record-bytes <n>] [--timeout <seconds>] [--sentry-data <settings>]
-                              [--otlp-data <settings>] [--sessions <on|off>]
+                              [--max-record-bytes <n>] [--timeout <seconds>] [--data <settings>]
+                              [--sessions <on|off>]
 
         Sends one crash record to Sentry and/or an OpenTelemetry collector, through the record
         directory's inbox (what a crashing process starts when crash-time upload is on).
@@ -48,10 +47,10 @@ struct UploaderOptions {
           --max-records <n>           The record directory's bound in records.
           --max-record-bytes <n>      The record directory's bound in bytes.
           --timeout <seconds>         Seconds allowed in all, 1...3600.
-          --sentry-data <settings>    What the event and the attached record keep: raw-memory, breadcrumbs,
-                                      identity, full-paths, host-details, request-query, request-attributes
-                                      (comma-separated), or none.
-          --otlp-data <settings>      What the OTLP log record keeps (as --sentry-data).
+          --data <settings>           What leaves the machine (the Sentry event, its attached record, the
+                                      OTLP log record): raw-memory, breadcrumbs, identity, full-paths,
+                                      host-details, request-query, request-attributes (comma-separated),
+                                      or none.
           --sessions <on|off>         Release health: the crashed run's session with its crash. (default: on)
           -h, --help                  Show this help.
 
@@ -92,8 +91,7 @@ struct UploaderOptions {
             case "max-records": options.maxRecords = try integer(value, name)
             case "max-record-bytes": options.maxRecordBytes = try integer(value, name)
             case "timeout": options.timeout = try integer(value, name)
-            case "sentry-data": options.sentryData = value
-            case "otlp-data": options.otlpData = value
+            case "data": options.data = value
             case "sessions": options.sessions = value
             default: throw UsageError(description: "unknown option '--\(name)'")
             }
@@ -109,9 +107,8 @@ struct UploaderOptions {
         guard sessions == "on" || sessions == "off" else { throw UsageError(description: "--sessions must be on or off") }
         guard RecordFileName(record) != nil, !record.contains("/") else { throw UsageError(description: "--record must be a record's file name") }
         guard (1...3600).contains(timeout) else { throw UsageError(description: "--timeout must be 1...3600 seconds") }
-        guard CrashDataPolicy(argument: otlpData) != nil else { throw UsageError(description: "--otlp-data: as --sentry-data") }
-        guard CrashDataPolicy(argument: sentryData) != nil else {
-            throw UsageError(description: "--sentry-data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none")
+        guard CrashDataPolicy(argument: data) != nil else {
+            throw UsageError(description: "--data: not a list of raw-memory, breadcrumbs, identity, full-paths, host-details, request-query, request-attributes, none")
         }
         for id in sinks.split(separator: ",") where RecordSinkID(String(id)) == nil {
             throw UsageError(description: "--sinks: \(id) is not a sink id")
@@ -155,10 +152,10 @@ enum CrashUploader {
         let record = options.record ?? ""
         let outcome = CrashTimeUpload.send(record: record, directory: options.directory ?? "",
                                            sinks: options.sinks.split(separator: ",").compactMap { RecordSinkID(String($0)) },
-                                           dsn: dsn, otlp: otlp, otlpData: CrashDataPolicy(argument: options.otlpData) ?? CrashDataPolicy(),
+                                           dsn: dsn, otlp: otlp,
                                            limits: RecordDirectoryLimits(maxRecords: options.maxRecords, maxBytes: options.maxRecordBytes),
                                            timeout: .seconds(options.timeout),
-                                           data: CrashDataPolicy(argument: options.sentryData) ?? CrashDataPolicy(),
+                                           data: CrashDataPolicy(argument: options.data) ?? CrashDataPolicy(),
                                            sessions: options.sessions == "on")
         guard outcome.settled else {
             let why = outcome.sentry.lastError ?? outcome.sentry.quarantined.values.first ?? outcome.otlp?.lastError

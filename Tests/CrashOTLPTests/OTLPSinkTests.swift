@@ -421,14 +421,15 @@ final class OTLPSinkTests: XCTestCase {
     /// Crash-time upload with an OTLP endpoint and no DSN: the crashing process's handler starts
     /// crash-uploader, which sends the record to the collector with the app's settings (its
     /// service name) while the process dies; the record is deleted (the collector was its only
-    /// sink) and the next launch sends nothing more.
+    /// sink) and the next launch sends nothing more. The app's data policy goes with it: host
+    /// details off, the resource names no host.
     func testAtCrashTimeTheUploaderSendsTheRecordToTheCollectorAndTheNextLaunchNothingMore() throws {
         let directory = try Scratch.directory("otlp-crash-time")
         let server = try TestHTTPServer()
         let environment = ["SWIFT_BACKTRACE": "enable=no", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": server.origin + "/v1/logs",
                            "OTEL_SERVICE_NAME": "at-crash-time"]
         let output = try Scratch.directory("otlp-crash-time-output")
-        let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", directory, "--crash",
+        let child = try ChildProcess.run(BuiltProducts.harness, ["deliver", "--records", directory, "--crash", "--data", "none",
                                                                  "--crash-time-uploader", CrashTimeUpload.executableName],
                                          environment: environment, stdout: output + "/stdout", stderr: output + "/stderr",
                                          timeout: 90, ownProcessGroup: true, leftoverGrace: 40)
@@ -441,6 +442,8 @@ final class OTLPSinkTests: XCTestCase {
         XCTAssertEqual(server.allRequests.count, 1, "the crash-time upload")
         let (resource, _, record) = try only(try decoded(try XCTUnwrap(server.allRequests.first)))
         XCTAssertEqual(resource["service.name"] as? String, "at-crash-time")
+        XCTAssertNil(resource["host.name"], "host details off in the app's data policy: none at crash time either")
+        XCTAssertNotNil(resource["os.type"])
         XCTAssertEqual(record["event_name"] as? String, "app.crash")
         XCTAssertEqual((record["attributes"] as? [String: Any])?["exception.type"] as? String, "SIGSEGV")
         XCTAssertEqual(try recordFiles(directory), [], "the collector was the only sink: deleted")

@@ -1,5 +1,5 @@
 // CrashDataPolicyTests.swift — the data policy as the crash-time uploader receives it (its
-// `--sentry-data` argument) and as the event and the attached record apply it.
+// `--data` argument) and as the event and the attached record apply it.
 @testable import CrashReporter
 import CrashRecordFormat
 import XCTest

@@ -137,7 +137,7 @@ final class CrashTimeUploadTests: XCTestCase {
             (["--directory", directory, "--record", record, "--timeout", "0"], "--timeout must be 1...3600 seconds"),
             (["--directory", directory, "--record", record, "--timeout", "soon"], "--timeout must be a whole number"),
             (["--directory", directory, "--record", record, "--sinks", "sentry,no such"], "--sinks: no such is not a sink id"),
-            (["--directory", directory, "--record", record, "--sentry-data", "everything"], "--sentry-data: not a list of"),
+            (["--directory", directory, "--record", record, "--data", "everything"], "--data: not a list of"),
             (["--directory", directory, "--record", record, "--colour", "red"], "unknown option '--colour'"),
             (["--directory", directory, "--record"], "missing value for '--record'"),
             (["--directory", directory, "--record", record], "nothing to send to"),
