@@ -25,13 +25,20 @@ extern void *__libc_memalign(size_t, size_t);
 /* Whether this allocation goes to the pool: the heap is on and this thread's countdown ran out. */
 #define CC_GH_ON() __builtin_expect(__atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED) != 0 && cc_guarded_malloc_sampled(), 0)
 
+/* A call made as a jump even unoptimised (clang's musttail; SwiftPM builds with clang). */
+#if defined(__has_attribute) && __has_attribute(musttail)
+#define CC_GH_TAIL __attribute__((musttail))
+#else
+#define CC_GH_TAIL
+#endif
+
 /* Allocations until this thread's next sampled one (0: draw anew), and the thread's generator
  * (xorshift64, seeded from the clock and the thread's own address: no system call per draw). */
 static __thread uint32_t cc_guarded_countdown __attribute__((tls_model("initial-exec")));
 static __thread uint64_t cc_guarded_random __attribute__((tls_model("initial-exec")));
 
 /* A countdown per thread, drawn between 1 and 2 × the rate: one allocation in `rate` on average. */
-static int cc_guarded_malloc_sampled(void) {
+static inline int cc_guarded_malloc_sampled(void) {
     uint32_t rate = __atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED);
     if (rate <= 1) return rate == 1;
     if (cc_guarded_countdown == 0) {
@@ -77,12 +84,29 @@ int cc_guarded_malloc_status(uint64_t *sampled, uint32_t *in_use) {
     return cc_guarded_heap_size != 0;
 }
 
-void *malloc(size_t size) {
-    if (CC_GH_ON()) {
+/* With the heap on: a sampled allocation from the pool, any other from glibc's. malloc and calloc
+ * jump here (musttail: no frame of theirs stays below, even unoptimised), so the pool's stack
+ * starts at their caller as it does for the others. */
+__attribute__((noinline)) static void *cc_guarded_malloc_on(size_t size) {
+    if (cc_guarded_malloc_sampled()) {
         void *p = cc_guarded_heap_allocate(size, 16, 0);
         if (p) return p;
     }
     return __libc_malloc(size);
+}
+
+__attribute__((noinline)) static void *cc_guarded_calloc_on(size_t count, size_t size) {
+    if (cc_guarded_malloc_sampled()) {
+        void *p = cc_guarded_heap_allocate(count * size, 16, 1);   /* calloc checked the product */
+        if (p) return p;
+    }
+    return __libc_calloc(count, size);
+}
+
+/* Off: a load, a branch and a jump to glibc's, with no frame of its own. */
+void *malloc(size_t size) {
+    if (__builtin_expect(__atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED) == 0, 1)) return __libc_malloc(size);
+    CC_GH_TAIL return cc_guarded_malloc_on(size);
 }
 
 void free(void *pointer) {
@@ -99,11 +123,8 @@ void *calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (CC_GH_ON()) {
-        void *p = cc_guarded_heap_allocate(total, 16, 1);
-        if (p) return p;
-    }
-    return __libc_calloc(count, size);
+    if (__builtin_expect(__atomic_load_n(&cc_guarded_heap_rate, __ATOMIC_RELAXED) == 0, 1)) return __libc_calloc(count, size);
+    CC_GH_TAIL return cc_guarded_calloc_on(count, size);
 }
 
 void *realloc(void *pointer, size_t size) {
