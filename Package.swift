@@ -216,7 +216,7 @@ let package = Package(
         // records say is tested on them. No test target depends on it (that would put the
         // replaced malloc in the test process); the tests run it as a child.
         .target(name: "CGuardedHeapScenarios", path: "Sources/CGuardedHeapScenarios"),
-        .executableTarget(name: "guarded-heap-crasher", dependencies: ["CrashCapture", "CrashCaptureGuardedHeap", "CGuardedHeapScenarios"]),
+        .executableTarget(name: "guarded-heap-crasher", dependencies: ["CrashCapture", "CrashCaptureGuardedHeap", "CGuardedHeapScenarios", "CCrashScenarios"]),
         // The smallest Sentry-only adopter (CrashReporter and nothing else): that it links neither
         // the analytics' store nor SQLite is tested on it.
         .executableTarget(name: "sentry-only", dependencies: ["CrashReporter"]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# arm64 under emulation (scripts/test.sh runs it; about 21 s):
+# arm64 under emulation (scripts/test.sh runs it; about a minute):
 #  1. every C file of the core (CShims, Sources/CCrashRecordLayout) compiles for aarch64 with
 #     aarch64-linux-gnu-gcc -Wall -Wextra -Werror, as debug (-O0) and release (-O2) flags, and so
 #     does its C++ file (CShims/crash/cc_terminate.cpp) with aarch64-linux-gnu-g++;
@@ -54,7 +54,11 @@
 #       arm64_cxx_throw → arm64_cxx_middle → arm64_crash_cxx → arm64_level2 → arm64_level1 → main
 #       (lldb on its minidump: capture's cc_terminate);
 #  6. each record of the plain builds is exported with `crash-inspect export --minidump` and read
-#     by PyPI's minidump parser and by lldb-16 with the aarch64 program (check_minidump).
+#     by PyPI's minidump parser and by lldb-16 with the aarch64 program (check_minidump);
+#  7. the guarded heap (Sources/CrashCaptureGuardedHeap linked into Tests/Arm64Crashes/
+#     arm64_guarded_heap.c, plain and PAC): a use after free and a double free, judged as in 4,
+#     and the record's two stacks name the functions with no PAC bits left (qemu-user has no
+#     process_vm_readv: their pipe fallback is what runs here).
 #
 # qemu-user and SIGSEGV: a program that dies of SIGSEGV without capture ends as a SIGSEGV death
 # under qemu too (status 139 here). With capture, the handler re-raises the fault to itself
@@ -583,6 +587,78 @@ for variant in plain pac; do
     echo "FAILED $variant snapshot: exit $status, record kind '$kind' ($(head -c 300 "$out/snapshot-$variant.stderr"))"
     failures=$((failures + 1))
   fi
+done
+
+# The guarded heap (Sources/CrashCaptureGuardedHeap's allocator, every allocation sampled) on
+# aarch64, plain and with PAC: a use after free faults and a double free aborts as without
+# capture, and the record's guardedHeap names the error, the 48-byte size, offset 0, and stacks
+# that reach gh_allocate_in_c and gh_free_in_c (the allocator's own malloc and free may come
+# first: gcc has no musttail) with no address above 48 bits (a PAC-signed return address).
+for variant in plain pac; do
+  objects="$out/objects-$variant"
+  flags=(-g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -Werror "${includes[@]}"
+         -I Sources/CrashCaptureGuardedHeap/include -I Sources/CGuardedHeapScenarios/include)
+  [ "$variant" = pac ] && flags+=(-mbranch-protection=standard)
+  heap_objects=()
+  for file in Tests/Arm64Crashes/arm64_guarded_heap.c Sources/CrashCaptureGuardedHeap/cc_guarded_malloc.c \
+              Sources/CGuardedHeapScenarios/gh_scenarios.c; do
+    heap_objects+=("$objects/heap-$(basename "$file").o")
+    "$cc" "${flags[@]}" -c "$file" -o "${heap_objects[-1]}"
+  done
+  for file in "${core[@]}"; do heap_objects+=("$objects/$(basename "$file").o"); done
+  "$cc" -Wl,--build-id "${heap_objects[@]}" -lpthread -ldl -o "$out/arm64-guarded-heap-$variant"
+  for scenario in use-after-free-write double-free; do
+    expected=139 error=heap-use-after-free
+    [ "$scenario" = double-free ] && expected=134 error=double-free
+    dir="$out/run-$variant-heap-$scenario"
+    statuses=()
+    for mode in nocapture capture; do
+      rm -rf "$dir/$mode" && mkdir -p "$dir/$mode/records"
+      set +e
+      ( CRASHCAPTURE_GUARDED_HEAP=1:4096 timeout 120 "$qemu" -cpu max -L "$runroot" "$out/arm64-guarded-heap-$variant" \
+          "$scenario" "$dir/$mode/records" "$mode" >"$dir/$mode/stdout" 2>"$dir/$mode/stderr"; exit $? ) 2>/dev/null
+      statuses+=($?)
+      set -e
+    done
+    death="${statuses[1]}"
+    if [ "${statuses[1]}" -eq 127 ] && [ "$expected" -eq 139 ] \
+       && grep -q 'cpu_exec: assertion failed: (cpu == current_cpu)' "$dir/capture/stderr"; then
+      death="127 (qemu quirk)"
+    elif [ "${statuses[1]}" -ne "$expected" ]; then death="${statuses[1]}, expected $expected"; fi
+    record=$(ls "$dir"/capture/records/*.ccrec 2>/dev/null | head -1)
+    verdict=$( { [ -n "$record" ] && "$inspect" show "$record" --symbols "$out" --json; } 2>"$dir/show.stderr" | python3 -c '
+import json, sys
+error, want_status, got_status = sys.argv[1], sys.argv[2], sys.argv[3]
+problems = []
+if got_status != want_status: problems.append(f"without capture: status {got_status}, expected {want_status}")
+try:
+    heap = json.load(sys.stdin).get("guardedHeap") or {}
+except ValueError:
+    heap = {}
+    problems.append("no record read back")
+got_error, size, offset = heap.get("error"), heap.get("allocationSize"), heap.get("offset")
+if got_error != error: problems.append(f"error {got_error!r}")
+if size != 48 or offset != 0: problems.append(f"size {size}, offset {offset}")
+for key, function in (("allocationStack", "gh_allocate_in_c"), ("freeStack", "gh_free_in_c")):
+    frames = heap.get(key) or []
+    names = [f.get("symbol") or f.get("address") for f in frames]
+    signed = [f["address"] for f in frames if int(f["address"], 16) >> 48]
+    if signed: problems.append(f"{key}: addresses above 48 bits {signed[:3]}")
+    first = next((n for n in names if n not in ("malloc", "free")), None)
+    if first != function: problems.append(f"{key} starts {names[:4]}, not at {function}")
+print("; ".join(problems) if problems else "ok")
+' "$error" "$expected" "${statuses[0]}")
+    case "$death" in
+      127*|"$expected") ;;
+      *) verdict="with capture: status $death; $verdict" ;;
+    esac
+    if [ "$verdict" = ok ]; then
+      echo "ok     $variant guarded heap $scenario: exit $death, as without capture; $error of 48 bytes, allocated in gh_allocate_in_c, freed in gh_free_in_c"
+    else
+      echo "FAILED $variant guarded heap $scenario: $verdict ($(head -c 300 "$dir/capture/stderr"))"
+      failures=$((failures + 1))
+    fi
+  done
 done
 
 if [ "$failures" -ne 0 ]; then echo "arm64-check: $failures failed"; exit 1; fi

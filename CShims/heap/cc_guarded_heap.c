@@ -14,12 +14,13 @@
  * leaves no slot held. Nothing here calls malloc: the allocator's own calls come here.
  *
  * Stacks are frame-pointer walks (Swift and SwiftPM's C keep frame pointers on Linux) over a copy
- * of the stack made with process_vm_readv, so a frame chain that leads nowhere ends the walk
- * instead of faulting inside malloc. */
+ * of the stack made with process_vm_readv (or, where that is refused, through a pipe), so a frame
+ * chain that leads nowhere ends the walk instead of faulting inside malloc. */
 #define _GNU_SOURCE
 #include "cc_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -96,14 +97,41 @@ static uint64_t cc__gh_slot_page(uint32_t slot) { return cc_guarded_heap_base + 
 #define CC__GH_PIECE 512
 #define CC__GH_PIECES 8
 
+/* Set once process_vm_readv is refused (a seccomp profile that denies it; qemu-user, which runs
+ * arm64 containers on x86-64 hosts, does not implement it): later reads go through a pipe. */
+static _Atomic int cc__gh_vm_readv_refused;
+
 /* Copies up to CC__GH_PIECES pieces of memory from `address`; returns the bytes copied (whole
- * pieces, up to the first that cannot be read). */
-static size_t cc__gh_read_stack(uint64_t address, uint8_t *out, pid_t pid) {
-    struct iovec local = { out, CC__GH_PIECE * CC__GH_PIECES }, remote[CC__GH_PIECES];
-    for (int i = 0; i < CC__GH_PIECES; i++) remote[i] = (struct iovec){ (void *)(uintptr_t)(address + (uint64_t)i * CC__GH_PIECE), CC__GH_PIECE };
-    /* Every argument a full register wide: syscall(2) reads them as longs. */
-    long got = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, remote, (unsigned long)CC__GH_PIECES, 0UL);
-    return got > 0 ? (size_t)got : 0;
+ * pieces, up to the first that cannot be read). Where process_vm_readv is refused, write(2) into
+ * a pipe of this walk's own (`pipe_fds`, made on first need; -1 when none) does the same check in
+ * the kernel (EFAULT, not a fault), a piece at a time: the core's pipe (cc_safeio.c) is the
+ * crash handler's, which reads alone, and allocations come from every thread at once. */
+static size_t cc__gh_read_stack(uint64_t address, uint8_t *out, pid_t pid, int pipe_fds[2]) {
+    if (!atomic_load_explicit(&cc__gh_vm_readv_refused, memory_order_relaxed)) {
+        struct iovec local = { out, CC__GH_PIECE * CC__GH_PIECES }, remote[CC__GH_PIECES];
+        for (int i = 0; i < CC__GH_PIECES; i++) remote[i] = (struct iovec){ (void *)(uintptr_t)(address + (uint64_t)i * CC__GH_PIECE), CC__GH_PIECE };
+        /* Every argument a full register wide: syscall(2) reads them as longs. */
+        long got = syscall(SYS_process_vm_readv, (long)pid, &local, 1UL, remote, (unsigned long)CC__GH_PIECES, 0UL);
+        if (got >= 0) return (size_t)got;
+        if (errno != ENOSYS && errno != EPERM) return 0;
+        atomic_store_explicit(&cc__gh_vm_readv_refused, 1, memory_order_relaxed);
+    }
+    if (pipe_fds[0] < 0 && syscall(SYS_pipe2, pipe_fds, (long)(O_CLOEXEC | O_NONBLOCK)) != 0) {
+        pipe_fds[0] = pipe_fds[1] = -1;   /* the fd limit: no stack, the allocation still made */
+        return 0;
+    }
+    size_t done = 0;
+    for (int i = 0; i < CC__GH_PIECES; i++, done += CC__GH_PIECE) {
+        ssize_t wrote = cc__sys_write(pipe_fds[1], (const void *)(uintptr_t)(address + done), CC__GH_PIECE);
+        if (wrote == CC__GH_PIECE && cc__sys_read(pipe_fds[0], out + done, CC__GH_PIECE) == CC__GH_PIECE) continue;
+        if (wrote > 0) {   /* a piece cut short: bytes left in the pipe, so the next read gets a new one */
+            cc__sys_close(pipe_fds[0]);
+            cc__sys_close(pipe_fds[1]);
+            pipe_fds[0] = pipe_fds[1] = -1;
+        }
+        break;
+    }
+    return done;
 }
 
 /* The return addresses above the caller's caller (the allocator's own frames left out), at most
@@ -117,19 +145,25 @@ __attribute__((noinline)) static uint32_t cc__gh_stack(uint64_t *frames) {
     uint8_t copy[CC__GH_PIECE * CC__GH_PIECES];
     uint64_t base = 0;
     size_t have = 0;
+    int pipe_fds[2] = { -1, -1 }, saved_errno = errno;   /* malloc leaves errno as it was */
     for (uint32_t step = 0; step < CC_GH_MAX_FRAMES + 2 && fp != 0 && (fp & 7) == 0; step++) {
         if (fp < base || fp - base + 16 > have) {
             base = fp;
-            have = cc__gh_read_stack(base, copy, pid);
+            have = cc__gh_read_stack(base, copy, pid, pipe_fds);
             if (have < 16) break;
         }
         uint64_t pair[2];
         memcpy(pair, copy + (fp - base), sizeof pair);
         if (pair[1] == 0) break;
-        if (skip > 0) skip--; else frames[count++] = pair[1];
+        if (skip > 0) skip--; else frames[count++] = cc__strip_code_address(pair[1]);   /* stored as every record's: no PAC */
         if (count == CC_GH_MAX_FRAMES || pair[0] <= fp || pair[0] - fp > (64u << 20)) break;
         fp = pair[0];
     }
+    if (pipe_fds[0] >= 0) {
+        cc__sys_close(pipe_fds[0]);
+        cc__sys_close(pipe_fds[1]);
+    }
+    errno = saved_errno;
     return count;
 }
 

@@ -2,7 +2,10 @@
 // `guarded-heap-crasher <record directory> c|swift <scenario> [size]`. Capture starts first, so
 // the error's record says what the guarded heap knew. Scenarios: use-after-free-read,
 // use-after-free-write, overflow, underflow, double-free, invalid-free (and in C: fork, exhaust). Run with
-// CRASHCAPTURE_GUARDED_HEAP=1:<slots> (every allocation sampled) by the tests.
+// CRASHCAPTURE_GUARDED_HEAP=1:<slots> (every allocation sampled) by the tests;
+// GUARDED_HEAP_CRASHER_REFUSE_MEMORY_READS=1 refuses process_vm_readv first (a seccomp filter, as a
+// sandbox's), so the heap's stacks and the handler's reads go through their pipes.
+import CCrashScenarios
 import CGuardedHeapScenarios
 import CrashCapture
 import CrashCaptureGuardedHeap
@@ -36,6 +39,7 @@ if getenv("GUARDED_HEAP_CRASHER_START") != nil, cc_guarded_malloc_start(1, 4096)
     say("guarded-heap-crasher: cc_guarded_malloc_start failed")
     exit(4)
 }
+if getenv("GUARDED_HEAP_CRASHER_REFUSE_MEMORY_READS") != nil { cch_refuse_memory_reads() }
 _ = try CrashHandler.start(CrashHandler.Configuration(directory: arguments[1], appName: "guarded-heap-crasher", appVersion: "1"))
 
 /// The allocation the Swift scenarios make: bytes from the allocator (`swift_slowAlloc`, malloc).

@@ -27,7 +27,7 @@ final class GuardedHeapTests: XCTestCase {
     }
 
     func run(_ language: String, _ scenario: String, heap: String? = "1:4096", capture: Bool = true,
-             startFromMain: Bool = false) throws -> Outcome {
+             startFromMain: Bool = false, refuseMemoryReads: Bool = false) throws -> Outcome {
         let directory = try Scratch.directory("guarded-heap-\(language)-\(scenario)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var environment = ProcessInfo.processInfo.environment
@@ -35,6 +35,7 @@ final class GuardedHeapTests: XCTestCase {
         environment.removeValue(forKey: "CRASHCAPTURE_GUARDED_HEAP")
         if let heap { environment["CRASHCAPTURE_GUARDED_HEAP"] = heap }
         if startFromMain { environment["GUARDED_HEAP_CRASHER_START"] = "1" }
+        if refuseMemoryReads { environment["GUARDED_HEAP_CRASHER_REFUSE_MEMORY_READS"] = "1" }
         environment.removeValue(forKey: CrashHandler.disableEnvironmentVariable)
         if !capture { environment[CrashHandler.disableEnvironmentVariable] = "1" }
         let child = try ChildProcess.run(crasher, [directory, language, scenario], environment: environment,
@@ -119,6 +120,18 @@ final class GuardedHeapTests: XCTestCase {
         XCTAssertEqual(full.ending, .exited(0), full.stdout)
         XCTAssertTrue(full.stdout.hasPrefix("survived: 0"), full.stdout)
         XCTAssertNil(full.heap)
+    }
+
+    /// Where a sandbox refuses process_vm_readv (a seccomp filter here; qemu-user, which runs arm64
+    /// containers on x86-64 hosts, lacks it), the stacks are read through a pipe and still name
+    /// the allocating and freeing functions.
+    func testTheStacksAreReadWhereProcessVmReadvIsRefused() throws {
+        let outcome = try run("c", "use-after-free-write", refuseMemoryReads: true)
+        XCTAssertEqual(outcome.ending, .signaled(SIGSEGV))
+        let heap = try XCTUnwrap(outcome.heap, "no guardedHeap in the record")
+        XCTAssertEqual(heap["error"] as? String, "heap-use-after-free")
+        XCTAssertEqual(names(heap, "allocationStack").first, "gh_allocate_in_c", "\(names(heap, "allocationStack"))")
+        XCTAssertEqual(names(heap, "freeStack").first, "gh_free_in_c", "\(names(heap, "freeStack"))")
     }
 
     /// Turned on by the program itself (`cc_guarded_malloc_start`), without the variable.
