@@ -30,6 +30,12 @@ echo "== how a captured process dies: each crash's final signal, status and core
 scripts/death-check.sh --harness "$CRASH_HARNESS_RELEASE"
 # swift test's BacktracerAlongsideTests need not compare the whole table a second time.
 export BACKTRACER_TABLE_CHECKED="death-check over $CRASH_HARNESS_RELEASE"
+# What needs no example server is built while the servers' build ends: its last modules (Vapor's,
+# the three executables) compile one at a time and leave a core free.
+echo "== the launch benchmark builds (Benchmarks/LaunchBench, release: what Benchmarks/README.md's launch table is measured with; scripts/bench.sh runs it)"
+swift build -c release --package-path Benchmarks/LaunchBench
+echo "== the tests build (debug), for swift test below"
+swift build --build-tests
 wait "$servers_job" || true
 if [ "$(cat "$servers_log.rc" 2>/dev/null)" != 0 ]; then cat "$servers_log"; echo "the example servers did not build" >&2; exit 1; fi
 tail -n 3 "$servers_log"
@@ -38,8 +44,6 @@ export CRASHING_SERVER="$servers_bin/crashing-server"
 export CRASHING_VAPOR_SERVER="$servers_bin/crashing-vapor-server"
 export CRASHING_GRPC_SERVER="$servers_bin/crashing-grpc-server"
 echo "== example servers built (in the background) by $((SECONDS - servers_started)) s after they began"
-echo "== the launch benchmark builds (Benchmarks/LaunchBench, release: what Benchmarks/README.md's launch table is measured with; scripts/bench.sh runs it)"
-swift build -c release --package-path Benchmarks/LaunchBench
 echo "== the README's and the DocC articles' Swift blocks compile (scripts/snippets.py: DocSnippets, and each server page's whole program, in Examples/CrashingServer)"
 python3 scripts/snippets.py Examples/CrashingServer/Sources/DocSnippets
 swift build -c release --package-path Examples/CrashingServer --target DocSnippets
